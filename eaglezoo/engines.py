@@ -1,0 +1,81 @@
+"""Serving engines: which versions honour which drafter features, which engines cannot serve a
+drafter faithfully, and the exact serving configuration (formats.md §8.7, §10, §11, §12, §14)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+from .spec import DrafterSpec
+
+
+class EngineSupport(BaseModel):
+    engine: str
+    min_version: str | None  # None: no release known to serve it
+    faithful: bool
+    notes: list[str]
+
+
+def _v(version: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in version.split("."))
+
+
+def engine_support(spec: DrafterSpec, fmt: str = "eagle31") -> list[EngineSupport]:
+    """fmt: the on-disk format the engine will read (eagle31/HF-style or speculators)."""
+    return [_vllm(spec, fmt), _sglang(spec, fmt), _trtllm(spec, fmt)]
+
+
+def _vllm(spec: DrafterSpec, fmt: str) -> EngineSupport:
+    floor, notes, faithful = "0.22.0", [], True  # eagle3 + aux-id keys: every release read (formats.md §8.7)
+    if spec.fc_norm or spec.norm_output:
+        notes.append("fc_norm/norm_output read from 0.22.0 (vLLM PR #42764)")
+    if spec.norm_before_fc:
+        notes.append("norm_before_fc read from 0.22.0 or earlier (PR #36545/#38111)")
+    if spec.arch == "mla":
+        if spec.norm_before_fc:
+            faithful = False
+            notes.append("the MLA drafter class has no norm_before_fc")
+        if spec.fc_norm:
+            floor = max(floor, "0.23.0", key=_v)
+            notes.append("fc_norm applied by the MLA drafter only from 0.23.0 (PR #43482)")
+    if spec.arch == "qwen3":
+        floor = max(floor, "0.33.0", key=_v)
+        notes.append("Eagle3Qwen3ForCausalLM first seen in 0.33.0")
+    if fmt == "speculators" and (spec.fc_norm or spec.norm_output):
+        floor = max(floor, "0.25.0", key=_v)
+        notes.append("speculators-format fc_norm/norm_output propagated only from 0.25.0 (PR #46488); "
+                     "older releases silently run EAGLE-3")
+    if fmt == "speculators" and spec.arch not in ("llama", "qwen3"):
+        faithful = False
+        notes.append("the speculators path serves llama and qwen3 drafters only")
+    return EngineSupport(engine="vllm", min_version=floor, faithful=faithful, notes=notes)
+
+
+def _sglang(spec: DrafterSpec, fmt: str) -> EngineSupport:
+    notes, faithful = [], True
+    if fmt == "speculators":
+        faithful = False
+        notes.append("SGLang does not read the speculators format; serve the eagle31 output")
+    if spec.norm_before_residual:
+        faithful = False
+        notes.append("norm_before_residual=true is never read: SGLang 0.5.23 always takes the residual "
+                     "before hidden_norm (formats.md §10)")
+    if spec.fc_norm or spec.norm_output:
+        notes.append("fc_norm/norm_output read in 0.5.23 (the release read for this table)")
+    notes.append("captures aux ids only from eagle_config (layer-output, +1 on load; check the target "
+                 "model's heuristic, formats.md §9)")
+    return EngineSupport(engine="sglang", min_version="0.5.23" if faithful else None, faithful=faithful, notes=notes)
+
+
+def _trtllm(spec: DrafterSpec, fmt: str) -> EngineSupport:
+    notes, faithful = [], True
+    if fmt == "speculators":
+        faithful = False
+        notes.append("TensorRT-LLM does not read the speculators format")
+    if spec.norm_before_residual:
+        faithful = False
+        notes.append("norm_before_residual=true is not supported (residual fixed to the pre-hidden_norm input)")
+    if spec.fc_norm or spec.norm_output:
+        notes.append("fc_norm/norm_output need a release with TRT-LLM PR #14988 (version not pinned down)")
+    if spec.norm_before_fc:
+        notes.append("norm_before_fc is read only from eagle_config (eagle31 writes both)")
+    return EngineSupport(engine="tensorrt-llm", min_version=None, faithful=faithful, notes=notes)

@@ -1,0 +1,208 @@
+"""`eaglezoo lint`: static checks of a drafter (and against its target) from configs, safetensors
+headers and the few small tensors the value checks need. No forward pass.
+
+Every finding has a severity, a stable code, a message and a hint; errors make `lint` exit 1.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+import torch
+from pydantic import BaseModel
+
+from .convert import canonical_refs, compare_with_target, read_drafter, target_config
+from .engines import EngineSupport, engine_support
+from .errors import EaglezooError
+from .formats.base import Reading, ReadOptions
+from .layout import check_tensors
+from .spec import DrafterSpec
+from .tensors import Checkpoint
+
+Severity = Literal["error", "warning", "info"]
+
+
+class Finding(BaseModel):
+    severity: Severity
+    code: str
+    message: str
+    hint: str = ""
+
+
+class LintReport(BaseModel):
+    drafter: str
+    target: str | None
+    dialect: str | None
+    eagle_version: str | None
+    spec: DrafterSpec | None
+    findings: list[Finding]
+    engines: list[EngineSupport]
+    bytes_read: int | None = None  # remote lint: bytes downloaded
+    weights_bytes: int | None = None
+
+    @property
+    def errors(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity == "error"]
+
+
+def lint(drafter_dir: Path, target_dir: Path | None = None, dialect: str | None = None,
+         opts: ReadOptions | None = None) -> LintReport:
+    opts = opts or ReadOptions()
+    tcfg = target_config(target_dir) if target_dir else None
+    findings: list[Finding] = []
+    try:
+        reading, ckpt, cfg = read_drafter(drafter_dir, dialect, opts, strict=False)
+    except EaglezooError as exc:
+        if exc.code != "aux-ids-missing":
+            return _unreadable(drafter_dir, target_dir, exc)
+        findings.append(Finding(severity="error", code="aux-ids-missing", message=exc.message,
+                                hint="engines then fall back to a default guess and acceptance silently collapses "
+                                     "(vLLM #50170); write eagle_aux_hidden_state_layer_ids explicitly"))
+        opts.allow_missing_aux = True
+        try:
+            reading, ckpt, cfg = read_drafter(drafter_dir, dialect, opts, strict=False)
+        except EaglezooError as exc2:
+            return _unreadable(drafter_dir, target_dir, exc2, findings)
+    findings += lint_reading(reading, ckpt, tcfg, target_dir, cfg)
+    spec = reading.spec
+    return LintReport(drafter=str(drafter_dir), target=str(target_dir) if target_dir else None,
+                      dialect=reading.dialect, eagle_version=spec.eagle_version, spec=spec, findings=findings,
+                      engines=engine_support(spec, "speculators" if reading.dialect == "speculators" else "eagle31"))
+
+
+def _unreadable(drafter_dir, target_dir, exc: EaglezooError, findings=()) -> LintReport:
+    f = Finding(severity="error", code=exc.code or "unreadable", message=exc.message, hint=exc.hint or "")
+    return LintReport(drafter=str(drafter_dir), target=str(target_dir) if target_dir else None, dialect=None,
+                      eagle_version=None, spec=None, findings=[*findings, f], engines=[])
+
+
+def lint_reading(reading: Reading, ckpt: Checkpoint, tcfg: dict | None, target_dir: Path | None = None,
+                 cfg: dict | None = None) -> list[Finding]:
+    spec = reading.spec
+    out: list[Finding] = []
+
+    def add(severity: Severity, code: str, message: str, hint: str = "") -> None:
+        out.append(Finding(severity=severity, code=code, message=message, hint=hint))
+
+    for w in reading.warnings:
+        add("warning", "reader", w)
+    if spec.aux is not None:
+        add("info", "aux-ids", f"aux ids {list(spec.aux.ids)} ({spec.aux.convention}) = boundary {spec.aux.boundary()}; "
+                               f"written for vLLM as {spec.aux.boundary()}, for SGLang/TRT-LLM as {spec.aux.layer_output()}")
+    if tcfg is not None:
+        n = int(tcfg["num_hidden_layers"])
+        if spec.aux is not None:
+            bad = [i for i in spec.aux.boundary() if not 0 <= i <= n]
+            if bad:
+                add("error", "aux-ids-range", f"aux ids select boundary {spec.aux.boundary()}, outside the target's 0..{n}",
+                    "check the convention: layer-output ids are boundary ids minus one (formats.md §9)")
+            elif 0 in spec.aux.boundary():
+                add("warning", "aux-ids-embedding", "boundary id 0 captures the embedding output, not a layer")
+        if int(tcfg["hidden_size"]) != spec.target_hidden_size:
+            add("error", "target-hidden-mismatch", f"target hidden_size {tcfg['hidden_size']} != the drafter's "
+                f"target_hidden_size {spec.target_hidden_size}")
+        if int(tcfg["vocab_size"]) != spec.vocab_size:
+            add("error", "vocab-mismatch", f"target vocab_size {tcfg['vocab_size']} != the drafter's vocab_size {spec.vocab_size}",
+                "draft and target must share one tokenizer (SafeAILab #258)")
+        for w in compare_with_target(spec, tcfg):
+            add("warning", "context-rope", w)
+
+    refs = canonical_refs(reading, ckpt)
+    problems = check_tensors(spec, refs)
+    for p in problems:
+        add("error", p.code, p.message, p.hint)
+    if cfg is not None:
+        _config_findings(cfg, reading, add)
+    if not problems:
+        _value_findings(spec, reading, ckpt, refs, target_dir, add)
+    for e in engine_support(spec, "speculators" if reading.dialect == "speculators" else "eagle31"):
+        if not e.faithful:
+            add("warning", "engine-unfaithful", f"{e.engine} cannot serve this drafter faithfully: {'; '.join(e.notes)}")
+    return out
+
+
+def _config_findings(cfg: dict, reading: Reading, add) -> None:
+    top = cfg
+    if "norm_before_residual" not in top:
+        add("warning", "norm-before-residual-implicit", "norm_before_residual is not written: vLLM's HF path reads "
+            "false, its speculators path true", "convert writes it explicitly (formats.md §14.14)")
+    layer = cfg.get("transformer_layer_config", cfg)
+    if layer.get("tie_word_embeddings") or top.get("tie_word_embeddings"):
+        add("error", "tie-word-embeddings", "tie_word_embeddings is true: SGLang ties lm_head to embed_tokens and "
+            "transformers may overwrite the draft-vocab lm_head", "write tie_word_embeddings: false")
+    if "target_hidden_size" in top and top["target_hidden_size"] is None and reading.dialect != "speculators":
+        add("warning", "target-hidden-null", "target_hidden_size is null: vLLM's HF path computes None * k and crashes")
+
+
+def _value_findings(spec: DrafterSpec, reading: Reading, ckpt: Checkpoint, refs, target_dir, add) -> None:
+    back = {v: k for k, v in reading.renames.items()}
+    nonfinite = []
+    for name, ref in refs.items():
+        if not ref.is_float:
+            continue
+        t = ckpt.load(back[name])
+        if not torch.isfinite(t).all():
+            nonfinite.append(name)
+        if name.endswith("norm.weight") and t.numel():
+            if bool((t == 1).all()):
+                add("warning", "norm-untrained", f"{name} is all ones: never trained, or defaulted by a converter "
+                    "(speculators #812)")
+            elif bool((t == 0).all()):
+                add("error", "norm-zero", f"{name} is all zeros: the norm erases its input")
+    if nonfinite:
+        add("error", "nan-inf", f"NaN or Inf values in {', '.join(nonfinite)}")
+    if spec.fc_norm:
+        norms = [ckpt.load(back[f"fc_norm.{j}.weight"]) for j in range(spec.num_aux)]
+        for a in range(len(norms)):
+            for b in range(a + 1, len(norms)):
+                if torch.equal(norms[a], norms[b]) and not bool((norms[a] == 1).all()):
+                    add("warning", "duplicate-aux-slots", f"fc_norm.{a} and fc_norm.{b} are identical")
+    fc = ckpt.load(back["fc.weight"])
+    blocks = fc.reshape(fc.shape[0], spec.num_aux, spec.target_hidden_size)
+    for a in range(spec.num_aux):
+        for b in range(a + 1, spec.num_aux):
+            if torch.equal(blocks[:, a], blocks[:, b]):
+                add("error", "duplicate-aux-slots", f"fc columns of aux slots {a} and {b} are identical")
+    if spec.has_vocab_map:
+        _vocab_map_findings(spec, ckpt.load(back["d2t"]), ckpt.load(back["t2d"]) if "t2d" in back else None, add)
+    if "embed_tokens.weight" in refs and target_dir is not None:
+        _embed_findings(ckpt.load(back["embed_tokens.weight"]), target_dir, add)
+
+
+def _vocab_map_findings(spec: DrafterSpec, d2t: torch.Tensor, t2d: torch.Tensor | None, add) -> None:
+    d2t = d2t.long()
+    ids = torch.arange(spec.draft_vocab_size) + d2t
+    if bool((d2t == 0).all()):
+        add("warning", "vocab-map-trivial", f"d2t is all zeros: draft ids map to target ids 0..{spec.draft_vocab_size - 1}",
+            "a real map keeps the most frequent tokens (SafeAILab #222, verl-SpeCo #66)")
+    problems = []
+    if (ids < 0).any() or (ids >= spec.vocab_size).any():
+        problems.append("arange(V_d) + d2t leaves [0, vocab_size)")
+    if len(ids) > 1 and not bool((ids[1:] > ids[:-1]).all()):
+        problems.append("arange(V_d) + d2t is not strictly increasing")
+    if t2d is not None:
+        t2d = t2d.bool()
+        if int(t2d.sum()) != spec.draft_vocab_size:
+            problems.append(f"t2d marks {int(t2d.sum())} tokens, not draft_vocab_size {spec.draft_vocab_size}")
+        elif not problems and not bool(t2d[ids].all()):
+            problems.append("t2d does not mark the tokens d2t maps to")
+    for p in problems:
+        add("error", "vocab-map-invalid", p, "formats.md §3.3 invariants")
+
+
+def _embed_findings(embed: torch.Tensor, target_dir: Path, add) -> None:
+    try:
+        target = Checkpoint(target_dir)
+    except EaglezooError:
+        return
+    name = next((n for n in ("model.embed_tokens.weight", "embed_tokens.weight", "model.language_model.embed_tokens.weight")
+                 if n in target.refs), None)
+    if name is None:
+        return
+    theirs = target.load(name)
+    if theirs.shape != embed.shape:
+        add("error", "embed-shape", f"embed_tokens {list(embed.shape)} vs the target's {list(theirs.shape)}")
+    elif not torch.equal(theirs.to(embed.dtype), embed):
+        add("warning", "embed-differs", "embed_tokens differs from the target's: engines will not share it "
+            "(vLLM compares with torch.equal); fine only if the drafter was trained with its own")

@@ -1,0 +1,127 @@
+"""The target model through transformers, with the drafter's aux hidden states captured by hooks.
+
+Hooks, not `output_hidden_states`: HF puts the *post*-final-norm state at index L, while engines
+capture boundary L before the norm (peers.md §4 #25). Boundary 0 is the embedding output and
+boundary i >= 1 is the output of decoder layer i-1 (formats.md §8.5).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from .errors import UsageError
+
+DTYPES = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16, "bf16": torch.bfloat16,
+          "float16": torch.float16, "fp16": torch.float16, "float64": torch.float64}
+
+
+def resolve_device(device: str) -> str:
+    """`auto` picks CUDA when present; asking for CUDA without it is a usage error."""
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device.startswith("cuda"):
+        if not torch.cuda.is_available():
+            raise UsageError(f"--device {device} asked for, but CUDA is not available on this machine",
+                             hint="use --device cpu or --device auto")
+        index = int(device.split(":")[1]) if ":" in device else 0
+        if index >= torch.cuda.device_count():
+            raise UsageError(f"--device {device}: only {torch.cuda.device_count()} CUDA device(s) present")
+        return device
+    if device != "cpu":
+        raise UsageError(f"unknown --device {device!r}", hint="use auto, cpu, cuda or cuda:N")
+    return device
+
+
+def resolve_dtype(dtype: str, device: str) -> torch.dtype:
+    if dtype == "auto":
+        return torch.bfloat16 if device.startswith("cuda") else torch.float32
+    if dtype not in DTYPES:
+        raise UsageError(f"unknown --dtype {dtype!r}", hint=f"use one of auto, {', '.join(DTYPES)}")
+    return DTYPES[dtype]
+
+
+@dataclass
+class Generation:
+    tokens: torch.Tensor  # [p + N] prompt then greedy continuation
+    aux: list[torch.Tensor]  # k tensors [p + N - 1, H_t]: features of every position the target ran
+    prompt_len: int
+
+
+class Target:
+    def __init__(self, path: str | Path, device: str = "cpu", dtype: torch.dtype = torch.float32):
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        path = Path(path)
+        if not (path / "config.json").is_file():
+            raise UsageError(f"target {path}: no config.json found")
+        # Shard over every GPU when more than one is present (needs accelerate); else one device.
+        sharded = device == "cuda" and torch.cuda.device_count() > 1
+        try:
+            if sharded:
+                self.model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, device_map="auto").eval()
+            else:
+                self.model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype).to(device).eval()
+            self.tokenizer = AutoTokenizer.from_pretrained(path)
+        except (OSError, ValueError, KeyError, ImportError) as exc:
+            raise UsageError(f"target {path} could not be loaded: {str(exc).splitlines()[0]}") from None
+        self.config = self.model.config
+        self.device = device
+        self.dtype = dtype
+
+    @property
+    def num_layers(self) -> int:
+        return int(self.config.num_hidden_layers)
+
+    def input_embeddings(self) -> torch.Tensor:
+        return self.model.get_input_embeddings().weight
+
+    @contextlib.contextmanager
+    def capture(self, boundary_ids: list[int]):
+        """Collects, for each boundary id, the hidden states of every forward call."""
+        store: dict[int, list[torch.Tensor]] = {i: [] for i in boundary_ids}
+        layers = self.model.get_decoder().layers
+        handles = []
+
+        def hook_for(ids):
+            def hook(_module, _inputs, output):
+                out = output[0] if isinstance(output, tuple) else output
+                for i in ids:
+                    store[i].append(out.detach()[0])
+            return hook
+
+        by_module: dict[torch.nn.Module, list[int]] = {}
+        for i in boundary_ids:
+            if not 0 <= i <= self.num_layers:
+                raise UsageError(f"aux layer {i} (boundary) is outside the target's 0..{self.num_layers}")
+            module = self.model.get_input_embeddings() if i == 0 else layers[i - 1]
+            by_module.setdefault(module, []).append(i)
+        for module, ids in by_module.items():
+            handles.append(module.register_forward_hook(hook_for(ids)))
+        try:
+            yield store
+        finally:
+            for h in handles:
+                h.remove()
+
+    @torch.inference_mode()
+    def greedy(self, prompt_ids: list[int], max_new_tokens: int, boundary_ids: list[int]) -> Generation:
+        ids = torch.tensor([prompt_ids], device=self.model.device)
+        with self.capture(boundary_ids) as store:
+            out = self.model.generate(
+                ids, max_new_tokens=max_new_tokens, min_new_tokens=max_new_tokens, do_sample=False,
+                pad_token_id=self.config.pad_token_id if self.config.pad_token_id is not None else 0,
+                attention_mask=torch.ones_like(ids),
+            )
+        aux = [torch.cat(store[i], dim=0) for i in boundary_ids]
+        return Generation(out[0], aux, len(prompt_ids))
+
+    @torch.inference_mode()
+    def forward_aux(self, tokens: torch.Tensor, boundary_ids: list[int]):
+        """One teacher-forced pass: (greedy next-token ids [T], aux states)."""
+        with self.capture(boundary_ids) as store:
+            logits = self.model(tokens[None].to(self.model.device)).logits[0]
+        return logits.argmax(-1), [torch.cat(store[i], dim=0) for i in boundary_ids]

@@ -1,0 +1,64 @@
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "examples" / "tiny"
+sys.path.insert(0, str(Path(__file__).parent))
+
+CLI_ENV = {**os.environ, "TRANSFORMERS_VERBOSITY": "error", "HF_HUB_OFFLINE": os.environ.get("HF_HUB_OFFLINE", "1"),
+           "HF_HUB_DISABLE_TELEMETRY": "1", "COLUMNS": "200", "NO_COLOR": "1"}
+
+
+@dataclass
+class Result:
+    code: int
+    out: str
+    err: str
+
+    def json(self):
+        return json.loads(self.out)
+
+
+def run_cli(*args, env: dict | None = None, timeout: float = 600) -> Result:
+    proc = subprocess.run([sys.executable, "-m", "eaglezoo", *map(str, args)], capture_output=True, text=True,
+                          env={**CLI_ENV, **(env or {})}, timeout=timeout, cwd=ROOT)
+    return Result(proc.returncode, proc.stdout, proc.stderr)
+
+
+@pytest.fixture
+def cli():
+    return run_cli
+
+
+def tree_digest(path: Path) -> str:
+    """A digest of every file's name, bytes and mode below `path` (to prove SRC untouched)."""
+    h = hashlib.sha256()
+    for f in sorted(p for p in path.rglob("*")):
+        h.update(str(f.relative_to(path)).encode())
+        if f.is_file():
+            h.update(f.read_bytes())
+        h.update(str(f.stat().st_mode).encode())
+    return h.hexdigest()
+
+
+def assert_clean_failure(result: Result, out: Path | None = None, code: int = 2, contains: str | None = None):
+    """One-line error, the exit code, no traceback, no OUT."""
+    assert result.code == code, (result.code, result.out, result.err)
+    lines = [line for line in result.err.strip().splitlines() if line.strip()]
+    assert len(lines) == 1, result.err
+    assert lines[0].startswith("error: "), result.err
+    assert "Traceback" not in result.err
+    if contains:
+        assert contains.lower() in lines[0].lower(), lines[0]
+    if out is not None:
+        assert not out.exists()
+        assert not list(out.parent.glob(f".{out.name}.*")), "temporary directory left behind"
