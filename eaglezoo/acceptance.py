@@ -4,8 +4,8 @@ From every slot t the drafter proposes K tokens; the chain's accepted length is 
 leading drafts equal to the target's tokens. Two views are reported:
 
 * **decoding path**: the chains a real greedy speculative decoder visits (start after the prompt,
-  then jump by accepted + 1). This is what vLLM's counters measure, and `speculative_decode` below
-  reproduces it step by step.
+  then jump by accepted + 1), with a round whenever fewer than N tokens have been produced, as in
+  vLLM. This is what vLLM's counters measure, and `speculative_decode` below reproduces it.
 * **all positions**: every slot of the continuation; more samples, same drafter.
 
 Mean acceptance length is counted as vLLM counts it: 1 + accepted / drafts.
@@ -29,12 +29,14 @@ def accepted_lengths(drafts: torch.Tensor, tokens: torch.Tensor, first: int, las
     return matches.long().cumprod(0).sum(0).tolist()
 
 
-def decoding_path(accepted: list[int]) -> list[int]:
-    """The accepted lengths a greedy speculative decoder sees, starting at the first slot."""
-    path, i = [], 0
-    while i < len(accepted):
-        path.append(accepted[i])
-        i += accepted[i] + 1
+def decoding_path(accepted: list[int], max_new_tokens: int) -> list[int]:
+    """The accepted lengths a greedy speculative decoder sees. accepted[j] belongs to the round
+    started when j + 1 tokens had been produced; rounds run while fewer than max_new_tokens exist."""
+    path, produced = [], 1
+    while produced < max_new_tokens and produced - 1 < len(accepted):
+        a = accepted[produced - 1]
+        path.append(a)
+        produced += a + 1
     return path
 
 
@@ -80,15 +82,14 @@ def speculative_decode(target_forward, drafter, prompt: list[int], max_new_token
     `target_forward(tokens[T]) -> (greedy next ids [T], aux states list of [T, H_t])`.
     Each round: the drafter ingests every slot the target has features for, proposes k tokens
     from the last one (its own KV cache for the deeper steps), the target verifies them and the
-    longest matching prefix plus the target's own next token is kept. Returns (new tokens,
-    accepted length per round). Stops once a round could not be fully checked within
-    max_new_tokens, as `accepted_lengths` does.
+    longest matching prefix plus the target's own next token is kept, while fewer than
+    max_new_tokens exist. Returns (the first max_new_tokens new tokens, accepted length per round).
     """
     tokens = list(prompt)
     nxt, aux = target_forward(torch.tensor(tokens))
     tokens.append(int(nxt[-1]))
     rounds = []
-    while len(tokens) - len(prompt) + k <= max_new_tokens:
+    while len(tokens) - len(prompt) < max_new_tokens:
         n = len(tokens) - 1  # the target has features for slots 0..n-1; token n is its newest output
         t = torch.tensor(tokens)
         drafts = _draft_from_last_slot(drafter, [a[:n] for a in aux], t[1:n + 1], k)
@@ -100,7 +101,7 @@ def speculative_decode(target_forward, drafter, prompt: list[int], max_new_token
         tokens += drafts[:a] + [verified[a]]
         rounds.append(a)
         nxt, aux = target_forward(torch.tensor(tokens[:-1]))  # features of every kept position
-    return tokens[len(prompt):], rounds
+    return tokens[len(prompt):len(prompt) + max_new_tokens], rounds
 
 
 def _draft_from_last_slot(drafter, aux, next_tokens, k) -> list[int]:

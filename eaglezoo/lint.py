@@ -54,6 +54,8 @@ def lint(drafter_dir: Path, target_dir: Path | None = None, dialect: str | None 
     try:
         reading, ckpt, cfg = read_drafter(drafter_dir, dialect, opts, strict=False)
     except EaglezooError as exc:
+        if exc.code is None:  # unreadable files or usage: bad input, not a finding
+            raise
         if exc.code != "aux-ids-missing":
             return _unreadable(drafter_dir, target_dir, exc)
         findings.append(Finding(severity="error", code="aux-ids-missing", message=exc.message,
@@ -65,10 +67,34 @@ def lint(drafter_dir: Path, target_dir: Path | None = None, dialect: str | None 
         except EaglezooError as exc2:
             return _unreadable(drafter_dir, target_dir, exc2, findings)
     findings += lint_reading(reading, ckpt, tcfg, target_dir, cfg)
+    findings += provenance_findings(drafter_dir, reading.spec)
     spec = reading.spec
     return LintReport(drafter=str(drafter_dir), target=str(target_dir) if target_dir else None,
                       dialect=reading.dialect, eagle_version=spec.eagle_version, spec=spec, findings=findings,
                       engines=engine_support(spec, "speculators" if reading.dialect == "speculators" else "eagle31"))
+
+
+def provenance_findings(drafter_dir: Path, spec: DrafterSpec) -> list[Finding]:
+    """A converted drafter must still say what conversion.json recorded (hand edits break drafters)."""
+    record_path = drafter_dir / "conversion.json"
+    if not record_path.is_file():
+        return []
+    import json
+    try:
+        recorded = DrafterSpec.model_validate(json.loads(record_path.read_text())["spec"])
+    except (ValueError, KeyError, TypeError):
+        return [Finding(severity="warning", code="provenance-unreadable", message="conversion.json is not readable")]
+    out = []
+    if recorded.aux and spec.aux and recorded.aux.boundary() != spec.aux.boundary():
+        out.append(Finding(severity="error", code="aux-ids-changed",
+                           message=f"the config selects boundary {spec.aux.boundary()}, but conversion.json recorded "
+                                   f"{recorded.aux.boundary()}: the ids were edited after conversion",
+                           hint="ids copied across conventions are off by one (vLLM #43671, #50170)"))
+    changed = [f for f, v in spec.flags().items() if recorded.flags().get(f) != v]
+    if changed:
+        out.append(Finding(severity="error", code="flags-changed",
+                           message=f"{', '.join(changed)} differ from what conversion.json recorded"))
+    return out
 
 
 def _unreadable(drafter_dir, target_dir, exc: EaglezooError, findings=()) -> LintReport:
@@ -144,7 +170,7 @@ def _value_findings(spec: DrafterSpec, reading: Reading, ckpt: Checkpoint, refs,
         t = ckpt.load(back[name])
         if not torch.isfinite(t).all():
             nonfinite.append(name)
-        if name.endswith("norm.weight") and t.numel():
+        if name.endswith(".weight") and "norm" in name and t.numel():
             if bool((t == 1).all()):
                 add("warning", "norm-untrained", f"{name} is all ones: never trained, or defaulted by a converter "
                     "(speculators #812)")

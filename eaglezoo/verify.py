@@ -113,8 +113,8 @@ def verify(drafter_dir: Path, target_dir: Path, *, device: str = "auto", dtype: 
     for p, ids in zip(prompts, encoded):
         if not ids:
             raise BadInput(f"prompt {p.prompt[:30]!r} is empty after tokenisation")
-        if limit and len(ids) + max_new_tokens > limit:
-            raise UsageError(f"a prompt of {len(ids)} tokens + {max_new_tokens} new tokens exceeds the drafter's "
+        if limit and len(ids) + max_new_tokens + k > limit:
+            raise UsageError(f"a prompt of {len(ids)} tokens + {max_new_tokens} new tokens + K exceeds the drafter's "
                              f"context ({limit} = max_position_embeddings)", hint="shorten the prompts or --max-new-tokens")
     t_load = time.perf_counter() - t_start
 
@@ -124,23 +124,25 @@ def verify(drafter_dir: Path, target_dir: Path, *, device: str = "auto", dtype: 
     t_target = t_drafter = 0.0
     for i, (p, ids) in enumerate(zip(prompts, encoded)):
         t0 = time.perf_counter()
-        gen = target.greedy(ids, max_new_tokens, boundary)
+        # K extra tokens judge the drafts of the last rounds, as an engine verifying them would.
+        gen = target.greedy(ids, max_new_tokens + k, boundary)
         t1 = time.perf_counter()
         tokens = gen.tokens.to(drafter.fc.weight.device)
         aux = [a.to(drafter.fc.weight.device, torch_dtype) for a in gen.aux]
         with torch.inference_mode():
             chains = drafter.draft_chains(aux, tokens[1:], k)
-        lengths = accepted_lengths(chains.draft_ids, tokens, gen.prompt_len - 1, len(tokens) - k - 2)
+        first = gen.prompt_len - 1  # the slot of the round started after prefill
+        lengths = accepted_lengths(chains.draft_ids, tokens, first, first + max_new_tokens - 2)
         t_drafter += time.perf_counter() - t1
         t_target += t1 - t0
-        visited = decoding_path(lengths)
+        visited = decoding_path(lengths, max_new_tokens)
         path.add(visited)
         every.add(lengths)
         buckets.setdefault(p.bucket, Tally(k)).add(visited)
         if visited:
             per_prompt_al.append(1 + sum(visited) / len(visited))
         rms_sum = [a + b for a, b in zip(rms_sum, chains.feedback_rms)]
-        new = tokens[gen.prompt_len:].tolist()
+        new = tokens[gen.prompt_len:gen.prompt_len + max_new_tokens].tolist()
         distinct.append(len(set(new)) / max(1, len(new)))
         progress(i + 1, len(prompts))
 

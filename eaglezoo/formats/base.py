@@ -113,7 +113,9 @@ def resolve_aux(found: list[tuple[list[int], Convention | None, str]], k_hint: i
     for (a, wa), (b, wb) in zip(resolved, resolved[1:]):
         if a.boundary() != b.boundary():
             raise BadInput(f"aux ids disagree: {wa} {list(a.ids)} ({a.convention}) selects boundary "
-                           f"{a.boundary()}, {wb} {list(b.ids)} ({b.convention}) selects {b.boundary()}")
+                           f"{a.boundary()}, {wb} {list(b.ids)} ({b.convention}) selects {b.boundary()}",
+                           hint="one list was copied across conventions without the +1 (vLLM #43671)",
+                           code="aux-ids-disagree")
     if stated is not None:
         if resolved and resolved[0][0].boundary() != stated.boundary():
             raise UsageError(f"--aux-layers selects boundary {stated.boundary()}, but {resolved[0][1]} selects "

@@ -18,10 +18,8 @@ ARCH_NAMES = {"llama": "LlamaForCausalLMEagle3", "qwen3": "Eagle3Qwen3ForCausalL
 
 
 def detect(cfg: dict, names: set[str], metadata: dict) -> bool:
-    nested = cfg.get("eagle_config") or {}
     return (all(f in cfg for f in FLAGS) and "num_aux_hidden_states" in cfg
-            and "eagle_aux_hidden_state_layer_ids" in cfg and isinstance(nested, dict)
-            and "eagle_aux_hidden_state_layer_ids" in nested and "speculators_config" not in cfg
+            and "eagle_aux_hidden_state_layer_ids" in cfg and "speculators_config" not in cfg
             and not any(n.startswith(("midlayer.", "model.")) for n in names))
 
 

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# The main job on the embedded example (README): convert the SafeAILab-dialect drafters shipped in
+# examples/tiny to the EAGLE 3.1 schema, lint them against their target, and measure acceptance.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+export TRANSFORMERS_VERBOSITY=error
+EZ=.venv/bin/eaglezoo
+EX=examples/tiny
+OUT=$(mktemp -d)
+trap 'rm -rf "$OUT"' EXIT
+for d in eagle3 eagle31; do
+  echo; echo "=== $d: convert (SafeAILab dialect -> EAGLE 3.1 schema)"
+  # SafeAILab configs carry no aux ids; the example drafters were trained on boundary states 1,2,3.
+  $EZ convert "$EX/$d-safeai" "$OUT/$d" --target "$EX/target" --aux-layers 1,2,3 --aux-convention boundary
+  echo; echo "=== $d: lint"
+  $EZ lint "$OUT/$d" --target "$EX/target"
+  echo; echo "=== $d: verify (K=3, held-out prompts, CPU)"
+  $EZ verify "$OUT/$d" --target "$EX/target" --prompts "$EX/prompts.jsonl" --device auto
+done
