@@ -354,6 +354,206 @@ def render_verify(r) -> None:
         out.print("[green]PASS[/green] all floors met")
 
 
+# --------------------------------------------------------------------------------------------
+# registry
+
+
+registry_app = typer.Typer(no_args_is_help=True, help="The registry of published drafters (registry/*.yaml).")
+app.add_typer(registry_app, name="registry")
+RegistryDir = Annotated[Optional[Path], typer.Option("--registry", help="Registry directory (default: the repo's registry/ or $EAGLEZOO_REGISTRY).")]
+
+
+@registry_app.command("list")
+@guarded
+def registry_list(
+    target: Annotated[Optional[str], typer.Option(help="Only drafters for this target (substring, case-insensitive).")] = None,
+    registry_dir: RegistryDir = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+):
+    """List registry entries."""
+    from . import registry
+
+    entries = [e for e in registry.load(registry_dir).values()
+               if not target or target.lower() in (e.target.repo or e.target.path or "").lower()]
+    if as_json:
+        print_json([e.model_dump(mode="json") for e in entries])
+        return
+    table = Table("id", "target", "dialect", "EAGLE", "aux ids", "reported", "status")
+    for e in entries:
+        rep = next((f"AL {x.value}" for x in e.reported if x.metric == "acceptance_length" and not isinstance(x.value, list)), "")
+        ids = f"{e.aux_layers.ids} {e.aux_layers.convention}" if e.aux_layers.ids else "[red]unknown[/red]"
+        table.add_row(e.id, e.target.repo or e.target.path or "", e.dialect or "?", e.eagle_version, ids, rep, e.status.state)
+    out.print(table)
+    out.print(f"{len(entries)} entries")
+
+
+@registry_app.command("show")
+@guarded
+def registry_show(entry_id: Annotated[str, typer.Argument(metavar="ID")], registry_dir: RegistryDir = None,
+                  as_json: Annotated[bool, typer.Option("--json")] = False):
+    """Show one registry entry."""
+    from . import registry
+
+    entry = registry.get(entry_id, registry_dir)
+    if as_json:
+        print_json(entry.model_dump(mode="json"))
+    else:
+        import yaml
+        out.print(yaml.safe_dump(entry.model_dump(mode="json", exclude_none=True), sort_keys=False), markup=False)
+
+
+@registry_app.command("check")
+@guarded
+def registry_check(
+    entries: Annotated[Optional[list[str]], typer.Argument(metavar="[ID|FILE]...", help="Only these entries (default: all).")] = None,
+    online: Annotated[bool, typer.Option(help="Also fetch configs and safetensors headers from the Hub and lint remotely.")] = False,
+    registry_dir: RegistryDir = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+):
+    """Validate every entry: schema (file:line errors), consistency, and with --online the published files."""
+    from . import registry
+
+    only = [Path(x).stem for x in entries] if entries else None
+    results = {k: {"problems": v} for k, v in registry.check_all(registry_dir, only).items()}
+    if only and (missing := set(only) - results.keys()):
+        fail(f"no registry entry {sorted(missing)[0]!r}")
+    if online:
+        from .remote import check_online
+        entries_map = registry.load(registry_dir)
+        for entry_id in results:
+            results[entry_id]["online"] = check_online(entries_map[entry_id])
+            results[entry_id]["problems"] += results[entry_id]["online"]["problems"]
+    bad = {k: v for k, v in results.items() if v["problems"]}
+    if as_json:
+        print_json({"checked": len(results), "failed": len(bad), "entries": results})
+    else:
+        for entry_id, r in results.items():
+            mark = "[red]FAIL[/red]" if r["problems"] else "[green]ok[/green]"
+            out.print(f"{mark} {entry_id}" + "".join(f"\n     {p}" for p in r["problems"]))
+        out.print(f"{len(results)} checked, {len(bad)} with problems")
+    if bad:
+        raise typer.Exit(1)
+
+
+# --------------------------------------------------------------------------------------------
+# serve-config
+
+
+@app.command("serve-config")
+@guarded
+def serve_config_cmd(
+    drafter: Annotated[str, typer.Argument(metavar="ID|DIR", help="Registry id or drafter directory.")],
+    engine: Annotated[str, typer.Option(help="vllm or sglang.")] = "vllm",
+    num_spec_tokens: Annotated[int, typer.Option("--num-spec-tokens", "-k")] = 3,
+    target: Annotated[Optional[str], typer.Option(help="Target to serve (default: the registry's).")] = None,
+    registry_dir: RegistryDir = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+):
+    """The exact serving command and --speculative-config JSON, version floor and warnings."""
+    from .engines import serve_config
+
+    path = Path(drafter)
+    if path.is_dir():
+        from .convert import read_drafter, read_json
+        from .formats.base import ReadOptions
+        reading, _, cfg = read_drafter(path, None, ReadOptions(allow_missing_aux=True), strict=False)
+        if target is None:
+            fail("--target is needed when serving a drafter directory")
+        fmt = "speculators" if reading.dialect == "speculators" else "eagle31"
+        result = serve_config(reading.spec, engine, str(path), target, num_spec_tokens, None, fmt,
+                              has_top_level_ids="eagle_aux_hidden_state_layer_ids" in cfg)
+        if reading.dialect not in ("eagle31", "speculators"):
+            result.warnings.append(f"{reading.dialect} dialect: convert it first (eaglezoo convert) so that every "
+                                   "engine finds the ids and flags where it reads them")
+    else:
+        from . import registry
+        entry = registry.get(drafter, registry_dir)
+        fmt = "speculators" if entry.dialect == "speculators" else "eagle31"
+        result = serve_config(entry.spec(), engine, entry.drafter.repo or entry.drafter.path, target or entry.target.repo,
+                              num_spec_tokens, entry.drafter.revision, fmt,
+                              has_top_level_ids=entry.aux_layers.ids is not None and entry.dialect in ("eagle31", "speculators"))
+        if entry.aux_layers.ids is None:
+            result.warnings.append("the registry does not know this drafter's aux ids: run eaglezoo lint on it first")
+        elif entry.dialect not in ("eagle31", "speculators"):
+            result.warnings.append(f"published in the {entry.dialect} dialect: convert it so that the engine reads the "
+                                   "ids where it looks (eaglezoo convert; then serve the converted folder)")
+    if as_json:
+        print_json(result.model_dump(mode="json"))
+        return
+    out.print(result.command, markup=False, soft_wrap=True)
+    if result.speculative_config:
+        out.print("# --speculative-config: " + json.dumps(result.speculative_config), markup=False)
+    out.print(f"# aux layers the engine captures ({result.aux_convention}): {result.aux_layers_captured}", markup=False)
+    out.print(f"# minimum {engine} version: {result.min_version or 'unknown'}", markup=False)
+    for w in result.warnings:
+        err.print(f"warning: {w}", markup=False)
+
+
+# --------------------------------------------------------------------------------------------
+# Hub
+
+
+@app.command()
+@guarded
+def pull(
+    source: Annotated[str, typer.Argument(metavar="ID|REPO", help="Registry id (pinned revision) or Hub repo id.")],
+    revision: Annotated[Optional[str], typer.Option(help="Branch, tag or commit sha (default: the registry's pin, else main).")] = None,
+    local_dir: Annotated[Optional[Path], typer.Option(help="Download here instead of the cache.")] = None,
+    registry_dir: RegistryDir = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+):
+    """Download a drafter, checking files against the registry's or conversion.json's sha256."""
+    from .hub import pull as hub_pull
+
+    result = hub_pull(source, revision=revision, local_dir=local_dir, registry_dir=registry_dir)
+    data = {"repo": result.repo, "revision": result.revision, "commit": result.commit, "path": str(result.path),
+            "registry_id": result.registry_id, "sha256_verified": result.verified}
+    if as_json:
+        print_json(data)
+        return
+    out.print(f"{result.repo}@{result.revision or 'main'}" + (f" ({result.commit})" if result.commit else ""))
+    out.print(str(result.path), markup=False)
+    if result.verified:
+        out.print(f"[green]sha256 verified[/green]: {', '.join(result.verified)}")
+    else:
+        out.print("[yellow]no sha256 to verify against[/yellow] (no registry hashes, no conversion.json)")
+
+
+@app.command()
+@guarded
+def push(
+    folder: Annotated[Path, typer.Argument(metavar="DIR", help="A converted drafter folder.")],
+    repo: Annotated[str, typer.Argument(help="Hub repo id (owner/name).")],
+    revision: Annotated[str, typer.Option(help="Branch to push to (created when missing).")] = "main",
+    private: Annotated[bool, typer.Option(help="Create the repo private.")] = False,
+    create_pr: Annotated[bool, typer.Option("--create-pr", help="Open a pull request instead of committing.")] = False,
+    report: Annotated[Optional[Path], typer.Option(help="A verify JSON report for the card's acceptance table.")] = None,
+    target: Annotated[Optional[str], typer.Option(help="Target repo id for the card (base_model).")] = None,
+    tag: Annotated[Optional[str], typer.Option(help="Tag the pushed commit.")] = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+):
+    """Upload a drafter folder with a generated model card; unchanged content makes no new commit."""
+    from .hub import push as hub_push
+    from .hub import tag as hub_tag
+
+    result = hub_push(folder, repo, revision=revision, private=private, create_pr=create_pr, report=report, target=target)
+    if tag:
+        hub_tag(repo, tag, result.commit or revision)
+    data = {"repo": result.repo, "revision": result.revision, "commit": result.commit,
+            "created_commit": result.created_commit, "pull_request": result.pull_request, "files": result.files, "tag": tag}
+    if as_json:
+        print_json(data)
+        return
+    if result.created_commit:
+        out.print(f"[green]pushed[/green] {len(result.files)} files to {repo}@{revision} ({result.commit})")
+    else:
+        out.print(f"{repo}@{revision} already holds this content: no new commit")
+    if result.pull_request:
+        out.print(f"pull request: {result.pull_request}")
+    if tag:
+        out.print(f"tagged {tag}")
+
+
 def run():
     app()
 

@@ -79,3 +79,59 @@ def _trtllm(spec: DrafterSpec, fmt: str) -> EngineSupport:
     if spec.norm_before_fc:
         notes.append("norm_before_fc is read only from eagle_config (eagle31 writes both)")
     return EngineSupport(engine="tensorrt-llm", min_version=None, faithful=faithful, notes=notes)
+
+
+class ServeConfig(BaseModel):
+    engine: str
+    target: str
+    drafter: str
+    revision: str | None
+    num_speculative_tokens: int
+    command: str
+    speculative_config: dict | None  # vLLM --speculative-config JSON
+    aux_layers_captured: list[int] | None  # in the engine's own convention
+    aux_convention: str | None
+    min_version: str | None
+    warnings: list[str]
+
+
+def serve_config(spec: DrafterSpec, engine: str, drafter: str, target: str, k: int = 3,
+                 revision: str | None = None, fmt: str = "eagle31", has_top_level_ids: bool = True) -> ServeConfig:
+    """The exact serving command. Aux ids are not a serving flag in either engine: each reads them
+    from the drafter's config.json (vLLM the top-level boundary list, SGLang the nested layer-output
+    list), so they are reported for checking, and missing ones are a warning."""
+    import json
+    import shlex
+
+    support = {e.engine: e for e in engine_support(spec, fmt)}
+    warnings: list[str] = []
+    if engine == "vllm":
+        support_e = support["vllm"]
+        cfg = {"method": "eagle3", "model": drafter, "num_speculative_tokens": k}
+        if revision:
+            cfg["revision"] = revision
+        command = f"vllm serve {shlex.quote(target)} --speculative-config {shlex.quote(json.dumps(cfg))}"
+        captured, convention = (spec.aux.boundary() if spec.aux else None), "boundary"
+        if spec.aux is None or not has_top_level_ids:
+            warnings.append("the drafter config has no top-level eagle_aux_hidden_state_layer_ids: vLLM's Model "
+                            "Runner V2 then captures its default (2, L//2, L-3) (vLLM #50170); convert it first")
+    elif engine == "sglang":
+        support_e = support["sglang"]
+        cfg = None
+        parts = ["python -m sglang.launch_server", "--model-path", shlex.quote(target), "--speculative-algorithm EAGLE3",
+                 "--speculative-draft-model-path", shlex.quote(drafter)]
+        if revision:
+            parts += ["--speculative-draft-model-revision", shlex.quote(revision)]
+        parts += [f"--speculative-num-steps {k}", "--speculative-eagle-topk 1", f"--speculative-num-draft-tokens {k + 1}"]
+        command = " ".join(parts)
+        captured, convention = (spec.aux.layer_output() if spec.aux else None), "layer-output"
+        if spec.aux is None:
+            warnings.append("no aux ids: SGLang captures its default (2, L//2, L-3) boundary states")
+    else:
+        from .errors import UsageError
+        raise UsageError(f"unknown --engine {engine!r}", hint="use vllm or sglang")
+    if not support_e.faithful:
+        warnings.append(f"{engine} cannot serve this drafter faithfully: {'; '.join(support_e.notes)}")
+    return ServeConfig(engine=engine, target=target, drafter=drafter, revision=revision, num_speculative_tokens=k,
+                       command=command, speculative_config=cfg, aux_layers_captured=captured, aux_convention=convention,
+                       min_version=support_e.min_version, warnings=warnings)

@@ -104,7 +104,9 @@ def _unreadable(drafter_dir, target_dir, exc: EaglezooError, findings=()) -> Lin
 
 
 def lint_reading(reading: Reading, ckpt: Checkpoint, tcfg: dict | None, target_dir: Path | None = None,
-                 cfg: dict | None = None) -> list[Finding]:
+                 cfg: dict | None = None, max_value_bytes: int | None = None) -> list[Finding]:
+    """All checks on a read drafter. `max_value_bytes` (remote lint) limits value checks to tensors
+    up to that size, so that only norms, d2t/t2d and other small tensors are fetched."""
     spec = reading.spec
     out: list[Finding] = []
 
@@ -141,7 +143,7 @@ def lint_reading(reading: Reading, ckpt: Checkpoint, tcfg: dict | None, target_d
     if cfg is not None:
         _config_findings(cfg, reading, add)
     if not problems:
-        _value_findings(spec, reading, ckpt, refs, target_dir, add)
+        _value_findings(spec, reading, ckpt, refs, target_dir, add, max_value_bytes)
     for e in engine_support(spec, "speculators" if reading.dialect == "speculators" else "eagle31"):
         if not e.faithful:
             add("warning", "engine-unfaithful", f"{e.engine} cannot serve this drafter faithfully: {'; '.join(e.notes)}")
@@ -161,11 +163,17 @@ def _config_findings(cfg: dict, reading: Reading, add) -> None:
         add("warning", "target-hidden-null", "target_hidden_size is null: vLLM's HF path computes None * k and crashes")
 
 
-def _value_findings(spec: DrafterSpec, reading: Reading, ckpt: Checkpoint, refs, target_dir, add) -> None:
+def _value_findings(spec: DrafterSpec, reading: Reading, ckpt: Checkpoint, refs, target_dir, add,
+                    max_bytes: int | None = None) -> None:
     back = {v: k for k, v in reading.renames.items()}
-    nonfinite = []
+    # Remotely, only vectors (norms, d2t, t2d) are fetched: a tiny share of the weights.
+    small = lambda name: max_bytes is None or (len(refs[name].shape) <= 1 and refs[name].nbytes <= max_bytes)  # noqa: E731
+    nonfinite, skipped = [], []
     for name, ref in refs.items():
         if not ref.is_float:
+            continue
+        if not small(name):
+            skipped.append(name)
             continue
         t = ckpt.load(back[name])
         if not torch.isfinite(t).all():
@@ -178,21 +186,25 @@ def _value_findings(spec: DrafterSpec, reading: Reading, ckpt: Checkpoint, refs,
                 add("error", "norm-zero", f"{name} is all zeros: the norm erases its input")
     if nonfinite:
         add("error", "nan-inf", f"NaN or Inf values in {', '.join(nonfinite)}")
+    if skipped:
+        add("info", "values-skipped", f"remote lint: values of {len(skipped)} large tensor(s) not downloaded "
+            "(NaN/Inf and duplicated-slot checks need a local copy)")
     if spec.fc_norm:
         norms = [ckpt.load(back[f"fc_norm.{j}.weight"]) for j in range(spec.num_aux)]
         for a in range(len(norms)):
             for b in range(a + 1, len(norms)):
                 if torch.equal(norms[a], norms[b]) and not bool((norms[a] == 1).all()):
                     add("warning", "duplicate-aux-slots", f"fc_norm.{a} and fc_norm.{b} are identical")
-    fc = ckpt.load(back["fc.weight"])
-    blocks = fc.reshape(fc.shape[0], spec.num_aux, spec.target_hidden_size)
-    for a in range(spec.num_aux):
-        for b in range(a + 1, spec.num_aux):
-            if torch.equal(blocks[:, a], blocks[:, b]):
-                add("error", "duplicate-aux-slots", f"fc columns of aux slots {a} and {b} are identical")
-    if spec.has_vocab_map:
+    if small("fc.weight"):
+        fc = ckpt.load(back["fc.weight"])
+        blocks = fc.reshape(fc.shape[0], spec.num_aux, spec.target_hidden_size)
+        for a in range(spec.num_aux):
+            for b in range(a + 1, spec.num_aux):
+                if torch.equal(blocks[:, a], blocks[:, b]):
+                    add("error", "duplicate-aux-slots", f"fc columns of aux slots {a} and {b} are identical")
+    if spec.has_vocab_map and small("d2t"):
         _vocab_map_findings(spec, ckpt.load(back["d2t"]), ckpt.load(back["t2d"]) if "t2d" in back else None, add)
-    if "embed_tokens.weight" in refs and target_dir is not None:
+    if "embed_tokens.weight" in refs and target_dir is not None and small("embed_tokens.weight"):
         _embed_findings(ckpt.load(back["embed_tokens.weight"]), target_dir, add)
 
 

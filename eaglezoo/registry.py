@@ -1,0 +1,274 @@
+"""The registry: one YAML file per published drafter, validated by pydantic.
+
+Unknown values stay null; every fact carries a source. `status: verified` is accepted only with the
+date, the eaglezoo version and a committed verify report that really ran.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import re
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from .engines import engine_support
+from .errors import BadInput, UsageError
+from .spec import CONVENTIONS, AuxLayers, DrafterSpec
+
+SHA40 = re.compile(r"^[0-9a-f]{40}$")
+SHA256 = re.compile(r"^[0-9a-f]{64}$")
+ENGINES = ("vllm", "sglang", "tensorrt-llm")
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Repo(Strict):
+    repo: str | None = None  # Hub repo id
+    revision: str | None = None  # commit sha when known, else a branch/tag, else null
+    path: str | None = None  # a drafter shipped in this repository (the embedded example)
+
+    @model_validator(mode="after")
+    def one_location(self):
+        if not (self.repo or self.path):
+            raise ValueError("needs repo or path")
+        return self
+
+
+class AuxRecord(Strict):
+    ids: list[int] | None = None
+    convention: Literal["boundary", "layer-output"] | None = None
+    source: str | None = None
+
+    @model_validator(mode="after")
+    def convention_with_ids(self):
+        if self.ids is not None and self.convention is None:
+            raise ValueError("aux ids without their convention")
+        if self.ids is not None and len(set(self.ids)) != len(self.ids):
+            raise ValueError("aux ids are not distinct")
+        return self
+
+
+class Flags(Strict):
+    fc_norm: bool | None = None
+    norm_output: bool | None = None
+    norm_before_fc: bool | None = None
+    norm_before_residual: bool | None = None
+
+
+class Reported(Strict):
+    metric: Literal["acceptance_length", "acceptance_rate", "speedup", "throughput_gain", "per_position_acceptance"]
+    value: float | list[float]
+    benchmark: str | None = None
+    engine: str | None = None
+    k: int | None = None
+    source: str
+
+
+class EngineConfig(Strict):
+    engine: Literal["vllm", "sglang", "tensorrt-llm"]
+    min_version: str | None = None
+    num_speculative_tokens: int = 3
+    notes: str | None = None
+
+
+class Status(Strict):
+    state: Literal["unverified", "verified", "failed"] = "unverified"
+    date: dt.date | None = None
+    eaglezoo_version: str | None = None
+    report: str | None = None  # a verify report committed under registry/reports/
+
+    @model_validator(mode="after")
+    def evidence(self):
+        if self.state != "unverified" and not (self.date and self.eaglezoo_version and self.report):
+            raise ValueError(f"status {self.state} needs date, eaglezoo_version and report")
+        return self
+
+
+class Entry(Strict):
+    id: str
+    drafter: Repo
+    target: Repo
+    publisher: str
+    dialect: Literal["safeai", "specforge", "speculators", "modelopt", "nemo", "torchspec", "eagle31"] | None = None
+    eagle_version: Literal["3", "3.1", "3.1-variant"]
+    arch: Literal["llama", "qwen3", "mla"] | None = None
+    aux_layers: AuxRecord = AuxRecord()
+    target_num_layers: int | None = None
+    target_vocab_size: int | None = None
+    draft_vocab_size: int | None = None
+    hidden_size: int | None = None
+    target_hidden_size: int | None = None
+    max_position_embeddings: int | None = None
+    flags: Flags = Flags()
+    licence: str | None = None
+    files: dict[str, str] = Field(default_factory=dict)  # file name -> sha256
+    reported: list[Reported] = Field(default_factory=list)
+    engines: list[EngineConfig] = Field(default_factory=list)
+    acceptance_floors: list[float] | None = None
+    status: Status = Status()
+    sources: list[str]
+    notes: list[str] = Field(default_factory=list)
+
+    def spec(self) -> DrafterSpec | None:
+        """A DrafterSpec when the entry knows enough (for serving configs and engine floors)."""
+        if self.aux_layers.ids is None:
+            aux = None
+        else:
+            aux = AuxLayers(ids=tuple(self.aux_layers.ids), convention=self.aux_layers.convention)
+        h = self.hidden_size or 1
+        return DrafterSpec(arch=self.arch or "llama", architectures=[], num_layers=1, hidden_size=h,
+                           target_hidden_size=self.target_hidden_size or h, vocab_size=self.target_vocab_size or 1,
+                           draft_vocab_size=self.draft_vocab_size or self.target_vocab_size or 1,
+                           num_aux=len(self.aux_layers.ids or [0, 0, 0]), aux=aux,
+                           fc_norm=bool(self.flags.fc_norm), norm_output=bool(self.flags.norm_output),
+                           norm_before_fc=bool(self.flags.norm_before_fc),
+                           norm_before_residual=bool(self.flags.norm_before_residual),
+                           layer_config={"num_attention_heads": 1})
+
+
+def default_dir() -> Path:
+    env = os.environ.get("EAGLEZOO_REGISTRY")
+    return Path(env) if env else Path(__file__).resolve().parent.parent / "registry"
+
+
+def _line_of(node, loc: tuple) -> int | None:
+    """The 1-based line of the YAML node at a pydantic error location."""
+    for key in loc:
+        if isinstance(node, yaml.MappingNode):
+            match = next((v for k, v in node.value if k.value == key), None)
+            if match is None:
+                break
+            node = match
+        elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and key < len(node.value):
+            node = node.value[key]
+        else:
+            break
+    return node.start_mark.line + 1 if node is not None else None
+
+
+def load_entry(path: Path) -> Entry:
+    text = path.read_text()
+    try:
+        node = yaml.compose(text)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark else str(path)
+        raise BadInput(f"{where}: invalid YAML ({getattr(exc, 'problem', None) or exc})") from None
+    if not isinstance(data, dict):
+        raise BadInput(f"{path}:1: a registry entry must be a mapping")
+    try:
+        entry = Entry.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = tuple(x for x in err["loc"] if not isinstance(x, str) or not x.startswith("function-"))
+        line = _line_of(node, loc) or 1
+        field = ".".join(str(x) for x in loc) or "entry"
+        more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+        raise BadInput(f"{path}:{line}: {field}: {err['msg']}{more}") from None
+    if entry.id != path.stem:
+        raise BadInput(f"{path}:{_line_of(node, ('id',)) or 1}: id {entry.id!r} must equal the file name {path.stem!r}")
+    return entry
+
+
+def load(directory: Path | None = None) -> dict[str, Entry]:
+    directory = directory or default_dir()
+    if not directory.is_dir():
+        raise UsageError(f"registry directory {directory} not found", hint="set EAGLEZOO_REGISTRY or --registry")
+    entries = {}
+    for path in sorted(directory.glob("*.yaml")):
+        entry = load_entry(path)
+        entries[entry.id] = entry
+    return entries
+
+
+def get(entry_id: str, directory: Path | None = None) -> Entry:
+    entries = load(directory)
+    if entry_id not in entries:
+        close = [e for e in entries if entry_id.lower() in e.lower()]
+        raise UsageError(f"no registry entry {entry_id!r}", hint=f"did you mean {', '.join(close[:3])}?" if close else
+                         "eaglezoo registry list shows them")
+    return entries[entry_id]
+
+
+def find_by_repo(repo: str, directory: Path | None = None) -> Entry | None:
+    return next((e for e in load(directory).values() if e.drafter.repo == repo), None)
+
+
+def check_entry(entry: Entry, root: Path) -> list[str]:
+    """Consistency beyond the schema; returns problems (empty when consistent)."""
+    problems = []
+    f = entry.flags
+    if entry.eagle_version == "3.1" and not (f.fc_norm and f.norm_output):
+        problems.append("eagle_version 3.1 needs fc_norm and norm_output true")
+    if entry.eagle_version == "3" and (f.fc_norm or f.norm_output or f.norm_before_fc):
+        problems.append("eagle_version 3 cannot have a 3.1 flag set")
+    if f.fc_norm and f.norm_before_fc:
+        problems.append("fc_norm and norm_before_fc are mutually exclusive")
+    if entry.draft_vocab_size and entry.target_vocab_size and entry.draft_vocab_size > entry.target_vocab_size:
+        problems.append("draft_vocab_size exceeds target_vocab_size")
+    ids = entry.aux_layers.ids
+    if ids and entry.target_num_layers:
+        boundary = AuxLayers(ids=tuple(ids), convention=entry.aux_layers.convention).boundary()
+        if not all(0 <= i <= entry.target_num_layers for i in boundary):
+            problems.append(f"aux ids select boundary {boundary}, outside 0..{entry.target_num_layers}")
+    for name, digest in entry.files.items():
+        if not SHA256.match(digest):
+            problems.append(f"files.{name}: not a sha256 hex digest")
+    for repo in (entry.drafter, entry.target):
+        if repo.revision and len(repo.revision) == 40 and not SHA40.match(repo.revision):
+            problems.append(f"revision {repo.revision!r} looks like a sha but is not 40 hex digits")
+    if entry.drafter.path and not (root / entry.drafter.path).is_dir():
+        problems.append(f"drafter.path {entry.drafter.path} does not exist")
+    computed = {e.engine: e for e in engine_support(entry.spec(), "speculators" if entry.dialect == "speculators" else "eagle31")}
+    for e in entry.engines:
+        floor = computed[e.engine].min_version
+        if e.min_version and floor and _v(e.min_version) < _v(floor):
+            problems.append(f"engines.{e.engine}.min_version {e.min_version} is below {floor}, which its flags need")
+    if entry.acceptance_floors and any(not 0 <= x <= 1 for x in entry.acceptance_floors):
+        problems.append("acceptance_floors must lie in [0, 1]")
+    if entry.status.state != "unverified":
+        report_path = root / entry.status.report
+        if not report_path.is_file():
+            problems.append(f"status.report {entry.status.report} not found")
+        else:
+            report = json.loads(report_path.read_text())
+            if report.get("num_drafts", 0) <= 0:
+                problems.append("status.report measured no drafts")
+            if entry.status.state == "verified" and report.get("failures"):
+                problems.append("status verified, but the report lists failures")
+    return problems
+
+
+def _v(version: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in re.findall(r"\d+", version))
+
+
+def check_all(directory: Path | None = None, only: list[str] | None = None) -> dict[str, list[str]]:
+    directory = directory or default_dir()
+    entries = load(directory)
+    owners: dict[str, list[str]] = {}
+    for entry_id, entry in entries.items():
+        if entry.drafter.repo:
+            owners.setdefault(entry.drafter.repo, []).append(entry_id)
+    results = {}
+    for entry_id, entry in entries.items():
+        if only and entry_id not in only:
+            continue
+        problems = check_entry(entry, directory.parent)
+        others = [o for o in owners.get(entry.drafter.repo or "", []) if o != entry_id]
+        if others:
+            problems.append(f"drafter repo also listed by {', '.join(others)}")
+        results[entry_id] = problems
+    return results
+
+
+def conventions_doc() -> str:
+    return ", ".join(CONVENTIONS)

@@ -1,0 +1,162 @@
+"""Remote lint: read `config.json`, the safetensors headers (HTTP range requests) and the few small
+tensors the value checks need, without downloading the weights. Every byte received is counted."""
+
+from __future__ import annotations
+
+import json
+import struct
+from pathlib import Path
+
+import torch
+
+from .errors import BadInput, EaglezooError, HubError
+from .formats.base import ReadOptions
+from .hub import hub_call
+from .tensors import DTYPES, MAX_HEADER, TensorRef, parse_header
+
+SMALL = 4 * 1024 * 1024  # value checks fetch tensors up to this size
+
+
+class RemoteCheckpoint:
+    """The Checkpoint interface (refs, metadata, files, load) over HTTP range requests."""
+
+    def __init__(self, repo: str, revision: str | None):
+        from huggingface_hub import HfApi
+
+        self.repo, self.revision = repo, revision
+        self.bytes_read = 0
+        what = f"{repo}@{revision or 'main'}"
+        names = hub_call(lambda: HfApi().list_repo_files(repo, revision=revision), what)
+        if "config.json" not in names:
+            raise HubError(f"{what}: no config.json")
+        self.config = json.loads(self._get("config.json"))
+        weights = [n for n in names if n.endswith(".safetensors")]
+        if not weights:
+            raise HubError(f"{what}: remote lint reads safetensors only (found {', '.join(names) or 'no files'})")
+        self.refs: dict[str, TensorRef] = {}
+        self.metadata: dict[str, str] = {}
+        self.files = []
+        self.weights_bytes = 0
+        for name in sorted(weights):
+            size = self._size(name)
+            head = self._get(name, 0, 7)
+            (n,) = struct.unpack("<Q", head) if len(head) == 8 else (0,)
+            if len(head) == 8 and n <= min(size - 8, MAX_HEADER):
+                head += self._get(name, 8, 8 + n - 1)
+            n, meta, entries = parse_header(head, size, name)
+            self.metadata.update(meta)
+            path = Path(name)
+            self.files.append(path)
+            self.weights_bytes += size
+            for t, e in entries.items():
+                self.refs[t] = TensorRef(t, e["dtype"], tuple(e["shape"]), path, 8 + n + e["data_offsets"][0],
+                                         8 + n + e["data_offsets"][1])
+
+    def _url(self, name: str) -> str:
+        from huggingface_hub import hf_hub_url
+        return hf_hub_url(self.repo, name, revision=self.revision)
+
+    def _request(self, name: str, method: str, headers: dict):
+        from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status
+
+        def call():
+            r = get_session().request(method, self._url(name), headers={**build_hf_headers(), **headers},
+                                      follow_redirects=True)
+            hf_raise_for_status(r)
+            return r
+        return hub_call(call, f"{self.repo}/{name}")
+
+    def _size(self, name: str) -> int:
+        from huggingface_hub import get_hf_file_metadata
+        meta = hub_call(lambda: get_hf_file_metadata(self._url(name)), f"{self.repo}/{name}")
+        return int(meta.size)
+
+    def _get(self, name: str, start: int | None = None, end: int | None = None) -> bytes:
+        headers = {} if start is None else {"Range": f"bytes={start}-{end}"}
+        data = self._request(name, "GET", headers).content
+        self.bytes_read += len(data)
+        return data
+
+    def load(self, name: str) -> torch.Tensor:
+        ref = self.refs[name]
+        data = bytearray(self._get(ref.file.name, ref.start, ref.end - 1)) if ref.nbytes else bytearray()
+        if len(data) != ref.nbytes:
+            raise BadInput(f"{ref.file.name}: tensor {name!r} is truncated on the Hub")
+        dtype = DTYPES[ref.dtype][0]
+        return torch.frombuffer(data, dtype=dtype).reshape(ref.shape) if data else torch.empty(ref.shape, dtype=dtype)
+
+    def check_index(self) -> None:
+        pass
+
+
+def remote_lint(repo: str, target: str | None, revision: str | None = None, dialect: str | None = None,
+                opts: ReadOptions | None = None):
+    from . import formats
+    from .lint import Finding, LintReport, lint_reading, provenance_findings
+    from .engines import engine_support
+
+    opts = opts or ReadOptions()
+    ckpt = RemoteCheckpoint(repo, revision)
+    tcfg = None
+    if target:
+        tcfg = _remote_target_config(target, ckpt)
+    findings: list[Finding] = []
+    cfg = ckpt.config
+    name = dialect or formats.detect(cfg, set(ckpt.refs), ckpt.metadata)
+    try:
+        reading = formats.get(name).read(cfg, ckpt, opts)
+    except EaglezooError as exc:
+        if exc.code != "aux-ids-missing":
+            if exc.code is None:
+                raise
+            f = Finding(severity="error", code=exc.code, message=exc.message, hint=exc.hint or "")
+            return LintReport(drafter=repo, target=target, dialect=name, eagle_version=None, spec=None, findings=[f],
+                              engines=[], bytes_read=ckpt.bytes_read, weights_bytes=ckpt.weights_bytes)
+        findings.append(Finding(severity="error", code="aux-ids-missing", message=exc.message,
+                                hint="engines fall back to a default guess (vLLM #50170)"))
+        opts.allow_missing_aux = True
+        reading = formats.get(name).read(cfg, ckpt, opts)
+    findings += lint_reading(reading, ckpt, tcfg, None, cfg, max_value_bytes=SMALL)
+    return LintReport(drafter=repo, target=target, dialect=reading.dialect, eagle_version=reading.spec.eagle_version,
+                      spec=reading.spec, findings=findings,
+                      engines=engine_support(reading.spec, "speculators" if reading.dialect == "speculators" else "eagle31"),
+                      bytes_read=ckpt.bytes_read, weights_bytes=ckpt.weights_bytes)
+
+
+def _remote_target_config(target: str, ckpt: RemoteCheckpoint) -> dict:
+    path = Path(target)
+    if path.is_dir():
+        from .convert import target_config
+        return target_config(path)
+    from huggingface_hub import hf_hub_download
+    local = hub_call(lambda: hf_hub_download(target, "config.json"), f"{target}/config.json")
+    ckpt.bytes_read += Path(local).stat().st_size
+    cfg = json.loads(Path(local).read_text())
+    return cfg.get("text_config") or cfg
+
+
+def check_online(entry) -> dict:
+    """Remote lint of a registry entry, plus the registry's facts against the published config."""
+    problems: list[str] = []
+    if not entry.drafter.repo:
+        return {"problems": [], "skipped": "not published on the Hub"}
+    try:
+        report = remote_lint(entry.drafter.repo, entry.target.repo, entry.drafter.revision, entry.dialect)
+    except EaglezooError as exc:
+        return {"problems": [f"online: {exc.message}"]}
+    problems += [f"lint {f.code}: {f.message}" for f in report.errors]
+    spec = report.spec
+    if spec is not None:
+        facts = {"draft_vocab_size": spec.draft_vocab_size, "target_vocab_size": spec.vocab_size,
+                 "hidden_size": spec.hidden_size, "eagle_version": spec.eagle_version}
+        for key, actual in facts.items():
+            stated = getattr(entry, key)
+            if stated is not None and stated != actual:
+                problems.append(f"registry says {key}={stated}, the published config says {actual}")
+        if entry.aux_layers.ids and spec.aux and entry.aux_layers.convention:
+            from .spec import AuxLayers
+            stated = AuxLayers(ids=tuple(entry.aux_layers.ids), convention=entry.aux_layers.convention).boundary()
+            if stated != spec.aux.boundary():
+                problems.append(f"registry aux ids select boundary {stated}, the published config {spec.aux.boundary()}")
+    return {"problems": problems, "bytes_read": report.bytes_read, "weights_bytes": report.weights_bytes,
+            "findings": [f.model_dump() for f in report.findings]}
