@@ -270,8 +270,8 @@ def parse_floats(text: str | None, what: str) -> list[float] | None:
 @app.command()
 @guarded
 def verify(
-    drafter: Annotated[str, typer.Argument(help="Drafter directory or Hub repo id (any dialect).")],
-    target: Annotated[str, typer.Option(help="Target model directory or Hub repo id.")],
+    drafter: Annotated[str, typer.Argument(help="Drafter directory, Hub repo id, or registry id (any dialect).")],
+    target: Annotated[Optional[str], typer.Option(help="Target model directory or Hub repo id (default: the registry's).")] = None,
     num_spec_tokens: Annotated[int, typer.Option("--num-spec-tokens", "-k", help="Draft depth K.")] = 3,
     max_new_tokens: Annotated[int, typer.Option(help="Greedy tokens generated per prompt.")] = 64,
     prompts: Annotated[Optional[Path], typer.Option(help="JSONL prompts ({\"prompt\", \"bucket\"}); default: shipped set.")] = None,
@@ -294,9 +294,24 @@ def verify(
 
     opts = ReadOptions(aux_layers=parse_ids(aux_layers), aux_convention=detect_convention(aux_convention),
                        flags=parse_flags(flag))
+    floors = parse_floats(min_acceptance, "--min-acceptance")
+    target_revision = None
+    if "/" not in drafter and not Path(drafter).exists():  # a registry id: pinned drafter, target, floors
+        from . import registry
+        entry = registry.get(drafter)
+        if not entry.drafter.repo and not entry.drafter.path:
+            fail(f"registry entry {drafter} has no drafter location")
+        root = registry.default_dir().parent  # paths in entries are relative to the repository
+        drafter = str(root / entry.drafter.path) if entry.drafter.path else entry.drafter.repo
+        revision = revision or entry.drafter.revision
+        if target is None:
+            target = str(root / entry.target.path) if entry.target.path else entry.target.repo
+            target_revision = entry.target.revision
+        floors = floors or entry.acceptance_floors
+    if target is None:
+        fail("--target is required (or give a registry id)")
     drafter_dir = local_dir(drafter, revision)
-    target_dir = local_dir(target, None, what="target")
-    floors, = (parse_floats(min_acceptance, "--min-acceptance"),)
+    target_dir = local_dir(target, target_revision, what="target")
     with prompt_progress(not as_json) as advance:
         result = run_verify(drafter_dir, target_dir, device=device, dtype=dtype, k=num_spec_tokens,
                             max_new_tokens=max_new_tokens, prompts_file=prompts, max_prompts=max_prompts, opts=opts,

@@ -139,18 +139,20 @@ def default_dir() -> Path:
 
 
 def _line_of(node, loc: tuple) -> int | None:
-    """The 1-based line of the YAML node at a pydantic error location."""
+    """The 1-based line of the YAML key (or item) at a pydantic error location."""
+    line = node.start_mark.line + 1 if node is not None else None
     for key in loc:
         if isinstance(node, yaml.MappingNode):
-            match = next((v for k, v in node.value if k.value == key), None)
+            match = next(((k, v) for k, v in node.value if k.value == key), None)
             if match is None:
                 break
-            node = match
+            line, node = match[0].start_mark.line + 1, match[1]
         elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and key < len(node.value):
             node = node.value[key]
+            line = node.start_mark.line + 1
         else:
             break
-    return node.start_mark.line + 1 if node is not None else None
+    return line
 
 
 def load_entry(path: Path) -> Entry:

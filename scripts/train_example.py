@@ -28,6 +28,8 @@ SEED = 0
 VOCAB = 1024
 DRAFT_VOCAB = 512
 SEQ = 128
+DRAFT_SEQ = 512  # drafter windows: long-context prompts need attention spans the target windows lack
+DRAFTER_FFN = 640
 AUX_BOUNDARY = [1, 2, 3]  # 4-layer target: the default (2, L//2, L-3) = (2, 2, 1) is degenerate
 
 
@@ -108,7 +110,7 @@ def drafter_spec(v31: bool) -> DrafterSpec:
         target_hidden_size=128, vocab_size=VOCAB, draft_vocab_size=DRAFT_VOCAB, num_aux=3,
         aux=AuxLayers(ids=tuple(AUX_BOUNDARY), convention="boundary"),
         fc_norm=v31, norm_output=v31, layer_config={
-            "model_type": "llama", "intermediate_size": 320, "num_attention_heads": 4,
+            "model_type": "llama", "intermediate_size": DRAFTER_FFN, "num_attention_heads": 4,
             "num_key_value_heads": 2, "rms_norm_eps": 1e-6, "max_position_embeddings": 1024,
             "hidden_act": "silu", "pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2})
 
@@ -143,12 +145,12 @@ def self_distillation_pool(target, stream, n: int, log, prompt_len: int = 24) ->
     return pool
 
 
-def mixed_batches(stream, pool, batch: int, gen: torch.Generator):
-    """Half corpus windows, half target generations."""
-    corpus = batches(stream, batch // 2, SEQ, gen)
+def mixed_batches(stream, pool, gen: torch.Generator):
+    """Alternate long corpus windows (attention spans a long prompt needs) and target generations."""
+    corpus = batches(stream, 4, DRAFT_SEQ, gen)
     while True:
-        rows = torch.randint(0, len(pool), (batch - batch // 2,), generator=gen)
-        yield torch.cat([next(corpus), pool[rows]])
+        yield next(corpus)
+        yield pool[torch.randint(0, len(pool), (16,), generator=gen)]
 
 
 def train_drafter(target, stream, pool, v31: bool, steps: int, depth: int, log):
@@ -162,14 +164,14 @@ def train_drafter(target, stream, pool, v31: bool, steps: int, depth: int, log):
     params = [p for p in drafter.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=3e-3, weight_decay=0.0)
     gen = torch.Generator().manual_seed(SEED + 7)
-    data = mixed_batches(stream, pool, 16, gen)
+    data = mixed_batches(stream, pool, gen)
     t0 = time.time()
     for step in range(steps):
         for g in opt.param_groups:
             g["lr"] = cosine_lr(step, steps, 3e-3)
         x = next(data)
         aux, logits = target_features(target, x)
-        slots = SEQ - 1
+        slots = x.shape[1] - 1
         aux = [a[:, :slots] for a in aux]
         teacher = torch.stack([F.pad(x[:, s + 2:], (0, s + 1)) for s in range(depth - 1)])[:, :, :slots]
         chains = drafter.draft_chains(aux, x[:, 1:], depth, teacher_tokens=teacher, keep_logits=True)
@@ -225,7 +227,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=Path("examples/tiny"))
     ap.add_argument("--target-steps", type=int, default=2200)
-    ap.add_argument("--drafter-steps", type=int, default=1600)
+    ap.add_argument("--drafter-steps", type=int, default=2600)
     ap.add_argument("--depth", type=int, default=3, help="training-time test (TTT) depth")
     ap.add_argument("--pool", type=int, default=512, help="target-generated training sequences")
     args = ap.parse_args()

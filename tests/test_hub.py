@@ -216,3 +216,45 @@ def test_convert_and_verify_accept_hub_ids(hub, big_drafter, tmp_path):
     r = hubcli(hub, "convert", "tester/convert-me", tmp_path / "out", "--to", "speculators", "--json")
     assert r.code == 0, r.err
     assert (tmp_path / "out" / "config.json").is_file()
+
+
+def publish_folder(hub, repo: str, folder) -> str:
+    import os
+    import subprocess
+    import sys
+    code = ("import sys; from huggingface_hub import HfApi; api = HfApi(); api.create_repo(sys.argv[1], exist_ok=True); "
+            "print(api.upload_folder(folder_path=sys.argv[2], repo_id=sys.argv[1]).oid)")
+    p = subprocess.run([sys.executable, "-c", code, repo, str(folder)], env={**os.environ, **hub[1]},
+                       capture_output=True, text=True, check=True)
+    return p.stdout.strip().splitlines()[-1]
+
+
+def test_gpu_workflow_command_verifies_a_registry_entry(hub, tmp_path):
+    """`eaglezoo verify ID --report` (the gpu-verify workflow's step) on a published example pair."""
+    from conftest import EXAMPLE
+    converted = tmp_path / "eagle31"
+    r = run_cli("convert", EXAMPLE / "eagle31-safeai", converted, "--target", EXAMPLE / "target",
+                "--aux-layers", "1,2,3", "--aux-convention", "boundary")
+    assert r.code == 0, r.err
+    assert hubcli(hub, "push", converted, "tester/tiny-eagle31").code == 0
+    target_sha = publish_folder(hub, "tester/tiny-target", EXAMPLE / "target")
+    drafter_sha = hub[0].repos["tester/tiny-eagle31"].branches["main"]
+    reg = tmp_path / "registry"
+    reg.mkdir()
+    entry = {"id": "tiny-example", "drafter": {"repo": "tester/tiny-eagle31", "revision": drafter_sha},
+             "target": {"repo": "tester/tiny-target", "revision": target_sha}, "publisher": "tests",
+             "dialect": "eagle31", "eagle_version": "3.1", "flags": {"fc_norm": True, "norm_output": True},
+             "acceptance_floors": [0.2, 0.05, 0.0], "sources": ["tests"]}
+    (reg / "tiny-example.yaml").write_text(yaml.safe_dump(entry))
+    report = tmp_path / "reports" / "tiny-example.json"
+    report.parent.mkdir()
+    r = hubcli(hub, "verify", "tiny-example", "--device", "cpu", "--report", report, "--max-prompts", "4",
+               "--prompts", EXAMPLE / "prompts.jsonl", EAGLEZOO_REGISTRY=str(reg))
+    assert r.code == 0, r.out + r.err
+    data = json.loads(report.read_text())
+    assert data["thresholds"]["min_acceptance"] == [0.2, 0.05, 0.0] and data["num_drafts"] > 0
+    entry["acceptance_floors"] = [0.99, 0.99, 0.99]
+    (reg / "tiny-example.yaml").write_text(yaml.safe_dump(entry))
+    r = hubcli(hub, "verify", "tiny-example", "--device", "cpu", "--report", report, "--max-prompts", "4",
+               "--prompts", EXAMPLE / "prompts.jsonl", EAGLEZOO_REGISTRY=str(reg))
+    assert r.code == 1 and "FAIL" in r.out

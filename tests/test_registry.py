@@ -1,0 +1,110 @@
+"""The registry, serve-config and the CI workflow files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import ROOT, assert_clean_failure
+from factory import make_drafter
+
+REGISTRY = ROOT / "registry"
+
+
+def test_registry_holds_at_least_30_sourced_entries_that_check(cli):
+    r = cli("registry", "check", "--json")
+    assert r.code == 0, r.out + r.err
+    assert r.json()["checked"] >= 30 and r.json()["failed"] == 0
+    entries = cli("registry", "list", "--json").json()
+    assert len(entries) >= 30
+    for e in entries:
+        assert e["sources"], e["id"]
+        assert all(rep["source"] for rep in e["reported"]), e["id"]
+        assert e["status"]["state"] in ("unverified", "verified", "failed")
+        if e["aux_layers"]["ids"] is not None:
+            assert e["aux_layers"]["convention"] and e["aux_layers"]["source"], e["id"]
+
+
+def test_list_filter_and_show(cli):
+    rows = cli("registry", "list", "--target", "Llama-3.3-70B", "--json").json()
+    assert rows and all("Llama-3.3-70B" in r["target"]["repo"] for r in rows)
+    shown = cli("registry", "show", "nvidia-llama-3.3-70b-instruct-eagle3", "--json").json()
+    assert any("50170" in s for s in shown["sources"])
+    assert_clean_failure(cli("registry", "show", "no-such-entry"), None, contains="no registry entry")
+
+
+def write(tmp_path: Path, name: str, text: str) -> Path:
+    d = tmp_path / "registry"
+    d.mkdir(exist_ok=True)
+    (d / f"{name}.yaml").write_text(text)
+    return d
+
+
+GOOD = """id: good
+drafter: {repo: org/drafter}
+target: {repo: org/target}
+publisher: tests
+eagle_version: "3"
+sources: [tests]
+"""
+
+
+@pytest.mark.parametrize("text,where", [
+    (GOOD + "  bad: [indent\n", "good.yaml:7"),
+    (GOOD.replace("publisher: tests", "publisher: tests\nmystery_key: 1"), "good.yaml:5: mystery_key"),
+    (GOOD + "aux_layers:\n  ids: [1, 2, 3]\n", "good.yaml:7: aux_layers: Value error, aux ids without their convention"),
+    (GOOD + "status: {state: verified}\n", "good.yaml:7: status: Value error, status verified needs"),
+    (GOOD.replace("id: good", "id: other"), "good.yaml:1: id 'other' must equal the file name"),
+])
+def test_yaml_errors_name_the_file_and_line(tmp_path, cli, text, where):
+    d = write(tmp_path, "good", text)
+    r = cli("registry", "check", env={"EAGLEZOO_REGISTRY": str(d)})
+    assert_clean_failure(r, None)
+    assert where in r.err, r.err
+
+
+def test_consistency_problems_exit_1(tmp_path, cli):
+    text = GOOD.replace('eagle_version: "3"', 'eagle_version: "3.1"') + "flags: {fc_norm: false, norm_output: true}\n"
+    text += "engines:\n- {engine: vllm, min_version: '0.10.0'}\n"
+    d = write(tmp_path, "good", text)
+    r = cli("registry", "check", "--json", env={"EAGLEZOO_REGISTRY": str(d)})
+    assert r.code == 1
+    problems = r.json()["entries"]["good"]["problems"]
+    assert any("needs fc_norm and norm_output" in p for p in problems)
+
+
+def test_serve_config_from_registry_and_from_a_directory(tmp_path, cli):
+    r = cli("serve-config", "redhatai-llama-4-maverick-17b-128e-instruct-speculator.eagle3", "--json", "-k", "5")
+    assert r.code == 0, r.err
+    sc = r.json()
+    assert sc["speculative_config"] == {"method": "eagle3", "model": "RedHatAI/Llama-4-Maverick-17B-128E-Instruct-speculator.eagle3",
+                                        "num_speculative_tokens": 5}
+    assert sc["aux_layers_captured"] == [1, 23, 44] and sc["command"].startswith("vllm serve meta-llama/")
+    r = cli("serve-config", "nvidia-llama-3.3-70b-instruct-eagle3", "--json")
+    assert any("50170" in w for w in r.json()["warnings"])
+    src = make_drafter(tmp_path / "src", "specforge")
+    out = tmp_path / "out"
+    assert cli("convert", src, out).code == 0
+    r = cli("serve-config", out, "--engine", "sglang", "--target", "org/t", "--json")
+    sc = r.json()
+    assert "--speculative-algorithm EAGLE3" in sc["command"] and sc["aux_layers_captured"] == [0, 1, 2]
+    assert sc["min_version"] == "0.5.23" and not sc["warnings"]
+    r = cli("serve-config", src, "--target", "org/t", "--json")
+    assert any("convert it first" in w for w in r.json()["warnings"])
+
+
+def test_workflows_parse_and_call_tested_commands():
+    wf = {p.name: yaml.safe_load(p.read_text()) for p in (ROOT / ".github" / "workflows").glob("*.yml")}
+    assert {"registry.yml", "gpu-verify.yml"} <= wf.keys()
+    reg = wf["registry.yml"]
+    triggers = reg[True] if True in reg else reg["on"]  # YAML 1.1 reads the key `on` as True
+    assert "pull_request" in triggers and "schedule" in triggers
+    steps = " ".join(s.get("run", "") for s in reg["jobs"]["check"]["steps"])
+    assert "eaglezoo registry check --online" in steps
+    gpu = wf["gpu-verify.yml"]
+    assert "self-hosted" in gpu["jobs"]["verify"]["runs-on"] and "gpu" in gpu["jobs"]["verify"]["runs-on"]
+    steps = " ".join(s.get("run", "") for s in gpu["jobs"]["verify"]["steps"])
+    assert 'eaglezoo verify "$id" --device cuda --report' in steps
+    assert any(s.get("uses", "").startswith("actions/upload-artifact") for s in gpu["jobs"]["verify"]["steps"])
