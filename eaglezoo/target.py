@@ -44,6 +44,17 @@ def resolve_dtype(dtype: str, device: str) -> torch.dtype:
     return DTYPES[dtype]
 
 
+def load_tokenizer(path: Path):
+    from transformers import AutoTokenizer
+
+    if not (path / "config.json").is_file():
+        raise UsageError(f"target {path}: no config.json found")
+    try:
+        return AutoTokenizer.from_pretrained(path)
+    except (OSError, ValueError, KeyError, ImportError) as exc:
+        raise UsageError(f"target {path}: its tokenizer could not be loaded: {str(exc).splitlines()[0]}") from None
+
+
 @dataclass
 class Generation:
     tokens: torch.Tensor  # [p + N] prompt then greedy continuation
@@ -53,11 +64,12 @@ class Generation:
 
 class Target:
     def __init__(self, path: str | Path, device: str = "cpu", dtype: torch.dtype = torch.float32):
-        from transformers import AutoModelForCausalLM, AutoTokenizer
-
         path = Path(path)
-        if not (path / "config.json").is_file():
-            raise UsageError(f"target {path}: no config.json found")
+        self.tokenizer = load_tokenizer(path)
+        from transformers import AutoModelForCausalLM
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()  # our own progress is shown; a second bar garbles stderr
         # Shard over every GPU when more than one is present (needs accelerate); else one device.
         sharded = device == "cuda" and torch.cuda.device_count() > 1
         try:
@@ -65,7 +77,6 @@ class Target:
                 self.model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, device_map="auto").eval()
             else:
                 self.model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype).to(device).eval()
-            self.tokenizer = AutoTokenizer.from_pretrained(path)
         except (OSError, ValueError, KeyError, ImportError) as exc:
             raise UsageError(f"target {path} could not be loaded: {str(exc).splitlines()[0]}") from None
         self.config = self.model.config

@@ -21,8 +21,8 @@ from .convert import read_drafter, target_config
 from .drafter import build_drafter
 from .errors import BadInput, UsageError
 from .formats.base import ReadOptions
-from .lint import Finding, lint_reading
-from .target import Target, resolve_device, resolve_dtype
+from .lint import Finding, lint_reading, provenance_findings
+from .target import Target, load_tokenizer, resolve_device, resolve_dtype
 
 
 class Prompt(BaseModel):
@@ -97,8 +97,19 @@ def verify(drafter_dir: Path, target_dir: Path, *, device: str = "auto", dtype: 
     opts.target_config = tcfg
     reading, ckpt, _ = read_drafter(drafter_dir, None, opts)
     spec = reading.spec
-    findings = lint_reading(reading, ckpt, tcfg)
+    findings = lint_reading(reading, ckpt, tcfg, target_dir) + provenance_findings(drafter_dir, spec)
     prompts = load_prompts(prompts_file)[:max_prompts]
+
+    tokenizer = load_tokenizer(target_dir)
+    encoded = [tokenizer(p.prompt, add_special_tokens=False)["input_ids"] for p in prompts]
+    limits = [(spec.max_position_embeddings, "the drafter's context"), (tcfg.get("max_position_embeddings"), "the target's context")]
+    for p, ids in zip(prompts, encoded):
+        if not ids:
+            raise BadInput(f"prompt {p.prompt[:30]!r} is empty after tokenisation")
+        for limit, what in limits:
+            if limit and len(ids) + max_new_tokens + k > limit:
+                raise UsageError(f"a prompt of {len(ids)} tokens + {max_new_tokens} new tokens + K exceeds {what} "
+                                 f"({limit} = max_position_embeddings)", hint="shorten the prompts or --max-new-tokens")
 
     target = Target(target_dir, device=device, dtype=torch_dtype)
     state = {reading.renames[n]: t for n, t in ckpt.load_all().items() if n in reading.renames}
@@ -108,14 +119,6 @@ def verify(drafter_dir: Path, target_dir: Path, *, device: str = "auto", dtype: 
     except ValueError as exc:
         raise BadInput(str(exc)) from None
     boundary = spec.aux.boundary()
-    encoded = [target.tokenizer(p.prompt, add_special_tokens=False)["input_ids"] for p in prompts]
-    limit = spec.max_position_embeddings
-    for p, ids in zip(prompts, encoded):
-        if not ids:
-            raise BadInput(f"prompt {p.prompt[:30]!r} is empty after tokenisation")
-        if limit and len(ids) + max_new_tokens + k > limit:
-            raise UsageError(f"a prompt of {len(ids)} tokens + {max_new_tokens} new tokens + K exceeds the drafter's "
-                             f"context ({limit} = max_position_embeddings)", hint="shorten the prompts or --max-new-tokens")
     t_load = time.perf_counter() - t_start
 
     path, every = Tally(k), Tally(k)

@@ -1,0 +1,123 @@
+#!/usr/bin/env python3
+"""Benchmark `eaglezoo verify` against plain greedy generation of the same tokens by the target.
+
+For each pair: (a) plain `model.generate` of N tokens per prompt, no hooks; (b) eaglezoo's
+measurement loop (target greedy generation of N + K tokens with aux capture, then batched drafting
+from every position). Model loading is excluded from both. Pairs: the embedded example, and a
+random-weight pair at SmolLM2-135M geometry (30 layers, hidden 576) for a deeper target.
+
+    python scripts/bench_verify.py [--device auto] [--reps 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+from eaglezoo.acceptance import accepted_lengths
+from eaglezoo.convert import read_drafter, target_config
+from eaglezoo.drafter import build_drafter
+from eaglezoo.formats.base import ReadOptions
+from eaglezoo.target import Target, resolve_device, resolve_dtype
+from eaglezoo.verify import load_prompts
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def smollm_geometry_pair(work: Path):
+    """Random weights at SmolLM2-135M geometry: timing only, acceptance meaningless."""
+    from safetensors.torch import save_file
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    cfg = LlamaConfig(vocab_size=49152, hidden_size=576, intermediate_size=1536, num_hidden_layers=30,
+                      num_attention_heads=9, num_key_value_heads=3, max_position_embeddings=2048, tie_word_embeddings=True)
+    torch.manual_seed(0)
+    LlamaForCausalLM(cfg).save_pretrained(work / "target")
+    PreTrainedTokenizerFast.from_pretrained(ROOT / "examples/tiny/target").save_pretrained(work / "target")
+    from eaglezoo.drafter import Eagle3Drafter
+    from eaglezoo.spec import AuxLayers, DrafterSpec
+    spec = DrafterSpec(arch="llama", architectures=["LlamaForCausalLMEagle3"], num_layers=1, hidden_size=576,
+                       target_hidden_size=576, vocab_size=49152, draft_vocab_size=49152, num_aux=3,
+                       aux=AuxLayers(ids=(2, 15, 27), convention="boundary"),
+                       layer_config={"model_type": "llama", "intermediate_size": 1536, "num_attention_heads": 9,
+                                     "num_key_value_heads": 3, "head_dim": 64, "max_position_embeddings": 2048})
+    state = {k: v for k, v in Eagle3Drafter(spec).state_dict().items() if k != "embed_tokens.weight"}
+    (work / "drafter").mkdir()
+    save_file(state, str(work / "drafter" / "model.safetensors"), metadata={"format": "pt"})
+    from eaglezoo.formats.eagle31 import write_config
+    (work / "drafter" / "config.json").write_text(json.dumps(write_config(spec, "float32")))
+    return work / "drafter", work / "target", {}
+
+
+def bench(drafter_dir: Path, target_dir: Path, opts: dict, prompts, device: str, n: int, k: int, reps: int):
+    device = resolve_device(device)
+    dtype = resolve_dtype("auto", device)
+    target = Target(target_dir, device=device, dtype=dtype)
+    reading, ckpt, _ = read_drafter(drafter_dir, None, ReadOptions(**opts, target_config=target_config(target_dir)))
+    state = {reading.renames[x]: t for x, t in ckpt.load_all().items() if x in reading.renames}
+    drafter = build_drafter(reading.spec, state, embed=target.input_embeddings().detach(), dtype=dtype, device=device)
+    boundary = reading.spec.aux.boundary()
+    ids = [target.tokenizer(p.prompt, add_special_tokens=False)["input_ids"] for p in prompts]
+    sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
+
+    def plain():
+        for x in ids:
+            t = torch.tensor([x], device=target.model.device)
+            target.model.generate(t, attention_mask=torch.ones_like(t), max_new_tokens=n, min_new_tokens=n,
+                                  do_sample=False, pad_token_id=0)
+        sync()
+
+    def measure():
+        for x in ids:
+            gen = target.greedy(x, n + k, boundary)
+            with torch.inference_mode():
+                chains = drafter.draft_chains(gen.aux, gen.tokens[1:], k)
+            accepted_lengths(chains.draft_ids, gen.tokens, gen.prompt_len - 1, gen.prompt_len + n - 3)
+        sync()
+
+    with torch.inference_mode():
+        plain()  # warm-up
+        measure()
+        times = {"plain_generate_s": [], "verify_s": []}
+        for _ in range(reps):
+            for name, fn in (("plain_generate_s", plain), ("verify_s", measure)):
+                t0 = time.perf_counter()
+                fn()
+                times[name].append(time.perf_counter() - t0)
+    med = {name: statistics.median(v) for name, v in times.items()}
+    return {"device": device, "dtype": str(dtype), "prompts": len(ids), "new_tokens": n, "k": k, **med,
+            "ratio": med["verify_s"] / med["plain_generate_s"], "runs": times}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--device", default="auto")
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--new-tokens", type=int, default=64)
+    ap.add_argument("-k", type=int, default=3)
+    args = ap.parse_args()
+    ex = ROOT / "examples" / "tiny"
+    prompts = load_prompts(ex / "prompts.jsonl")
+    short = [p for p in prompts if p.bucket != "long-context"][:16]
+    results = {}
+    ids = {"aux_layers": [1, 2, 3], "aux_convention": "boundary"}
+    results["example eagle31 (4 layers, hidden 128)"] = bench(ex / "eagle31-safeai", ex / "target", ids, short,
+                                                               args.device, args.new_tokens, args.k, args.reps)
+    with tempfile.TemporaryDirectory() as tmp:
+        d, t, o = smollm_geometry_pair(Path(tmp))
+        results["SmolLM2-135M geometry, random weights (30 layers, hidden 576)"] = bench(
+            d, t, o, short[:8], args.device, args.new_tokens, args.k, args.reps)
+    for name, r in results.items():
+        print(f"{name}: plain {r['plain_generate_s']:.2f} s, verify {r['verify_s']:.2f} s, ratio {r['ratio']:.2f} "
+              f"({r['prompts']} prompts x {r['new_tokens']} tokens, {r['device']})")
+    print(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,68 @@
+"""The embedded example pair: trained drafters that really accept, and the field's worst bug."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import EXAMPLE, run_cli
+
+IDS = ["--aux-layers", "1,2,3", "--aux-convention", "boundary"]
+
+
+def verify(drafter, *extra):
+    r = run_cli("verify", drafter, "--target", EXAMPLE / "target", "--prompts", EXAMPLE / "prompts.jsonl",
+                "--device", "cpu", "--json", *extra)
+    assert r.code in (0, 1), r.err
+    return r
+
+
+@pytest.fixture(scope="module")
+def converted(tmp_path_factory):
+    work = tmp_path_factory.mktemp("example")
+    out = {}
+    for name in ("eagle3", "eagle31"):
+        for to in ("eagle31", "speculators"):
+            d = work / f"{name}-{to}"
+            r = run_cli("convert", EXAMPLE / f"{name}-safeai", d, "--target", EXAMPLE / "target", "--to", to, *IDS)
+            assert r.code == 0, r.err
+            out[name, to] = d
+    return out
+
+
+@pytest.mark.parametrize("name", ["eagle3", "eagle31"])
+def test_trained_drafters_reach_acceptance_length_2(converted, name):
+    r = verify(converted[name, "eagle31"], "--min-al", "2.0")
+    report = r.json()
+    assert r.code == 0, report["failures"]
+    assert report["mean_acceptance_length"] >= 2.0
+    assert report["target_distinct_token_ratio"] > 0.5  # a looping target would inflate acceptance
+    assert not [f for f in report["lint"] if f["severity"] == "error"]
+
+
+def test_31_drafter_keeps_its_fed_back_state_normalised(converted):
+    drift3 = verify(converted["eagle3", "eagle31"], "--max-prompts", "4").json()["drift"]["feedback_rms_per_depth"]
+    drift31 = verify(converted["eagle31", "eagle31"], "--max-prompts", "4").json()["drift"]["feedback_rms_per_depth"]
+    assert drift3[-1] > drift3[0]  # pre-norm feedback grows with depth
+    assert max(drift31) - min(drift31) < 0.1 * drift31[0]  # norm_output: post-norm feedback stays put
+
+
+def test_aux_ids_shifted_by_one_lint_flags_it_and_verify_shows_the_collapse(converted, tmp_path):
+    """The field's worst bug (vLLM #43671): layer-output ids copied verbatim into the boundary key."""
+    good = converted["eagle3", "speculators"]
+    good_al = verify(good, "--max-prompts", "12").json()["mean_acceptance_length"]
+    bad = tmp_path / "shifted"
+    import shutil
+    shutil.copytree(good, bad)
+    cfg = json.loads((bad / "config.json").read_text())
+    assert cfg["eagle_aux_hidden_state_layer_ids"] == [1, 2, 3]
+    cfg["eagle_aux_hidden_state_layer_ids"] = [0, 1, 2]  # the SGLang/ModelOpt list, without the +1
+    (bad / "config.json").write_text(json.dumps(cfg))
+    lint = run_cli("lint", bad, "--target", EXAMPLE / "target", "--json")
+    codes = {f["code"] for f in json.loads(lint.out)["findings"]}
+    assert lint.code == 1 and "aux-ids-changed" in codes and "aux-ids-embedding" in codes
+    r = verify(bad, "--max-prompts", "12")
+    shifted = r.json()
+    assert r.code == 1  # the lint error fails verify
+    assert shifted["mean_acceptance_length"] < good_al - 0.4
+    assert shifted["acceptance_per_position"][0] < 0.5 * verify(good, "--max-prompts", "12").json()["acceptance_per_position"][0]

@@ -1,0 +1,81 @@
+"""eaglezoo verify through the CLI: the report, the gates, and bad input."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import EXAMPLE, assert_clean_failure
+from factory import make_target
+
+IDS = ["--aux-layers", "1,2,3", "--aux-convention", "boundary"]
+
+
+@pytest.fixture(scope="module")
+def converted(tmp_path_factory):
+    from conftest import run_cli
+    out = tmp_path_factory.mktemp("v") / "eagle31"
+    r = run_cli("convert", EXAMPLE / "eagle31-safeai", out, "--target", EXAMPLE / "target", *IDS)
+    assert r.code == 0, r.err
+    return out
+
+
+def test_report_fields_and_report_file(cli, converted, tmp_path):
+    report = tmp_path / "r.json"
+    r = cli("verify", converted, "--target", EXAMPLE / "target", "--prompts", EXAMPLE / "prompts.jsonl",
+            "--max-prompts", "6", "--max-new-tokens", "32", "-k", "4", "--device", "auto", "--json", "--report", report)
+    assert r.code == 0, r.err
+    data = r.json()
+    for key in ("drafter", "target", "device", "num_spec_tokens", "acceptance_per_position", "mean_acceptance_length",
+                "num_drafts", "lint", "drift", "timing", "histogram", "mean_acceptance_length_per_prompt", "all_positions"):
+        assert key in data, key
+    assert data["device"] == "cpu" and data["num_spec_tokens"] == 4 and len(data["acceptance_per_position"]) == 4
+    pos = data["acceptance_per_position"]
+    assert all(a >= b for a, b in zip(pos, pos[1:]))  # joint acceptance can only fall with depth
+    assert data["mean_acceptance_length"] == pytest.approx(1 + sum(pos))
+    assert sum(data["histogram"]) == data["num_drafts"] and len(data["drift"]["feedback_rms_per_depth"]) == 4
+    assert json.loads(report.read_text()) == data
+
+
+def test_text_report_and_gates(cli, converted):
+    base = ["verify", converted, "--target", EXAMPLE / "target", "--prompts", EXAMPLE / "prompts.jsonl",
+            "--max-prompts", "4", "--max-new-tokens", "32"]
+    r = cli(*base, "--min-acceptance", "0.05,0.0,0.0", "--min-al", "1.0")
+    assert r.code == 0 and "per-position acceptance" in r.out and "PASS" in r.out
+    r = cli(*base, "--min-al", "3.9")
+    assert r.code == 1 and "FAIL mean acceptance length" in r.out
+    r = cli(*base, "--min-acceptance", "0.99")
+    assert r.code == 1 and "FAIL acceptance at position 1" in r.out
+
+
+def test_mismatched_targets(cli, converted, tmp_path):
+    for kwargs, message in (({"hidden": 96}, "hidden_size"), ({"vocab": 2000, "hidden": 128}, "vocab_size"),
+                            ({"layers": 2, "hidden": 128, "vocab": 1024}, "outside the target")):
+        t = make_target(tmp_path / f"t{len(message)}", **kwargs)
+        assert_clean_failure(cli("verify", converted, "--target", t), None, contains=message)
+    assert_clean_failure(cli("verify", converted, "--target", tmp_path / "missing"), None, contains="no such directory")
+    (tmp_path / "empty").mkdir()
+    assert_clean_failure(cli("verify", converted, "--target", tmp_path / "empty"), None, contains="not found")
+
+
+def test_cuda_without_cuda(cli, converted):
+    assert_clean_failure(cli("verify", converted, "--target", EXAMPLE / "target", "--device", "cuda"), None,
+                         contains="CUDA is not available")
+
+
+@pytest.mark.parametrize("content,message", [
+    ('{"prompt": "ok"}\n{not json\n', "line 2 is not JSON"),
+    ('{"text_missing": 1}\n', "line 1 needs a string field 'prompt'"),
+    ("", "no prompts"),
+])
+def test_malformed_prompts(cli, converted, tmp_path, content, message):
+    f = tmp_path / "p.jsonl"
+    f.write_text(content)
+    assert_clean_failure(cli("verify", converted, "--target", EXAMPLE / "target", "--prompts", f), None, contains=message)
+
+
+def test_prompt_longer_than_the_drafters_context(cli, converted, tmp_path):
+    f = tmp_path / "long.jsonl"
+    f.write_text(json.dumps({"prompt": "def function(argument): return value " * 400}) + "\n")
+    assert_clean_failure(cli("verify", converted, "--target", EXAMPLE / "target", "--prompts", f), None,
+                         contains="exceeds the drafter's context")
