@@ -106,7 +106,7 @@ def main():
     prompts = load_prompts(ex / "prompts.jsonl")
     short = [p for p in prompts if p.bucket != "long-context"][:16]
     results = {}
-    ids = {"aux_layers": [1, 2, 3], "aux_convention": "boundary"}
+    ids = {"aux_layers": [2, 3, 4], "aux_convention": "boundary"}
     results["example eagle31 (4 layers, hidden 128)"] = bench(ex / "eagle31-safeai", ex / "target", ids, short,
                                                                args.device, args.new_tokens, args.k, args.reps)
     with tempfile.TemporaryDirectory() as tmp:

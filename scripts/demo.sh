@@ -11,8 +11,9 @@ OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 for d in eagle3 eagle31; do
   echo; echo "=== $d: convert (SafeAILab dialect -> EAGLE 3.1 schema)"
-  # SafeAILab configs carry no aux ids; the example drafters were trained on boundary states 1,2,3.
-  $EZ convert "$EX/$d-safeai" "$OUT/$d" --target "$EX/target" --aux-layers 1,2,3 --aux-convention boundary
+  # SafeAILab configs carry no aux ids; the example drafters were trained on boundary states 2,3,4
+  # (HF hidden_states[2..4] of the 4-layer target; 4 = the last layer's pre-norm output).
+  $EZ convert "$EX/$d-safeai" "$OUT/$d" --target "$EX/target" --aux-layers 2,3,4 --aux-convention boundary
   echo; echo "=== $d: lint"
   $EZ lint "$OUT/$d" --target "$EX/target"
   echo; echo "=== $d: verify (K=3, held-out prompts, CPU)"

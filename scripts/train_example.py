@@ -30,7 +30,9 @@ DRAFT_VOCAB = 512
 SEQ = 128
 DRAFT_SEQ = 512  # drafter windows: long-context prompts need attention spans the target windows lack
 DRAFTER_FFN = 640
-AUX_BOUNDARY = [1, 2, 3]  # 4-layer target: the default (2, L//2, L-3) = (2, 2, 1) is degenerate
+# 4-layer target: the default (2, L//2, L-3) = (2, 2, 1) is degenerate. Boundary 4 = L is the last
+# layer's (pre-norm) output, which engines capture too; it carries the most next-token information.
+AUX_BOUNDARY = [2, 3, 4]
 
 
 def corpus_split(holdout_fraction: float = 0.1):
@@ -95,86 +97,100 @@ def train_target(stream, steps: int, log):
     return model.eval()
 
 
-def draft_vocab(stream: torch.Tensor):
-    counts = torch.bincount(stream, minlength=VOCAB)
-    used = counts.topk(DRAFT_VOCAB).indices.sort().values  # most frequent, ascending (formats.md §3.3)
-    d2t = used - torch.arange(DRAFT_VOCAB)
-    t2d = torch.zeros(VOCAB, dtype=torch.bool)
+def draft_vocab(stream: torch.Tensor, vocab: int = VOCAB, size: int = DRAFT_VOCAB):
+    counts = torch.bincount(stream, minlength=vocab)
+    used = counts.topk(size).indices.sort().values  # most frequent, ascending (formats.md §3.3)
+    d2t = used - torch.arange(size)
+    t2d = torch.zeros(vocab, dtype=torch.bool)
     t2d[used] = True
     return used, d2t, t2d
 
 
-def drafter_spec(v31: bool) -> DrafterSpec:
+def drafter_spec(v31: bool, target_cfg: dict | None = None, draft_vocab_size: int = DRAFT_VOCAB,
+                 aux: list[int] = AUX_BOUNDARY, ffn: int = DRAFTER_FFN) -> DrafterSpec:
+    """A one-layer drafter shaped like one layer of the target (its hidden size, heads and RoPE)."""
+    t = target_cfg or {"hidden_size": 128, "vocab_size": VOCAB, "num_attention_heads": 4, "num_key_value_heads": 2,
+                       "max_position_embeddings": 1024, "rms_norm_eps": 1e-6, "rope_theta": 10000.0,
+                       "pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2}
+    layer = {"model_type": "llama", "intermediate_size": ffn, "num_attention_heads": t["num_attention_heads"],
+             "num_key_value_heads": t["num_key_value_heads"], "rms_norm_eps": t["rms_norm_eps"],
+             "max_position_embeddings": t["max_position_embeddings"], "hidden_act": "silu"}
+    if t.get("head_dim"):
+        layer["head_dim"] = t["head_dim"]
+    if float(t.get("rope_theta") or 10000.0) != 10000.0:
+        layer["rope_theta"] = float(t["rope_theta"])
+    layer.update({k: t[k] for k in ("pad_token_id", "bos_token_id", "eos_token_id") if t.get(k) is not None})
     return DrafterSpec(
-        arch="llama", architectures=["LlamaForCausalLM"], num_layers=1, hidden_size=128,
-        target_hidden_size=128, vocab_size=VOCAB, draft_vocab_size=DRAFT_VOCAB, num_aux=3,
-        aux=AuxLayers(ids=tuple(AUX_BOUNDARY), convention="boundary"),
-        fc_norm=v31, norm_output=v31, layer_config={
-            "model_type": "llama", "intermediate_size": DRAFTER_FFN, "num_attention_heads": 4,
-            "num_key_value_heads": 2, "rms_norm_eps": 1e-6, "max_position_embeddings": 1024,
-            "hidden_act": "silu", "pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2})
+        arch="llama", architectures=["LlamaForCausalLM"], num_layers=1, hidden_size=t["hidden_size"],
+        target_hidden_size=t["hidden_size"], vocab_size=t["vocab_size"], draft_vocab_size=draft_vocab_size,
+        num_aux=len(aux), aux=AuxLayers(ids=tuple(aux), convention="boundary"),
+        fc_norm=v31, norm_output=v31, layer_config=layer)
 
 
-def target_features(target, x: torch.Tensor):
+def target_features(target, x: torch.Tensor, aux: list[int]):
     store = {}
     layers = target.model.layers
     hooks = [layers[i - 1].register_forward_hook(
         lambda m, a, out, i=i: store.__setitem__(i, out[0] if isinstance(out, tuple) else out))
-        for i in AUX_BOUNDARY]
+        for i in aux]
     with torch.no_grad():
         logits = target(x).logits
     for h in hooks:
         h.remove()
-    return [store[i] for i in AUX_BOUNDARY], logits
+    return [store[i] for i in aux], logits
 
 
 @torch.no_grad()
-def self_distillation_pool(target, stream, n: int, log, prompt_len: int = 24) -> torch.Tensor:
+def self_distillation_pool(target, stream, n: int, log, prompt_len: int = 24, seq: int = SEQ, batch: int = 64):
     """The target's own greedy continuations of corpus snippets: what the drafter sees when serving."""
     gen = torch.Generator().manual_seed(SEED + 3)
     starts = torch.randint(0, len(stream) - prompt_len, (n,), generator=gen)
     prompts = torch.stack([stream[s:s + prompt_len] for s in starts])
     out = []
-    for i in range(0, n, 64):
-        batch = prompts[i:i + 64]
-        out.append(target.generate(batch, attention_mask=torch.ones_like(batch), max_new_tokens=SEQ - prompt_len,
-                                   min_new_tokens=SEQ - prompt_len, do_sample=False, pad_token_id=0))
+    for i in range(0, n, batch):
+        part = prompts[i:i + batch]
+        out.append(target.generate(part, attention_mask=torch.ones_like(part), max_new_tokens=seq - prompt_len,
+                                   min_new_tokens=seq - prompt_len, do_sample=False,
+                                   pad_token_id=target.config.pad_token_id or 0))
     pool = torch.cat(out)
     log(f"self-distillation pool: {len(pool)} sequences of {pool.shape[1]} tokens, "
         f"{len(set(pool[:, prompt_len:].flatten().tolist()))} distinct generated tokens")
     return pool
 
 
-def mixed_batches(stream, pool, gen: torch.Generator):
+def mixed_batches(stream, pool, gen: torch.Generator, corpus=(4, DRAFT_SEQ), pool_batch: int = 16):
     """Alternate long corpus windows (attention spans a long prompt needs) and target generations."""
-    corpus = batches(stream, 4, DRAFT_SEQ, gen)
+    windows = batches(stream, corpus[0], corpus[1], gen)
     while True:
-        yield next(corpus)
-        yield pool[torch.randint(0, len(pool), (16,), generator=gen)]
+        yield next(windows)
+        yield pool[torch.randint(0, len(pool), (pool_batch,), generator=gen)]
 
 
-def train_drafter(target, stream, pool, v31: bool, steps: int, depth: int, log):
-    used, d2t, t2d = draft_vocab(stream)
+def train_drafter(target, stream, pool, v31: bool, steps: int, depth: int, log, spec: DrafterSpec | None = None,
+                  corpus=(4, DRAFT_SEQ), pool_batch: int = 16, lr: float = 3e-3):
+    spec = spec or drafter_spec(v31)
+    aux = spec.aux.boundary()
+    used, d2t, t2d = draft_vocab(stream, spec.vocab_size, spec.draft_vocab_size)
     torch.manual_seed(SEED + (1 if v31 else 0))
-    drafter = Eagle3Drafter(drafter_spec(v31))
+    drafter = Eagle3Drafter(spec)
     drafter.d2t.copy_(d2t)
     drafter.t2d.copy_(t2d)
     drafter.embed_tokens.weight.data.copy_(target.get_input_embeddings().weight.data)
     drafter.embed_tokens.weight.requires_grad_(False)  # frozen, shared with the target
     params = [p for p in drafter.parameters() if p.requires_grad]
-    opt = torch.optim.AdamW(params, lr=3e-3, weight_decay=0.0)
+    opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
     gen = torch.Generator().manual_seed(SEED + 7)
-    data = mixed_batches(stream, pool, gen)
+    data = mixed_batches(stream, pool, gen, corpus, pool_batch)
     t0 = time.time()
     for step in range(steps):
         for g in opt.param_groups:
-            g["lr"] = cosine_lr(step, steps, 3e-3)
+            g["lr"] = cosine_lr(step, steps, lr)
         x = next(data)
-        aux, logits = target_features(target, x)
+        feats, logits = target_features(target, x, aux)
         slots = x.shape[1] - 1
-        aux = [a[:, :slots] for a in aux]
+        feats = [a[:, :slots] for a in feats]
         teacher = torch.stack([F.pad(x[:, s + 2:], (0, s + 1)) for s in range(depth - 1)])[:, :, :slots]
-        chains = drafter.draft_chains(aux, x[:, 1:], depth, teacher_tokens=teacher, keep_logits=True)
+        chains = drafter.draft_chains(feats, x[:, 1:], depth, teacher_tokens=teacher, keep_logits=True)
         loss = 0.0
         for s, out in enumerate(chains.logits):  # depth s+1 predicts token t+s+2 = target argmax at t+s+1
             valid = slots - s - 1
@@ -227,9 +243,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=Path("examples/tiny"))
     ap.add_argument("--target-steps", type=int, default=2200)
-    ap.add_argument("--drafter-steps", type=int, default=2600)
+    ap.add_argument("--drafter-steps", type=int, default=2400)
     ap.add_argument("--depth", type=int, default=3, help="training-time test (TTT) depth")
     ap.add_argument("--pool", type=int, default=512, help="target-generated training sequences")
+    ap.add_argument("--reuse-target", action="store_true", help="keep OUT/target from an earlier run of this script")
     args = ap.parse_args()
     torch.manual_seed(SEED)
     torch.set_num_threads(max(1, torch.get_num_threads()))
@@ -244,10 +261,15 @@ def main():
     stream = torch.tensor(tokenizer(train_text)["input_ids"], dtype=torch.long)
     log(f"corpus: {len(train_text)} chars, {len(stream)} tokens; {len(held)} held-out topics")
 
-    target = train_target(stream, args.target_steps, log)
     target_dir = args.out / "target"
-    target.save_pretrained(target_dir)
-    tokenizer.save_pretrained(target_dir)
+    if args.reuse_target and (target_dir / "model.safetensors").is_file():
+        from transformers import LlamaForCausalLM
+        target = LlamaForCausalLM.from_pretrained(target_dir).eval()  # training is seeded: same weights
+        log(f"target reused from {target_dir}")
+    else:
+        target = train_target(stream, args.target_steps, log)
+        target.save_pretrained(target_dir)
+        tokenizer.save_pretrained(target_dir)
 
     pool = self_distillation_pool(target, stream, args.pool, log)
     for v31, name in ((False, "eagle3-safeai"), (True, "eagle31-safeai")):

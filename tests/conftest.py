@@ -12,6 +12,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "tiny"
+EXAMPLE_AUX = [2, 3, 4]  # boundary ids the example drafters were trained on (SafeAILab configs carry none)
+EXAMPLE_IDS = ["--aux-layers", ",".join(map(str, EXAMPLE_AUX)), "--aux-convention", "boundary"]
 sys.path.insert(0, str(Path(__file__).parent))
 
 CLI_ENV = {**os.environ, "TRANSFORMERS_VERBOSITY": "error", "HF_HUB_OFFLINE": os.environ.get("HF_HUB_OFFLINE", "1"),

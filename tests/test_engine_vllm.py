@@ -14,7 +14,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import EXAMPLE, ROOT, run_cli
+from conftest import EXAMPLE, EXAMPLE_IDS, ROOT, run_cli
 from safetensors.torch import load_file, save_file
 
 VLLM_PY = ROOT / ".venv-vllm" / "bin" / "python"
@@ -40,7 +40,7 @@ def engine_run(tmp_path_factory):
     from transformers import AutoTokenizer
 
     work = tmp_path_factory.mktemp("engine")
-    ids = ["--target", EXAMPLE / "target", "--aux-layers", "1,2,3", "--aux-convention", "boundary"]
+    ids = ["--target", EXAMPLE / "target", *EXAMPLE_IDS]
     drafters = {}
     for name in ("eagle3", "eagle31"):
         for to in ("eagle31", "speculators"):

@@ -231,10 +231,10 @@ def publish_folder(hub, repo: str, folder) -> str:
 
 def test_gpu_workflow_command_verifies_a_registry_entry(hub, tmp_path):
     """`eaglezoo verify ID --report` (the gpu-verify workflow's step) on a published example pair."""
-    from conftest import EXAMPLE
+    from conftest import EXAMPLE, EXAMPLE_IDS
     converted = tmp_path / "eagle31"
     r = run_cli("convert", EXAMPLE / "eagle31-safeai", converted, "--target", EXAMPLE / "target",
-                "--aux-layers", "1,2,3", "--aux-convention", "boundary")
+                *EXAMPLE_IDS)
     assert r.code == 0, r.err
     assert hubcli(hub, "push", converted, "tester/tiny-eagle31").code == 0
     target_sha = publish_folder(hub, "tester/tiny-target", EXAMPLE / "target")

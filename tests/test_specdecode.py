@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from conftest import EXAMPLE
+from conftest import EXAMPLE, EXAMPLE_AUX
 
 from eaglezoo.acceptance import Tally, accepted_lengths, decoding_path, speculative_decode
 from eaglezoo.convert import read_drafter, target_config
@@ -19,7 +19,7 @@ def pair():
     target = Target(EXAMPLE / "target", dtype=torch.float64)
     drafters = {}
     for name in ("eagle3", "eagle31"):
-        opts = ReadOptions(aux_layers=[1, 2, 3], aux_convention="boundary", target_config=target_config(EXAMPLE / "target"))
+        opts = ReadOptions(aux_layers=EXAMPLE_AUX, aux_convention="boundary", target_config=target_config(EXAMPLE / "target"))
         reading, ckpt, _ = read_drafter(EXAMPLE / f"{name}-safeai", None, opts)
         state = {reading.renames[n]: t for n, t in ckpt.load_all().items() if n in reading.renames}
         drafters[name] = build_drafter(reading.spec, state, embed=target.input_embeddings().detach(), dtype=torch.float64)
@@ -34,8 +34,8 @@ def test_loop_output_is_the_targets_and_counts_match_the_measurement(pair, name)
     loop_tally, measured = Tally(k), Tally(k)
     for p in prompts:
         ids = target.tokenizer(p.prompt, add_special_tokens=False)["input_ids"]
-        gen = target.greedy(ids, n + k, [1, 2, 3])
-        new, rounds = speculative_decode(lambda t: target.forward_aux(t, [1, 2, 3]), drafter, ids, n, k)
+        gen = target.greedy(ids, n + k, EXAMPLE_AUX)
+        new, rounds = speculative_decode(lambda t: target.forward_aux(t, EXAMPLE_AUX), drafter, ids, n, k)
         assert new == gen.tokens[len(ids):len(ids) + n].tolist()
         with torch.inference_mode():
             chains = drafter.draft_chains(gen.aux, gen.tokens[1:], k)

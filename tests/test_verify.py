@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import EXAMPLE, assert_clean_failure
+from conftest import EXAMPLE, EXAMPLE_IDS, assert_clean_failure
 from factory import make_target
 
-IDS = ["--aux-layers", "1,2,3", "--aux-convention", "boundary"]
+IDS = EXAMPLE_IDS
 
 
 @pytest.fixture(scope="module")
