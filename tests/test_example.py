@@ -36,7 +36,7 @@ def test_trained_drafters_reach_acceptance_length_2(converted, name):
     report = r.json()
     assert r.code == 0, report["failures"]
     assert report["mean_acceptance_length"] >= 2.0
-    assert report["target_distinct_token_ratio"] > 0.5  # a looping target would inflate acceptance
+    assert report["target_distinct_token_ratio"] > 0.4  # a looping target (3-6% distinct) would inflate acceptance
     assert not [f for f in report["lint"] if f["severity"] == "error"]
 
 
