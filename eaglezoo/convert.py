@@ -23,8 +23,7 @@ from .errors import BadInput, UsageError
 from .formats.base import Reading, ReadOptions
 from .layout import check_tensors
 from .spec import DrafterSpec
-from .tensors import CODE_OF, Checkpoint, OutTensor, TensorRef, plan_output_order, stream_convert
-from .target import DTYPES
+from .tensors import Checkpoint, OutTensor, TensorRef, plan_output_order, stream_convert
 
 CONFIG_DTYPE_CODES = {"float32": "F32", "float16": "F16", "bfloat16": "BF16", "float64": "F64"}
 

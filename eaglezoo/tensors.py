@@ -17,19 +17,41 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable
 
-import torch
+from typing import TYPE_CHECKING
 
 from .errors import BadInput
 
-# safetensors dtype code -> (torch dtype, bytes per element)
-DTYPES: dict[str, tuple[torch.dtype, int]] = {
-    "F64": (torch.float64, 8), "F32": (torch.float32, 4), "F16": (torch.float16, 2),
-    "BF16": (torch.bfloat16, 2), "I64": (torch.int64, 8), "I32": (torch.int32, 4),
-    "I16": (torch.int16, 2), "I8": (torch.int8, 1), "U8": (torch.uint8, 1), "BOOL": (torch.bool, 1),
-    "F8_E4M3": (torch.float8_e4m3fn, 1), "F8_E5M2": (torch.float8_e5m2, 1),
-    "U16": (torch.uint16, 2), "U32": (torch.uint32, 4), "U64": (torch.uint64, 8),
+if TYPE_CHECKING:
+    import torch
+
+# safetensors dtype code -> (torch dtype name, bytes per element). torch is imported only when a
+# tensor is materialised: copying safetensors bytes needs none of it (and it costs a second to load).
+DTYPE_NAMES: dict[str, tuple[str, int]] = {
+    "F64": ("float64", 8), "F32": ("float32", 4), "F16": ("float16", 2), "BF16": ("bfloat16", 2),
+    "I64": ("int64", 8), "I32": ("int32", 4), "I16": ("int16", 2), "I8": ("int8", 1), "U8": ("uint8", 1),
+    "BOOL": ("bool", 1), "F8_E4M3": ("float8_e4m3fn", 1), "F8_E5M2": ("float8_e5m2", 1),
+    "U16": ("uint16", 2), "U32": ("uint32", 4), "U64": ("uint64", 8),
 }
-CODE_OF = {dt: code for code, (dt, _) in DTYPES.items()}
+
+
+class _TorchDtypes(dict):
+    """DTYPES[code] -> (torch.dtype, itemsize), resolved on first use."""
+
+    def __missing__(self, code):
+        import torch
+        name, size = DTYPE_NAMES[code]
+        self[code] = (getattr(torch, name), size)
+        return self[code]
+
+    def __contains__(self, code):
+        return code in DTYPE_NAMES
+
+
+DTYPES = _TorchDtypes()
+
+
+def code_of(dtype) -> str | None:
+    return next((code for code, (name, _) in DTYPE_NAMES.items() if str(dtype) == f"torch.{name}"), None)
 FLOAT_CODES = {"F64", "F32", "F16", "BF16", "F8_E4M3", "F8_E5M2"}
 MAX_HEADER = 100 * 1024 * 1024
 CHUNK = 16 * 1024 * 1024
@@ -48,7 +70,7 @@ class TensorRef:
 
     @property
     def nbytes(self) -> int:
-        return math.prod(self.shape) * DTYPES[self.dtype][1]
+        return math.prod(self.shape) * DTYPE_NAMES[self.dtype][1]
 
     @property
     def is_float(self) -> bool:
@@ -79,7 +101,7 @@ def parse_header(raw: bytes, file_size: int, where: str) -> tuple[int, dict, dic
     for name, e in header.items():
         if not isinstance(e, dict) or not {"dtype", "shape", "data_offsets"} <= e.keys():
             raise BadInput(f"{where}: tensor {name!r} has a malformed header entry")
-        if e["dtype"] not in DTYPES:
+        if e["dtype"] not in DTYPE_NAMES:
             raise BadInput(f"{where}: tensor {name!r} has unknown dtype {e['dtype']!r}")
         shape, offs = e["shape"], e["data_offsets"]
         if (not isinstance(shape, list) or not all(isinstance(d, int) and d >= 0 for d in shape)
@@ -90,7 +112,7 @@ def parse_header(raw: bytes, file_size: int, where: str) -> tuple[int, dict, dic
         if not 0 <= begin <= end or end > data_size:
             raise BadInput(f"{where}: tensor {name!r} offsets [{begin}, {end}] are out of bounds "
                            f"(data section is {data_size} bytes; truncated file?)")
-        if end - begin != math.prod(shape) * DTYPES[e["dtype"]][1]:
+        if end - begin != math.prod(shape) * DTYPE_NAMES[e["dtype"]][1]:
             raise BadInput(f"{where}: tensor {name!r} byte size {end - begin} does not match "
                            f"shape {shape} of {e['dtype']}")
         spans.append((begin, end, name))
@@ -116,8 +138,10 @@ def read_safetensors_refs(path: Path) -> tuple[dict[str, TensorRef], dict]:
     return refs, metadata
 
 
-def load_bin(path: Path) -> dict[str, torch.Tensor]:
+def load_bin(path: Path) -> dict[str, "torch.Tensor"]:
     """A pickled state dict, loaded with weights_only=True (memory-mapped when possible)."""
+    import torch
+
     try:
         try:
             obj = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
@@ -143,7 +167,7 @@ class Checkpoint:
         self.dir = directory
         self.refs: dict[str, TensorRef] = {}
         self.metadata: dict[str, str] = {}
-        self._bin: dict[str, torch.Tensor] = {}
+        self._bin: dict[str, "torch.Tensor"] = {}
         self.files = self._discover()
         for f in self.files:
             if f.suffix == ".safetensors":
@@ -199,7 +223,9 @@ class Checkpoint:
         if extra:
             raise BadInput(f"tensor {sorted(extra)[0]!r} is in a shard but not in the index")
 
-    def load(self, name: str) -> torch.Tensor:
+    def load(self, name: str) -> "torch.Tensor":
+        import torch
+
         ref = self.refs[name]
         if name in self._bin:
             return self._bin[name]
@@ -213,14 +239,15 @@ class Checkpoint:
             return torch.empty(ref.shape, dtype=dtype)
         return torch.frombuffer(data, dtype=dtype).reshape(ref.shape)
 
-    def load_all(self) -> dict[str, torch.Tensor]:
+    def load_all(self) -> dict[str, "torch.Tensor"]:
         return {n: self.load(n) for n in self.refs}
 
 
-def _code(dtype: torch.dtype, f: Path) -> str:
-    if dtype not in CODE_OF:
+def _code(dtype, f: Path) -> str:
+    code = code_of(dtype)
+    if code is None:
         raise BadInput(f"{f.name}: unsupported tensor dtype {dtype}")
-    return CODE_OF[dtype]
+    return code
 
 
 def sha256_file(path: Path) -> str:
@@ -243,7 +270,7 @@ class OutTensor:
 
     @property
     def nbytes(self) -> int:
-        return math.prod(self.source.shape) * DTYPES[self.dtype][1]
+        return math.prod(self.source.shape) * DTYPE_NAMES[self.dtype][1]
 
 
 class _Hasher:
@@ -282,8 +309,9 @@ def stream_convert(ckpt: Checkpoint, tensors: list[OutTensor], out_path: Path, m
     """Write `tensors` (in the order given) to one safetensors file.
 
     Returns (sha256 of the output, {source file name: sha256}). When nothing is cast and the
-    source is safetensors, every source file is read once: its bytes are hashed as they stream
-    by and kept tensors are copied as byte ranges (the order must then be `plan_output_order`).
+    source is safetensors, every source file is read once: its bytes are hashed as they stream by
+    (for the source and, when kept, the output) and kept tensors are copied in the kernel
+    (copy_file_range; plain writes where unsupported), so the order must be `plan_output_order`.
     Otherwise tensors are materialised one at a time. The state dict is never held whole.
     """
     copy_mode = all(t.dtype == t.source.dtype and t.source.start >= 0 for t in tensors)
@@ -291,11 +319,12 @@ def stream_convert(ckpt: Checkpoint, tensors: list[OutTensor], out_path: Path, m
         raise ValueError("byte-range copy needs tensors in source order")
     wanted = {t.source.name for t in tensors}
     source_hashes: dict[str, str] = {}
-    with ThreadPoolExecutor(1) as p_out, ThreadPoolExecutor(1) as p_src, open(out_path, "wb") as out:
+    with ThreadPoolExecutor(1) as p_out, ThreadPoolExecutor(1) as p_src, open(out_path, "wb", buffering=0) as out:
         out_hash = _Hasher(p_out)
+        copier = _Copier(out)
 
         def emit(data) -> None:
-            out.write(data)
+            copier.write(data)
             out_hash.update(data)
             progress(len(data))
 
@@ -304,23 +333,58 @@ def stream_convert(ckpt: Checkpoint, tensors: list[OutTensor], out_path: Path, m
             src_hash = _Hasher(p_src)
             with open(f, "rb") as fh:
                 if copy_mode:
+                    def keep(chunk, offset, fd=fh.fileno()):
+                        copier.copy(fd, offset, chunk)
+                        out_hash.update(chunk)
+                        progress(len(chunk))
                     for ref in sorted((r for r in ckpt.refs.values() if r.file == f), key=lambda r: r.start):
                         _stream_range(fh, fh.tell(), ref.start, src_hash)  # header, or a gap
-                        _stream_range(fh, ref.start, ref.end, src_hash, emit if ref.name in wanted else None)
+                        _stream_range(fh, ref.start, ref.end, src_hash, keep if ref.name in wanted else None)
                 _stream_range(fh, fh.tell(), None, src_hash)
             source_hashes[f.name] = src_hash.hexdigest()
         if not copy_mode:
             for t in tensors:
                 emit(_tensor_bytes(ckpt.load(t.source.name), t.dtype))
         digest = out_hash.hexdigest()
-        out.flush()
         os.fsync(out.fileno())
     return digest, source_hashes
 
 
+class _Copier:
+    """Appends bytes to `out`: from a source file in the kernel when possible, else by writing."""
+
+    def __init__(self, out):
+        self.out = out
+        self.kernel_copy = hasattr(os, "copy_file_range")
+
+    def write(self, data) -> None:
+        view = memoryview(data)
+        while view:
+            view = view[self.out.write(view):]
+
+    def copy(self, src_fd: int, offset: int, chunk: bytes) -> None:
+        if self.kernel_copy:
+            done = 0
+            try:
+                while done < len(chunk):
+                    n = os.copy_file_range(src_fd, self.out.fileno(), len(chunk) - done, offset + done)
+                    if n == 0:
+                        break
+                    done += n
+                if done == len(chunk):
+                    return
+            except OSError:
+                self.kernel_copy = False  # e.g. across filesystems on old kernels
+            self.write(chunk[done:])
+            return
+        self.write(chunk)
+
+
 def _stream_range(fh, start: int, end: int | None, hasher: _Hasher, sink=None) -> None:
-    """Read [start, end) (to EOF when end is None) in chunks, hashing it and passing it to `sink`."""
+    """Read [start, end) (to EOF when end is None) in chunks, hashing it and passing (chunk, offset)
+    to `sink`."""
     fh.seek(start)
+    pos = start
     remaining = None if end is None else end - start
     while remaining is None or remaining > 0:
         chunk = fh.read(CHUNK if remaining is None else min(CHUNK, remaining))
@@ -330,12 +394,15 @@ def _stream_range(fh, start: int, end: int | None, hasher: _Hasher, sink=None) -
             break
         hasher.update(chunk)
         if sink is not None:
-            sink(chunk)
+            sink(chunk, pos)
+        pos += len(chunk)
         if remaining is not None:
             remaining -= len(chunk)
 
 
-def _tensor_bytes(t: torch.Tensor, code: str) -> bytes:
+def _tensor_bytes(t: "torch.Tensor", code: str) -> bytes:
+    import torch
+
     target = DTYPES[code][0]
     if t.dtype != target:
         t = t.to(target)
