@@ -109,13 +109,25 @@ def test_trained_drafters_accept_in_vllm(engine_run):
     assert al(result["eagle31-eagle31"]) > 1.5
 
 
+def eaglezoo_counts(drafter, work):
+    r = run_cli("verify", drafter, "--target", EXAMPLE / "target", "--prompts", work / "prompts.jsonl",
+                "--max-new-tokens", N_TOKENS, "-k", K, "--device", "cpu", "--json")
+    assert r.code in (0, 1), r.err  # 1: lint errors (a tampered config), the measurement is still reported
+    report = r.json()
+    per_pos = [round(x * report["num_drafts"]) for x in report["acceptance_per_position"]]
+    return report["num_drafts"], report["num_accepted"], per_pos
+
+
 def test_31_flags_are_honoured(engine_run):
-    """Removing norm_output, or dropping the fc_norm tensors (speculators 0.9.0's convert bug), loads
-    silently in vLLM and costs acceptance: the converted 3.1 drafter keeps what it was trained for."""
-    result, _, _ = engine_run
-    good = al(result["eagle31-eagle31"])
-    assert al(result["eagle31-no-norm-output"]) < good - 0.05
-    assert al(result["eagle31-fc-norm-dropped"]) < good - 0.05
+    """vLLM reads norm_output: without it the same weights compute another function, and vLLM's
+    counters then equal eaglezoo's for *that* function. Dropping the fc_norm tensors (speculators
+    0.9.0's convert bug) also changes the function, and vLLM loads it without a word (on this toy
+    the trained fc_norm weights stay near one, so acceptance barely moves: only lint says why)."""
+    result, drafters, work = engine_run
+    good = counters(result["eagle31-eagle31"])
+    assert counters(result["eagle31-no-norm-output"]) != good
+    assert counters(result["eagle31-no-norm-output"]) == eaglezoo_counts(drafters["eagle31-no-norm-output"], work)
+    assert counters(result["eagle31-fc-norm-dropped"]) != good
 
 
 def test_lint_catches_what_vllm_loads_silently(engine_run):
@@ -125,11 +137,8 @@ def test_lint_catches_what_vllm_loads_silently(engine_run):
 
 
 def test_eaglezoo_verify_counts_equal_vllm_counters(engine_run):
+    """The converted drafters keep the acceptance they were trained for: vLLM serving the converted
+    folders counts exactly what eaglezoo measures (conversion is bit-identical to the source)."""
     result, drafters, work = engine_run
     for name in ("eagle3-eagle31", "eagle31-eagle31"):
-        r = run_cli("verify", drafters[name], "--target", EXAMPLE / "target", "--prompts", work / "prompts.jsonl",
-                    "--max-new-tokens", N_TOKENS, "-k", K, "--device", "cpu", "--json")
-        assert r.code == 0, r.err
-        report = r.json()
-        per_pos = [round(x * report["num_drafts"]) for x in report["acceptance_per_position"]]
-        assert (report["num_drafts"], report["num_accepted"], per_pos) == counters(result[name]), name
+        assert eaglezoo_counts(drafters[name], work) == counters(result[name]), name
