@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from .engines import engine_support
 from .errors import BadInput, UsageError
-from .spec import CONVENTIONS, AuxLayers, DrafterSpec
+from .spec import AuxLayers, DrafterSpec
 
 SHA40 = re.compile(r"^[0-9a-f]{40}$")
 SHA256 = re.compile(r"^[0-9a-f]{64}$")
@@ -271,6 +271,3 @@ def check_all(directory: Path | None = None, only: list[str] | None = None) -> d
         results[entry_id] = problems
     return results
 
-
-def conventions_doc() -> str:
-    return ", ".join(CONVENTIONS)

@@ -3,7 +3,6 @@ canonical names, and accounting for every source tensor (mapped, or dropped with
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -304,9 +303,6 @@ def trivial_vocab_map_drop(ckpt: Checkpoint, draft_vocab: int | None, vocab: int
             raise BadInput(f"{name} is not the identity map although draft_vocab_size == vocab_size")
         return "identity vocabulary map (draft_vocab_size == vocab_size); engines reject d2t then (formats.md §8.2)"
     return drop
-
-
-LAYER_PREFIX = re.compile(r"^layers\.(\d+)\.")
 
 
 def detect_convention(value: str | None) -> Convention | None:
