@@ -7,6 +7,7 @@ from every position). Model loading is excluded from both. Pairs: the embedded e
 random-weight pair at SmolLM2-135M geometry (30 layers, hidden 576) for a deeper target.
 
     python scripts/bench_verify.py [--device auto] [--reps 3]
+    python scripts/bench_verify.py --pair DRAFTER TARGET PROMPTS   # also a real pair (e.g. the real-model tier)
 """
 
 from __future__ import annotations
@@ -101,6 +102,8 @@ def main():
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--new-tokens", type=int, default=64)
     ap.add_argument("-k", type=int, default=3)
+    ap.add_argument("--pair", nargs=3, type=Path, metavar=("DRAFTER", "TARGET", "PROMPTS"),
+                    help="also time this converted drafter against its target on the first 8 of these prompts")
     args = ap.parse_args()
     ex = ROOT / "examples" / "tiny"
     prompts = load_prompts(ex / "prompts.jsonl")
@@ -113,6 +116,10 @@ def main():
         d, t, o = smollm_geometry_pair(Path(tmp))
         results["SmolLM2-135M geometry, random weights (30 layers, hidden 576)"] = bench(
             d, t, o, short[:8], args.device, args.new_tokens, args.k, args.reps)
+    if args.pair:
+        drafter, target, prompts_file = args.pair
+        results[f"{drafter.name} -> {target.name}"] = bench(drafter, target, {}, load_prompts(prompts_file)[:8],
+                                                            args.device, args.new_tokens, args.k, args.reps)
     for name, r in results.items():
         print(f"{name}: plain {r['plain_generate_s']:.2f} s, verify {r['verify_s']:.2f} s, ratio {r['ratio']:.2f} "
               f"({r['prompts']} prompts x {r['new_tokens']} tokens, {r['device']})")

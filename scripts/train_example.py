@@ -167,25 +167,33 @@ def mixed_batches(stream, pool, gen: torch.Generator, corpus=(4, DRAFT_SEQ), poo
 
 
 def train_drafter(target, stream, pool, v31: bool, steps: int, depth: int, log, spec: DrafterSpec | None = None,
-                  corpus=(4, DRAFT_SEQ), pool_batch: int = 16, lr: float = 3e-3):
+                  corpus=(4, DRAFT_SEQ), pool_batch: int = 16, lr: float = 3e-3, data=None, device: str = "cpu",
+                  deadline: float | None = None):
+    """`data` (an iterator of [B, T] token batches) replaces the corpus/pool mix; training stops early
+    at `deadline` (time.time()) so a run on a lent GPU always ends with a drafter."""
     spec = spec or drafter_spec(v31)
     aux = spec.aux.boundary()
     used, d2t, t2d = draft_vocab(stream, spec.vocab_size, spec.draft_vocab_size)
+    used = used.to(device)
     torch.manual_seed(SEED + (1 if v31 else 0))
     drafter = Eagle3Drafter(spec)
     drafter.d2t.copy_(d2t)
     drafter.t2d.copy_(t2d)
     drafter.embed_tokens.weight.data.copy_(target.get_input_embeddings().weight.data)
     drafter.embed_tokens.weight.requires_grad_(False)  # frozen, shared with the target
+    drafter.to(device)
     params = [p for p in drafter.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
     gen = torch.Generator().manual_seed(SEED + 7)
-    data = mixed_batches(stream, pool, gen, corpus, pool_batch)
+    data = data or mixed_batches(stream, pool, gen, corpus, pool_batch)
     t0 = time.time()
     for step in range(steps):
+        if deadline is not None and time.time() > deadline:
+            log(f"drafter: deadline reached at step {step} of {steps}")
+            break
         for g in opt.param_groups:
             g["lr"] = cosine_lr(step, steps, lr)
-        x = next(data)
+        x = next(data).to(device)
         feats, logits = target_features(target, x, aux)
         slots = x.shape[1] - 1
         feats = [a[:, :slots] for a in feats]
@@ -213,7 +221,8 @@ def save_safeai(drafter: Eagle3Drafter, out: Path, v31: bool):
         if name.startswith("embed_tokens"):
             continue
         name = name.replace("layers.0.", "midlayer.")
-        state[name] = t.detach().clone().half() if t.is_floating_point() else t.detach().clone()
+        t = t.detach().cpu().clone()
+        state[name] = t.half() if t.is_floating_point() else t
     torch.save(state, out / "pytorch_model.bin")
     spec = drafter.spec
     cfg = {"architectures": ["LlamaForCausalLM"], "hidden_size": spec.hidden_size, **spec.layer_config,
