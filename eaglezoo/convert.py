@@ -140,6 +140,11 @@ def canonical_refs(reading: Reading, ckpt: Checkpoint) -> dict[str, TensorRef]:
     return {reading.renames[src]: ref for src, ref in ckpt.refs.items() if src in reading.renames}
 
 
+def canonical_state(reading: Reading, ckpt: Checkpoint) -> dict:
+    """Every mapped tensor, loaded, under its canonical name (the drafter module's own names)."""
+    return {reading.renames[src]: t for src, t in ckpt.load_all().items() if src in reading.renames}
+
+
 def _source_names(reading: Reading, canonical: list[str]) -> list[str]:
     back = {v: k for k, v in reading.renames.items()}
     return [back.get(n, n) for n in canonical]

@@ -17,7 +17,7 @@ import torch
 from pydantic import BaseModel
 
 from .acceptance import Tally, accepted_lengths, decoding_path
-from .convert import read_drafter, target_config
+from .convert import canonical_state, read_drafter, target_config
 from .drafter import build_drafter
 from .errors import BadInput, UsageError
 from .formats.base import ReadOptions
@@ -112,7 +112,7 @@ def verify(drafter_dir: Path, target_dir: Path, *, device: str = "auto", dtype: 
                                  f"({limit} = max_position_embeddings)", hint="shorten the prompts or --max-new-tokens")
 
     target = Target(target_dir, device=device, dtype=torch_dtype)
-    state = {reading.renames[n]: t for n, t in ckpt.load_all().items() if n in reading.renames}
+    state = canonical_state(reading, ckpt)
     try:
         drafter = build_drafter(spec, state, embed=target.input_embeddings().detach(), dtype=torch_dtype,
                                 device=device if device != "cuda" else "cuda:0")

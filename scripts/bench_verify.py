@@ -22,7 +22,7 @@ from pathlib import Path
 import torch
 
 from eaglezoo.acceptance import accepted_lengths
-from eaglezoo.convert import read_drafter, target_config
+from eaglezoo.convert import canonical_state, read_drafter, target_config
 from eaglezoo.drafter import build_drafter
 from eaglezoo.formats.base import ReadOptions
 from eaglezoo.target import Target, resolve_device, resolve_dtype
@@ -61,7 +61,7 @@ def bench(drafter_dir: Path, target_dir: Path, opts: dict, prompts, device: str,
     dtype = resolve_dtype("auto", device)
     target = Target(target_dir, device=device, dtype=dtype)
     reading, ckpt, _ = read_drafter(drafter_dir, None, ReadOptions(**opts, target_config=target_config(target_dir)))
-    state = {reading.renames[x]: t for x, t in ckpt.load_all().items() if x in reading.renames}
+    state = canonical_state(reading, ckpt)
     drafter = build_drafter(reading.spec, state, embed=target.input_embeddings().detach(), dtype=dtype, device=device)
     boundary = reading.spec.aux.boundary()
     ids = [target.tokenizer(p.prompt, add_special_tokens=False)["input_ids"] for p in prompts]

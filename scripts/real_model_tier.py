@@ -29,6 +29,9 @@ from pathlib import Path
 
 import torch
 
+from eaglezoo.convert import canonical_state, read_drafter
+from eaglezoo.formats.base import ReadOptions
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import train_example as tr  # noqa: E402
 from chat_prompts import chat_prompts  # noqa: E402
@@ -146,7 +149,8 @@ def train(args, log):
     deadline = time.time() + args.seconds if args.seconds else None
     init = None
     if args.resume:
-        init = torch.load(args.resume / "pytorch_model.bin", weights_only=True)
+        opts = ReadOptions(aux_layers=AUX, aux_convention="boundary")
+        init = canonical_state(*read_drafter(args.resume, None, opts)[:2])
         log(f"train: continuing from {args.resume}")
     drafter = tr.train_drafter(target, stream, None, False, args.steps, 3, log, spec=spec, lr=args.lr,
                                data=tr.batches(stream, args.train_batch, args.seq, gen), device=args.device,

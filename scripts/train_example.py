@@ -171,7 +171,7 @@ def train_drafter(target, stream, pool, v31: bool, steps: int, depth: int, log, 
                   deadline: float | None = None, init: dict[str, torch.Tensor] | None = None):
     """`data` (an iterator of [B, T] token batches) replaces the corpus/pool mix; training stops early
     at `deadline` (time.time()) so a run on a lent GPU always ends with a drafter; `init` (a state
-    dict in save_safeai's naming) continues an earlier run."""
+    dict in the module's canonical names, e.g. `canonical_state`) continues an earlier run."""
     spec = spec or drafter_spec(v31)
     aux = spec.aux.boundary()
     used, d2t, t2d = draft_vocab(stream, spec.vocab_size, spec.draft_vocab_size)
@@ -183,8 +183,7 @@ def train_drafter(target, stream, pool, v31: bool, steps: int, depth: int, log, 
     drafter.embed_tokens.weight.data.copy_(target.get_input_embeddings().weight.data)
     drafter.embed_tokens.weight.requires_grad_(False)  # frozen, shared with the target
     if init is not None:
-        state = {k.replace("midlayer.", "layers.0."): v.float() if v.is_floating_point() else v for k, v in init.items()}
-        drafter.load_state_dict({**state, "embed_tokens.weight": drafter.embed_tokens.weight.data}, strict=True)
+        drafter.load_state_dict({**init, "embed_tokens.weight": drafter.embed_tokens.weight.data}, strict=True)
     drafter.to(device)
     params = [p for p in drafter.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.0)

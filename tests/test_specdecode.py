@@ -7,7 +7,7 @@ import torch
 from conftest import EXAMPLE, EXAMPLE_AUX
 
 from eaglezoo.acceptance import Tally, accepted_lengths, decoding_path, speculative_decode
-from eaglezoo.convert import read_drafter, target_config
+from eaglezoo.convert import canonical_state, read_drafter, target_config
 from eaglezoo.drafter import build_drafter
 from eaglezoo.formats.base import ReadOptions
 from eaglezoo.target import Target
@@ -21,7 +21,7 @@ def pair():
     for name in ("eagle3", "eagle31"):
         opts = ReadOptions(aux_layers=EXAMPLE_AUX, aux_convention="boundary", target_config=target_config(EXAMPLE / "target"))
         reading, ckpt, _ = read_drafter(EXAMPLE / f"{name}-safeai", None, opts)
-        state = {reading.renames[n]: t for n, t in ckpt.load_all().items() if n in reading.renames}
+        state = canonical_state(reading, ckpt)
         drafters[name] = build_drafter(reading.spec, state, embed=target.input_embeddings().detach(), dtype=torch.float64)
     return target, drafters
 
