@@ -10,14 +10,36 @@ import yaml
 
 from .convert import read_drafter
 from .engines import engine_support, serve_config
+from .errors import BadInput, UsageError
 from .formats.base import ReadOptions
 
 
-def model_card(folder: Path, report: Path | None = None, target: str | None = None, repo: str | None = None) -> str:
+REPORT_KEYS = {"device": str, "dtype": str, "num_spec_tokens": int, "num_prompts": int, "max_new_tokens": int,
+               "acceptance_per_position": list, "mean_acceptance_length": (int, float), "num_drafts": int}
+
+
+def load_report(path: Path) -> dict:
+    """A verify report for the card's acceptance table; anything else is refused, never skipped."""
+    if not Path(path).is_file():
+        raise UsageError(f"--report {path}: no such file")
+    data = _json(Path(path))
+    if not isinstance(data, dict):
+        raise BadInput(f"--report {path}: not a JSON object (expected an eaglezoo verify report)")
+    for key, kind in REPORT_KEYS.items():
+        if not isinstance(data.get(key), kind) or isinstance(data.get(key), bool):
+            raise BadInput(f"--report {path}: {key} missing or not a {getattr(kind, '__name__', 'number')}",
+                           hint="write it with eaglezoo verify --report FILE")
+    if len(data["acceptance_per_position"]) != data["num_spec_tokens"]:
+        raise BadInput(f"--report {path}: acceptance_per_position does not have num_spec_tokens values")
+    return data
+
+
+def model_card(folder: Path, report: dict | None = None, target: str | None = None, repo: str | None = None) -> str:
     reading, _, cfg = read_drafter(folder, None, ReadOptions(allow_missing_aux=True), strict=False)
     spec = reading.spec
     record = _json(folder / "conversion.json")
-    verify = _json(report) if report else None
+    record = record if isinstance(record, dict) else None
+    verify = report
     target = target or (verify or {}).get("target") or (cfg.get("speculators_config") or {}).get("verifier", {}).get("name_or_path")
     tags = ["speculative-decoding", "eagle3"] + (["eagle3.1"] if spec.eagle_version != "3" else []) + ["eaglezoo"]
     meta = {"library_name": "transformers", "tags": tags}
@@ -58,7 +80,7 @@ def model_card(folder: Path, report: Path | None = None, target: str | None = No
     if record:
         src = record.get("source", {})
         lines += ["", "## Provenance", "", f"Converted by eaglezoo {record.get('eaglezoo_version')} from the "
-                  f"`{src.get('dialect')}` dialect.", "", "| source file | sha256 |", "|---|---|"]
+                  f"`{src.get('dialect')}` dialect" + (f" of `{src['hub']}`" if src.get("hub") else "") + ".", "", "| source file | sha256 |", "|---|---|"]
         lines += [f"| {n} | `{d}` |" for n, d in src.get("files", {}).items()]
         lines += ["", "| output file | sha256 |", "|---|---|"]
         lines += [f"| {n} | `{d}` |" for n, d in record.get("output", {}).items()]
@@ -67,10 +89,10 @@ def model_card(folder: Path, report: Path | None = None, target: str | None = No
     return "\n".join(lines) + "\n"
 
 
-def _json(path: Path | None):
-    if path is None or not Path(path).is_file():
+def _json(path: Path):
+    if not path.is_file():
         return None
     try:
-        return json.loads(Path(path).read_text())
-    except json.JSONDecodeError:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
         return None

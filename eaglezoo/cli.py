@@ -1,14 +1,19 @@
 """The `eaglezoo` command line. Each command parses, calls one library function and renders the
-result as rich text or `--json`. Every error becomes one line on stderr and an exit code
-(0 ok, 1 checks found problems, 2 usage error or bad input)."""
+result as rich text or `--json`.
+
+The output contract (README): results on stdout; every error one line on stderr (with `--json`, a
+JSON object on stdout) and an exit code: 0 ok, 1 checks found problems, 2 usage error or bad input,
+130/143/129 on SIGINT/SIGTERM/SIGHUP. Errors are caught once, in `run()`, and worded by
+`errors.describe`. Progress bars only on a terminal; piped output is never cut to 80 columns.
+"""
 
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
 import os
 import sys
+import traceback
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -18,49 +23,64 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeR
 from rich.table import Table
 
 from . import __version__
-from .errors import EXIT_USAGE, EaglezooError
+from .errors import EXIT_FINDINGS, EXIT_USAGE, UsageError, describe, raise_on_termination
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Convert, lint, verify and publish EAGLE-3 / EAGLE 3.1 drafters.")
-out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+PIPED_WIDTH = 100_000  # a pipe has no width: render at natural width instead of cutting at 80 columns
 
 
-def fail(message: str, hint: str | None = None, code: int = EXIT_USAGE):
-    line = f"error: {message}" + (f" (hint: {hint})" if hint else "")
-    err.print(line, markup=False)
-    raise typer.Exit(code)
+class _Console(Console):
+    def on_broken_pipe(self) -> None:
+        """rich exits 1 here; a reader that stopped reading (| head) is not an error: run() exits 0."""
+        self.quiet = True
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        raise BrokenPipeError
 
 
-def guarded(fn):
-    """Turns every failure into a one-line error. EAGLEZOO_DEBUG=1 shows tracebacks instead."""
+out = _Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else PIPED_WIDTH)
+err = _Console(stderr=True, highlight=False, soft_wrap=True, width=None if sys.stderr.isatty() else PIPED_WIDTH)
+SHOW_PROGRESS = False  # set by run(): stderr is a terminal and --json was not asked for
 
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        except typer.Exit:
-            raise
-        except EaglezooError as exc:
-            fail(exc.message, exc.hint, exc.exit_code)
-        except KeyboardInterrupt:
-            fail("interrupted", code=130)
-        except Exception as exc:  # noqa: BLE001 - never a traceback for users
-            if os.environ.get("EAGLEZOO_DEBUG"):
-                raise
-            detail = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-            fail(f"unexpected {type(exc).__name__}: {detail}", "rerun with EAGLEZOO_DEBUG=1 and report it")
-    return wrapper
+
+# --------------------------------------------------------------------------------------------
+# shared options: one name, one help text and one metavar everywhere
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result (or the error) as JSON on stdout.")]
+RegistryOpt = Annotated[Optional[Path], typer.Option(
+    "--registry", metavar="DIR", help="Registry directory for registry ids (default: $EAGLEZOO_REGISTRY, else the "
+    "repository's registry/).")]
+RevisionOpt = Annotated[Optional[str], typer.Option(help="Drafter revision when it comes from the Hub "
+                                                         "(branch, tag or commit; default: the registry's pin, else main).")]
+FromOpt = Annotated[Optional[str], typer.Option("--from", metavar="DIALECT", help="Source dialect (default: detected).")]
+AuxLayersOpt = Annotated[Optional[str], typer.Option(
+    metavar="IDS", help="Aux-layer ids, e.g. 2,3,4, when the checkpoint has none (needs --aux-convention).")]
+AuxConventionOpt = Annotated[Optional[str], typer.Option(
+    metavar="CONVENTION", help="Convention of --aux-layers: boundary (vLLM, HF hidden_states[i]) or layer-output "
+    "(SGLang, ModelOpt).")]
+FlagOpt = Annotated[Optional[list[str]], typer.Option(
+    metavar="NAME=BOOL", help="State an ambiguous flag, e.g. norm_output=true (repeatable).")]
+DrafterArg = Annotated[str, typer.Argument(
+    metavar="DRAFTER", help="Drafter directory, registry id (or its YAML file) or Hub repo id, in any dialect.")]
+NumSpecTokensOpt = Annotated[int, typer.Option("--num-spec-tokens", "-k", min=1, max=64, help="Draft depth K.")]
 
 
 def print_json(data) -> None:
     sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
 
 
+def emit(data, as_json: bool, render) -> None:
+    """The one output sink: JSON on stdout, or the command's rich rendering."""
+    if as_json:
+        print_json(data)
+    else:
+        render()
+
+
 @contextlib.contextmanager
-def byte_progress(description: str, total: int, enabled: bool):
-    """A progress bar on stderr for work measured in bytes; silent when not a terminal or with --json."""
-    if not enabled or not err.is_terminal or total < 32 * 1024 * 1024:
+def byte_progress(description: str, total: int):
+    """A progress bar on stderr for work measured in bytes (large inputs only)."""
+    if not SHOW_PROGRESS or total < 32 * 1024 * 1024:
         yield lambda n: None
         return
     columns = [TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn()]
@@ -87,9 +107,9 @@ def parse_ids(text: str | None) -> list[int] | None:
     try:
         ids = [int(x) for x in text.replace(" ", "").split(",") if x]
     except ValueError:
-        fail(f"--aux-layers must be comma-separated integers, got {text!r}")
+        raise UsageError(f"--aux-layers must be comma-separated integers, got {text!r}") from None
     if not ids:
-        fail("--aux-layers is empty")
+        raise UsageError("--aux-layers is empty")
     return ids
 
 
@@ -100,9 +120,31 @@ def parse_flags(items: list[str] | None) -> dict[str, bool]:
     for item in items or []:
         name, _, value = item.partition("=")
         if name not in FLAGS or value.lower() not in ("true", "false"):
-            fail(f"--flag takes NAME=true|false with NAME one of {', '.join(FLAGS)}; got {item!r}")
+            raise UsageError(f"--flag takes NAME=true|false with NAME one of {', '.join(FLAGS)}; got {item!r}")
         flags[name] = value.lower() == "true"
     return flags
+
+
+def read_options(aux_layers: str | None, aux_convention: str | None, flag: list[str] | None):
+    from .formats.base import ReadOptions, detect_convention
+
+    return ReadOptions(aux_layers=parse_ids(aux_layers), aux_convention=detect_convention(aux_convention),
+                       flags=parse_flags(flag))
+
+
+def parse_floors(text: str | None, k: int) -> list[float] | None:
+    """--min-acceptance: at most K finite numbers in [0, 1]."""
+    if text is None:
+        return None
+    try:
+        floors = [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        floors = []
+    if not floors or any(not 0 <= x <= 1 for x in floors):  # NaN fails both comparisons
+        raise UsageError(f"--min-acceptance must be comma-separated numbers in [0, 1], got {text!r}")
+    if len(floors) > k:
+        raise UsageError(f"--min-acceptance has {len(floors)} floors but K is {k}", hint="give at most K values")
+    return floors
 
 
 # --------------------------------------------------------------------------------------------
@@ -110,51 +152,48 @@ def parse_flags(items: list[str] | None) -> dict[str, bool]:
 
 
 @app.command()
-@guarded
 def convert(
-    src: Annotated[str, typer.Argument(help="Drafter directory (or Hub repo id) in any EAGLE-3 dialect.")],
+    src: DrafterArg,
     dst: Annotated[Path, typer.Argument(metavar="OUT", help="Output directory (must not exist unless --force).")],
-    to: Annotated[str, typer.Option("--to", help="Output format: eagle31 or speculators.")] = "eagle31",
-    from_: Annotated[Optional[str], typer.Option("--from", help="Source dialect (default: detected).")] = None,
-    target: Annotated[Optional[str], typer.Option(help="Target model directory (or Hub id) to check against.")] = None,
-    aux_layers: Annotated[Optional[str], typer.Option(help="Aux-layer ids, e.g. 1,2,3 (needs --aux-convention).")] = None,
-    aux_convention: Annotated[Optional[str], typer.Option(help="boundary (vLLM, HF hidden_states[i]) or layer-output (SGLang/ModelOpt).")] = None,
-    flag: Annotated[Optional[list[str]], typer.Option(help="State an ambiguous flag: NAME=true|false (repeatable).")] = None,
-    dtype: Annotated[Optional[str], typer.Option(help="Cast floating tensors (float32, float16, bfloat16); ints and bools never.")] = None,
-    verifier: Annotated[Optional[str], typer.Option(help="Target repo id written into speculators_config.verifier.")] = None,
-    revision: Annotated[Optional[str], typer.Option(help="Revision when SRC is a Hub repo id.")] = None,
+    to: Annotated[str, typer.Option("--to", metavar="FORMAT", help="Output format: eagle31 or speculators.")] = "eagle31",
+    from_: FromOpt = None,
+    target: Annotated[Optional[str], typer.Option(metavar="TARGET", help="Target model directory (or Hub id) to check against.")] = None,
+    aux_layers: AuxLayersOpt = None,
+    aux_convention: AuxConventionOpt = None,
+    flag: FlagOpt = None,
+    dtype: Annotated[Optional[str], typer.Option(metavar="DTYPE", help="Cast floating tensors (float32, float16, bfloat16); ints and bools never.")] = None,
+    verifier: Annotated[Optional[str], typer.Option(metavar="REPO", help="Target repo id written into speculators_config.verifier.")] = None,
+    revision: RevisionOpt = None,
+    registry_dir: RegistryOpt = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the plan; write nothing.")] = False,
     force: Annotated[bool, typer.Option(help="Replace OUT if it exists.")] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the plan or result as JSON.")] = False,
+    as_json: JsonOpt = False,
 ):
     """Convert a drafter to the canonical EAGLE 3.1 schema (or the speculators format), losslessly."""
     from .convert import ConvertRequest, apply, check_destination, plan
-    from .formats.base import detect_convention
-    from .sources import local_dir
+    from .sources import resolve
 
-    source = local_dir(src, revision)
-    target_dir = local_dir(target, None, what="target") if target else None
-    req = ConvertRequest(source=source, to=to, dialect=from_, target=target_dir, aux_layers=parse_ids(aux_layers),
-                         aux_convention=detect_convention(aux_convention), flags=parse_flags(flag),
-                         dtype=dtype, verifier=verifier)
+    opts = read_options(aux_layers, aux_convention, flag)
+    source = resolve(src, revision, registry_dir=registry_dir)
+    if source.entry:
+        source.entry.fill_read_options(opts)
+    target_dir = resolve(target, what="target", registry_ids=False).path if target else None
+    req = ConvertRequest(source=source.path, to=to, dialect=from_, target=target_dir, aux_layers=opts.aux_layers,
+                         aux_convention=opts.aux_convention, flags=opts.flags, dtype=dtype, verifier=verifier,
+                         origin=source.origin)
     if not dry_run:
-        check_destination(source, dst, force)
+        check_destination(source.path, dst, force)
     prepared = plan(req)
     if dry_run:
-        if as_json:
-            print_json({"dry_run": True, "plan": prepared.plan.model_dump(mode="json"), "config": prepared.config})
-        else:
-            render_plan(prepared.plan)
-            out.print("[dim]dry run: nothing written[/dim]")
+        emit({"dry_run": True, "plan": prepared.plan.model_dump(mode="json"), "config": prepared.config}, as_json,
+             lambda: (render_plan(prepared.plan), out.print("[dim]dry run: nothing written[/dim]")))
         return
-    with byte_progress("converting", prepared.plan.num_bytes, not as_json) as advance:
+    with byte_progress("converting", prepared.plan.num_bytes) as advance:
         record = apply(prepared, dst, force=force, progress=advance)
-    if as_json:
-        print_json({"dry_run": False, "out": str(dst), "plan": prepared.plan.model_dump(mode="json"), "record": record})
-    else:
-        render_plan(prepared.plan)
-        out.print(f"[green]wrote[/green] {dst} ({prepared.plan.num_tensors} tensors, "
-                  f"{human_bytes(prepared.plan.num_bytes)}; conversion.json records every decision)")
+    emit({"dry_run": False, "out": str(dst), "plan": prepared.plan.model_dump(mode="json"), "record": record}, as_json,
+         lambda: (render_plan(prepared.plan),
+                  out.print(f"[green]wrote[/green] {dst} ({prepared.plan.num_tensors} tensors, "
+                            f"{human_bytes(prepared.plan.num_bytes)}; conversion.json records every decision)")))
 
 
 def human_bytes(n: int) -> str:
@@ -197,36 +236,25 @@ SEVERITY_STYLE = {"error": "red", "warning": "yellow", "info": "blue"}
 
 
 @app.command()
-@guarded
 def lint(
-    drafter: Annotated[str, typer.Argument(help="Drafter directory or Hub repo id.")],
-    target: Annotated[Optional[str], typer.Option(help="Target directory or Hub repo id.")] = None,
-    from_: Annotated[Optional[str], typer.Option("--from", help="Source dialect (default: detected).")] = None,
-    aux_layers: Annotated[Optional[str], typer.Option(help="Aux-layer ids, when the checkpoint has none.")] = None,
-    aux_convention: Annotated[Optional[str], typer.Option(help="boundary or layer-output.")] = None,
-    flag: Annotated[Optional[list[str]], typer.Option(help="State an ambiguous flag: NAME=true|false.")] = None,
-    revision: Annotated[Optional[str], typer.Option(help="Drafter revision (Hub).")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    drafter: DrafterArg,
+    target: Annotated[Optional[str], typer.Option(metavar="TARGET", help="Target directory or Hub repo id (default: the registry's).")] = None,
+    from_: FromOpt = None,
+    aux_layers: AuxLayersOpt = None,
+    aux_convention: AuxConventionOpt = None,
+    flag: FlagOpt = None,
+    revision: RevisionOpt = None,
+    registry_dir: RegistryOpt = None,
+    as_json: JsonOpt = False,
 ):
     """Static checks: shapes, flags, aux ids, vocab maps, norm and embedding values, engine support."""
-    from .formats.base import ReadOptions, detect_convention
-    from .sources import is_repo_id, local_dir
+    from .lint import lint_source
 
-    opts = ReadOptions(aux_layers=parse_ids(aux_layers), aux_convention=detect_convention(aux_convention),
-                       flags=parse_flags(flag))
-    if is_repo_id(drafter):
-        from .remote import remote_lint
-        report = remote_lint(drafter, target, revision=revision, dialect=from_, opts=opts)
-    else:
-        from .lint import lint as run_lint
-        target_dir = local_dir(target, None, what="target") if target else None
-        report = run_lint(local_dir(drafter, revision), target_dir, from_, opts)
-    if as_json:
-        print_json(report.model_dump(mode="json"))
-    else:
-        render_lint(report)
+    report = lint_source(drafter, target, revision=revision, dialect=from_, registry_dir=registry_dir,
+                         opts=read_options(aux_layers, aux_convention, flag))
+    emit(report.model_dump(mode="json"), as_json, lambda: render_lint(report))
     if report.errors:
-        raise typer.Exit(1)
+        raise typer.Exit(EXIT_FINDINGS)
 
 
 def render_lint(report) -> None:
@@ -258,81 +286,47 @@ def render_lint(report) -> None:
 # verify
 
 
-def parse_floats(text: str | None, what: str) -> list[float] | None:
-    if text is None:
-        return None
-    try:
-        return [float(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        fail(f"{what} must be comma-separated numbers, got {text!r}")
-
-
 @app.command()
-@guarded
 def verify(
-    drafter: Annotated[str, typer.Argument(help="Drafter directory, Hub repo id, or registry id (any dialect).")],
-    target: Annotated[Optional[str], typer.Option(help="Target model directory or Hub repo id (default: the registry's).")] = None,
-    num_spec_tokens: Annotated[int, typer.Option("--num-spec-tokens", "-k", help="Draft depth K.")] = 3,
-    max_new_tokens: Annotated[int, typer.Option(help="Greedy tokens generated per prompt.")] = 64,
-    prompts: Annotated[Optional[Path], typer.Option(help="JSONL prompts ({\"prompt\", \"bucket\"}); default: shipped set.")] = None,
-    max_prompts: Annotated[Optional[int], typer.Option(help="Use only the first N prompts.")] = None,
+    drafter: DrafterArg,
+    target: Annotated[Optional[str], typer.Option(metavar="TARGET", help="Target model directory or Hub repo id (default: the registry's).")] = None,
+    num_spec_tokens: NumSpecTokensOpt = 3,
+    max_new_tokens: Annotated[int, typer.Option(min=1, max=65536, help="Greedy tokens generated per prompt.")] = 64,
+    prompts: Annotated[Optional[Path], typer.Option(metavar="FILE", help="JSONL prompts ({\"prompt\", \"bucket\"}); default: the registry entry's, else the shipped set.")] = None,
+    max_prompts: Annotated[Optional[int], typer.Option(min=1, help="Use only the first N prompts.")] = None,
     device: Annotated[str, typer.Option(help="auto, cpu, cuda or cuda:N.")] = "auto",
     dtype: Annotated[str, typer.Option(help="auto (fp32 on CPU, bf16 on CUDA), float32, bfloat16, float16.")] = "auto",
-    aux_layers: Annotated[Optional[str], typer.Option(help="Aux-layer ids, when the checkpoint has none.")] = None,
-    aux_convention: Annotated[Optional[str], typer.Option(help="boundary or layer-output.")] = None,
-    flag: Annotated[Optional[list[str]], typer.Option(help="State an ambiguous flag: NAME=true|false.")] = None,
-    min_acceptance: Annotated[Optional[str], typer.Option(help="Per-position floors, e.g. 0.5,0.3,0.2.")] = None,
-    min_al: Annotated[Optional[float], typer.Option(help="Floor on the mean acceptance length.")] = None,
-    report: Annotated[Optional[Path], typer.Option(help="Write the JSON report to this file.")] = None,
-    revision: Annotated[Optional[str], typer.Option(help="Drafter revision (Hub).")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    aux_layers: AuxLayersOpt = None,
+    aux_convention: AuxConventionOpt = None,
+    flag: FlagOpt = None,
+    min_acceptance: Annotated[Optional[str], typer.Option(metavar="FLOORS", help="Per-position floors, e.g. 0.5,0.3,0.2 (default: the registry entry's).")] = None,
+    min_al: Annotated[Optional[float], typer.Option(min=1.0, help="Floor on the mean acceptance length.")] = None,
+    report: Annotated[Optional[Path], typer.Option(metavar="FILE", help="Write the JSON report to this file.")] = None,
+    revision: RevisionOpt = None,
+    registry_dir: RegistryOpt = None,
+    as_json: JsonOpt = False,
 ):
     """Run the drafter against its target: per-position acceptance, acceptance length, drift."""
-    from .formats.base import ReadOptions, detect_convention
-    from .sources import local_dir
-    from .verify import verify as run_verify
+    from .verify import verify_source
 
-    opts = ReadOptions(aux_layers=parse_ids(aux_layers), aux_convention=detect_convention(aux_convention),
-                       flags=parse_flags(flag))
-    floors = parse_floats(min_acceptance, "--min-acceptance")
-    target_revision = None
-    if "/" not in drafter and not Path(drafter).exists():  # a registry id: pinned drafter, target, floors
-        from . import registry
-        entry = registry.get(drafter)
-        if not entry.drafter.repo and not entry.drafter.path:
-            fail(f"registry entry {drafter} has no drafter location")
-        root = registry.default_dir().parent  # paths in entries are relative to the repository
-        drafter = str(root / entry.drafter.path) if entry.drafter.path else entry.drafter.repo
-        revision = revision or entry.drafter.revision
-        if target is None:
-            target = str(root / entry.target.path) if entry.target.path else entry.target.repo
-            target_revision = entry.target.revision
-        floors = floors or entry.acceptance_floors
-        if opts.aux_layers is None and entry.aux_layers.ids:  # the registry knows what SafeAILab configs omit
-            opts.aux_layers, opts.aux_convention = list(entry.aux_layers.ids), entry.aux_layers.convention
-    if target is None:
-        fail("--target is required (or give a registry id)")
-    drafter_dir = local_dir(drafter, revision)
-    target_dir = local_dir(target, target_revision, what="target")
-    with prompt_progress(not as_json) as advance:
-        result = run_verify(drafter_dir, target_dir, device=device, dtype=dtype, k=num_spec_tokens,
-                            max_new_tokens=max_new_tokens, prompts_file=prompts, max_prompts=max_prompts, opts=opts,
-                            min_acceptance=floors, min_al=min_al, progress=advance)
+    floors = parse_floors(min_acceptance, num_spec_tokens)
+    with prompt_progress() as advance:
+        result = verify_source(drafter, target, revision=revision, registry_dir=registry_dir, device=device,
+                               dtype=dtype, k=num_spec_tokens, max_new_tokens=max_new_tokens, prompts_file=prompts,
+                               max_prompts=max_prompts, opts=read_options(aux_layers, aux_convention, flag),
+                               min_acceptance=floors, min_al=min_al, progress=advance)
     data = result.model_dump(mode="json")
     if report:
         from .fsutil import atomic_write_text
         atomic_write_text(report, json.dumps(data, indent=2) + "\n")
-    if as_json:
-        print_json(data)
-    else:
-        render_verify(result)
+    emit(data, as_json, lambda: render_verify(result))
     if result.failures:
-        raise typer.Exit(1)
+        raise typer.Exit(EXIT_FINDINGS)
 
 
 @contextlib.contextmanager
-def prompt_progress(enabled: bool):
-    if not enabled or not err.is_terminal:
+def prompt_progress():
+    if not SHOW_PROGRESS:
         yield lambda i, n: None
         return
     with Progress(TextColumn("verifying"), BarColumn(), TextColumn("{task.completed}/{task.total} prompts"),
@@ -359,6 +353,9 @@ def render_verify(r) -> None:
         per = ", ".join(f"{x:.2f}" for x in r.drift["acceptance_per_position_by_bucket"][bucket])
         out.print(f"  bucket {bucket}: acceptance length {al:.3f}, per position [{per}]")
     out.print(f"target output diversity: {r.target_distinct_token_ratio:.2f} distinct-token ratio")
+    if r.skipped_prompts:
+        out.print(f"[yellow]skipped {len(r.skipped_prompts)} prompt(s)[/yellow] that do not fit the context "
+                  f"(never truncated): {r.skipped_prompts[0]['reason']}" + (" ..." if len(r.skipped_prompts) > 1 else ""))
     errors = [f for f in r.lint if f.severity == "error"]
     warns = [f for f in r.lint if f.severity == "warning"]
     out.print(f"lint: {len(errors)} error(s), {len(warns)} warning(s)" + "".join(f"\n  [red]{f.code}[/red] {f.message}" for f in errors))
@@ -377,24 +374,26 @@ def render_verify(r) -> None:
 
 registry_app = typer.Typer(no_args_is_help=True, help="The registry of published drafters (registry/*.yaml).")
 app.add_typer(registry_app, name="registry")
-RegistryDir = Annotated[Optional[Path], typer.Option("--registry", help="Registry directory (default: the repo's registry/ or $EAGLEZOO_REGISTRY).")]
 
 
 @registry_app.command("list")
-@guarded
 def registry_list(
-    target: Annotated[Optional[str], typer.Option(help="Only drafters for this target (substring, case-insensitive).")] = None,
-    registry_dir: RegistryDir = None,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    target: Annotated[Optional[str], typer.Option(metavar="TARGET", help="Only drafters for this target (substring, case-insensitive).")] = None,
+    registry_dir: RegistryOpt = None,
+    as_json: JsonOpt = False,
 ):
-    """List registry entries."""
+    """List registry entries (a file that does not load is named on stderr; the others still list)."""
     from . import registry
 
-    entries = [e for e in registry.load(registry_dir).values()
+    reg = registry.load(registry_dir)
+    entries = [e for e in reg.entries.values()
                if not target or target.lower() in (e.target.repo or e.target.path or "").lower()]
-    if as_json:
-        print_json([e.model_dump(mode="json") for e in entries])
-        return
+    for message in reg.broken.values():
+        err.print(f"warning: skipped {message}", markup=False)
+    emit([e.model_dump(mode="json") for e in entries], as_json, lambda: render_registry(entries))
+
+
+def render_registry(entries) -> None:
     table = Table("id", "target", "dialect", "EAGLE", "aux ids", "reported", "status")
     for e in entries:
         rep = next((f"AL {x.value}" for x in e.reported if x.metric == "acceptance_length" and not isinstance(x.value, list)), "")
@@ -405,51 +404,40 @@ def registry_list(
 
 
 @registry_app.command("show")
-@guarded
-def registry_show(entry_id: Annotated[str, typer.Argument(metavar="ID")], registry_dir: RegistryDir = None,
-                  as_json: Annotated[bool, typer.Option("--json")] = False):
+def registry_show(entry_id: Annotated[str, typer.Argument(metavar="ID", help="Registry id, or the path of its YAML file.")],
+                  registry_dir: RegistryOpt = None, as_json: JsonOpt = False):
     """Show one registry entry."""
     from . import registry
 
-    entry = registry.get(entry_id, registry_dir)
-    if as_json:
-        print_json(entry.model_dump(mode="json"))
-    else:
+    entry, _ = registry.lookup(entry_id, registry_dir)
+
+    def render():
         import yaml
         out.print(yaml.safe_dump(entry.model_dump(mode="json", exclude_none=True), sort_keys=False), markup=False)
+    emit(entry.model_dump(mode="json"), as_json, render)
 
 
 @registry_app.command("check")
-@guarded
 def registry_check(
     entries: Annotated[Optional[list[str]], typer.Argument(metavar="[ID|FILE]...", help="Only these entries (default: all).")] = None,
     online: Annotated[bool, typer.Option(help="Also fetch configs and safetensors headers from the Hub and lint remotely.")] = False,
-    registry_dir: RegistryDir = None,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    registry_dir: RegistryOpt = None,
+    as_json: JsonOpt = False,
 ):
     """Validate every entry: schema (file:line errors), consistency, and with --online the published files."""
-    from . import registry
+    from .registry import check_selected
 
-    only = [Path(x).stem for x in entries] if entries else None
-    results = {k: {"problems": v} for k, v in registry.check_all(registry_dir, only).items()}
-    if only and (missing := set(only) - results.keys()):
-        fail(f"no registry entry {sorted(missing)[0]!r}")
-    if online:
-        from .remote import check_online
-        entries_map = registry.load(registry_dir)
-        for entry_id in results:
-            results[entry_id]["online"] = check_online(entries_map[entry_id])
-            results[entry_id]["problems"] += results[entry_id]["online"]["problems"]
+    results = check_selected(entries or [], registry_dir, online)
     bad = {k: v for k, v in results.items() if v["problems"]}
-    if as_json:
-        print_json({"checked": len(results), "failed": len(bad), "entries": results})
-    else:
+
+    def render():
         for entry_id, r in results.items():
             mark = "[red]FAIL[/red]" if r["problems"] else "[green]ok[/green]"
             out.print(f"{mark} {entry_id}" + "".join(f"\n     {p}" for p in r["problems"]))
         out.print(f"{len(results)} checked, {len(bad)} with problems")
+    emit({"checked": len(results), "failed": len(bad), "entries": results}, as_json, render)
     if bad:
-        raise typer.Exit(1)
+        raise typer.Exit(EXIT_FINDINGS)
 
 
 # --------------------------------------------------------------------------------------------
@@ -457,53 +445,28 @@ def registry_check(
 
 
 @app.command("serve-config")
-@guarded
 def serve_config_cmd(
-    drafter: Annotated[str, typer.Argument(metavar="ID|DIR", help="Registry id or drafter directory.")],
+    drafter: Annotated[str, typer.Argument(metavar="DRAFTER", help="Registry id (or its YAML file) or drafter directory.")],
     engine: Annotated[str, typer.Option(help="vllm or sglang.")] = "vllm",
-    num_spec_tokens: Annotated[int, typer.Option("--num-spec-tokens", "-k")] = 3,
-    target: Annotated[Optional[str], typer.Option(help="Target to serve (default: the registry's).")] = None,
-    registry_dir: RegistryDir = None,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    num_spec_tokens: NumSpecTokensOpt = 3,
+    target: Annotated[Optional[str], typer.Option(metavar="TARGET", help="Target to serve (default: the registry's).")] = None,
+    registry_dir: RegistryOpt = None,
+    as_json: JsonOpt = False,
 ):
     """The exact serving command and --speculative-config JSON, version floor and warnings."""
-    from .engines import serve_config
+    from .engines import serve_config_for
 
-    path = Path(drafter)
-    if path.is_dir():
-        from .convert import read_drafter, read_json
-        from .formats.base import ReadOptions
-        reading, _, cfg = read_drafter(path, None, ReadOptions(allow_missing_aux=True), strict=False)
-        if target is None:
-            fail("--target is needed when serving a drafter directory")
-        fmt = "speculators" if reading.dialect == "speculators" else "eagle31"
-        result = serve_config(reading.spec, engine, str(path), target, num_spec_tokens, None, fmt,
-                              has_top_level_ids="eagle_aux_hidden_state_layer_ids" in cfg)
-        if reading.dialect not in ("eagle31", "speculators"):
-            result.warnings.append(f"{reading.dialect} dialect: convert it first (eaglezoo convert) so that every "
-                                   "engine finds the ids and flags where it reads them")
-    else:
-        from . import registry
-        entry = registry.get(drafter, registry_dir)
-        fmt = "speculators" if entry.dialect == "speculators" else "eagle31"
-        result = serve_config(entry.spec(), engine, entry.drafter.repo or entry.drafter.path, target or entry.target.repo,
-                              num_spec_tokens, entry.drafter.revision, fmt,
-                              has_top_level_ids=entry.aux_layers.ids is not None and entry.dialect in ("eagle31", "speculators"))
-        if entry.aux_layers.ids is None:
-            result.warnings.append("the registry does not know this drafter's aux ids: run eaglezoo lint on it first")
-        elif entry.dialect not in ("eagle31", "speculators"):
-            result.warnings.append(f"published in the {entry.dialect} dialect: convert it so that the engine reads the "
-                                   "ids where it looks (eaglezoo convert; then serve the converted folder)")
-    if as_json:
-        print_json(result.model_dump(mode="json"))
-        return
-    out.print(result.command, markup=False, soft_wrap=True)
-    if result.speculative_config:
-        out.print("# --speculative-config: " + json.dumps(result.speculative_config), markup=False)
-    out.print(f"# aux layers the engine captures ({result.aux_convention}): {result.aux_layers_captured}", markup=False)
-    out.print(f"# minimum {engine} version: {result.min_version or 'unknown'}", markup=False)
-    for w in result.warnings:
-        err.print(f"warning: {w}", markup=False)
+    result = serve_config_for(drafter, engine, num_spec_tokens, target, registry_dir)
+
+    def render():
+        out.print(result.command, markup=False, soft_wrap=True)
+        if result.speculative_config:
+            out.print("# --speculative-config: " + json.dumps(result.speculative_config), markup=False)
+        out.print(f"# aux layers the engine captures ({result.aux_convention}): {result.aux_layers_captured}", markup=False)
+        out.print(f"# minimum {engine} version: {result.min_version or 'unknown'}", markup=False)
+        for w in result.warnings:
+            err.print(f"warning: {w}", markup=False)
+    emit(result.model_dump(mode="json"), as_json, render)
 
 
 # --------------------------------------------------------------------------------------------
@@ -511,68 +474,136 @@ def serve_config_cmd(
 
 
 @app.command()
-@guarded
 def pull(
-    source: Annotated[str, typer.Argument(metavar="ID|REPO", help="Registry id (pinned revision) or Hub repo id.")],
-    revision: Annotated[Optional[str], typer.Option(help="Branch, tag or commit sha (default: the registry's pin, else main).")] = None,
-    local_dir: Annotated[Optional[Path], typer.Option(help="Download here instead of the cache.")] = None,
-    registry_dir: RegistryDir = None,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    source: Annotated[str, typer.Argument(metavar="DRAFTER", help="Registry id (pinned revision and hashes) or Hub repo id.")],
+    revision: RevisionOpt = None,
+    local_dir: Annotated[Optional[Path], typer.Option(metavar="DIR", help="Download here instead of the cache (only verified files land here).")] = None,
+    registry_dir: RegistryOpt = None,
+    as_json: JsonOpt = False,
 ):
     """Download a drafter, checking files against the registry's or conversion.json's sha256."""
-    from .hub import pull as hub_pull
+    from .hub import pull_source
 
-    result = hub_pull(source, revision=revision, local_dir=local_dir, registry_dir=registry_dir)
+    result = pull_source(source, revision=revision, local_dir=local_dir, registry_dir=registry_dir)
     data = {"repo": result.repo, "revision": result.revision, "commit": result.commit, "path": str(result.path),
             "registry_id": result.registry_id, "sha256_verified": result.verified}
-    if as_json:
-        print_json(data)
-        return
-    out.print(f"{result.repo}@{result.revision or 'main'}" + (f" ({result.commit})" if result.commit else ""))
-    out.print(str(result.path), markup=False)
-    if result.verified:
-        out.print(f"[green]sha256 verified[/green]: {', '.join(result.verified)}")
-    else:
-        out.print("[yellow]no sha256 to verify against[/yellow] (no registry hashes, no conversion.json)")
+
+    def render():
+        out.print(f"{result.repo}@{result.revision or 'main'}" + (f" ({result.commit})" if result.commit else ""), markup=False)
+        out.print(str(result.path), markup=False)
+        if result.verified:
+            out.print(f"[green]sha256 verified[/green]: {', '.join(result.verified)}")
+        else:
+            out.print("[yellow]no sha256 to verify against[/yellow] (no registry hashes, no conversion.json)")
+    emit(data, as_json, render)
 
 
 @app.command()
-@guarded
 def push(
     folder: Annotated[Path, typer.Argument(metavar="DIR", help="A converted drafter folder.")],
-    repo: Annotated[str, typer.Argument(help="Hub repo id (owner/name).")],
-    revision: Annotated[str, typer.Option(help="Branch to push to (created when missing).")] = "main",
+    repo: Annotated[str, typer.Argument(metavar="REPO", help="Hub repo id (owner/name).")],
+    revision: Annotated[str, typer.Option(metavar="BRANCH", help="Branch to push to (created when missing).")] = "main",
     private: Annotated[bool, typer.Option(help="Create the repo private.")] = False,
     create_pr: Annotated[bool, typer.Option("--create-pr", help="Open a pull request instead of committing.")] = False,
-    report: Annotated[Optional[Path], typer.Option(help="A verify JSON report for the card's acceptance table.")] = None,
-    target: Annotated[Optional[str], typer.Option(help="Target repo id for the card (base_model).")] = None,
-    tag: Annotated[Optional[str], typer.Option(help="Tag the pushed commit.")] = None,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    report: Annotated[Optional[Path], typer.Option(metavar="FILE", help="A verify JSON report for the card's acceptance table.")] = None,
+    target: Annotated[Optional[str], typer.Option(metavar="REPO", help="Target repo id for the card (base_model).")] = None,
+    tag: Annotated[Optional[str], typer.Option(metavar="TAG", help="Tag the pushed commit (refused before pushing if it exists).")] = None,
+    include: Annotated[Optional[list[str]], typer.Option(metavar="PATTERN", help="Upload only files matching (repeatable; a pattern naming a hidden path admits it).")] = None,
+    exclude: Annotated[Optional[list[str]], typer.Option(metavar="PATTERN", help="Do not upload files matching (repeatable).")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="List what would be uploaded and its size; contact nothing.")] = False,
+    as_json: JsonOpt = False,
 ):
-    """Upload a drafter folder with a generated model card; unchanged content makes no new commit."""
+    """Upload exactly the drafter (regular files inside DIR, no hidden files, no symlinks leaving it) with a
+    generated model card; unchanged content makes no new commit."""
     from .hub import push as hub_push
-    from .hub import tag as hub_tag
 
-    result = hub_push(folder, repo, revision=revision, private=private, create_pr=create_pr, report=report, target=target)
-    if tag:
-        hub_tag(repo, tag, result.commit or revision)
-    data = {"repo": result.repo, "revision": result.revision, "commit": result.commit,
-            "created_commit": result.created_commit, "pull_request": result.pull_request, "files": result.files, "tag": tag}
-    if as_json:
-        print_json(data)
+    result = hub_push(folder, repo, revision=revision, private=private, create_pr=create_pr, report=report,
+                      target=target, tag=tag, include=include, exclude=exclude, dry_run=dry_run)
+    files = [{"path": f.path_in_repo, "size": f.size} for f in result.files]
+    data = {"repo": result.repo, "revision": result.revision, "commit": result.commit, "dry_run": result.dry_run,
+            "created_commit": result.created_commit, "pull_request": result.pull_request, "files": files,
+            "bytes": sum(f.size for f in result.files), "tag": tag}
+    emit(data, as_json, lambda: render_push(result, tag))
+
+
+def render_push(result, tag) -> None:
+    total = human_bytes(sum(f.size for f in result.files))
+    if result.dry_run:
+        for f in result.files:
+            out.print(f"{human_bytes(f.size):>10}  {f.path_in_repo}", markup=False)
+        out.print(f"dry run: {len(result.files)} files, {total} would be uploaded to {result.repo}@{result.revision}",
+                  markup=False)
         return
     if result.created_commit:
-        out.print(f"[green]pushed[/green] {len(result.files)} files to {repo}@{revision} ({result.commit})")
+        out.print(f"[green]pushed[/green] {len(result.files)} files ({total}) to {result.repo}@{result.revision} "
+                  f"({result.commit})")
     else:
-        out.print(f"{repo}@{revision} already holds this content: no new commit")
+        out.print(f"{result.repo}@{result.revision} already holds this content: no new commit")
     if result.pull_request:
         out.print(f"pull request: {result.pull_request}")
     if tag:
         out.print(f"tagged {tag}")
 
 
-def run():
-    app()
+# --------------------------------------------------------------------------------------------
+# the one error boundary
+
+
+def json_requested(argv: list[str]) -> bool:
+    return "--json" in (argv[:argv.index("--")] if "--" in argv else argv)
+
+
+def run(argv: list[str] | None = None) -> None:
+    """Parses, runs one command, and turns every failure into one line (or one JSON object) and an exit code."""
+    global SHOW_PROGRESS
+    argv = sys.argv[1:] if argv is None else argv
+    as_json = json_requested(argv)
+    SHOW_PROGRESS = err.is_terminal and not as_json
+    from .hub import configure
+
+    configure(show_progress=SHOW_PROGRESS)  # before anything imports huggingface_hub
+    raise_on_termination()
+    command = typer.main.get_command(app)
+    try:
+        with command.make_context("eaglezoo", list(argv)) as ctx:
+            command.invoke(ctx)
+        code = 0
+    except typer.Exit as exc:
+        code = exc.exit_code
+    except typer.TyperException as exc:  # the parser's usage errors
+        if type(exc).__name__ == "NoArgsIsHelpError":
+            out.print(exc.ctx.get_help(), markup=False)
+            code = EXIT_USAGE
+        else:
+            code = report_error(exc.format_message(), None, "usage", EXIT_USAGE, as_json)
+    except BrokenPipeError:
+        code = 0  # the reader stopped reading (| head): not an error
+    except SystemExit:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - the one place every failure is worded
+        failure = describe(exc.__cause__ if isinstance(exc, typer.Abort) and exc.__cause__ else exc)
+        if os.environ.get("EAGLEZOO_DEBUG"):
+            traceback.print_exc()
+        code = report_error(failure.message, failure.hint, failure.code, failure.exit_code, as_json)
+    _exit(code)
+
+
+def report_error(message: str, hint: str | None, code: str, exit_code: int, as_json: bool) -> int:
+    message = " ".join(message.split())  # one line, whatever the source
+    if as_json:
+        print_json({"error": message, "hint": hint, "code": code, "exit_code": exit_code})
+    else:
+        err.print(f"error: {message}" + (f" (hint: {hint})" if hint else ""), markup=False)
+    return exit_code
+
+
+def _exit(code: int) -> None:
+    """Exit with `code`; a stdout closed by the reader is silenced, not reported."""
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    sys.exit(code)
 
 
 if __name__ == "__main__":

@@ -7,10 +7,10 @@ beside OUT and renames it into place, so OUT either does not exist or is complet
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
-import tempfile
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -21,6 +21,7 @@ from pydantic import BaseModel
 from . import __version__, formats
 from .errors import BadInput, UsageError
 from .formats.base import Reading, ReadOptions
+from .fsutil import temp_dir_beside
 from .layout import check_tensors
 from .spec import DrafterSpec
 from .tensors import Checkpoint, OutTensor, TensorRef, plan_output_order, stream_convert
@@ -72,6 +73,7 @@ class ConvertRequest:
     flags: dict[str, bool] = field(default_factory=dict)
     dtype: str | None = None
     verifier: str | None = None
+    origin: str | None = None  # "owner/name@sha" when the source came from the Hub
 
 
 @dataclass
@@ -83,6 +85,7 @@ class Prepared:
     config: dict
     tensors: list[OutTensor]
     metadata: dict[str, str]
+    origin: str | None = None
 
 
 def read_json(path: Path, what: str) -> dict:
@@ -186,7 +189,7 @@ def plan(req: ConvertRequest) -> Prepared:
         num_tensors=len(tensors), num_bytes=sum(t.nbytes for t in tensors),
     )
     metadata = {**ckpt.metadata, "format": "pt"}
-    return Prepared(p, ckpt, out_cfg, tensors, metadata)
+    return Prepared(p, ckpt, out_cfg, tensors, metadata, req.origin)
 
 
 def _config_dtype(spec: DrafterSpec, tensors: list[OutTensor], warnings: list[str]) -> str | None:
@@ -252,41 +255,53 @@ def check_destination(source: Path, out: Path, force: bool) -> None:
         raise UsageError(f"{out} already exists", hint="choose a new OUT or pass --force to replace it")
     if out.exists() and not out.is_dir():
         raise UsageError(f"{out} exists and is not a directory")
-    if not out.parent.is_dir():
-        raise UsageError(f"cannot write {out}: {out.parent} is not a directory")
+    existing = next(p for p in out.absolute().parents if p.exists())
+    if not existing.is_dir():
+        raise UsageError(f"cannot write {out}: {existing} is not a directory")
 
 
 def apply(prep: Prepared, out: Path, force: bool = False, progress: Callable[[int], None] = lambda n: None) -> dict:
     """Write the conversion atomically; returns the conversion record (conversion.json)."""
     check_destination(Path(prep.plan.source), out, force)
-    try:
-        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".eaglezoo-tmp", dir=out.parent))
-    except OSError as exc:
-        raise UsageError(f"cannot write {out}: {exc.strerror or exc}") from None
+    created = [p for p in reversed(out.absolute().parents) if not p.exists()]
+    out.parent.mkdir(parents=True, exist_ok=True)  # like `git clone URL a/b`: missing parents are made
+    tmp = temp_dir_beside(out)
     try:
         config_bytes = (json.dumps(prep.config, indent=2) + "\n").encode()
         _write(tmp / "config.json", config_bytes)
         weights_sha, source_sha = stream_convert(prep.checkpoint, prep.tensors, tmp / "model.safetensors",
                                                  prep.metadata, progress)
-        record = {
-            "eaglezoo_version": __version__,
-            "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "source": {"path": prep.plan.source, "dialect": prep.plan.dialect, "files": source_sha},
-            "to": prep.plan.to,
-            "dtype": prep.plan.dtype,
-            "decisions": prep.plan.decisions,
-            "warnings": prep.plan.warnings,
-            "renames": {r.source: r.output for r in prep.plan.renames},
-            "drops": {d.name: d.reason for d in prep.plan.drops},
-            "spec": prep.plan.spec.model_dump(mode="json"),
-            "output": {"config.json": _sha(config_bytes), "model.safetensors": weights_sha},
-        }
+        record = conversion_record(prep, source_sha, {"config.json": _sha(config_bytes), "model.safetensors": weights_sha})
         _write(tmp / "conversion.json", (json.dumps(record, indent=2) + "\n").encode())
         _replace_dir(tmp, out, force)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
+        for parent in reversed(created):  # leave no trace of a failed run
+            with contextlib.suppress(OSError):
+                parent.rmdir()
         raise
     return record
+
+
+def conversion_record(prep: Prepared, source_sha: dict[str, str], output_sha: dict[str, str]) -> dict:
+    """conversion.json. Source files are named relative to the source folder and the folder itself is
+    never recorded: the record is published with the drafter, and local paths are nobody's business."""
+    source = {"dialect": prep.plan.dialect, "files": source_sha}
+    if prep.origin:
+        source["hub"] = prep.origin
+    return {
+        "eaglezoo_version": __version__,
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "source": source,
+        "to": prep.plan.to,
+        "dtype": prep.plan.dtype,
+        "decisions": prep.plan.decisions,
+        "warnings": prep.plan.warnings,
+        "renames": {r.source: r.output for r in prep.plan.renames},
+        "drops": {d.name: d.reason for d in prep.plan.drops},
+        "spec": prep.plan.spec.model_dump(mode="json"),
+        "output": output_sha,
+    }
 
 
 def _write(path: Path, data: bytes) -> None:
@@ -303,9 +318,8 @@ def _sha(data: bytes) -> str:
 
 def _replace_dir(tmp: Path, out: Path, force: bool) -> None:
     if out.exists() and force:
-        old = out.with_name(f".{out.name}.eaglezoo-old")
-        shutil.rmtree(old, ignore_errors=True)
-        os.rename(out, old)
+        old = temp_dir_beside(out)
+        os.rename(out, old / out.name)
         os.rename(tmp, out)
         shutil.rmtree(old, ignore_errors=True)
     else:

@@ -135,3 +135,48 @@ def serve_config(spec: DrafterSpec, engine: str, drafter: str, target: str, k: i
     return ServeConfig(engine=engine, target=target, drafter=drafter, revision=revision, num_speculative_tokens=k,
                        command=command, speculative_config=cfg, aux_layers_captured=captured, aux_convention=convention,
                        min_version=support_e.min_version, warnings=warnings)
+
+
+def serve_config_for(drafter: str, engine: str, k: int, target: str | None = None,
+                     registry_dir=None) -> ServeConfig:
+    """`eaglezoo serve-config`: for a drafter folder (read from its files) or a registry entry."""
+    from pathlib import Path
+
+    from .errors import UsageError
+    from .sources import classify
+
+    if classify(drafter) == "dir":
+        return _serve_folder(Path(drafter), engine, k, target)
+    if classify(drafter) == "hub":
+        raise UsageError(f"{drafter}: give a registry id or a drafter folder",
+                         hint="pull it first (eaglezoo pull), or add it to the registry")
+    from .registry import lookup
+
+    entry, _ = lookup(drafter, registry_dir)
+    fmt = "speculators" if entry.dialect == "speculators" else "eagle31"
+    result = serve_config(entry.spec(), engine, entry.drafter.repo or entry.drafter.path, target or entry.target.repo
+                          or entry.target.path, k, entry.drafter.revision, fmt,
+                          has_top_level_ids=entry.aux_layers.ids is not None and entry.dialect in ("eagle31", "speculators"))
+    if entry.aux_layers.ids is None:
+        result.warnings.append("the registry does not know this drafter's aux ids: run eaglezoo lint on it first")
+    elif entry.dialect not in ("eagle31", "speculators"):
+        result.warnings.append(f"published in the {entry.dialect} dialect: convert it so that the engine reads the "
+                               "ids where it looks (eaglezoo convert; then serve the converted folder)")
+    return result
+
+
+def _serve_folder(path, engine: str, k: int, target: str | None) -> ServeConfig:
+    from .convert import read_drafter
+    from .errors import UsageError
+    from .formats.base import ReadOptions
+
+    if target is None:
+        raise UsageError("--target is needed when serving a drafter directory")
+    reading, _, cfg = read_drafter(path, None, ReadOptions(allow_missing_aux=True), strict=False)
+    fmt = "speculators" if reading.dialect == "speculators" else "eagle31"
+    result = serve_config(reading.spec, engine, str(path), target, k, None, fmt,
+                          has_top_level_ids="eagle_aux_hidden_state_layer_ids" in cfg)
+    if reading.dialect not in ("eagle31", "speculators"):
+        result.warnings.append(f"{reading.dialect} dialect: convert it first (eaglezoo convert) so that every "
+                               "engine finds the ids and flags where it reads them")
+    return result

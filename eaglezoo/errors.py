@@ -1,14 +1,23 @@
-"""One exception hierarchy. The CLI turns each into a one-line message and its exit code."""
+"""One exception hierarchy, and the one table that turns any failure into a sentence for the user.
+
+The CLI catches once (`cli.run`) and asks `describe()` what to say: eaglezoo's own errors carry
+their message and hint; known OS, network and Hub failures map to a fixed sentence; anything else
+is a bug and says so, without the internal exception's text.
+"""
 
 from __future__ import annotations
 
-EXIT_OK = 0
+import errno
+import signal
+from dataclasses import dataclass
+
 EXIT_FINDINGS = 1  # checks ran and found problems
 EXIT_USAGE = 2  # usage error or bad input
 
 
 class EaglezooError(Exception):
     exit_code = EXIT_USAGE
+    kind = "error"
 
     def __init__(self, message: str, hint: str | None = None, code: str | None = None):
         super().__init__(message)
@@ -23,14 +32,97 @@ class EaglezooError(Exception):
 class UsageError(EaglezooError):
     """The user asked for something that cannot be done as asked."""
 
+    kind = "usage"
+
 
 class BadInput(EaglezooError):
     """A file, config or checkpoint is malformed or inconsistent."""
+
+    kind = "bad-input"
 
 
 class HubError(EaglezooError):
     """The Hub (or a local mirror of it) refused or failed a request."""
 
+    kind = "hub"
 
-class ChecksFailed(EaglezooError):
-    exit_code = EXIT_FINDINGS
+
+class Terminated(BaseException):
+    """SIGTERM or SIGHUP: unwinds like KeyboardInterrupt, so every `finally` cleans up."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+def raise_on_termination() -> None:
+    """SIGTERM and SIGHUP raise `Terminated` in the main thread (SIGINT already raises)."""
+
+    def handler(signum, _frame):
+        raise Terminated(signum)
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, handler)
+
+
+@dataclass
+class Failure:
+    message: str
+    hint: str | None
+    code: str  # stable, for scripts reading --json errors
+    exit_code: int
+
+
+OS_ERRORS = {  # errno -> (sentence, hint)
+    errno.ENOSPC: ("no space left on the device", "free some space or write elsewhere"),
+    errno.EDQUOT: ("disk quota exceeded", "free some space or write elsewhere"),
+    errno.ENAMETOOLONG: ("a file name is too long", "use a shorter path"),
+    errno.EACCES: ("permission denied", "check the file's permissions"),
+    errno.EPERM: ("operation not permitted", "check the file's permissions"),
+    errno.EISDIR: ("a directory was given where a file is needed", None),
+    errno.ENOTDIR: ("a path component is not a directory", None),
+    errno.ENOENT: ("no such file or directory", None),
+    errno.EROFS: ("the file system is read-only", "write elsewhere"),
+    errno.EMFILE: ("too many open files", None),
+    errno.ECONNREFUSED: ("the connection was refused", "check the endpoint (HF_ENDPOINT) and your network"),
+    errno.ECONNRESET: ("the connection was reset", "retry; check the endpoint and your network"),
+}
+SIGNAL_EXITS = {signal.SIGTERM: 143, signal.SIGHUP: 129}
+
+
+def describe(exc: BaseException) -> Failure:
+    """What to tell the user about `exc`: one sentence, a hint, a stable code and the exit code."""
+    if isinstance(exc, EaglezooError):
+        return Failure(exc.message, exc.hint, exc.code or exc.kind, exc.exit_code)
+    if isinstance(exc, KeyboardInterrupt):
+        return Failure("interrupted", None, "interrupted", 130)
+    if isinstance(exc, Terminated):
+        name = signal.Signals(exc.signum).name
+        return Failure(f"stopped by {name}", None, "terminated", SIGNAL_EXITS.get(exc.signum, 128 + exc.signum))
+    if isinstance(exc, RecursionError):
+        return Failure("an input is nested too deeply to read", None, "bad-input", EXIT_USAGE)
+    if isinstance(exc, UnicodeDecodeError):
+        return Failure("an input file is not valid UTF-8 text", None, "bad-input", EXIT_USAGE)
+    if isinstance(exc, OSError) and exc.errno in OS_ERRORS:
+        sentence, hint = OS_ERRORS[exc.errno]
+        where = f": {exc.filename}" if exc.filename else ""
+        return Failure(sentence + where, hint, "os", EXIT_USAGE)
+    network = _network_failure(exc)
+    if network:
+        return network
+    return Failure(f"internal error ({type(exc).__name__})", "rerun with EAGLEZOO_DEBUG=1 and report the traceback",
+                   "internal", EXIT_USAGE)
+
+
+def _network_failure(exc: BaseException) -> Failure | None:
+    """httpx and the Hub client raise their own types; matched by name so this module imports neither."""
+    names = {t.__name__ for t in type(exc).__mro__}
+    if names & {"TimeoutException", "ReadTimeout", "ConnectTimeout", "TimeoutError"}:
+        return Failure("the server did not answer in time", "retry later; HF_HUB_DOWNLOAD_TIMEOUT sets the limit",
+                       "network", EXIT_USAGE)
+    if names & {"NetworkError", "RemoteProtocolError", "ConnectError", "ProtocolError", "ConnectionError"}:
+        return Failure("the connection to the server failed", "check the endpoint (HF_ENDPOINT) and your network",
+                       "network", EXIT_USAGE)
+    if "HFValidationError" in names:
+        return Failure("not a valid Hub repo id or revision", "repo ids look like owner/name", "usage", EXIT_USAGE)
+    return None

@@ -1,18 +1,45 @@
-"""Atomic file writes: write a temporary file beside the destination, fsync, rename."""
+"""Writing files safely: atomic writes, temporary directories that never outlive their process,
+the user's umask on everything written, and paths read from files kept inside their root.
+
+Temporary names carry the writer's pid (`.NAME.PID.RANDOM.eaglezoo-tmp`), so a later run that
+writes beside them can tell a killed run's leftovers (pid gone) from a live run's work.
+"""
 
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import tempfile
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
-from .errors import UsageError
+from .errors import BadInput, UsageError
+
+TMP_SUFFIX = ".eaglezoo-tmp"
+_TMP_NAME = re.compile(r"^\..*\.(\d+)\.[^.]+\.eaglezoo-tmp$")
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+UMASK = _umask()
+FILE_MODE = 0o666 & ~UMASK
+DIR_MODE = 0o777 & ~UMASK
+
+
+def _prefix(dest: Path) -> str:
+    return f".{dest.name[:100]}.{os.getpid()}."
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     path = Path(path)
+    parent = path.parent if str(path.parent) else Path(".")
+    sweep_stale(parent)
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent if str(path.parent) else ".")
+        fd, tmp = tempfile.mkstemp(prefix=_prefix(path), suffix=TMP_SUFFIX, dir=parent)
     except OSError as exc:
         raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
     try:
@@ -20,6 +47,7 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
+        os.chmod(tmp, FILE_MODE)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -28,3 +56,73 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
 
 def atomic_write_text(path: Path, text: str) -> None:
     atomic_write_bytes(path, text.encode())
+
+
+def temp_dir_beside(dest: Path) -> Path:
+    """A fresh temporary directory in dest's parent (same file system, so it can be renamed into place)."""
+    sweep_stale(dest.parent)
+    try:
+        tmp = Path(tempfile.mkdtemp(prefix=_prefix(dest), suffix=TMP_SUFFIX, dir=dest.parent))
+    except OSError as exc:
+        raise UsageError(f"cannot write {dest}: {exc.strerror or exc}") from None
+    os.chmod(tmp, DIR_MODE)  # mkdtemp makes 0700; the output must be readable as the umask allows
+    return tmp
+
+
+def sweep_stale(parent: Path) -> list[Path]:
+    """Removes eaglezoo temporaries in `parent` whose writing process is gone; returns them."""
+    removed = []
+    try:
+        names = os.listdir(parent)
+    except OSError:
+        return removed
+    for name in names:
+        match = _TMP_NAME.match(name)
+        if not match or _alive(int(match.group(1))):
+            continue
+        path = Path(parent) / name
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+        removed.append(path)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's live process
+        return True
+    return True
+
+
+def inside(root: Path, relative: str, what: str) -> Path:
+    """`root / relative`, refused when the name is absolute or resolves outside `root`."""
+    name = PurePosixPath(str(relative))
+    if not str(relative) or name.is_absolute() or "\\" in str(relative):
+        raise BadInput(f"{what} {relative!r} must be a relative path inside {root}")
+    path = Path(root) / name
+    real_root = Path(root).resolve()
+    if path.resolve() != real_root and real_root not in path.resolve().parents:
+        raise BadInput(f"{what} {relative!r} leaves {root}: refused")
+    return path
+
+
+def move_into(tmp: Path, dest: Path) -> None:
+    """Moves the contents of `tmp` into `dest` (created when missing), file by file, then removes tmp."""
+    if not dest.exists():
+        os.rename(tmp, dest)
+        return
+    for path in sorted(tmp.rglob("*")):
+        target = dest / path.relative_to(tmp)
+        if path.is_dir():
+            target.mkdir(mode=DIR_MODE, exist_ok=True)
+        else:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(path, target)
+    shutil.rmtree(tmp, ignore_errors=True)

@@ -1,25 +1,66 @@
 """Hub pull and push through the official `huggingface_hub` client.
 
 The endpoint and token come from the client's own settings (HF_ENDPOINT, HF_TOKEN, the token file).
-Xet is switched off for uploads (HF_HUB_DISABLE_XET) unless the user set it: plain LFS works against
-every Hub-compatible server (hub-api.md §2). Tokens are never printed: messages are scrubbed.
+`configure()` runs once at CLI start, before anything imports the client: Xet off for uploads
+(plain LFS works against every Hub-compatible server, hub-api.md §2) unless the user set it,
+progress bars only on a terminal, and a connect/read timeout on every request. Tokens are never
+printed: messages are scrubbed.
+
+Downloads never trust: a pull verifies sha256s before anything lands in `--local-dir`. Pushes upload
+exactly the drafter: regular files inside the folder, no hidden files, no symlink that leaves it.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-os.environ.setdefault("HF_HUB_DISABLE_XET", "1")
-os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+from .errors import HubError, UsageError
+from .fsutil import move_into, temp_dir_beside
+from .tensors import sha256_file
 
-from .errors import HubError, UsageError  # noqa: E402
-from .tensors import sha256_file  # noqa: E402
+RETRIES = 1  # the client itself retries connection errors, timeouts and 5xx with backoff (5 times)
+TIMEOUT_S = float(os.environ.get("EAGLEZOO_HUB_TIMEOUT", "60"))  # connect and read, per request
+NEVER_UPLOADED = (".git", ".cache")
 
-RETRIES = 2  # on top of the client's own backoff (5 retries for connection errors and 5xx)
+
+def configure(show_progress: bool) -> None:
+    """Client settings read at import time by huggingface_hub: call before it is imported."""
+    os.environ.setdefault("HF_HUB_DISABLE_XET", "1")
+    os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+    os.environ.setdefault("HF_HUB_DOWNLOAD_TIMEOUT", f"{TIMEOUT_S:g}")
+    os.environ.setdefault("HF_HUB_ETAG_TIMEOUT", f"{min(TIMEOUT_S, 10):g}")
+    if not show_progress:
+        os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
+
+
+_bounded = False
+
+
+def _bound_the_client() -> None:
+    """The client's shared HTTP session has no timeout, and many calls pass `timeout=None` explicitly
+    (which disables the session's default): a request hook gives every request our limits."""
+    global _bounded
+    if _bounded:
+        return
+    from huggingface_hub.utils import _http, set_client_factory
+
+    def bound(request) -> None:
+        limits = request.extensions.get("timeout") or {}
+        request.extensions["timeout"] = {k: limits.get(k) or TIMEOUT_S for k in ("connect", "read", "write", "pool")}
+
+    def factory():
+        client = _http.default_client_factory()
+        hooks = client.event_hooks
+        client.event_hooks = {**hooks, "request": [*hooks.get("request", []), bound]}
+        return client
+
+    set_client_factory(factory)
+    _bounded = True
 
 
 @dataclass
@@ -39,18 +80,21 @@ def _scrub(text: str) -> str:
     return text.replace(token, "***") if token else text
 
 
-def _first_line(exc: BaseException) -> str:
+def _server_says(exc: BaseException) -> str:
+    """The server's own message (first line, token scrubbed): what the Hub said, not our internals."""
     text = str(exc).strip().splitlines()
     return _scrub(text[0] if text else type(exc).__name__)
 
 
 def hub_call(fn, what: str):
     """Runs one client call, retrying network failures, and maps errors to one-line messages."""
+    _bound_the_client()
     from huggingface_hub.utils import logging as hf_logging
 
     hf_logging.set_verbosity_error()  # the client logs each retry; we report the outcome once
-    from huggingface_hub.errors import (EntryNotFoundError, GatedRepoError, HfHubHTTPError, LocalEntryNotFoundError,
-                                        OfflineModeIsEnabled, RepositoryNotFoundError, RevisionNotFoundError)
+    from huggingface_hub.errors import (EntryNotFoundError, GatedRepoError, HfHubHTTPError, HFValidationError,
+                                        LocalEntryNotFoundError, OfflineModeIsEnabled, RepositoryNotFoundError,
+                                        RevisionNotFoundError)
 
     for attempt in range(RETRIES):
         try:
@@ -64,7 +108,9 @@ def hub_call(fn, what: str):
         except (LocalEntryNotFoundError, OfflineModeIsEnabled):
             raise HubError(f"{what}: not in the local cache, and offline mode (HF_HUB_OFFLINE) forbids downloading it") from None
         except EntryNotFoundError as exc:
-            raise HubError(f"{what}: file not found ({_first_line(exc)})") from None
+            raise HubError(f"{what}: file not found ({_server_says(exc)})") from None
+        except HFValidationError:
+            raise UsageError(f"{what}: not a valid Hub repo id or revision", hint="repo ids look like owner/name") from None
         except HfHubHTTPError as exc:
             status = getattr(getattr(exc, "response", None), "status_code", None)
             if status == 401:
@@ -72,17 +118,18 @@ def hub_call(fn, what: str):
             if status == 403:
                 raise HubError(f"{what}: forbidden (403): the token may not write to this repository") from None
             if status is not None and status < 500 and status != 429:
-                raise HubError(f"{what}: the Hub answered {status}: {_first_line(exc)}") from None
-            error = exc
+                raise HubError(f"{what}: the Hub answered {status}: {_server_says(exc)}") from None
+            error = f"the Hub answered {status}"
         except (OSError, ConnectionError) as exc:
-            error = exc
+            error = type(exc).__name__
         except Exception as exc:  # httpx transport errors are not OSError
-            if "Connect" not in type(exc).__name__ and "Timeout" not in type(exc).__name__:
+            if not {"TransportError", "TimeoutException"} & {t.__name__ for t in type(exc).__mro__}:
                 raise
-            error = exc
+            error = "timed out" if "Timeout" in type(exc).__name__ else "connection failed"
         if attempt < RETRIES - 1:
             time.sleep(0.5 * 2 ** attempt)
-    raise HubError(f"{what}: the Hub could not be reached, retries exhausted ({_first_line(error)})")
+    raise HubError(f"{what}: the Hub could not be reached ({error})",
+                   hint="check HF_ENDPOINT and your network; EAGLEZOO_HUB_TIMEOUT sets the per-request limit")
 
 
 def _safe_name(name: str) -> bool:
@@ -90,55 +137,94 @@ def _safe_name(name: str) -> bool:
     return bool(name) and not p.is_absolute() and ".." not in p.parts and "\\" not in name
 
 
-def resolve_target(id_or_repo: str, revision: str | None, registry_dir: Path | None = None):
-    """A registry id becomes its repo and pinned revision (and the registry's file hashes)."""
-    from . import registry
-
-    if "/" not in id_or_repo:
-        entry = registry.get(id_or_repo, registry_dir)
-        if not entry.drafter.repo:
-            raise UsageError(f"registry entry {id_or_repo} is not published on the Hub")
-        return entry.drafter.repo, revision or entry.drafter.revision, dict(entry.files), entry.id
-    return id_or_repo, revision, {}, None
+# --------------------------------------------------------------------------------------------
+# pull
 
 
-def pull(id_or_repo: str, revision: str | None = None, local_dir: Path | None = None,
-         registry_dir: Path | None = None) -> Pulled:
-    from huggingface_hub import HfApi, snapshot_download
-    from huggingface_hub import constants
+def pull_source(arg: str, revision: str | None = None, local_dir: Path | None = None,
+                registry_dir: Path | None = None) -> Pulled:
+    """`eaglezoo pull ID|REPO`: a registry id pulls the entry's pinned revision and checks its hashes."""
+    from .sources import classify
 
-    repo, revision, expected, entry_id = resolve_target(id_or_repo, revision, registry_dir)
+    if classify(arg) != "registry":
+        return pull(arg, revision, local_dir)
+    from .registry import lookup
+
+    entry, _ = lookup(arg, registry_dir)
+    if not entry.drafter.repo:
+        raise UsageError(f"registry entry {entry.id} is not published on the Hub (it lives in {entry.drafter.path})")
+    pulled = pull(entry.drafter.repo, revision or entry.drafter.revision, local_dir, dict(entry.files))
+    pulled.registry_id = entry.id
+    return pulled
+
+
+def pull(repo: str, revision: str | None = None, local_dir: Path | None = None,
+         expected: dict[str, str] | None = None) -> Pulled:
+    from huggingface_hub import HfApi, constants, snapshot_download
+
     what = f"{repo}@{revision or 'main'}"
     if not constants.HF_HUB_OFFLINE:
         names = hub_call(lambda: HfApi().list_repo_files(repo, revision=revision), what)
         bad = [n for n in names if not _safe_name(n)]
         if bad:
             raise HubError(f"{what}: refusing remote file name {bad[0]!r}: it escapes the download directory")
-    path = Path(hub_call(lambda: snapshot_download(repo, revision=revision, local_dir=local_dir), what))
-    verified = verify_files(path, expected, what)
-    commit = path.name if local_dir is None and len(path.name) == 40 else None
-    return Pulled(repo, revision, commit, path, verified, entry_id)
+    if local_dir is None:
+        path = Path(hub_call(lambda: snapshot_download(repo, revision=revision), what))
+        verified = verify_files(path, expected or {}, what)
+        commit = path.name if len(path.name) == 40 else None
+        return Pulled(repo, revision, commit, path, verified)
+    local_dir.parent.mkdir(parents=True, exist_ok=True)
+    tmp = temp_dir_beside(local_dir)  # nothing reaches local_dir before every hash matched
+    try:
+        hub_call(lambda: snapshot_download(repo, revision=revision, local_dir=tmp), what)
+        verified = verify_files(tmp, expected or {}, what)
+        move_into(tmp, local_dir)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return Pulled(repo, revision, None, local_dir, verified)
 
 
 def verify_files(path: Path, expected: dict[str, str], what: str) -> dict[str, str]:
     """Checks the registry's hashes, else the manifest in conversion.json, when present."""
-    manifest = dict(expected)
-    record = path / "conversion.json"
-    if not manifest and record.is_file():
-        try:
-            manifest = json.loads(record.read_text()).get("output", {})
-        except (json.JSONDecodeError, AttributeError):
-            raise HubError(f"{what}: conversion.json is not valid JSON") from None
+    manifest = dict(expected) or _manifest(path, what)
     checked = {}
     for name, digest in manifest.items():
+        if not _safe_name(name):  # by name: the cache's own files are symlinks into its blob store
+            raise HubError(f"{what}: manifest entry {name!r} leaves the download directory: refused")
         f = path / name
         if not f.is_file():
             raise HubError(f"{what}: {name} is listed with a sha256 but was not downloaded")
         actual = sha256_file(f)
         if actual != digest:
-            raise HubError(f"{what}: sha256 mismatch for {name}: expected {digest[:12]}…, got {actual[:12]}…")
+            raise HubError(f"{what}: sha256 mismatch for {name}: expected {digest}, got {actual}",
+                           hint="the download was discarded; the repository's files do not match their manifest")
         checked[name] = actual
     return checked
+
+
+def _manifest(path: Path, what: str) -> dict[str, str]:
+    record = path / "conversion.json"
+    if not record.is_file():
+        return {}
+    try:
+        data = json.loads(record.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
+        raise HubError(f"{what}: conversion.json is not valid JSON") from None
+    output = data.get("output") if isinstance(data, dict) else None
+    if not isinstance(output, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in output.items()):
+        raise HubError(f"{what}: conversion.json has no 'output' mapping of file names to sha256")
+    return output
+
+
+# --------------------------------------------------------------------------------------------
+# push
+
+
+@dataclass
+class Upload:
+    path_in_repo: str
+    local: Path | None  # None: generated content (the model card)
+    size: int
 
 
 @dataclass
@@ -148,50 +234,117 @@ class Pushed:
     commit: str | None
     created_commit: bool
     pull_request: str | None
-    files: list[str]
+    files: list[Upload]
+    dry_run: bool = False
+
+
+def select_files(folder: Path, include: list[str] | None = None, exclude: list[str] | None = None) -> list[Upload]:
+    """Exactly what push uploads: regular files inside `folder`, hidden ones only when an --include
+    pattern names a hidden path, `.git/` and `.cache/` never. A symlink is resolved and refused when
+    it leaves the folder; a symlinked directory, a FIFO or a device is refused by name."""
+    from huggingface_hub.utils import filter_repo_objects
+
+    root = folder.resolve()
+    found: list[tuple[str, Path]] = []
+    for dirpath, dirnames, filenames in os.walk(folder):
+        here = Path(dirpath)
+        dirnames[:] = sorted(d for d in dirnames if d not in NEVER_UPLOADED)
+        for d in dirnames:
+            if (here / d).is_symlink():
+                raise UsageError(f"{_rel(here / d, folder)}: a symlinked directory; push does not follow it",
+                                 hint="copy the files into the folder, or --exclude it")
+        for name in sorted(filenames):
+            found.append((_rel(here / name, folder), here / name))
+    visible = [(rel, p) for rel, p in found if not _hidden(rel)]
+    asked_hidden = [pat for pat in include or [] if _hidden(pat)]
+    chosen = list(filter_repo_objects(visible, allow_patterns=include or None, ignore_patterns=exclude or None,
+                                      key=lambda item: item[0]))
+    if asked_hidden:
+        hidden = [(rel, p) for rel, p in found if _hidden(rel)]
+        chosen += filter_repo_objects(hidden, allow_patterns=asked_hidden, ignore_patterns=exclude or None,
+                                      key=lambda item: item[0])
+    return [_upload(rel, p, root) for rel, p in sorted(chosen)]
+
+
+def _rel(path: Path, folder: Path) -> str:
+    return path.relative_to(folder).as_posix()
+
+
+def _hidden(rel: str) -> bool:
+    return any(part.startswith(".") and part not in (".", "..") for part in PurePosixPath(rel).parts)
+
+
+def _upload(rel: str, path: Path, root: Path) -> Upload:
+    real = path.resolve()
+    if real != root and root not in real.parents:
+        raise UsageError(f"{rel}: a symlink that leaves the folder; push uploads only files inside it",
+                         hint=f"copy the file into the folder, or --exclude {rel}")
+    if not real.is_file():
+        raise UsageError(f"{rel}: not a regular file (FIFO, device or socket); push uploads regular files only",
+                         hint=f"--exclude {rel}")
+    return Upload(rel, real, real.stat().st_size)
 
 
 def push(folder: Path, repo: str, revision: str = "main", private: bool = False, create_pr: bool = False,
-         report: Path | None = None, target: str | None = None) -> Pushed:
-    from huggingface_hub import CommitOperationAdd, HfApi
-
-    from .card import model_card
+         report: Path | None = None, target: str | None = None, tag: str | None = None,
+         include: list[str] | None = None, exclude: list[str] | None = None, dry_run: bool = False) -> Pushed:
+    from .card import load_report, model_card
 
     if not folder.is_dir():
         raise UsageError(f"{folder}: not a directory")
-    files = sorted(p for p in folder.rglob("*") if p.is_file() and not p.name.startswith("."))
-    if not any(f.name == "config.json" for f in files):
+    files = [f for f in select_files(folder, include, exclude) if f.path_in_repo != "README.md"]
+    if not any(f.path_in_repo == "config.json" for f in files):
         raise UsageError(f"{folder}: no config.json; push a converted drafter folder")
-    card = model_card(folder, report=report, target=target, repo=repo)
+    _refuse_local_paths(folder / "conversion.json")
+    card = model_card(folder, report=load_report(report) if report else None, target=target, repo=repo).encode()
+    files.append(Upload("README.md", None, len(card)))
+    if dry_run:
+        return Pushed(repo, revision, None, False, None, files, dry_run=True)
+    return _commit(repo, revision, private, create_pr, tag, files, card)
+
+
+def _refuse_local_paths(record: Path) -> None:
+    """conversion.json written before eaglezoo recorded only relative names held the source's absolute path."""
+    try:
+        source = json.loads(record.read_text(encoding="utf-8")).get("source", {})
+    except (OSError, ValueError, AttributeError, RecursionError):
+        return
+    if isinstance(source, dict) and isinstance(source.get("path"), str) and os.path.isabs(source["path"]):
+        raise UsageError("conversion.json records an absolute local path (source.path); it would be published",
+                         hint="convert the drafter again with this eaglezoo, which records relative names only")
+
+
+def _commit(repo: str, revision: str, private: bool, create_pr: bool, tag: str | None,
+            files: list[Upload], card: bytes) -> Pushed:
+    from huggingface_hub import CommitOperationAdd, HfApi
+
     api = HfApi()
     what = f"{repo}@{revision}"
     hub_call(lambda: api.create_repo(repo, private=private, exist_ok=True), what)
+    if tag and tag in _tags(api, repo):
+        raise UsageError(f"{repo}: tag {tag!r} already exists; nothing was pushed", hint="choose another --tag")
     if revision != "main" and not create_pr:
         hub_call(lambda: api.create_branch(repo, branch=revision, exist_ok=True), what)
     before = _head(api, repo, revision)
-    ops = [CommitOperationAdd(path_in_repo=f.relative_to(folder).as_posix(), path_or_fileobj=str(f))
-           for f in files if f.name != "README.md"]
-    ops.append(CommitOperationAdd(path_in_repo="README.md", path_or_fileobj=card.encode()))
+    ops = [CommitOperationAdd(path_in_repo=f.path_in_repo, path_or_fileobj=str(f.local) if f.local else card)
+           for f in files]
     info = hub_call(lambda: api.create_commit(repo, ops, commit_message="Upload drafter with eaglezoo",
                                               revision=revision, create_pr=create_pr), what)
     after = _head(api, repo, revision)
     commit = getattr(info, "oid", None) or after
+    if tag:
+        hub_call(lambda: api.create_tag(repo, tag=tag, revision=commit or revision), f"{repo}: tag {tag!r}")
     return Pushed(repo, revision, commit, created_commit=create_pr or after != before,
-                  pull_request=getattr(info, "pr_url", None), files=[o.path_in_repo for o in ops])
+                  pull_request=getattr(info, "pr_url", None), files=files)
+
+
+def _tags(api, repo: str) -> set[str]:
+    refs = hub_call(lambda: api.list_repo_refs(repo), f"{repo}: tags")
+    return {t.name for t in refs.tags}
 
 
 def _head(api, repo: str, revision: str) -> str | None:
-    from huggingface_hub.errors import RevisionNotFoundError
-
     try:
-        return api.repo_info(repo, revision=revision).sha
-    except RevisionNotFoundError:
+        return hub_call(lambda: api.repo_info(repo, revision=revision).sha, f"{repo}@{revision}")
+    except HubError:  # an empty repo, or a branch not created yet, has no head
         return None
-    except Exception:  # noqa: BLE001 - an empty repo has no head yet
-        return None
-
-
-def tag(repo: str, tag_name: str, revision: str = "main") -> None:
-    from huggingface_hub import HfApi
-
-    hub_call(lambda: HfApi().create_tag(repo, tag=tag_name, revision=revision), f"{repo}@{revision}")

@@ -10,6 +10,7 @@ import datetime as dt
 import json
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -18,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from .engines import engine_support
 from .errors import BadInput, UsageError
+from .fsutil import inside
 from .spec import AuxLayers, DrafterSpec
 
 SHA40 = re.compile(r"^[0-9a-f]{40}$")
@@ -112,9 +114,15 @@ class Entry(Strict):
     reported: list[Reported] = Field(default_factory=list)
     engines: list[EngineConfig] = Field(default_factory=list)
     acceptance_floors: list[float] | None = None
+    prompts: str | None = None  # a JSONL prompt set in this repository that fits the drafter's context
     status: Status = Status()
     sources: list[str]
     notes: list[str] = Field(default_factory=list)
+
+    def fill_read_options(self, opts) -> None:
+        """The registry knows what many published configs omit: the aux ids, with their convention."""
+        if opts.aux_layers is None and self.aux_layers.ids:
+            opts.aux_layers, opts.aux_convention = list(self.aux_layers.ids), self.aux_layers.convention
 
     def spec(self) -> DrafterSpec | None:
         """A DrafterSpec when the entry knows enough (for serving configs and engine floors)."""
@@ -156,10 +164,15 @@ def _line_of(node, loc: tuple) -> int | None:
 
 
 def load_entry(path: Path) -> Entry:
-    text = path.read_text()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise BadInput(f"{path}: not UTF-8 text") from None
     try:
         node = yaml.compose(text)
         data = yaml.safe_load(text)
+    except RecursionError:
+        raise BadInput(f"{path}: nested too deeply") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark else str(path)
@@ -180,31 +193,64 @@ def load_entry(path: Path) -> Entry:
     return entry
 
 
-def load(directory: Path | None = None) -> dict[str, Entry]:
-    directory = directory or default_dir()
+@dataclass
+class Registry:
+    """The entries of one registry directory, and the files that failed to load (name -> message)."""
+
+    directory: Path
+    entries: dict[str, Entry]
+    broken: dict[str, str]
+
+    @property
+    def root(self) -> Path:
+        """Paths inside entries (drafter.path, status.report, prompts) are relative to this folder."""
+        return self.directory.parent
+
+    def get(self, entry_id: str) -> Entry:
+        """The entry with exactly this id (file name and `id:` agree, so dots are part of the id)."""
+        if entry_id in self.entries:
+            return self.entries[entry_id]
+        if entry_id in self.broken:
+            raise BadInput(self.broken[entry_id])
+        close = [e for e in self.entries if entry_id.lower() in e.lower()]
+        raise UsageError(f"no registry entry {entry_id!r} in {self.directory}",
+                         hint=f"did you mean {', '.join(close[:3])}?" if close else "eaglezoo registry list shows them")
+
+    def path(self, relative: str, what: str) -> Path:
+        return inside(self.root, relative, what)
+
+
+def load(directory: Path | None = None) -> Registry:
+    """Every entry of a registry directory; a malformed file is kept aside, by name, not fatal."""
+    directory = Path(directory or default_dir())
     if not directory.is_dir():
         raise UsageError(f"registry directory {directory} not found", hint="set EAGLEZOO_REGISTRY or --registry")
-    entries = {}
+    entries, broken = {}, {}
     for path in sorted(directory.glob("*.yaml")):
-        entry = load_entry(path)
+        try:
+            entry = load_entry(path)
+        except BadInput as exc:
+            broken[path.stem] = exc.message
+            continue
         entries[entry.id] = entry
-    return entries
+    return Registry(directory, entries, broken)
 
 
-def get(entry_id: str, directory: Path | None = None) -> Entry:
-    entries = load(directory)
-    if entry_id not in entries:
-        close = [e for e in entries if entry_id.lower() in e.lower()]
-        raise UsageError(f"no registry entry {entry_id!r}", hint=f"did you mean {', '.join(close[:3])}?" if close else
-                         "eaglezoo registry list shows them")
-    return entries[entry_id]
+def is_entry_file(arg: str) -> bool:
+    return arg.endswith((".yaml", ".yml")) and Path(arg).is_file()
 
 
-def find_by_repo(repo: str, directory: Path | None = None) -> Entry | None:
-    return next((e for e in load(directory).values() if e.drafter.repo == repo), None)
+def lookup(id_or_file: str, directory: Path | None = None) -> tuple[Entry, Registry]:
+    """A registry id in `directory`, or a path to an entry file (whose registry is its own folder)."""
+    if is_entry_file(id_or_file):
+        path = Path(id_or_file)
+        reg = load(path.parent)
+        return reg.get(path.stem), reg
+    reg = load(directory)
+    return reg.get(id_or_file), reg
 
 
-def check_entry(entry: Entry, root: Path) -> list[str]:
+def check_entry(entry: Entry, reg: Registry) -> list[str]:
     """Consistency beyond the schema; returns problems (empty when consistent)."""
     problems = []
     f = entry.flags
@@ -227,8 +273,7 @@ def check_entry(entry: Entry, root: Path) -> list[str]:
     for repo in (entry.drafter, entry.target):
         if repo.revision and len(repo.revision) == 40 and not SHA40.match(repo.revision):
             problems.append(f"revision {repo.revision!r} looks like a sha but is not 40 hex digits")
-    if entry.drafter.path and not (root / entry.drafter.path).is_dir():
-        problems.append(f"drafter.path {entry.drafter.path} does not exist")
+    problems += _path_problems(entry, reg)
     computed = {e.engine: e for e in engine_support(entry.spec(), "speculators" if entry.dialect == "speculators" else "eagle31")}
     for e in entry.engines:
         floor = computed[e.engine].min_version
@@ -236,16 +281,39 @@ def check_entry(entry: Entry, root: Path) -> list[str]:
             problems.append(f"engines.{e.engine}.min_version {e.min_version} is below {floor}, which its flags need")
     if entry.acceptance_floors and any(not 0 <= x <= 1 for x in entry.acceptance_floors):
         problems.append("acceptance_floors must lie in [0, 1]")
-    if entry.status.state != "unverified":
-        report_path = root / entry.status.report
-        if not report_path.is_file():
-            problems.append(f"status.report {entry.status.report} not found")
-        else:
-            report = json.loads(report_path.read_text())
-            if report.get("num_drafts", 0) <= 0:
-                problems.append("status.report measured no drafts")
-            if entry.status.state == "verified" and report.get("failures"):
-                problems.append("status verified, but the report lists failures")
+    if entry.status.state != "unverified" and not any(p.startswith("status.report") for p in problems):
+        problems += _report_problems(entry, reg.path(entry.status.report, "status.report"))
+    return problems
+
+
+def _path_problems(entry: Entry, reg: Registry) -> list[str]:
+    """Every path in an entry must stay inside the registry's repository and exist."""
+    problems = []
+    paths = {"drafter.path": (entry.drafter.path, Path.is_dir), "target.path": (entry.target.path, Path.is_dir),
+             "prompts": (entry.prompts, Path.is_file), "status.report": (entry.status.report, Path.is_file)}
+    for what, (relative, exists) in paths.items():
+        if relative is None:
+            continue
+        try:
+            if not exists(reg.path(relative, what)):
+                problems.append(f"{what} {relative} does not exist")
+        except BadInput as exc:
+            problems.append(exc.message)
+    return problems
+
+
+def _report_problems(entry: Entry, report_path: Path) -> list[str]:
+    try:
+        report = json.loads(report_path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
+        return [f"status.report {entry.status.report} is not valid JSON"]
+    if not isinstance(report, dict):
+        return [f"status.report {entry.status.report} is not a JSON object"]
+    problems = []
+    if not isinstance(report.get("num_drafts"), int) or report["num_drafts"] <= 0:
+        problems.append("status.report measured no drafts")
+    if entry.status.state == "verified" and report.get("failures"):
+        problems.append("status verified, but the report lists failures")
     return problems
 
 
@@ -253,21 +321,40 @@ def _v(version: str) -> tuple[int, ...]:
     return tuple(int(x) for x in re.findall(r"\d+", version))
 
 
-def check_all(directory: Path | None = None, only: list[str] | None = None) -> dict[str, list[str]]:
-    directory = directory or default_dir()
-    entries = load(directory)
+def check_all(reg: Registry, only: list[str] | None = None) -> dict[str, list[str]]:
+    """Problems per entry id (a file that does not load is a problem under its file name)."""
     owners: dict[str, list[str]] = {}
-    for entry_id, entry in entries.items():
+    for entry_id, entry in reg.entries.items():
         if entry.drafter.repo:
             owners.setdefault(entry.drafter.repo, []).append(entry_id)
-    results = {}
-    for entry_id, entry in entries.items():
+    results = {name: [message] for name, message in reg.broken.items() if not only or name in only}
+    for entry_id, entry in reg.entries.items():
         if only and entry_id not in only:
             continue
-        problems = check_entry(entry, directory.parent)
+        problems = check_entry(entry, reg)
         others = [o for o in owners.get(entry.drafter.repo or "", []) if o != entry_id]
         if others:
             problems.append(f"drafter repo also listed by {', '.join(others)}")
         results[entry_id] = problems
     return results
 
+
+def check_selected(args: list[str], directory: Path | None = None, online: bool = False) -> dict[str, dict]:
+    """`registry check [ID|FILE]...`: problems per entry; a FILE is checked within its own folder."""
+    files = [a for a in args if is_entry_file(a)]
+    folders = {Path(f).resolve().parent for f in files}
+    if len(folders) > 1 or (files and len(files) != len(args)):
+        raise UsageError("check entry files from one registry folder at a time (or ids only)")
+    reg = load(Path(files[0]).parent if files else directory)
+    only = [Path(a).stem if a in files else a for a in args]
+    results = {k: {"problems": v} for k, v in check_all(reg, only).items()}
+    missing = [a for a in only if a not in results]
+    if missing:
+        reg.get(missing[0])  # raises: no such entry, with suggestions
+    if online:
+        from .remote import check_online
+        for entry_id, result in results.items():
+            if entry_id in reg.entries:
+                result["online"] = check_online(reg.entries[entry_id])
+                result["problems"] += result["online"]["problems"]
+    return results

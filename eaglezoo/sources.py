@@ -1,27 +1,94 @@
-"""Where a drafter or target comes from: a local directory, or a Hub repo id pulled into the cache."""
+"""Where a drafter or target comes from. One resolver decides, for every command, whether an argument
+is a local directory, a registry entry (by id, or a path to its YAML file) or a Hub repo id."""
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Literal
 
 from .errors import UsageError
 
+if TYPE_CHECKING:
+    from .registry import Entry, Registry, Repo
+
 REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+REGISTRY_ID = re.compile(r"^[A-Za-z0-9][\w.+-]*$")
 
 
-def is_repo_id(text: str) -> bool:
-    return bool(REPO_ID.match(text)) and not Path(text).exists()
+@dataclass
+class Source:
+    path: Path
+    repo: str | None = None  # the Hub repo it was pulled from
+    commit: str | None = None
+    entry: Entry | None = None  # the registry entry it was named by
+    registry: Registry | None = None
+
+    @property
+    def origin(self) -> str | None:
+        """repo@sha for a Hub source (recorded in conversion.json instead of a local path)."""
+        if not self.repo:
+            return None
+        return f"{self.repo}@{self.commit}" if self.commit else self.repo
 
 
-def local_dir(src: str, revision: str | None, what: str = "drafter") -> Path:
-    """A local directory for `src`; Hub repo ids are pulled (or served from the cache offline)."""
-    path = Path(src)
+def classify(arg: str) -> Literal["dir", "registry", "hub"]:
+    from .registry import is_entry_file
+
+    path = Path(arg)
+    if is_entry_file(arg):
+        return "registry"
     if path.exists():
         if not path.is_dir():
-            raise UsageError(f"{what} {src}: not a directory")
-        return path
-    if is_repo_id(src):
-        from .hub import pull
-        return pull(src, revision=revision).path
-    raise UsageError(f"{what} {src}: no such directory (nor a Hub repo id of the form owner/name)")
+            raise UsageError(f"{arg}: not a directory")
+        return "dir"
+    if REPO_ID.match(arg):
+        return "hub"
+    if REGISTRY_ID.match(arg):
+        return "registry"
+    raise UsageError(f"{arg}: no such directory, registry id or Hub repo id (owner/name)")
+
+
+def resolve(arg: str, revision: str | None = None, *, what: str = "drafter",
+            registry_dir: Path | None = None, registry_ids: bool = True) -> Source:
+    """A local directory for `arg`: as given, from the registry (pinned location) or pulled from the Hub."""
+    kind = classify(arg)
+    if kind == "dir":
+        return Source(Path(arg))
+    if kind == "hub":
+        return _pull(arg, revision, what)
+    if not registry_ids:
+        raise UsageError(f"{what} {arg}: no such directory (nor a Hub repo id of the form owner/name)")
+    from .registry import lookup
+
+    entry, reg = lookup(arg, registry_dir)
+    src = location(entry.drafter, reg, revision, what)
+    src.entry, src.registry = entry, reg
+    return src
+
+
+def target_for(src: Source, target: str | None, registry_dir: Path | None = None) -> Source | None:
+    """The target named on the command line, else the registry entry's, else None."""
+    if target is not None:
+        return resolve(target, what="target", registry_dir=registry_dir, registry_ids=False)
+    if src.entry is not None:
+        return location(src.entry.target, src.registry, None, "target")
+    return None
+
+
+def location(repo: Repo, reg: Registry, revision: str | None, what: str) -> Source:
+    """A registry entry's drafter or target: a folder of this repository, or its pinned Hub revision."""
+    if repo.path:
+        path = reg.path(repo.path, f"{what}.path")
+        if not path.is_dir():
+            raise UsageError(f"{what}.path {repo.path}: no such directory in {reg.root}")
+        return Source(path)
+    return _pull(repo.repo, revision or repo.revision, what)
+
+
+def _pull(repo: str, revision: str | None, what: str) -> Source:
+    from .hub import pull
+
+    pulled = pull(repo, revision=revision)
+    return Source(pulled.path, repo=repo, commit=pulled.commit)

@@ -49,12 +49,9 @@ class VerifyReport(BaseModel):
     target_distinct_token_ratio: float
     lint: list[Finding]
     timing: dict
+    skipped_prompts: list[dict] = []  # prompts that do not fit the context: reported, never truncated
     thresholds: dict = {}
     failures: list[str] = []
-
-    @property
-    def passed(self) -> bool:
-        return not self.failures
 
 
 def load_prompts(path: Path | None) -> list[Prompt]:
@@ -63,15 +60,18 @@ def load_prompts(path: Path | None) -> list[Prompt]:
         where = "default prompt set"
     else:
         if not path.is_file():
-            raise UsageError(f"prompts file {path} not found")
-        text, where = path.read_text(), str(path)
+            raise UsageError(f"prompts file {path} not found (or not a regular file)")
+        try:
+            text, where = path.read_text(encoding="utf-8"), str(path)
+        except UnicodeDecodeError:
+            raise BadInput(f"prompts file {path} is not UTF-8 text") from None
     prompts = []
     for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         try:
             row = json.loads(line)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             raise BadInput(f"{where}: line {n} is not JSON") from None
         if isinstance(row, str):
             row = {"prompt": row}
@@ -83,13 +83,34 @@ def load_prompts(path: Path | None) -> list[Prompt]:
     return prompts
 
 
+def verify_source(drafter: str, target: str | None, *, revision: str | None = None, registry_dir: Path | None = None,
+                  prompts_file: Path | None = None, min_acceptance: list[float] | None = None,
+                  opts: ReadOptions | None = None, **kwargs) -> VerifyReport:
+    """Verify what `drafter` names; a registry entry supplies its target, aux ids, floors and prompts."""
+    from .sources import resolve, target_for
+
+    opts = opts or ReadOptions()
+    src = resolve(drafter, revision, registry_dir=registry_dir)
+    tgt = target_for(src, target, registry_dir)
+    if tgt is None:
+        raise UsageError("--target is required (or give a registry id, whose entry names the target)")
+    if src.entry is not None:
+        src.entry.fill_read_options(opts)
+        min_acceptance = min_acceptance or src.entry.acceptance_floors
+        if prompts_file is None and src.entry.prompts:
+            prompts_file = src.registry.path(src.entry.prompts, "prompts")
+    return verify(src.path, tgt.path, prompts_file=prompts_file, min_acceptance=min_acceptance, opts=opts, **kwargs)
+
+
 def verify(drafter_dir: Path, target_dir: Path, *, device: str = "auto", dtype: str = "auto", k: int = 3,
            max_new_tokens: int = 64, prompts_file: Path | None = None, max_prompts: int | None = None,
            opts: ReadOptions | None = None, min_acceptance: list[float] | None = None, min_al: float | None = None,
            progress: Callable[[int, int], None] = lambda i, n: None) -> VerifyReport:
     t_start = time.perf_counter()
-    if k < 1:
-        raise UsageError("--num-spec-tokens must be at least 1")
+    if k < 1 or max_new_tokens < 1 or (max_prompts is not None and max_prompts < 1):
+        raise UsageError("K, --max-new-tokens and --max-prompts must be at least 1")
+    if min_acceptance and len(min_acceptance) > k:
+        raise UsageError(f"{len(min_acceptance)} acceptance floors for K={k}", hint="give at most K floors")
     device = resolve_device(device)
     torch_dtype = resolve_dtype(dtype, device)
     tcfg = target_config(target_dir)
@@ -102,14 +123,19 @@ def verify(drafter_dir: Path, target_dir: Path, *, device: str = "auto", dtype: 
 
     tokenizer = load_tokenizer(target_dir)
     encoded = [tokenizer(p.prompt, add_special_tokens=False)["input_ids"] for p in prompts]
-    limits = [(spec.max_position_embeddings, "the drafter's context"), (tcfg.get("max_position_embeddings"), "the target's context")]
-    for p, ids in zip(prompts, encoded):
+    context = min(x for x in (spec.max_position_embeddings, tcfg.get("max_position_embeddings"), 1 << 62) if x)
+    skipped = []
+    for n, (p, ids) in enumerate(zip(prompts, encoded)):
         if not ids:
-            raise BadInput(f"prompt {p.prompt[:30]!r} is empty after tokenisation")
-        for limit, what in limits:
-            if limit and len(ids) + max_new_tokens + k > limit:
-                raise UsageError(f"a prompt of {len(ids)} tokens + {max_new_tokens} new tokens + K exceeds {what} "
-                                 f"({limit} = max_position_embeddings)", hint="shorten the prompts or --max-new-tokens")
+            raise BadInput(f"prompt {n + 1} ({p.prompt[:30]!r}) is empty after tokenisation")
+        if len(ids) + max_new_tokens + k > context:
+            skipped.append({"index": n, "tokens": len(ids), "bucket": p.bucket,
+                            "reason": f"{len(ids)} + {max_new_tokens} new + K tokens exceed the context of {context}"})
+    kept = [i for i in range(len(prompts)) if i not in {s["index"] for s in skipped}]
+    if not kept:
+        raise UsageError(f"every prompt is too long for the context ({context} tokens) with {max_new_tokens} new tokens",
+                         hint="use shorter prompts or a smaller --max-new-tokens")
+    prompts, encoded = [prompts[i] for i in kept], [encoded[i] for i in kept]
 
     target = Target(target_dir, device=device, dtype=torch_dtype)
     state = canonical_state(reading, ckpt)
@@ -161,7 +187,7 @@ def verify(drafter_dir: Path, target_dir: Path, *, device: str = "auto", dtype: 
                "acceptance_per_position_by_bucket": {b: t.per_position() for b, t in sorted(buckets.items())},
                "mean_acceptance_length_by_bucket": {b: t.mean_acceptance_length() for b, t in sorted(buckets.items())}},
         target_distinct_token_ratio=sum(distinct) / len(distinct),
-        lint=findings,
+        lint=findings, skipped_prompts=skipped,
         timing={"load_s": t_load, "target_generate_s": t_target, "drafter_s": t_drafter,
                 "total_s": time.perf_counter() - t_start},
     )

@@ -64,3 +64,20 @@ def assert_clean_failure(result: Result, out: Path | None = None, code: int = 2,
     if out is not None:
         assert not out.exists()
         assert not list(out.parent.glob(f".{out.name}.*")), "temporary directory left behind"
+
+
+@pytest.fixture(scope="module")
+def hub(tmp_path_factory):
+    """A local Hub-compatible server (tests/fakehub.py) and the environment that points the client at it."""
+    from fakehub import TOKEN, serve
+
+    state, endpoint, server = serve()
+    home = tmp_path_factory.mktemp("hf-home")
+    env = {"HF_ENDPOINT": endpoint, "HF_TOKEN": TOKEN, "HF_HOME": str(home), "HF_HUB_DISABLE_XET": "1",
+           "HF_HUB_OFFLINE": "0"}
+    yield state, env
+    server.shutdown()
+
+
+def hubcli(hub, *args, **env):
+    return run_cli(*args, env={**hub[1], **env})

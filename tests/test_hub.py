@@ -8,19 +8,8 @@ import socket
 
 import pytest
 import yaml
-from conftest import run_cli
+from conftest import hubcli, run_cli
 from factory import make_drafter, make_spec
-from fakehub import TOKEN, serve
-
-
-@pytest.fixture(scope="module")
-def hub(tmp_path_factory):
-    state, endpoint, server = serve()
-    home = tmp_path_factory.mktemp("hf-home")
-    env = {"HF_ENDPOINT": endpoint, "HF_TOKEN": TOKEN, "HF_HOME": str(home), "HF_HUB_DISABLE_XET": "1",
-           "HF_HUB_OFFLINE": "0", "HF_HUB_DISABLE_PROGRESS_BARS": "1"}
-    yield state, env
-    server.shutdown()
 
 
 @pytest.fixture(scope="module")
@@ -34,10 +23,6 @@ def big_drafter(tmp_path_factory):
     assert r.code == 0, r.err
     assert (work / "out" / "model.safetensors").stat().st_size > 10 * 1024 * 1024
     return work / "out"
-
-
-def hubcli(hub, *args, **env):
-    return run_cli(*args, env={**hub[1], **env})
 
 
 def commits(hub, repo, branch="main"):
@@ -57,7 +42,7 @@ def test_push_lfs_card_tag_and_no_op_repush(hub, big_drafter, tmp_path):
                "--tag", "v1.0", "--json")
     assert r.code == 0, r.err
     pushed = r.json()
-    assert pushed["created_commit"] and {"config.json", "model.safetensors", "conversion.json", "README.md"} <= set(pushed["files"])
+    assert pushed["created_commit"] and {"config.json", "model.safetensors", "conversion.json", "README.md"} <= {f["path"] for f in pushed["files"]}
     assert any(path.endswith(".git/info/lfs/objects/batch") for _, path in hub[0].requests)
     assert any(m == "PUT" and p.startswith("/upload/") for m, p in hub[0].requests)
     repo = hub[0].repos["tester/big-eagle31"]
@@ -141,7 +126,7 @@ def test_network_down_retries_then_fails(hub):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # closed again below: nothing listens there
     r = hubcli(hub, "pull", "tester/anything", HF_ENDPOINT=f"http://127.0.0.1:{port}")
-    one_line_error(r, "could not be reached, retries exhausted")
+    one_line_error(r, "could not be reached")
 
 
 def test_transient_server_errors_are_retried(hub, big_drafter):

@@ -78,4 +78,9 @@ def test_prompt_longer_than_the_drafters_context(cli, converted, tmp_path):
     f = tmp_path / "long.jsonl"
     f.write_text(json.dumps({"prompt": "def function(argument): return value " * 400}) + "\n")
     assert_clean_failure(cli("verify", converted, "--target", EXAMPLE / "target", "--prompts", f), None,
-                         contains="exceeds the drafter's context")
+                         contains="every prompt is too long for the context (1024 tokens)")
+    with f.open("a") as fh:
+        fh.write(json.dumps({"prompt": "def add(a, b): return a + b"}) + "\n")
+    r = cli("verify", converted, "--target", EXAMPLE / "target", "--prompts", f, "--json")
+    assert r.code == 0, r.err
+    assert r.json()["num_prompts"] == 1 and [s["index"] for s in r.json()["skipped_prompts"]] == [0]

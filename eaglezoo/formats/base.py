@@ -131,15 +131,13 @@ def resolve_aux(found: list[tuple[list[int], Convention | None, str]], k_hint: i
         ids = default_boundary_ids(n)
         if len(set(ids)) != 3 or min(ids) < 1:
             raise UsageError(f"the checkpoint carries no aux-layer ids and the documented default (2, L//2, L-3) "
-                             f"is degenerate for a {n}-layer target: {ids}", hint="pass --aux-layers and --aux-convention")
+                             f"is degenerate for a {n}-layer target: {ids}", hint=AUX_HINT)
         d.decide(f"aux ids: none in the checkpoint; used the documented default (2, L//2, L-3) = {ids} "
                  f"(boundary) for the {n}-layer target")
         d.warn("aux ids were not in the checkpoint: the documented default is only right if the drafter was "
                "trained on it (vLLM #50170)")
         return AuxLayers(ids=tuple(ids), convention="boundary")
-    raise UsageError("the checkpoint carries no aux-layer ids",
-                     hint="pass --aux-layers with --aux-convention, or --target DIR to use the documented default",
-                     code="aux-ids-missing")
+    raise UsageError("the checkpoint carries no aux-layer ids", hint=AUX_HINT, code="aux-ids-missing")
 
 
 def read_flags(cfg: dict, nested: dict, opts: ReadOptions, d: Decisions, defaults: dict[str, bool],
@@ -303,6 +301,10 @@ def trivial_vocab_map_drop(ckpt: Checkpoint, draft_vocab: int | None, vocab: int
             raise BadInput(f"{name} is not the identity map although draft_vocab_size == vocab_size")
         return "identity vocabulary map (draft_vocab_size == vocab_size); engines reject d2t then (formats.md §8.2)"
     return drop
+
+
+AUX_HINT = ("give the registry id instead of the folder (its entry carries the ids), or pass the ids the drafter was "
+            "trained on, e.g. --aux-layers 2,3,4 --aux-convention boundary")
 
 
 def detect_convention(value: str | None) -> Convention | None:

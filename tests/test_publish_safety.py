@@ -1,0 +1,279 @@
+"""Publishing safely (issue 13): push uploads exactly the drafter, downloads never trust, every path
+read from a file stays inside its root. The CLI runs as a subprocess against the local Hub server."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import threading
+import time
+
+import pytest
+import yaml
+from conftest import ROOT, assert_clean_failure, hubcli, run_cli, tree_digest
+from factory import make_drafter
+
+DRAFTER_FILES = {"config.json", "model.safetensors", "conversion.json", "README.md"}
+
+
+@pytest.fixture(scope="module")
+def converted(tmp_path_factory):
+    work = tmp_path_factory.mktemp("safety")
+    src = make_drafter(work / "src", "speculators")
+    r = run_cli("convert", src, work / "drafter", "--flag", "norm_before_residual=false")
+    assert r.code == 0, r.err
+    return work / "drafter"
+
+
+def fresh_copy(converted, tmp_path, name="d"):
+    d = tmp_path / name
+    shutil.copytree(converted, d)
+    return d
+
+
+def uploaded(hub, repo):
+    r = hub[0].repos[repo]
+    return set(r.files(r.branches["main"]))
+
+
+def test_push_uploads_exactly_the_drafter(hub, converted, tmp_path):
+    d = fresh_copy(converted, tmp_path)
+    (tmp_path / "secret.txt").write_text("outside")
+    (d / ".private").mkdir()
+    (d / ".private" / "key.txt").write_text("hidden")
+    (d / ".env").write_text("TOKEN=x")
+    (d / ".cache" / "huggingface").mkdir(parents=True)
+    (d / ".cache" / "huggingface" / "meta").write_text("pull metadata")
+    (d / "sub").mkdir()
+    (d / "sub" / "notes.txt").write_text("kept")
+    os.symlink("sub/notes.txt", d / "alias.txt")  # a symlink that stays inside: uploaded, resolved
+    r = hubcli(hub, "push", d, "tester/exact", "--json")
+    assert r.code == 0, r.err
+    assert uploaded(hub, "tester/exact") == DRAFTER_FILES | {"sub/notes.txt", "alias.txt"}
+    assert {f["path"] for f in r.json()["files"]} == uploaded(hub, "tester/exact")
+    assert r.err == ""  # no progress bars when stderr is not a terminal
+
+
+@pytest.mark.parametrize("make_link", [
+    lambda d, outside: os.symlink(outside, d / "notes.txt"),
+    lambda d, outside: os.symlink("../secret.txt", d / "relative.txt"),
+    lambda d, outside: os.symlink(outside.parent, d / "linkdir"),
+])
+def test_push_refuses_symlinks_that_leave_the_folder_and_uploads_nothing(hub, converted, tmp_path, make_link):
+    d = fresh_copy(converted, tmp_path)
+    secret = tmp_path / "secret.txt"
+    secret.write_text("do not publish")
+    make_link(d, secret)
+    before = len(hub[0].requests)
+    assert_clean_failure(hubcli(hub, "push", d, "tester/leak"), None, contains="symlink")
+    assert "tester/leak" not in hub[0].repos and len(hub[0].requests) == before
+
+
+def test_push_refuses_a_fifo(hub, converted, tmp_path):
+    d = fresh_copy(converted, tmp_path)
+    os.mkfifo(d / "pipe")
+    assert_clean_failure(hubcli(hub, "push", d, "tester/fifo"), None, contains="not a regular file")
+    assert hubcli(hub, "push", d, "tester/fifo", "--exclude", "pipe").code == 0
+
+
+def test_include_exclude_and_dry_run(hub, converted, tmp_path):
+    d = fresh_copy(converted, tmp_path)
+    (d / "notes.txt").write_text("n")
+    (d / ".extra").mkdir()
+    (d / ".extra" / "generation_config.json").write_text("{}")
+    before = len(hub[0].requests)
+    r = hubcli(hub, "push", d, "tester/dry", "--dry-run", "--exclude", "notes.txt", "--include", "*.json",
+               "--include", "*.safetensors", "--include", ".extra/*", "--json")
+    assert r.code == 0, r.err
+    files = {f["path"]: f["size"] for f in r.json()["files"]}
+    assert set(files) == DRAFTER_FILES | {".extra/generation_config.json"}
+    assert files["model.safetensors"] == (d / "model.safetensors").stat().st_size
+    assert r.json()["dry_run"] and r.json()["bytes"] == sum(files.values())
+    assert len(hub[0].requests) == before and "tester/dry" not in hub[0].repos  # contacted nothing
+    text = hubcli(hub, "push", d, "tester/dry", "--dry-run")
+    assert "model.safetensors" in text.out and "would be uploaded" in text.out
+
+
+def test_pulled_local_dir_pushes_without_its_cache(hub, converted, tmp_path):
+    assert hubcli(hub, "push", converted, "tester/roundtrip").code == 0
+    local = tmp_path / "pulled"
+    assert hubcli(hub, "pull", "tester/roundtrip", "--local-dir", local).code == 0
+    assert (local / ".cache").is_dir()
+    r = hubcli(hub, "push", local, "tester/roundtrip-copy", "--json")
+    assert r.code == 0, r.err
+    assert uploaded(hub, "tester/roundtrip-copy") == DRAFTER_FILES
+
+
+def test_conversion_record_has_no_local_paths(hub, converted, tmp_path):
+    text = (converted / "conversion.json").read_text()
+    assert str(converted.parent) not in text and "/tmp" not in text
+    record = json.loads(text)
+    assert set(record["source"]) == {"dialect", "files"}
+    assert hubcli(hub, "push", converted, "tester/from-hub").code == 0
+    sha = hub[0].repos["tester/from-hub"].branches["main"]
+    out = tmp_path / "reconverted"
+    r = hubcli(hub, "convert", "tester/from-hub", out)
+    assert r.code == 0, r.err
+    source = json.loads((out / "conversion.json").read_text())["source"]
+    assert source["hub"] == f"tester/from-hub@{sha}"
+    assert "/" not in "".join(source["files"]) and str(tmp_path) not in (out / "conversion.json").read_text()
+
+
+def test_push_refuses_an_old_record_with_an_absolute_path(hub, converted, tmp_path):
+    d = fresh_copy(converted, tmp_path)
+    record = json.loads((d / "conversion.json").read_text())
+    record["source"]["path"] = "/home/alice/secret-project/drafter"
+    (d / "conversion.json").write_text(json.dumps(record))
+    assert_clean_failure(hubcli(hub, "push", d, "tester/abs"), None, contains="absolute local path")
+
+
+def test_push_report_must_be_a_verify_report(hub, converted, tmp_path):
+    assert_clean_failure(hubcli(hub, "push", converted, "tester/rep", "--report", tmp_path / "none.json"), None,
+                         contains="no such file")
+    bad = tmp_path / "list.json"
+    bad.write_text("[1, 2]")
+    assert_clean_failure(hubcli(hub, "push", converted, "tester/rep", "--report", bad), None, contains="not a JSON object")
+    partial = tmp_path / "partial.json"
+    partial.write_text(json.dumps({"device": "cpu"}))
+    assert_clean_failure(hubcli(hub, "push", converted, "tester/rep", "--report", partial), None, contains="dtype")
+    assert "tester/rep" not in hub[0].repos
+
+
+def test_existing_tag_is_refused_before_pushing(hub, converted, tmp_path):
+    assert hubcli(hub, "push", converted, "tester/tagged", "--tag", "v1").code == 0
+    head = hub[0].repos["tester/tagged"].branches["main"]
+    d = fresh_copy(converted, tmp_path)
+    (d / "notes.txt").write_text("changed")
+    r = hubcli(hub, "push", d, "tester/tagged", "--tag", "v1")
+    assert_clean_failure(r, None, contains="tag 'v1' already exists")
+    assert hub[0].repos["tester/tagged"].branches["main"] == head  # nothing was pushed
+
+
+# ------------------------------------------------------------------------------------------------
+# pull
+
+
+def push_with_record(hub, converted, tmp_path, repo, edit):
+    d = fresh_copy(converted, tmp_path, repo.split("/")[1])
+    record = json.loads((d / "conversion.json").read_text())
+    edit(d, record)
+    (d / "conversion.json").write_text(json.dumps(record))
+    assert hubcli(hub, "push", d, repo).code == 0
+
+
+def test_pull_refuses_manifest_names_outside_the_download(hub, converted, tmp_path):
+    push_with_record(hub, converted, tmp_path, "tester/escape",
+                     lambda d, rec: rec["output"].update({"../../../../etc/hostname": "0" * 64}))
+    r = hubcli(hub, "pull", "tester/escape", "--local-dir", tmp_path / "dl")
+    assert_clean_failure(r, None, contains="leaves")
+    assert not (tmp_path / "dl").exists()
+    import hashlib
+    digest = hashlib.sha256(open("/etc/hostname", "rb").read()).hexdigest() if os.path.exists("/etc/hostname") else None
+    assert digest is None or digest[:8] not in r.err
+
+
+def test_pull_that_fails_verification_leaves_nothing(hub, converted, tmp_path):
+    def tamper(d, record):
+        weights = bytearray((d / "model.safetensors").read_bytes())
+        weights[-1] ^= 0xFF
+        (d / "model.safetensors").write_bytes(bytes(weights))
+    push_with_record(hub, converted, tmp_path, "tester/tampered", tamper)
+    local = tmp_path / "downloads" / "drafter"
+    r = hubcli(hub, "pull", "tester/tampered", "--local-dir", local)
+    assert_clean_failure(r, None, contains="sha256 mismatch for model.safetensors")
+    expected = json.loads((converted / "conversion.json").read_text())["output"]["model.safetensors"]
+    assert expected in r.err  # the full hash, and which file
+    assert not local.exists() and os.listdir(tmp_path / "downloads") == []
+    existing = tmp_path / "existing"
+    existing.mkdir()
+    (existing / "mine.txt").write_text("keep")
+    assert hubcli(hub, "pull", "tester/tampered", "--local-dir", existing).code == 2
+    assert os.listdir(existing) == ["mine.txt"]
+
+
+def test_pull_from_a_server_that_never_answers_times_out(hub, tmp_path):
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    accepted = []
+    threading.Thread(target=lambda: [accepted.append(listener.accept()) for _ in range(16)], daemon=True).start()
+    start = time.time()
+    r = hubcli(hub, "pull", "tester/anything", HF_ENDPOINT=f"http://127.0.0.1:{listener.getsockname()[1]}",
+               EAGLEZOO_HUB_TIMEOUT="1")
+    assert_clean_failure(r, None, contains="could not be reached")
+    assert time.time() - start < 120
+    listener.close()
+
+
+# ------------------------------------------------------------------------------------------------
+# registry paths and ids
+
+
+def write_registry(tmp_path, entry_id, **changes):
+    reg = tmp_path / "repo" / "registry"
+    reg.mkdir(parents=True, exist_ok=True)
+    entry = yaml.safe_load((ROOT / "registry" / "tiny-example-eagle31.yaml").read_text())
+    entry.update(id=entry_id, **changes)
+    (reg / f"{entry_id}.yaml").write_text(yaml.safe_dump(entry, sort_keys=False))
+    return reg
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"status": {"state": "verified", "date": "2026-11-22", "eaglezoo_version": "0.1.0",
+                 "report": "../../../../etc/passwd"}}, "status.report '../../../../etc/passwd' leaves"),
+    ({"drafter": {"path": "../../../../etc"}}, "drafter.path '../../../../etc' leaves"),
+    ({"prompts": "/etc/passwd"}, "prompts '/etc/passwd' must be a relative path"),
+])
+def test_registry_paths_stay_inside_the_repository(tmp_path, cli, changes, message):
+    reg = write_registry(tmp_path, "escapes.v1", **changes)
+    r = cli("registry", "check", "--registry", reg, "--json")
+    assert r.code == 1 and message in " ".join(r.json()["entries"]["escapes.v1"]["problems"])
+    if "drafter" in changes:
+        assert_clean_failure(cli("verify", "escapes.v1", "--registry", reg), None, contains="leaves")
+
+
+def test_registry_ids_with_dots_and_entry_files(tmp_path, cli):
+    dotted = "redhatai-qwen3-8b-speculator.eagle3"
+    r = cli("registry", "check", dotted, "--json")
+    assert r.code == 0 and list(r.json()["entries"]) == [dotted]
+    assert cli("registry", "show", dotted, "--json").json()["id"] == dotted
+    assert cli("registry", "show", ROOT / "registry" / f"{dotted}.yaml", "--json").json()["id"] == dotted
+    # a file in another folder is checked in that folder, with that folder's repository as root
+    reg = write_registry(tmp_path, "elsewhere.v2", drafter={"path": "drafters/d"})
+    r = cli("registry", "check", reg / "elsewhere.v2.yaml", "--json")
+    assert r.code == 1 and "drafter.path drafters/d does not exist" in r.json()["entries"]["elsewhere.v2"]["problems"]
+    (tmp_path / "repo" / "drafters" / "d").mkdir(parents=True)
+    assert "drafter.path drafters/d does not exist" not in cli("registry", "check", reg / "elsewhere.v2.yaml",
+                                                              "--json").json()["entries"]["elsewhere.v2"]["problems"]
+
+
+def test_verify_takes_another_registry(tmp_path, cli):
+    """--registry (and EAGLEZOO_REGISTRY) on verify: paths in the entry are relative to that repository."""
+    repo = tmp_path / "repo"
+    shutil.copytree(ROOT / "examples" / "tiny", repo / "examples" / "tiny")
+    write_registry(tmp_path, "mine")
+    before = tree_digest(repo / "examples")
+    r = cli("verify", "mine", "--registry", repo / "registry", "--max-prompts", "2", "--json")
+    assert r.code == 0, r.err
+    assert r.json()["drafter"].startswith(str(repo)) and r.json()["thresholds"]["min_acceptance"] == [0.5, 0.3, 0.2]
+    env = cli("verify", "mine", "--max-prompts", "1", "--json", env={"EAGLEZOO_REGISTRY": str(repo / "registry")})
+    assert env.code == 0, env.err
+    assert tree_digest(repo / "examples") == before
+
+
+def test_a_malformed_entry_does_not_hide_the_others(tmp_path, cli):
+    reg = write_registry(tmp_path, "good", status={"state": "unverified"})
+    for folder in ("eagle31-safeai", "target"):
+        (tmp_path / "repo" / "examples" / "tiny" / folder).mkdir(parents=True)
+    (tmp_path / "repo" / "examples" / "tiny" / "prompts.jsonl").write_text('{"prompt": "hi"}\n')
+    (reg / "broken.yaml").write_text("id: broken\ndrafter: [unclosed\n")
+    (reg / "latin1.yaml").write_bytes("id: caf\xe9\n".encode("latin-1"))
+    r = cli("registry", "list", "--registry", reg, "--json")
+    assert r.code == 0 and [e["id"] for e in r.json()] == ["good"]
+    assert "broken.yaml" in r.err and "latin1.yaml" in r.err
+    assert cli("registry", "show", "good", "--registry", reg).code == 0
+    assert_clean_failure(cli("registry", "show", "broken", "--registry", reg), None, contains="broken.yaml:")
+    checked = cli("registry", "check", "--registry", reg, "--json")
+    assert checked.code == 1 and checked.json()["failed"] == 2 and not checked.json()["entries"]["good"]["problems"]
