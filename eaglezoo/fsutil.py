@@ -1,22 +1,26 @@
 """Writing files safely: atomic writes, temporary directories that never outlive their process,
 the user's umask on everything written, and paths read from files kept inside their root.
 
-Temporary names carry the writer's pid (`.NAME.PID.RANDOM.eaglezoo-tmp`), so a later run that
-writes beside them can tell a killed run's leftovers (pid gone) from a live run's work.
+Temporary names carry the writer's host and pid (`.NAME.HOST-PID.RANDOM.eaglezoo-tmp`), so a later
+run on the same host that writes beside them can tell a killed run's leftovers (pid gone) from a live
+run's work; another host's temporaries (a shared file system) are never touched.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
+import socket
 import tempfile
 from pathlib import Path, PurePosixPath
 
 from .errors import BadInput, UsageError
 
 TMP_SUFFIX = ".eaglezoo-tmp"
-_TMP_NAME = re.compile(r"^\..*\.(\d+)\.[^.]+\.eaglezoo-tmp$")
+HOST = hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
+_TMP_NAME = re.compile(r"^\..*\.([0-9a-f]{8})-(\d+)\.[^.]+\.eaglezoo-tmp$")
 
 
 def _umask() -> int:
@@ -31,7 +35,7 @@ DIR_MODE = 0o777 & ~UMASK
 
 
 def _prefix(dest: Path) -> str:
-    return f".{dest.name[:100]}.{os.getpid()}."
+    return f".{dest.name[:100]}.{HOST}-{os.getpid()}."
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
@@ -78,7 +82,7 @@ def sweep_stale(parent: Path) -> list[Path]:
         return removed
     for name in names:
         match = _TMP_NAME.match(name)
-        if not match or _alive(int(match.group(1))):
+        if not match or match.group(1) != HOST or _alive(int(match.group(2))):
             continue
         path = Path(parent) / name
         if path.is_dir() and not path.is_symlink():

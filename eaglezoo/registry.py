@@ -237,7 +237,7 @@ def load(directory: Path | None = None) -> Registry:
 
 
 def is_entry_file(arg: str) -> bool:
-    return arg.endswith((".yaml", ".yml")) and Path(arg).is_file()
+    return arg.endswith(".yaml") and Path(arg).is_file()
 
 
 def lookup(id_or_file: str, directory: Path | None = None) -> tuple[Entry, Registry]:

@@ -113,9 +113,12 @@ def test_a_killed_runs_leftovers_are_removed_by_the_next_run(big_source, tmp_pat
     proc.wait()
     leftovers = list(tmp_path.glob(".out.*.eaglezoo-tmp"))
     assert leftovers and not out.exists()
-    live = tmp_path / f".other.{os.getpid()}.abcdefgh.eaglezoo-tmp"  # a live process's work is never touched
+    from eaglezoo.fsutil import HOST
+    live = tmp_path / f".other.{HOST}-{os.getpid()}.abcdefgh.eaglezoo-tmp"  # a live process's work is never touched
     live.mkdir()
+    remote = tmp_path / ".other.0badc0de-1.abcdefgh.eaglezoo-tmp"  # another host's (shared file system)
+    remote.mkdir()
     r = run_cli("convert", EXAMPLE / "eagle31-safeai", tmp_path / "next", *EXAMPLE_IDS)
     assert r.code == 0, r.err
-    assert not any(p.exists() for p in leftovers) and live.is_dir()
-    assert sorted(os.listdir(tmp_path)) == sorted(["next", live.name])
+    assert not any(p.exists() for p in leftovers) and live.is_dir() and remote.is_dir()
+    assert sorted(os.listdir(tmp_path)) == sorted(["next", live.name, remote.name])

@@ -49,3 +49,10 @@ def test_readme_counts_nothing_that_goes_stale():
     entries = len(list((ROOT / "registry").glob("*.yaml")))
     for n, what in re.findall(r"\b(\d+) (entries|drafters|tests)\b", text):
         assert what != "entries" or int(n) == entries, f"README says {n} {what}; the registry has {entries}"
+
+
+def test_the_missing_aux_ids_hint_leads_to_a_working_command(tmp_path, cli):
+    r = cli("convert", ROOT / "examples" / "tiny" / "eagle31-safeai", tmp_path / "out", "--target",
+            ROOT / "examples" / "tiny" / "target")
+    assert r.code == 2 and "registry id" in r.err
+    assert cli("convert", "tiny-example-eagle31", tmp_path / "out").code == 0
