@@ -184,16 +184,16 @@ def convert(
     if not dry_run:
         check_destination(source.path, dst, force)
     prepared = plan(req)
+    p = prepared.plan
     if dry_run:
-        emit({"dry_run": True, "plan": prepared.plan.model_dump(mode="json"), "config": prepared.config}, as_json,
-             lambda: (render_plan(prepared.plan), out.print("[dim]dry run: nothing written[/dim]")))
+        emit({"dry_run": True, "plan": p.model_dump(mode="json"), "config": prepared.config}, as_json,
+             lambda: render_plan(p, "[dim]dry run: nothing written[/dim]"))
         return
-    with byte_progress("converting", prepared.plan.num_bytes) as advance:
+    with byte_progress("converting", p.num_bytes) as advance:
         record = apply(prepared, dst, force=force, progress=advance)
-    emit({"dry_run": False, "out": str(dst), "plan": prepared.plan.model_dump(mode="json"), "record": record}, as_json,
-         lambda: (render_plan(prepared.plan),
-                  out.print(f"[green]wrote[/green] {dst} ({prepared.plan.num_tensors} tensors, "
-                            f"{human_bytes(prepared.plan.num_bytes)}; conversion.json records every decision)")))
+    emit({"dry_run": False, "out": str(dst), "plan": p.model_dump(mode="json"), "record": record}, as_json,
+         lambda: render_plan(p, f"[green]wrote[/green] {dst} ({p.num_tensors} tensors, {human_bytes(p.num_bytes)}; "
+                                "conversion.json records every decision)"))
 
 
 def human_bytes(n: int) -> str:
@@ -204,7 +204,7 @@ def human_bytes(n: int) -> str:
     return str(n)
 
 
-def render_plan(p) -> None:
+def render_plan(p, outcome: str) -> None:
     s = p.spec
     out.print(f"[bold]{p.source}[/bold]: dialect [cyan]{p.dialect}[/cyan] -> [cyan]{p.to}[/cyan]  "
               f"(EAGLE {s.eagle_version}, {s.arch}, k={s.num_aux}, aux boundary {s.aux.boundary() if s.aux else None}, "
@@ -226,6 +226,7 @@ def render_plan(p) -> None:
         out.print(f"[blue]decision[/blue] {dec}")
     for w in p.warnings:
         out.print(f"[yellow]warning[/yellow] {w}")
+    out.print(outcome)
 
 
 # --------------------------------------------------------------------------------------------

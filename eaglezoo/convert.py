@@ -7,7 +7,6 @@ beside OUT and renames it into place, so OUT either does not exist or is complet
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
@@ -21,7 +20,7 @@ from pydantic import BaseModel
 from . import __version__, formats
 from .errors import BadInput, UsageError
 from .formats.base import Reading, ReadOptions
-from .fsutil import temp_dir_beside
+from .fsutil import staging, temp_dir_beside
 from .layout import check_tensors
 from .spec import DrafterSpec
 from .tensors import Checkpoint, OutTensor, TensorRef, plan_output_order, stream_convert
@@ -263,10 +262,7 @@ def check_destination(source: Path, out: Path, force: bool) -> None:
 def apply(prep: Prepared, out: Path, force: bool = False, progress: Callable[[int], None] = lambda n: None) -> dict:
     """Write the conversion atomically; returns the conversion record (conversion.json)."""
     check_destination(Path(prep.plan.source), out, force)
-    created = [p for p in reversed(out.absolute().parents) if not p.exists()]
-    out.parent.mkdir(parents=True, exist_ok=True)  # like `git clone URL a/b`: missing parents are made
-    tmp = temp_dir_beside(out)
-    try:
+    with staging(out) as tmp:  # like `git clone URL a/b`, missing parents are made
         config_bytes = (json.dumps(prep.config, indent=2) + "\n").encode()
         _write(tmp / "config.json", config_bytes)
         weights_sha, source_sha = stream_convert(prep.checkpoint, prep.tensors, tmp / "model.safetensors",
@@ -274,12 +270,6 @@ def apply(prep: Prepared, out: Path, force: bool = False, progress: Callable[[in
         record = conversion_record(prep, source_sha, {"config.json": _sha(config_bytes), "model.safetensors": weights_sha})
         _write(tmp / "conversion.json", (json.dumps(record, indent=2) + "\n").encode())
         _replace_dir(tmp, out, force)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        for parent in reversed(created):  # leave no trace of a failed run
-            with contextlib.suppress(OSError):
-                parent.rmdir()
-        raise
     return record
 
 

@@ -145,9 +145,10 @@ def serve_config_for(drafter: str, engine: str, k: int, target: str | None = Non
     from .errors import UsageError
     from .sources import classify
 
-    if classify(drafter) == "dir":
+    kind = classify(drafter)
+    if kind == "dir":
         return _serve_folder(Path(drafter), engine, k, target)
-    if classify(drafter) == "hub":
+    if kind == "hub":
         raise UsageError(f"{drafter}: give a registry id or a drafter folder",
                          hint="pull it first (eaglezoo pull), or add it to the registry")
     from .registry import lookup

@@ -114,15 +114,25 @@ def describe(exc: BaseException) -> Failure:
                    "internal", EXIT_USAGE)
 
 
-def _network_failure(exc: BaseException) -> Failure | None:
-    """httpx and the Hub client raise their own types; matched by name so this module imports neither."""
+def network_problem(exc: BaseException) -> str | None:
+    """"timed out" or "connection failed" for a transport failure, else None. httpx (the Hub client's
+    transport) raises its own types: matched by name, so this module imports neither."""
     names = {t.__name__ for t in type(exc).__mro__}
-    if names & {"TimeoutException", "ReadTimeout", "ConnectTimeout", "TimeoutError"}:
-        return Failure("the server did not answer in time", "retry later; HF_HUB_DOWNLOAD_TIMEOUT sets the limit",
+    if names & {"TimeoutException", "TimeoutError"}:
+        return "timed out"
+    if names & {"TransportError", "ConnectionError"}:
+        return "connection failed"
+    return None
+
+
+def _network_failure(exc: BaseException) -> Failure | None:
+    problem = network_problem(exc)
+    if problem == "timed out":
+        return Failure("the server did not answer in time", "retry later; EAGLEZOO_HUB_TIMEOUT sets the limit",
                        "network", EXIT_USAGE)
-    if names & {"NetworkError", "RemoteProtocolError", "ConnectError", "ProtocolError", "ConnectionError"}:
+    if problem:
         return Failure("the connection to the server failed", "check the endpoint (HF_ENDPOINT) and your network",
                        "network", EXIT_USAGE)
-    if "HFValidationError" in names:
+    if "HFValidationError" in {t.__name__ for t in type(exc).__mro__}:
         return Failure("not a valid Hub repo id or revision", "repo ids look like owner/name", "usage", EXIT_USAGE)
     return None

@@ -8,6 +8,7 @@ run's work; another host's temporaries (a shared file system) are never touched.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -71,6 +72,25 @@ def temp_dir_beside(dest: Path) -> Path:
         raise UsageError(f"cannot write {dest}: {exc.strerror or exc}") from None
     os.chmod(tmp, DIR_MODE)  # mkdtemp makes 0700; the output must be readable as the umask allows
     return tmp
+
+
+@contextlib.contextmanager
+def staging(dest: Path):
+    """A temporary directory beside `dest`, missing parents made. The caller moves its contents into
+    place; on any failure (signals included) the directory and the parents made for it are removed."""
+    created = [p for p in reversed(dest.absolute().parents) if not p.exists()]
+    try:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        tmp = temp_dir_beside(dest)
+        try:
+            yield tmp
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)  # gone already when it was renamed into place
+    except BaseException:
+        for parent in reversed(created):
+            with contextlib.suppress(OSError):
+                parent.rmdir()
+        raise
 
 
 def sweep_stale(parent: Path) -> list[Path]:

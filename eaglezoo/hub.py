@@ -14,16 +14,13 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import time
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from .errors import HubError, UsageError
-from .fsutil import move_into, temp_dir_beside
+from .errors import HubError, UsageError, network_problem
+from .fsutil import move_into, staging
 from .tensors import sha256_file
 
-RETRIES = 1  # the client itself retries connection errors, timeouts and 5xx with backoff (5 times)
 TIMEOUT_S = float(os.environ.get("EAGLEZOO_HUB_TIMEOUT", "60"))  # connect and read, per request
 NEVER_UPLOADED = (".git", ".cache")
 
@@ -87,7 +84,8 @@ def _server_says(exc: BaseException) -> str:
 
 
 def hub_call(fn, what: str):
-    """Runs one client call, retrying network failures, and maps errors to one-line messages."""
+    """Runs one client call and maps its errors to one-line messages. The client itself retries
+    connection errors, timeouts, 429 and 5xx with backoff; each request is bounded (`TIMEOUT_S`)."""
     _bound_the_client()
     from huggingface_hub.utils import logging as hf_logging
 
@@ -96,40 +94,39 @@ def hub_call(fn, what: str):
                                         LocalEntryNotFoundError, OfflineModeIsEnabled, RepositoryNotFoundError,
                                         RevisionNotFoundError)
 
-    for attempt in range(RETRIES):
-        try:
-            return fn()
-        except GatedRepoError:
-            raise HubError(f"{what}: the repository is gated; accept its terms on the Hub first") from None
-        except RepositoryNotFoundError:
-            raise HubError(f"{what}: repository not found (or private, and the token cannot see it)") from None
-        except RevisionNotFoundError:
-            raise HubError(f"{what}: revision not found") from None
-        except (LocalEntryNotFoundError, OfflineModeIsEnabled):
-            raise HubError(f"{what}: not in the local cache, and offline mode (HF_HUB_OFFLINE) forbids downloading it") from None
-        except EntryNotFoundError as exc:
-            raise HubError(f"{what}: file not found ({_server_says(exc)})") from None
-        except HFValidationError:
-            raise UsageError(f"{what}: not a valid Hub repo id or revision", hint="repo ids look like owner/name") from None
-        except HfHubHTTPError as exc:
-            status = getattr(getattr(exc, "response", None), "status_code", None)
-            if status == 401:
-                raise HubError(f"{what}: authentication failed (401): the token is missing, wrong or expired") from None
-            if status == 403:
-                raise HubError(f"{what}: forbidden (403): the token may not write to this repository") from None
-            if status is not None and status < 500 and status != 429:
-                raise HubError(f"{what}: the Hub answered {status}: {_server_says(exc)}") from None
-            error = f"the Hub answered {status}"
-        except (OSError, ConnectionError) as exc:
-            error = type(exc).__name__
-        except Exception as exc:  # httpx transport errors are not OSError
-            if not {"TransportError", "TimeoutException"} & {t.__name__ for t in type(exc).__mro__}:
-                raise
-            error = "timed out" if "Timeout" in type(exc).__name__ else "connection failed"
-        if attempt < RETRIES - 1:
-            time.sleep(0.5 * 2 ** attempt)
-    raise HubError(f"{what}: the Hub could not be reached ({error})",
-                   hint="check HF_ENDPOINT and your network; EAGLEZOO_HUB_TIMEOUT sets the per-request limit")
+    try:
+        return fn()
+    except GatedRepoError:
+        raise HubError(f"{what}: the repository is gated; accept its terms on the Hub first") from None
+    except RepositoryNotFoundError:
+        raise HubError(f"{what}: repository not found (or private, and the token cannot see it)") from None
+    except RevisionNotFoundError:
+        raise HubError(f"{what}: revision not found") from None
+    except (LocalEntryNotFoundError, OfflineModeIsEnabled):
+        raise HubError(f"{what}: not in the local cache, and offline mode (HF_HUB_OFFLINE) forbids downloading it") from None
+    except EntryNotFoundError as exc:
+        raise HubError(f"{what}: file not found ({_server_says(exc)})") from None
+    except HFValidationError:
+        raise UsageError(f"{what}: not a valid Hub repo id or revision", hint="repo ids look like owner/name") from None
+    except HfHubHTTPError as exc:
+        status = getattr(getattr(exc, "response", None), "status_code", None)
+        if status == 401:
+            raise HubError(f"{what}: authentication failed (401): the token is missing, wrong or expired") from None
+        if status == 403:
+            raise HubError(f"{what}: forbidden (403): the token may not write to this repository") from None
+        if status is not None and status < 500 and status != 429:
+            raise HubError(f"{what}: the Hub answered {status}: {_server_says(exc)}") from None
+        raise _unreachable(what, f"the Hub answered {status}") from None
+    except Exception as exc:  # a full disk or a bug is not "unreachable": errors.describe words those
+        problem = network_problem(exc)
+        if problem is None:
+            raise
+        raise _unreachable(what, problem) from None
+
+
+def _unreachable(what: str, problem: str) -> HubError:
+    return HubError(f"{what}: the Hub could not be reached ({problem})",
+                    hint="check HF_ENDPOINT and your network; EAGLEZOO_HUB_TIMEOUT sets the per-request limit")
 
 
 def _safe_name(name: str) -> bool:
@@ -173,14 +170,10 @@ def pull(repo: str, revision: str | None = None, local_dir: Path | None = None,
         verified = verify_files(path, expected or {}, what)
         commit = path.name if len(path.name) == 40 else None
         return Pulled(repo, revision, commit, path, verified)
-    local_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = temp_dir_beside(local_dir)  # nothing reaches local_dir before every hash matched
-    try:
+    with staging(local_dir) as tmp:  # nothing reaches local_dir before every hash matched
         hub_call(lambda: snapshot_download(repo, revision=revision, local_dir=tmp), what)
         verified = verify_files(tmp, expected or {}, what)
         move_into(tmp, local_dir)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
     return Pulled(repo, revision, None, local_dir, verified)
 
 

@@ -186,7 +186,7 @@ def test_pull_that_fails_verification_leaves_nothing(hub, converted, tmp_path):
     assert_clean_failure(r, None, contains="sha256 mismatch for model.safetensors")
     expected = json.loads((converted / "conversion.json").read_text())["output"]["model.safetensors"]
     assert expected in r.err  # the full hash, and which file
-    assert not local.exists() and os.listdir(tmp_path / "downloads") == []
+    assert not local.exists() and not (tmp_path / "downloads").exists()  # not even the parent pull made
     existing = tmp_path / "existing"
     existing.mkdir()
     (existing / "mine.txt").write_text("keep")
