@@ -284,92 +284,6 @@ def render_lint(report) -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# verify
-
-
-@app.command()
-def verify(
-    drafter: DrafterArg,
-    target: Annotated[Optional[str], typer.Option(metavar="TARGET", help="Target model directory or Hub repo id (default: the registry's).")] = None,
-    num_spec_tokens: NumSpecTokensOpt = 3,
-    max_new_tokens: Annotated[int, typer.Option(min=1, max=65536, help="Greedy tokens generated per prompt.")] = 64,
-    prompts: Annotated[Optional[Path], typer.Option(metavar="FILE", help="JSONL prompts ({\"prompt\", \"bucket\"}); default: the registry entry's, else the shipped set.")] = None,
-    max_prompts: Annotated[Optional[int], typer.Option(min=1, help="Use only the first N prompts.")] = None,
-    device: Annotated[str, typer.Option(help="auto, cpu, cuda or cuda:N.")] = "auto",
-    dtype: Annotated[str, typer.Option(help="auto (fp32 on CPU, bf16 on CUDA), float32, bfloat16, float16.")] = "auto",
-    aux_layers: AuxLayersOpt = None,
-    aux_convention: AuxConventionOpt = None,
-    flag: FlagOpt = None,
-    min_acceptance: Annotated[Optional[str], typer.Option(metavar="FLOORS", help="Per-position floors, e.g. 0.5,0.3,0.2 (default: the registry entry's).")] = None,
-    min_al: Annotated[Optional[float], typer.Option(min=1.0, help="Floor on the mean acceptance length.")] = None,
-    report: Annotated[Optional[Path], typer.Option(metavar="FILE", help="Write the JSON report to this file.")] = None,
-    revision: RevisionOpt = None,
-    registry_dir: RegistryOpt = None,
-    as_json: JsonOpt = False,
-):
-    """Run the drafter against its target: per-position acceptance, acceptance length, drift."""
-    from .verify import verify_source
-
-    floors = parse_floors(min_acceptance, num_spec_tokens)
-    with prompt_progress() as advance:
-        result = verify_source(drafter, target, revision=revision, registry_dir=registry_dir, device=device,
-                               dtype=dtype, k=num_spec_tokens, max_new_tokens=max_new_tokens, prompts_file=prompts,
-                               max_prompts=max_prompts, opts=read_options(aux_layers, aux_convention, flag),
-                               min_acceptance=floors, min_al=min_al, progress=advance)
-    data = result.model_dump(mode="json")
-    if report:
-        from .fsutil import atomic_write_text
-        atomic_write_text(report, json.dumps(data, indent=2) + "\n")
-    emit(data, as_json, lambda: render_verify(result))
-    if result.failures:
-        raise typer.Exit(EXIT_FINDINGS)
-
-
-@contextlib.contextmanager
-def prompt_progress():
-    if not SHOW_PROGRESS:
-        yield lambda i, n: None
-        return
-    with Progress(TextColumn("verifying"), BarColumn(), TextColumn("{task.completed}/{task.total} prompts"),
-                  TimeRemainingColumn(), console=err, transient=True) as progress:
-        task = progress.add_task("verify", total=None)
-        yield lambda i, n: progress.update(task, completed=i, total=n)
-
-
-def render_verify(r) -> None:
-    out.print(f"[bold]{r.drafter}[/bold] against [bold]{r.target}[/bold] on {r.device} ({r.dtype}), "
-              f"K={r.num_spec_tokens}, {r.num_prompts} prompts x {r.max_new_tokens} tokens")
-    table = Table("position", "acceptance (decoding path)", "acceptance (all positions)", title_justify="left",
-                  title="per-position acceptance")
-    for i, (a, b) in enumerate(zip(r.acceptance_per_position, r.all_positions["acceptance_per_position"]), 1):
-        table.add_row(str(i), f"{a:.3f}", f"{b:.3f}")
-    out.print(table)
-    out.print(f"mean acceptance length: [bold]{r.mean_acceptance_length:.3f}[/bold] (vLLM: 1 + accepted/drafts over "
-              f"{r.num_drafts} drafts); mean of per-prompt values {r.mean_acceptance_length_per_prompt:.3f}; "
-              f"all positions {r.all_positions['mean_acceptance_length']:.3f}")
-    out.print("accepted-length histogram: " + ", ".join(f"{j}: {c}" for j, c in enumerate(r.histogram)))
-    rms = ", ".join(f"{x:.2f}" for x in r.drift["feedback_rms_per_depth"])
-    out.print(f"drift: fed-back hidden RMS per depth [{rms}]")
-    for bucket, al in r.drift["mean_acceptance_length_by_bucket"].items():
-        per = ", ".join(f"{x:.2f}" for x in r.drift["acceptance_per_position_by_bucket"][bucket])
-        out.print(f"  bucket {bucket}: acceptance length {al:.3f}, per position [{per}]")
-    out.print(f"target output diversity: {r.target_distinct_token_ratio:.2f} distinct-token ratio")
-    if r.skipped_prompts:
-        out.print(f"[yellow]skipped {len(r.skipped_prompts)} prompt(s)[/yellow] that do not fit the context "
-                  f"(never truncated): {r.skipped_prompts[0]['reason']}" + (" ..." if len(r.skipped_prompts) > 1 else ""))
-    errors = [f for f in r.lint if f.severity == "error"]
-    warns = [f for f in r.lint if f.severity == "warning"]
-    out.print(f"lint: {len(errors)} error(s), {len(warns)} warning(s)" + "".join(f"\n  [red]{f.code}[/red] {f.message}" for f in errors))
-    t = r.timing
-    out.print(f"time: {t['total_s']:.1f}s (load {t['load_s']:.1f}s, target {t['target_generate_s']:.1f}s, "
-              f"drafter {t['drafter_s']:.1f}s)")
-    for f in r.failures:
-        out.print(f"[red]FAIL[/red] {f}")
-    if not r.failures and (r.thresholds.get("min_acceptance") or r.thresholds.get("min_al")):
-        out.print("[green]PASS[/green] all floors met")
-
-
-# --------------------------------------------------------------------------------------------
 # registry
 
 
@@ -606,6 +520,8 @@ def _exit(code: int) -> None:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     sys.exit(code)
 
+
+from . import cli_verify  # noqa: E402,F401 - registers `verify` on the app
 
 if __name__ == "__main__":
     run()

@@ -47,6 +47,12 @@ class HubError(EaglezooError):
     kind = "hub"
 
 
+class EngineError(EaglezooError):
+    """A serving engine (vLLM offline or a running server) refused, failed or answered nonsense."""
+
+    kind = "engine"
+
+
 class Terminated(BaseException):
     """SIGTERM or SIGHUP: unwinds like KeyboardInterrupt, so every `finally` cleans up."""
 

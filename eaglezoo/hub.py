@@ -155,8 +155,11 @@ def pull_source(arg: str, revision: str | None = None, local_dir: Path | None = 
     return pulled
 
 
+METADATA_FILES = ["*.json", "tokenizer*", "*.model", "*.tiktoken", "*.txt", "*.jinja"]  # no weights
+
+
 def pull(repo: str, revision: str | None = None, local_dir: Path | None = None,
-         expected: dict[str, str] | None = None) -> Pulled:
+         expected: dict[str, str] | None = None, patterns: list[str] | None = None) -> Pulled:
     from huggingface_hub import HfApi, constants, snapshot_download
 
     what = f"{repo}@{revision or 'main'}"
@@ -166,7 +169,7 @@ def pull(repo: str, revision: str | None = None, local_dir: Path | None = None,
         if bad:
             raise HubError(f"{what}: refusing remote file name {bad[0]!r}: it escapes the download directory")
     if local_dir is None:
-        path = Path(hub_call(lambda: snapshot_download(repo, revision=revision), what))
+        path = Path(hub_call(lambda: snapshot_download(repo, revision=revision, allow_patterns=patterns), what))
         verified = verify_files(path, expected or {}, what)
         commit = path.name if len(path.name) == 40 else None
         return Pulled(repo, revision, commit, path, verified)

@@ -51,13 +51,13 @@ def classify(arg: str) -> Literal["dir", "registry", "hub"]:
 
 
 def resolve(arg: str, revision: str | None = None, *, what: str = "drafter",
-            registry_dir: Path | None = None, registry_ids: bool = True) -> Source:
+            registry_dir: Path | None = None, registry_ids: bool = True, weights: bool = True) -> Source:
     """A local directory for `arg`: as given, from the registry (pinned location) or pulled from the Hub."""
     kind = classify(arg)
     if kind == "dir":
         return Source(Path(arg))
     if kind == "hub":
-        return _pull(arg, revision, what)
+        return _pull(arg, revision, what, weights)
     if not registry_ids:
         raise UsageError(f"{what} {arg}: no such directory (nor a Hub repo id of the form owner/name)")
     from .registry import lookup
@@ -68,27 +68,29 @@ def resolve(arg: str, revision: str | None = None, *, what: str = "drafter",
     return src
 
 
-def target_for(src: Source, target: str | None, registry_dir: Path | None = None) -> Source | None:
-    """The target named on the command line, else the registry entry's, else None."""
+def target_for(src: Source, target: str | None, registry_dir: Path | None = None,
+               weights: bool = True) -> Source | None:
+    """The target named on the command line, else the registry entry's, else None. weights=False:
+    an engine loads the weights itself; from the Hub only the config and tokenizer are fetched."""
     if target is not None:
-        return resolve(target, what="target", registry_dir=registry_dir, registry_ids=False)
+        return resolve(target, what="target", registry_dir=registry_dir, registry_ids=False, weights=weights)
     if src.entry is not None:
-        return location(src.entry.target, src.registry, None, "target")
+        return location(src.entry.target, src.registry, None, "target", weights)
     return None
 
 
-def location(repo: Repo, reg: Registry, revision: str | None, what: str) -> Source:
+def location(repo: Repo, reg: Registry, revision: str | None, what: str, weights: bool = True) -> Source:
     """A registry entry's drafter or target: a folder of this repository, or its pinned Hub revision."""
     if repo.path:
         path = reg.path(repo.path, f"{what}.path")
         if not path.is_dir():
             raise UsageError(f"{what}.path {repo.path}: no such directory in {reg.root}")
         return Source(path)
-    return _pull(repo.repo, revision or repo.revision, what)
+    return _pull(repo.repo, revision or repo.revision, what, weights)
 
 
-def _pull(repo: str, revision: str | None, what: str) -> Source:
-    from .hub import pull
+def _pull(repo: str, revision: str | None, what: str, weights: bool = True) -> Source:
+    from .hub import METADATA_FILES, pull
 
-    pulled = pull(repo, revision=revision)
+    pulled = pull(repo, revision=revision, patterns=None if weights else METADATA_FILES)
     return Source(pulled.path, repo=repo, commit=pulled.commit)

@@ -1,28 +1,33 @@
 """`eaglezoo verify`: run the drafter against its target and measure acceptance.
 
-For each prompt the target generates its greedy continuation once (aux states captured by hooks
-during generation, so the target runs exactly as in plain decoding); the drafter then drafts K
-tokens from every position in one batched pass (`Eagle3Drafter.draft_chains`).
+One workload (drafter read and linted once, prompts tokenised once, over-long prompts skipped)
+goes to one or more engines, each returning a `Measurement`: the accepted length of every verify
+step of every prompt, as a speculative decoder visits them. One report is built from it, whatever
+the engine: `native` (transformers, the exact fp32 reference, `verify_native.py`), `vllm` (vLLM's
+offline engine in a subprocess, `vllm_engine.py`) or a running server (`endpoint.py`).
 """
 
 from __future__ import annotations
 
 import json
-import time
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Callable
 
-import torch
 from pydantic import BaseModel
 
-from .acceptance import Tally, accepted_lengths, decoding_path
-from .convert import canonical_state, read_drafter, target_config
-from .drafter import build_drafter
+from .acceptance import Tally
+from .convert import read_drafter, target_config
 from .errors import BadInput, UsageError
-from .formats.base import ReadOptions
+from .formats.base import ReadOptions, Reading
+from .tensors import Checkpoint
 from .lint import Finding, lint_reading, provenance_findings
-from .target import Target, load_tokenizer, resolve_device, resolve_dtype
+from .spec import DrafterSpec
+from .target import load_tokenizer
+
+Progress = Callable[..., None]  # progress(done, total, phase="...")
+ENGINES = ("native", "vllm")
 
 
 class Prompt(BaseModel):
@@ -40,18 +45,67 @@ class VerifyReport(BaseModel):
     num_prompts: int
     acceptance_per_position: list[float]
     mean_acceptance_length: float
-    mean_acceptance_length_per_prompt: float
+    mean_acceptance_length_per_prompt: float | None
     num_drafts: int
     num_accepted: int
     histogram: list[int]
-    all_positions: dict
+    all_positions: dict | None  # native only: every slot of the continuation, teacher-forced
     drift: dict
-    target_distinct_token_ratio: float
+    target_distinct_token_ratio: float | None
     lint: list[Finding]
     timing: dict
+    engine: dict = {"name": "native"}
+    sampling: dict = {"temperature": 0.0, "seed": None}
+    per_prompt: list[dict] = []  # {"index", "bucket", "accepted": [per verify step]}
     skipped_prompts: list[dict] = []  # prompts that do not fit the context: reported, never truncated
+    notes: list[str] = []
+    speedup: dict | None = None
+    comparison: dict | None = None
     thresholds: dict = {}
     failures: list[str] = []
+
+
+@dataclass
+class Workload:
+    """What every engine measures: the same drafter, target, prompts (tokenised once) and K."""
+
+    drafter_dir: Path
+    target_dir: Path  # local: config and tokenizer at least
+    target_name: str  # what an engine loads: the local path, or the Hub repo id
+    target_revision: str | None
+    reading: Reading
+    checkpoint: Checkpoint
+    opts: ReadOptions
+    findings: list[Finding]
+    prompts: list[Prompt]
+    encoded: list[list[int]]
+    skipped: list[dict]
+    k: int
+    max_new_tokens: int
+    temperature: float = 0.0
+    seed: int | None = None
+
+    @property
+    def spec(self) -> DrafterSpec:
+        return self.reading.spec
+
+
+@dataclass
+class Measurement:
+    """What one engine saw. `accepted[i]` lists the accepted draft tokens of each verify step of
+    prompt i; `counters` are the engine's own totals for the run (deltas), when it keeps them."""
+
+    accepted: list[list[int] | None]
+    tokens: list[list[int]]
+    engine: dict
+    device: str
+    dtype: str
+    timing: dict
+    counters: dict | None = None
+    all_positions: dict | None = None
+    feedback_rms: list[float] | None = None
+    speedup: dict | None = None
+    notes: list[str] = field(default_factory=list)
 
 
 def load_prompts(path: Path | None) -> list[Prompt]:
@@ -83,119 +137,180 @@ def load_prompts(path: Path | None) -> list[Prompt]:
     return prompts
 
 
+def parse_engines(text: str) -> list[str]:
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    unknown = [n for n in names if n not in ENGINES]
+    if not names or unknown or len(set(names)) != len(names) or len(names) > 2:
+        raise UsageError(f"--engine {text!r}: give native, vllm or native,vllm")
+    return names
+
+
 def verify_source(drafter: str, target: str | None, *, revision: str | None = None, registry_dir: Path | None = None,
                   prompts_file: Path | None = None, min_acceptance: list[float] | None = None,
-                  opts: ReadOptions | None = None, **kwargs) -> VerifyReport:
+                  opts: ReadOptions | None = None, engine: str = "native", endpoint: str | None = None,
+                  engine_options=None, **kwargs) -> VerifyReport:
     """Verify what `drafter` names; a registry entry supplies its target, aux ids, floors and prompts."""
     from .sources import resolve, target_for
 
+    engines = ["endpoint"] if endpoint else parse_engines(engine)
     opts = opts or ReadOptions()
     src = resolve(drafter, revision, registry_dir=registry_dir)
-    tgt = target_for(src, target, registry_dir)
+    tgt = target_for(src, target, registry_dir, weights="native" in engines)
     if tgt is None:
         raise UsageError("--target is required (or give a registry id, whose entry names the target)")
+    floors_from_registry = False
     if src.entry is not None:
         src.entry.fill_read_options(opts)
-        min_acceptance = min_acceptance or src.entry.acceptance_floors
+        if min_acceptance is None and src.entry.acceptance_floors:
+            min_acceptance, floors_from_registry = src.entry.acceptance_floors, True
         if prompts_file is None and src.entry.prompts:
             prompts_file = src.registry.path(src.entry.prompts, "prompts")
-    return verify(src.path, tgt.path, prompts_file=prompts_file, min_acceptance=min_acceptance, opts=opts, **kwargs)
+    return verify(src.path, tgt.path, target_name=tgt.repo or str(tgt.path), target_revision=tgt.commit,
+                  prompts_file=prompts_file, min_acceptance=min_acceptance, opts=opts, engines=engines,
+                  endpoint=endpoint, engine_options=engine_options, floors_from_registry=floors_from_registry,
+                  **kwargs)
 
 
-def verify(drafter_dir: Path, target_dir: Path, *, device: str = "auto", dtype: str = "auto", k: int = 3,
-           max_new_tokens: int = 64, prompts_file: Path | None = None, max_prompts: int | None = None,
-           opts: ReadOptions | None = None, min_acceptance: list[float] | None = None, min_al: float | None = None,
-           progress: Callable[[int, int], None] = lambda i, n: None) -> VerifyReport:
-    t_start = time.perf_counter()
+def verify(drafter_dir: Path, target_dir: Path, *, engines: list[str] = ("native",), endpoint: str | None = None,
+           engine_options=None, device: str = "auto", dtype: str = "auto", k: int = 3, max_new_tokens: int = 64,
+           prompts_file: Path | None = None, max_prompts: int | None = None, opts: ReadOptions | None = None,
+           min_acceptance: list[float] | None = None, min_al: float | None = None, temperature: float = 0.0,
+           seed: int | None = None, speedup: list[int] | None = None, target_name: str | None = None,
+           target_revision: str | None = None, floors_from_registry: bool = False,
+           progress: Progress = lambda *a, **kw: None) -> VerifyReport:
+    check_request(k, max_new_tokens, max_prompts, min_acceptance, temperature, engines, speedup)
+    context = engine_options.max_model_len if engine_options and engines != ["native"] else None
+    work = prepare(drafter_dir, target_dir, target_name or str(target_dir), target_revision, opts or ReadOptions(),
+                   prompts_file, max_prompts, k, max_new_tokens, temperature, seed, context)
+    reports = [report_for(work, measure(name, work, device, dtype, endpoint, engine_options, speedup, progress))
+               for name in engines]
+    report = reports[-1]
+    if len(reports) == 2:
+        from .compare import compare
+
+        report.comparison = compare(reports[0], reports[1])
+    apply_thresholds(report, min_acceptance, min_al, floors_from_registry)
+    return report
+
+
+def check_request(k, max_new_tokens, max_prompts, min_acceptance, temperature, engines, speedup) -> None:
     if k < 1 or max_new_tokens < 1 or (max_prompts is not None and max_prompts < 1):
         raise UsageError("K, --max-new-tokens and --max-prompts must be at least 1")
     if min_acceptance and len(min_acceptance) > k:
         raise UsageError(f"{len(min_acceptance)} acceptance floors for K={k}", hint="give at most K floors")
-    device = resolve_device(device)
-    torch_dtype = resolve_dtype(dtype, device)
+    if not 0.0 <= temperature <= 100.0:
+        raise UsageError(f"--temperature {temperature}: give a value from 0 to 100")
+    if temperature > 0 and "native" in engines:
+        raise UsageError("the native engine measures greedy acceptance only (temperature 0)",
+                         hint="use --engine vllm (or --endpoint URL) for rejection-sampling acceptance at T > 0")
+    if speedup and engines != ["vllm"]:
+        raise UsageError("--speedup runs the engine with and without the drafter: it needs --engine vllm")
+
+
+def prepare(drafter_dir: Path, target_dir: Path, target_name: str, target_revision: str | None, opts: ReadOptions,
+            prompts_file: Path | None, max_prompts: int | None, k: int, max_new_tokens: int, temperature: float,
+            seed: int | None, context: int | None) -> Workload:
     tcfg = target_config(target_dir)
-    opts = opts or ReadOptions()
     opts.target_config = tcfg
     reading, ckpt, _ = read_drafter(drafter_dir, None, opts)
-    spec = reading.spec
-    findings = lint_reading(reading, ckpt, tcfg, target_dir) + provenance_findings(drafter_dir, spec)
+    findings = lint_reading(reading, ckpt, tcfg, target_dir) + provenance_findings(drafter_dir, reading.spec)
     prompts = load_prompts(prompts_file)[:max_prompts]
-
     tokenizer = load_tokenizer(target_dir)
     encoded = [tokenizer(p.prompt, add_special_tokens=False)["input_ids"] for p in prompts]
-    context = min(x for x in (spec.max_position_embeddings, tcfg.get("max_position_embeddings"), 1 << 62) if x)
+    if context is None:  # the engines raise the drafter's context to max_model_len; native runs it as it is
+        context = min(x for x in (reading.spec.max_position_embeddings, tcfg.get("max_position_embeddings"), 1 << 62)
+                      if x)
+    skipped = too_long(prompts, encoded, context, max_new_tokens + k)
+    kept = [i for i in range(len(prompts)) if i not in {s["index"] for s in skipped}]
+    if not kept:
+        raise UsageError(f"every prompt is too long for the context ({context} tokens) with {max_new_tokens} new tokens",
+                         hint="use shorter prompts, a smaller --max-new-tokens or a larger --max-model-len")
+    return Workload(drafter_dir, target_dir, target_name, target_revision, reading, ckpt, opts, findings,
+                    [prompts[i] for i in kept], [encoded[i] for i in kept], skipped, k, max_new_tokens,
+                    temperature, seed)
+
+
+def too_long(prompts: list[Prompt], encoded: list[list[int]], context: int, extra: int) -> list[dict]:
     skipped = []
     for n, (p, ids) in enumerate(zip(prompts, encoded)):
         if not ids:
             raise BadInput(f"prompt {n + 1} ({p.prompt[:30]!r}) is empty after tokenisation")
-        if len(ids) + max_new_tokens + k > context:
+        if len(ids) + extra > context:
             skipped.append({"index": n, "tokens": len(ids), "bucket": p.bucket,
-                            "reason": f"{len(ids)} + {max_new_tokens} new + K tokens exceed the context of {context}"})
-    kept = [i for i in range(len(prompts)) if i not in {s["index"] for s in skipped}]
-    if not kept:
-        raise UsageError(f"every prompt is too long for the context ({context} tokens) with {max_new_tokens} new tokens",
-                         hint="use shorter prompts or a smaller --max-new-tokens")
-    prompts, encoded = [prompts[i] for i in kept], [encoded[i] for i in kept]
+                            "reason": f"{len(ids)} + {extra} new and draft tokens exceed the context of {context}"})
+    return skipped
 
-    target = Target(target_dir, device=device, dtype=torch_dtype)
-    state = canonical_state(reading, ckpt)
-    try:
-        drafter = build_drafter(spec, state, embed=target.input_embeddings().detach(), dtype=torch_dtype,
-                                device=device if device != "cuda" else "cuda:0")
-    except ValueError as exc:
-        raise BadInput(str(exc)) from None
-    boundary = spec.aux.boundary()
-    t_load = time.perf_counter() - t_start
 
-    path, every = Tally(k), Tally(k)
-    per_prompt_al, rms_sum, distinct = [], [0.0] * k, []
-    buckets: dict[str, Tally] = {}
-    t_target = t_drafter = 0.0
-    for i, (p, ids) in enumerate(zip(prompts, encoded)):
-        t0 = time.perf_counter()
-        # K extra tokens judge the drafts of the last rounds, as an engine verifying them would.
-        gen = target.greedy(ids, max_new_tokens + k, boundary)
-        t1 = time.perf_counter()
-        tokens = gen.tokens.to(drafter.fc.weight.device)
-        aux = [a.to(drafter.fc.weight.device, torch_dtype) for a in gen.aux]
-        with torch.inference_mode():
-            chains = drafter.draft_chains(aux, tokens[1:], k)
-        first = gen.prompt_len - 1  # the slot of the round started after prefill
-        lengths = accepted_lengths(chains.draft_ids, tokens, first, first + max_new_tokens - 2)
-        t_drafter += time.perf_counter() - t1
-        t_target += t1 - t0
-        visited = decoding_path(lengths, max_new_tokens)
-        path.add(visited)
-        every.add(lengths)
-        buckets.setdefault(p.bucket, Tally(k)).add(visited)
-        if visited:
-            per_prompt_al.append(1 + sum(visited) / len(visited))
-        rms_sum = [a + b for a, b in zip(rms_sum, chains.feedback_rms)]
-        new = tokens[gen.prompt_len:gen.prompt_len + max_new_tokens].tolist()
-        distinct.append(len(set(new)) / max(1, len(new)))
-        progress(i + 1, len(prompts))
+def measure(name: str, work: Workload, device: str, dtype: str, endpoint: str | None, engine_options,
+            speedup: list[int] | None, progress: Progress) -> Measurement:
+    if name == "native":
+        from .verify_native import measure_native
 
-    s = path.summary()
-    report = VerifyReport(
-        drafter=str(drafter_dir), target=str(target_dir), device=device, dtype=str(torch_dtype).replace("torch.", ""),
-        num_spec_tokens=k, max_new_tokens=max_new_tokens, num_prompts=len(prompts),
+        return measure_native(work, device, dtype, progress)
+    if name == "vllm":
+        from .vllm_engine import EngineOptions, measure_vllm
+
+        return measure_vllm(work, engine_options or EngineOptions(), speedup, progress)
+    from .endpoint import measure_endpoint
+
+    return measure_endpoint(work, endpoint, engine_options, progress)
+
+
+def report_for(work: Workload, m: Measurement) -> VerifyReport:
+    """One report from one measurement; the engine's own counters are the headline when it keeps them."""
+    k, tally, buckets, per_prompt = work.k, Tally(work.k), {}, []
+    for i, (p, steps) in enumerate(zip(work.prompts, m.accepted)):
+        if steps is None:
+            continue
+        tally.add(steps)
+        buckets.setdefault(p.bucket, Tally(k)).add(steps)
+        per_prompt.append({"index": i, "bucket": p.bucket, "accepted": steps})
+    s = tally.summary()
+    notes = list(m.notes)
+    if m.counters is not None:
+        s, note = headline_from_counters(m.counters, tally, k)
+        notes += [note] if note else []
+    als = [1 + sum(x["accepted"]) / len(x["accepted"]) for x in per_prompt if x["accepted"]]
+    new = [t[:work.max_new_tokens] for t in m.tokens]
+    return VerifyReport(
+        drafter=str(work.drafter_dir), target=work.target_name, device=m.device, dtype=m.dtype, num_spec_tokens=k,
+        max_new_tokens=work.max_new_tokens, num_prompts=len(work.prompts),
         acceptance_per_position=s["acceptance_per_position"], mean_acceptance_length=s["mean_acceptance_length"],
-        mean_acceptance_length_per_prompt=sum(per_prompt_al) / max(1, len(per_prompt_al)),
+        mean_acceptance_length_per_prompt=sum(als) / len(als) if als else None,
         num_drafts=s["num_drafts"], num_accepted=s["num_accepted"], histogram=s["histogram"],
-        all_positions=every.summary(),
-        drift={"feedback_rms_per_depth": [r / len(prompts) for r in rms_sum],
+        all_positions=m.all_positions,
+        drift={"feedback_rms_per_depth": m.feedback_rms,
                "acceptance_per_position_by_bucket": {b: t.per_position() for b, t in sorted(buckets.items())},
                "mean_acceptance_length_by_bucket": {b: t.mean_acceptance_length() for b, t in sorted(buckets.items())}},
-        target_distinct_token_ratio=sum(distinct) / len(distinct),
-        lint=findings, skipped_prompts=skipped,
-        timing={"load_s": t_load, "target_generate_s": t_target, "drafter_s": t_drafter,
-                "total_s": time.perf_counter() - t_start},
-    )
-    apply_thresholds(report, min_acceptance, min_al)
-    return report
+        target_distinct_token_ratio=sum(len(set(t)) / max(1, len(t)) for t in new) / len(new) if new else None,
+        lint=work.findings, timing=m.timing, engine=m.engine, speedup=m.speedup,
+        sampling={"temperature": work.temperature, "seed": work.seed}, per_prompt=per_prompt,
+        skipped_prompts=work.skipped, notes=notes)
 
 
-def apply_thresholds(report: VerifyReport, min_acceptance: list[float] | None, min_al: float | None) -> None:
+def headline_from_counters(c: dict, tally: Tally, k: int) -> tuple[dict, str | None]:
+    """The engine's counters (deltas over the measured requests) as the report's totals. When the
+    per-request metrics add up to something else, another client moved the counters: say so."""
+    drafts = c["drafts"]
+    per_pos = (c["per_position"] + [0] * k)[:k]
+    s = {"acceptance_per_position": [x / drafts if drafts else 0.0 for x in per_pos],
+         "mean_acceptance_length": 1 + c["accepted"] / drafts if drafts else 1.0,
+         "num_drafts": drafts, "num_accepted": c["accepted"],
+         "histogram": tally.histogram() if tally.num_drafts else []}
+    note = None
+    if tally.num_drafts and (tally.num_drafts, tally.num_accepted) != (drafts, c["accepted"]):
+        note = (f"the engine's counters ({drafts} drafts, {c['accepted']} accepted) differ from the sum of this run's "
+                f"per-request metrics ({tally.num_drafts}, {tally.num_accepted}): another client may be using it")
+    return s, note
+
+
+def apply_thresholds(report: VerifyReport, min_acceptance: list[float] | None, min_al: float | None,
+                     floors_from_registry: bool = False) -> None:
+    """Floors compare like with like: the registry's floors are greedy (T = 0) figures."""
+    if floors_from_registry and report.sampling["temperature"] > 0:
+        report.notes.append("the registry's acceptance floors are for temperature 0: not applied at "
+                            f"T = {report.sampling['temperature']}")
+        min_acceptance = None
     report.thresholds = {"min_acceptance": min_acceptance, "min_al": min_al}
     if report.num_drafts == 0:
         report.failures.append("no drafts were measured (continuations too short for K)")

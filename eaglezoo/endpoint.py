@@ -1,0 +1,232 @@
+"""`verify --endpoint URL`: measure a vLLM server the user already runs.
+
+The prompts go through its OpenAI-compatible completions API as token ids (tokenised here, as for
+every engine). Acceptance is read from `/metrics` before and after (vLLM's counters, as deltas)
+and, when the server runs with `--per-request-spec-decode-metrics detailed`, from each response's
+`metrics.speculative_decoding`. Before measuring, the server must show it serves the named target
+and, where it says which drafter it loaded (`/server_info`, dev mode), the named drafter.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from pathlib import Path
+
+from .errors import EngineError, UsageError
+from .verify import Measurement, Progress, Workload
+
+TIMEOUT_S = float(os.environ.get("EAGLEZOO_ENDPOINT_TIMEOUT", "600"))  # per request; a generation can be long
+COUNTERS = {"vllm:spec_decode_num_drafts": "drafts", "vllm:spec_decode_num_draft_tokens": "draft_tokens",
+            "vllm:spec_decode_num_accepted_tokens": "accepted"}
+PER_POSITION = "vllm:spec_decode_num_accepted_tokens_per_pos"
+CONCURRENCY = 8
+
+
+def measure_endpoint(work: Workload, url: str, engine_options, progress: Progress) -> Measurement:
+    t_start = time.perf_counter()
+    base = server_base(url)
+    model = served_model(base, work)
+    config = speculative_config(base)
+    notes = check_drafter(config, work)
+    before = scrape(base)
+    progress(0, len(work.encoded), phase=f"measuring {base}")
+    t0 = time.perf_counter()
+    results = run_prompts(base, model, work, progress)
+    wall = time.perf_counter() - t0
+    counters = delta(before, scrape(base))
+    if counters["drafts"] == 0:
+        raise EngineError(f"{base} ran no speculative decoding for these requests (0 drafts)",
+                          hint="start it with --speculative-config (vLLM #25250: a missing drafter is silent)")
+    accepted = [r["accepted"] for r in results]
+    check_depth(results, counters, work.k)
+    if any(a is None for a in accepted):
+        notes.append("the server returns no per-request acceptance: start it with --per-request-spec-decode-metrics "
+                     "detailed for per-prompt and per-bucket figures")
+    return Measurement(accepted=accepted, tokens=[r["tokens"] for r in results],
+                       engine={"name": "endpoint", "url": base, "model": model,
+                               "speculative_config": config, "version": server_version(base)},
+                       device="remote", dtype=str((config or {}).get("dtype") or "unknown").removeprefix("torch."), counters=counters,
+                       timing={"measure_s": wall, "total_s": time.perf_counter() - t_start}, notes=notes)
+
+
+def server_base(url: str) -> str:
+    base = url.rstrip("/").removesuffix("/v1")
+    if not base.startswith(("http://", "https://")):
+        raise UsageError(f"--endpoint {url}: give an http:// or https:// URL, e.g. http://127.0.0.1:8000")
+    return base
+
+
+def request(base: str, path: str, body: dict | None = None, missing_ok: bool = False):
+    """One HTTP call with a timeout; any failure is one sentence naming the server."""
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(base + path, data=data, headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=TIMEOUT_S) as resp:
+            raw = resp.read()
+    except urllib.error.HTTPError as exc:
+        if missing_ok and exc.code == 404:
+            return None
+        raise EngineError(f"{base}{path} answered HTTP {exc.code}", hint=_server_says(exc)) from None
+    except (urllib.error.URLError, OSError) as exc:
+        problem = "did not answer in time" if "timed out" in str(exc) else "cannot be reached"
+        raise EngineError(f"the server at {base} {problem}",
+                          hint="check that vllm serve is running there (EAGLEZOO_ENDPOINT_TIMEOUT sets the limit)") from None
+    if path == "/metrics":
+        return raw.decode("utf-8", "replace")
+    try:
+        return json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
+        raise EngineError(f"{base}{path} did not answer with JSON: is this a vLLM server?") from None
+
+
+def _server_says(exc: urllib.error.HTTPError) -> str | None:
+    try:
+        detail = json.loads(exc.read()).get("error", {})
+        message = detail.get("message") if isinstance(detail, dict) else str(detail)
+    except Exception:  # noqa: BLE001 - the body of an error page is optional information
+        return None
+    return " ".join(str(message).split())[:200] if message else None
+
+
+def served_model(base: str, work: Workload) -> str:
+    """The served model's name, after checking it is the named target (vLLM reports its path or repo as root)."""
+    body = request(base, "/v1/models")
+    models = body.get("data") if isinstance(body, dict) else None
+    if not isinstance(models, list) or not models or not isinstance(models[0], dict) or "id" not in models[0]:
+        raise EngineError(f"{base}/v1/models did not list a model: is this an OpenAI-compatible vLLM server?")
+    model = models[0]
+    root = str(model.get("root") or model["id"])
+    if not same_model(root, work.target_name):
+        raise EngineError(f"the server at {base} serves {root}, not the target {work.target_name}",
+                          hint="give the --target it serves, or point --endpoint at the right server")
+    return str(model["id"])
+
+
+def same_model(served: str, named: str) -> bool:
+    if served == named:
+        return True
+    a, b = Path(served), Path(named)
+    return a.exists() and b.exists() and a.resolve() == b.resolve()
+
+
+def speculative_config(base: str) -> dict | None:
+    """The server's speculative config, from /server_info (served when VLLM_SERVER_DEV_MODE=1)."""
+    info = request(base, "/server_info?config_format=json", missing_ok=True)
+    if not isinstance(info, dict) or not isinstance(info.get("vllm_config"), dict):
+        return None
+    config = info["vllm_config"].get("speculative_config")
+    model = info["vllm_config"].get("model_config") or {}
+    if not isinstance(config, dict):
+        return {"method": None, "dtype": model.get("dtype")}
+    return {"method": config.get("method"), "model": config.get("model"),
+            "num_speculative_tokens": config.get("num_speculative_tokens"), "dtype": model.get("dtype")}
+
+
+def check_drafter(config: dict | None, work: Workload) -> list[str]:
+    """The server's drafter must be the named one: the same tensors, when its folder is readable here."""
+    if config is None:
+        return ["the server does not say which drafter it loaded (start it with VLLM_SERVER_DEV_MODE=1 so that "
+                "eaglezoo can check); acceptance is reported for whatever it serves"]
+    if config["method"] is None:
+        raise EngineError("the server runs without speculative decoding (no speculative_config)",
+                          hint="start vllm serve with --speculative-config")
+    if config["num_speculative_tokens"] not in (None, work.k):
+        raise UsageError(f"the server drafts K={config['num_speculative_tokens']}, not {work.k}",
+                         hint=f"run with -k {config['num_speculative_tokens']}")
+    served = Path(str(config["model"]))
+    if not served.is_dir():
+        return [f"the server's drafter {config['model']} is not a folder on this machine: its identity was not checked"]
+    if not same_drafter(served, work):
+        raise EngineError(f"the server's drafter ({served}) is not the drafter named ({work.drafter_dir}): "
+                          "their weights differ", hint="verify the drafter the server loads, or restart it with this one")
+    return []
+
+
+def same_drafter(served: Path, work: Workload) -> bool:
+    import torch
+
+    from .convert import canonical_state, read_drafter
+
+    try:
+        reading, ckpt, _ = read_drafter(served, None, work.opts)
+    except Exception:  # noqa: BLE001 - unreadable here is "not the same", said by the caller
+        return False
+    theirs, ours = canonical_state(reading, ckpt), canonical_state(work.reading, work.checkpoint)
+    return theirs.keys() == ours.keys() and all(torch.equal(theirs[k], ours[k]) for k in ours)
+
+
+def scrape(base: str) -> dict:
+    """vLLM's spec-decode counters from /metrics (Prometheus text, counters with the _total suffix)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    out = {"drafts": 0, "draft_tokens": 0, "accepted": 0, "per_position": {}}
+    found = False
+    try:
+        families = list(text_string_to_metric_families(request(base, "/metrics")))
+    except ValueError:
+        raise EngineError(f"{base}/metrics is not Prometheus text: is this a vLLM server?") from None
+    for family in families:
+        for sample in family.samples:
+            name = sample.name.removesuffix("_total")
+            if name in COUNTERS:
+                out[COUNTERS[name]] += int(sample.value)
+                found = True
+            elif name == PER_POSITION:
+                pos = int(sample.labels.get("position", 0))
+                out["per_position"][pos] = out["per_position"].get(pos, 0) + int(sample.value)
+    if not found:
+        raise EngineError(f"the server at {base} reports no speculative-decoding counters: it serves without a drafter",
+                          hint="start vllm serve with --speculative-config")
+    return out
+
+
+def delta(before: dict, after: dict) -> dict:
+    positions = sorted(after["per_position"])
+    return {"drafts": after["drafts"] - before["drafts"], "draft_tokens": after["draft_tokens"] - before["draft_tokens"],
+            "accepted": after["accepted"] - before["accepted"],
+            "per_position": [after["per_position"][p] - before["per_position"].get(p, 0) for p in positions]}
+
+
+def run_prompts(base: str, model: str, work: Workload, progress: Progress) -> list[dict]:
+    def body(i: int) -> dict:
+        b = {"model": model, "prompt": work.encoded[i], "max_tokens": work.max_new_tokens, "ignore_eos": True,
+             "temperature": work.temperature, "return_token_ids": True, "stream": False}
+        return b | ({"seed": work.seed + i} if work.seed is not None else {})
+
+    n = len(work.encoded)
+    with ThreadPoolExecutor(max_workers=CONCURRENCY) as pool:
+        futures = [pool.submit(completion, base, body(i)) for i in range(n)]
+        for done, _ in enumerate(as_completed(futures), 1):
+            progress(done, n, phase=f"measuring {base}")
+        return [f.result() for f in futures]
+
+
+def completion(base: str, body: dict) -> dict:
+    answer = request(base, "/v1/completions", body)
+    try:
+        choice = answer["choices"][0]
+        tokens = [int(t) for t in choice.get("token_ids") or []]
+    except (KeyError, IndexError, TypeError, ValueError):
+        raise EngineError(f"{base}/v1/completions answered without a completion: is this a vLLM server?") from None
+    spec = ((answer.get("metrics") or {}).get("speculative_decoding") or {}) if isinstance(answer, dict) else {}
+    steps = spec.get("per_step_accepted") if isinstance(spec, dict) else None
+    return {"tokens": tokens, "accepted": [int(x) for x in steps] if isinstance(steps, list) else None,
+            "num_spec_tokens": spec.get("num_spec_tokens") if isinstance(spec, dict) else None}
+
+
+def check_depth(results: list[dict], counters: dict, k: int) -> None:
+    """The server's draft depth, as it reports it per request or by counter positions, must be K."""
+    depths = {r["num_spec_tokens"] for r in results if r["num_spec_tokens"] is not None}
+    depth = depths.pop() if len(depths) == 1 else len(counters["per_position"]) or None
+    if depth is not None and depth != k:
+        raise UsageError(f"the server drafts K={depth}, not {k}", hint=f"run with -k {depth}")
+
+
+def server_version(base: str) -> str | None:
+    body = request(base, "/version", missing_ok=True)
+    return body.get("version") if isinstance(body, dict) else None

