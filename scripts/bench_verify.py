@@ -8,6 +8,7 @@ random-weight pair at SmolLM2-135M geometry (30 layers, hidden 576) for a deeper
 
     python scripts/bench_verify.py [--device auto] [--reps 3]
     python scripts/bench_verify.py --pair DRAFTER TARGET PROMPTS   # also a real pair (e.g. the real-model tier)
+    python scripts/bench_verify.py --engine vllm --engine-python .venv-vllm/bin/python   # see bench_verify_engine.py
 """
 
 from __future__ import annotations
@@ -104,7 +105,14 @@ def main():
     ap.add_argument("-k", type=int, default=3)
     ap.add_argument("--pair", nargs=3, type=Path, metavar=("DRAFTER", "TARGET", "PROMPTS"),
                     help="also time this converted drafter against its target on the first 8 of these prompts")
+    ap.add_argument("--engine", choices=["native", "vllm"], default="native")
+    ap.add_argument("--engine-python", help="--engine vllm: the interpreter that has vLLM")
+    ap.add_argument("--prompts", type=int, default=32, help="--engine vllm: number of prompts")
     args = ap.parse_args()
+    if args.engine == "vllm":
+        from bench_verify_engine import run
+
+        return run(args)
     ex = ROOT / "examples" / "tiny"
     prompts = load_prompts(ex / "prompts.jsonl")
     short = [p for p in prompts if p.bucket != "long-context"][:16]
