@@ -70,9 +70,13 @@ def model_card(folder: Path, report: dict | None = None, target: str | None = No
         if not e.faithful:
             lines.append(f"- **{e.engine} cannot serve this drafter faithfully**: {'; '.join(e.notes)}")
     if verify:
+        engine = verify.get("engine") or {"name": "native"}
+        engine = f"{engine.get('name')} {engine.get('version') or ''}".strip()
+        temperature = (verify.get("sampling") or {}).get("temperature") or 0
         lines += ["", "## Measured acceptance", "",
-                  f"`eaglezoo verify` on {verify['device']} ({verify['dtype']}), K={verify['num_spec_tokens']}, "
-                  f"{verify['num_prompts']} prompts x {verify['max_new_tokens']} tokens, greedy:", "",
+                  f"`eaglezoo verify` with the {engine} engine on {verify['device']} ({verify['dtype']}), "
+                  f"K={verify['num_spec_tokens']}, {verify['num_prompts']} prompts x {verify['max_new_tokens']} tokens, "
+                  + ("greedy:" if not temperature else f"temperature {temperature}:"), "",
                   "| position | acceptance |", "|---|---|"]
         lines += [f"| {i} | {a:.3f} |" for i, a in enumerate(verify["acceptance_per_position"], 1)]
         lines += ["", f"Mean acceptance length {verify['mean_acceptance_length']:.3f} (1 + accepted / drafts, as vLLM "

@@ -126,7 +126,7 @@ def measure_vllm(work: Workload, opts: EngineOptions, speedup: list[int] | None,
 
     return Measurement(
         accepted=[r["accepted"] for r in first["requests"]], tokens=[r["tokens"] for r in first["requests"]],
-        engine=engine, device=spec_run["engine"]["device"], dtype=VLLM_DTYPES[opts.dtype],
+        engine=engine, device=spec_run["engine"]["device"], dtype=spec_run["engine"]["dtype"],
         notes=[spec_run["engine"]["patched"]] if spec_run["engine"].get("patched") else [],
         counters=first["counters"], timing={"engine_start_s": engine["start_s"], "measure_s": first["wall_s"],
                                             "total_s": time.perf_counter() - t_start},

@@ -181,7 +181,8 @@ def main() -> None:
         check_devices(req["engine_args"])
         patched = check_sampler(req)
         llm, start_s = start_engine(req)
-        emit("engine", version=version, device=device_name(), start_s=start_s, patched=patched)
+        dtype = str(llm.llm_engine.model_config.dtype).removeprefix("torch.")
+        emit("engine", version=version, device=device_name(), dtype=dtype, start_s=start_s, patched=patched)
         run_warmup(llm, req)
         for n, concurrency in enumerate(req["concurrency"]):
             before = counters(llm)

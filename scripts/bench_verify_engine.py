@@ -77,7 +77,7 @@ def run(args: argparse.Namespace) -> None:
                 t0 = time.perf_counter()
                 proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT, timeout=1200)
                 wall = time.perf_counter() - t0
-                assert proc.returncode == 0, proc.stderr[-2000:]
+                assert proc.returncode in (0, 1), proc.stderr[-2000:]  # 1: a registry floor not met; still measured
                 data = json.loads(proc.stdout.strip().splitlines()[-1] if name == "plain" else proc.stdout)
                 if name == "verify":
                     data = {"start_s": data["timing"]["engine_start_s"], "generate_s": data["timing"]["measure_s"],
