@@ -9,6 +9,7 @@ from typing import Annotated, Optional
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.markup import escape
 from rich.table import Table
 
 from . import cli
@@ -126,8 +127,9 @@ def verify_progress():
 
 def render_verify(r) -> None:
     engine = r.engine.get("name", "native")
-    where = f"{engine} {r.engine.get('version', '')}".strip()
-    out.print(f"[bold]{r.drafter}[/bold] against [bold]{r.target}[/bold] on {where}, {r.device} ({r.dtype}), "
+    where = escape(f"{engine} {r.engine.get('version') or ''}".strip())
+    out.print(f"[bold]{escape(r.drafter)}[/bold] against [bold]{escape(r.target)}[/bold] on {where}, "
+              f"{escape(r.device)} ({escape(r.dtype)}), "
               f"K={r.num_spec_tokens}, {r.num_prompts} prompts x {r.max_new_tokens} tokens, "
               f"temperature {r.sampling['temperature']}" + (f", seed {r.sampling['seed']}" if r.sampling['seed'] is not None else ""))
     render_positions(r)
@@ -137,24 +139,24 @@ def render_verify(r) -> None:
         out.print(f"drift: fed-back hidden RMS per depth [{rms}]")
     for bucket, al in r.drift["mean_acceptance_length_by_bucket"].items():
         per = ", ".join(f"{x:.2f}" for x in r.drift["acceptance_per_position_by_bucket"][bucket])
-        out.print(f"  bucket {bucket}: acceptance length {al:.3f}, per position [{per}]")
+        out.print(f"  bucket {escape(bucket)}: acceptance length {al:.3f}, per position [{per}]")
     if r.target_distinct_token_ratio is not None:
         out.print(f"target output diversity: {r.target_distinct_token_ratio:.2f} distinct-token ratio")
     if r.skipped_prompts:
         out.print(f"[yellow]skipped {len(r.skipped_prompts)} prompt(s)[/yellow] that do not fit the context "
-                  f"(never truncated): {r.skipped_prompts[0]['reason']}" + (" ..." if len(r.skipped_prompts) > 1 else ""))
+                  f"(never truncated): {escape(r.skipped_prompts[0]['reason'])}" + (" ..." if len(r.skipped_prompts) > 1 else ""))
     if r.speedup:
         render_speedup(r.speedup)
     if r.comparison:
         render_comparison(r.comparison)
     for note in r.notes:
-        out.print(f"[yellow]note[/yellow] {note}")
+        out.print(f"[yellow]note[/yellow] {escape(note)}")
     errors = [f for f in r.lint if f.severity == "error"]
     warns = [f for f in r.lint if f.severity == "warning"]
     out.print(f"lint: {len(errors)} error(s), {len(warns)} warning(s)" + "".join(f"\n  [red]{f.code}[/red] {f.message}" for f in errors))
     out.print("time: " + ", ".join(f"{k.removesuffix('_s')} {v:.1f}s" for k, v in r.timing.items()))
     for f in r.failures:
-        out.print(f"[red]FAIL[/red] {f}")
+        out.print(f"[red]FAIL[/red] {escape(f)}")
     if not r.failures and (r.thresholds.get("min_acceptance") or r.thresholds.get("min_al")):
         out.print("[green]PASS[/green] all floors met")
 

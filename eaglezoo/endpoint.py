@@ -9,6 +9,7 @@ and, where it says which drafter it loaded (`/server_info`, dev mode), the named
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import time
@@ -20,7 +21,7 @@ from pathlib import Path
 from .errors import EngineError, UsageError
 from .verify import Measurement, Progress, Workload
 
-TIMEOUT_S = float(os.environ.get("EAGLEZOO_ENDPOINT_TIMEOUT", "600"))  # per request; a generation can be long
+MAX_ANSWER = 64 << 20  # bytes: a server that streams more is not answering a completion
 COUNTERS = {"vllm:spec_decode_num_drafts": "drafts", "vllm:spec_decode_num_draft_tokens": "draft_tokens",
             "vllm:spec_decode_num_accepted_tokens": "accepted"}
 PER_POSITION = "vllm:spec_decode_num_accepted_tokens_per_pos"
@@ -61,21 +62,35 @@ def server_base(url: str) -> str:
     return base
 
 
-def request(base: str, path: str, body: dict | None = None, missing_ok: bool = False):
-    """One HTTP call with a timeout; any failure is one sentence naming the server."""
-    data = None if body is None else json.dumps(body).encode()
-    req = urllib.request.Request(base + path, data=data, headers={"Content-Type": "application/json"})
+def timeout_s() -> float:
+    """Per request (a long generation takes a while): EAGLEZOO_ENDPOINT_TIMEOUT seconds, default 600."""
+    text = os.environ.get("EAGLEZOO_ENDPOINT_TIMEOUT", "600")
     try:
-        with urllib.request.urlopen(req, timeout=TIMEOUT_S) as resp:
-            raw = resp.read()
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not 0 < value < float("inf"):
+        raise UsageError(f"EAGLEZOO_ENDPOINT_TIMEOUT={text!r}: give a number of seconds above 0")
+    return value
+
+
+def request(base: str, path: str, body: dict | None = None, missing_ok: bool = False):
+    """One HTTP call with a timeout and a size limit; any failure is one sentence naming the server."""
+    data = None if body is None else json.dumps(body).encode()
+    try:
+        req = urllib.request.Request(base + path, data=data, headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=timeout_s()) as resp:
+            raw = resp.read(MAX_ANSWER + 1)
     except urllib.error.HTTPError as exc:
         if missing_ok and exc.code == 404:
             return None
         raise EngineError(f"{base}{path} answered HTTP {exc.code}", hint=_server_says(exc)) from None
-    except (urllib.error.URLError, OSError) as exc:
-        problem = "did not answer in time" if "timed out" in str(exc) else "cannot be reached"
+    except (urllib.error.URLError, OSError, http.client.HTTPException, ValueError) as exc:
+        problem = "did not answer in time" if "timed out" in str(exc) else "cannot be reached (or is not an HTTP server)"
         raise EngineError(f"the server at {base} {problem}",
                           hint="check that vllm serve is running there (EAGLEZOO_ENDPOINT_TIMEOUT sets the limit)") from None
+    if len(raw) > MAX_ANSWER:
+        raise EngineError(f"{base}{path} answered with more than {MAX_ANSWER >> 20} MiB: is this a vLLM server?")
     if path == "/metrics":
         return raw.decode("utf-8", "replace")
     try:
@@ -86,11 +101,16 @@ def request(base: str, path: str, body: dict | None = None, missing_ok: bool = F
 
 def _server_says(exc: urllib.error.HTTPError) -> str | None:
     try:
-        detail = json.loads(exc.read()).get("error", {})
+        detail = json.loads(exc.read(1 << 16)).get("error", {})
         message = detail.get("message") if isinstance(detail, dict) else str(detail)
     except Exception:  # noqa: BLE001 - the body of an error page is optional information
         return None
-    return " ".join(str(message).split())[:200] if message else None
+    return printable(str(message))[:200] if message else None
+
+
+def printable(text: str) -> str:
+    """A server's words, safe to print: no control characters, one line."""
+    return " ".join("".join(c if c.isprintable() else " " for c in text).split())
 
 
 def served_model(base: str, work: Workload) -> str:
@@ -100,7 +120,7 @@ def served_model(base: str, work: Workload) -> str:
     if not isinstance(models, list) or not models or not isinstance(models[0], dict) or "id" not in models[0]:
         raise EngineError(f"{base}/v1/models did not list a model: is this an OpenAI-compatible vLLM server?")
     model = models[0]
-    root = str(model.get("root") or model["id"])
+    root = printable(str(model.get("root") or model["id"]))
     if not same_model(root, work.target_name):
         raise EngineError(f"the server at {base} serves {root}, not the target {work.target_name}",
                           hint="give the --target it serves, or point --endpoint at the right server")
@@ -120,11 +140,14 @@ def speculative_config(base: str) -> dict | None:
     if not isinstance(info, dict) or not isinstance(info.get("vllm_config"), dict):
         return None
     config = info["vllm_config"].get("speculative_config")
-    model = info["vllm_config"].get("model_config") or {}
+    model = info["vllm_config"].get("model_config")
+    dtype = printable(str(model.get("dtype"))) if isinstance(model, dict) and model.get("dtype") else None
     if not isinstance(config, dict):
-        return {"method": None, "dtype": model.get("dtype")}
-    return {"method": config.get("method"), "model": config.get("model"),
-            "num_speculative_tokens": config.get("num_speculative_tokens"), "dtype": model.get("dtype")}
+        return {"method": None, "dtype": dtype}
+    depth = config.get("num_speculative_tokens")
+    method = config.get("method")
+    return {"method": printable(str(method)) if method else None, "model": printable(str(config.get("model"))),
+            "num_speculative_tokens": depth if isinstance(depth, int) else None, "dtype": dtype}
 
 
 def check_drafter(config: dict | None, work: Workload) -> list[str]:
@@ -170,8 +193,8 @@ def scrape(base: str) -> dict:
         families = list(text_string_to_metric_families(request(base, "/metrics")))
     except ValueError:
         raise EngineError(f"{base}/metrics is not Prometheus text: is this a vLLM server?") from None
-    for family in families:
-        for sample in family.samples:
+    try:
+        for sample in (s for family in families for s in family.samples):
             name = sample.name.removesuffix("_total")
             if name in COUNTERS:
                 out[COUNTERS[name]] += int(sample.value)
@@ -179,6 +202,8 @@ def scrape(base: str) -> dict:
             elif name == PER_POSITION:
                 pos = int(sample.labels.get("position", 0))
                 out["per_position"][pos] = out["per_position"].get(pos, 0) + int(sample.value)
+    except (ValueError, OverflowError):
+        raise EngineError(f"{base}/metrics holds a spec-decode counter that is not a count") from None
     if not found:
         raise EngineError(f"the server at {base} reports no speculative-decoding counters: it serves without a drafter",
                           hint="start vllm serve with --speculative-config")
@@ -196,27 +221,32 @@ def run_prompts(base: str, model: str, work: Workload, progress: Progress) -> li
     def body(i: int) -> dict:
         b = {"model": model, "prompt": work.encoded[i], "max_tokens": work.max_new_tokens, "ignore_eos": True,
              "temperature": work.temperature, "return_token_ids": True, "stream": False}
-        return b | ({"seed": work.seed + i} if work.seed is not None else {})
+        return b | ({"seed": work.seeds()[i]} if work.seed is not None else {})
 
     n = len(work.encoded)
-    with ThreadPoolExecutor(max_workers=CONCURRENCY) as pool:
+    pool = ThreadPoolExecutor(max_workers=CONCURRENCY)
+    try:
         futures = [pool.submit(completion, base, body(i)) for i in range(n)]
-        for done, _ in enumerate(as_completed(futures), 1):
+        for done, future in enumerate(as_completed(futures), 1):
+            future.result()  # the first failure ends the run, not the last
             progress(done, n, phase=f"measuring {base}")
         return [f.result() for f in futures]
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
 
 
 def completion(base: str, body: dict) -> dict:
     answer = request(base, "/v1/completions", body)
     try:
-        choice = answer["choices"][0]
-        tokens = [int(t) for t in choice.get("token_ids") or []]
-    except (KeyError, IndexError, TypeError, ValueError):
-        raise EngineError(f"{base}/v1/completions answered without a completion: is this a vLLM server?") from None
-    spec = ((answer.get("metrics") or {}).get("speculative_decoding") or {}) if isinstance(answer, dict) else {}
-    steps = spec.get("per_step_accepted") if isinstance(spec, dict) else None
-    return {"tokens": tokens, "accepted": [int(x) for x in steps] if isinstance(steps, list) else None,
-            "num_spec_tokens": spec.get("num_spec_tokens") if isinstance(spec, dict) else None}
+        tokens = [int(t) for t in answer["choices"][0].get("token_ids") or []]
+        spec = (answer.get("metrics") or {}).get("speculative_decoding") or {}
+        steps = spec.get("per_step_accepted")
+        depth = spec.get("num_spec_tokens")
+        return {"tokens": tokens, "accepted": [int(x) for x in steps] if steps is not None else None,
+                "num_spec_tokens": int(depth) if depth is not None else None}
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError):
+        raise EngineError(f"{base}/v1/completions answered without a well-formed completion: is this a vLLM "
+                          "server?") from None
 
 
 def check_depth(results: list[dict], counters: dict, k: int) -> None:
@@ -229,4 +259,4 @@ def check_depth(results: list[dict], counters: dict, k: int) -> None:
 
 def server_version(base: str) -> str | None:
     body = request(base, "/version", missing_ok=True)
-    return body.get("version") if isinstance(body, dict) else None
+    return printable(str(body.get("version")))[:40] if isinstance(body, dict) and body.get("version") else None

@@ -84,10 +84,15 @@ class Workload:
     max_new_tokens: int
     temperature: float = 0.0
     seed: int | None = None
+    indices: list[int] = field(default_factory=list)  # each measured prompt's line in the prompt set
 
     @property
     def spec(self) -> DrafterSpec:
         return self.reading.spec
+
+    def seeds(self) -> list[int] | None:
+        """Request seeds by the prompt's own index: a skipped prompt never shifts another's seed."""
+        return None if self.seed is None else [self.seed + i for i in self.indices]
 
 
 @dataclass
@@ -178,10 +183,15 @@ def verify(drafter_dir: Path, target_dir: Path, *, engines: list[str] = ("native
            seed: int | None = None, speedup: list[int] | None = None, target_name: str | None = None,
            target_revision: str | None = None, floors_from_registry: bool = False,
            progress: Progress = lambda *a, **kw: None) -> VerifyReport:
+    engines = list(engines)
     check_request(k, max_new_tokens, max_prompts, min_acceptance, temperature, engines, speedup)
-    context = engine_options.max_model_len if engine_options and engines != ["native"] else None
     work = prepare(drafter_dir, target_dir, target_name or str(target_dir), target_revision, opts or ReadOptions(),
-                   prompts_file, max_prompts, k, max_new_tokens, temperature, seed, context)
+                   prompts_file, max_prompts, k, max_new_tokens, temperature, seed, engines,
+                   engine_options.max_model_len if engine_options else None)
+    if "vllm" in engines:  # refuse before any engine runs, not after a long native pass
+        from .vllm_engine import EngineOptions, preflight
+
+        preflight(work, engine_options or EngineOptions())
     reports = [report_for(work, measure(name, work, device, dtype, endpoint, engine_options, speedup, progress))
                for name in engines]
     report = reports[-1]
@@ -209,7 +219,7 @@ def check_request(k, max_new_tokens, max_prompts, min_acceptance, temperature, e
 
 def prepare(drafter_dir: Path, target_dir: Path, target_name: str, target_revision: str | None, opts: ReadOptions,
             prompts_file: Path | None, max_prompts: int | None, k: int, max_new_tokens: int, temperature: float,
-            seed: int | None, context: int | None) -> Workload:
+            seed: int | None, engines: list[str], max_model_len: int | None) -> Workload:
     tcfg = target_config(target_dir)
     opts.target_config = tcfg
     reading, ckpt, _ = read_drafter(drafter_dir, None, opts)
@@ -217,9 +227,7 @@ def prepare(drafter_dir: Path, target_dir: Path, target_name: str, target_revisi
     prompts = load_prompts(prompts_file)[:max_prompts]
     tokenizer = load_tokenizer(target_dir)
     encoded = [tokenizer(p.prompt, add_special_tokens=False)["input_ids"] for p in prompts]
-    if context is None:  # the engines raise the drafter's context to max_model_len; native runs it as it is
-        context = min(x for x in (reading.spec.max_position_embeddings, tcfg.get("max_position_embeddings"), 1 << 62)
-                      if x)
+    context = prompt_context(reading.spec, tcfg, engines, max_model_len)
     skipped = too_long(prompts, encoded, context, max_new_tokens + k)
     kept = [i for i in range(len(prompts)) if i not in {s["index"] for s in skipped}]
     if not kept:
@@ -227,7 +235,18 @@ def prepare(drafter_dir: Path, target_dir: Path, target_name: str, target_revisi
                          hint="use shorter prompts, a smaller --max-new-tokens or a larger --max-model-len")
     return Workload(drafter_dir, target_dir, target_name, target_revision, reading, ckpt, opts, findings,
                     [prompts[i] for i in kept], [encoded[i] for i in kept], skipped, k, max_new_tokens,
-                    temperature, seed)
+                    temperature, seed, kept)
+
+
+def prompt_context(spec: DrafterSpec, tcfg: dict, engines: list[str], max_model_len: int | None) -> int:
+    """Native runs the drafter at its own context; engines raise the drafter's to max_model_len
+    (vllm/config/speculative.py), which defaults to the target's."""
+    limits = [tcfg.get("max_position_embeddings")]
+    if "native" in engines:
+        limits.append(spec.max_position_embeddings)
+    else:
+        limits.append(max_model_len)
+    return min([x for x in limits if x] or [1 << 62])
 
 
 def too_long(prompts: list[Prompt], encoded: list[list[int]], context: int, extra: int) -> list[dict]:
@@ -259,7 +278,7 @@ def measure(name: str, work: Workload, device: str, dtype: str, endpoint: str | 
 def report_for(work: Workload, m: Measurement) -> VerifyReport:
     """One report from one measurement; the engine's own counters are the headline when it keeps them."""
     k, tally, buckets, per_prompt = work.k, Tally(work.k), {}, []
-    for i, (p, steps) in enumerate(zip(work.prompts, m.accepted)):
+    for i, p, steps in zip(work.indices, work.prompts, m.accepted):
         if steps is None:
             continue
         tally.add(steps)

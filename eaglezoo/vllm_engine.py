@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from .engines import engine_support
 from .errors import EngineError, UsageError
@@ -31,6 +31,46 @@ WORKER = Path(__file__).with_name("vllm_worker.py")
 VLLM_DTYPES = {"auto": "auto", "float32": "float32", "fp32": "float32", "bfloat16": "bfloat16", "bf16": "bfloat16",
                "float16": "float16", "fp16": "float16"}
 LEAKY_ENV = ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "VIRTUAL_ENV", "__PYVENV_LAUNCHER__")
+
+
+class EngineEvent(BaseModel):
+    version: str
+    device: str
+    dtype: str
+    start_s: float
+    patched: str | None = None
+
+
+class RequestResult(BaseModel):
+    tokens: list[int]
+    e2e_s: float
+    ttft_s: float | None
+    accepted: list[int] | None
+
+
+class Counters(BaseModel):
+    drafts: int
+    draft_tokens: int
+    accepted: int
+    per_position: list[int]
+
+
+class PassEvent(BaseModel):
+    concurrency: int
+    wall_s: float
+    requests: list[RequestResult]
+    counters: Counters
+
+
+class WorkerResult(BaseModel):
+    """What the worker reports (vllm_worker.py): checked here, so a malformed event is one sentence."""
+
+    engine: EngineEvent
+    passes: list[PassEvent]
+
+
+RESERVED = {"model", "revision", "speculative_config", "seed", "data_parallel_size", "disable_log_stats",
+            "enable_prefix_caching", "per_request_spec_decode_metrics"}  # eaglezoo sets these itself
 
 
 class EngineOptions(BaseModel):
@@ -70,8 +110,9 @@ class EngineOptions(BaseModel):
 
 
 def engine_options(**given) -> EngineOptions:
-    from pydantic import ValidationError
-
+    reserved = sorted(RESERVED & set(given.get("extra") or {}))
+    if reserved:
+        raise UsageError(f"--engine-args cannot set {', '.join(reserved)}: eaglezoo sets it (use its own option)")
     try:
         return EngineOptions(**given)
     except ValidationError as exc:
@@ -92,9 +133,10 @@ def engine_python(given: str | None) -> str:
     return sys.executable
 
 
-def measure_vllm(work: Workload, opts: EngineOptions, speedup: list[int] | None, progress: Progress) -> Measurement:
-    t_start = time.perf_counter()
+def preflight(work: Workload, opts: EngineOptions) -> tuple[str, str | None]:
+    """Everything that can be refused before any engine runs: interpreter, data parallel, the drafter."""
     python = engine_python(opts.python)
+    opts.llm_args()
     if opts.data_parallel_size > 1:
         raise UsageError("vLLM's offline engine does not run data parallel in one process (it raises for "
                          "LLM(data_parallel_size>1))",
@@ -103,12 +145,18 @@ def measure_vllm(work: Workload, opts: EngineOptions, speedup: list[int] | None,
     support = next(e for e in engine_support(work.spec) if e.engine == "vllm")
     if not support.faithful:
         raise UsageError(f"vLLM cannot serve this drafter faithfully: {'; '.join(support.notes)}")
+    return python, support.min_version
+
+
+def measure_vllm(work: Workload, opts: EngineOptions, speedup: list[int] | None, progress: Progress) -> Measurement:
+    t_start = time.perf_counter()
+    python, min_version = preflight(work, opts)
     with tempfile.TemporaryDirectory(prefix="eaglezoo-vllm-") as tmp:
         drafter = engine_drafter(work, Path(tmp) / "drafter")
         request = {"model": work.target_name, "revision": work.target_revision, "k": work.k,
                    "engine_args": opts.llm_args() | ({"seed": work.seed} if work.seed is not None else {}),
                    "prompts": work.encoded, "max_tokens": work.max_new_tokens, "temperature": work.temperature,
-                   "seed": work.seed, "min_version": support.min_version,
+                   "seeds": work.seeds(), "min_version": min_version,
                    "concurrency": speedup or [len(work.encoded)]}
         spec_run = run_worker(python, {**request, "drafter": str(drafter), "label": "with the drafter"},
                               Path(tmp), opts.timeout_s, progress)
@@ -155,33 +203,37 @@ def run_worker(python: str, request: dict, tmp: Path, timeout_s: float, progress
         proc = subprocess.Popen([python, str(WORKER), str(req_path)], stdout=subprocess.PIPE,
                                 stderr=None if debug else log, env=engine_env(), start_new_session=True)
         try:
-            events = read_events(proc, time.monotonic() + timeout_s, progress, label)
+            events = read_events(proc, time.monotonic() + timeout_s, progress, label, len(request["concurrency"]))
         finally:
             stop(proc)
-    result = {"engine": None, "passes": []}
     for e in events:
         if e["event"] == "error":
             raise worker_error(e, python)
-        if e["event"] == "engine":
-            result["engine"] = e
-        elif e["event"] == "pass":
-            result["passes"].append(e)
-    if result["engine"] is None or len(result["passes"]) != len(request["concurrency"]):
-        raise EngineError(f"the vLLM process ended without a result (exit status {proc.returncode})",
+    try:
+        result = WorkerResult(engine=next(e for e in events if e["event"] == "engine"),
+                              passes=[e for e in events if e["event"] == "pass"])
+    except (StopIteration, ValidationError):
+        result = None
+    if result is None or len(result.passes) != len(request["concurrency"]):
+        raise EngineError(f"the vLLM process ended without a complete result (exit status {proc.returncode})",
                           hint="rerun with EAGLEZOO_DEBUG=1 to see the engine's log")
-    return result
+    return result.model_dump()
 
 
-def read_events(proc: subprocess.Popen, deadline: float, progress: Progress, label: str) -> list[dict]:
+def read_events(proc: subprocess.Popen, deadline: float, progress: Progress, label: str, passes: int) -> list[dict]:
+    """Events until the worker reported its last pass or an error, or exited. Not until end of file:
+    an engine-core process forked by vLLM inherits the pipe and may outlive the worker."""
     events, buffer, fd = [], b"", proc.stdout.fileno()
     with selectors.DefaultSelector() as sel:
         sel.register(fd, selectors.EVENT_READ)
-        while True:
+        while not finished(events, passes):
             left = deadline - time.monotonic()
             if left <= 0:
                 raise EngineError("the vLLM process did not finish in time",
                                   hint="raise --engine-timeout (seconds), or check the engine with EAGLEZOO_DEBUG=1")
             if not sel.select(timeout=min(left, 1.0)):
+                if proc.poll() is not None:
+                    return events
                 continue
             chunk = os.read(fd, 1 << 20)
             if not chunk:
@@ -192,6 +244,11 @@ def read_events(proc: subprocess.Popen, deadline: float, progress: Progress, lab
                 if event is not None:
                     events.append(event)
                     show(event, progress, label)
+    return events
+
+
+def finished(events: list[dict], passes: int) -> bool:
+    return any(e["event"] == "error" for e in events) or sum(e["event"] == "pass" for e in events) >= passes
 
 
 def parse_event(line: bytes) -> dict | None:
@@ -204,22 +261,34 @@ def parse_event(line: bytes) -> dict | None:
 
 def show(event: dict, progress: Progress, label: str) -> None:
     if event["event"] == "engine":
-        progress(0, None, phase=f"vLLM started in {event['start_s']:.0f}s; measuring {label}")
-    elif event["event"] == "progress":
-        progress(event["done"], event["total"], phase=f"vLLM, {event['phase']}")
+        progress(0, None, phase=f"vLLM started; measuring {label}")
+    elif event["event"] == "progress" and isinstance(event.get("done"), int) and isinstance(event.get("total"), int):
+        progress(event["done"], event["total"], phase=f"vLLM, {label}")
 
 
 def stop(proc: subprocess.Popen) -> None:
-    """The worker, vLLM's engine core and its rank workers share one process group: end them all."""
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-    except ProcessLookupError:
-        pass
+    """The worker, vLLM's engine core and its rank workers share one process group: end them all,
+    SIGTERM first, then SIGKILL for whatever is left after a grace period (a rank stuck on a GPU)."""
+    signal_group(proc.pid, signal.SIGTERM)
     try:
         proc.wait(timeout=30)
     except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=30)
+        pass
+    for _ in range(20):
+        if not signal_group(proc.pid, 0):
+            break
+        time.sleep(0.5)
+    signal_group(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+
+
+def signal_group(pgid: int, sig: int) -> bool:
+    """Sends sig to the group; False when no process of it is left."""
+    try:
+        os.killpg(pgid, sig)
+        return True
+    except ProcessLookupError:
+        return False
 
 
 def engine_env() -> dict:

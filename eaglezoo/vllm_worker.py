@@ -140,7 +140,7 @@ def delta(before: dict, after: dict) -> dict:
 def sampling(req: dict, index: int, max_tokens: int):
     from vllm import SamplingParams
 
-    seed = None if req.get("seed") is None else req["seed"] + index  # per request: independent of batching
+    seed = None if req.get("seeds") is None else req["seeds"][index]  # per request: independent of batching
     return SamplingParams(temperature=req["temperature"], max_tokens=max_tokens, ignore_eos=True, seed=seed,
                           detokenize=False)
 
@@ -177,6 +177,12 @@ def finished(out, e2e_s: float, ttft_s: float | None) -> dict:
 def main() -> None:
     req = json.loads(open(sys.argv[1], encoding="utf-8").read())
     try:
+        import vllm  # noqa: F401
+    except ImportError as exc:
+        emit("error", kind="no-vllm", message=f"this interpreter cannot import vLLM ({exc.name or exc})")
+        PROTOCOL.flush()
+        os._exit(0)
+    try:
         version = check_version(req.get("min_version"))
         check_devices(req["engine_args"])
         patched = check_sampler(req)
@@ -188,8 +194,6 @@ def main() -> None:
             before = counters(llm)
             result = run_pass(llm, req, concurrency, req.get("label", "measuring"))
             emit("pass", index=n, counters=delta(before, counters(llm)), **result)
-    except ImportError as exc:
-        emit("error", kind="no-vllm", message=f"this interpreter cannot import vLLM ({exc.name or exc})")
     except Refusal as exc:
         emit("error", kind=exc.kind, message=str(exc))
     except Exception as exc:  # the engine's own message is the useful one; the traceback stays on stderr

@@ -79,6 +79,16 @@ def test_prompts_over_max_model_len_are_skipped_and_reported(compared):
     assert compared["num_prompts"] == 8
 
 
+def test_a_skipped_prompt_keeps_every_other_prompts_index(tmp_path):
+    rows = [{"prompt": LONG_PROMPT * 8, "bucket": "long"}, {"prompt": "The river"}, {"prompt": "A small town"}]
+    prompts = tmp_path / "p.jsonl"
+    prompts.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    r = run_cli("verify", "tiny-example-eagle31", "--prompts", prompts, "--max-new-tokens", "8", "--json")
+    report = r.json()
+    assert [s["index"] for s in report["skipped_prompts"]] == [0]
+    assert [p["index"] for p in report["per_prompt"]] == [1, 2]
+
+
 def test_speedup_at_each_concurrency_with_identical_greedy_text(vllm_ready):
     r = verify(*PAIR, "--max-prompts", "4", "--engine", "vllm", *ENGINE, "--speedup", "--concurrency", "1,4")
     assert r.code == 0, r.err + r.out
@@ -237,6 +247,14 @@ def test_endpoint_that_is_down_or_answers_garbage():
         httpd.shutdown()
     assert_clean_failure(r, contains="did not answer with JSON")
     assert_clean_failure(run_cli("verify", "tiny-example-eagle31", "--endpoint", "ftp://x"), contains="http://")
+    assert_clean_failure(run_cli("verify", "tiny-example-eagle31", "--endpoint", "http://127.0.0.1:abc"),
+                         contains="cannot be reached")
+    with socket.socket() as raw:  # a TCP server that is not HTTP
+        raw.bind(("127.0.0.1", 0))
+        raw.listen()
+        threading.Thread(target=lambda: raw.accept()[0].sendall(b"SSH-2.0-OpenSSH\r\n"), daemon=True).start()
+        r = run_cli("verify", "tiny-example-eagle31", "--endpoint", f"http://127.0.0.1:{raw.getsockname()[1]}")
+    assert_clean_failure(r, contains="not an HTTP server")
 
 
 def test_engine_interpreter_without_vllm():
@@ -253,6 +271,7 @@ def test_engine_interpreter_without_vllm():
     (["--engine", "vllm", "--engine-args", "[1]"], "JSON object"),
     (["--engine", "vllm", "--distributed-executor-backend", "slurm"], "distributed-executor-backend"),
     (["--engine", "vllm", "--speedup", "--concurrency", "0"], "--concurrency"),
+    (["--engine", "vllm", "--engine-args", '{"speculative_config": {}}'], "cannot set speculative_config"),
 ])
 def test_requests_that_cannot_be_measured_as_asked(args, says):
     assert_clean_failure(run_cli("verify", "tiny-example-eagle31", *args), contains=says)
