@@ -244,7 +244,7 @@ def prompt_context(spec: DrafterSpec, tcfg: dict, engines: list[str], max_model_
     limits = [tcfg.get("max_position_embeddings")]
     if "native" in engines:
         limits.append(spec.max_position_embeddings)
-    else:
+    if any(e != "native" for e in engines):
         limits.append(max_model_len)
     return min([x for x in limits if x] or [1 << 62])
 
