@@ -23,7 +23,7 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeR
 from rich.table import Table
 
 from . import __version__
-from .errors import EXIT_FINDINGS, EXIT_USAGE, UsageError, describe, raise_on_termination
+from .errors import EXIT_FINDINGS, EXIT_USAGE, UsageError, describe, printable, raise_on_termination
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Convert, lint, verify and publish EAGLE-3 / EAGLE 3.1 drafters.")
@@ -504,7 +504,7 @@ def run(argv: list[str] | None = None) -> None:
 
 
 def report_error(message: str, hint: str | None, code: str, exit_code: int, as_json: bool) -> int:
-    message = " ".join(message.split())  # one line, whatever the source
+    message, hint = printable(message), printable(hint) if hint else hint  # one line, whatever the source
     if as_json:
         print_json({"error": message, "hint": hint, "code": code, "exit_code": exit_code})
     else:

@@ -17,8 +17,9 @@ import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
+from urllib.parse import urlparse
 
-from .errors import EngineError, UsageError
+from .errors import EaglezooError, EngineError, UsageError, printable
 from .verify import Measurement, Progress, Workload
 
 MAX_ANSWER = 64 << 20  # bytes: a server that streams more is not answering a completion
@@ -26,14 +27,15 @@ COUNTERS = {"vllm:spec_decode_num_drafts": "drafts", "vllm:spec_decode_num_draft
             "vllm:spec_decode_num_accepted_tokens": "accepted"}
 PER_POSITION = "vllm:spec_decode_num_accepted_tokens_per_pos"
 CONCURRENCY = 8
+LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 
 
-def measure_endpoint(work: Workload, url: str, engine_options, progress: Progress) -> Measurement:
+def measure_endpoint(work: Workload, url: str, progress: Progress) -> Measurement:
     t_start = time.perf_counter()
     base = server_base(url)
     model = served_model(base, work)
     config = speculative_config(base)
-    notes = check_drafter(config, work)
+    notes = check_drafter(config, work, base)
     before = scrape(base)
     progress(0, len(work.encoded), phase=f"measuring {base}")
     t0 = time.perf_counter()
@@ -51,7 +53,7 @@ def measure_endpoint(work: Workload, url: str, engine_options, progress: Progres
     return Measurement(accepted=accepted, tokens=[r["tokens"] for r in results],
                        engine={"name": "endpoint", "url": base, "model": model,
                                "speculative_config": config, "version": server_version(base)},
-                       device="remote", dtype=str((config or {}).get("dtype") or "unknown").removeprefix("torch."), counters=counters,
+                       device="remote", dtype=(config or {}).get("dtype") or "unknown", counters=counters,
                        timing={"measure_s": wall, "total_s": time.perf_counter() - t_start}, notes=notes)
 
 
@@ -108,11 +110,6 @@ def _server_says(exc: urllib.error.HTTPError) -> str | None:
     return printable(str(message))[:200] if message else None
 
 
-def printable(text: str) -> str:
-    """A server's words, safe to print: no control characters, one line."""
-    return " ".join("".join(c if c.isprintable() else " " for c in text).split())
-
-
 def served_model(base: str, work: Workload) -> str:
     """The served model's name, after checking it is the named target (vLLM reports its path or repo as root)."""
     body = request(base, "/v1/models")
@@ -141,7 +138,7 @@ def speculative_config(base: str) -> dict | None:
         return None
     config = info["vllm_config"].get("speculative_config")
     model = info["vllm_config"].get("model_config")
-    dtype = printable(str(model.get("dtype"))) if isinstance(model, dict) and model.get("dtype") else None
+    dtype = printable(str(model["dtype"])).removeprefix("torch.") if isinstance(model, dict) and model.get("dtype") else None
     if not isinstance(config, dict):
         return {"method": None, "dtype": dtype}
     depth = config.get("num_speculative_tokens")
@@ -150,8 +147,8 @@ def speculative_config(base: str) -> dict | None:
             "num_speculative_tokens": depth if isinstance(depth, int) else None, "dtype": dtype}
 
 
-def check_drafter(config: dict | None, work: Workload) -> list[str]:
-    """The server's drafter must be the named one: the same tensors, when its folder is readable here."""
+def check_drafter(config: dict | None, work: Workload, base: str) -> list[str]:
+    """The server's drafter must be the named one: the same tensors, when the server runs on this machine."""
     if config is None:
         return ["the server does not say which drafter it loaded (start it with VLLM_SERVER_DEV_MODE=1 so that "
                 "eaglezoo can check); acceptance is reported for whatever it serves"]
@@ -162,23 +159,29 @@ def check_drafter(config: dict | None, work: Workload) -> list[str]:
         raise UsageError(f"the server drafts K={config['num_speculative_tokens']}, not {work.k}",
                          hint=f"run with -k {config['num_speculative_tokens']}")
     served = Path(str(config["model"]))
+    if urlparse(base).hostname not in LOOPBACK:
+        return [f"the server runs on another machine: its drafter {config['model']} was not compared"]
     if not served.is_dir():
         return [f"the server's drafter {config['model']} is not a folder on this machine: its identity was not checked"]
-    if not same_drafter(served, work):
+    same = same_drafter(served, work)
+    if same is None:
+        return [f"the server's drafter {served} could not be read here: its identity was not checked"]
+    if not same:
         raise EngineError(f"the server's drafter ({served}) is not the drafter named ({work.drafter_dir}): "
                           "their weights differ", hint="verify the drafter the server loads, or restart it with this one")
     return []
 
 
-def same_drafter(served: Path, work: Workload) -> bool:
+def same_drafter(served: Path, work: Workload) -> bool | None:
+    """Whether the server's drafter folder holds the named drafter's tensors; None when unreadable."""
     import torch
 
     from .convert import canonical_state, read_drafter
 
     try:
         reading, ckpt, _ = read_drafter(served, None, work.opts)
-    except Exception:  # noqa: BLE001 - unreadable here is "not the same", said by the caller
-        return False
+    except (EaglezooError, OSError):
+        return None
     theirs, ours = canonical_state(reading, ckpt), canonical_state(work.reading, work.checkpoint)
     return theirs.keys() == ours.keys() and all(torch.equal(theirs[k], ours[k]) for k in ours)
 

@@ -71,6 +71,11 @@ def raise_on_termination() -> None:
         signal.signal(sig, handler)
 
 
+def printable(text: str) -> str:
+    """Text from elsewhere (a server, an engine), safe to print: no control characters, one line."""
+    return " ".join("".join(c if c.isprintable() else " " for c in text).split())
+
+
 @dataclass
 class Failure:
     message: str

@@ -188,17 +188,14 @@ def verify(drafter_dir: Path, target_dir: Path, *, engines: list[str] = ("native
     work = prepare(drafter_dir, target_dir, target_name or str(target_dir), target_revision, opts or ReadOptions(),
                    prompts_file, max_prompts, k, max_new_tokens, temperature, seed, engines,
                    engine_options.max_model_len if engine_options else None)
-    if "vllm" in engines:  # refuse before any engine runs, not after a long native pass
-        from .vllm_engine import EngineOptions, preflight
-
-        preflight(work, engine_options or EngineOptions())
-    reports = [report_for(work, measure(name, work, device, dtype, endpoint, engine_options, speedup, progress))
-               for name in engines]
-    report = reports[-1]
-    if len(reports) == 2:
+    # Engines first: what they refuse is refused before a long native pass, and the GPU is free after them.
+    measured = {name: report_for(work, measure(name, work, device, dtype, endpoint, engine_options, speedup, progress))
+                for name in sorted(engines, key=lambda name: name == "native")}
+    report = measured[engines[-1]]
+    if len(measured) == 2:
         from .compare import compare
 
-        report.comparison = compare(reports[0], reports[1])
+        report.comparison = compare(measured["native"], measured["vllm"])
     apply_thresholds(report, min_acceptance, min_al, floors_from_registry)
     return report
 
@@ -272,7 +269,7 @@ def measure(name: str, work: Workload, device: str, dtype: str, endpoint: str | 
         return measure_vllm(work, engine_options or EngineOptions(), speedup, progress)
     from .endpoint import measure_endpoint
 
-    return measure_endpoint(work, endpoint, engine_options, progress)
+    return measure_endpoint(work, endpoint, progress)
 
 
 def report_for(work: Workload, m: Measurement) -> VerifyReport:

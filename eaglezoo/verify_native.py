@@ -54,9 +54,6 @@ def measure_native(work: Workload, device: str, dtype: str, progress: Progress) 
         rms_sum = [a + b for a, b in zip(rms_sum, chains.feedback_rms)]
         tokens.append(seq[gen.prompt_len:gen.prompt_len + n_new].tolist())
         progress(i + 1, len(work.encoded), phase="verifying")
-    del target, drafter  # an engine measured next needs the GPU memory back
-    if device.startswith("cuda"):
-        torch.cuda.empty_cache()
     return Measurement(
         accepted=accepted, tokens=tokens, engine={"name": "native"}, device=device,
         dtype=str(torch_dtype).replace("torch.", ""),

@@ -28,8 +28,6 @@ from .errors import EngineError, UsageError
 from .verify import Measurement, Progress, Workload
 
 WORKER = Path(__file__).with_name("vllm_worker.py")
-VLLM_DTYPES = {"auto": "auto", "float32": "float32", "fp32": "float32", "bfloat16": "bfloat16", "bf16": "bfloat16",
-               "float16": "float16", "fp16": "float16"}
 LEAKY_ENV = ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "VIRTUAL_ENV", "__PYVENV_LAUNCHER__")
 
 
@@ -92,10 +90,12 @@ class EngineOptions(BaseModel):
     timeout_s: float = Field(3600, gt=0)
 
     def llm_args(self) -> dict:
-        if self.dtype not in VLLM_DTYPES:
-            raise UsageError(f"unknown --dtype {self.dtype!r}", hint=f"use one of {', '.join(VLLM_DTYPES)}")
+        from .target import resolve_dtype
+
+        # "auto" is the engine's own choice (the model's dtype); other names through the one alias table
+        dtype = "auto" if self.dtype == "auto" else str(resolve_dtype(self.dtype, "cpu")).removeprefix("torch.")
         args = {"tensor_parallel_size": self.tensor_parallel_size, "pipeline_parallel_size": self.pipeline_parallel_size,
-                "enable_expert_parallel": self.enable_expert_parallel, "dtype": VLLM_DTYPES[self.dtype],
+                "enable_expert_parallel": self.enable_expert_parallel, "dtype": dtype,
                 "trust_remote_code": self.trust_remote_code, "enforce_eager": self.enforce_eager}
         optional = {"distributed_executor_backend": self.distributed_executor_backend,
                     "max_model_len": self.max_model_len, "quantization": self.quantization,
@@ -308,4 +308,4 @@ def worker_error(event: dict, python: str) -> Exception:
     if kind == "devices":
         return UsageError(message, hint="lower --tensor-parallel-size / --pipeline-parallel-size, or span nodes "
                                         "with --distributed-executor-backend ray")
-    return EngineError(f"vLLM failed: {message[:300]}", hint="rerun with EAGLEZOO_DEBUG=1 to see the engine's log")
+    return EngineError(f"vLLM stopped: {message[:300]}", hint="rerun with EAGLEZOO_DEBUG=1 to see the engine's log")

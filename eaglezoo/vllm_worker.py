@@ -44,15 +44,18 @@ def check_devices(args: dict) -> None:
     """Ranks on one machine need one device each; Ray clusters and multi-node launches decide for themselves."""
     if args.get("distributed_executor_backend") == "ray" or int(args.get("nnodes", 1)) > 1:
         return
-    ranks = int(args.get("tensor_parallel_size", 1)) * int(args.get("pipeline_parallel_size", 1))
     import torch
 
     if torch.cuda.is_available():
         have, what = torch.cuda.device_count(), "GPU(s)"
     else:
         have, what = os.cpu_count() or 1, "CPU core(s) and no GPU"
-    if ranks > have:
-        raise Refusal("devices", f"tensor x pipeline parallel = {ranks} ranks, but this machine has {have} {what}")
+    if ranks(args) > have:
+        raise Refusal("devices", f"tensor x pipeline parallel = {ranks(args)} ranks, but this machine has {have} {what}")
+
+
+def ranks(args: dict) -> int:
+    return int(args.get("tensor_parallel_size", 1)) * int(args.get("pipeline_parallel_size", 1))
 
 
 def check_sampler(req: dict) -> str | None:
@@ -72,7 +75,7 @@ def check_sampler(req: dict) -> str | None:
     if torch.equal(rs.expand_batch_to_tokens(x, ends, 5), torch.tensor([0.7, 0.7, 1.3, 1.3, 1.3])):
         return None
     args = req["engine_args"]
-    if int(args.get("tensor_parallel_size", 1)) * int(args.get("pipeline_parallel_size", 1)) > 1:
+    if ranks(args) > 1:
         raise Refusal("engine-bug", "this vLLM build's CPU rejection sampler ignores the temperature (its expand "
                                     "kernel fallback leaves the output uninitialised), so sampled acceptance would be "
                                     "meaningless; measure temperature > 0 on one CPU rank or on GPU")
@@ -151,19 +154,21 @@ def run_pass(llm, req: dict, concurrency: int, label: str) -> dict:
 
     engine, prompts = llm.llm_engine, req["prompts"]
     pending, started, first, results = list(range(len(prompts))), {}, {}, [None] * len(prompts)
+    in_flight = done = 0
     t0 = time.perf_counter()
     while pending or engine.has_unfinished_requests():
-        while pending and len(started) - sum(r is not None for r in results) < concurrency:
+        while pending and in_flight < concurrency:
             i = pending.pop(0)
             engine.add_request(str(i), TokensPrompt(prompt_token_ids=prompts[i]), sampling(req, i, req["max_tokens"]))
-            started[i] = time.perf_counter()
+            started[i], in_flight = time.perf_counter(), in_flight + 1
         for out in engine.step():
             i, now = int(out.request_id), time.perf_counter()
             if out.outputs and out.outputs[0].token_ids and i not in first:
                 first[i] = now - started[i]
             if out.finished:
                 results[i] = finished(out, now - started[i], first.get(i))
-                emit("progress", phase=label, done=sum(r is not None for r in results), total=len(prompts))
+                in_flight, done = in_flight - 1, done + 1
+                emit("progress", phase=label, done=done, total=len(prompts))
     return {"concurrency": concurrency, "wall_s": time.perf_counter() - t0, "requests": results}
 
 
@@ -200,7 +205,8 @@ def main() -> None:
         import traceback
 
         traceback.print_exc()
-        emit("error", kind="engine", message=f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}")
+        lines = str(exc).strip().splitlines()  # what vLLM says to its users, not a traceback
+        emit("error", kind="engine", message=lines[0] if lines else f"{type(exc).__name__} without a message")
     PROTOCOL.flush()
     os._exit(0)  # engine worker processes and threads must not keep this process alive
 
