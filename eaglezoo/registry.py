@@ -1,144 +1,28 @@
-"""The registry: one YAML file per published drafter, validated by pydantic.
-
-Unknown values stay null; every fact carries a source. `status: verified` is accepted only with the
-date, the eaglezoo version and a committed verify report that really ran.
+"""The registry: one YAML file per published drafter (schema in `registry_schema`): loading with
+file:line errors, lookup, and the consistency checks beyond the schema. `status: verified` is
+accepted only with a committed verify report that really ran and passed its floors.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import ValidationError
 
 from .engines import engine_support
 from .errors import BadInput, UsageError
 from .fsutil import inside
-from .spec import AuxLayers, DrafterSpec
+from .registry_schema import Entry, Repo  # noqa: F401  (Repo: re-exported for sources)
+from .spec import AuxLayers
 
 SHA40 = re.compile(r"^[0-9a-f]{40}$")
 SHA256 = re.compile(r"^[0-9a-f]{64}$")
 ENGINES = ("vllm", "sglang", "tensorrt-llm")
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class Repo(Strict):
-    repo: str | None = None  # Hub repo id
-    revision: str | None = None  # commit sha when known, else a branch/tag, else null
-    path: str | None = None  # a drafter shipped in this repository (the embedded example)
-
-    @model_validator(mode="after")
-    def one_location(self):
-        if not (self.repo or self.path):
-            raise ValueError("needs repo or path")
-        return self
-
-
-class AuxRecord(Strict):
-    ids: list[int] | None = None
-    convention: Literal["boundary", "layer-output"] | None = None
-    source: str | None = None
-
-    @model_validator(mode="after")
-    def convention_with_ids(self):
-        if self.ids is not None and self.convention is None:
-            raise ValueError("aux ids without their convention")
-        if self.ids is not None and len(set(self.ids)) != len(self.ids):
-            raise ValueError("aux ids are not distinct")
-        return self
-
-
-class Flags(Strict):
-    fc_norm: bool | None = None
-    norm_output: bool | None = None
-    norm_before_fc: bool | None = None
-    norm_before_residual: bool | None = None
-
-
-class Reported(Strict):
-    metric: Literal["acceptance_length", "acceptance_rate", "speedup", "throughput_gain", "per_position_acceptance"]
-    value: float | list[float]
-    benchmark: str | None = None
-    engine: str | None = None
-    k: int | None = None
-    source: str
-
-
-class EngineConfig(Strict):
-    engine: Literal["vllm", "sglang", "tensorrt-llm"]
-    min_version: str | None = None
-    num_speculative_tokens: int = 3
-    notes: str | None = None
-
-
-class Status(Strict):
-    state: Literal["unverified", "verified", "failed"] = "unverified"
-    date: dt.date | None = None
-    eaglezoo_version: str | None = None
-    report: str | None = None  # a verify report committed under registry/reports/
-
-    @model_validator(mode="after")
-    def evidence(self):
-        if self.state != "unverified" and not (self.date and self.eaglezoo_version and self.report):
-            raise ValueError(f"status {self.state} needs date, eaglezoo_version and report")
-        return self
-
-
-class Entry(Strict):
-    id: str
-    drafter: Repo
-    target: Repo
-    publisher: str
-    dialect: Literal["safeai", "specforge", "speculators", "modelopt", "nemo", "torchspec", "eagle31"] | None = None
-    eagle_version: Literal["3", "3.1", "3.1-variant"]
-    arch: Literal["llama", "qwen3", "mla"] | None = None
-    aux_layers: AuxRecord = AuxRecord()
-    target_num_layers: int | None = None
-    target_vocab_size: int | None = None
-    draft_vocab_size: int | None = None
-    hidden_size: int | None = None
-    target_hidden_size: int | None = None
-    max_position_embeddings: int | None = None
-    flags: Flags = Flags()
-    licence: str | None = None
-    files: dict[str, str] = Field(default_factory=dict)  # file name -> sha256
-    reported: list[Reported] = Field(default_factory=list)
-    engines: list[EngineConfig] = Field(default_factory=list)
-    acceptance_floors: list[float] | None = None
-    prompts: str | None = None  # a JSONL prompt set in this repository that fits the drafter's context
-    status: Status = Status()
-    sources: list[str]
-    notes: list[str] = Field(default_factory=list)
-
-    def fill_read_options(self, opts) -> None:
-        """The registry knows what many published configs omit: the aux ids, with their convention."""
-        if opts.aux_layers is None and self.aux_layers.ids:
-            opts.aux_layers, opts.aux_convention = list(self.aux_layers.ids), self.aux_layers.convention
-
-    def spec(self) -> DrafterSpec | None:
-        """A DrafterSpec when the entry knows enough (for serving configs and engine floors)."""
-        if self.aux_layers.ids is None:
-            aux = None
-        else:
-            aux = AuxLayers(ids=tuple(self.aux_layers.ids), convention=self.aux_layers.convention)
-        h = self.hidden_size or 1
-        return DrafterSpec(arch=self.arch or "llama", architectures=[], num_layers=1, hidden_size=h,
-                           target_hidden_size=self.target_hidden_size or h, vocab_size=self.target_vocab_size or 1,
-                           draft_vocab_size=self.draft_vocab_size or self.target_vocab_size or 1,
-                           num_aux=len(self.aux_layers.ids or [0, 0, 0]), aux=aux,
-                           fc_norm=bool(self.flags.fc_norm), norm_output=bool(self.flags.norm_output),
-                           norm_before_fc=bool(self.flags.norm_before_fc),
-                           norm_before_residual=bool(self.flags.norm_before_residual),
-                           layer_config={"num_attention_heads": 1})
 
 
 def default_dir() -> Path:
@@ -279,8 +163,7 @@ def check_entry(entry: Entry, reg: Registry) -> list[str]:
         floor = computed[e.engine].min_version
         if e.min_version and floor and _v(e.min_version) < _v(floor):
             problems.append(f"engines.{e.engine}.min_version {e.min_version} is below {floor}, which its flags need")
-    if entry.acceptance_floors and any(not 0 <= x <= 1 for x in entry.acceptance_floors):
-        problems.append("acceptance_floors must lie in [0, 1]")
+    problems += _null_problems(entry)
     if entry.status.state != "unverified" and not any(p.startswith("status.report") for p in problems):
         problems += _report_problems(entry, reg.path(entry.status.report, "status.report"))
     return problems
@@ -291,6 +174,7 @@ def _path_problems(entry: Entry, reg: Registry) -> list[str]:
     problems = []
     paths = {"drafter.path": (entry.drafter.path, Path.is_dir), "target.path": (entry.target.path, Path.is_dir),
              "prompts": (entry.prompts, Path.is_file), "status.report": (entry.status.report, Path.is_file)}
+    paths |= {f"measured.{i}.report": (m.report, Path.is_file) for i, m in enumerate(entry.measured)}
     for what, (relative, exists) in paths.items():
         if relative is None:
             continue
@@ -299,6 +183,21 @@ def _path_problems(entry: Entry, reg: Registry) -> list[str]:
                 problems.append(f"{what} {relative} does not exist")
         except BadInput as exc:
             problems.append(exc.message)
+    return problems
+
+
+NEEDS_REASON_WHEN_NULL = ("hardware", "acceptance_floors")
+
+
+def _null_problems(entry: Entry) -> list[str]:
+    """A null that matters says why; a reason for a field that is set is stale."""
+    problems = [f"{name} is null and null_reasons.{name} does not say why" for name in NEEDS_REASON_WHEN_NULL
+                if getattr(entry, name) is None and name not in entry.null_reasons]
+    problems += [f"null_reasons.{name}: {name} is set" for name in entry.null_reasons
+                 if getattr(entry, name, None) is not None]
+    keys = [(f.k, f.temperature) for f in entry.acceptance_floors or []]
+    if len(set(keys)) != len(keys):
+        problems.append("acceptance_floors: two floors for the same K and temperature")
     return problems
 
 
@@ -314,6 +213,11 @@ def _report_problems(entry: Entry, report_path: Path) -> list[str]:
         problems.append("status.report measured no drafts")
     if entry.status.state == "verified" and report.get("failures"):
         problems.append("status verified, but the report lists failures")
+    thresholds = report.get("thresholds") or {}
+    if entry.status.state == "verified" and not (thresholds.get("min_acceptance") or thresholds.get("min_al")):
+        problems.append("status verified, but the report applied no floors")
+    if report.get("registry_id") not in (None, entry.id):
+        problems.append(f"status.report is a report for {report['registry_id']}")
     return problems
 
 

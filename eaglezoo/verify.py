@@ -9,14 +9,16 @@ offline engine in a subprocess, `vllm_engine.py`) or a running server (`endpoint
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Callable
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
+from . import __version__
 from .acceptance import Tally
 from .convert import read_drafter, target_config
 from .errors import BadInput, UsageError
@@ -63,6 +65,10 @@ class VerifyReport(BaseModel):
     comparison: dict | None = None
     thresholds: dict = {}
     failures: list[str] = []
+    registry_id: str | None = None  # the entry it measured, for `registry record`
+    drafter_revision: str | None = None  # the Hub commit measured, when the drafter came from the Hub
+    eaglezoo_version: str = __version__
+    created: str = Field(default_factory=lambda: dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"))
 
 
 @dataclass
@@ -163,17 +169,33 @@ def verify_source(drafter: str, target: str | None, *, revision: str | None = No
     tgt = target_for(src, target, registry_dir, weights="native" in engines)
     if tgt is None:
         raise UsageError("--target is required (or give a registry id, whose entry names the target)")
-    floors_from_registry = False
+    floors_note = None
     if src.entry is not None:
         src.entry.fill_read_options(opts)
-        if min_acceptance is None and src.entry.acceptance_floors:
-            min_acceptance, floors_from_registry = src.entry.acceptance_floors, True
+        if min_acceptance is None and kwargs.get("min_al") is None:
+            min_acceptance, kwargs["min_al"], floors_note = registry_floors(src.entry, kwargs.get("k", 3),
+                                                                            kwargs.get("temperature", 0.0))
         if prompts_file is None and src.entry.prompts:
             prompts_file = src.registry.path(src.entry.prompts, "prompts")
-    return verify(src.path, tgt.path, target_name=tgt.repo or str(tgt.path), target_revision=tgt.commit,
-                  prompts_file=prompts_file, min_acceptance=min_acceptance, opts=opts, engines=engines,
-                  endpoint=endpoint, engine_options=engine_options, floors_from_registry=floors_from_registry,
-                  **kwargs)
+    report = verify(src.path, tgt.path, target_name=tgt.repo or str(tgt.path), target_revision=tgt.commit,
+                    prompts_file=prompts_file, min_acceptance=min_acceptance, opts=opts, engines=engines,
+                    endpoint=endpoint, engine_options=engine_options, **kwargs)
+    report.notes += [floors_note] if floors_note else []
+    report.registry_id = src.entry.id if src.entry else None
+    report.drafter_revision = src.commit
+    return report
+
+
+def registry_floors(entry, k: int, temperature: float) -> tuple[list[float] | None, float | None, str | None]:
+    """The entry's floors for exactly this K and temperature (floors compare like with like)."""
+    floor = entry.floor_for(k, temperature)
+    if floor is not None:
+        return floor.per_position, floor.mean_acceptance_length, None
+    if not entry.acceptance_floors:
+        why = entry.null_reasons.get("acceptance_floors", "none recorded")
+        return None, None, f"the registry entry has no acceptance floors ({why})"
+    have = ", ".join(f"K={f.k} T={f.temperature:g}" for f in entry.acceptance_floors)
+    return None, None, f"the registry's acceptance floors are for {have}: none applied at K={k} T={temperature:g}"
 
 
 def verify(drafter_dir: Path, target_dir: Path, *, engines: list[str] = ("native",), endpoint: str | None = None,
@@ -181,7 +203,7 @@ def verify(drafter_dir: Path, target_dir: Path, *, engines: list[str] = ("native
            prompts_file: Path | None = None, max_prompts: int | None = None, opts: ReadOptions | None = None,
            min_acceptance: list[float] | None = None, min_al: float | None = None, temperature: float = 0.0,
            seed: int | None = None, speedup: list[int] | None = None, target_name: str | None = None,
-           target_revision: str | None = None, floors_from_registry: bool = False,
+           target_revision: str | None = None,
            progress: Progress = lambda *a, **kw: None) -> VerifyReport:
     engines = list(engines)
     check_request(k, max_new_tokens, max_prompts, min_acceptance, temperature, engines, speedup)
@@ -196,7 +218,7 @@ def verify(drafter_dir: Path, target_dir: Path, *, engines: list[str] = ("native
         from .compare import compare
 
         report.comparison = compare(measured["native"], measured["vllm"])
-    apply_thresholds(report, min_acceptance, min_al, floors_from_registry)
+    apply_thresholds(report, min_acceptance, min_al)
     return report
 
 
@@ -320,13 +342,7 @@ def headline_from_counters(c: dict, tally: Tally, k: int) -> tuple[dict, str | N
     return s, note
 
 
-def apply_thresholds(report: VerifyReport, min_acceptance: list[float] | None, min_al: float | None,
-                     floors_from_registry: bool = False) -> None:
-    """Floors compare like with like: the registry's floors are greedy (T = 0) figures."""
-    if floors_from_registry and report.sampling["temperature"] > 0:
-        report.notes.append("the registry's acceptance floors are for temperature 0: not applied at "
-                            f"T = {report.sampling['temperature']}")
-        min_acceptance = None
+def apply_thresholds(report: VerifyReport, min_acceptance: list[float] | None, min_al: float | None) -> None:
     report.thresholds = {"min_acceptance": min_acceptance, "min_al": min_al}
     if report.num_drafts == 0:
         report.failures.append("no drafts were measured (continuations too short for K)")

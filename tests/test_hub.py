@@ -25,6 +25,10 @@ def big_drafter(tmp_path_factory):
     return work / "out"
 
 
+def floor(per_position, k=3, temperature=0.0):
+    return {"k": k, "temperature": temperature, "per_position": per_position, "source": "tests"}
+
+
 def commits(hub, repo, branch="main"):
     r = hub[0].repos[repo]
     n, sha = 0, r.branches[branch]
@@ -229,7 +233,8 @@ def test_gpu_workflow_command_verifies_a_registry_entry(hub, tmp_path):
     entry = {"id": "tiny-example", "drafter": {"repo": "tester/tiny-eagle31", "revision": drafter_sha},
              "target": {"repo": "tester/tiny-target", "revision": target_sha}, "publisher": "tests",
              "dialect": "eagle31", "eagle_version": "3.1", "flags": {"fc_norm": True, "norm_output": True},
-             "acceptance_floors": [0.2, 0.05, 0.0], "sources": ["tests"]}
+             "acceptance_floors": [floor([0.2, 0.05, 0.0])], "sources": ["tests"],
+             "null_reasons": {"hardware": "a CPU test"}}
     (reg / "tiny-example.yaml").write_text(yaml.safe_dump(entry))
     report = tmp_path / "reports" / "tiny-example.json"
     report.parent.mkdir()
@@ -238,7 +243,8 @@ def test_gpu_workflow_command_verifies_a_registry_entry(hub, tmp_path):
     assert r.code == 0, r.out + r.err
     data = json.loads(report.read_text())
     assert data["thresholds"]["min_acceptance"] == [0.2, 0.05, 0.0] and data["num_drafts"] > 0
-    entry["acceptance_floors"] = [0.99, 0.99, 0.99]
+    assert data["registry_id"] == "tiny-example" and data["drafter_revision"] == drafter_sha
+    entry["acceptance_floors"] = [floor([0.99, 0.99, 0.99])]
     (reg / "tiny-example.yaml").write_text(yaml.safe_dump(entry))
     r = hubcli(hub, "verify", "tiny-example", "--device", "cpu", "--report", report, "--max-prompts", "4",
                "--prompts", EXAMPLE / "prompts.jsonl", EAGLEZOO_REGISTRY=str(reg))

@@ -112,7 +112,7 @@ def test_temperature_is_measured_seeded_and_reproducible(vllm_ready):
     assert (a["num_drafts"], a["num_accepted"]) == (b["num_drafts"], b["num_accepted"])
     # Rejection sampling accepts draft d with p_T(d): below greedy (2.42), far above the broken sampler's ~1.0.
     assert 1.4 < a["mean_acceptance_length"] < 2.42
-    assert any("registry's acceptance floors are for temperature 0" in n for n in a["notes"])
+    assert any("acceptance floors are for K=3 T=0: none applied at K=3 T=0.7" in n for n in a["notes"])
 
 
 def test_tensor_parallel_2_counts_what_one_rank_counts(vllm_ready):
