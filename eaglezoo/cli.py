@@ -284,78 +284,6 @@ def render_lint(report) -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# registry
-
-
-registry_app = typer.Typer(no_args_is_help=True, help="The registry of published drafters (registry/*.yaml).")
-app.add_typer(registry_app, name="registry")
-
-
-@registry_app.command("list")
-def registry_list(
-    target: Annotated[Optional[str], typer.Option(metavar="TARGET", help="Only drafters for this target (substring, case-insensitive).")] = None,
-    registry_dir: RegistryOpt = None,
-    as_json: JsonOpt = False,
-):
-    """List registry entries (a file that does not load is named on stderr; the others still list)."""
-    from . import registry
-
-    reg = registry.load(registry_dir)
-    entries = [e for e in reg.entries.values()
-               if not target or target.lower() in (e.target.repo or e.target.path or "").lower()]
-    for message in reg.broken.values():
-        err.print(f"warning: skipped {message}", markup=False)
-    emit([e.model_dump(mode="json") for e in entries], as_json, lambda: render_registry(entries))
-
-
-def render_registry(entries) -> None:
-    table = Table("id", "target", "dialect", "EAGLE", "aux ids", "reported", "status")
-    for e in entries:
-        rep = next((f"AL {x.value}" for x in e.reported if x.metric == "acceptance_length" and not isinstance(x.value, list)), "")
-        ids = f"{e.aux_layers.ids} {e.aux_layers.convention}" if e.aux_layers.ids else "[red]unknown[/red]"
-        table.add_row(e.id, e.target.repo or e.target.path or "", e.dialect or "?", e.eagle_version, ids, rep, e.status.state)
-    out.print(table)
-    out.print(f"{len(entries)} entries")
-
-
-@registry_app.command("show")
-def registry_show(entry_id: Annotated[str, typer.Argument(metavar="ID", help="Registry id, or the path of its YAML file.")],
-                  registry_dir: RegistryOpt = None, as_json: JsonOpt = False):
-    """Show one registry entry."""
-    from . import registry
-
-    entry, _ = registry.lookup(entry_id, registry_dir)
-
-    def render():
-        import yaml
-        out.print(yaml.safe_dump(entry.model_dump(mode="json", exclude_none=True), sort_keys=False), markup=False)
-    emit(entry.model_dump(mode="json"), as_json, render)
-
-
-@registry_app.command("check")
-def registry_check(
-    entries: Annotated[Optional[list[str]], typer.Argument(metavar="[ID|FILE]...", help="Only these entries (default: all).")] = None,
-    online: Annotated[bool, typer.Option(help="Also fetch configs and safetensors headers from the Hub and lint remotely.")] = False,
-    registry_dir: RegistryOpt = None,
-    as_json: JsonOpt = False,
-):
-    """Validate every entry: schema (file:line errors), consistency, and with --online the published files."""
-    from .registry import check_selected
-
-    results = check_selected(entries or [], registry_dir, online)
-    bad = {k: v for k, v in results.items() if v["problems"]}
-
-    def render():
-        for entry_id, r in results.items():
-            mark = "[red]FAIL[/red]" if r["problems"] else "[green]ok[/green]"
-            out.print(f"{mark} {entry_id}" + "".join(f"\n     {p}" for p in r["problems"]))
-        out.print(f"{len(results)} checked, {len(bad)} with problems")
-    emit({"checked": len(results), "failed": len(bad), "entries": results}, as_json, render)
-    if bad:
-        raise typer.Exit(EXIT_FINDINGS)
-
-
-# --------------------------------------------------------------------------------------------
 # serve-config
 
 
@@ -521,7 +449,7 @@ def _exit(code: int) -> None:
     sys.exit(code)
 
 
-from . import cli_verify  # noqa: E402,F401 - registers `verify` on the app
+from . import cli_registry, cli_verify  # noqa: E402,F401 - register `registry` and `verify` on the app
 
 if __name__ == "__main__":
     run()

@@ -16,6 +16,8 @@ OVERHEAD = 4 * GiB
 KV_TOKENS = 8 * 8192  # verify's heaviest default workload: 8 sequences in flight at --max-model-len 8192
 # (GPU memory GB, GPUs per node, nodes), smallest first: the runner classes CI has.
 LAYOUTS = ((80, 1, 1), (80, 2, 1), (80, 4, 1), (80, 8, 1), (141, 8, 1), (141, 8, 2))
+RUNNERS = tuple(Hardware(gpu_memory_gb=m, gpus_per_node=g, nodes=n, tensor_parallel_size=g * n, source="").runner
+                for m, g, n in LAYOUTS)  # the self-hosted runner labels: one per layout
 EXPERT_KEYS = ("num_experts", "n_routed_experts", "num_local_experts")
 
 

@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from .engines import engine_support
 from .errors import BadInput, UsageError
 from .fsutil import inside
+from .hardware import RUNNERS
 from .registry_schema import Entry, Repo  # noqa: F401  (Repo: re-exported for sources)
 from .spec import AuxLayers
 
@@ -164,6 +165,10 @@ def check_entry(entry: Entry, reg: Registry) -> list[str]:
         if e.min_version and floor and _v(e.min_version) < _v(floor):
             problems.append(f"engines.{e.engine}.min_version {e.min_version} is below {floor}, which its flags need")
     problems += _null_problems(entry)
+    if entry.hardware and entry.hardware.runner not in RUNNERS:
+        problems.append(f"hardware class {entry.hardware.runner} has no CI runner (runners: {', '.join(RUNNERS)})")
+    if entry.status.state == "verified" and not any(m.passed and m.report == entry.status.report for m in entry.measured):
+        problems.append("status verified without a passing measurement recorded by `registry record`")
     if entry.status.state != "unverified" and not any(p.startswith("status.report") for p in problems):
         problems += _report_problems(entry, reg.path(entry.status.report, "status.report"))
     return problems
@@ -243,22 +248,31 @@ def check_all(reg: Registry, only: list[str] | None = None) -> dict[str, list[st
     return results
 
 
-def check_selected(args: list[str], directory: Path | None = None, online: bool = False) -> dict[str, dict]:
-    """`registry check [ID|FILE]...`: problems per entry; a FILE is checked within its own folder."""
+def select(args: list[str], directory: Path | None = None) -> tuple[Registry, list[str]]:
+    """The registry that `[ID|FILE]...` names, and the ids (all when none is named): a FILE is taken
+    within its own folder; every id must exist (a broken file counts, to be reported)."""
     files = [a for a in args if is_entry_file(a)]
     folders = {Path(f).resolve().parent for f in files}
     if len(folders) > 1 or (files and len(files) != len(args)):
-        raise UsageError("check entry files from one registry folder at a time (or ids only)")
+        raise UsageError("name entry files from one registry folder at a time (or ids only)")
     reg = load(Path(files[0]).parent if files else directory)
     only = [Path(a).stem if a in files else a for a in args]
+    for entry_id in only:
+        if entry_id not in reg.entries and entry_id not in reg.broken:
+            reg.get(entry_id)  # raises: no such entry, with suggestions
+    return reg, only
+
+
+def check_selected(args: list[str], directory: Path | None = None, online: bool = False) -> dict[str, dict]:
+    """`registry check [ID|FILE]...`: problems per entry; a FILE is checked within its own folder."""
+    reg, only = select(args, directory)
     results = {k: {"problems": v} for k, v in check_all(reg, only).items()}
-    missing = [a for a in only if a not in results]
-    if missing:
-        reg.get(missing[0])  # raises: no such entry, with suggestions
     if online:
+        from .registry_sync import pin_problems
         from .remote import check_online
         for entry_id, result in results.items():
             if entry_id in reg.entries:
                 result["online"] = check_online(reg.entries[entry_id])
+                result["online"]["problems"] = pin_problems(reg.entries[entry_id]) + result["online"]["problems"]
                 result["problems"] += result["online"]["problems"]
     return results

@@ -80,7 +80,7 @@ class Hardware(Strict):
     pipeline_parallel_size: int = Field(1, ge=1)
     expert_parallel: bool = False
     quantization: str | None = None
-    source: str  # "registry sync: ..." when computed (sync may recompute it); anything else is a hand override
+    source: str  # "registry sync: ..." computed, "estimate: ..." from the name; anything else overrides by hand
 
     @model_validator(mode="after")
     def parallelism_fills_the_gpus(self):
@@ -95,8 +95,9 @@ class Hardware(Strict):
         return f"gpu-{per_node}" if self.nodes == 1 else f"gpu-{self.nodes}x{per_node}"
 
     @property
-    def computed(self) -> bool:
-        return self.source.startswith("registry sync")
+    def recomputable(self) -> bool:
+        """Computed by the rule (or estimated): sync may replace it; a hand override it keeps."""
+        return self.source.startswith(("registry sync", "estimate"))
 
 
 class Floor(Strict):
@@ -131,7 +132,7 @@ class Measured(Strict):
     acceptance_per_position: list[float]
     mean_acceptance_length: float
     num_drafts: int
-    passed: bool
+    passed: bool | None  # null: the entry had no floors at this K and temperature
     date: dt.date
     eaglezoo_version: str
     report: str  # the report, kept under registry/reports/
@@ -169,6 +170,7 @@ class Entry(Strict):
     target_parameters: int | None = None
     target_weight_bytes: int | None = None
     target_dtype: str | None = None
+    target_remote_code: bool | None = None  # the target's config maps its classes to code in its repo (auto_map)
     flags: Flags = Flags()
     licence: str | None = None
     files: dict[str, str] = Field(default_factory=dict)  # file name -> sha256

@@ -56,6 +56,27 @@ class Hub:
         self.requests: list[tuple[str, str]] = []
         self.extra_siblings: dict[str, list[str]] = {}  # repo -> malicious names listed but absent
         self.fail_next = 0  # answer this many requests with 503 (network trouble)
+        self.unauthorized: set[str] = set()  # repos that answer 401 to everyone (private, token cannot see them)
+
+    def commit(self, repo_id: str, add: dict[str, bytes], delete: tuple[str, ...] = (), title: str = "seed") -> str:
+        """A commit on main made server-side (tests seed repos with it); *.safetensors files are LFS."""
+        repo = self.repos.setdefault(repo_id, Repo(private=False))
+        parent = repo.branches["main"]
+        files = repo.files(parent)
+        for name, data in add.items():
+            if name.endswith(".safetensors"):
+                oid = hashlib.sha256(data).hexdigest()
+                self.blobs[oid] = data
+                files[name] = {"oid": git_blob_sha1(b"lfs pointer " + oid.encode()), "size": len(data), "lfs": oid}
+            else:
+                self.blobs[git_blob_sha1(data)] = data
+                files[name] = {"oid": git_blob_sha1(data), "size": len(data), "lfs": None}
+        for name in delete:
+            files.pop(name)
+        sha = hashlib.sha1(json.dumps([repo_id, parent, sorted(files.items()), title]).encode()).hexdigest()
+        repo.commits[sha] = {"files": files, "parent": parent, "title": title, "date": "2026-11-23T00:00:00Z"}
+        repo.branches["main"] = sha
+        return sha
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -104,6 +125,9 @@ class Handler(BaseHTTPRequestHandler):
 
     def _repo(self, repo_id: str, rev: str | None = None):
         repo = self.hub.repos.get(repo_id)
+        if repo_id in self.hub.unauthorized:
+            self._error(401, "RepoNotFound", "Repository not found: invalid credentials or private repository")
+            return None, None
         if repo is None:
             self._error(404, "RepoNotFound", f"Repository {repo_id} not found")
             return None, None
@@ -165,7 +189,17 @@ class Handler(BaseHTTPRequestHandler):
             siblings.append(s)
         siblings += [{"rfilename": p} for p in self.hub.extra_siblings.get(repo_id, [])]
         self._send(200, {"id": repo_id, "modelId": repo_id, "sha": sha or "0" * 40, "siblings": siblings,
-                         "private": repo.private, "cardData": {}, "tags": []})
+                         "private": repo.private, "cardData": self._card_data(repo.files(sha)), "tags": []})
+
+    def _card_data(self, files: dict) -> dict:
+        """The README's YAML front matter, as the Hub parses it into cardData."""
+        readme = files.get("README.md")
+        text = self.hub.blobs[readme["oid"]].decode() if readme and not readme["lfs"] else ""
+        if not text.startswith("---\n") or "\n---" not in text[4:]:
+            return {}
+        import yaml
+        data = yaml.safe_load(text[4:text.index("\n---", 4)])
+        return data if isinstance(data, dict) else {}
 
     def _entry(self, p, f):
         e = {"type": "file", "path": p, "size": f["size"], "oid": f["oid"]}
@@ -313,9 +347,9 @@ class Handler(BaseHTTPRequestHandler):
     def resolve(self, repo_id, rev, path, query):
         if not self._auth(False):
             return
-        repo = self.hub.repos.get(repo_id)
+        repo, _ = self._repo(repo_id)
         if repo is None:
-            return self._error(404, "RepoNotFound", f"Repository {repo_id} not found")
+            return
         sha = repo.resolve(rev)
         if sha is None:
             return self._error(404, "RevisionNotFound", f"Invalid rev id: {rev}")

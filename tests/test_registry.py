@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import ROOT, assert_clean_failure
+from conftest import ROOT, assert_clean_failure, run_cli
 from factory import make_drafter
 
 REGISTRY = ROOT / "registry"
@@ -96,15 +96,29 @@ def test_serve_config_from_registry_and_from_a_directory(tmp_path, cli):
 
 
 def test_workflows_parse_and_call_tested_commands():
+    """The workflows' eaglezoo commands are the ones tests/test_registry_sync.py and the engine tests run."""
     wf = {p.name: yaml.safe_load(p.read_text()) for p in (ROOT / ".github" / "workflows").glob("*.yml")}
     assert {"registry.yml", "gpu-verify.yml"} <= wf.keys()
     reg = wf["registry.yml"]
     triggers = reg[True] if True in reg else reg["on"]  # YAML 1.1 reads the key `on` as True
     assert "pull_request" in triggers and "schedule" in triggers
     steps = " ".join(s.get("run", "") for s in reg["jobs"]["check"]["steps"])
-    assert "eaglezoo registry check --online" in steps
-    gpu = wf["gpu-verify.yml"]
-    assert "self-hosted" in gpu["jobs"]["verify"]["runs-on"] and "gpu" in gpu["jobs"]["verify"]["runs-on"]
-    steps = " ".join(s.get("run", "") for s in gpu["jobs"]["verify"]["steps"])
-    assert 'eaglezoo verify "$id" --device cuda --report' in steps
-    assert any(s.get("uses", "").startswith("actions/upload-artifact") for s in gpu["jobs"]["verify"]["steps"])
+    for command in ("eaglezoo registry check --online", "eaglezoo registry sync --json", "eaglezoo registry plan --json"):
+        assert command in steps
+    assert "--write" not in steps  # the nightly fails on drift; it never edits the registry
+    gpu = wf["gpu-verify.yml"]["jobs"]
+    assert gpu["verify"]["needs"] == "plan" and gpu["record"]["needs"] == "verify"
+    assert gpu["verify"]["strategy"]["matrix"]["runner"] == "${{ fromJSON(needs.plan.outputs.runners) }}"
+    assert gpu["verify"]["runs-on"] == ["self-hosted", "${{ matrix.runner }}"]
+    plan_steps = " ".join(s.get("run", "") for s in gpu["plan"]["steps"])
+    verify_steps = " ".join(s.get("run", "") for s in gpu["verify"]["steps"])
+    record_steps = " ".join(s.get("run", "") for s in gpu["record"]["steps"])
+    assert "eaglezoo registry plan --json" in plan_steps
+    assert 'eaglezoo registry plan --runner "$RUNNER" --commands' in verify_steps
+    assert "pip install \"vllm>=" in verify_steps and "pip install torch\n" not in verify_steps
+    assert 'eaglezoo registry record "$report"' in record_steps and "gh pr create" in record_steps
+    assert any(s.get("uses", "").startswith("actions/upload-artifact") for s in gpu["verify"]["steps"])
+    # the plan's runner classes are the labels the matrix asks for
+    from eaglezoo.hardware import RUNNERS
+    plan = json.loads(run_cli("registry", "plan", "--json").out)
+    assert set(plan["runners"]) <= set(RUNNERS)

@@ -1,0 +1,291 @@
+"""`registry sync`, `check --online`, `plan` and `record` through the CLI, against the local Hub server
+(tests/fakehub.py) holding realistic repos: SpecForge, speculators and ModelOpt drafters and a target
+with safetensors weights. Repos change under the registry: main moves, a file is deleted, a config
+contradicts the YAML, a repo goes private or away."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+from conftest import EXAMPLE, ROOT, assert_clean_failure, hubcli, run_cli, tree_digest
+from factory import make_drafter, make_spec
+from safetensors.torch import save as save_safetensors
+
+# the same capture (boundary 1, 2, 3) as each dialect's config states it (formats.md §9)
+DIALECT_IDS = {"specforge": ("layer-output", [0, 1, 2]), "speculators": ("boundary", [1, 2, 3]),
+               "modelopt": ("layer-output", [0, 1, 2])}
+CARD = b"---\nlicense: apache-2.0\n---\n# a drafter\n"
+
+
+def folder_bytes(folder: Path) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def target_files(layers: int = 4) -> dict[str, bytes]:
+    cfg = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "num_hidden_layers": layers,
+           "hidden_size": 64, "vocab_size": 256, "num_attention_heads": 4, "num_key_value_heads": 2,
+           "max_position_embeddings": 512, "torch_dtype": "bfloat16"}
+    weights = {"model.embed_tokens.weight": torch.zeros(256, 64, dtype=torch.bfloat16),
+               "model.norm.weight": torch.ones(64, dtype=torch.float32)}
+    return {"config.json": json.dumps(cfg).encode(), "model.safetensors": save_safetensors(weights)}
+
+
+def entry(entry_id: str, drafter: str, **extra) -> dict:
+    return {"id": entry_id, "drafter": {"repo": drafter, "revision": None},
+            "target": {"repo": "tester/sync-target", "revision": None}, "publisher": "tests",
+            "eagle_version": "3", "sources": ["tests"],
+            "null_reasons": {"hardware": "not synced yet", "acceptance_floors": "a test"}, **extra}
+
+
+@pytest.fixture(scope="module")
+def published(hub, tmp_path_factory):
+    """Three drafters in three dialects and one target, seeded on the local Hub."""
+    work = tmp_path_factory.mktemp("published")
+    hub[0].commit("tester/sync-target", target_files())
+    repos = {}
+    for dialect in ("specforge", "speculators", "modelopt"):
+        spec = make_spec(ids=(1, 2, 3))
+        folder = make_drafter(work / dialect, dialect, spec=spec, file="safetensors")
+        repo = f"tester/sync-{dialect}"
+        hub[0].commit(repo, {**folder_bytes(folder), "README.md": CARD})
+        repos[dialect] = repo
+    return repos
+
+
+@pytest.fixture
+def registry(tmp_path, published) -> Path:
+    reg = tmp_path / "registry"
+    reg.mkdir()
+    for dialect, repo in published.items():
+        (reg / f"sync-{dialect}.yaml").write_text(yaml.safe_dump(entry(f"sync-{dialect}", repo), sort_keys=False))
+    return reg
+
+
+def sync(hub, reg: Path, *args):
+    return hubcli(hub, "registry", "sync", *args, "--registry", reg, "--json")
+
+
+def diffs(result, entry_id: str) -> dict[str, dict]:
+    found = next(e for e in result.json()["entries"] if e["id"] == entry_id)
+    return {d["field"]: d for d in found["differences"]}
+
+
+def test_sync_reads_every_fact_the_files_state_and_changes_nothing(hub, registry, published):
+    before = tree_digest(registry)
+    r = sync(hub, registry)
+    assert r.code == 1, r.err  # every entry lacks facts the Hub states
+    assert tree_digest(registry) == before
+    for dialect, repo in published.items():
+        d = diffs(r, f"sync-{dialect}")
+        head = hub[0].repos[repo].branches["main"]
+        assert d["drafter.revision"]["hub"] == head and d["drafter.revision"]["kind"] == "new"
+        assert d["dialect"]["hub"] == dialect
+        # the ids as the dialect's own config states them, with that dialect's convention
+        assert (d["aux_layers.convention"]["hub"], d["aux_layers.ids"]["hub"]) == DIALECT_IDS[dialect]
+        assert (d["hidden_size"]["hub"], d["target_vocab_size"]["hub"], d["draft_vocab_size"]["hub"]) == (64, 256, 128)
+        assert d["licence"]["hub"] == "apache-2.0"
+        weights = hub[0].repos[repo].files(head)["model.safetensors"]
+        assert d["files"]["hub"]["model.safetensors"] == weights["lfs"]
+        assert d["files"]["hub"]["config.json"] == hashlib.sha256(
+            hub[0].blobs[hub[0].repos[repo].files(head)["config.json"]["oid"]]).hexdigest()
+        assert "README.md" not in d["files"]["hub"]
+        assert d["target_parameters"]["hub"] == 256 * 64 + 64
+        assert d["target_weight_bytes"]["hub"] == 256 * 64 * 2 + 64 * 4
+        assert d["target_dtype"]["hub"] == "bfloat16" and d["target_num_layers"]["hub"] == 4
+        assert d["hardware"]["hub"]["gpus_per_node"] == 1 and d["hardware"]["hub"]["gpu_memory_gb"] == 80
+        assert repo in d["hidden_size"]["source"] and "config.json" in d["hidden_size"]["source"]
+
+
+def test_write_records_sources_minimally_and_then_nothing_drifts(hub, registry):
+    path = registry / "sync-specforge.yaml"
+    path.write_text(path.read_text() + "# a comment sync must keep\n")
+    old_lines = path.read_text().splitlines()
+    r = sync(hub, registry, "--write", "sync-specforge")
+    assert r.code == 0, r.out + r.err
+    text = path.read_text()
+    kept = [line for line in old_lines if line in text.splitlines()]
+    changed = {"  revision: null", "null_reasons:", "  hardware: not synced yet"}
+    assert set(old_lines) - set(kept) <= changed and "# a comment sync must keep" in text
+    written = yaml.safe_load(text)
+    assert written["provenance"]["hidden_size"].startswith("tester/sync-specforge@")
+    assert written["aux_layers"]["source"].startswith("tester/sync-specforge@")
+    assert written["hardware"]["source"].startswith("registry sync:")
+    assert "hardware" not in written["null_reasons"]
+    assert run_cli("registry", "check", "--registry", registry, "sync-specforge").code == 0
+    again = sync(hub, registry, "sync-specforge")
+    assert again.code == 0 and diffs(again, "sync-specforge") == {}
+
+
+def test_a_contradicting_config_is_a_finding_never_a_silent_overwrite(hub, registry):
+    path = registry / "sync-speculators.yaml"
+    data = yaml.safe_load(path.read_text())
+    data.update(hidden_size=4096, aux_layers={"ids": [0, 1, 2], "convention": "boundary", "source": "a card"})
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    before = path.read_text()
+    r = sync(hub, registry, "sync-speculators")
+    d = diffs(r, "sync-speculators")
+    assert r.code == 1 and path.read_text() == before
+    assert d["hidden_size"]["kind"] == "differs" and (d["hidden_size"]["registry"], d["hidden_size"]["hub"]) == (4096, 64)
+    assert d["aux_layers.ids"]["registry"] == [0, 1, 2] and d["aux_layers.ids"]["hub"] == [1, 2, 3]
+    assert "differs" in hubcli(hub, "registry", "sync", "sync-speculators", "--registry", registry).out
+    assert sync(hub, registry, "--write", "sync-speculators").code == 0
+    written = yaml.safe_load(path.read_text())
+    assert written["hidden_size"] == 64 and "config.json" in written["provenance"]["hidden_size"]
+
+
+def test_moved_main_deleted_file_and_vanished_revision(hub, registry, published):
+    repo = published["modelopt"]
+    assert sync(hub, registry, "--write", "sync-modelopt").code == 0
+    pinned = yaml.safe_load((registry / "sync-modelopt.yaml").read_text())
+    sha = pinned["drafter"]["revision"]
+    assert len(sha) == 40 and pinned["files"]
+    assert hubcli(hub, "registry", "check", "--online", "--registry", registry, "sync-modelopt").code == 0
+    # main moves on: a new config; the pin still exists, so the pinned check holds, and sync reports the move
+    cfg = json.loads(hub[0].blobs[hub[0].repos[repo].files(sha)["config.json"]["oid"]])
+    cfg["draft_vocab_size"] = cfg.get("draft_vocab_size", 128)
+    hub[0].commit(repo, {"config.json": json.dumps(cfg, indent=1).encode()}, title="reformat")
+    r = sync(hub, registry, "sync-modelopt")
+    d = diffs(r, "sync-modelopt")
+    assert r.code == 1 and d["drafter.revision"]["kind"] == "moved" and d["drafter.revision"]["registry"] == sha
+    assert d["files"]["kind"] == "differs"
+    assert hubcli(hub, "registry", "check", "--online", "--registry", registry, "sync-modelopt").code == 0
+    # the pinned commit vanishes (a force-push): check --online fails, sync says "gone"
+    del hub[0].repos[repo].commits[sha]
+    r = hubcli(hub, "registry", "check", "--online", "--registry", registry, "sync-modelopt", "--json")
+    assert r.code == 1 and any("revision not found" in p for p in r.json()["entries"]["sync-modelopt"]["problems"])
+    assert diffs(sync(hub, registry, "sync-modelopt"), "sync-modelopt")["drafter.revision"]["kind"] == "gone"
+    # an entry that follows main: a deleted file and a changed file fail check --online
+    data = yaml.safe_load((registry / "sync-modelopt.yaml").read_text())
+    data["drafter"]["revision"] = None
+    (registry / "sync-modelopt.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    weights = next(n for n in data["files"] if n.endswith(".safetensors"))
+    hub[0].commit(repo, {}, delete=(weights,), title="delete weights")
+    r = hubcli(hub, "registry", "check", "--online", "--registry", registry, "sync-modelopt", "--json")
+    problems = r.json()["entries"]["sync-modelopt"]["problems"]
+    assert r.code == 1 and any(f"files.{weights}: not in {repo}@" in p for p in problems)
+    assert any("files.config.json: sha256 on the Hub is" in p for p in problems)
+
+
+def test_gone_or_private_repos_are_one_line_errors(hub, registry, published):
+    (registry / "sync-gone.yaml").write_text(yaml.safe_dump(entry("sync-gone", "tester/never-published")))
+    hub[0].unauthorized.add(published["speculators"])
+    try:
+        r = sync(hub, registry)
+    finally:
+        hub[0].unauthorized.discard(published["speculators"])
+    errors = {e["id"]: e["error"] for e in r.json()["entries"]}
+    assert r.code == 1
+    assert "repository not found" in errors["sync-gone"]
+    assert "repository not found (or private" in errors["sync-speculators"]
+    assert errors["sync-specforge"] is None and "Traceback" not in r.err
+
+
+def test_bad_sync_and_plan_arguments(hub, registry):
+    assert_clean_failure(hubcli(hub, "registry", "sync", "no-such-entry", "--registry", registry),
+                         contains="no registry entry")
+    assert_clean_failure(run_cli("registry", "plan", "--runner", "gpu-3x80g"), contains="no runner class")
+
+
+# --------------------------------------------------------------------------------------------
+# plan
+
+
+def test_plan_groups_the_shipped_registry_by_runner_with_exact_commands():
+    r = run_cli("registry", "plan", "--json")
+    assert r.code == 0, r.err
+    plan = r.json()
+    registry = {p.stem: yaml.safe_load(p.read_text()) for p in (ROOT / "registry").glob("*.yaml")}
+    planned = {j["id"] for c in plan["classes"] for j in c["jobs"]}
+    published = {k for k, v in registry.items() if v["drafter"].get("repo")}
+    assert planned | set(plan["unplanned"]) == published and not planned & set(plan["unplanned"])
+    for c in plan["classes"]:
+        for j in c["jobs"]:
+            hw = registry[j["id"]]["hardware"]
+            assert j["command"].startswith(f"eaglezoo verify {j['id']} --engine vllm")
+            assert f"--tensor-parallel-size {hw['tensor_parallel_size']}" in j["command"]
+            assert ("--enable-expert-parallel" in j["command"]) == hw["expert_parallel"]
+            assert c["runner"].endswith(f"{hw['gpus_per_node']}x{hw['gpu_memory_gb']}g")
+    lines = run_cli("registry", "plan", "--runner", plan["runners"][0], "--commands").out.splitlines()
+    assert lines == [j["command"] for j in plan["classes"][0]["jobs"]]
+
+
+def test_a_hand_set_class_without_a_runner_is_refused(tmp_path):
+    reg = tmp_path / "registry"
+    shutil.copytree(ROOT / "registry", reg, ignore=shutil.ignore_patterns("reports", "tiny-*"))
+    path = reg / "nvidia-llama-3.3-70b-instruct-eagle3.yaml"
+    data = yaml.safe_load(path.read_text())
+    data["hardware"].update(gpus_per_node=3, tensor_parallel_size=3, source="hand: a 3-GPU box")
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    r = run_cli("registry", "plan", "--registry", reg, "--json")
+    assert r.code == 1 and "gpu-3x80g has no CI runner" in r.json()["unrunnable"]["nvidia-llama-3.3-70b-instruct-eagle3"]
+    r = run_cli("registry", "check", "--registry", reg, "nvidia-llama-3.3-70b-instruct-eagle3")
+    assert r.code == 1 and "has no CI runner" in r.out
+
+
+# --------------------------------------------------------------------------------------------
+# record
+
+
+@pytest.fixture
+def local_registry(tmp_path) -> Path:
+    """The embedded example's entry in a registry of its own (paths stay inside its root)."""
+    shutil.copytree(EXAMPLE, tmp_path / "examples" / "tiny")
+    reg = tmp_path / "registry"
+    reg.mkdir()
+    for name in ("tiny-example-eagle31", "tiny-example-eagle3"):
+        data = yaml.safe_load((ROOT / "registry" / f"{name}.yaml").read_text())
+        data.update(status={"state": "unverified"}, measured=[])
+        (reg / f"{name}.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    return reg
+
+
+def verify_report(reg: Path, path: Path, *args) -> dict:
+    r = run_cli("verify", "tiny-example-eagle31", "--registry", reg, "--max-prompts", "4", "--report", path, *args)
+    assert r.code in (0, 1), r.err
+    return json.loads(path.read_text())
+
+
+def test_record_a_passing_then_a_failing_report(local_registry, tmp_path):
+    report = tmp_path / "report.json"
+    verify_report(local_registry, report)
+    r = run_cli("registry", "record", report, "--registry", local_registry, "--json")
+    assert r.code == 0, r.err
+    assert r.json()["state"] == "verified"
+    data = yaml.safe_load((local_registry / "tiny-example-eagle31.yaml").read_text())
+    kept = local_registry.parent / data["status"]["report"]
+    assert data["status"]["state"] == "verified" and kept.is_file() and kept.parent == local_registry / "reports"
+    m = data["measured"][0]
+    assert (m["k"], m["temperature"], m["engine"], m["passed"]) == (3, 0.0, "native", True)
+    assert m["num_drafts"] == json.loads(report.read_text())["num_drafts"] > 0
+    assert run_cli("registry", "check", "--registry", local_registry, "tiny-example-eagle31").code == 0
+    # the entry's floors are raised: the same kind of run now fails them, and record says so
+    path = local_registry / "tiny-example-eagle31.yaml"
+    data["acceptance_floors"][0]["per_position"] = [0.99, 0.99, 0.99]
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    verify_report(local_registry, report)
+    r = run_cli("registry", "record", report, "--registry", local_registry, "--json")
+    assert r.code == 1 and r.json()["state"] == "failed"
+    data = yaml.safe_load(path.read_text())
+    assert data["status"]["state"] == "failed" and len(data["measured"]) == 1 and data["measured"][0]["passed"] is False
+
+
+def test_record_refuses_reports_for_another_drafter_or_k(local_registry, tmp_path):
+    report = tmp_path / "report.json"
+    data = verify_report(local_registry, report, "-k", "2")
+    before = tree_digest(local_registry)
+    assert_clean_failure(run_cli("registry", "record", report, "--registry", local_registry),
+                         contains="a report at K=2 T=0")
+    data.update(num_spec_tokens=3, registry_id="tiny-example-eagle3")
+    report.write_text(json.dumps(data))
+    assert_clean_failure(run_cli("registry", "record", report, "--registry", local_registry),
+                         contains="the report measured")
+    report.write_text('{"not": "a report"}')
+    assert_clean_failure(run_cli("registry", "record", report, "--registry", local_registry),
+                         contains="not a verify report")
+    assert tree_digest(local_registry) == before
