@@ -13,10 +13,17 @@ from .errors import BadInput
 Path_ = tuple[str, ...]
 
 
+class _CannotEdit(Exception):
+    pass
+
+
 def set_values(text: str, changes: dict[Path_, Any], name: str = "YAML") -> str:
     expected = yaml.safe_load(text)
     for path, value in changes.items():
-        text = _set(text, path, value)
+        try:
+            text = _set(text, path, value)
+        except (yaml.YAMLError, _CannotEdit):
+            raise BadInput(f"{name}: cannot set {'.'.join(path)} in place; edit it by hand") from None
         _assign(expected, path, value)
     if yaml.safe_load(text) != expected:
         raise BadInput(f"{name}: cannot edit it in place; edit it by hand")
@@ -71,7 +78,7 @@ def _replace(text: str, node, value: Any, key_indent: int) -> str:
 def _insert(text: str, mapping, path: Path_, value: Any) -> str:
     """Adds `key: value` as the mapping's last entry, at the indentation of its first key."""
     if mapping.flow_style or not mapping.value:
-        raise BadInput("cannot insert into an empty or flow-style mapping")
+        raise _CannotEdit  # only block mappings take a new line
     indent = mapping.value[0][0].start_mark.column
     at = _line_end(text, _last_index(mapping))
     block = _block(_nest(path, value), indent)
