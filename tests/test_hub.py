@@ -162,7 +162,8 @@ def test_registry_ids_pin_revisions_and_check_hashes(hub, big_drafter, tmp_path)
              "target": {"repo": "org/target-model"}, "publisher": "tests", "dialect": "eagle31", "eagle_version": "3.1",
              "flags": {"fc_norm": True, "norm_output": True}, "draft_vocab_size": 8192, "target_vocab_size": 16384,
              "aux_layers": {"ids": [1, 2, 3], "convention": "boundary"},
-             "files": {"model.safetensors": record["output"]["model.safetensors"]}, "sources": ["tests"]}
+             "files": {"model.safetensors": record["output"]["model.safetensors"]}, "sources": ["tests"],
+             "null_reasons": {"hardware": "a test", "acceptance_floors": "a test"}}
     (reg / "tiny-registered.yaml").write_text(yaml.safe_dump(entry))
     r = hubcli(hub, "pull", "tiny-registered", "--json", EAGLEZOO_REGISTRY=str(reg))
     assert r.code == 0, r.err

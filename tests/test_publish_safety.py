@@ -265,7 +265,7 @@ def test_verify_takes_another_registry(tmp_path, cli):
 
 
 def test_a_malformed_entry_does_not_hide_the_others(tmp_path, cli):
-    reg = write_registry(tmp_path, "good", status={"state": "unverified"})
+    reg = write_registry(tmp_path, "good", status={"state": "unverified"}, measured=[])
     for folder in ("eagle31-safeai", "target"):
         (tmp_path / "repo" / "examples" / "tiny" / folder).mkdir(parents=True)
     (tmp_path / "repo" / "examples" / "tiny" / "prompts.jsonl").write_text('{"prompt": "hi"}\n')

@@ -112,7 +112,7 @@ def test_temperature_is_measured_seeded_and_reproducible(vllm_ready):
     assert (a["num_drafts"], a["num_accepted"]) == (b["num_drafts"], b["num_accepted"])
     # Rejection sampling accepts draft d with p_T(d): below greedy (2.42), far above the broken sampler's ~1.0.
     assert 1.4 < a["mean_acceptance_length"] < 2.42
-    assert any("acceptance floors are for K=3 T=0: none applied at K=3 T=0.7" in n for n in a["notes"])
+    assert any("acceptance floors are for K=3 T=0: none applied at K=5 T=0.7" in n for n in a["notes"])
 
 
 def test_tensor_parallel_2_counts_what_one_rank_counts(vllm_ready):
@@ -187,7 +187,8 @@ def test_endpoint_equals_native_prompt_by_prompt(server, prompts):
     assert (report["num_drafts"], report["num_accepted"]) == (native["num_drafts"], native["num_accepted"]) == (160, 227)
     assert report["acceptance_per_position"] == native["acceptance_per_position"]
     assert [p["accepted"] for p in report["per_prompt"]] == [p["accepted"] for p in native["per_prompt"]]
-    assert not report["notes"], report["notes"]  # the drafter's identity was checked, the counters add up
+    notes = [n for n in report["notes"] if "acceptance floors" not in n]  # the entry's floors are for K=3
+    assert not notes, notes  # the drafter's identity was checked, the counters add up
 
 
 def test_endpoint_serving_another_drafter_is_refused(server):
