@@ -10,6 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from .cli import EXIT_FINDINGS, JsonOpt, RegistryOpt, app, emit, err, out
+from .errors import UsageError
 
 registry_app = typer.Typer(no_args_is_help=True, help="The registry of published drafters (registry/*.yaml).")
 app.add_typer(registry_app, name="registry")
@@ -133,7 +134,6 @@ def registry_plan(
     from .registry_ci import RUNNERS, plan
 
     if runner is not None and runner not in RUNNERS:
-        from .errors import UsageError
         raise UsageError(f"no runner class {runner!r}", hint=f"runner classes: {', '.join(RUNNERS)}")
     result = plan(registry.load(registry_dir), runner)
     data = {"classes": [{"runner": r, "jobs": [{"id": j.entry_id, "k": j.k, "temperature": j.temperature,

@@ -90,11 +90,12 @@ class Recorded:
 
 
 def load_report(path: Path):
+    from .convert import read_json
     from .verify import VerifyReport
 
     try:
-        return VerifyReport.model_validate_json(path.read_bytes())
-    except (OSError, ValidationError, UnicodeDecodeError):
+        return VerifyReport.model_validate(read_json(path, "report"))
+    except ValidationError:
         raise BadInput(f"{path}: not a verify report (eaglezoo verify --report FILE writes one)") from None
 
 

@@ -61,7 +61,8 @@ def sync_entry(entry: Entry) -> EntrySync:
     except EaglezooError as exc:
         result.error = exc.message
         return result
-    result.differences += [d for f in facts if (d := _compare(entry, f))]
+    stated = entry.model_dump(mode="json")
+    result.differences += [d for f in facts if (d := _compare(stated, f))]
     return result
 
 
@@ -116,19 +117,21 @@ def drafter_facts(snap: Snapshot) -> list[Fact]:
 def target_facts(snap: Snapshot, entry: Entry) -> list[Fact]:
     from .remote import RemoteCheckpoint
 
-    ckpt = RemoteCheckpoint(snap.repo, snap.sha)
+    ckpt = RemoteCheckpoint(snap.repo, snap.sha, need_weights=False)
     cfg = ckpt.config.get("text_config") or ckpt.config
     at = f"{snap.at} config.json"
     facts = [Fact("target_remote_code", "auto_map" in ckpt.config, at)]
     if cfg.get("num_hidden_layers"):
         facts.append(Fact("target_num_layers", cfg["num_hidden_layers"], at))
+    if not ckpt.refs:  # weights in another format: sizes stay unknown, and so does the hardware class
+        return facts
     params, nbytes, dtype = _weights(ckpt)
     headers = f"{snap.at} safetensors headers ({len(ckpt.files)} files)"
     facts += [Fact("target_parameters", params, headers), Fact("target_weight_bytes", nbytes, headers),
               Fact("target_dtype", dtype, headers)]
     if entry.hardware is None or entry.hardware.recomputable:
         source = (f"registry sync: {nbytes / 1e9:.1f} GB of weights in {headers}, by the docs/registry.md rule")
-        hardware, why = plan_hardware(nbytes, cfg, source)
+        hardware, why = plan_hardware(nbytes, {**ckpt.config, **cfg}, source)  # quantization_config sits on top
         facts.append(Fact("hardware", hardware.model_dump() if hardware else None, why or source))
     return facts
 
@@ -150,9 +153,9 @@ def _keys(obj) -> set[str]:
     return set()
 
 
-def _compare(entry: Entry, fact: Fact) -> Difference | None:
-    stated = _get(entry.model_dump(mode="json"), fact.field)
-    if stated == fact.value or (fact.field == "hardware" and fact.value is None and stated is None):
+def _compare(entry: dict, fact: Fact) -> Difference | None:
+    stated = _get(entry, fact.field)
+    if stated == fact.value:
         return None
     return Difference(fact.field, "new" if stated in (None, {}) else "differs", stated, fact.value, fact.source)
 

@@ -20,7 +20,7 @@ SMALL = 4 * 1024 * 1024  # value checks fetch tensors up to this size
 class RemoteCheckpoint:
     """The Checkpoint interface (refs, metadata, files, load) over HTTP range requests."""
 
-    def __init__(self, repo: str, revision: str | None):
+    def __init__(self, repo: str, revision: str | None, need_weights: bool = True):
         from huggingface_hub import HfApi
 
         self.repo, self.revision = repo, revision
@@ -29,9 +29,9 @@ class RemoteCheckpoint:
         names = hub_call(lambda: HfApi().list_repo_files(repo, revision=revision), what)
         if "config.json" not in names:
             raise HubError(f"{what}: no config.json")
-        self.config = json.loads(self._get("config.json"))
+        self.config = self._json("config.json")
         weights = [n for n in names if n.endswith(".safetensors")]
-        if not weights:
+        if not weights and need_weights:
             raise HubError(f"{what}: remote lint reads safetensors only (found {', '.join(names) or 'no files'})")
         self.refs: dict[str, TensorRef] = {}
         self.metadata: dict[str, str] = {}
@@ -51,6 +51,15 @@ class RemoteCheckpoint:
             for t, e in entries.items():
                 self.refs[t] = TensorRef(t, e["dtype"], tuple(e["shape"]), path, 8 + n + e["data_offsets"][0],
                                          8 + n + e["data_offsets"][1])
+
+    def _json(self, name: str) -> dict:
+        try:
+            value = json.loads(self._get(name))
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
+            raise BadInput(f"{self.repo}/{name}: not valid JSON") from None
+        if not isinstance(value, dict):
+            raise BadInput(f"{self.repo}/{name}: not a JSON object")
+        return value
 
     def _url(self, name: str) -> str:
         from huggingface_hub import hf_hub_url

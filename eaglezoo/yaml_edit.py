@@ -61,7 +61,7 @@ def _nest(path: Path_, value: Any) -> Any:
 def _replace(text: str, node, value: Any, key_indent: int) -> str:
     """Block values stay block (a list at its key's indentation, a mapping two deeper); scalars and
     short lists of scalars go on the key's line."""
-    block = isinstance(value, dict) and value or isinstance(value, list) and any(isinstance(x, dict) for x in value)
+    block = (isinstance(value, dict) and bool(value)) or (isinstance(value, list) and any(isinstance(x, dict) for x in value))
     if isinstance(node, (yaml.MappingNode, yaml.SequenceNode)) and not node.flow_style:
         start, end = _line_start(text, node.start_mark.index), _line_end(text, _last_index(node))
         if block:

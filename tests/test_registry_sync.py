@@ -289,3 +289,20 @@ def test_record_refuses_reports_for_another_drafter_or_k(local_registry, tmp_pat
     assert_clean_failure(run_cli("registry", "record", report, "--registry", local_registry),
                          contains="not a verify report")
     assert tree_digest(local_registry) == before
+
+
+def test_a_target_without_safetensors_and_a_drafter_with_broken_json(hub, registry, published):
+    """Weights in another format leave sizes and hardware unknown; a config that is not JSON is the
+    entry's one-line error, never an internal one."""
+    hub[0].commit("tester/bin-target", {"config.json": target_files()["config.json"], "pytorch_model.bin": b"\0" * 64})
+    hub[0].commit("tester/broken-json", {"config.json": b"{not json", "model.safetensors": target_files()["model.safetensors"]})
+    bin_entry = entry("sync-bin-target", published["specforge"])
+    bin_entry["target"]["repo"] = "tester/bin-target"
+    (registry / "sync-bin-target.yaml").write_text(yaml.safe_dump(bin_entry))
+    (registry / "sync-broken-json.yaml").write_text(yaml.safe_dump(entry("sync-broken-json", "tester/broken-json")))
+    r = sync(hub, registry, "sync-bin-target", "sync-broken-json")
+    errors = {e["id"]: e["error"] for e in r.json()["entries"]}
+    d = diffs(r, "sync-bin-target")
+    assert errors["sync-bin-target"] is None and d["target_num_layers"]["hub"] == 4
+    assert "target_weight_bytes" not in d and "hardware" not in d
+    assert errors["sync-broken-json"] == "tester/broken-json/config.json: not valid JSON"
