@@ -9,23 +9,24 @@ and, where it says which drafter it loaded (`/server_info`, dev mode), the named
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import http.client
 import json
 import os
+import queue
+import threading
 import time
 import urllib.error
 import urllib.request
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from urllib.parse import urlparse
 
-from .errors import EaglezooError, EngineError, UsageError, printable
+from .errors import EaglezooError, EngineError, UsageError, network_problem, printable
 from .verify import Measurement, Progress, Workload
+from .vllm_worker import COUNTERS, PER_POSITION
 
 MAX_ANSWER = 64 << 20  # bytes: a server that streams more is not answering a completion
-COUNTERS = {"vllm:spec_decode_num_drafts": "drafts", "vllm:spec_decode_num_draft_tokens": "draft_tokens",
-            "vllm:spec_decode_num_accepted_tokens": "accepted"}
-PER_POSITION = "vllm:spec_decode_num_accepted_tokens_per_pos"
 CONCURRENCY = 8
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 
@@ -33,6 +34,7 @@ LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 def measure_endpoint(work: Workload, url: str, progress: Progress) -> Measurement:
     t_start = time.perf_counter()
     base = server_base(url)
+    timeout_s()  # a bad EAGLEZOO_ENDPOINT_TIMEOUT is refused before the first request
     model = served_model(base, work)
     config = speculative_config(base)
     notes = check_drafter(config, work, base)
@@ -64,6 +66,7 @@ def server_base(url: str) -> str:
     return base
 
 
+@functools.cache
 def timeout_s() -> float:
     """Per request (a long generation takes a while): EAGLEZOO_ENDPOINT_TIMEOUT seconds, default 600."""
     text = os.environ.get("EAGLEZOO_ENDPOINT_TIMEOUT", "600")
@@ -88,7 +91,8 @@ def request(base: str, path: str, body: dict | None = None, missing_ok: bool = F
             return None
         raise EngineError(f"{base}{path} answered HTTP {exc.code}", hint=_server_says(exc)) from None
     except (urllib.error.URLError, OSError, http.client.HTTPException, ValueError) as exc:
-        problem = "did not answer in time" if "timed out" in str(exc) else "cannot be reached (or is not an HTTP server)"
+        timed_out = network_problem(getattr(exc, "reason", exc)) == "timed out"
+        problem = "did not answer in time" if timed_out else "cannot be reached (or is not an HTTP server)"
         raise EngineError(f"the server at {base} {problem}",
                           hint="check that vllm serve is running there (EAGLEZOO_ENDPOINT_TIMEOUT sets the limit)") from None
     if len(raw) > MAX_ANSWER:
@@ -227,15 +231,35 @@ def run_prompts(base: str, model: str, work: Workload, progress: Progress) -> li
         return b | ({"seed": work.seeds()[i]} if work.seed is not None else {})
 
     n = len(work.encoded)
-    pool = ThreadPoolExecutor(max_workers=CONCURRENCY)
-    try:
-        futures = [pool.submit(completion, base, body(i)) for i in range(n)]
-        for done, future in enumerate(as_completed(futures), 1):
-            future.result()  # the first failure ends the run, not the last
-            progress(done, n, phase=f"measuring {base}")
-        return [f.result() for f in futures]
-    finally:
-        pool.shutdown(wait=False, cancel_futures=True)
+    todo, done = queue.Queue(), queue.Queue()
+    for i in range(n):
+        todo.put(i)
+
+    def client() -> None:
+        while True:
+            try:
+                i = todo.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                done.put((i, completion(base, body(i)), None))
+            except Exception as exc:  # raised again in the caller's thread
+                done.put((i, None, exc))
+
+    # Daemon threads: after a failure or Ctrl-C, requests still in flight do not hold the process.
+    for _ in range(min(CONCURRENCY, n)):
+        threading.Thread(target=client, daemon=True).start()
+    results: list = [None] * n
+    for count in range(1, n + 1):
+        i, result, exc = done.get()  # each request is bounded by timeout_s()
+        if exc is not None:
+            with contextlib.suppress(queue.Empty):  # no new requests; those in flight end with their timeout
+                while True:
+                    todo.get_nowait()
+            raise exc  # the first failure ends the run, not the last
+        results[i] = result
+        progress(count, n, phase=f"measuring {base}")
+    return results
 
 
 def completion(base: str, body: dict) -> dict:

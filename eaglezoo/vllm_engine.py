@@ -8,6 +8,7 @@ passes the settings through and never distributes anything itself.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
@@ -21,9 +22,10 @@ import time
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError, field_validator
 
-from .engines import engine_support
+from .engines import engine_support, serve_config
+from .fsutil import staging
 from .errors import EngineError, UsageError
 from .verify import Measurement, Progress, Workload
 
@@ -89,13 +91,18 @@ class EngineOptions(BaseModel):
     extra: dict = {}  # --engine-args JSON: any other LLM(...) argument
     timeout_s: float = Field(3600, gt=0)
 
-    def llm_args(self) -> dict:
+    @field_validator("dtype")
+    @classmethod
+    def one_alias_table(cls, name: str) -> str:
+        """"auto" is the engine's own choice (the model's dtype); other names through target's table
+        (its UsageError passes through pydantic, which wraps only ValueError)."""
         from .target import resolve_dtype
 
-        # "auto" is the engine's own choice (the model's dtype); other names through the one alias table
-        dtype = "auto" if self.dtype == "auto" else str(resolve_dtype(self.dtype, "cpu")).removeprefix("torch.")
+        return name if name == "auto" else str(resolve_dtype(name, "cpu")).removeprefix("torch.")
+
+    def llm_args(self) -> dict:
         args = {"tensor_parallel_size": self.tensor_parallel_size, "pipeline_parallel_size": self.pipeline_parallel_size,
-                "enable_expert_parallel": self.enable_expert_parallel, "dtype": dtype,
+                "enable_expert_parallel": self.enable_expert_parallel, "dtype": self.dtype,
                 "trust_remote_code": self.trust_remote_code, "enforce_eager": self.enforce_eager}
         optional = {"distributed_executor_backend": self.distributed_executor_backend,
                     "max_model_len": self.max_model_len, "quantization": self.quantization,
@@ -136,7 +143,6 @@ def engine_python(given: str | None) -> str:
 def preflight(work: Workload, opts: EngineOptions) -> tuple[str, str | None]:
     """Everything that can be refused before any engine runs: interpreter, data parallel, the drafter."""
     python = engine_python(opts.python)
-    opts.llm_args()
     if opts.data_parallel_size > 1:
         raise UsageError("vLLM's offline engine does not run data parallel in one process (it raises for "
                          "LLM(data_parallel_size>1))",
@@ -151,23 +157,24 @@ def preflight(work: Workload, opts: EngineOptions) -> tuple[str, str | None]:
 def measure_vllm(work: Workload, opts: EngineOptions, speedup: list[int] | None, progress: Progress) -> Measurement:
     t_start = time.perf_counter()
     python, min_version = preflight(work, opts)
-    with tempfile.TemporaryDirectory(prefix="eaglezoo-vllm-") as tmp:
-        drafter = engine_drafter(work, Path(tmp) / "drafter")
-        request = {"model": work.target_name, "revision": work.target_revision, "k": work.k,
+    with staging(Path(tempfile.gettempdir()) / "eaglezoo-vllm") as tmp:  # a killed run's folder is swept
+        drafter = engine_drafter(work, tmp / "drafter")
+        config = serve_config(work.spec, "vllm", str(drafter), work.target_name, work.k).speculative_config
+        request = {"model": work.target_name, "revision": work.target_revision,
                    "engine_args": opts.llm_args() | ({"seed": work.seed} if work.seed is not None else {}),
                    "prompts": work.encoded, "max_tokens": work.max_new_tokens, "temperature": work.temperature,
                    "seeds": work.seeds(), "min_version": min_version,
                    "concurrency": speedup or [len(work.encoded)]}
-        spec_run = run_worker(python, {**request, "drafter": str(drafter), "label": "with the drafter"},
-                              Path(tmp), opts.timeout_s, progress)
+        spec_run = run_worker(python, {**request, "speculative_config": config, "label": "with the drafter"},
+                              tmp, opts.timeout_s, progress)
         base_run = None
         if speedup:
-            base_run = run_worker(python, {**request, "drafter": None, "label": "without the drafter"}, Path(tmp),
-                                  opts.timeout_s, progress)
+            base_run = run_worker(python, {**request, "speculative_config": None, "label": "without the drafter"},
+                                  tmp, opts.timeout_s, progress)
     first = spec_run["passes"][0]
     if first["counters"]["drafts"] == 0:
         raise EngineError("vLLM ran no speculative decoding at all (0 drafts)",
-                          hint="check the engine log with EAGLEZOO_DEBUG=1 (vLLM #25250)")
+                          hint="rerun with EAGLEZOO_DEBUG=1 to see the engine's log (vLLM #25250)")
     engine = {"name": "vllm", "version": spec_run["engine"]["version"], "python": python,
               "parallel": opts.parallel(), "start_s": spec_run["engine"]["start_s"]}
     from .speedup import speedup_report
@@ -199,13 +206,28 @@ def run_worker(python: str, request: dict, tmp: Path, timeout_s: float, progress
     debug = bool(os.environ.get("EAGLEZOO_DEBUG"))
     label = request["label"]
     progress(0, None, phase=f"starting vLLM ({label})")
-    with open(tmp / "engine.log", "w") as log:
-        proc = subprocess.Popen([python, str(WORKER), str(req_path)], stdout=subprocess.PIPE,
-                                stderr=None if debug else log, env=engine_env(), start_new_session=True)
-        try:
-            events = read_events(proc, time.monotonic() + timeout_s, progress, label, len(request["concurrency"]))
-        finally:
-            stop(proc)
+    log_path = Path(tempfile.gettempdir()) / f"eaglezoo-vllm-{os.getpid()}.log"  # kept when the engine fails
+    keep = False
+    try:
+        with open(log_path, "w") as log:
+            proc = subprocess.Popen([python, str(WORKER), str(req_path)], stdout=subprocess.PIPE,
+                                    stderr=None if debug else log, env=engine_env(), start_new_session=True)
+            try:
+                events = read_events(proc, time.monotonic() + timeout_s, progress, label, len(request["concurrency"]))
+            finally:
+                stop(proc)
+        return worker_result(events, request, python, proc.returncode)
+    except EngineError as exc:
+        keep = not debug
+        if keep:
+            exc.hint = "; ".join(filter(None, [exc.hint, f"the engine's log: {log_path}"]))
+        raise
+    finally:
+        if not keep:
+            log_path.unlink(missing_ok=True)
+
+
+def worker_result(events: list[dict], request: dict, python: str, returncode: int | None) -> dict:
     for e in events:
         if e["event"] == "error":
             raise worker_error(e, python)
@@ -215,8 +237,7 @@ def run_worker(python: str, request: dict, tmp: Path, timeout_s: float, progress
     except (StopIteration, ValidationError):
         result = None
     if result is None or len(result.passes) != len(request["concurrency"]):
-        raise EngineError(f"the vLLM process ended without a complete result (exit status {proc.returncode})",
-                          hint="rerun with EAGLEZOO_DEBUG=1 to see the engine's log")
+        raise EngineError(f"the vLLM process ended without a complete result (exit status {returncode})")
     return result.model_dump()
 
 
@@ -230,7 +251,7 @@ def read_events(proc: subprocess.Popen, deadline: float, progress: Progress, lab
             left = deadline - time.monotonic()
             if left <= 0:
                 raise EngineError("the vLLM process did not finish in time",
-                                  hint="raise --engine-timeout (seconds), or check the engine with EAGLEZOO_DEBUG=1")
+                                  hint="raise --engine-timeout (seconds)")
             if not sel.select(timeout=min(left, 1.0)):
                 if proc.poll() is not None:
                     return events
@@ -279,7 +300,8 @@ def stop(proc: subprocess.Popen) -> None:
             break
         time.sleep(0.5)
     signal_group(proc.pid, signal.SIGKILL)
-    proc.wait(timeout=30)
+    with contextlib.suppress(subprocess.TimeoutExpired):  # a rank in uninterruptible sleep: the real error matters more
+        proc.wait(timeout=30)
 
 
 def signal_group(pgid: int, sig: int) -> bool:
@@ -308,4 +330,4 @@ def worker_error(event: dict, python: str) -> Exception:
     if kind == "devices":
         return UsageError(message, hint="lower --tensor-parallel-size / --pipeline-parallel-size, or span nodes "
                                         "with --distributed-executor-backend ray")
-    return EngineError(f"vLLM stopped: {message[:300]}", hint="rerun with EAGLEZOO_DEBUG=1 to see the engine's log")
+    return EngineError(f"vLLM stopped: {message[:300]}" if message else "vLLM failed while starting or measuring")

@@ -13,8 +13,10 @@ import os
 import sys
 import time
 
-PROTOCOL = os.fdopen(os.dup(1), "w", buffering=1)
-os.dup2(2, 1)  # everything else that writes to stdout (vLLM's logger, print) now lands on stderr
+COUNTERS = {"vllm:spec_decode_num_drafts": "drafts", "vllm:spec_decode_num_draft_tokens": "draft_tokens",
+            "vllm:spec_decode_num_accepted_tokens": "accepted"}  # vllm/v1/spec_decode/metrics.py
+PER_POSITION = "vllm:spec_decode_num_accepted_tokens_per_pos"
+PROTOCOL = sys.stdout  # main() moves it aside: the original stdout, for events only
 
 
 def emit(event: str, **data) -> None:
@@ -110,9 +112,8 @@ def start_engine(req: dict):
     kwargs = dict(req["engine_args"], model=req["model"], disable_log_stats=False, enable_prefix_caching=False)
     if req.get("revision"):
         kwargs["revision"] = req["revision"]
-    if req.get("drafter"):
-        kwargs["speculative_config"] = {"method": "eagle3", "model": req["drafter"],
-                                        "num_speculative_tokens": req["k"]}
+    if req.get("speculative_config"):
+        kwargs["speculative_config"] = req["speculative_config"]
         kwargs["per_request_spec_decode_metrics"] = "detailed"
     t0 = time.perf_counter()
     llm = LLM(**kwargs)
@@ -122,12 +123,10 @@ def start_engine(req: dict):
 def counters(llm) -> dict:
     """vLLM's cumulative, process-global spec-decode counters (vllm/v1/spec_decode/metrics.py)."""
     out = {"drafts": 0, "draft_tokens": 0, "accepted": 0, "per_position": []}
-    names = {"vllm:spec_decode_num_drafts": "drafts", "vllm:spec_decode_num_draft_tokens": "draft_tokens",
-             "vllm:spec_decode_num_accepted_tokens": "accepted"}
     for metric in llm.get_metrics():
-        if metric.name in names:
-            out[names[metric.name]] += int(metric.value)
-        elif metric.name == "vllm:spec_decode_num_accepted_tokens_per_pos":  # one Vector per engine
+        if metric.name in COUNTERS:
+            out[COUNTERS[metric.name]] += int(metric.value)
+        elif metric.name == PER_POSITION:  # one Vector per engine
             summed = out["per_position"] or [0] * len(metric.values)
             out["per_position"] = [a + int(b) for a, b in zip(summed, metric.values)]
     return out
@@ -180,6 +179,9 @@ def finished(out, e2e_s: float, ttft_s: float | None) -> dict:
 
 
 def main() -> None:
+    global PROTOCOL
+    PROTOCOL = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)  # everything else that writes to stdout (vLLM's logger, print) now lands on stderr
     req = json.loads(open(sys.argv[1], encoding="utf-8").read())
     try:
         import vllm  # noqa: F401
@@ -201,14 +203,22 @@ def main() -> None:
             emit("pass", index=n, counters=delta(before, counters(llm)), **result)
     except Refusal as exc:
         emit("error", kind=exc.kind, message=str(exc))
-    except Exception as exc:  # the engine's own message is the useful one; the traceback stays on stderr
+    except Exception as exc:  # the traceback goes to the engine's log (stderr)
         import traceback
 
         traceback.print_exc()
-        lines = str(exc).strip().splitlines()  # what vLLM says to its users, not a traceback
-        emit("error", kind="engine", message=lines[0] if lines else f"{type(exc).__name__} without a message")
+        emit("error", kind="engine", message=engine_message(exc))
     PROTOCOL.flush()
     os._exit(0)  # engine worker processes and threads must not keep this process alive
+
+
+def engine_message(exc: Exception) -> str | None:
+    """vLLM's refusals of its arguments (ValueError, pydantic's included) speak to users: their first
+    line is passed on. Running out of memory is named. Anything else is not for users to read."""
+    if type(exc).__name__ == "OutOfMemoryError":
+        return "out of GPU memory (lower --max-model-len or --gpu-memory-utilization, or add GPUs)"
+    lines = str(exc).strip().splitlines() if isinstance(exc, ValueError) else []
+    return lines[0] if lines else None
 
 
 def run_warmup(llm, req: dict) -> None:

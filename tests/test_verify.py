@@ -84,3 +84,21 @@ def test_prompt_longer_than_the_drafters_context(cli, converted, tmp_path):
     r = cli("verify", converted, "--target", EXAMPLE / "target", "--prompts", f, "--json")
     assert r.code == 0, r.err
     assert r.json()["num_prompts"] == 1 and [s["index"] for s in r.json()["skipped_prompts"]] == [0]
+
+
+def test_the_engine_passes_on_only_what_vllm_says_to_users():
+    """vLLM's argument refusals (ValueError) reach the user, first line only; any other exception's
+    text stays in the engine's log. Importing the worker leaves this process's stdout alone."""
+    import sys
+
+    from eaglezoo import vllm_worker
+
+    class OutOfMemoryError(RuntimeError):
+        pass
+
+    assert vllm_worker.PROTOCOL is sys.stdout
+    assert vllm_worker.engine_message(ValueError("max_model_len 9999 exceeds the model's 1024\nmore")) == \
+        "max_model_len 9999 exceeds the model's 1024"
+    assert vllm_worker.engine_message(KeyError("internal_table_key")) is None
+    assert vllm_worker.engine_message(RuntimeError("at 0x7f: internal state")) is None
+    assert vllm_worker.engine_message(OutOfMemoryError("CUDA out of memory")).startswith("out of GPU memory")
