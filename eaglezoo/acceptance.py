@@ -18,14 +18,15 @@ from dataclasses import dataclass, field
 import torch
 
 
-def accepted_lengths(drafts: torch.Tensor, tokens: torch.Tensor, first: int, last: int) -> list[int]:
-    """drafts [K, T]: depth i from slot t predicts tokens[t + i + 2]. Slots first..last inclusive."""
+def accepted_lengths(drafts: torch.Tensor, tokens: torch.Tensor, first: int, last: int, start: int = 0) -> list[int]:
+    """drafts [K, T - start]: depth i from slot t (column t - start) predicts tokens[t + i + 2].
+    Slots first..last inclusive."""
     k = drafts.shape[0]
     if last < first:
         return []
     slots = torch.arange(first, last + 1, device=drafts.device)
     truth = torch.stack([tokens[slots + i + 2] for i in range(k)])
-    matches = drafts[:, slots] == truth.to(drafts.device)
+    matches = drafts[:, slots - start] == truth.to(drafts.device)
     return matches.long().cumprod(0).sum(0).tolist()
 
 

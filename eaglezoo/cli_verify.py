@@ -36,6 +36,9 @@ def verify(
     concurrency: Annotated[str, typer.Option(metavar="LEVELS", help="Concurrency levels for --speedup, e.g. 1,8.")] = "1,8",
     device: Annotated[str, typer.Option(help="native: auto, cpu, cuda or cuda:N.")] = "auto",
     dtype: Annotated[str, typer.Option(help="auto (native: fp32 on CPU, bf16 on CUDA; vllm: the model's), float32, bfloat16, float16.")] = "auto",
+    batch_size: Annotated[int, typer.Option(min=1, max=4096, help="native: prompts generated together by the target (1: one at a time; memory grows with N).")] = 32,
+    dequantize_mxfp4: Annotated[bool, typer.Option("--dequantize-mxfp4", help="native: load an MXFP4 target dequantised (the report says so).")] = False,
+    trust_remote_code: Annotated[bool, typer.Option("--trust-remote-code", help="Both engines: run the code the target ships (tokenizer, config, model).")] = False,
     aux_layers: AuxLayersOpt = None,
     aux_convention: AuxConventionOpt = None,
     flag: FlagOpt = None,
@@ -52,7 +55,6 @@ def verify(
     distributed_executor_backend: Annotated[Optional[str], typer.Option(metavar="mp|ray", rich_help_panel=ENGINE, help="ray spans nodes (start the Ray cluster first).")] = None,
     max_model_len: Annotated[Optional[int], typer.Option(min=16, rich_help_panel=ENGINE, help="Prompts that do not fit are skipped and reported.")] = None,
     quantization: Annotated[Optional[str], typer.Option(rich_help_panel=ENGINE)] = None,
-    trust_remote_code: Annotated[bool, typer.Option("--trust-remote-code", rich_help_panel=ENGINE)] = False,
     gpu_memory_utilization: Annotated[Optional[float], typer.Option(min=0.01, max=1.0, rich_help_panel=ENGINE)] = None,
     enforce_eager: Annotated[bool, typer.Option("--enforce-eager", rich_help_panel=ENGINE)] = False,
     engine_args: Annotated[Optional[str], typer.Option(metavar="JSON", rich_help_panel=ENGINE, help="Any other LLM(...) argument, e.g. '{\"max_num_seqs\": 64}'.")] = None,
@@ -60,7 +62,7 @@ def verify(
     as_json: JsonOpt = False,
 ):
     """Run the drafter against its target: per-position acceptance, acceptance length, drift, speedup."""
-    from .verify import verify_source
+    from .verify import NativeOptions, verify_source
     from .vllm_engine import engine_options
 
     floors = parse_floors(min_acceptance, num_spec_tokens)
@@ -77,7 +79,8 @@ def verify(
                                max_prompts=max_prompts, opts=read_options(aux_layers, aux_convention, flag),
                                min_acceptance=floors, min_al=min_al, engine=engine, endpoint=endpoint,
                                engine_options=options, temperature=temperature, seed=seed,
-                               speedup=parse_levels(concurrency) if speedup else None, progress=advance)
+                               speedup=parse_levels(concurrency) if speedup else None, trust_remote_code=trust_remote_code,
+                               native=NativeOptions(batch_size, dequantize_mxfp4), progress=advance)
     data = result.model_dump(mode="json")
     if report:
         from .fsutil import atomic_write_text

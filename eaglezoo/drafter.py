@@ -14,13 +14,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 from transformers import LlamaConfig
 from transformers.activations import ACT2FN
 from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding, apply_rotary_pos_emb
 
 from .spec import DrafterSpec
+
+# fp32 attention scores held at once: queries are taken in chunks of rows under this bound, so peak
+# memory grows with T, never T * T (16 MiB per chunk, cache-sized, which is also faster than one big
+# block; the bound moves results by fp32 rounding only).
+SCORES_BUDGET = 1 << 22
 
 
 class RMSNorm(nn.Module):
@@ -38,11 +42,13 @@ class RMSNorm(nn.Module):
 
 @dataclass
 class LayerCache:
-    """Keys/values of one layer: depth-1 keys for every slot, then one key per slot per deeper step."""
+    """Keys/values of one layer: depth-1 keys for every slot, then one key per chain per deeper step."""
 
+    slots: torch.Tensor | None = None  # [1 or B, L]: the slot chain i of each row starts from (deeper steps)
+    reach: int = 0  # the largest first slot: chain i never looks past slot reach + i
     prefix_k: torch.Tensor | None = None  # [B, T, n_kv, d]
     prefix_v: torch.Tensor | None = None
-    extra_k: list[torch.Tensor] = field(default_factory=list)  # each [B, T, n_kv, d], diagonal
+    extra_k: list[torch.Tensor] = field(default_factory=list)  # each [B, L, n_kv, d], one per chain
     extra_v: list[torch.Tensor] = field(default_factory=list)
 
 
@@ -81,26 +87,38 @@ class Attention(nn.Module):
 
     def forward(self, x, cos, sin, cache: LayerCache) -> torch.Tensor:
         q, k, v = self.project(x, cos, sin)
-        if cache.prefix_k is None:  # depth 1: causal over the slots themselves
+        if cache.prefix_k is None:  # depth 1: every slot, causal over the slots themselves
             cache.prefix_k, cache.prefix_v = k, v
+            slots, reach = torch.arange(k.shape[1], device=q.device)[None], 0
         else:
             cache.extra_k.append(k)
             cache.extra_v.append(v)
-        pk, pv = self._expand(cache.prefix_k), self._expand(cache.prefix_v)
+            slots, reach = cache.slots, cache.reach
         b, t = q.shape[:2]
-        scores = torch.einsum("bthd,bshd->bhts", q, pk).float() * self.scale  # [B, h, T, T]
-        causal = torch.ones(t, t, dtype=torch.bool, device=q.device).tril()
-        scores = scores.masked_fill(~causal, float("-inf"))
+        rows = max(1, SCORES_BUDGET // (b * self.n_heads * cache.prefix_k.shape[1]))
+        # Last rows first: each chunk's scores then fit in the blocks the larger chunk before it freed,
+        # so the allocator's heap does not grow chunk by chunk.
+        pieces = [self.attend_rows(q, cache, slots[:, a:e], reach + e, a, e)
+                  for a, e in ((a, min(a + rows, t)) for a in reversed(range(0, t, rows)))]
+        return self.o_proj(torch.cat(pieces[::-1], dim=1).reshape(b, t, -1))
+
+    def attend_rows(self, q, cache: LayerCache, slots: torch.Tensor, end: int, a: int, e: int) -> torch.Tensor:
+        """Query rows a..e-1 [B, e-a, h, d], from `slots` [1 or B, e-a] (all below `end`): each attends
+        to the depth-1 keys of slots up to its own and to its own deeper keys, under one softmax."""
+        g = self.n_heads // self.n_kv
+        qg = q[:, a:e].unflatten(2, (self.n_kv, g))  # [B, C, kv, g, d]: head i reads kv head i // g
+        scores = torch.einsum("bckgd,bskd->bkgcs", qg, cache.prefix_k[:, :end]).float() * self.scale
+        later = torch.arange(end, device=q.device) > slots[..., None]  # [1 or B, C, end]: key after query
+        scores = scores.masked_fill(later[:, None, None], float("-inf"))
         if cache.extra_k:
-            ek = self._expand(torch.stack(cache.extra_k, 2))  # [B, T, R, h, d]
-            ev = self._expand(torch.stack(cache.extra_v, 2))
-            extra = torch.einsum("bthd,btrhd->bhtr", q, ek).float() * self.scale
-            scores = torch.cat([scores, extra], dim=-1)
+            ek = torch.stack([x[:, a:e] for x in cache.extra_k], 2)  # [B, C, R, kv, d]
+            scores = torch.cat([scores, torch.einsum("bckgd,bcrkd->bkgcr", qg, ek).float() * self.scale], dim=-1)
         probs = scores.softmax(-1).to(q.dtype)
-        out = torch.einsum("bhts,bshd->bthd", probs[..., :t], pv)
+        out = torch.einsum("bkgcs,bskd->bckgd", probs[..., :end], cache.prefix_v[:, :end])
         if cache.extra_k:
-            out = out + torch.einsum("bhtr,btrhd->bthd", probs[..., t:], ev)
-        return self.o_proj(out.reshape(b, t, -1))
+            ev = torch.stack([x[:, a:e] for x in cache.extra_v], 2)
+            out = out + torch.einsum("bkgcr,bcrkd->bckgd", probs[..., end:], ev)
+        return out.flatten(2, 3)
 
     def attend_cached(self, q, keys, values) -> torch.Tensor:
         """Plain attention of queries [B, T, h, d] to an explicit key list (all in the past)."""
@@ -159,11 +177,11 @@ class DecoderLayer(nn.Module):
 
 @dataclass
 class Chains:
-    """Result of drafting K steps from every slot of a sequence."""
+    """Result of drafting K steps from L slots of a sequence (chain i of a row: its start + i)."""
 
-    draft_ids: torch.Tensor  # [K, (B,) T] target-vocabulary ids
-    feedback_rms: list[float]  # RMS of the hidden state fed to the next depth, per depth
-    logits: list[torch.Tensor] | None = None  # per depth [T, V_d], when asked for
+    draft_ids: torch.Tensor  # [K, (B,) L] target-vocabulary ids
+    feedback_sq: torch.Tensor  # [K, (B,) L] mean square of the hidden state fed to the next depth
+    logits: list[torch.Tensor] | None = None  # per depth [(B,) L, V_d], when asked for
 
 
 class Eagle3Drafter(nn.Module):
@@ -203,7 +221,8 @@ class Eagle3Drafter(nn.Module):
         return draft_ids + self.d2t[draft_ids] if self.spec.has_vocab_map else draft_ids
 
     def rope(self, positions: torch.Tensor, like: torch.Tensor):
-        return self.rotary(like, positions[None])
+        """positions [T], or [1 or B, T] (one row each)."""
+        return self.rotary(like, positions if positions.dim() == 2 else positions[None])
 
     def step(self, hidden, tokens, positions, caches: list[LayerCache]):
         """One draft step for every slot: returns (pre-norm h2, post-norm z)."""
@@ -219,34 +238,49 @@ class Eagle3Drafter(nn.Module):
 
     # -- chains ------------------------------------------------------------------------------
     def draft_chains(self, aux: list[torch.Tensor], next_tokens: torch.Tensor, depth: int,
-                     teacher_tokens: torch.Tensor | None = None, keep_logits: bool = False) -> Chains:
-        """Draft `depth` tokens from every slot t of a sequence (or a batch [B, T] of them).
+                     teacher_tokens: torch.Tensor | None = None, keep_logits: bool = False,
+                     start: int | torch.Tensor = 0) -> Chains:
+        """Draft `depth` tokens from the slots t >= start of a sequence (or a batch [B, T] of them).
 
         aux[j][t] is the j-th captured target state at position t; next_tokens[t] is token t+1.
         Depth s (1-based) from slot t predicts token t+s+1. With teacher_tokens ([depth-1, (B,) T]:
         row s-1 holds token t+s+1) deeper steps take the true tokens (training); otherwise the
-        drafter's own predictions, as in real chain drafting.
+        drafter's own predictions, as in real chain drafting. `start` (one for all rows, or one per
+        row [B]) gives every row L = T - max(start) chains, from its start on. Depth 1 runs over
+        every slot (its keys are what every chain attends to); deeper steps only for the chains.
         """
         batched = next_tokens.dim() == 2
         if not batched:
             aux, next_tokens = [a[None] for a in aux], next_tokens[None]
             if teacher_tokens is not None:
                 teacher_tokens = teacher_tokens[:, None]
-        positions = torch.arange(next_tokens.shape[1], device=next_tokens.device)
-        caches = [LayerCache() for _ in self.layers]
-        hidden, tokens = self.combine(aux), next_tokens
-        drafts, rms, logits_out = [], [], []
+        t, device = next_tokens.shape[1], next_tokens.device
+        starts = torch.as_tensor(start, device=device).reshape(-1, 1)
+        reach = int(starts.max())
+        slots = starts + torch.arange(t - reach, device=device)  # [1 or B, L]
+        caches = [LayerCache(slots, reach) for _ in self.layers]
+        hidden, tokens, positions = self.combine(aux), next_tokens, torch.arange(t, device=device)[None]
+        drafts, sq, logits_out = [], [], []
         for s in range(depth):
             h2, z = self.step(hidden, tokens, positions + s, caches)
+            if s == 0:  # depth 1 ran every slot for its keys; the chains go on from theirs
+                h2, z, positions = at_slots(h2, slots), at_slots(z, slots), slots
             logits = self.lm_head(z)
             ids = self.to_target_ids(logits.argmax(-1))
             drafts.append(ids if batched else ids[0])
             hidden = self.feedback(h2, z)
-            rms.append(float(hidden.detach().float().pow(2).mean().sqrt()))
+            per_slot = hidden.detach().float().pow(2).mean(-1)
+            sq.append(per_slot if batched else per_slot[0])
             if keep_logits:
                 logits_out.append(logits if batched else logits[0])
-            tokens = teacher_tokens[s] if teacher_tokens is not None and s < depth - 1 else ids
-        return Chains(torch.stack(drafts), rms, logits_out if keep_logits else None)
+            tokens = at_slots(teacher_tokens[s], slots) if teacher_tokens is not None and s < depth - 1 else ids
+        return Chains(torch.stack(drafts), torch.stack(sq), logits_out if keep_logits else None)
+
+
+def at_slots(x: torch.Tensor, slots: torch.Tensor) -> torch.Tensor:
+    """x [B, T, ...] at each row's slots [1 or B, L] -> [B, L, ...]."""
+    rows = torch.arange(x.shape[0], device=x.device)[:, None]
+    return x[rows, slots.expand(x.shape[0], -1)]
 
 
 def rope_config(spec: DrafterSpec) -> LlamaConfig:

@@ -71,6 +71,11 @@ def raise_on_termination() -> None:
         signal.signal(sig, handler)
 
 
+def first_line(exc: BaseException) -> str:
+    """A library's error text cut to its first line, for a one-line message that quotes it."""
+    return str(exc).splitlines()[0] if str(exc).strip() else type(exc).__name__
+
+
 def printable(text: str) -> str:
     """Text from elsewhere (a server, an engine), safe to print: no control characters, one line."""
     return " ".join("".join(c if c.isprintable() else " " for c in text).split())

@@ -1,5 +1,8 @@
 """The target model through transformers, with the drafter's aux hidden states captured by hooks.
 
+Prompts are generated in batches (left padding, attention mask); each row's states are cut free of
+its padding. Quantized targets: see `quantization.py`.
+
 Hooks, not `output_hidden_states`: HF puts the *post*-final-norm state at index L, while engines
 capture boundary L before the norm (peers.md §4 #25). Boundary 0 is the embedding output and
 boundary i >= 1 is the output of decoder layer i-1 (formats.md §8.5).
@@ -13,7 +16,8 @@ from pathlib import Path
 
 import torch
 
-from .errors import UsageError
+from .errors import UsageError, first_line
+from .quantization import describe, load_failure, load_kwargs, quantization_config
 
 DTYPES = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16, "bf16": torch.bfloat16,
           "float16": torch.float16, "fp16": torch.float16, "float64": torch.float64}
@@ -44,15 +48,20 @@ def resolve_dtype(dtype: str, device: str) -> torch.dtype:
     return DTYPES[dtype]
 
 
-def load_tokenizer(path: Path):
+def load_tokenizer(path: Path, trust_remote_code: bool = False):
     from transformers import AutoTokenizer
 
     if not (path / "config.json").is_file():
         raise UsageError(f"target {path}: no config.json found")
     try:
-        return AutoTokenizer.from_pretrained(path)
+        return AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
     except (OSError, ValueError, KeyError, ImportError) as exc:
-        raise UsageError(f"target {path}: its tokenizer could not be loaded: {str(exc).splitlines()[0]}") from None
+        raise load_error(f"target {path}: its tokenizer could not be loaded", exc) from None
+
+
+def load_error(what: str, exc: Exception) -> UsageError:
+    hint = "pass --trust-remote-code if you trust the code it ships" if "trust_remote_code" in str(exc) else None
+    return UsageError(f"{what}: {first_line(exc)}", hint=hint)
 
 
 @dataclass
@@ -63,25 +72,32 @@ class Generation:
 
 
 class Target:
-    def __init__(self, path: str | Path, device: str = "cpu", dtype: torch.dtype = torch.float32):
+    def __init__(self, path: str | Path, device: str = "cpu", dtype: torch.dtype = torch.float32,
+                 trust_remote_code: bool = False, dequantize_mxfp4: bool = False):
         path = Path(path)
-        self.tokenizer = load_tokenizer(path)
+        self.tokenizer = load_tokenizer(path, trust_remote_code)
         from transformers import AutoModelForCausalLM
         from transformers.utils import logging as hf_logging
 
         hf_logging.disable_progress_bar()  # our own progress is shown; a second bar garbles stderr
+        kwargs = {"dtype": dtype, "trust_remote_code": trust_remote_code, **load_kwargs(path, dequantize_mxfp4)}
+        qc = quantization_config(path)
+        # A quantizer that lacks its kernel or package here raises RuntimeError too.
+        failures = (OSError, ValueError, KeyError, ImportError) + ((RuntimeError,) if qc else ())
         # Shard over every GPU when more than one is present (needs accelerate); else one device.
         sharded = device == "cuda" and torch.cuda.device_count() > 1
         try:
             if sharded:
-                self.model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, device_map="auto").eval()
+                self.model = AutoModelForCausalLM.from_pretrained(path, device_map="auto", **kwargs).eval()
             else:
-                self.model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype).to(device).eval()
-        except (OSError, ValueError, KeyError, ImportError) as exc:
-            raise UsageError(f"target {path} could not be loaded: {str(exc).splitlines()[0]}") from None
+                self.model = AutoModelForCausalLM.from_pretrained(path, **kwargs).to(device).eval()
+        except failures as exc:
+            raise (load_failure(path, qc, exc) if qc else load_error(f"target {path} could not be loaded", exc)) from None
         self.config = self.model.config
         self.device = device
         self.dtype = dtype
+        self.quantization = describe(self.model, qc)
+        self.pad_id = self.config.pad_token_id if self.config.pad_token_id is not None else 0
 
     @property
     def num_layers(self) -> int:
@@ -92,7 +108,7 @@ class Target:
 
     @contextlib.contextmanager
     def capture(self, boundary_ids: list[int]):
-        """Collects, for each boundary id, the hidden states of every forward call."""
+        """Collects, for each boundary id, the hidden states [B, T, H] of every forward call."""
         store: dict[int, list[torch.Tensor]] = {i: [] for i in boundary_ids}
         layers = self.model.get_decoder().layers
         handles = []
@@ -101,7 +117,7 @@ class Target:
             def hook(_module, _inputs, output):
                 out = output[0] if isinstance(output, tuple) else output
                 for i in ids:
-                    store[i].append(out.detach()[0])
+                    store[i].append(out.detach())
             return hook
 
         by_module: dict[torch.nn.Module, list[int]] = {}
@@ -119,20 +135,22 @@ class Target:
                 h.remove()
 
     @torch.inference_mode()
-    def greedy(self, prompt_ids: list[int], max_new_tokens: int, boundary_ids: list[int]) -> Generation:
-        ids = torch.tensor([prompt_ids], device=self.model.device)
+    def greedy(self, prompts: list[list[int]], max_new_tokens: int, boundary_ids: list[int]) -> list[Generation]:
+        """Greedy continuations of a batch of prompts in one `generate`: left-padded and masked
+        (transformers derives each row's positions from the mask), padding stripped from the results."""
+        width = max(len(p) for p in prompts)
+        pads = [width - len(p) for p in prompts]
+        ids = torch.tensor([[self.pad_id] * n + p for n, p in zip(pads, prompts)], device=self.model.device)
+        mask = torch.tensor([[0] * n + [1] * len(p) for n, p in zip(pads, prompts)], device=self.model.device)
         with self.capture(boundary_ids) as store:
-            out = self.model.generate(
-                ids, max_new_tokens=max_new_tokens, min_new_tokens=max_new_tokens, do_sample=False,
-                pad_token_id=self.config.pad_token_id if self.config.pad_token_id is not None else 0,
-                attention_mask=torch.ones_like(ids),
-            )
-        aux = [torch.cat(store[i], dim=0) for i in boundary_ids]
-        return Generation(out[0], aux, len(prompt_ids))
+            out = self.model.generate(ids, attention_mask=mask, max_new_tokens=max_new_tokens,
+                                      min_new_tokens=max_new_tokens, do_sample=False, pad_token_id=self.pad_id)
+        aux = [torch.cat(store[i], dim=1) for i in boundary_ids]  # [B, width + N - 1, H_t]
+        return [Generation(out[j, n:], [a[j, n:] for a in aux], len(p)) for j, (n, p) in enumerate(zip(pads, prompts))]
 
     @torch.inference_mode()
     def forward_aux(self, tokens: torch.Tensor, boundary_ids: list[int]):
         """One teacher-forced pass: (greedy next-token ids [T], aux states)."""
         with self.capture(boundary_ids) as store:
             logits = self.model(tokens[None].to(self.model.device)).logits[0]
-        return logits.argmax(-1), [torch.cat(store[i], dim=0) for i in boundary_ids]
+        return logits.argmax(-1), [torch.cat(store[i], dim=1)[0] for i in boundary_ids]

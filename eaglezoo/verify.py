@@ -91,6 +91,7 @@ class Workload:
     temperature: float = 0.0
     seed: int | None = None
     indices: list[int] = field(default_factory=list)  # each measured prompt's line in the prompt set
+    trust_remote_code: bool = False  # the target's own code (tokenizer here; the native engine's model)
 
     @property
     def spec(self) -> DrafterSpec:
@@ -99,6 +100,14 @@ class Workload:
     def seeds(self) -> list[int] | None:
         """Request seeds by the prompt's own index: a skipped prompt never shifts another's seed."""
         return None if self.seed is None else [self.seed + i for i in self.indices]
+
+
+@dataclass
+class NativeOptions:
+    """The native engine's settings: prompts per target batch, and consent to dequantise an MXFP4 target."""
+
+    batch_size: int = 32
+    dequantize_mxfp4: bool = False
 
 
 @dataclass
@@ -203,15 +212,23 @@ def verify(drafter_dir: Path, target_dir: Path, *, engines: list[str] = ("native
            prompts_file: Path | None = None, max_prompts: int | None = None, opts: ReadOptions | None = None,
            min_acceptance: list[float] | None = None, min_al: float | None = None, temperature: float = 0.0,
            seed: int | None = None, speedup: list[int] | None = None, target_name: str | None = None,
-           target_revision: str | None = None,
+           target_revision: str | None = None, trust_remote_code: bool = False, native: NativeOptions | None = None,
            progress: Progress = lambda *a, **kw: None) -> VerifyReport:
     engines = list(engines)
+    native = native or NativeOptions()
     check_request(k, max_new_tokens, max_prompts, min_acceptance, temperature, engines, speedup)
+    if native.dequantize_mxfp4 and "native" not in engines:
+        raise UsageError("--dequantize-mxfp4 is for the native engine", hint="vLLM runs MXFP4 weights as they are")
     work = prepare(drafter_dir, target_dir, target_name or str(target_dir), target_revision, opts or ReadOptions(),
                    prompts_file, max_prompts, k, max_new_tokens, temperature, seed, engines,
-                   engine_options.max_model_len if engine_options else None)
+                   engine_options.max_model_len if engine_options else None, trust_remote_code)
+    if "native" in engines:
+        from .verify_native import refuse
+
+        refuse(work, native)
     # Engines first: what they refuse is refused before a long native pass, and the GPU is free after them.
-    measured = {name: report_for(work, measure(name, work, device, dtype, endpoint, engine_options, speedup, progress))
+    measured = {name: report_for(work, measure(name, work, device, dtype, endpoint, engine_options, native, speedup,
+                                               progress))
                 for name in sorted(engines, key=lambda name: name == "native")}
     report = measured[engines[-1]]
     if len(measured) == 2:
@@ -238,13 +255,13 @@ def check_request(k, max_new_tokens, max_prompts, min_acceptance, temperature, e
 
 def prepare(drafter_dir: Path, target_dir: Path, target_name: str, target_revision: str | None, opts: ReadOptions,
             prompts_file: Path | None, max_prompts: int | None, k: int, max_new_tokens: int, temperature: float,
-            seed: int | None, engines: list[str], max_model_len: int | None) -> Workload:
+            seed: int | None, engines: list[str], max_model_len: int | None, trust_remote_code: bool = False) -> Workload:
     tcfg = target_config(target_dir)
     opts.target_config = tcfg
     reading, ckpt, _ = read_drafter(drafter_dir, None, opts)
     findings = lint_reading(reading, ckpt, tcfg, target_dir) + provenance_findings(drafter_dir, reading.spec)
     prompts = load_prompts(prompts_file)[:max_prompts]
-    tokenizer = load_tokenizer(target_dir)
+    tokenizer = load_tokenizer(target_dir, trust_remote_code)
     encoded = [tokenizer(p.prompt, add_special_tokens=False)["input_ids"] for p in prompts]
     context = prompt_context(reading.spec, tcfg, engines, max_model_len)
     skipped = too_long(prompts, encoded, context, max_new_tokens + k)
@@ -254,7 +271,7 @@ def prepare(drafter_dir: Path, target_dir: Path, target_name: str, target_revisi
                          hint="use shorter prompts, a smaller --max-new-tokens or a larger --max-model-len")
     return Workload(drafter_dir, target_dir, target_name, target_revision, reading, ckpt, opts, findings,
                     [prompts[i] for i in kept], [encoded[i] for i in kept], skipped, k, max_new_tokens,
-                    temperature, seed, kept)
+                    temperature, seed, kept, trust_remote_code)
 
 
 def prompt_context(spec: DrafterSpec, tcfg: dict, engines: list[str], max_model_len: int | None) -> int:
@@ -280,11 +297,11 @@ def too_long(prompts: list[Prompt], encoded: list[list[int]], context: int, extr
 
 
 def measure(name: str, work: Workload, device: str, dtype: str, endpoint: str | None, engine_options,
-            speedup: list[int] | None, progress: Progress) -> Measurement:
+            native: NativeOptions, speedup: list[int] | None, progress: Progress) -> Measurement:
     if name == "native":
         from .verify_native import measure_native
 
-        return measure_native(work, device, dtype, progress)
+        return measure_native(work, device, dtype, native, progress)
     if name == "vllm":
         from .vllm_engine import EngineOptions, measure_vllm
 

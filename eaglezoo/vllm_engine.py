@@ -176,7 +176,8 @@ def measure_vllm(work: Workload, opts: EngineOptions, speedup: list[int] | None,
         raise EngineError("vLLM ran no speculative decoding at all (0 drafts)",
                           hint="rerun with EAGLEZOO_DEBUG=1 to see the engine's log (vLLM #25250)")
     engine = {"name": "vllm", "version": spec_run["engine"]["version"], "python": python,
-              "parallel": opts.parallel(), "start_s": spec_run["engine"]["start_s"]}
+              "parallel": opts.parallel(), "trust_remote_code": opts.trust_remote_code,
+              "start_s": spec_run["engine"]["start_s"]}
     from .speedup import speedup_report
 
     return Measurement(

@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
-"""Benchmark `eaglezoo verify` against plain greedy generation of the same tokens by the target.
+"""Benchmark `eaglezoo verify` against plain greedy generation, and its prompt batching.
 
-For each pair: (a) plain `model.generate` of N tokens per prompt, no hooks; (b) eaglezoo's
-measurement loop (target greedy generation of N + K tokens with aux capture, then batched drafting
-from every position). Model loading is excluded from both. Pairs: the embedded example, and a
-random-weight pair at SmolLM2-135M geometry (30 layers, hidden 576) for a deeper target.
+For each pair: (a) plain `model.generate` of N tokens per prompt, one prompt at a time, no hooks;
+(b) eaglezoo's native measurement loop (`verify_native.run_batches`: target greedy generation of
+N + K tokens with aux capture, then batched drafting from every position) at each `--batch-sizes`
+value; the accepted lengths must be identical at every batch size (checked). Model loading is
+excluded. Pairs: the embedded example, and a random-weight pair at SmolLM2-135M geometry (30 layers,
+hidden 576) for a deeper target.
 
-    python scripts/bench_verify.py [--device auto] [--reps 3]
+    python scripts/bench_verify.py [--device auto] [--reps 3] [--prompts 32] [--batch-sizes 1,8,16]
+    python scripts/bench_verify.py --example-only --prompts 32 --batch-sizes 1,8,16,32
     python scripts/bench_verify.py --pair DRAFTER TARGET PROMPTS   # also a real pair (e.g. the real-model tier)
     python scripts/bench_verify.py --engine vllm --engine-python .venv-vllm/bin/python   # see bench_verify_engine.py
 """
@@ -22,12 +25,12 @@ from pathlib import Path
 
 import torch
 
-from eaglezoo.acceptance import accepted_lengths
 from eaglezoo.convert import canonical_state, read_drafter, target_config
 from eaglezoo.drafter import build_drafter
 from eaglezoo.formats.base import ReadOptions
 from eaglezoo.target import Target, resolve_device, resolve_dtype
 from eaglezoo.verify import load_prompts
+from eaglezoo.verify_native import run_batches
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -57,7 +60,8 @@ def smollm_geometry_pair(work: Path):
     return work / "drafter", work / "target", {}
 
 
-def bench(drafter_dir: Path, target_dir: Path, opts: dict, prompts, device: str, n: int, k: int, reps: int):
+def bench(drafter_dir: Path, target_dir: Path, opts: dict, prompts, device: str, n: int, k: int, reps: int,
+          batch_sizes: list[int]):
     device = resolve_device(device)
     dtype = resolve_dtype("auto", device)
     target = Target(target_dir, device=device, dtype=dtype)
@@ -67,6 +71,7 @@ def bench(drafter_dir: Path, target_dir: Path, opts: dict, prompts, device: str,
     boundary = reading.spec.aux.boundary()
     ids = [target.tokenizer(p.prompt, add_special_tokens=False)["input_ids"] for p in prompts]
     sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
+    paths, split = {}, {b: [] for b in batch_sizes}
 
     def plain():
         for x in ids:
@@ -75,26 +80,29 @@ def bench(drafter_dir: Path, target_dir: Path, opts: dict, prompts, device: str,
                                   do_sample=False, pad_token_id=0)
         sync()
 
-    def measure():
-        for x in ids:
-            gen = target.greedy(x, n + k, boundary)
-            with torch.inference_mode():
-                chains = drafter.draft_chains(gen.aux, gen.tokens[1:], k)
-            accepted_lengths(chains.draft_ids, gen.tokens, gen.prompt_len - 1, gen.prompt_len + n - 3)
+    def measure(batch_size):
+        results, t_target, t_drafter = run_batches(target, drafter, boundary, ids, k, n, batch_size)
         sync()
+        paths[batch_size] = [r.path for r in results]
+        split[batch_size].append({"target_s": t_target, "drafter_s": t_drafter})
 
+    runs = [("plain_generate_s", plain)] + [(f"verify_batch{b}_s", lambda b=b: measure(b)) for b in batch_sizes]
     with torch.inference_mode():
-        plain()  # warm-up
-        measure()
-        times = {"plain_generate_s": [], "verify_s": []}
+        for _, fn in runs:  # warm-up
+            fn()
+        times = {name: [] for name, _ in runs}
         for _ in range(reps):
-            for name, fn in (("plain_generate_s", plain), ("verify_s", measure)):
+            for name, fn in runs:
                 t0 = time.perf_counter()
                 fn()
                 times[name].append(time.perf_counter() - t0)
     med = {name: statistics.median(v) for name, v in times.items()}
+    first = med[f"verify_batch{batch_sizes[0]}_s"]
     return {"device": device, "dtype": str(dtype), "prompts": len(ids), "new_tokens": n, "k": k, **med,
-            "ratio": med["verify_s"] / med["plain_generate_s"], "runs": times}
+            "ratio": first / med["plain_generate_s"],
+            "speedup_over_first_batch_size": {b: first / med[f"verify_batch{b}_s"] for b in batch_sizes},
+            "identical_across_batch_sizes": all(p == paths[batch_sizes[0]] for p in paths.values()), "runs": times,
+            "target_drafter_split": {b: v[1:] for b, v in split.items()}}  # the warm-up's dropped
 
 
 def main():
@@ -103,34 +111,41 @@ def main():
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--new-tokens", type=int, default=64)
     ap.add_argument("-k", type=int, default=3)
+    ap.add_argument("--batch-sizes", default="1,8", help="native: batch sizes to time (the first is the baseline)")
+    ap.add_argument("--example-only", action="store_true", help="native: skip the random SmolLM2-geometry pair")
     ap.add_argument("--pair", nargs=3, type=Path, metavar=("DRAFTER", "TARGET", "PROMPTS"),
-                    help="also time this converted drafter against its target on the first 8 of these prompts")
+                    help="also time this converted drafter against its target on the first --prompts of these prompts")
     ap.add_argument("--engine", choices=["native", "vllm"], default="native")
     ap.add_argument("--engine-python", help="--engine vllm: the interpreter that has vLLM")
-    ap.add_argument("--prompts", type=int, default=32, help="--engine vllm: number of prompts")
+    ap.add_argument("--prompts", type=int, default=32, help="number of prompts (the example set's first N)")
     args = ap.parse_args()
     if args.engine == "vllm":
         from bench_verify_engine import run
 
         return run(args)
+    sizes = [int(b) for b in args.batch_sizes.split(",")]
     ex = ROOT / "examples" / "tiny"
-    prompts = load_prompts(ex / "prompts.jsonl")
-    short = [p for p in prompts if p.bucket != "long-context"][:16]
-    results = {}
+    prompts = load_prompts(ex / "prompts.jsonl")[:args.prompts]
+    common = (args.device, args.new_tokens, args.k, args.reps, sizes)
     ids = {"aux_layers": [2, 3, 4], "aux_convention": "boundary"}
-    results["example eagle31 (4 layers, hidden 128)"] = bench(ex / "eagle31-safeai", ex / "target", ids, short,
-                                                               args.device, args.new_tokens, args.k, args.reps)
-    with tempfile.TemporaryDirectory() as tmp:
-        d, t, o = smollm_geometry_pair(Path(tmp))
-        results["SmolLM2-135M geometry, random weights (30 layers, hidden 576)"] = bench(
-            d, t, o, short[:8], args.device, args.new_tokens, args.k, args.reps)
+    results = {"example eagle31 (4 layers, hidden 128)": bench(ex / "eagle31-safeai", ex / "target", ids, prompts, *common)}
+    if not args.example_only:
+        with tempfile.TemporaryDirectory() as tmp:
+            d, t, o = smollm_geometry_pair(Path(tmp))
+            results["SmolLM2-135M geometry, random weights (30 layers, hidden 576)"] = bench(d, t, o, prompts, *common)
     if args.pair:
         drafter, target, prompts_file = args.pair
-        results[f"{drafter.name} -> {target.name}"] = bench(drafter, target, {}, load_prompts(prompts_file)[:8],
-                                                            args.device, args.new_tokens, args.k, args.reps)
+        results[f"{drafter.name} -> {target.name}"] = bench(drafter, target, {}, load_prompts(prompts_file)[:args.prompts],
+                                                            *common)
     for name, r in results.items():
-        print(f"{name}: plain {r['plain_generate_s']:.2f} s, verify {r['verify_s']:.2f} s, ratio {r['ratio']:.2f} "
-              f"({r['prompts']} prompts x {r['new_tokens']} tokens, {r['device']})")
+        batches = ", ".join(f"batch {b} {r[f'verify_batch{b}_s']:.2f} s ({r['speedup_over_first_batch_size'][b]:.2f}x)"
+                            for b in sizes)
+        print(f"{name}: plain {r['plain_generate_s']:.2f} s; verify {batches}; ratio {r['ratio']:.2f}; identical "
+              f"{r['identical_across_batch_sizes']} ({r['prompts']} prompts x {r['new_tokens']} tokens, {r['device']})")
+        for b, runs in r["target_drafter_split"].items():
+            target_s = statistics.median(x["target_s"] for x in runs)
+            drafter_s = statistics.median(x["drafter_s"] for x in runs)
+            print(f"  batch {b}: target {target_s:.2f} s, drafter {drafter_s:.2f} s (medians)")
     print(json.dumps(results, indent=2))
 
 

@@ -150,3 +150,75 @@ def make_target(out: Path, layers: int = 4, hidden: int = 64, vocab: int = 256, 
            "num_key_value_heads": 2, "max_position_embeddings": 512, **extra}
     (out / "config.json").write_text(json.dumps(cfg))
     return out
+
+
+def make_mla_drafter(out: Path, hidden: int = 64, vocab: int = 256, layer_output_ids=(1, 29, 57)) -> tuple[Path, dict]:
+    """A TorchSpec Kimi-style MLA drafter (formats.md §6); returns (out, its source state)."""
+    n_h, q_rank, kv_rank, nope, rope, v_head, inter = 4, 32, 16, 8, 8, 8, 96
+    g = torch.Generator().manual_seed(0)
+    r = lambda *s: torch.randn(*s, generator=g).to(torch.bfloat16)  # noqa: E731
+    state = {
+        "fc.weight": r(hidden, 3 * hidden), "norm.weight": r(hidden), "lm_head.weight": r(vocab, hidden),
+        "midlayer.input_layernorm.weight": r(hidden), "midlayer.hidden_norm.weight": r(hidden),
+        "midlayer.post_attention_layernorm.weight": r(hidden),
+        "midlayer.self_attn.q_a_proj.weight": r(q_rank, 2 * hidden), "midlayer.self_attn.q_a_layernorm.weight": r(q_rank),
+        "midlayer.self_attn.q_b_proj.weight": r(n_h * (nope + rope), q_rank),
+        "midlayer.self_attn.kv_a_proj_with_mqa.weight": r(kv_rank + rope, 2 * hidden),
+        "midlayer.self_attn.kv_a_layernorm.weight": r(kv_rank),
+        "midlayer.self_attn.kv_b_proj.weight": r(n_h * (nope + v_head), kv_rank),
+        "midlayer.self_attn.o_proj.weight": r(hidden, n_h * v_head),
+        "midlayer.mlp.gate_proj.weight": r(inter, hidden), "midlayer.mlp.up_proj.weight": r(inter, hidden),
+        "midlayer.mlp.down_proj.weight": r(hidden, inter),
+        **{f"fc_norm.{i}.weight": r(hidden) for i in range(3)},
+    }
+    out.mkdir(parents=True, exist_ok=True)
+    save_file(state, str(out / "model.safetensors"), metadata={"format": "pt", "torchspec_version": "0.3"})
+    cfg = {"architectures": ["Eagle3DeepseekV2ForCausalLM"], "model_type": "kimi_k2", "hidden_size": hidden,
+           "vocab_size": vocab, "draft_vocab_size": vocab, "num_hidden_layers": 1, "num_attention_heads": n_h,
+           "q_lora_rank": q_rank, "kv_lora_rank": kv_rank, "qk_nope_head_dim": nope, "qk_rope_head_dim": rope,
+           "v_head_dim": v_head, "intermediate_size": inter, "fc_norm": True, "norm_output": True,
+           "_torchspec_version": "0.3", "eagle_config": {"eagle_aux_hidden_state_layer_ids": list(layer_output_ids),
+                                                         "use_aux_hidden_state": True, "use_last_layernorm": True}}
+    (out / "config.json").write_text(json.dumps(cfg))
+    return out, state
+
+
+def quantized_copy(src: Path, out: Path, quantization_config: dict) -> Path:
+    """A copy of target `src` whose config.json declares `quantization_config` (the weights stay as they are)."""
+    import shutil
+
+    shutil.copytree(src, out)
+    cfg = json.loads((src / "config.json").read_text())
+    (out / "config.json").write_text(json.dumps({**cfg, "quantization_config": quantization_config}))
+    return out
+
+
+def make_mxfp4_target(out: Path, tokenizer_from: Path, hidden: int = 64, layers: int = 4) -> Path:
+    """A tiny gpt-oss target stored as MXFP4 checkpoints are: expert weights as packed fp4 `_blocks` (two values
+    a byte, 32 a block) and e8m0 `_scales`, random bytes; everything else random bf16/fp32 weights."""
+    import shutil
+
+    from safetensors.torch import load_file
+    from transformers import GptOssConfig, GptOssForCausalLM
+
+    cfg = GptOssConfig(vocab_size=1024, hidden_size=hidden, intermediate_size=hidden, num_hidden_layers=layers,
+                       num_attention_heads=4, num_key_value_heads=2, head_dim=16, num_local_experts=4,
+                       num_experts_per_tok=2, max_position_embeddings=1024, sliding_window=128,
+                       layer_types=["sliding_attention", "full_attention"] * (layers // 2),
+                       pad_token_id=0, bos_token_id=1, eos_token_id=2)
+    torch.manual_seed(0)
+    GptOssForCausalLM(cfg).save_pretrained(out)
+    state = load_file(out / "model.safetensors")
+    g = torch.Generator().manual_seed(0)
+    for name in [n for n in state if n.endswith(("experts.gate_up_proj", "experts.down_proj"))]:
+        experts, fan_in, fan_out = state.pop(name).shape
+        state[name + "_blocks"] = torch.randint(0, 256, (experts, fan_out, fan_in // 32, 16), dtype=torch.uint8, generator=g)
+        state[name + "_scales"] = torch.randint(118, 124, (experts, fan_out, fan_in // 32), dtype=torch.uint8, generator=g)
+    save_file(state, str(out / "model.safetensors"), metadata={"format": "pt"})
+    config = json.loads((out / "config.json").read_text())
+    config["quantization_config"] = {"quant_method": "mxfp4", "modules_to_not_convert": [
+        "model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens", "lm_head"]}
+    (out / "config.json").write_text(json.dumps(config))
+    for f in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(tokenizer_from / f, out / f)
+    return out

@@ -7,7 +7,7 @@ import json
 import pytest
 import torch
 from conftest import tree_digest
-from factory import canonical_state, make_drafter, make_spec, make_target
+from factory import canonical_state, make_drafter, make_mla_drafter, make_spec, make_target
 from safetensors.torch import load_file
 
 DIALECTS = ["safeai", "specforge", "modelopt", "nemo", "torchspec", "speculators"]
@@ -228,39 +228,11 @@ def test_force_replaces_out_atomically(tmp_path, cli):
 
 def test_mla_drafter_is_carried_through_losslessly(tmp_path, cli):
     """A TorchSpec Kimi-style MLA drafter (formats.md §6): MLA attention tensors, nested ids, V_d == V."""
-    from safetensors.torch import save_file
-
-    h, v, n_h, q_rank, kv_rank, nope, rope, v_head, inter = 64, 256, 4, 32, 16, 8, 8, 8, 96
-    g = torch.Generator().manual_seed(0)
-    r = lambda *s: torch.randn(*s, generator=g).to(torch.bfloat16)  # noqa: E731
-    state = {
-        "fc.weight": r(h, 3 * h), "norm.weight": r(h), "lm_head.weight": r(v, h),
-        "midlayer.input_layernorm.weight": r(h), "midlayer.hidden_norm.weight": r(h),
-        "midlayer.post_attention_layernorm.weight": r(h),
-        "midlayer.self_attn.q_a_proj.weight": r(q_rank, 2 * h), "midlayer.self_attn.q_a_layernorm.weight": r(q_rank),
-        "midlayer.self_attn.q_b_proj.weight": r(n_h * (nope + rope), q_rank),
-        "midlayer.self_attn.kv_a_proj_with_mqa.weight": r(kv_rank + rope, 2 * h),
-        "midlayer.self_attn.kv_a_layernorm.weight": r(kv_rank),
-        "midlayer.self_attn.kv_b_proj.weight": r(n_h * (nope + v_head), kv_rank),
-        "midlayer.self_attn.o_proj.weight": r(h, n_h * v_head),
-        "midlayer.mlp.gate_proj.weight": r(inter, h), "midlayer.mlp.up_proj.weight": r(inter, h),
-        "midlayer.mlp.down_proj.weight": r(h, inter),
-        **{f"fc_norm.{i}.weight": r(h) for i in range(3)},
-    }
-    src = tmp_path / "mla"
-    src.mkdir()
-    save_file(state, str(src / "model.safetensors"), metadata={"format": "pt", "torchspec_version": "0.3"})
-    cfg = {"architectures": ["Eagle3DeepseekV2ForCausalLM"], "model_type": "kimi_k2", "hidden_size": h,
-           "vocab_size": v, "draft_vocab_size": v, "num_hidden_layers": 1, "num_attention_heads": n_h,
-           "q_lora_rank": q_rank, "kv_lora_rank": kv_rank, "qk_nope_head_dim": nope, "qk_rope_head_dim": rope,
-           "v_head_dim": v_head, "intermediate_size": inter, "fc_norm": True, "norm_output": True,
-           "_torchspec_version": "0.3", "eagle_config": {"eagle_aux_hidden_state_layer_ids": [1, 29, 57],
-                                                         "use_aux_hidden_state": True, "use_last_layernorm": True}}
-    (src / "config.json").write_text(json.dumps(cfg))
+    src, state = make_mla_drafter(tmp_path / "mla")
     r_ = cli("convert", src, tmp_path / "out", "--json")
     assert r_.code == 0, r_.err
     out_cfg = json.loads((tmp_path / "out" / "config.json").read_text())
-    assert out_cfg["architectures"] == ["Eagle3DeepseekV2ForCausalLM"] and out_cfg["kv_lora_rank"] == kv_rank
+    assert out_cfg["architectures"] == ["Eagle3DeepseekV2ForCausalLM"] and out_cfg["kv_lora_rank"] == 16
     assert out_cfg["eagle_aux_hidden_state_layer_ids"] == [2, 30, 58]
     assert out_cfg["eagle_config"]["use_last_layernorm"] is True
     got = converted_state(tmp_path / "out")

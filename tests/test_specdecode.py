@@ -34,7 +34,7 @@ def test_loop_output_is_the_targets_and_counts_match_the_measurement(pair, name)
     loop_tally, measured = Tally(k), Tally(k)
     for p in prompts:
         ids = target.tokenizer(p.prompt, add_special_tokens=False)["input_ids"]
-        gen = target.greedy(ids, n + k, EXAMPLE_AUX)
+        gen = target.greedy([ids], n + k, EXAMPLE_AUX)[0]
         new, rounds = speculative_decode(lambda t: target.forward_aux(t, EXAMPLE_AUX), drafter, ids, n, k)
         assert new == gen.tokens[len(ids):len(ids) + n].tolist()
         with torch.inference_mode():
