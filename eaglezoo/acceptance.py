@@ -5,7 +5,8 @@ leading drafts equal to the target's tokens. Two views are reported:
 
 * **decoding path**: the chains a real greedy speculative decoder visits (start after the prompt,
   then jump by accepted + 1), with a round whenever fewer than N tokens have been produced, as in
-  vLLM. This is what vLLM's counters measure, and `speculative_decode` below reproduces it.
+  vLLM. This is what vLLM's counters measure; `tests/reference_decode.py` reproduces it with a
+  plain sequential decoding loop.
 * **all positions**: every slot of the continuation; more samples, same drafter.
 
 Mean acceptance length is counted as vLLM counts it: 1 + accepted / drafts.
@@ -70,68 +71,3 @@ class Tally:
     def summary(self) -> dict:
         return {"acceptance_per_position": self.per_position(), "mean_acceptance_length": self.mean_acceptance_length(),
                 "num_drafts": self.num_drafts, "num_accepted": self.num_accepted, "histogram": self.histogram()}
-
-
-# --------------------------------------------------------------------------------------------
-# The reference: a plain sequential greedy speculative-decoding loop.
-
-
-@torch.inference_mode()
-def speculative_decode(target_forward, drafter, prompt: list[int], max_new_tokens: int, k: int):
-    """Greedy speculative decoding, one round at a time, recomputing everything (slow and obvious).
-
-    `target_forward(tokens[T]) -> (greedy next ids [T], aux states list of [T, H_t])`.
-    Each round: the drafter ingests every slot the target has features for, proposes k tokens
-    from the last one (its own KV cache for the deeper steps), the target verifies them and the
-    longest matching prefix plus the target's own next token is kept, while fewer than
-    max_new_tokens exist. Returns (the first max_new_tokens new tokens, accepted length per round).
-    """
-    tokens = list(prompt)
-    nxt, aux = target_forward(torch.tensor(tokens))
-    tokens.append(int(nxt[-1]))
-    rounds = []
-    while len(tokens) - len(prompt) < max_new_tokens:
-        n = len(tokens) - 1  # the target has features for slots 0..n-1; token n is its newest output
-        t = torch.tensor(tokens)
-        drafts = _draft_from_last_slot(drafter, [a[:n] for a in aux], t[1:n + 1], k)
-        nxt, aux = target_forward(torch.tensor(tokens + drafts))
-        verified = nxt[n:].tolist()  # verified[i] = the target's token after draft i (or after token n)
-        a = 0
-        while a < k and drafts[a] == verified[a]:
-            a += 1
-        tokens += drafts[:a] + [verified[a]]
-        rounds.append(a)
-        nxt, aux = target_forward(torch.tensor(tokens[:-1]))  # features of every kept position
-    return tokens[len(prompt):len(prompt) + max_new_tokens], rounds
-
-
-def _draft_from_last_slot(drafter, aux, next_tokens, k) -> list[int]:
-    """Depth 1 over all slots (the cache), then k-1 steps from the last slot with an explicit KV list."""
-    from .drafter import LayerCache
-
-    n = next_tokens.shape[0]
-    positions = torch.arange(n)
-    caches = [LayerCache() for _ in drafter.layers]
-    h2, z = drafter.step(drafter.combine([a[None] for a in aux]), next_tokens[None], positions, caches)
-    last = slice(n - 1, n)
-    ids = drafter.to_target_ids(drafter.lm_head(z[:, last]).argmax(-1))
-    drafts = [int(ids)]
-    hidden = drafter.feedback(h2, z)[:, last]
-    keys = [(c.prefix_k, c.prefix_v) for c in caches]
-    for s in range(1, k):
-        pos = torch.tensor([n - 1 + s])
-        cos, sin = drafter.rope(pos, hidden)
-        embeds = drafter.embed_tokens(ids)
-        h = hidden
-        for li, layer in enumerate(drafter.layers):
-            x, residual = layer.attn_input(h, embeds)
-            q, kk, vv = layer.self_attn.project(x, cos, sin)
-            ks, vs = keys[li]
-            ks, vs = torch.cat([ks, kk], 1), torch.cat([vs, vv], 1)
-            keys[li] = (ks, vs)
-            h = layer.finish(residual + layer.self_attn.attend_cached(q, ks, vs))
-        z = drafter.norm(h)
-        ids = drafter.to_target_ids(drafter.lm_head(z).argmax(-1))
-        drafts.append(int(ids))
-        hidden = drafter.feedback(h, z)
-    return drafts

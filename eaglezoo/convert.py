@@ -18,11 +18,12 @@ from typing import Any, Callable
 from pydantic import BaseModel
 
 from . import __version__, formats
+from .config_schema import validate_config
 from .errors import BadInput, UsageError
 from .formats.base import Reading, ReadOptions
 from .fsutil import staging, temp_dir_beside
 from .layout import check_tensors
-from .spec import DrafterSpec
+from .spec import DrafterSpec, effective_rope
 from .tensors import Checkpoint, OutTensor, TensorRef, plan_output_order, stream_convert
 
 CONFIG_DTYPE_CODES = {"float32": "F32", "float16": "F16", "bfloat16": "BF16", "float64": "F64"}
@@ -91,9 +92,13 @@ def read_json(path: Path, what: str) -> dict:
     if not path.is_file():
         raise BadInput(f"{what}: {path} not found")
     try:
-        value = json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise BadInput(f"{what}: {path} is not valid JSON ({exc.args[0] if exc.args else exc})") from None
+        value = json.loads(path.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise BadInput(f"{what}: {path} is not valid UTF-8 text (byte {exc.start})") from None
+    except json.JSONDecodeError as exc:
+        raise BadInput(f"{what}: {path} is not valid JSON ({exc.args[0]})") from None
+    except RecursionError:
+        raise BadInput(f"{what}: {path} is nested too deeply to read") from None
     if not isinstance(value, dict):
         raise BadInput(f"{what}: {path} is not a JSON object")
     return value
@@ -102,12 +107,9 @@ def read_json(path: Path, what: str) -> dict:
 def target_config(target: Path) -> dict:
     if not target.is_dir():
         raise UsageError(f"target {target}: not a directory")
-    cfg = read_json(target / "config.json", "target config")
-    cfg = cfg.get("text_config") or cfg  # multimodal targets keep the LM under text_config
-    for key in ("num_hidden_layers", "hidden_size", "vocab_size"):
-        if not isinstance(cfg.get(key), int):
-            raise BadInput(f"target config: {key} missing or not an integer")
-    return cfg
+    path = target / "config.json"
+    cfg = validate_config(read_json(path, "target config"), str(path), "target")
+    return cfg.get("text_config") or cfg  # multimodal targets keep the LM under text_config
 
 
 def read_drafter(source: Path, dialect: str | None, opts: ReadOptions,
@@ -115,7 +117,8 @@ def read_drafter(source: Path, dialect: str | None, opts: ReadOptions,
     """Config + headers -> a Reading with canonical names; with `strict`, the tensors must fit the config."""
     if not source.is_dir():
         raise UsageError(f"{source}: not a directory")
-    cfg = read_json(source / "config.json", "drafter config")
+    path = source / "config.json"
+    cfg = validate_config(read_json(path, "drafter config"), str(path), "drafter")
     ckpt = Checkpoint(source)
     ckpt.check_index()
     name = dialect or formats.detect(cfg, set(ckpt.refs), ckpt.metadata)
@@ -179,6 +182,7 @@ def plan(req: ConvertRequest) -> Prepared:
     else:
         out_cfg, more = formats.speculators.write_config(spec, dtype, req.verifier)
         warnings += more
+    validate_config(out_cfg, f"to be written (--to {req.to})", "drafter")
     p = Plan(
         source=str(req.source), dialect=reading.dialect, to=req.to, source_files=[f.name for f in ckpt.files],
         spec=spec, config_diff=config_diff(src_cfg, out_cfg),
@@ -210,20 +214,6 @@ def compare_with_target(spec: DrafterSpec, tcfg: dict) -> list[str]:
         warnings.append(f"drafter RoPE {d_rope} differs from the target's {t_rope} (kept: the drafter was trained "
                         "with it; speculators #574)")
     return warnings
-
-
-def effective_rope(cfg: dict) -> dict:
-    """RoPE settings as the model computes them, whether written as rope_theta/rope_scaling
-    (transformers 4) or rope_parameters (transformers 5); a missing theta means 10000."""
-    params = dict(cfg.get("rope_parameters") or {})
-    scaling = dict(cfg.get("rope_scaling") or {})
-    if "type" in scaling:
-        scaling["rope_type"] = scaling.pop("type")
-    params = {**scaling, **params}
-    params["rope_theta"] = float(params.get("rope_theta") or cfg.get("rope_theta") or 10000.0)
-    if params.get("rope_type", "default") == "default":
-        params.pop("rope_type", None)
-    return params
 
 
 def config_diff(before: dict, after: dict) -> list[Change]:

@@ -19,7 +19,7 @@ from transformers import LlamaConfig
 from transformers.activations import ACT2FN
 from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding, apply_rotary_pos_emb
 
-from .spec import DrafterSpec
+from .spec import DrafterSpec, effective_rope
 
 # fp32 attention scores held at once: queries are taken in chunks of rows under this bound, so peak
 # memory grows with T, never T * T (16 MiB per chunk, cache-sized, which is also faster than one big
@@ -82,9 +82,6 @@ class Attention(nn.Module):
         q, k = apply_rotary_pos_emb(q.transpose(1, 2), k.transpose(1, 2), cos, sin)
         return q.transpose(1, 2), k.transpose(1, 2), v
 
-    def _expand(self, kv: torch.Tensor) -> torch.Tensor:
-        return kv.repeat_interleave(self.n_heads // self.n_kv, dim=-2)
-
     def forward(self, x, cos, sin, cache: LayerCache) -> torch.Tensor:
         q, k, v = self.project(x, cos, sin)
         if cache.prefix_k is None:  # depth 1: every slot, causal over the slots themselves
@@ -119,13 +116,6 @@ class Attention(nn.Module):
             ev = torch.stack([x[:, a:e] for x in cache.extra_v], 2)
             out = out + torch.einsum("bkgcr,bcrkd->bckgd", probs[..., end:], ev)
         return out.flatten(2, 3)
-
-    def attend_cached(self, q, keys, values) -> torch.Tensor:
-        """Plain attention of queries [B, T, h, d] to an explicit key list (all in the past)."""
-        scores = torch.einsum("bthd,bshd->bhts", q, self._expand(keys)).float() * self.scale
-        probs = scores.softmax(-1).to(q.dtype)
-        out = torch.einsum("bhts,bshd->bthd", probs, self._expand(values))
-        return self.o_proj(out.reshape(q.shape[0], q.shape[1], -1))
 
 
 class MLP(nn.Module):
@@ -286,22 +276,9 @@ def at_slots(x: torch.Tensor, slots: torch.Tensor) -> torch.Tensor:
 def rope_config(spec: DrafterSpec) -> LlamaConfig:
     """A LlamaConfig carrying only what rotary embeddings need (theta 10000 when absent, formats.md §14.18)."""
     cfg = spec.layer_config
-    kwargs = {
-        "hidden_size": spec.hidden_size,
-        "num_attention_heads": int(cfg["num_attention_heads"]),
-        "head_dim": spec.head_dim,
-        "max_position_embeddings": int(cfg.get("max_position_embeddings") or 2048),
-    }
-    if cfg.get("rope_parameters"):
-        kwargs["rope_parameters"] = dict(cfg["rope_parameters"])
-    else:
-        params = {"rope_type": "default", "rope_theta": float(cfg.get("rope_theta") or 10000.0)}
-        if cfg.get("rope_scaling"):
-            scaling = dict(cfg["rope_scaling"])
-            scaling["rope_type"] = scaling.pop("type", scaling.get("rope_type", "default"))
-            params.update(scaling)
-        kwargs["rope_parameters"] = params
-    return LlamaConfig(**kwargs)
+    return LlamaConfig(hidden_size=spec.hidden_size, num_attention_heads=int(cfg["num_attention_heads"]),
+                       head_dim=spec.head_dim, max_position_embeddings=int(cfg.get("max_position_embeddings") or 2048),
+                       rope_parameters={"rope_type": "default", **effective_rope(cfg)})
 
 
 def build_drafter(spec: DrafterSpec, state: dict[str, torch.Tensor], embed: torch.Tensor | None = None,

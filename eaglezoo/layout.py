@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .spec import DrafterSpec
+from .spec import AuxLayers, DrafterSpec
 from .tensors import TensorRef
 
 INT_CODES = {"I64", "I32"}
@@ -154,3 +154,20 @@ def _unexpected(spec: DrafterSpec, name: str) -> Problem:
     if name == "input_norm.weight":
         return Problem("tensors-without-flag", "input_norm.weight is present but norm_before_fc is false")
     return Problem("unexpected", f"tensor {name} does not belong to this drafter's config")
+
+
+def target_problems(aux: AuxLayers | None, target_hidden: int, vocab: int, tcfg: dict) -> list[Problem]:
+    """Where the drafter does not fit its target's config: convert refuses the first, lint reports each."""
+    n = int(tcfg["num_hidden_layers"])
+    problems = []
+    if aux is not None and any(not 0 <= i <= n for i in aux.boundary()):
+        problems.append(Problem("aux-ids-range", f"aux ids select boundary {aux.boundary()}, outside the target's "
+                                f"0..{n} ({n} layers)", "check the convention: layer-output ids are boundary ids "
+                                "minus one (formats.md §9)"))
+    if int(tcfg["hidden_size"]) != target_hidden:
+        problems.append(Problem("target-hidden-mismatch", f"target hidden_size is {tcfg['hidden_size']}, but the "
+                                f"drafter's target_hidden_size is {target_hidden}"))
+    if int(tcfg["vocab_size"]) != vocab:
+        problems.append(Problem("vocab-mismatch", f"target vocab_size is {tcfg['vocab_size']}, but the drafter's "
+                                f"vocab_size is {vocab}", "draft and target must share one tokenizer (SafeAILab #258)"))
+    return problems

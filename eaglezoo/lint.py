@@ -7,7 +7,7 @@ Every finding has a severity, a stable code, a message and a hint; errors make `
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Callable, Literal, TypeVar
 
 import torch
 from pydantic import BaseModel
@@ -16,11 +16,14 @@ from .convert import canonical_refs, compare_with_target, read_drafter, target_c
 from .engines import EngineSupport, engine_support
 from .errors import EaglezooError
 from .formats.base import Reading, ReadOptions
-from .layout import check_tensors
+from .layout import check_tensors, target_problems
 from .spec import DrafterSpec
 from .tensors import Checkpoint
 
 Severity = Literal["error", "warning", "info"]
+T = TypeVar("T")
+AUX_MISSING_HINT = ("engines then fall back to a default guess and acceptance silently collapses (vLLM #50170); "
+                    "write eagle_aux_hidden_state_layer_ids explicitly")
 
 
 class Finding(BaseModel):
@@ -48,30 +51,42 @@ class LintReport(BaseModel):
 
 def lint(drafter_dir: Path, target_dir: Path | None = None, dialect: str | None = None,
          opts: ReadOptions | None = None) -> LintReport:
-    opts = opts or ReadOptions()
     tcfg = target_config(target_dir) if target_dir else None
-    findings: list[Finding] = []
-    try:
-        reading, ckpt, cfg = read_drafter(drafter_dir, dialect, opts, strict=False)
-    except EaglezooError as exc:
-        if exc.code is None:  # unreadable files or usage: bad input, not a finding
-            raise
-        if exc.code != "aux-ids-missing":
-            return _unreadable(drafter_dir, target_dir, exc)
-        findings.append(Finding(severity="error", code="aux-ids-missing", message=exc.message,
-                                hint="engines then fall back to a default guess and acceptance silently collapses "
-                                     "(vLLM #50170); write eagle_aux_hidden_state_layer_ids explicitly"))
-        opts.allow_missing_aux = True
-        try:
-            reading, ckpt, cfg = read_drafter(drafter_dir, dialect, opts, strict=False)
-        except EaglezooError as exc2:
-            return _unreadable(drafter_dir, target_dir, exc2, findings)
+    target = str(target_dir) if target_dir else None
+    read, findings = read_tolerating_missing_aux(lambda o: read_drafter(drafter_dir, dialect, o, strict=False),
+                                                 opts or ReadOptions())
+    if read is None:
+        return LintReport(drafter=str(drafter_dir), target=target, dialect=None, eagle_version=None, spec=None,
+                          findings=findings, engines=[])
+    reading, ckpt, cfg = read
     findings += lint_reading(reading, ckpt, tcfg, target_dir, cfg)
     findings += provenance_findings(drafter_dir, reading.spec)
     spec = reading.spec
-    return LintReport(drafter=str(drafter_dir), target=str(target_dir) if target_dir else None,
-                      dialect=reading.dialect, eagle_version=spec.eagle_version, spec=spec, findings=findings,
-                      engines=engine_support(spec, "speculators" if reading.dialect == "speculators" else "eagle31"))
+    return LintReport(drafter=str(drafter_dir), target=target, dialect=reading.dialect, eagle_version=spec.eagle_version,
+                      spec=spec, findings=findings, engines=engine_support(spec, engine_schema(reading)))
+
+
+def read_tolerating_missing_aux(read: Callable[[ReadOptions], T], opts: ReadOptions) -> tuple[T | None, list[Finding]]:
+    """`read(opts)`; when only the aux ids are missing, that is a finding and the drafter is read again
+    without them, so every other check still runs. (None, findings) when it cannot be read as a drafter;
+    errors without a finding code (unreadable files, usage) are raised."""
+    missing: list[Finding] = []
+    for attempt in range(2):
+        try:
+            return read(opts), missing
+        except EaglezooError as exc:
+            if exc.code is None:
+                raise
+            if exc.code != "aux-ids-missing" or attempt:
+                return None, [*missing, Finding(severity="error", code=exc.code, message=exc.message, hint=exc.hint or "")]
+            missing.append(Finding(severity="error", code=exc.code, message=exc.message, hint=AUX_MISSING_HINT))
+            opts.allow_missing_aux = True
+    raise AssertionError("unreachable")
+
+
+def engine_schema(reading: Reading) -> str:
+    """The schema engines would be given the drafter in: speculators stays speculators, else EAGLE 3.1."""
+    return "speculators" if reading.dialect == "speculators" else "eagle31"
 
 
 def provenance_findings(drafter_dir: Path, spec: DrafterSpec) -> list[Finding]:
@@ -97,12 +112,6 @@ def provenance_findings(drafter_dir: Path, spec: DrafterSpec) -> list[Finding]:
     return out
 
 
-def _unreadable(drafter_dir, target_dir, exc: EaglezooError, findings=()) -> LintReport:
-    f = Finding(severity="error", code=exc.code or "unreadable", message=exc.message, hint=exc.hint or "")
-    return LintReport(drafter=str(drafter_dir), target=str(target_dir) if target_dir else None, dialect=None,
-                      eagle_version=None, spec=None, findings=[*findings, f], engines=[])
-
-
 def lint_reading(reading: Reading, ckpt: Checkpoint, tcfg: dict | None, target_dir: Path | None = None,
                  cfg: dict | None = None, max_value_bytes: int | None = None) -> list[Finding]:
     """All checks on a read drafter. `max_value_bytes` (remote lint) limits value checks to tensors
@@ -119,20 +128,10 @@ def lint_reading(reading: Reading, ckpt: Checkpoint, tcfg: dict | None, target_d
         add("info", "aux-ids", f"aux ids {list(spec.aux.ids)} ({spec.aux.convention}) = boundary {spec.aux.boundary()}; "
                                f"written for vLLM as {spec.aux.boundary()}, for SGLang/TRT-LLM as {spec.aux.layer_output()}")
     if tcfg is not None:
-        n = int(tcfg["num_hidden_layers"])
-        if spec.aux is not None:
-            bad = [i for i in spec.aux.boundary() if not 0 <= i <= n]
-            if bad:
-                add("error", "aux-ids-range", f"aux ids select boundary {spec.aux.boundary()}, outside the target's 0..{n}",
-                    "check the convention: layer-output ids are boundary ids minus one (formats.md §9)")
-            elif 0 in spec.aux.boundary():
-                add("warning", "aux-ids-embedding", "boundary id 0 captures the embedding output, not a layer")
-        if int(tcfg["hidden_size"]) != spec.target_hidden_size:
-            add("error", "target-hidden-mismatch", f"target hidden_size {tcfg['hidden_size']} != the drafter's "
-                f"target_hidden_size {spec.target_hidden_size}")
-        if int(tcfg["vocab_size"]) != spec.vocab_size:
-            add("error", "vocab-mismatch", f"target vocab_size {tcfg['vocab_size']} != the drafter's vocab_size {spec.vocab_size}",
-                "draft and target must share one tokenizer (SafeAILab #258)")
+        for p in target_problems(spec.aux, spec.target_hidden_size, spec.vocab_size, tcfg):
+            add("error", p.code, p.message, p.hint)
+        if spec.aux is not None and 0 in spec.aux.boundary():
+            add("warning", "aux-ids-embedding", "boundary id 0 captures the embedding output, not a layer")
         for w in compare_with_target(spec, tcfg):
             add("warning", "context-rope", w)
 
@@ -144,7 +143,7 @@ def lint_reading(reading: Reading, ckpt: Checkpoint, tcfg: dict | None, target_d
         _config_findings(cfg, reading, add)
     if not problems:
         _value_findings(spec, reading, ckpt, refs, target_dir, add, max_value_bytes)
-    for e in engine_support(spec, "speculators" if reading.dialect == "speculators" else "eagle31"):
+    for e in engine_support(spec, engine_schema(reading)):
         if not e.faithful:
             add("warning", "engine-unfaithful", f"{e.engine} cannot serve this drafter faithfully: {'; '.join(e.notes)}")
     return out

@@ -101,34 +101,20 @@ class RemoteCheckpoint:
 def remote_lint(repo: str, target: str | None, revision: str | None = None, dialect: str | None = None,
                 opts: ReadOptions | None = None):
     from . import formats
-    from .lint import Finding, LintReport, lint_reading, provenance_findings
+    from .lint import LintReport, engine_schema, lint_reading, read_tolerating_missing_aux
     from .engines import engine_support
 
-    opts = opts or ReadOptions()
     ckpt = RemoteCheckpoint(repo, revision)
-    tcfg = None
-    if target:
-        tcfg = _remote_target_config(target, ckpt)
-    findings: list[Finding] = []
-    cfg = ckpt.config
-    name = dialect or formats.detect(cfg, set(ckpt.refs), ckpt.metadata)
-    try:
-        reading = formats.get(name).read(cfg, ckpt, opts)
-    except EaglezooError as exc:
-        if exc.code != "aux-ids-missing":
-            if exc.code is None:
-                raise
-            f = Finding(severity="error", code=exc.code, message=exc.message, hint=exc.hint or "")
-            return LintReport(drafter=repo, target=target, dialect=name, eagle_version=None, spec=None, findings=[f],
-                              engines=[], bytes_read=ckpt.bytes_read, weights_bytes=ckpt.weights_bytes)
-        findings.append(Finding(severity="error", code="aux-ids-missing", message=exc.message,
-                                hint="engines fall back to a default guess (vLLM #50170)"))
-        opts.allow_missing_aux = True
-        reading = formats.get(name).read(cfg, ckpt, opts)
-    findings += lint_reading(reading, ckpt, tcfg, None, cfg, max_value_bytes=SMALL)
-    return LintReport(drafter=repo, target=target, dialect=reading.dialect, eagle_version=reading.spec.eagle_version,
-                      spec=reading.spec, findings=findings,
-                      engines=engine_support(reading.spec, "speculators" if reading.dialect == "speculators" else "eagle31"),
+    tcfg = _remote_target_config(target, ckpt) if target else None
+    name = dialect or formats.detect(ckpt.config, set(ckpt.refs), ckpt.metadata)
+    reading, findings = read_tolerating_missing_aux(lambda o: formats.get(name).read(ckpt.config, ckpt, o),
+                                                    opts or ReadOptions())
+    spec = reading.spec if reading else None
+    if reading is not None:
+        findings += lint_reading(reading, ckpt, tcfg, None, ckpt.config, max_value_bytes=SMALL)
+    return LintReport(drafter=repo, target=target, dialect=reading.dialect if reading else name,
+                      eagle_version=spec.eagle_version if spec else None, spec=spec, findings=findings,
+                      engines=engine_support(spec, engine_schema(reading)) if spec else [],
                       bytes_read=ckpt.bytes_read, weights_bytes=ckpt.weights_bytes)
 
 

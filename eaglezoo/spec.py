@@ -29,11 +29,6 @@ class AuxLayers(BaseModel):
     def layer_output(self) -> list[int]:
         return list(self.ids) if self.convention == "layer-output" else [i - 1 for i in self.ids]
 
-    @classmethod
-    def from_boundary(cls, ids: list[int], convention: Convention = "boundary") -> AuxLayers:
-        return cls(ids=tuple(ids), convention="boundary") if convention == "boundary" else cls(
-            ids=tuple(i - 1 for i in ids), convention="layer-output")
-
 
 def default_boundary_ids(num_target_layers: int) -> list[int]:
     """The documented default capture, identical in every stack once conventions are aligned:
@@ -91,3 +86,16 @@ class DrafterSpec(BaseModel):
         if self.fc_norm or self.norm_output or self.norm_before_fc:
             return "3.1-variant"
         return "3"
+
+
+def effective_rope(cfg: dict) -> dict:
+    """RoPE settings as the model computes them, whether written as rope_theta/rope_scaling
+    (transformers 4) or rope_parameters (transformers 5); a missing theta means 10000 (formats.md §14.18)."""
+    scaling = dict(cfg.get("rope_scaling") or {})
+    if "type" in scaling:
+        scaling["rope_type"] = scaling.pop("type")
+    params = {**scaling, **(cfg.get("rope_parameters") or {})}
+    params["rope_theta"] = float(params.get("rope_theta") or cfg.get("rope_theta") or 10000.0)
+    if params.get("rope_type", "default") == "default":
+        params.pop("rope_type", None)
+    return params

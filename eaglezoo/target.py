@@ -147,10 +147,3 @@ class Target:
                                       min_new_tokens=max_new_tokens, do_sample=False, pad_token_id=self.pad_id)
         aux = [torch.cat(store[i], dim=1) for i in boundary_ids]  # [B, width + N - 1, H_t]
         return [Generation(out[j, n:], [a[j, n:] for a in aux], len(p)) for j, (n, p) in enumerate(zip(pads, prompts))]
-
-    @torch.inference_mode()
-    def forward_aux(self, tokens: torch.Tensor, boundary_ids: list[int]):
-        """One teacher-forced pass: (greedy next-token ids [T], aux states)."""
-        with self.capture(boundary_ids) as store:
-            logits = self.model(tokens[None].to(self.model.device)).logits[0]
-        return logits.argmax(-1), [torch.cat(store[i], dim=1)[0] for i in boundary_ids]

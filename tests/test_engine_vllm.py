@@ -11,7 +11,6 @@ import json
 import os
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 from conftest import EXAMPLE, EXAMPLE_IDS, ROOT, run_cli

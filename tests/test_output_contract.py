@@ -4,7 +4,6 @@ no leftovers after SIGTERM, SIGHUP or SIGKILL."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess

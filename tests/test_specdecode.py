@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 from conftest import EXAMPLE, EXAMPLE_AUX
+from reference_decode import forward_aux, speculative_decode
 
-from eaglezoo.acceptance import Tally, accepted_lengths, decoding_path, speculative_decode
+from eaglezoo.acceptance import Tally, accepted_lengths, decoding_path
 from eaglezoo.convert import canonical_state, read_drafter, target_config
 from eaglezoo.drafter import build_drafter
 from eaglezoo.formats.base import ReadOptions
@@ -35,7 +36,7 @@ def test_loop_output_is_the_targets_and_counts_match_the_measurement(pair, name)
     for p in prompts:
         ids = target.tokenizer(p.prompt, add_special_tokens=False)["input_ids"]
         gen = target.greedy([ids], n + k, EXAMPLE_AUX)[0]
-        new, rounds = speculative_decode(lambda t: target.forward_aux(t, EXAMPLE_AUX), drafter, ids, n, k)
+        new, rounds = speculative_decode(lambda t: forward_aux(target, t, EXAMPLE_AUX), drafter, ids, n, k)
         assert new == gen.tokens[len(ids):len(ids) + n].tolist()
         with torch.inference_mode():
             chains = drafter.draft_chains(gen.aux, gen.tokens[1:], k)

@@ -17,7 +17,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from conftest import EXAMPLE, ROOT, assert_clean_failure, run_cli
+from conftest import EXAMPLE, assert_clean_failure, run_cli
 from test_engine_vllm import VLLM_PY, _skip_reason
 
 pytestmark = pytest.mark.vllm

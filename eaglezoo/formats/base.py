@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..errors import BadInput, UsageError
+from ..layout import target_problems
 from ..spec import CONVENTIONS, AuxLayers, Convention, DrafterSpec, default_boundary_ids
 from ..tensors import Checkpoint
 
@@ -243,7 +244,9 @@ def read_flat(dialect: str, cfg: dict, ckpt: Checkpoint, opts: ReadOptions, *,
             raise BadInput(f"config.json: {len(aux.ids)} aux ids but num_aux_hidden_states is {k}", code="aux-count")
         if len(set(aux.ids)) != len(aux.ids):
             raise BadInput(f"aux ids {list(aux.ids)} are not distinct (duplicated aux slots)", code="aux-ids-duplicate")
-        _check_target(aux, hidden, target_hidden, vocab, opts, d)
+        problems = target_problems(aux, target_hidden, vocab, opts.target_config) if opts.target_config else []
+        if problems:
+            raise BadInput(problems[0].message, hint=problems[0].hint or None, code=problems[0].code)
 
     layer_config = {key: v for key, v in layer_cfg.items() if key not in INTERPRETED}
     nested_extra = {key: v for key, v in nested.items() if key not in NESTED_INTERPRETED}
@@ -268,23 +271,6 @@ def _check_unique(renames: dict[str, str]) -> None:
         if dst in seen:
             raise BadInput(f"tensors {seen[dst]!r} and {src!r} both map to {dst!r}")
         seen[dst] = src
-
-
-def _check_target(aux: AuxLayers, hidden: int, target_hidden: int, vocab: int, opts: ReadOptions, d: Decisions):
-    tc = opts.target_config
-    if tc is None:
-        return
-    n = int(tc["num_hidden_layers"])
-    bad = [i for i in aux.boundary() if not 0 <= i <= n]
-    if bad:
-        raise BadInput(f"aux ids select boundary {aux.boundary()}, outside the target's 0..{n} ({n} layers)",
-                       code="aux-ids-range")
-    if int(tc["hidden_size"]) != target_hidden:
-        raise BadInput(f"target hidden_size is {tc['hidden_size']}, but the drafter expects {target_hidden}",
-                       code="target-hidden-mismatch")
-    if int(tc["vocab_size"]) != vocab:
-        raise BadInput(f"target vocab_size is {tc['vocab_size']}, but the drafter's vocab_size is {vocab}",
-                       code="vocab-mismatch")
 
 
 def trivial_vocab_map_drop(ckpt: Checkpoint, draft_vocab: int | None, vocab: int | None) -> Callable[[str], str | None]:

@@ -11,7 +11,6 @@ from ..tensors import Checkpoint
 from .base import FLAGS, ReadOptions, Reading, read_flat
 
 NAME = "eagle31"
-DESCRIPTION = "eaglezoo's canonical EAGLE 3.1 schema (flat config, explicit flags, ids in both conventions)"
 
 ARCH_NAMES = {"llama": "LlamaForCausalLMEagle3", "qwen3": "Eagle3Qwen3ForCausalLM",
               "mla": "Eagle3DeepseekV2ForCausalLM"}

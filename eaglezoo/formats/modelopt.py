@@ -8,7 +8,6 @@ from ..tensors import Checkpoint
 from .base import ReadOptions, Reading, read_flat, trivial_vocab_map_drop
 
 NAME = "modelopt"
-DESCRIPTION = "NVIDIA ModelOpt export: midlayer.*, no t2d, eagle_config with use_*_layernorm keys"
 MARKERS = ("use_input_layernorm_in_first_layer", "use_last_layernorm", "use_mtp_layernorm")
 
 

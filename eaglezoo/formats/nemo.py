@@ -9,7 +9,6 @@ from ..tensors import Checkpoint
 from .base import ReadOptions, Reading, read_flat, trivial_vocab_map_drop
 
 NAME = "nemo"
-DESCRIPTION = "NeMo Automodel: model.-prefixed names (model.fc.weight, model.layers.0.*)"
 
 
 def detect(cfg: dict, names: set[str], metadata: dict) -> bool:

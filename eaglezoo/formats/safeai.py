@@ -7,7 +7,6 @@ from ..tensors import Checkpoint
 from .base import ReadOptions, Reading, read_flat, trivial_vocab_map_drop
 
 NAME = "safeai"
-DESCRIPTION = "SafeAILab/EAGLE (yuhuili/EAGLE3-*): midlayer.*, LlamaForCausalLM, no aux ids"
 
 
 def detect(cfg: dict, names: set[str], metadata: dict) -> bool:

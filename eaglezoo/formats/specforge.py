@@ -8,7 +8,6 @@ from ..tensors import Checkpoint
 from .base import ReadOptions, Reading, read_flat, trivial_vocab_map_drop
 
 NAME = "specforge"
-DESCRIPTION = "SpecForge: LlamaForCausalLMEagle3, midlayer.*, d2t/t2d always present"
 
 NORM_OUTPUT_AMBIGUITY = (
     "SpecForge checkpoints written before PR #879 (2026-09-15) were trained with pre-norm feedback "

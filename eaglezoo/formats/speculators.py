@@ -9,7 +9,6 @@ from ..tensors import Checkpoint
 from .base import ReadOptions, Reading, read_flat, trivial_vocab_map_drop
 
 NAME = "speculators"
-DESCRIPTION = "vllm-project/speculators: speculators_config + transformer_layer_config, layers.N.*"
 
 ARCH_OF_MODEL_TYPE = {"llama": "LlamaForCausalLMEagle3", "qwen3": "Eagle3Qwen3ForCausalLM"}
 TRAINING_ONLY = "speculators training-only verifier copy (excluded from speculators' own saves)"

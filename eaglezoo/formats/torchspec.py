@@ -8,7 +8,6 @@ from ..tensors import Checkpoint
 from .base import ReadOptions, Reading, read_flat, trivial_vocab_map_drop
 
 NAME = "torchspec"
-DESCRIPTION = "TorchSpec export: _torchspec_version marker, midlayer.* or layers.0.*"
 
 
 def detect(cfg: dict, names: set[str], metadata: dict) -> bool:
