@@ -21,7 +21,7 @@ from . import __version__, formats
 from .config_schema import validate_config
 from .errors import BadInput, UsageError
 from .formats.base import Reading, ReadOptions
-from .fsutil import staging, temp_dir_beside
+from .fsutil import regular_file, staging, temp_dir_beside
 from .layout import check_tensors
 from .spec import DrafterSpec, effective_rope
 from .tensors import Checkpoint, OutTensor, TensorRef, plan_output_order, stream_convert
@@ -89,8 +89,7 @@ class Prepared:
 
 
 def read_json(path: Path, what: str) -> dict:
-    if not path.is_file():
-        raise BadInput(f"{what}: {path} not found")
+    regular_file(path, what)
     try:
         value = json.loads(path.read_bytes().decode("utf-8"))
     except UnicodeDecodeError as exc:

@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 import socket
+import stat
 import tempfile
 from pathlib import Path, PurePosixPath
 
@@ -134,6 +135,32 @@ def inside(root: Path, relative: str, what: str) -> Path:
     real_root = Path(root).resolve()
     if path.resolve() != real_root and real_root not in path.resolve().parents:
         raise BadInput(f"{what} {relative!r} leaves {root}: refused")
+    return path
+
+
+def child_path(root: Path, relative: str, what: str) -> Path:
+    """`root / relative` for a relative name without `..`: inside the folder as named. The file may be a
+    symlink to elsewhere (the Hub cache's snapshots link every file to its blob), which reading allows."""
+    name = PurePosixPath(str(relative))
+    if not str(relative) or name.is_absolute() or "\\" in str(relative) or ".." in name.parts:
+        raise BadInput(f"{what} {relative!r} must be a relative path inside {root}")
+    return Path(root) / name
+
+
+FILE_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a device"),
+              (stat.S_ISBLK, "a device"), (stat.S_ISSOCK, "a socket"))
+
+
+def regular_file(path: Path, what: str) -> Path:
+    """`path` when it is (or links to) a regular file; anything else refused by name, never opened
+    (reading a FIFO blocks forever, a device never ends)."""
+    try:
+        mode = path.stat().st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        raise BadInput(f"{what}: {path} not found") from None
+    if not stat.S_ISREG(mode):
+        kind = next((name for test, name in FILE_KINDS if test(mode)), "not a file")
+        raise BadInput(f"{what}: {path} is {kind}, not a regular file")
     return path
 
 

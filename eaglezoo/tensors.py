@@ -20,6 +20,7 @@ from typing import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from .errors import BadInput
+from .fsutil import child_path, regular_file
 
 if TYPE_CHECKING:
     import torch
@@ -185,29 +186,29 @@ class Checkpoint:
     def _discover(self) -> list[Path]:
         d = self.dir
         for index_name in ("model.safetensors.index.json", "pytorch_model.bin.index.json"):
-            if (d / index_name).is_file():
-                return self._from_index(d / index_name)
+            if (d / index_name).exists():
+                return self._from_index(regular_file(d / index_name, "weights index"))
         for single in ("model.safetensors", "pytorch_model.bin"):
-            if (d / single).is_file():
-                return [d / single]
+            if (d / single).exists():
+                return [regular_file(d / single, "weights")]
         found = sorted(d.glob("*.safetensors"))
         if len(found) == 1:
-            return found
+            return [regular_file(found[0], "weights")]
         raise BadInput(f"{d}: no weights found (expected model.safetensors, pytorch_model.bin or a "
                        f"*.index.json)" if not found else f"{d}: several .safetensors files and no index")
 
     def _from_index(self, index: Path) -> list[Path]:
         try:
-            weight_map = json.loads(index.read_text())["weight_map"]
+            weight_map = json.loads(index.read_bytes().decode("utf-8"))["weight_map"]
             files = sorted(set(weight_map.values()))
-        except (json.JSONDecodeError, KeyError, TypeError, AttributeError):
-            raise BadInput(f"{index.name}: malformed index (needs a weight_map object)") from None
+        except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
+            raise BadInput(f"{index.name}: malformed index (needs a weight_map object of shard names)") from None
         paths = []
         for name in files:
-            p = (self.dir / name)
-            if not p.is_file() or p.resolve().parent != self.dir.resolve():
+            path = child_path(self.dir, name, f"{index.name}: shard")
+            if not path.exists():
                 raise BadInput(f"{index.name}: shard {name!r} is missing")
-            paths.append(p)
+            paths.append(regular_file(path, f"{index.name}: shard"))
         self._index_map = weight_map
         return paths
 

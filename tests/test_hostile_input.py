@@ -1,0 +1,84 @@
+"""Inputs that must never hang, and valid layouts that must work: FIFOs and other non-regular files
+are refused by name before they are opened; a sharded drafter in the Hub cache's snapshot layout
+(every file a symlink to its blob) converts and lints; an index cannot name a shard outside its folder."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import EXAMPLE, assert_clean_failure, hubcli, run_cli, tree_digest
+from factory import make_drafter, make_spec
+
+TIMEOUT = 60  # a hang fails the test instead of stalling the suite
+
+
+def drafter_with_fifo(tmp_path: Path, name: str) -> Path:
+    d = tmp_path / "drafter"
+    shutil.copytree(EXAMPLE / "eagle3-safeai", d)
+    if name != "config.json":
+        for weights in d.glob("pytorch_model.bin"):
+            weights.unlink()
+    (d / name).unlink(missing_ok=True)
+    os.mkfifo(d / name)
+    return d
+
+
+@pytest.mark.parametrize("name", ["model.safetensors", "config.json", "model.safetensors.index.json"])
+@pytest.mark.parametrize("command", ["lint", "convert"])
+def test_a_fifo_is_refused_by_name_not_read(tmp_path, command, name):
+    d = drafter_with_fifo(tmp_path, name)
+    before = tree_digest(d)
+    out = tmp_path / "out"
+    args = [d, out, "--target", EXAMPLE / "target"] if command == "convert" else [d]
+    r = run_cli(command, *args, timeout=TIMEOUT)
+    assert_clean_failure(r, out if command == "convert" else None, contains="is a FIFO, not a regular file")
+    assert name in r.err and tree_digest(d) == before
+
+
+def test_a_directory_named_like_the_weights_is_refused(tmp_path, cli):
+    d = tmp_path / "drafter"
+    shutil.copytree(EXAMPLE / "eagle3-safeai", d)
+    (d / "pytorch_model.bin").unlink()
+    (d / "model.safetensors").mkdir()
+    assert_clean_failure(cli("lint", d), contains="is a directory, not a regular file")
+
+
+@pytest.mark.parametrize("shard", ["../outside.safetensors", "/etc/passwd", "sub/../../x.safetensors"])
+def test_an_index_naming_a_shard_outside_its_folder_is_refused(tmp_path, cli, shard):
+    d = make_drafter(tmp_path / "d", "speculators", spec=make_spec(), file="sharded")
+    index = d / "model.safetensors.index.json"
+    data = json.loads(index.read_text())
+    first = next(iter(data["weight_map"]))
+    data["weight_map"][first] = shard
+    index.write_text(json.dumps(data))
+    assert_clean_failure(cli("lint", d), contains="must be a relative path inside")
+
+
+@pytest.fixture(scope="module")
+def cached_sharded(hub, tmp_path_factory) -> tuple[str, Path]:
+    """A sharded speculators drafter on the local Hub, pulled into the Hub cache (symlinked snapshot)."""
+    work = tmp_path_factory.mktemp("sharded")
+    src = make_drafter(work / "src", "speculators", spec=make_spec(), file="sharded")
+    hub[0].commit("tester/sharded", {p.name: p.read_bytes() for p in sorted(src.iterdir())})
+    r = hubcli(hub, "pull", "tester/sharded", "--json")
+    assert r.code == 0, r.err
+    return "tester/sharded", Path(r.json()["path"])
+
+
+def test_sharded_drafter_in_the_hub_cache_converts_and_lints(hub, cached_sharded, tmp_path):
+    repo, snapshot = cached_sharded
+    shards = sorted(snapshot.glob("model-*.safetensors"))
+    assert len(shards) == 2 and all(s.is_symlink() and "blobs" in os.readlink(s) for s in shards)
+    lint = hubcli(hub, "lint", snapshot, "--json")
+    assert lint.code in (0, 1) and lint.json()["dialect"] == "speculators", lint.err
+    assert not [f for f in lint.json()["findings"] if f["code"] in ("unreadable", "shard-missing")]
+    for source, out in ((snapshot, tmp_path / "from-snapshot"), (repo, tmp_path / "from-repo")):
+        converted = hubcli(hub, "convert", source, out)
+        assert converted.code == 0, converted.err
+        assert (out / "model.safetensors").is_file()
+    assert (tmp_path / "from-snapshot" / "model.safetensors").read_bytes() == \
+        (tmp_path / "from-repo" / "model.safetensors").read_bytes()
