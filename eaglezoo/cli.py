@@ -326,12 +326,12 @@ def run(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     as_json = json_requested(argv)
     SHOW_PROGRESS = err.is_terminal and not as_json
-    from .hub import configure
-
-    configure(show_progress=SHOW_PROGRESS)  # before anything imports huggingface_hub
     raise_on_termination()
     command = typer.main.get_command(app)
     try:
+        from .hub import configure
+
+        configure(show_progress=SHOW_PROGRESS)  # before anything imports huggingface_hub
         with command.make_context("eaglezoo", list(argv)) as ctx:
             command.invoke(ctx)
         code = 0

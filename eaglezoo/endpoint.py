@@ -10,10 +10,8 @@ and, where it says which drafter it loaded (`/server_info`, dev mode), the named
 from __future__ import annotations
 
 import contextlib
-import functools
 import http.client
 import json
-import os
 import queue
 import threading
 import time
@@ -23,6 +21,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from .errors import EaglezooError, EngineError, UsageError, network_problem, printable
+from .settings import endpoint_timeout_s
 from .verify import Measurement, Progress, Workload
 from .vllm_worker import COUNTERS, PER_POSITION
 
@@ -34,7 +33,7 @@ LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 def measure_endpoint(work: Workload, url: str, progress: Progress) -> Measurement:
     t_start = time.perf_counter()
     base = server_base(url)
-    timeout_s()  # a bad EAGLEZOO_ENDPOINT_TIMEOUT is refused before the first request
+    endpoint_timeout_s()  # a bad EAGLEZOO_ENDPOINT_TIMEOUT is refused before the first request
     model = served_model(base, work)
     config = speculative_config(base)
     notes = check_drafter(config, work, base)
@@ -66,25 +65,12 @@ def server_base(url: str) -> str:
     return base
 
 
-@functools.cache
-def timeout_s() -> float:
-    """Per request (a long generation takes a while): EAGLEZOO_ENDPOINT_TIMEOUT seconds, default 600."""
-    text = os.environ.get("EAGLEZOO_ENDPOINT_TIMEOUT", "600")
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if not 0 < value < float("inf"):
-        raise UsageError(f"EAGLEZOO_ENDPOINT_TIMEOUT={text!r}: give a number of seconds above 0")
-    return value
-
-
 def request(base: str, path: str, body: dict | None = None, missing_ok: bool = False):
     """One HTTP call with a timeout and a size limit; any failure is one sentence naming the server."""
     data = None if body is None else json.dumps(body).encode()
     try:
         req = urllib.request.Request(base + path, data=data, headers={"Content-Type": "application/json"})
-        with urllib.request.urlopen(req, timeout=timeout_s()) as resp:
+        with urllib.request.urlopen(req, timeout=endpoint_timeout_s()) as resp:
             raw = resp.read(MAX_ANSWER + 1)
     except urllib.error.HTTPError as exc:
         if missing_ok and exc.code == 404:
@@ -251,7 +237,7 @@ def run_prompts(base: str, model: str, work: Workload, progress: Progress) -> li
         threading.Thread(target=client, daemon=True).start()
     results: list = [None] * n
     for count in range(1, n + 1):
-        i, result, exc = done.get()  # each request is bounded by timeout_s()
+        i, result, exc = done.get()  # each request is bounded by endpoint_timeout_s()
         if exc is not None:
             with contextlib.suppress(queue.Empty):  # no new requests; those in flight end with their timeout
                 while True:

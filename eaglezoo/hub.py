@@ -19,9 +19,9 @@ from pathlib import Path, PurePosixPath
 
 from .errors import HubError, UsageError, network_problem
 from .fsutil import move_into, staging
+from .settings import hub_timeout_s
 from .tensors import sha256_file
 
-TIMEOUT_S = float(os.environ.get("EAGLEZOO_HUB_TIMEOUT", "60"))  # connect and read, per request
 NEVER_UPLOADED = (".git", ".cache")
 
 
@@ -29,8 +29,8 @@ def configure(show_progress: bool) -> None:
     """Client settings read at import time by huggingface_hub: call before it is imported."""
     os.environ.setdefault("HF_HUB_DISABLE_XET", "1")
     os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
-    os.environ.setdefault("HF_HUB_DOWNLOAD_TIMEOUT", f"{TIMEOUT_S:g}")
-    os.environ.setdefault("HF_HUB_ETAG_TIMEOUT", f"{min(TIMEOUT_S, 10):g}")
+    os.environ.setdefault("HF_HUB_DOWNLOAD_TIMEOUT", f"{hub_timeout_s():g}")
+    os.environ.setdefault("HF_HUB_ETAG_TIMEOUT", f"{min(hub_timeout_s(), 10):g}")
     if not show_progress:
         os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
 
@@ -48,7 +48,7 @@ def _bound_the_client() -> None:
 
     def bound(request) -> None:
         limits = request.extensions.get("timeout") or {}
-        request.extensions["timeout"] = {k: limits.get(k) or TIMEOUT_S for k in ("connect", "read", "write", "pool")}
+        request.extensions["timeout"] = {k: limits.get(k) or hub_timeout_s() for k in ("connect", "read", "write", "pool")}
 
     def factory():
         client = _http.default_client_factory()
@@ -85,7 +85,7 @@ def _server_says(exc: BaseException) -> str:
 
 def hub_call(fn, what: str):
     """Runs one client call and maps its errors to one-line messages. The client itself retries
-    connection errors, timeouts, 429 and 5xx with backoff; each request is bounded (`TIMEOUT_S`)."""
+    connection errors, timeouts, 429 and 5xx with backoff; each request is bounded (`settings.hub_timeout_s`)."""
     _bound_the_client()
     from huggingface_hub.utils import logging as hf_logging
 

@@ -10,7 +10,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import EXAMPLE, assert_clean_failure, hubcli, run_cli, tree_digest
+from conftest import EXAMPLE, EXAMPLE_IDS, assert_clean_failure, hubcli, run_cli, tree_digest
 from factory import make_drafter, make_spec
 
 TIMEOUT = 60  # a hang fails the test instead of stalling the suite
@@ -82,3 +82,15 @@ def test_sharded_drafter_in_the_hub_cache_converts_and_lints(hub, cached_sharded
         assert (out / "model.safetensors").is_file()
     assert (tmp_path / "from-snapshot" / "model.safetensors").read_bytes() == \
         (tmp_path / "from-repo" / "model.safetensors").read_bytes()
+
+
+@pytest.mark.parametrize("value", ["abc", "-1", "0", "inf", "nan"])
+def test_a_bad_hub_timeout_setting_is_one_line(cli, value):
+    r = cli("pull", "tester/anything", env={"EAGLEZOO_HUB_TIMEOUT": value})
+    assert_clean_failure(r, contains=f"EAGLEZOO_HUB_TIMEOUT={value!r}")
+
+
+def test_a_bad_endpoint_timeout_setting_is_one_line_before_any_request(cli):
+    r = cli("verify", EXAMPLE / "eagle3-safeai", "--target", EXAMPLE / "target", *EXAMPLE_IDS, "--max-prompts", "1",
+            "--endpoint", "http://127.0.0.1:9", env={"EAGLEZOO_ENDPOINT_TIMEOUT": "soon"})
+    assert_clean_failure(r, contains="EAGLEZOO_ENDPOINT_TIMEOUT='soon'")

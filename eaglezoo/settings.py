@@ -1,0 +1,34 @@
+"""eaglezoo's own environment settings, read when first needed and checked: a bad value is one line."""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+
+from .errors import UsageError
+
+
+@functools.cache
+def env_seconds(name: str, default: float) -> float:
+    """A timeout in seconds from the environment variable `name`: a finite number above 0."""
+    text = os.environ.get(name)
+    if text is None:
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 < value < math.inf:
+        raise UsageError(f"{name}={text!r}: give a number of seconds above 0")
+    return value
+
+
+def hub_timeout_s() -> float:
+    """Connect and read limit of every Hub request."""
+    return env_seconds("EAGLEZOO_HUB_TIMEOUT", 60.0)
+
+
+def endpoint_timeout_s() -> float:
+    """Per request to a running server (a long generation takes a while)."""
+    return env_seconds("EAGLEZOO_ENDPOINT_TIMEOUT", 600.0)
