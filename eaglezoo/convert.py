@@ -24,7 +24,8 @@ from .formats.base import Reading, ReadOptions
 from .fsutil import regular_file, staging, temp_dir_beside
 from .layout import check_tensors
 from .spec import DrafterSpec, effective_rope
-from .tensors import Checkpoint, OutTensor, TensorRef, plan_output_order, stream_convert
+from .st_writer import OutTensor, plan_output_order, stream_convert
+from .tensors import Checkpoint, TensorRef
 
 CONFIG_DTYPE_CODES = {"float32": "F32", "float16": "F16", "bfloat16": "BF16", "float64": "F64"}
 
