@@ -170,19 +170,12 @@ def convert(
     as_json: JsonOpt = False,
 ):
     """Convert a drafter to the canonical EAGLE 3.1 schema (or the speculators format), losslessly."""
-    from .convert import ConvertRequest, apply, check_destination, plan
-    from .sources import resolve
+    from .convert import apply, check_destination, plan, request_for
 
-    opts = read_options(aux_layers, aux_convention, flag)
-    source = resolve(src, revision, registry_dir=registry_dir)
-    if source.entry:
-        source.entry.fill_read_options(opts)
-    target_dir = resolve(target, what="target", registry_ids=False).path if target else None
-    req = ConvertRequest(source=source.path, to=to, dialect=from_, target=target_dir, aux_layers=opts.aux_layers,
-                         aux_convention=opts.aux_convention, flags=opts.flags, dtype=dtype, verifier=verifier,
-                         origin=source.origin)
+    req = request_for(src, target, read_options(aux_layers, aux_convention, flag), revision=revision,
+                      registry_dir=registry_dir, to=to, dialect=from_, dtype=dtype, verifier=verifier)
     if not dry_run:
-        check_destination(source.path, dst, force)
+        check_destination(req.source, dst, force)
     prepared = plan(req)
     p = prepared.plan
     if dry_run:

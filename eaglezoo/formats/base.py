@@ -186,7 +186,38 @@ def read_flat(dialect: str, cfg: dict, ckpt: Checkpoint, opts: ReadOptions, *,
     nested = top.get("eagle_config") or layer_cfg.get("eagle_config") or {}
     if not isinstance(nested, dict):
         raise BadInput("config.json: eagle_config must be an object")
+    if nested.get("use_aux_hidden_state") is False:
+        raise BadInput("eagle_config.use_aux_hidden_state is false: not an EAGLE-3 drafter")
+    geometry = _geometry(layer_cfg, top, d)
+    flags = read_flags(top, nested, opts, d, flag_defaults or {}, ambiguous_flags or {})
+    if flags["fc_norm"] and flags["norm_before_fc"]:
+        raise BadInput("config.json: fc_norm and norm_before_fc are both true; they are mutually exclusive "
+                       "(speculators rejects it, vLLM silently applies both)", code="flags-exclusive")
+    renames, drops = _tensor_names(ckpt, prefix_renames, extra_drops)  # first: the aux count can come from fc
+    found = _stated_aux_ids(top, nested, top_convention, nested_convention)
+    aux, k = _aux_layers(found, top, _fan_in_k(ckpt, renames, geometry.target_hidden), geometry, opts, d)
+    if layer_cfg.get("tie_word_embeddings"):
+        d.warn("tie_word_embeddings was true: written false (SGLang would tie lm_head to embed_tokens)")
+    architectures = top.get("architectures") or layer_cfg.get("architectures")
+    spec = DrafterSpec(
+        arch=arch_of({**layer_cfg, "architectures": architectures}), architectures=list(architectures or []),
+        num_layers=geometry.num_layers, hidden_size=geometry.hidden, target_hidden_size=geometry.target_hidden,
+        vocab_size=geometry.vocab, draft_vocab_size=geometry.draft_vocab, num_aux=k, aux=aux,
+        dtype=top.get("torch_dtype") or top.get("dtype") or layer_cfg.get("torch_dtype") or layer_cfg.get("dtype"),
+        layer_config=_carried_layer_config(layer_cfg, nested), **flags)
+    return Reading(dialect, spec, renames, drops, d.decisions, d.warnings)
 
+
+@dataclass
+class Geometry:
+    hidden: int
+    vocab: int
+    draft_vocab: int
+    target_hidden: int
+    num_layers: int
+
+
+def _geometry(layer_cfg: dict, top: dict, d: Decisions) -> Geometry:
     hidden = require_int(layer_cfg, "hidden_size")
     vocab = require_int(layer_cfg, "vocab_size")
     require_int(layer_cfg, "num_attention_heads")
@@ -206,13 +237,12 @@ def read_flat(dialect: str, cfg: dict, ckpt: Checkpoint, opts: ReadOptions, *,
     num_layers = layer_cfg.get("num_hidden_layers", 1)
     if not isinstance(num_layers, int) or num_layers <= 0:
         raise BadInput(f"config.json: num_hidden_layers must be a positive integer, found {num_layers!r}")
+    return Geometry(hidden, vocab, draft_vocab, target_hidden, num_layers)
 
-    flags = read_flags(top, nested, opts, d, flag_defaults or {}, ambiguous_flags or {})
-    if flags["fc_norm"] and flags["norm_before_fc"]:
-        raise BadInput("config.json: fc_norm and norm_before_fc are both true; they are mutually exclusive "
-                       "(speculators rejects it, vLLM silently applies both)", code="flags-exclusive")
 
-    # Tensor names first: the aux count can come from the fc fan-in.
+def _tensor_names(ckpt: Checkpoint, prefix_renames: list[tuple[str, str]],
+                  extra_drops: Callable[[str], str | None]) -> tuple[dict[str, str], dict[str, str]]:
+    """(source name -> canonical name, source name -> why it is dropped)."""
     renames, drops = {}, {}
     for name in ckpt.refs:
         reason = extra_drops(name)
@@ -221,48 +251,54 @@ def read_flat(dialect: str, cfg: dict, ckpt: Checkpoint, opts: ReadOptions, *,
         else:
             renames[name] = rename(name, prefix_renames)
     _check_unique(renames)
+    return renames, drops
 
+
+def _stated_aux_ids(top: dict, nested: dict, top_convention: Convention | None,
+                    nested_convention: Convention | None) -> list[tuple[list[int], Convention | None, str]]:
     found = []
-    if top.get("eagle_aux_hidden_state_layer_ids") is not None:
-        found.append((parse_ids(top["eagle_aux_hidden_state_layer_ids"], "eagle_aux_hidden_state_layer_ids"),
-                      top_convention, "eagle_aux_hidden_state_layer_ids"))
-    if nested.get("eagle_aux_hidden_state_layer_ids") is not None:
-        found.append((parse_ids(nested["eagle_aux_hidden_state_layer_ids"], "eagle_config.eagle_aux_hidden_state_layer_ids"),
-                      nested_convention, "eagle_config.eagle_aux_hidden_state_layer_ids"))
+    for block, convention, where in ((top, top_convention, ""), (nested, nested_convention, "eagle_config.")):
+        if block.get("eagle_aux_hidden_state_layer_ids") is not None:
+            key = f"{where}eagle_aux_hidden_state_layer_ids"
+            found.append((parse_ids(block["eagle_aux_hidden_state_layer_ids"], key), convention, key))
+    return found
+
+
+def _fan_in_k(ckpt: Checkpoint, renames: dict[str, str], target_hidden: int) -> int | None:
+    """The aux count fc.weight's fan-in implies (k x target_hidden_size), when it divides evenly."""
+    fc = next((ckpt.refs[s] for s, c in renames.items() if c == "fc.weight"), None)
+    if fc is None or len(fc.shape) != 2 or fc.shape[1] % target_hidden:
+        return None
+    return fc.shape[1] // target_hidden
+
+
+def _aux_layers(found, top: dict, fan_k: int | None, g: Geometry, opts: ReadOptions,
+                d: Decisions) -> tuple[AuxLayers | None, int]:
+    """The aux ids (None only when lint tolerates their absence) and the aux count, checked against the target."""
     k = top.get("num_aux_hidden_states")
     if k is not None and (not isinstance(k, int) or k <= 0):
         raise BadInput(f"config.json: num_aux_hidden_states must be a positive integer, found {k!r}")
-    fc = next((ckpt.refs[s] for s, c in renames.items() if c == "fc.weight"), None)
-    fan_k = fc.shape[1] // target_hidden if fc is not None and len(fc.shape) == 2 and fc.shape[1] % target_hidden == 0 else None
     if opts.allow_missing_aux and not found and opts.aux_layers is None:
-        aux, k = None, k or fan_k or 3
-    else:
-        aux = resolve_aux(found, k or fan_k or (len(found[0][0]) if found else None), opts, d)
-        if k is None:
-            k = len(aux.ids)
-        if len(aux.ids) != k:
-            raise BadInput(f"config.json: {len(aux.ids)} aux ids but num_aux_hidden_states is {k}", code="aux-count")
-        if len(set(aux.ids)) != len(aux.ids):
-            raise BadInput(f"aux ids {list(aux.ids)} are not distinct (duplicated aux slots)", code="aux-ids-duplicate")
-        problems = target_problems(aux, target_hidden, vocab, opts.target_config) if opts.target_config else []
-        if problems:
-            raise BadInput(problems[0].message, hint=problems[0].hint or None, code=problems[0].code)
+        return None, k or fan_k or 3
+    aux = resolve_aux(found, k or fan_k or (len(found[0][0]) if found else None), opts, d)
+    k = len(aux.ids) if k is None else k
+    if len(aux.ids) != k:
+        raise BadInput(f"config.json: {len(aux.ids)} aux ids but num_aux_hidden_states is {k}", code="aux-count")
+    if len(set(aux.ids)) != len(aux.ids):
+        raise BadInput(f"aux ids {list(aux.ids)} are not distinct (duplicated aux slots)", code="aux-ids-duplicate")
+    problems = target_problems(aux, g.target_hidden, g.vocab, opts.target_config) if opts.target_config else []
+    if problems:
+        raise BadInput(problems[0].message, hint=problems[0].hint or None, code=problems[0].code)
+    return aux, k
 
+
+def _carried_layer_config(layer_cfg: dict, nested: dict) -> dict:
+    """The decoder keys eaglezoo does not interpret, carried through to the output as they are."""
     layer_config = {key: v for key, v in layer_cfg.items() if key not in INTERPRETED}
     nested_extra = {key: v for key, v in nested.items() if key not in NESTED_INTERPRETED}
     if nested_extra:
         layer_config["eagle_config"] = nested_extra
-    if nested.get("use_aux_hidden_state") is False:
-        raise BadInput("eagle_config.use_aux_hidden_state is false: not an EAGLE-3 drafter")
-    dtype = top.get("torch_dtype") or top.get("dtype") or layer_cfg.get("torch_dtype") or layer_cfg.get("dtype")
-    if layer_cfg.get("tie_word_embeddings"):
-        d.warn("tie_word_embeddings was true: written false (SGLang would tie lm_head to embed_tokens)")
-    spec = DrafterSpec(
-        arch=arch_of({**layer_cfg, "architectures": top.get("architectures") or layer_cfg.get("architectures")}),
-        architectures=list(top.get("architectures") or layer_cfg.get("architectures") or []),
-        num_layers=num_layers, hidden_size=hidden, target_hidden_size=target_hidden, vocab_size=vocab,
-        draft_vocab_size=draft_vocab, num_aux=k, aux=aux, dtype=dtype, layer_config=layer_config, **flags)
-    return Reading(dialect, spec, renames, drops, d.decisions, d.warnings)
+    return layer_config
 
 
 def _check_unique(renames: dict[str, str]) -> None:
