@@ -4,15 +4,19 @@ tensors the value checks need, without downloading the weights. Every byte recei
 from __future__ import annotations
 
 import json
-import struct
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import torch
-
+from .config_schema import validate_config
+from .convert import read_json, target_config
 from .errors import BadInput, EaglezooError, HubError
 from .formats.base import ReadOptions
 from .hub import hub_call
-from .tensors import DTYPES, MAX_HEADER, TensorRef, parse_header
+from .st_header import TensorRef, read_safetensors_header
+from .tensors import tensor_from_bytes
+
+if TYPE_CHECKING:
+    import torch
 
 SMALL = 4 * 1024 * 1024  # value checks fetch tensors up to this size
 
@@ -39,18 +43,12 @@ class RemoteCheckpoint:
         self.weights_bytes = 0
         for name in sorted(weights):
             size = self._size(name)
-            head = self._get(name, 0, 7)
-            (n,) = struct.unpack("<Q", head) if len(head) == 8 else (0,)
-            if len(head) == 8 and n <= min(size - 8, MAX_HEADER):
-                head += self._get(name, 8, 8 + n - 1)
-            n, meta, entries = parse_header(head, size, name)
-            self.metadata.update(meta)
-            path = Path(name)
-            self.files.append(path)
+            header = read_safetensors_header(lambda start, end, name=name: self._get(name, start, end - 1), size,
+                                             Path(name))
+            self.metadata.update(header.metadata)
+            self.files.append(Path(name))
             self.weights_bytes += size
-            for t, e in entries.items():
-                self.refs[t] = TensorRef(t, e["dtype"], tuple(e["shape"]), path, 8 + n + e["data_offsets"][0],
-                                         8 + n + e["data_offsets"][1])
+            self.refs.update(header.refs)
 
     def _json(self, name: str) -> dict:
         try:
@@ -86,13 +84,12 @@ class RemoteCheckpoint:
         self.bytes_read += len(data)
         return data
 
-    def load(self, name: str) -> torch.Tensor:
+    def load(self, name: str) -> "torch.Tensor":
         ref = self.refs[name]
         data = bytearray(self._get(ref.file.name, ref.start, ref.end - 1)) if ref.nbytes else bytearray()
         if len(data) != ref.nbytes:
             raise BadInput(f"{ref.file.name}: tensor {name!r} is truncated on the Hub")
-        dtype = DTYPES[ref.dtype][0]
-        return torch.frombuffer(data, dtype=dtype).reshape(ref.shape) if data else torch.empty(ref.shape, dtype=dtype)
+        return tensor_from_bytes(ref, data)
 
     def check_index(self) -> None:
         pass
@@ -105,6 +102,7 @@ def remote_lint(repo: str, target: str | None, revision: str | None = None, dial
     from .engines import engine_support
 
     ckpt = RemoteCheckpoint(repo, revision)
+    validate_config(ckpt.config, f"{repo}/config.json", "drafter")
     tcfg = _remote_target_config(target, ckpt) if target else None
     name = dialect or formats.detect(ckpt.config, set(ckpt.refs), ckpt.metadata)
     reading, findings = read_tolerating_missing_aux(lambda o: formats.get(name).read(ckpt.config, ckpt, o),
@@ -121,12 +119,11 @@ def remote_lint(repo: str, target: str | None, revision: str | None = None, dial
 def _remote_target_config(target: str, ckpt: RemoteCheckpoint) -> dict:
     path = Path(target)
     if path.is_dir():
-        from .convert import target_config
         return target_config(path)
     from huggingface_hub import hf_hub_download
     local = hub_call(lambda: hf_hub_download(target, "config.json"), f"{target}/config.json")
     ckpt.bytes_read += Path(local).stat().st_size
-    cfg = json.loads(Path(local).read_text())
+    cfg = validate_config(read_json(Path(local), f"target config of {target}"), f"{target}/config.json", "target")
     return cfg.get("text_config") or cfg
 
 

@@ -11,6 +11,7 @@ boundary i >= 1 is the output of decoder layer i-1 (formats.md §8.5).
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -86,6 +87,9 @@ class Target:
         failures = (OSError, ValueError, KeyError, ImportError) + ((RuntimeError,) if qc else ())
         # Shard over every GPU when more than one is present (needs accelerate); else one device.
         sharded = device == "cuda" and torch.cuda.device_count() > 1
+        if sharded and importlib.util.find_spec("accelerate") is None:
+            raise UsageError(f"sharding target {path} over {torch.cuda.device_count()} GPUs needs accelerate",
+                             hint="pip install 'eaglezoo[multi-gpu]', or pick one GPU with --device cuda:0")
         try:
             if sharded:
                 self.model = AutoModelForCausalLM.from_pretrained(path, device_map="auto", **kwargs).eval()

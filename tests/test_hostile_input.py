@@ -94,3 +94,16 @@ def test_a_bad_endpoint_timeout_setting_is_one_line_before_any_request(cli):
     r = cli("verify", EXAMPLE / "eagle3-safeai", "--target", EXAMPLE / "target", *EXAMPLE_IDS, "--max-prompts", "1",
             "--endpoint", "http://127.0.0.1:9", env={"EAGLEZOO_ENDPOINT_TIMEOUT": "soon"})
     assert_clean_failure(r, contains="EAGLEZOO_ENDPOINT_TIMEOUT='soon'")
+
+
+def test_fp8_weights_get_their_value_checks_not_an_internal_error(tmp_path, cli):
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    d = make_drafter(tmp_path / "d", "speculators", spec=make_spec(), file="safetensors")
+    state = load_file(d / "model.safetensors")
+    fp8 = {n: t.to(torch.float8_e4m3fn) if t.is_floating_point() else t for n, t in state.items()}
+    save_file(fp8, str(d / "model.safetensors"), metadata={"format": "pt"})
+    r = cli("lint", d, "--json")
+    assert r.code in (0, 1) and "internal error" not in r.out + r.err, r.out + r.err
+    assert r.json()["spec"] is not None
