@@ -170,9 +170,10 @@ def convert(
     as_json: JsonOpt = False,
 ):
     """Convert a drafter to the canonical EAGLE 3.1 schema (or the speculators format), losslessly."""
-    from .convert import apply, check_destination, plan, request_for
+    from .convert import apply, check_destination, plan
+    from .sources import convert_request
 
-    req = request_for(src, target, read_options(aux_layers, aux_convention, flag), revision=revision,
+    req = convert_request(src, target, read_options(aux_layers, aux_convention, flag), revision=revision,
                       registry_dir=registry_dir, to=to, dialect=from_, dtype=dtype, verifier=verifier)
     if not dry_run:
         check_destination(req.source, dst, force)

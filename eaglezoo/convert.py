@@ -77,20 +77,6 @@ class ConvertRequest:
     origin: str | None = None  # "owner/name@sha" when the source came from the Hub
 
 
-def request_for(src: str, target: str | None, opts: ReadOptions, *, revision: str | None = None,
-                registry_dir: Path | None = None, **choices) -> ConvertRequest:
-    """The request for what `src` and `target` name (a folder, a registry entry or a Hub repo), with the
-    registry's aux ids where the command line gives none."""
-    from .sources import resolve
-
-    source = resolve(src, revision, registry_dir=registry_dir)
-    if source.entry:
-        source.entry.fill_read_options(opts)
-    target_dir = resolve(target, what="target", registry_ids=False).path if target else None
-    return ConvertRequest(source=source.path, target=target_dir, aux_layers=opts.aux_layers,
-                          aux_convention=opts.aux_convention, flags=opts.flags, origin=source.origin, **choices)
-
-
 @dataclass
 class Prepared:
     """A plan plus what apply() needs that does not belong in the report."""
