@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .errors import BadInput
+from .errors import BadInput, first_line
 from .fsutil import child_path, regular_file
 from .st_header import DTYPE_NAMES, TensorRef, read_safetensors_header
 
@@ -75,13 +75,16 @@ def load_bin(path: Path) -> dict[str, "torch.Tensor"]:
                 raise
             obj = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # noqa: BLE001 - any unpickling failure is bad input
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise BadInput(f"{path.name}: not a loadable tensor file with weights_only=True ({first[:160]})") from None
+        raise BadInput(f"{path.name}: not a loadable tensor file with weights_only=True ({first_line(exc)[:160]})") from None
     if isinstance(obj, dict) and "state_dict" in obj and isinstance(obj["state_dict"], dict):
         obj = obj["state_dict"]
     if not isinstance(obj, dict) or not all(isinstance(k, str) and isinstance(v, torch.Tensor)
                                             for k, v in obj.items()):
         raise BadInput(f"{path.name}: does not hold a name -> tensor mapping")
+    for name, t in obj.items():
+        if t.layout != torch.strided or t.is_quantized or t.is_nested:
+            raise BadInput(f"{path.name}: tensor {name!r} is not a plain dense tensor ({t.layout}); "
+                           "a drafter's weights are dense")
     return obj
 
 

@@ -107,3 +107,17 @@ def test_fp8_weights_get_their_value_checks_not_an_internal_error(tmp_path, cli)
     r = cli("lint", d, "--json")
     assert r.code in (0, 1) and "internal error" not in r.out + r.err, r.out + r.err
     assert r.json()["spec"] is not None
+
+
+@pytest.mark.parametrize("command", ["lint", "convert"])
+def test_a_sparse_tensor_in_a_bin_file_is_one_line(tmp_path, command):
+    import torch
+
+    d = tmp_path / "drafter"
+    shutil.copytree(EXAMPLE / "eagle3-safeai", d)
+    state = torch.load(d / "pytorch_model.bin", weights_only=True)
+    state["d2t"] = state["d2t"].to_sparse()
+    torch.save(state, d / "pytorch_model.bin")
+    out = tmp_path / "out"
+    r = run_cli(command, *([d, out, *EXAMPLE_IDS] if command == "convert" else [d]), timeout=TIMEOUT)
+    assert_clean_failure(r, out if command == "convert" else None, contains="'d2t' is not a plain dense tensor")
