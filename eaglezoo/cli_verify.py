@@ -16,6 +16,7 @@ from . import cli
 from .cli import (AuxConventionOpt, AuxLayersOpt, DrafterArg, FlagOpt, JsonOpt, NumSpecTokensOpt, RegistryOpt,
                   RevisionOpt, app, emit, err, out, parse_floors, read_options)
 from .errors import EXIT_FINDINGS, UsageError
+from .fsutil import atomic_write_text, file_destination
 
 ENGINE = "Engine (vLLM): passed through to the engine"
 
@@ -66,6 +67,8 @@ def verify(
     from .vllm_engine import engine_options
 
     floors = parse_floors(min_acceptance, num_spec_tokens)
+    if report:
+        file_destination(report, "--report")
     options = engine_options(
         python=engine_python, tensor_parallel_size=tensor_parallel_size, pipeline_parallel_size=pipeline_parallel_size,
         data_parallel_size=data_parallel_size, enable_expert_parallel=enable_expert_parallel,
@@ -83,7 +86,6 @@ def verify(
                                native=NativeOptions(batch_size, dequantize_mxfp4), progress=advance)
     data = result.model_dump(mode="json")
     if report:
-        from .fsutil import atomic_write_text
         atomic_write_text(report, json.dumps(data, indent=2) + "\n")
     emit(data, as_json, lambda: render_verify(result))
     if result.failures:

@@ -40,8 +40,19 @@ def _prefix(dest: Path) -> str:
     return f".{dest.name[:100]}.{HOST}-{os.getpid()}."
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
+def file_destination(path: Path, what: str = "output") -> Path:
+    """`path` when a file can be written there: refused up front (before a long run) when it is a
+    directory or its folder does not exist."""
     path = Path(path)
+    if path.is_dir():
+        raise UsageError(f"{what} {path} is a directory; give a file name")
+    if not path.parent.is_dir():
+        raise UsageError(f"{what} {path}: folder {path.parent} does not exist")
+    return path
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    path = file_destination(path)
     parent = path.parent if str(path.parent) else Path(".")
     sweep_stale(parent)
     try:

@@ -121,3 +121,96 @@ def test_a_sparse_tensor_in_a_bin_file_is_one_line(tmp_path, command):
     out = tmp_path / "out"
     r = run_cli(command, *([d, out, *EXAMPLE_IDS] if command == "convert" else [d]), timeout=TIMEOUT)
     assert_clean_failure(r, out if command == "convert" else None, contains="'d2t' is not a plain dense tensor")
+
+
+DRAFTER = EXAMPLE / "eagle3-safeai"
+VERIFY = ["verify", DRAFTER, "--target", EXAMPLE / "target", *EXAMPLE_IDS]
+
+
+@pytest.mark.parametrize("args, message", [
+    ([*VERIFY, "--max-prompts", "0"], "--max-prompts"),
+    ([*VERIFY, "--max-prompts", "-1"], "--max-prompts"),
+    ([*VERIFY, "--max-new-tokens", "0"], "--max-new-tokens"),
+    ([*VERIFY, "--batch-size", "0"], "--batch-size"),
+    ([*VERIFY, "-k", "1000"], "--num-spec-tokens"),
+    ([*VERIFY, "--min-acceptance", "0.5,0.4,0.3,0.2"], "has 4 floors but K is 3"),
+    ([*VERIFY, "--min-acceptance", "nan"], "--min-acceptance"),
+    ([*VERIFY, "--min-acceptance", "inf"], "--min-acceptance"),
+    (["serve-config", "tiny-example-eagle31", "-k", "-1"], "--num-spec-tokens"),
+    (["serve-config", "tiny-example-eagle31", "-k", "1000"], "--num-spec-tokens"),
+])
+def test_numeric_options_out_of_range_are_one_line(cli, args, message):
+    assert_clean_failure(cli(*args), contains=message)
+
+
+@pytest.mark.parametrize("content, message", [
+    (b'\xff\xfe{"prompt": "hi"}\n', "not UTF-8"),
+    (b"[" * 100_000 + b"\n", "line 1 is not JSON"),
+    (b"[1, 2]\n", "line 1 needs a string field 'prompt'"),
+])
+def test_prompts_that_are_not_text_too_deep_or_not_objects(cli, tmp_path, content, message):
+    prompts = tmp_path / "p.jsonl"
+    prompts.write_bytes(content)
+    assert_clean_failure(cli(*VERIFY, "--prompts", prompts), contains=message)
+
+
+def test_reports_that_are_json_lists_are_refused(cli, tmp_path):
+    listed = tmp_path / "report.json"
+    listed.write_text("[1, 2]")
+    assert_clean_failure(cli("push", EXAMPLE / "eagle31-safeai", "tester/x", "--report", listed, "--dry-run"),
+                         contains="not a JSON object")
+    assert_clean_failure(cli("registry", "record", listed), contains="not a JSON object")
+
+
+def test_unwritable_destinations_are_refused_before_any_work(cli, tmp_path):
+    (tmp_path / "dir").mkdir()
+    assert_clean_failure(cli(*VERIFY, "--report", tmp_path / "dir"), contains="is a directory")
+    assert_clean_failure(cli(*VERIFY, "--report", tmp_path / "no" / "r.json"), contains="does not exist")
+    long_name = tmp_path / ("x" * 300)
+    assert_clean_failure(cli("convert", DRAFTER, long_name, *EXAMPLE_IDS), contains="a file name is too long")
+
+
+def test_a_non_utf8_registry_file_is_named_while_the_others_list(cli, tmp_path):
+    registry = tmp_path / "registry"
+    shutil.copytree(Path(__file__).resolve().parent.parent / "registry", registry, ignore=shutil.ignore_patterns("reports"))
+    (registry / "garbled.yaml").write_bytes(b"id: \xff\xfe\n")
+    listed = cli("registry", "list", "--registry", registry, "--json")
+    assert listed.code == 0 and len(listed.json()) >= 30 and "garbled" in listed.err
+    assert cli("registry", "show", "tiny-example-eagle31", "--registry", registry).code == 0
+    assert cli("registry", "check", "--registry", registry).code == 1
+
+
+def test_remote_lint_against_a_server_that_never_answers_times_out(hub):
+    import socket
+    import threading
+    import time
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    threading.Thread(target=lambda: [listener.accept() for _ in range(16)], daemon=True).start()
+    start = time.time()
+    r = hubcli(hub, "lint", "tester/anything", HF_ENDPOINT=f"http://127.0.0.1:{listener.getsockname()[1]}",
+               EAGLEZOO_HUB_TIMEOUT="1")
+    assert_clean_failure(r, contains="could not be reached")
+    assert time.time() - start < 120
+    listener.close()
+
+
+@pytest.mark.parametrize("exc, sentence", [
+    (OSError(28, "No space left on device", "/out/model.safetensors"), "no space left on the device: /out/model.safetensors"),
+    (OSError(36, "File name too long", "xx"), "a file name is too long: xx"),
+    (OSError(21, "Is a directory", "d"), "a directory was given where a file is needed: d"),
+    (OSError(13, "Permission denied", "p"), "permission denied: p"),
+    (OSError(104, "Connection reset by peer"), "the connection was reset"),
+    (RecursionError("maximum recursion depth exceeded"), "an input is nested too deeply to read"),
+    (UnicodeDecodeError("utf-8", b"\xff", 0, 1, "invalid start byte"), "an input file is not valid UTF-8 text"),
+    (TimeoutError("timed out"), "the server did not answer in time"),
+    (ZeroDivisionError("division by zero"), "internal error (ZeroDivisionError)"),
+])
+def test_every_failure_is_one_sentence_without_internal_text(exc, sentence):
+    from eaglezoo.errors import describe
+
+    failure = describe(exc)
+    assert failure.message == sentence and failure.exit_code == 2
+    assert str(exc) not in failure.message  # the internal text never reaches the user
