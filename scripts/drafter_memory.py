@@ -32,6 +32,11 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def expand(attn, kv: torch.Tensor) -> torch.Tensor:
+    """Each kv head repeated for the query heads that read it."""
+    return kv.repeat_interleave(attn.n_heads // attn.n_kv, dim=-2)
+
+
 def whole_softmax(self, x, cos, sin, cache):
     """`Attention.forward` as first written: every score of the T x T matrix at once."""
     q, k, v = self.project(x, cos, sin)
@@ -40,12 +45,12 @@ def whole_softmax(self, x, cos, sin, cache):
     else:
         cache.extra_k.append(k)
         cache.extra_v.append(v)
-    pk, pv = self._expand(cache.prefix_k), self._expand(cache.prefix_v)
+    pk, pv = expand(self, cache.prefix_k), expand(self, cache.prefix_v)
     b, t = q.shape[:2]
     scores = torch.einsum("bthd,bshd->bhts", q, pk).float() * self.scale
     scores = scores.masked_fill(~torch.ones(t, t, dtype=torch.bool, device=q.device).tril(), float("-inf"))
     if cache.extra_k:
-        ek, ev = self._expand(torch.stack(cache.extra_k, 2)), self._expand(torch.stack(cache.extra_v, 2))
+        ek, ev = expand(self, torch.stack(cache.extra_k, 2)), expand(self, torch.stack(cache.extra_v, 2))
         scores = torch.cat([scores, torch.einsum("bthd,btrhd->bhtr", q, ek).float() * self.scale], dim=-1)
     probs = scores.softmax(-1).to(q.dtype)
     out = torch.einsum("bhts,bshd->bthd", probs[..., :t], pv)
