@@ -60,7 +60,10 @@ def tensor_from_bytes(ref: TensorRef, data: bytearray) -> "torch.Tensor":
     if any(dim > I64_MAX for dim in shape):
         raise BadInput(f"{where} has a dimension beyond torch's 64-bit sizes")
     raw = torch.frombuffer(data, dtype=torch.uint8) if data else torch.empty(0, dtype=torch.uint8)
-    return raw.view(torch_dtype(ref.dtype)).reshape(shape)
+    try:
+        return raw.view(torch_dtype(ref.dtype)).reshape(shape)
+    except RuntimeError:  # an empty tensor's strides can still overflow torch's 64-bit arithmetic
+        raise BadInput(f"{where} has shape {list(ref.shape)}, whose strides torch cannot lay out") from None
 
 
 def load_bin(path: Path) -> dict[str, "torch.Tensor"]:

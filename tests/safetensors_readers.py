@@ -31,7 +31,7 @@ def library_reads(raw: bytes, scratch: Path):
             metadata = f.metadata() or {}
             try:
                 return metadata, {name: _summary(f.get_tensor(name)) for name in f.keys()}
-            except (SafetensorError, TypeError):  # dtypes or shapes torch cannot hold
+            except (SafetensorError, TypeError, RuntimeError):  # dtypes, shapes or strides torch cannot hold
                 return "unloadable"
     except SafetensorError:
         return "refused"

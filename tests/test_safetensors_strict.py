@@ -119,6 +119,8 @@ MESSAGES = [
                                   "levels)"),
     (one(dtype='"F6_E3M2"', shape="[4]", offsets="[0,3]", data=b"\0" * 3),
      "model.safetensors: tensor 'a' is F6_E3M2, which torch has no dtype for"),
+    (one(dtype='"BF16"', shape=f"[0,2,{2 ** 62}]", offsets="[0,0]", data=b""),  # empty, but its strides overflow
+     f"model.safetensors: tensor 'a' has shape [0, 2, {2 ** 62}], whose strides torch cannot lay out"),
 ]
 
 
