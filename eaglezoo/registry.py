@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from .engines import engine_support
 from .errors import BadInput, UsageError
-from .fsutil import inside
+from .fsutil import inside, regular_file
 from .hardware import RUNNERS
 from .registry_schema import Entry, Repo  # noqa: F401  (Repo: re-exported for sources)
 from .spec import AuxLayers
@@ -49,6 +49,7 @@ def _line_of(node, loc: tuple) -> int | None:
 
 
 def load_entry(path: Path) -> Entry:
+    regular_file(path, "registry entry")
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError:
@@ -208,7 +209,9 @@ def _null_problems(entry: Entry) -> list[str]:
 
 def _report_problems(entry: Entry, report_path: Path) -> list[str]:
     try:
-        report = json.loads(report_path.read_text())
+        report = json.loads(regular_file(report_path, "status.report").read_text(encoding="utf-8"))
+    except BadInput as exc:
+        return [exc.message]
     except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
         return [f"status.report {entry.status.report} is not valid JSON"]
     if not isinstance(report, dict):

@@ -214,3 +214,15 @@ def test_every_failure_is_one_sentence_without_internal_text(exc, sentence):
     failure = describe(exc)
     assert failure.message == sentence and failure.exit_code == 2
     assert str(exc) not in failure.message  # the internal text never reaches the user
+
+
+def test_a_fifo_in_the_registry_is_named_and_never_read(cli, tmp_path):
+    registry = tmp_path / "registry"
+    shutil.copytree(Path(__file__).resolve().parent.parent / "registry", registry, ignore=shutil.ignore_patterns("reports"))
+    os.mkfifo(registry / "fifo.yaml")
+    listed = run_cli("registry", "list", "--registry", registry, "--json", timeout=TIMEOUT)
+    assert listed.code == 0 and "fifo.yaml is a FIFO" in listed.err
+    assert_clean_failure(run_cli("registry", "show", "fifo", "--registry", registry, timeout=TIMEOUT),
+                         contains="is a FIFO, not a regular file")
+    checked = run_cli("registry", "check", "--registry", registry, timeout=TIMEOUT)
+    assert checked.code == 1 and "is a FIFO" in checked.out + checked.err
