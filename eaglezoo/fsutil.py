@@ -137,12 +137,18 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def inside(root: Path, relative: str, what: str) -> Path:
-    """`root / relative`, refused when the name is absolute or resolves outside `root`."""
+def relative_name(root: Path, relative: str, what: str) -> PurePosixPath:
+    """`relative` as a path under `root`: refused when empty, absolute or written with backslashes."""
     name = PurePosixPath(str(relative))
     if not str(relative) or name.is_absolute() or "\\" in str(relative):
         raise BadInput(f"{what} {relative!r} must be a relative path inside {root}")
-    path = Path(root) / name
+    return name
+
+
+def inside(root: Path, relative: str, what: str) -> Path:
+    """`root / relative`, refused when it resolves outside `root` (for writing and uploading: no
+    symlink may lead out)."""
+    path = Path(root) / relative_name(root, relative, what)
     real_root = Path(root).resolve()
     if path.resolve() != real_root and real_root not in path.resolve().parents:
         raise BadInput(f"{what} {relative!r} leaves {root}: refused")
@@ -150,10 +156,10 @@ def inside(root: Path, relative: str, what: str) -> Path:
 
 
 def child_path(root: Path, relative: str, what: str) -> Path:
-    """`root / relative` for a relative name without `..`: inside the folder as named. The file may be a
+    """`root / relative` for a name without `..`: inside the folder as named. The file may be a
     symlink to elsewhere (the Hub cache's snapshots link every file to its blob), which reading allows."""
-    name = PurePosixPath(str(relative))
-    if not str(relative) or name.is_absolute() or "\\" in str(relative) or ".." in name.parts:
+    name = relative_name(root, relative, what)
+    if ".." in name.parts:
         raise BadInput(f"{what} {relative!r} must be a relative path inside {root}")
     return Path(root) / name
 

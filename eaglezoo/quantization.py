@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .errors import BadInput, UsageError, first_line
+from .errors import BadInput, UsageError
 
 VLLM = "use --engine vllm, which runs the quantized weights"
 
@@ -34,9 +34,9 @@ def is_nvfp4(qc: dict) -> bool:
     return str(qc.get("quant_algo", "")).upper() == "NVFP4" or any("nvfp4" in str(f).lower() for f in formats if f)
 
 
-def load_kwargs(target_dir: Path, dequantize_mxfp4: bool = False) -> dict:
-    """Extra `from_pretrained` arguments for the target's quantization; refuses what the native engine must not run."""
-    qc = quantization_config(target_dir)
+def load_kwargs(target_dir: Path, qc: dict | None, dequantize_mxfp4: bool = False) -> dict:
+    """Extra `from_pretrained` arguments for the target's quantization (`qc`, its quantization_config);
+    refuses what the native engine must not run."""
     kind = None if qc is None else "nvfp4" if is_nvfp4(qc) else method(qc)
     if dequantize_mxfp4 and kind != "mxfp4":
         raise UsageError(f"--dequantize-mxfp4 given, but target {target_dir} is not MXFP4-quantized")
@@ -53,9 +53,10 @@ def load_kwargs(target_dir: Path, dequantize_mxfp4: bool = False) -> dict:
     return {"quantization_config": Mxfp4Config(dequantize=True)}
 
 
-def load_failure(target_dir: Path, qc: dict, exc: Exception) -> BadInput:
-    return BadInput(f"target {target_dir}: transformers cannot load its {method(qc)} quantization here: "
-                    f"{first_line(exc)}", hint=VLLM)
+def load_failure(target_dir: Path, qc: dict) -> BadInput:
+    """The quantizer's own exception is internal (a kernel or package missing here): not quoted."""
+    return BadInput(f"target {target_dir}: transformers cannot load its {method(qc)} quantization on this machine",
+                    hint=f"{VLLM} (EAGLEZOO_DEBUG=1 shows transformers' reason)")
 
 
 def describe(model, qc: dict | None) -> dict | None:

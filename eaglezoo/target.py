@@ -81,8 +81,8 @@ class Target:
         from transformers.utils import logging as hf_logging
 
         hf_logging.disable_progress_bar()  # our own progress is shown; a second bar garbles stderr
-        kwargs = {"dtype": dtype, "trust_remote_code": trust_remote_code, **load_kwargs(path, dequantize_mxfp4)}
         qc = quantization_config(path)
+        kwargs = {"dtype": dtype, "trust_remote_code": trust_remote_code, **load_kwargs(path, qc, dequantize_mxfp4)}
         # A quantizer that lacks its kernel or package here raises RuntimeError too.
         failures = (OSError, ValueError, KeyError, ImportError) + ((RuntimeError,) if qc else ())
         # Shard over every GPU when more than one is present (needs accelerate); else one device.
@@ -96,7 +96,7 @@ class Target:
             else:
                 self.model = AutoModelForCausalLM.from_pretrained(path, **kwargs).to(device).eval()
         except failures as exc:
-            raise (load_failure(path, qc, exc) if qc else load_error(f"target {path} could not be loaded", exc)) from None
+            raise (load_failure(path, qc) if qc else load_error(f"target {path} could not be loaded", exc)) from None
         self.config = self.model.config
         self.device = device
         self.dtype = dtype

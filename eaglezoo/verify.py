@@ -23,6 +23,7 @@ from .acceptance import Tally
 from .convert import read_drafter, target_config
 from .errors import BadInput, UsageError
 from .formats.base import ReadOptions, Reading
+from .fsutil import regular_file
 from .tensors import Checkpoint
 from .lint import Finding, lint_reading, provenance_findings
 from .spec import DrafterSpec
@@ -133,8 +134,7 @@ def load_prompts(path: Path | None) -> list[Prompt]:
         text = resources.files("eaglezoo").joinpath("data/prompts.jsonl").read_text()
         where = "default prompt set"
     else:
-        if not path.is_file():
-            raise UsageError(f"prompts file {path} not found (or not a regular file)")
+        regular_file(path, "prompts file")
         try:
             text, where = path.read_text(encoding="utf-8"), str(path)
         except UnicodeDecodeError:

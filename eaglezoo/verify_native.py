@@ -19,7 +19,7 @@ from .acceptance import Tally, accepted_lengths, decoding_path
 from .convert import canonical_state
 from .drafter import Eagle3Drafter, build_drafter
 from .errors import BadInput, UsageError
-from .quantization import load_kwargs
+from .quantization import load_kwargs, quantization_config
 from .target import Generation, Target, resolve_device, resolve_dtype
 from .verify import Measurement, NativeOptions, Progress, Workload
 
@@ -39,7 +39,7 @@ def refuse(work: Workload, options: NativeOptions) -> None:
     if work.spec.arch == "mla":
         raise BadInput("the native engine cannot run MLA (DeepSeek/Kimi-style) drafters",
                        hint="use --engine vllm, which serves them")
-    load_kwargs(work.target_dir, options.dequantize_mxfp4)
+    load_kwargs(work.target_dir, quantization_config(work.target_dir), options.dequantize_mxfp4)
 
 
 def measure_native(work: Workload, device: str, dtype: str, options: NativeOptions, progress: Progress) -> Measurement:
