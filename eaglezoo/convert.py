@@ -17,15 +17,16 @@ from typing import Any, Callable
 
 from pydantic import BaseModel
 
-from . import __version__, formats
-from .config_schema import validate_config
+from . import __version__
+from .checkpoint import formats
+from .checkpoint.config import validate_config
+from .checkpoint.formats.base import Reading, ReadOptions
+from .checkpoint.layout import check_tensors
+from .checkpoint.spec import DrafterSpec, effective_rope
+from .checkpoint.st_writer import OutTensor, plan_output_order, stream_convert
+from .checkpoint.tensors import Checkpoint, TensorRef
 from .errors import BadInput, UsageError
-from .formats.base import Reading, ReadOptions
 from .fsutil import regular_file, staging, temp_dir_beside
-from .layout import check_tensors
-from .spec import DrafterSpec, effective_rope
-from .st_writer import OutTensor, plan_output_order, stream_convert
-from .tensors import Checkpoint, TensorRef
 
 CONFIG_DTYPE_CODES = {"float32": "F32", "float16": "F16", "bfloat16": "BF16", "float64": "F64"}
 

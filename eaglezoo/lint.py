@@ -12,13 +12,13 @@ from typing import Callable, Literal, TypeVar
 import torch
 from pydantic import BaseModel
 
+from .checkpoint.formats.base import Reading, ReadOptions
+from .checkpoint.layout import check_tensors, target_problems
+from .checkpoint.spec import DrafterSpec
+from .checkpoint.tensors import Checkpoint
 from .convert import canonical_refs, compare_with_target, read_drafter, target_config
-from .engines import EngineSupport, engine_support
 from .errors import EaglezooError
-from .formats.base import Reading, ReadOptions
-from .layout import check_tensors, target_problems
-from .spec import DrafterSpec
-from .tensors import Checkpoint
+from .serving import EngineSupport, engine_support
 
 Severity = Literal["error", "warning", "info"]
 T = TypeVar("T")
@@ -248,8 +248,8 @@ def _embed_findings(embed: torch.Tensor, target_dir: Path, add) -> None:
 def lint_source(arg: str, target: str | None = None, *, revision: str | None = None, dialect: str | None = None,
                 registry_dir: Path | None = None, opts: ReadOptions | None = None) -> LintReport:
     """Lint what `arg` names: a folder, a registry entry (remotely when it is on the Hub) or a Hub repo."""
-    from .remote import remote_lint
-    from .sources import Source, classify, location, target_for
+    from .cli.sources import Source, classify, location, target_for
+    from .hub.remote import remote_lint
 
     opts = opts or ReadOptions()
     kind = classify(arg)
@@ -257,7 +257,7 @@ def lint_source(arg: str, target: str | None = None, *, revision: str | None = N
         return remote_lint(arg, target, revision=revision, dialect=dialect, opts=opts)
     src = Source(Path(arg))
     if kind == "registry":
-        from .registry import lookup
+        from .registry.load import lookup
 
         entry, reg = lookup(arg, registry_dir)
         entry.fill_read_options(opts)

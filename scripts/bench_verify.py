@@ -25,12 +25,12 @@ from pathlib import Path
 
 import torch
 
+from eaglezoo.checkpoint.formats.base import ReadOptions
 from eaglezoo.convert import canonical_state, read_drafter, target_config
-from eaglezoo.drafter import build_drafter
-from eaglezoo.formats.base import ReadOptions
-from eaglezoo.target import Target, resolve_device, resolve_dtype
-from eaglezoo.verify import load_prompts
-from eaglezoo.verify_native import run_batches
+from eaglezoo.verify.drafter import build_drafter
+from eaglezoo.verify.native import run_batches
+from eaglezoo.verify.run import load_prompts
+from eaglezoo.verify.target import Target, resolve_device, resolve_dtype
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -45,8 +45,8 @@ def smollm_geometry_pair(work: Path):
     torch.manual_seed(0)
     LlamaForCausalLM(cfg).save_pretrained(work / "target")
     PreTrainedTokenizerFast.from_pretrained(ROOT / "examples/tiny/target").save_pretrained(work / "target")
-    from eaglezoo.drafter import Eagle3Drafter
-    from eaglezoo.spec import AuxLayers, DrafterSpec
+    from eaglezoo.checkpoint.spec import AuxLayers, DrafterSpec
+    from eaglezoo.verify.drafter import Eagle3Drafter
     spec = DrafterSpec(arch="llama", architectures=["LlamaForCausalLMEagle3"], num_layers=1, hidden_size=576,
                        target_hidden_size=576, vocab_size=49152, draft_vocab_size=49152, num_aux=3,
                        aux=AuxLayers(ids=(2, 15, 27), convention="boundary"),
@@ -55,7 +55,7 @@ def smollm_geometry_pair(work: Path):
     state = {k: v for k, v in Eagle3Drafter(spec).state_dict().items() if k != "embed_tokens.weight"}
     (work / "drafter").mkdir()
     save_file(state, str(work / "drafter" / "model.safetensors"), metadata={"format": "pt"})
-    from eaglezoo.formats.eagle31 import write_config
+    from eaglezoo.checkpoint.formats.eagle31 import write_config
     (work / "drafter" / "config.json").write_text(json.dumps(write_config(spec, "float32")))
     return work / "drafter", work / "target", {}
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Peak memory of the drafter's chain drafting against sequence length T: the chunked attention in
-`eaglezoo.drafter` ("new") against the whole T x T softmax it replaced ("old", kept below as the
+`eaglezoo.verify.drafter` ("new") against the whole T x T softmax it replaced ("old", kept below as the
 reference the tests compare with). Each (implementation, T) runs in a fresh process.
 
 A child builds the example's EAGLE 3.1 drafter (4 heads over 2 kv heads, hidden 128, fp32, CPU),
@@ -62,9 +62,9 @@ def whole_softmax(self, x, cos, sin, cache):
 def example_drafter():
     from safetensors.torch import load_file
 
+    from eaglezoo.checkpoint.formats.base import ReadOptions
     from eaglezoo.convert import canonical_state, read_drafter, target_config
-    from eaglezoo.drafter import build_drafter
-    from eaglezoo.formats.base import ReadOptions
+    from eaglezoo.verify.drafter import build_drafter
 
     ex = ROOT / "examples" / "tiny"
     opts = ReadOptions(aux_layers=[2, 3, 4], aux_convention="boundary", target_config=target_config(ex / "target"))
@@ -74,7 +74,7 @@ def example_drafter():
 
 
 def child(impl: str, t: int, k: int) -> dict:
-    from eaglezoo.drafter import Attention
+    from eaglezoo.verify.drafter import Attention
 
     if impl == "old":
         Attention.forward = whole_softmax

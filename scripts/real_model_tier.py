@@ -29,8 +29,8 @@ from pathlib import Path
 
 import torch
 
+from eaglezoo.checkpoint.formats.base import ReadOptions
 from eaglezoo.convert import canonical_state, read_drafter
-from eaglezoo.formats.base import ReadOptions
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import train_example as tr  # noqa: E402

@@ -21,8 +21,8 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from eaglezoo.drafter import Eagle3Drafter
-from eaglezoo.spec import AuxLayers, DrafterSpec
+from eaglezoo.checkpoint.spec import AuxLayers, DrafterSpec
+from eaglezoo.verify.drafter import Eagle3Drafter
 
 SEED = 0
 VOCAB = 1024

@@ -15,7 +15,10 @@ expected AL per step = 1 + sum_k prod_{i<=k} p_T(d_i)  (EAGLE in V1: draft_probs
 so draft token i is accepted with prob min(1, p_T(d_i)/1)).  It also records p of the draft
 under the logits actually handed to the rejection kernel (after vLLM's temperature step).
 """
-import os, sys, json
+import json
+import os
+import sys
+
 os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
 os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", "nobind")
 os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")

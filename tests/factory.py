@@ -8,8 +8,8 @@ from pathlib import Path
 import torch
 from safetensors.torch import save_file
 
-from eaglezoo.drafter import Eagle3Drafter
-from eaglezoo.spec import AuxLayers, DrafterSpec
+from eaglezoo.checkpoint.spec import AuxLayers, DrafterSpec
+from eaglezoo.verify.drafter import Eagle3Drafter
 
 LAYER_CFG = {"model_type": "llama", "intermediate_size": 96, "num_attention_heads": 4, "num_key_value_heads": 2,
              "rms_norm_eps": 1e-6, "max_position_embeddings": 512, "hidden_act": "silu"}

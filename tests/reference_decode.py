@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import torch
 
-from eaglezoo.drafter import Eagle3Drafter, LayerCache
-from eaglezoo.target import Target
+from eaglezoo.verify.drafter import Eagle3Drafter, LayerCache
+from eaglezoo.verify.target import Target
 
 
 @torch.inference_mode()

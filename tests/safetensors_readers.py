@@ -11,9 +11,9 @@ from pathlib import Path
 import torch
 from safetensors import SafetensorError, safe_open
 
+from eaglezoo.checkpoint.st_header import read_safetensors_header
+from eaglezoo.checkpoint.tensors import tensor_from_bytes
 from eaglezoo.errors import BadInput
-from eaglezoo.st_header import read_safetensors_header
-from eaglezoo.tensors import tensor_from_bytes
 
 _names = itertools.count()
 

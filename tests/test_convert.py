@@ -176,10 +176,10 @@ def test_round_trip_eagle31_speculators_eagle31(tmp_path, cli):
 
 
 def test_forward_pass_is_bit_identical_after_conversion(tmp_path, cli):
+    from eaglezoo.checkpoint.formats.base import ReadOptions
+    from eaglezoo.checkpoint.spec import AuxLayers
     from eaglezoo.convert import canonical_refs, read_drafter
-    from eaglezoo.drafter import build_drafter
-    from eaglezoo.formats.base import ReadOptions
-    from eaglezoo.spec import AuxLayers
+    from eaglezoo.verify.drafter import build_drafter
 
     spec = make_spec(fc_norm=True, norm_output=True)
     src = make_drafter(tmp_path / "src", "safeai", spec=spec, file="bin")

@@ -11,8 +11,8 @@ from factory import canonical_state, make_spec
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
-from eaglezoo import drafter as drafter_module
-from eaglezoo.drafter import build_drafter
+from eaglezoo.verify import drafter as drafter_module
+from eaglezoo.verify.drafter import build_drafter
 
 sys.path.insert(0, str(ROOT / "scripts"))
 from drafter_memory import whole_softmax  # noqa: E402  the attention as first written: the reference

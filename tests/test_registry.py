@@ -119,6 +119,6 @@ def test_workflows_parse_and_call_tested_commands():
     assert 'eaglezoo registry record "$report"' in record_steps and "gh pr create" in record_steps
     assert any(s.get("uses", "").startswith("actions/upload-artifact") for s in gpu["verify"]["steps"])
     # the plan's runner classes are the labels the matrix asks for
-    from eaglezoo.hardware import RUNNERS
+    from eaglezoo.registry.hardware import RUNNERS
     plan = json.loads(run_cli("registry", "plan", "--json").out)
     assert set(plan["runners"]) <= set(RUNNERS)

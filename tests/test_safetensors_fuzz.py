@@ -25,8 +25,8 @@ from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 from safetensors_readers import assert_same_verdict, one
 
-from eaglezoo.st_header import DTYPE_NAMES, TensorRef, read_safetensors_header
-from eaglezoo.st_writer import OutTensor, safetensors_header
+from eaglezoo.checkpoint.st_header import DTYPE_NAMES, TensorRef, read_safetensors_header
+from eaglezoo.checkpoint.st_writer import OutTensor, safetensors_header
 
 IDS = ["--aux-layers", "1,2,3", "--aux-convention", "boundary"]
 CODES = sorted(DTYPE_NAMES)

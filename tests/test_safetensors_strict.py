@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from safetensors_readers import eaglezoo_reads, entry, header_of, library_reads, nested, one, sf
 
+from eaglezoo.checkpoint.st_header import read_safetensors_header
+from eaglezoo.checkpoint.tensors import tensor_from_bytes
 from eaglezoo.errors import BadInput
-from eaglezoo.st_header import read_safetensors_header
-from eaglezoo.tensors import tensor_from_bytes
 
 
 @pytest.fixture(scope="module")

@@ -7,12 +7,12 @@ import torch
 from conftest import EXAMPLE, EXAMPLE_AUX
 from reference_decode import forward_aux, speculative_decode
 
-from eaglezoo.acceptance import Tally, accepted_lengths, decoding_path
+from eaglezoo.checkpoint.formats.base import ReadOptions
 from eaglezoo.convert import canonical_state, read_drafter, target_config
-from eaglezoo.drafter import build_drafter
-from eaglezoo.formats.base import ReadOptions
-from eaglezoo.target import Target
-from eaglezoo.verify import load_prompts
+from eaglezoo.verify.acceptance import Tally, accepted_lengths, decoding_path
+from eaglezoo.verify.drafter import build_drafter
+from eaglezoo.verify.run import load_prompts
+from eaglezoo.verify.target import Target
 
 
 @pytest.fixture(scope="module")

@@ -91,7 +91,7 @@ def test_the_engine_passes_on_only_what_vllm_says_to_users():
     text stays in the engine's log. Importing the worker leaves this process's stdout alone."""
     import sys
 
-    from eaglezoo import vllm_worker
+    from eaglezoo.verify import vllm_worker
 
     class OutOfMemoryError(RuntimeError):
         pass

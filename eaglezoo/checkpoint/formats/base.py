@@ -1,0 +1,337 @@
+"""What every dialect reader shares: reading a config into a `DrafterSpec`, renaming tensors to
+canonical names, and accounting for every source tensor (mapped, or dropped with a named reason)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ...errors import BadInput, UsageError
+from ..layout import target_problems
+from ..spec import CONVENTIONS, AuxLayers, Convention, DrafterSpec, default_boundary_ids
+from ..tensors import Checkpoint
+
+FLAGS = ("fc_norm", "norm_output", "norm_before_fc", "norm_before_residual")
+
+# Keys eaglezoo interprets; every other config key is carried through unchanged in layer_config.
+INTERPRETED = {
+    "architectures", "hidden_size", "num_hidden_layers", "vocab_size", "draft_vocab_size", "target_hidden_size",
+    "num_aux_hidden_states", "eagle_aux_hidden_state_layer_ids", "eagle_config", *FLAGS, "use_aux_norm",
+    "tie_word_embeddings", "torch_dtype", "dtype", "transformers_version",
+}
+NESTED_INTERPRETED = {"eagle_aux_hidden_state_layer_ids", "use_aux_hidden_state", "norm_before_fc"}
+
+LEGACY_RENAMES = [  # SGLang's legacy 3.1 names (formats.md §7, §10)
+    ("aux_norm_low.", "fc_norm.0."), ("aux_norm_mid.", "fc_norm.1."), ("aux_norm_high.", "fc_norm.2."),
+]
+
+
+@dataclass
+class ReadOptions:
+    aux_layers: list[int] | None = None
+    aux_convention: Convention | None = None
+    flags: dict[str, bool] = field(default_factory=dict)  # user-stated flag values
+    target_config: dict[str, Any] | None = None
+    allow_missing_aux: bool = False  # lint: keep reading a drafter whose ids are missing
+
+
+@dataclass
+class Reading:
+    """A dialect reader's result."""
+
+    dialect: str
+    spec: DrafterSpec
+    renames: dict[str, str]  # source name -> canonical name (every mapped tensor)
+    drops: dict[str, str]  # source name -> reason
+    decisions: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+class Decisions:
+    def __init__(self):
+        self.decisions: list[str] = []
+        self.warnings: list[str] = []
+
+    def decide(self, msg: str) -> None:
+        self.decisions.append(msg)
+
+    def warn(self, msg: str) -> None:
+        self.warnings.append(msg)
+
+
+def arch_of(cfg: dict) -> str:
+    archs = " ".join(cfg.get("architectures") or [])
+    if "Deepseek" in archs or cfg.get("kv_lora_rank"):
+        return "mla"
+    if "Qwen3" in archs or cfg.get("model_type") == "qwen3":
+        return "qwen3"
+    return "llama"
+
+
+def require_int(cfg: dict, key: str, where: str = "config.json") -> int:
+    value = cfg.get(key)
+    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        raise BadInput(f"{where}: {key!r} must be a positive integer, found {value!r}")
+    return value
+
+
+def parse_ids(value: Any, where: str) -> list[int]:
+    if not isinstance(value, list) or not value or not all(isinstance(i, int) and not isinstance(i, bool) for i in value):
+        raise BadInput(f"{where} must be a non-empty list of integers, found {value!r}")
+    return value
+
+
+def rename(name: str, prefix_renames: list[tuple[str, str]]) -> str:
+    for old, new in prefix_renames + LEGACY_RENAMES:
+        if name.startswith(old):
+            return new + name[len(old):]
+    return name
+
+
+def resolve_aux(found: list[tuple[list[int], Convention | None, str]], k_hint: int | None, opts: ReadOptions,
+                d: Decisions) -> AuxLayers:
+    """Pick the aux ids with their convention. `found` lists (ids, convention or None if the dialect
+    does not document one, where they were found)."""
+    stated = None
+    if opts.aux_layers is not None:
+        if opts.aux_convention is None:
+            raise UsageError("--aux-layers needs --aux-convention (boundary or layer-output)",
+                             hint="boundary: vLLM/HF hidden_states[i]; layer-output: SGLang/ModelOpt/TRT-LLM")
+        stated = AuxLayers(ids=tuple(opts.aux_layers), convention=opts.aux_convention)
+    resolved: list[tuple[AuxLayers, str]] = []
+    for ids, conv, where in found:
+        if conv is None:
+            if opts.aux_convention is None:
+                raise UsageError(f"{where} holds aux ids {ids} whose convention this dialect does not document",
+                                 hint="state it with --aux-convention boundary|layer-output")
+            conv = opts.aux_convention
+            d.decide(f"aux ids {ids} from {where}: convention '{conv}' as stated by the user")
+        elif opts.aux_convention is not None and opts.aux_layers is None and opts.aux_convention != conv:
+            raise UsageError(f"{where} uses the '{conv}' convention in this dialect, but --aux-convention "
+                             f"says '{opts.aux_convention}'")
+        resolved.append((AuxLayers(ids=tuple(ids), convention=conv), where))
+    for (a, wa), (b, wb) in zip(resolved, resolved[1:]):
+        if a.boundary() != b.boundary():
+            raise BadInput(f"aux ids disagree: {wa} {list(a.ids)} ({a.convention}) selects boundary "
+                           f"{a.boundary()}, {wb} {list(b.ids)} ({b.convention}) selects {b.boundary()}",
+                           hint="one list was copied across conventions without the +1 (vLLM #43671)",
+                           code="aux-ids-disagree")
+    if stated is not None:
+        if resolved and resolved[0][0].boundary() != stated.boundary():
+            raise UsageError(f"--aux-layers selects boundary {stated.boundary()}, but {resolved[0][1]} selects "
+                             f"{resolved[0][0].boundary()}", hint="fix the checkpoint's config instead of overriding it")
+        d.decide(f"aux ids {list(stated.ids)} ({stated.convention}) as stated by the user "
+                 f"= boundary {stated.boundary()}")
+        return stated
+    if resolved:
+        aux, where = resolved[0]
+        d.decide(f"aux ids {list(aux.ids)} from {where} ({aux.convention} convention) = boundary {aux.boundary()}")
+        return aux
+    if opts.target_config is not None and (k_hint in (None, 3)):
+        n = int(opts.target_config["num_hidden_layers"])
+        ids = default_boundary_ids(n)
+        if len(set(ids)) != 3 or min(ids) < 1:
+            raise UsageError(f"the checkpoint carries no aux-layer ids and the documented default (2, L//2, L-3) "
+                             f"is degenerate for a {n}-layer target: {ids}", hint=AUX_HINT)
+        d.decide(f"aux ids: none in the checkpoint; used the documented default (2, L//2, L-3) = {ids} "
+                 f"(boundary) for the {n}-layer target")
+        d.warn("aux ids were not in the checkpoint: the documented default is only right if the drafter was "
+               "trained on it (vLLM #50170)")
+        return AuxLayers(ids=tuple(ids), convention="boundary")
+    raise UsageError("the checkpoint carries no aux-layer ids", hint=AUX_HINT, code="aux-ids-missing")
+
+
+def read_flags(cfg: dict, nested: dict, opts: ReadOptions, d: Decisions, defaults: dict[str, bool],
+               ambiguous: dict[str, str]) -> dict[str, bool]:
+    """Flags from top level (and nested eagle_config for norm_before_fc); user statements win.
+    `ambiguous` maps a flag to the reason its stored value cannot be trusted without a statement."""
+    values: dict[str, bool] = {}
+    for flag in FLAGS:
+        top = cfg.get(flag)
+        if flag == "fc_norm" and top is None and cfg.get("use_aux_norm") is not None:
+            top = cfg["use_aux_norm"]
+            d.decide(f"legacy use_aux_norm={top} read as fc_norm")
+        inner = nested.get(flag) if flag == "norm_before_fc" else None
+        for v, where in ((top, flag), (inner, f"eagle_config.{flag}")):
+            if v is not None and not isinstance(v, bool):
+                raise BadInput(f"config.json: {where} must be true or false, found {v!r}")
+        if top is not None and inner is not None and top != inner:
+            raise BadInput(f"config.json: {flag}={top} at the top level but eagle_config.{flag}={inner}")
+        stored = top if top is not None else inner
+        if flag in opts.flags:
+            d.decide(f"{flag}={opts.flags[flag]} as stated by the user (config: {stored})")
+            values[flag] = opts.flags[flag]
+        elif flag in ambiguous and stored is not None:
+            raise UsageError(f"{flag}={stored} in this dialect is ambiguous: {ambiguous[flag]}",
+                             hint=f"state the trained behaviour with --flag {flag}=true|false", code="flag-ambiguous")
+        elif stored is None:
+            values[flag] = defaults.get(flag, False)
+            if flag in ("norm_before_residual", "norm_output"):
+                d.decide(f"{flag} absent: {values[flag]} (this dialect's semantics), now written explicitly")
+        else:
+            values[flag] = stored
+    return values
+
+
+def read_flat(dialect: str, cfg: dict, ckpt: Checkpoint, opts: ReadOptions, *,
+              nested_convention: Convention | None, top_convention: Convention | None,
+              prefix_renames: list[tuple[str, str]], extra_drops: Callable[[str], str | None] = lambda n: None,
+              flag_defaults: dict[str, bool] | None = None, ambiguous_flags: dict[str, str] | None = None,
+              layer_cfg: dict | None = None, top: dict | None = None) -> Reading:
+    """Read a drafter whose decoder keys live in `layer_cfg` (the config itself for HF-flat dialects)
+    and whose EAGLE keys live in `top`."""
+    d = Decisions()
+    layer_cfg = cfg if layer_cfg is None else layer_cfg
+    top = cfg if top is None else top
+    nested = top.get("eagle_config") or layer_cfg.get("eagle_config") or {}
+    if not isinstance(nested, dict):
+        raise BadInput("config.json: eagle_config must be an object")
+    if nested.get("use_aux_hidden_state") is False:
+        raise BadInput("eagle_config.use_aux_hidden_state is false: not an EAGLE-3 drafter")
+    geometry = _geometry(layer_cfg, top, d)
+    flags = read_flags(top, nested, opts, d, flag_defaults or {}, ambiguous_flags or {})
+    if flags["fc_norm"] and flags["norm_before_fc"]:
+        raise BadInput("config.json: fc_norm and norm_before_fc are both true; they are mutually exclusive "
+                       "(speculators rejects it, vLLM silently applies both)", code="flags-exclusive")
+    renames, drops = _tensor_names(ckpt, prefix_renames, extra_drops)  # first: the aux count can come from fc
+    found = _stated_aux_ids(top, nested, top_convention, nested_convention)
+    aux, k = _aux_layers(found, top, _fan_in_k(ckpt, renames, geometry.target_hidden), geometry, opts, d)
+    if layer_cfg.get("tie_word_embeddings"):
+        d.warn("tie_word_embeddings was true: written false (SGLang would tie lm_head to embed_tokens)")
+    architectures = top.get("architectures") or layer_cfg.get("architectures")
+    spec = DrafterSpec(
+        arch=arch_of({**layer_cfg, "architectures": architectures}), architectures=list(architectures or []),
+        num_layers=geometry.num_layers, hidden_size=geometry.hidden, target_hidden_size=geometry.target_hidden,
+        vocab_size=geometry.vocab, draft_vocab_size=geometry.draft_vocab, num_aux=k, aux=aux,
+        dtype=top.get("torch_dtype") or top.get("dtype") or layer_cfg.get("torch_dtype") or layer_cfg.get("dtype"),
+        layer_config=_carried_layer_config(layer_cfg, nested), **flags)
+    return Reading(dialect, spec, renames, drops, d.decisions, d.warnings)
+
+
+@dataclass
+class Geometry:
+    hidden: int
+    vocab: int
+    draft_vocab: int
+    target_hidden: int
+    num_layers: int
+
+
+def _geometry(layer_cfg: dict, top: dict, d: Decisions) -> Geometry:
+    hidden = require_int(layer_cfg, "hidden_size")
+    vocab = require_int(layer_cfg, "vocab_size")
+    require_int(layer_cfg, "num_attention_heads")
+    draft_vocab = top.get("draft_vocab_size", layer_cfg.get("draft_vocab_size"))
+    if draft_vocab is None:
+        draft_vocab = vocab
+        d.decide(f"draft_vocab_size absent: equal to vocab_size ({vocab})")
+    elif not isinstance(draft_vocab, int) or draft_vocab <= 0 or draft_vocab > vocab:
+        raise BadInput(f"config.json: draft_vocab_size must be an integer in 1..vocab_size ({vocab}), found {draft_vocab!r}")
+    target_hidden = top.get("target_hidden_size")
+    if target_hidden is None:
+        if "target_hidden_size" in top:
+            d.decide("target_hidden_size: null read as hidden_size (the key is omitted on output: vLLM's HF path crashes on null)")
+        target_hidden = hidden
+    elif not isinstance(target_hidden, int) or target_hidden <= 0:
+        raise BadInput(f"config.json: target_hidden_size must be a positive integer, found {target_hidden!r}")
+    num_layers = layer_cfg.get("num_hidden_layers", 1)
+    if not isinstance(num_layers, int) or num_layers <= 0:
+        raise BadInput(f"config.json: num_hidden_layers must be a positive integer, found {num_layers!r}")
+    return Geometry(hidden, vocab, draft_vocab, target_hidden, num_layers)
+
+
+def _tensor_names(ckpt: Checkpoint, prefix_renames: list[tuple[str, str]],
+                  extra_drops: Callable[[str], str | None]) -> tuple[dict[str, str], dict[str, str]]:
+    """(source name -> canonical name, source name -> why it is dropped)."""
+    renames, drops = {}, {}
+    for name in ckpt.refs:
+        reason = extra_drops(name)
+        if reason:
+            drops[name] = reason
+        else:
+            renames[name] = rename(name, prefix_renames)
+    _check_unique(renames)
+    return renames, drops
+
+
+def _stated_aux_ids(top: dict, nested: dict, top_convention: Convention | None,
+                    nested_convention: Convention | None) -> list[tuple[list[int], Convention | None, str]]:
+    found = []
+    for block, convention, where in ((top, top_convention, ""), (nested, nested_convention, "eagle_config.")):
+        if block.get("eagle_aux_hidden_state_layer_ids") is not None:
+            key = f"{where}eagle_aux_hidden_state_layer_ids"
+            found.append((parse_ids(block["eagle_aux_hidden_state_layer_ids"], key), convention, key))
+    return found
+
+
+def _fan_in_k(ckpt: Checkpoint, renames: dict[str, str], target_hidden: int) -> int | None:
+    """The aux count fc.weight's fan-in implies (k x target_hidden_size), when it divides evenly."""
+    fc = next((ckpt.refs[s] for s, c in renames.items() if c == "fc.weight"), None)
+    if fc is None or len(fc.shape) != 2 or fc.shape[1] % target_hidden:
+        return None
+    return fc.shape[1] // target_hidden
+
+
+def _aux_layers(found, top: dict, fan_k: int | None, g: Geometry, opts: ReadOptions,
+                d: Decisions) -> tuple[AuxLayers | None, int]:
+    """The aux ids (None only when lint tolerates their absence) and the aux count, checked against the target."""
+    k = top.get("num_aux_hidden_states")
+    if k is not None and (not isinstance(k, int) or k <= 0):
+        raise BadInput(f"config.json: num_aux_hidden_states must be a positive integer, found {k!r}")
+    if opts.allow_missing_aux and not found and opts.aux_layers is None:
+        return None, k or fan_k or 3
+    aux = resolve_aux(found, k or fan_k or (len(found[0][0]) if found else None), opts, d)
+    k = len(aux.ids) if k is None else k
+    if len(aux.ids) != k:
+        raise BadInput(f"config.json: {len(aux.ids)} aux ids but num_aux_hidden_states is {k}", code="aux-count")
+    if len(set(aux.ids)) != len(aux.ids):
+        raise BadInput(f"aux ids {list(aux.ids)} are not distinct (duplicated aux slots)", code="aux-ids-duplicate")
+    problems = target_problems(aux, g.target_hidden, g.vocab, opts.target_config) if opts.target_config else []
+    if problems:
+        raise BadInput(problems[0].message, hint=problems[0].hint or None, code=problems[0].code)
+    return aux, k
+
+
+def _carried_layer_config(layer_cfg: dict, nested: dict) -> dict:
+    """The decoder keys eaglezoo does not interpret, carried through to the output as they are."""
+    layer_config = {key: v for key, v in layer_cfg.items() if key not in INTERPRETED}
+    nested_extra = {key: v for key, v in nested.items() if key not in NESTED_INTERPRETED}
+    if nested_extra:
+        layer_config["eagle_config"] = nested_extra
+    return layer_config
+
+
+def _check_unique(renames: dict[str, str]) -> None:
+    seen: dict[str, str] = {}
+    for src, dst in renames.items():
+        if dst in seen:
+            raise BadInput(f"tensors {seen[dst]!r} and {src!r} both map to {dst!r}")
+        seen[dst] = src
+
+
+def trivial_vocab_map_drop(ckpt: Checkpoint, draft_vocab: int | None, vocab: int | None) -> Callable[[str], str | None]:
+    """d2t/t2d are dropped when V_d == V, and only when they are the identity (else: an error)."""
+    if draft_vocab is None or vocab is None or draft_vocab != vocab:
+        return lambda n: None
+
+    def drop(name: str) -> str | None:
+        if name not in ("d2t", "t2d"):
+            return None
+        t = ckpt.load(name)
+        trivial = bool((t == 0).all()) if name == "d2t" else bool(t.bool().all())
+        if not trivial:
+            raise BadInput(f"{name} is not the identity map although draft_vocab_size == vocab_size")
+        return "identity vocabulary map (draft_vocab_size == vocab_size); engines reject d2t then (formats.md §8.2)"
+    return drop
+
+
+AUX_HINT = ("give the registry id instead of the folder (its entry carries the ids), or pass the ids the drafter was "
+            "trained on, e.g. --aux-layers 2,3,4 --aux-convention boundary")
+
+
+def detect_convention(value: str | None) -> Convention | None:
+    if value is None:
+        return None
+    if value not in CONVENTIONS:
+        raise UsageError(f"unknown aux convention {value!r}", hint="use boundary or layer-output")
+    return value  # type: ignore[return-value]

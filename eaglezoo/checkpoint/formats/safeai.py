@@ -1,0 +1,34 @@
+"""SafeAILab/EAGLE original EAGLE-3 drafters (formats.md §3): `pytorch_model.bin` (or
+`model.safetensors`), `midlayer.*`, no `embed_tokens`, `LlamaForCausalLM`, no aux ids in the config."""
+
+from __future__ import annotations
+
+from ..tensors import Checkpoint
+from .base import Reading, ReadOptions, read_flat, trivial_vocab_map_drop
+
+NAME = "safeai"
+
+
+def detect(cfg: dict, names: set[str], metadata: dict) -> bool:
+    archs = " ".join(cfg.get("architectures") or [])
+    return (any(n.startswith("midlayer.") for n in names) and "eagle_config" not in cfg
+            and "Eagle3" not in archs and not _torchspec(cfg, metadata))
+
+
+def _torchspec(cfg: dict, metadata: dict) -> bool:
+    return "_torchspec_version" in cfg or "torchspec_version" in metadata
+
+
+def read(cfg: dict, ckpt: Checkpoint, opts: ReadOptions) -> Reading:
+    reading = read_flat(
+        NAME, cfg, ckpt, opts,
+        # SafeAILab configs carry no ids; SafeAILab captures before layers 2, L//2, L-3 (boundary).
+        nested_convention=None, top_convention=None,
+        prefix_renames=[("midlayer.", "layers.0.")],
+        extra_drops=trivial_vocab_map_drop(ckpt, cfg.get("draft_vocab_size"), cfg.get("vocab_size")),
+        flag_defaults={"norm_before_residual": False, "norm_output": False},
+    )
+    if "target_hidden_size" in cfg and cfg["target_hidden_size"] == cfg.get("hidden_size"):
+        reading.warnings.append("target_hidden_size is present and equal to hidden_size: SafeAILab then expects "
+                                "the drafter's own embed_tokens (formats.md §3.1); the key is omitted on output")
+    return reading

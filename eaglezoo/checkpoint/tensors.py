@@ -1,0 +1,187 @@
+"""Reading checkpoints: safetensors files (headers read by `st_header`, as strictly as the
+safetensors library reads them), `.bin` state dicts (weights_only) and sharded indexes. Writing
+lives in `st_writer`.
+
+torch is imported only when a tensor is materialised: reading headers and copying bytes need none
+of it (and it costs a second to load).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..errors import BadInput, first_line
+from ..fsutil import child_path, regular_file
+from .st_header import DTYPE_NAMES, TensorRef, read_safetensors_header
+
+if TYPE_CHECKING:
+    import torch
+
+CHUNK = 16 * 1024 * 1024
+I64_MAX = 2 ** 63 - 1
+TORCHLESS = {"F6_E2M3", "F6_E3M2"}  # safetensors dtypes that torch has no dtype for
+
+
+def torch_dtype(code: str) -> "torch.dtype":
+    import torch
+    return getattr(torch, DTYPE_NAMES[code][0])
+
+
+def code_of(dtype) -> str | None:
+    return next((code for code, (name, _) in DTYPE_NAMES.items()
+                 if code not in TORCHLESS and str(dtype) == f"torch.{name}"), None)
+
+
+def read_safetensors_refs(path: Path) -> tuple[dict[str, TensorRef], dict[str, str]]:
+    with open(path, "rb") as f:
+        def read(start: int, end: int) -> bytes:
+            f.seek(start)
+            return f.read(end - start)
+        header = read_safetensors_header(read, os.fstat(f.fileno()).st_size, path)
+    return header.refs, header.metadata
+
+
+def tensor_from_bytes(ref: TensorRef, data: bytearray) -> "torch.Tensor":
+    """`ref`'s tensor from its bytes, built as the safetensors library builds it for torch."""
+    import torch
+
+    where = f"{ref.file.name}: tensor {ref.name!r}"
+    if ref.dtype in TORCHLESS:
+        raise BadInput(f"{where} is {ref.dtype}, which torch has no dtype for")
+    shape = list(ref.shape)
+    if ref.dtype == "F4":  # torch's float4_e2m1fn_x2 holds two values in each element
+        if shape[-1] % 2:
+            raise BadInput(f"{where} is F4 with an odd last dimension: torch packs F4 values in pairs along it")
+        shape[-1] //= 2
+    if any(dim > I64_MAX for dim in shape):
+        raise BadInput(f"{where} has a dimension beyond torch's 64-bit sizes")
+    raw = torch.frombuffer(data, dtype=torch.uint8) if data else torch.empty(0, dtype=torch.uint8)
+    try:
+        return raw.view(torch_dtype(ref.dtype)).reshape(shape)
+    except RuntimeError:  # an empty tensor's strides can still overflow torch's 64-bit arithmetic
+        raise BadInput(f"{where} has shape {list(ref.shape)}, whose strides torch cannot lay out") from None
+
+
+def load_bin(path: Path) -> dict[str, "torch.Tensor"]:
+    """A pickled state dict, loaded with weights_only=True (memory-mapped when possible)."""
+    import torch
+
+    try:
+        try:
+            obj = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+        except RuntimeError as exc:  # legacy (non-zip) pickles cannot be memory-mapped
+            if "mmap" not in str(exc):
+                raise
+            obj = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # noqa: BLE001 - any unpickling failure is bad input
+        raise BadInput(f"{path.name}: not a loadable tensor file with weights_only=True ({first_line(exc)[:160]})") from None
+    if isinstance(obj, dict) and "state_dict" in obj and isinstance(obj["state_dict"], dict):
+        obj = obj["state_dict"]
+    if not isinstance(obj, dict) or not all(isinstance(k, str) and isinstance(v, torch.Tensor)
+                                            for k, v in obj.items()):
+        raise BadInput(f"{path.name}: does not hold a name -> tensor mapping")
+    for name, t in obj.items():
+        if t.layout != torch.strided or t.is_quantized or t.is_nested:
+            raise BadInput(f"{path.name}: tensor {name!r} is not a plain dense tensor ({t.layout}); "
+                           "a drafter's weights are dense")
+    return obj
+
+
+class Checkpoint:
+    """All tensors of a drafter directory, by name, without loading their data."""
+
+    def __init__(self, directory: Path):
+        self.dir = directory
+        self.refs: dict[str, TensorRef] = {}
+        self.metadata: dict[str, str] = {}
+        self._bin: dict[str, "torch.Tensor"] = {}
+        self.files = self._discover()
+        for f in self.files:
+            if f.suffix == ".safetensors":
+                refs, meta = read_safetensors_refs(f)
+                self.metadata.update(meta)
+            else:
+                tensors = load_bin(f)
+                self._bin.update(tensors)
+                refs = {n: _bin_ref(n, t, f) for n, t in tensors.items()}
+            dup = refs.keys() & self.refs.keys()
+            if dup:
+                raise BadInput(f"tensor {sorted(dup)[0]!r} appears in more than one weight file")
+            self.refs.update(refs)
+
+    def _discover(self) -> list[Path]:
+        d = self.dir
+        for index_name in ("model.safetensors.index.json", "pytorch_model.bin.index.json"):
+            if (d / index_name).exists():
+                return self._from_index(regular_file(d / index_name, "weights index"))
+        for single in ("model.safetensors", "pytorch_model.bin"):
+            if (d / single).exists():
+                return [regular_file(d / single, "weights")]
+        found = sorted(d.glob("*.safetensors"))
+        if len(found) == 1:
+            return [regular_file(found[0], "weights")]
+        raise BadInput(f"{d}: no weights found (expected model.safetensors, pytorch_model.bin or a "
+                       f"*.index.json)" if not found else f"{d}: several .safetensors files and no index")
+
+    def _from_index(self, index: Path) -> list[Path]:
+        try:
+            weight_map = json.loads(index.read_bytes().decode("utf-8"))["weight_map"]
+            files = sorted(set(weight_map.values()))
+        except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
+            raise BadInput(f"{index.name}: malformed index (needs a weight_map object of shard names)") from None
+        paths = []
+        for name in files:
+            path = child_path(self.dir, name, f"{index.name}: shard")
+            if not path.exists():
+                raise BadInput(f"{index.name}: shard {name!r} is missing")
+            paths.append(regular_file(path, f"{index.name}: shard"))
+        self._index_map = weight_map
+        return paths
+
+    def check_index(self) -> None:
+        weight_map = getattr(self, "_index_map", None)
+        if weight_map is None:
+            return
+        for name, file in weight_map.items():
+            ref = self.refs.get(name)
+            if ref is None or ref.file.name != file:
+                raise BadInput(f"index lists {name!r} in {file}, but it is not there")
+        extra = self.refs.keys() - weight_map.keys()
+        if extra:
+            raise BadInput(f"tensor {sorted(extra)[0]!r} is in a shard but not in the index")
+
+    def load(self, name: str) -> "torch.Tensor":
+        ref = self.refs[name]
+        if name in self._bin:
+            return self._bin[name]
+        with open(ref.file, "rb") as f:
+            f.seek(ref.start)
+            data = bytearray(f.read(ref.nbytes))
+        if len(data) != ref.nbytes:
+            raise BadInput(f"{ref.file.name}: tensor {name!r} is truncated")
+        return tensor_from_bytes(ref, data)
+
+    def load_all(self) -> dict[str, "torch.Tensor"]:
+        return {n: self.load(n) for n in self.refs}
+
+
+def _bin_ref(name: str, t: "torch.Tensor", f: Path) -> TensorRef:
+    code = code_of(t.dtype)
+    if code is None or (code == "F4" and t.dim() == 0):
+        raise BadInput(f"{f.name}: tensor {name!r} has unsupported dtype {t.dtype}")
+    shape = tuple(t.shape)
+    if code == "F4":  # safetensors counts F4 values, torch counts pairs
+        shape = (*shape[:-1], shape[-1] * 2)
+    return TensorRef(name, code, shape, f)
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(CHUNK):
+            h.update(chunk)
+    return h.hexdigest()

@@ -1,0 +1,187 @@
+"""`eaglezoo registry …`: list, show, check, sync, plan, record. Parses and renders, nothing more."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from ..errors import UsageError
+from .app import EXIT_FINDINGS, JsonOpt, RegistryOpt, app, emit, err, out
+
+registry_app = typer.Typer(no_args_is_help=True, help="The registry of published drafters (registry/*.yaml).")
+app.add_typer(registry_app, name="registry")
+EntriesArg = Annotated[Optional[list[str]], typer.Argument(metavar="[ID|FILE]...", help="Only these entries (default: all).")]
+@registry_app.command("list")
+def registry_list(
+    target: Annotated[Optional[str], typer.Option(metavar="TARGET", help="Only drafters for this target (substring, case-insensitive).")] = None,
+    registry_dir: RegistryOpt = None,
+    as_json: JsonOpt = False,
+):
+    """List registry entries (a file that does not load is named on stderr; the others still list)."""
+    from ..registry import load as registry
+
+    reg = registry.load(registry_dir)
+    entries = [e for e in reg.entries.values()
+               if not target or target.lower() in (e.target.repo or e.target.path or "").lower()]
+    for message in reg.broken.values():
+        err.print(f"warning: skipped {message}", markup=False)
+    emit([e.model_dump(mode="json") for e in entries], as_json, lambda: render_registry(entries))
+
+
+def render_registry(entries) -> None:
+    table = Table("id", "target", "dialect", "EAGLE", "aux ids", "reported", "status")
+    for e in entries:
+        rep = next((f"AL {x.value}" for x in e.reported if x.metric == "acceptance_length" and not isinstance(x.value, list)), "")
+        ids = f"{e.aux_layers.ids} {e.aux_layers.convention}" if e.aux_layers.ids else "[red]unknown[/red]"
+        table.add_row(e.id, e.target.repo or e.target.path or "", e.dialect or "?", e.eagle_version, ids, rep, e.status.state)
+    out.print(table)
+    out.print(f"{len(entries)} entries")
+
+
+@registry_app.command("show")
+def registry_show(entry_id: Annotated[str, typer.Argument(metavar="ID", help="Registry id, or the path of its YAML file.")],
+                  registry_dir: RegistryOpt = None, as_json: JsonOpt = False):
+    """Show one registry entry."""
+    from ..registry import load as registry
+
+    entry, _ = registry.lookup(entry_id, registry_dir)
+
+    def render():
+        import yaml
+        out.print(yaml.safe_dump(entry.model_dump(mode="json", exclude_none=True), sort_keys=False), markup=False)
+    emit(entry.model_dump(mode="json"), as_json, render)
+
+
+@registry_app.command("check")
+def registry_check(
+    entries: Annotated[Optional[list[str]], typer.Argument(metavar="[ID|FILE]...", help="Only these entries (default: all).")] = None,
+    online: Annotated[bool, typer.Option(help="Also fetch configs and safetensors headers from the Hub and lint remotely.")] = False,
+    registry_dir: RegistryOpt = None,
+    as_json: JsonOpt = False,
+):
+    """Validate every entry: schema (file:line errors), consistency, and with --online the published files."""
+    from ..registry.load import check_selected
+
+    results = check_selected(entries or [], registry_dir, online)
+    bad = {k: v for k, v in results.items() if v["problems"]}
+
+    def render():
+        for entry_id, r in results.items():
+            mark = "[red]FAIL[/red]" if r["problems"] else "[green]ok[/green]"
+            out.print(f"{mark} {entry_id}" + "".join(f"\n     {p}" for p in r["problems"]))
+        out.print(f"{len(results)} checked, {len(bad)} with problems")
+    emit({"checked": len(results), "failed": len(bad), "entries": results}, as_json, render)
+    if bad:
+        raise typer.Exit(EXIT_FINDINGS)
+
+
+
+
+@registry_app.command("sync")
+def registry_sync(
+    entries: EntriesArg = None,
+    write: Annotated[bool, typer.Option("--write", help="Record the Hub's values (with their sources) in the YAML files.")] = False,
+    registry_dir: RegistryOpt = None,
+    as_json: JsonOpt = False,
+):
+    """Read each entry's drafter and target from the Hub (revisions, sha256s, configs, safetensors
+    headers) and report every difference from the YAML; exit 1 on any left unrecorded. Nothing changes
+    without --write."""
+    from ..registry.sync import sync_selected
+
+    results = sync_selected(entries or [], registry_dir, write)
+    drift = [r for r in results if r.error or (r.differences and not r.written)]  # --write leaves none
+
+    def render():
+        for r in results:
+            mark = "[red]error[/red]" if r.error else "[yellow]drift[/yellow]" if r.differences else "[green]ok[/green]"
+            out.print(f"{mark} {escape(r.entry_id)}" + (" (written)" if r.written else ""))
+            if r.error:
+                out.print(f"     {escape(r.error)}")
+            for d in r.differences:
+                out.print(f"     {d.kind:8} {escape(d.field)}: {escape(_short(d.registry))} -> {escape(_short(d.hub))}"
+                          f"  [dim]({escape(d.source)})[/dim]")
+        out.print(f"{len(results)} synced, {len(drift)} with differences" + (", written" if write else ""))
+    emit({"synced": len(results), "drifted": len(drift), "written": write,
+          "entries": [_sync_json(r) for r in results]}, as_json, render)
+    if drift:
+        raise typer.Exit(EXIT_FINDINGS)
+
+
+def _short(value) -> str:
+    text = "null" if value is None else str(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _sync_json(r) -> dict:
+    return {"id": r.entry_id, "error": r.error, "written": r.written,
+            "differences": [vars(d) for d in r.differences]}
+
+
+@registry_app.command("plan")
+def registry_plan(
+    runner: Annotated[Optional[str], typer.Option(metavar="LABEL", help="Only the jobs of this runner class, e.g. gpu-4x80g.")] = None,
+    commands: Annotated[bool, typer.Option("--commands", help="Print only the verify command lines, one per line.")] = False,
+    registry_dir: RegistryOpt = None,
+    as_json: JsonOpt = False,
+):
+    """The CI matrix: published entries grouped by hardware class, with the exact verify command each runs."""
+    from ..registry import load as registry
+    from ..registry.ci import RUNNERS, plan
+
+    if runner is not None and runner not in RUNNERS:
+        raise UsageError(f"no runner class {runner!r}", hint=f"runner classes: {', '.join(RUNNERS)}")
+    result = plan(registry.load(registry_dir), runner)
+    data = {"classes": [{"runner": r, "jobs": [{"id": j.entry_id, "k": j.k, "temperature": j.temperature,
+                                                "report": j.report, "command": j.shell} for j in jobs]}
+                        for r, jobs in result.classes.items()],
+            "runners": list(result.classes), "unplanned": result.unplanned, "unrunnable": result.unrunnable}
+    if commands:
+        for jobs in result.classes.values():
+            for j in jobs:
+                print(j.shell)
+    else:
+        emit(data, as_json, lambda: _render_plan(result))
+    if result.unrunnable:
+        raise typer.Exit(EXIT_FINDINGS)
+
+
+def _render_plan(result) -> None:
+    for runner, jobs in result.classes.items():
+        out.print(f"[bold]{runner}[/bold] ({len(jobs)} jobs)")
+        for j in jobs:
+            out.print(f"  {escape(j.shell)}", soft_wrap=True)
+    for entry_id, why in result.unplanned.items():
+        out.print(f"[yellow]not planned[/yellow] {escape(entry_id)}: {escape(why)}")
+    for entry_id, why in result.unrunnable.items():
+        out.print(f"[red]no runner[/red] {escape(entry_id)}: {escape(why)}")
+
+
+@registry_app.command("record")
+def registry_record(
+    report: Annotated[Path, typer.Argument(metavar="REPORT.json", help="A report written by `eaglezoo verify ID --report`.")],
+    registry_dir: RegistryOpt = None,
+    as_json: JsonOpt = False,
+):
+    """Write a verify report's measurement into its entry and keep the report under registry/reports/;
+    the status becomes verified only when it passed the entry's floors (exit 1 when it failed them)."""
+    from ..registry import load as registry
+    from ..registry.ci import record
+
+    result = record(report, registry.load(registry_dir))
+
+    def render():
+        colour = {"verified": "green", "failed": "red"}.get(result.state, "yellow")
+        m = result.measured
+        out.print(f"[{colour}]{result.state}[/{colour}] {escape(result.entry_id)}: K={m.k} T={m.temperature:g} "
+                  f"AL {m.mean_acceptance_length:.3f} on {escape(m.engine)} ({escape(m.hardware)}) -> {escape(m.report)}")
+        for why in result.why:
+            out.print(f"     {escape(why)}")
+    emit({"id": result.entry_id, "state": result.state, "why": result.why,
+          "measured": result.measured.model_dump(mode="json")}, as_json, render)
+    if result.measured.passed is False:
+        raise typer.Exit(EXIT_FINDINGS)

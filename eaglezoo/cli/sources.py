@@ -1,0 +1,112 @@
+"""Where a drafter or target comes from. One resolver decides, for every command, whether an argument
+is a local directory, a registry entry (by id, or a path to its YAML file) or a Hub repo id."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from ..errors import UsageError
+
+if TYPE_CHECKING:
+    from ..checkpoint.formats.base import ReadOptions
+    from ..convert import ConvertRequest
+    from ..registry.load import Entry, Registry, Repo
+
+REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+REGISTRY_ID = re.compile(r"^[A-Za-z0-9][\w.+-]*$")
+
+
+@dataclass
+class Source:
+    path: Path
+    repo: str | None = None  # the Hub repo it was pulled from
+    commit: str | None = None
+    entry: Entry | None = None  # the registry entry it was named by
+    registry: Registry | None = None
+
+    @property
+    def origin(self) -> str | None:
+        """repo@sha for a Hub source (recorded in conversion.json instead of a local path)."""
+        if not self.repo:
+            return None
+        return f"{self.repo}@{self.commit}" if self.commit else self.repo
+
+
+def classify(arg: str) -> Literal["dir", "registry", "hub"]:
+    from ..registry.load import is_entry_file
+
+    path = Path(arg)
+    if is_entry_file(arg):
+        return "registry"
+    if path.exists():
+        if not path.is_dir():
+            raise UsageError(f"{arg}: not a directory")
+        return "dir"
+    if REPO_ID.match(arg):
+        return "hub"
+    if REGISTRY_ID.match(arg):
+        return "registry"
+    raise UsageError(f"{arg}: no such directory, registry id or Hub repo id (owner/name)")
+
+
+def resolve(arg: str, revision: str | None = None, *, what: str = "drafter",
+            registry_dir: Path | None = None, registry_ids: bool = True, weights: bool = True) -> Source:
+    """A local directory for `arg`: as given, from the registry (pinned location) or pulled from the Hub."""
+    kind = classify(arg)
+    if kind == "dir":
+        return Source(Path(arg))
+    if kind == "hub":
+        return _pull(arg, revision, what, weights)
+    if not registry_ids:
+        raise UsageError(f"{what} {arg}: no such directory (nor a Hub repo id of the form owner/name)")
+    from ..registry.load import lookup
+
+    entry, reg = lookup(arg, registry_dir)
+    src = location(entry.drafter, reg, revision, what)
+    src.entry, src.registry = entry, reg
+    return src
+
+
+def target_for(src: Source, target: str | None, registry_dir: Path | None = None,
+               weights: bool = True) -> Source | None:
+    """The target named on the command line, else the registry entry's, else None. weights=False:
+    an engine loads the weights itself; from the Hub only the config and tokenizer are fetched."""
+    if target is not None:
+        return resolve(target, what="target", registry_dir=registry_dir, registry_ids=False, weights=weights)
+    if src.entry is not None:
+        return location(src.entry.target, src.registry, None, "target", weights)
+    return None
+
+
+def location(repo: Repo, reg: Registry, revision: str | None, what: str, weights: bool = True) -> Source:
+    """A registry entry's drafter or target: a folder of this repository, or its pinned Hub revision."""
+    if repo.path:
+        path = reg.path(repo.path, f"{what}.path")
+        if not path.is_dir():
+            raise UsageError(f"{what}.path {repo.path}: no such directory in {reg.root}")
+        return Source(path)
+    return _pull(repo.repo, revision or repo.revision, what, weights)
+
+
+def _pull(repo: str, revision: str | None, what: str, weights: bool = True) -> Source:
+    from ..hub.client import METADATA_FILES, pull
+
+    pulled = pull(repo, revision=revision, patterns=None if weights else METADATA_FILES)
+    return Source(pulled.path, repo=repo, commit=pulled.commit)
+
+
+def convert_request(src: str, target: str | None, opts: ReadOptions, *, revision: str | None = None,
+                    registry_dir: Path | None = None, **choices) -> ConvertRequest:
+    """The request for what `src` and `target` name (a folder, a registry entry or a Hub repo), with the
+    registry's aux ids where the command line gives none."""
+    from ..convert import ConvertRequest
+
+    source = resolve(src, revision, registry_dir=registry_dir)
+    if source.entry:
+        source.entry.fill_read_options(opts)
+    target_dir = resolve(target, what="target", registry_ids=False).path if target else None
+    return ConvertRequest(source=source.path, target=target_dir, aux_layers=opts.aux_layers,
+                          aux_convention=opts.aux_convention, flags=opts.flags, origin=source.origin, **choices)

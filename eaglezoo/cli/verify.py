@@ -1,0 +1,226 @@
+"""`eaglezoo verify`: its options, and the rendering of its report. Registered on the app in cli.py."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from ..errors import EXIT_FINDINGS, UsageError
+from ..fsutil import atomic_write_text, file_destination
+from . import app as cli
+from .app import (
+    AuxConventionOpt,
+    AuxLayersOpt,
+    DrafterArg,
+    FlagOpt,
+    JsonOpt,
+    NumSpecTokensOpt,
+    RegistryOpt,
+    RevisionOpt,
+    app,
+    emit,
+    err,
+    out,
+    parse_floors,
+    read_options,
+)
+
+ENGINE = "Engine (vLLM): passed through to the engine"
+
+
+@app.command()
+def verify(
+    drafter: DrafterArg,
+    target: Annotated[Optional[str], typer.Option(metavar="TARGET", help="Target model directory or Hub repo id (default: the registry's).")] = None,
+    num_spec_tokens: NumSpecTokensOpt = 3,
+    max_new_tokens: Annotated[int, typer.Option(min=1, max=65536, help="Tokens generated per prompt.")] = 64,
+    prompts: Annotated[Optional[Path], typer.Option(metavar="FILE", help="JSONL prompts ({\"prompt\", \"bucket\"}); default: the registry entry's, else the shipped set.")] = None,
+    max_prompts: Annotated[Optional[int], typer.Option(min=1, help="Use only the first N prompts.")] = None,
+    engine: Annotated[str, typer.Option(metavar="ENGINE", help="native (transformers, the fp32 reference), vllm, or native,vllm to compare them.")] = "native",
+    endpoint: Annotated[Optional[str], typer.Option(metavar="URL", help="Measure a running vLLM server (vllm serve ... --speculative-config ...) instead.")] = None,
+    temperature: Annotated[float, typer.Option(min=0.0, max=100.0, help="Sampling temperature; above 0 the engine measures rejection-sampling acceptance.")] = 0.0,
+    seed: Annotated[Optional[int], typer.Option(min=0, help="Sampling seed (request i uses SEED + i).")] = None,
+    speedup: Annotated[bool, typer.Option("--speedup", help="Also run the engine without the drafter: tokens/s, latency and the speedup.")] = False,
+    concurrency: Annotated[str, typer.Option(metavar="LEVELS", help="Concurrency levels for --speedup, e.g. 1,8.")] = "1,8",
+    device: Annotated[str, typer.Option(help="native: auto, cpu, cuda or cuda:N.")] = "auto",
+    dtype: Annotated[str, typer.Option(help="auto (native: fp32 on CPU, bf16 on CUDA; vllm: the model's), float32, bfloat16, float16.")] = "auto",
+    batch_size: Annotated[int, typer.Option(min=1, max=4096, help="native: prompts generated together by the target (1: one at a time; memory grows with N).")] = 32,
+    dequantize_mxfp4: Annotated[bool, typer.Option("--dequantize-mxfp4", help="native: load an MXFP4 target dequantised (the report says so).")] = False,
+    trust_remote_code: Annotated[bool, typer.Option("--trust-remote-code", help="Both engines: run the code the target ships (tokenizer, config, model).")] = False,
+    aux_layers: AuxLayersOpt = None,
+    aux_convention: AuxConventionOpt = None,
+    flag: FlagOpt = None,
+    min_acceptance: Annotated[Optional[str], typer.Option(metavar="FLOORS", help="Per-position floors, e.g. 0.5,0.3,0.2 (default: the registry entry's).")] = None,
+    min_al: Annotated[Optional[float], typer.Option(min=1.0, help="Floor on the mean acceptance length.")] = None,
+    report: Annotated[Optional[Path], typer.Option(metavar="FILE", help="Write the JSON report to this file.")] = None,
+    revision: RevisionOpt = None,
+    registry_dir: RegistryOpt = None,
+    engine_python: Annotated[Optional[str], typer.Option(metavar="PATH", rich_help_panel=ENGINE, help="Python interpreter that has vLLM (default: this one).")] = None,
+    tensor_parallel_size: Annotated[int, typer.Option("--tensor-parallel-size", "-tp", min=1, rich_help_panel=ENGINE)] = 1,
+    pipeline_parallel_size: Annotated[int, typer.Option("--pipeline-parallel-size", "-pp", min=1, rich_help_panel=ENGINE)] = 1,
+    data_parallel_size: Annotated[int, typer.Option("--data-parallel-size", "-dp", min=1, rich_help_panel=ENGINE)] = 1,
+    enable_expert_parallel: Annotated[bool, typer.Option("--enable-expert-parallel", rich_help_panel=ENGINE)] = False,
+    distributed_executor_backend: Annotated[Optional[str], typer.Option(metavar="mp|ray", rich_help_panel=ENGINE, help="ray spans nodes (start the Ray cluster first).")] = None,
+    max_model_len: Annotated[Optional[int], typer.Option(min=16, rich_help_panel=ENGINE, help="Prompts that do not fit are skipped and reported.")] = None,
+    quantization: Annotated[Optional[str], typer.Option(rich_help_panel=ENGINE)] = None,
+    gpu_memory_utilization: Annotated[Optional[float], typer.Option(min=0.01, max=1.0, rich_help_panel=ENGINE)] = None,
+    enforce_eager: Annotated[bool, typer.Option("--enforce-eager", rich_help_panel=ENGINE)] = False,
+    engine_args: Annotated[Optional[str], typer.Option(metavar="JSON", rich_help_panel=ENGINE, help="Any other LLM(...) argument, e.g. '{\"max_num_seqs\": 64}'.")] = None,
+    engine_timeout: Annotated[float, typer.Option(min=1.0, metavar="SECONDS", rich_help_panel=ENGINE, help="Limit for each engine run (start included).")] = 3600.0,
+    as_json: JsonOpt = False,
+):
+    """Run the drafter against its target: per-position acceptance, acceptance length, drift, speedup."""
+    from ..verify.run import NativeOptions, verify_source
+    from ..verify.vllm_engine import engine_options
+
+    floors = parse_floors(min_acceptance, num_spec_tokens)
+    if report:
+        file_destination(report, "--report")
+    options = engine_options(
+        python=engine_python, tensor_parallel_size=tensor_parallel_size, pipeline_parallel_size=pipeline_parallel_size,
+        data_parallel_size=data_parallel_size, enable_expert_parallel=enable_expert_parallel,
+        distributed_executor_backend=distributed_executor_backend, max_model_len=max_model_len, dtype=dtype,
+        quantization=quantization, trust_remote_code=trust_remote_code,
+        gpu_memory_utilization=gpu_memory_utilization, enforce_eager=enforce_eager, extra=parse_json(engine_args),
+        timeout_s=engine_timeout)
+    with verify_progress() as advance:
+        result = verify_source(drafter, target, revision=revision, registry_dir=registry_dir, device=device,
+                               dtype=dtype, k=num_spec_tokens, max_new_tokens=max_new_tokens, prompts_file=prompts,
+                               max_prompts=max_prompts, opts=read_options(aux_layers, aux_convention, flag),
+                               min_acceptance=floors, min_al=min_al, engine=engine, endpoint=endpoint,
+                               engine_options=options, temperature=temperature, seed=seed,
+                               speedup=parse_levels(concurrency) if speedup else None, trust_remote_code=trust_remote_code,
+                               native=NativeOptions(batch_size, dequantize_mxfp4), progress=advance)
+    data = result.model_dump(mode="json")
+    if report:
+        atomic_write_text(report, json.dumps(data, indent=2) + "\n")
+    emit(data, as_json, lambda: render_verify(result))
+    if result.failures:
+        raise typer.Exit(EXIT_FINDINGS)
+
+
+def parse_json(text: str | None) -> dict:
+    if text is None:
+        return {}
+    try:
+        value = json.loads(text)
+    except (json.JSONDecodeError, RecursionError):
+        value = None
+    if not isinstance(value, dict):
+        raise UsageError(f"--engine-args must be a JSON object, got {text[:60]!r}")
+    return value
+
+
+def parse_levels(text: str) -> list[int]:
+    try:
+        levels = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        levels = []
+    if not levels or any(not 1 <= c <= 4096 for c in levels):
+        raise UsageError(f"--concurrency must be comma-separated integers from 1 to 4096, got {text!r}")
+    return levels
+
+
+@contextlib.contextmanager
+def verify_progress():
+    """One bar on stderr whose description follows the phase (engine start has no total: a spinner)."""
+    if not cli.SHOW_PROGRESS:
+        yield lambda *a, **kw: None
+        return
+    columns = [SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()]
+    with Progress(*columns, console=err, transient=True) as progress:
+        task = progress.add_task("verifying", total=None)
+
+        def advance(done: int, total: int | None, phase: str = "verifying") -> None:
+            progress.update(task, completed=done, total=total, description=phase)
+
+        yield advance
+
+
+def render_verify(r) -> None:
+    engine = r.engine.get("name", "native")
+    where = escape(f"{engine} {r.engine.get('version') or ''}".strip())
+    out.print(f"[bold]{escape(r.drafter)}[/bold] against [bold]{escape(r.target)}[/bold] on {where}, "
+              f"{escape(r.device)} ({escape(r.dtype)}), "
+              f"K={r.num_spec_tokens}, {r.num_prompts} prompts x {r.max_new_tokens} tokens, "
+              f"temperature {r.sampling['temperature']}" + (f", seed {r.sampling['seed']}" if r.sampling['seed'] is not None else ""))
+    render_positions(r)
+    out.print("accepted-length histogram: " + ", ".join(f"{j}: {c}" for j, c in enumerate(r.histogram)))
+    if r.drift.get("feedback_rms_per_depth"):
+        rms = ", ".join(f"{x:.2f}" for x in r.drift["feedback_rms_per_depth"])
+        out.print(f"drift: fed-back hidden RMS per depth [{rms}]")
+    for bucket, al in r.drift["mean_acceptance_length_by_bucket"].items():
+        per = ", ".join(f"{x:.2f}" for x in r.drift["acceptance_per_position_by_bucket"][bucket])
+        out.print(f"  bucket {escape(bucket)}: acceptance length {al:.3f}, per position [{per}]")
+    if r.target_distinct_token_ratio is not None:
+        out.print(f"target output diversity: {r.target_distinct_token_ratio:.2f} distinct-token ratio")
+    if r.skipped_prompts:
+        out.print(f"[yellow]skipped {len(r.skipped_prompts)} prompt(s)[/yellow] that do not fit the context "
+                  f"(never truncated): {escape(r.skipped_prompts[0]['reason'])}" + (" ..." if len(r.skipped_prompts) > 1 else ""))
+    if r.speedup:
+        render_speedup(r.speedup)
+    if r.comparison:
+        render_comparison(r.comparison)
+    for note in r.notes:
+        out.print(f"[yellow]note[/yellow] {escape(note)}")
+    errors = [f for f in r.lint if f.severity == "error"]
+    warns = [f for f in r.lint if f.severity == "warning"]
+    out.print(f"lint: {len(errors)} error(s), {len(warns)} warning(s)" + "".join(f"\n  [red]{f.code}[/red] {f.message}" for f in errors))
+    out.print("time: " + ", ".join(f"{k.removesuffix('_s')} {v:.1f}s" for k, v in r.timing.items()))
+    for f in r.failures:
+        out.print(f"[red]FAIL[/red] {escape(f)}")
+    if not r.failures and (r.thresholds.get("min_acceptance") or r.thresholds.get("min_al")):
+        out.print("[green]PASS[/green] all floors met")
+
+
+def render_positions(r) -> None:
+    every = r.all_positions
+    columns = ["position", "acceptance (decoding path)"] + (["acceptance (all positions)"] if every else [])
+    table = Table(*columns, title="per-position acceptance", title_justify="left")
+    for i, a in enumerate(r.acceptance_per_position):
+        table.add_row(str(i + 1), f"{a:.3f}", *([f"{every['acceptance_per_position'][i]:.3f}"] if every else []))
+    out.print(table)
+    per_prompt = (f"; mean of per-prompt values {r.mean_acceptance_length_per_prompt:.3f}"
+                  if r.mean_acceptance_length_per_prompt is not None else "")
+    out.print(f"mean acceptance length: [bold]{r.mean_acceptance_length:.3f}[/bold] (1 + accepted/drafts over "
+              f"{r.num_drafts} drafts){per_prompt}" + (f"; all positions {every['mean_acceptance_length']:.3f}" if every else ""))
+
+
+def render_speedup(s: dict) -> None:
+    table = Table("concurrency", "tokens/s with", "tokens/s without", "speedup", "TPOT ms with", "TPOT ms without",
+                  "e2e s with", "e2e s without", title="speedup (same engine, same prompts)", title_justify="left")
+    for level in s["levels"]:
+        a, b = level["with_drafter"], level["without_drafter"]
+        table.add_row(str(level["concurrency"]), f"{a['output_tokens_per_s']:.1f}", f"{b['output_tokens_per_s']:.1f}",
+                      f"[bold]{level['speedup']:.2f}x[/bold]", fmt(a["mean_tpot_ms"]), fmt(b["mean_tpot_ms"]),
+                      f"{a['mean_e2e_s']:.2f}", f"{b['mean_e2e_s']:.2f}")
+    out.print(table)
+    start = s["engine_start_s"]
+    out.print(f"engine start (not measured above): {start['with_drafter']:.1f}s with the drafter, "
+              f"{start['without_drafter']:.1f}s without")
+    if s["identical_outputs"] is not None:
+        out.print(f"outputs identical with and without the drafter: {100 * s['identical_outputs']:.0f}%")
+
+
+def render_comparison(c: dict) -> None:
+    a, b = c["reference"], c["engine"]
+    table = Table("position", f"{a} ({c['dtype'][a]})", f"{b} ({c['dtype'][b]})", "difference",
+                  title=f"fidelity: {b} against {a}", title_justify="left")
+    for i, (x, y) in enumerate(zip(c["acceptance_per_position"][a], c["acceptance_per_position"][b]), 1):
+        table.add_row(str(i), f"{x:.3f}", f"{y:.3f}", f"{y - x:+.3f}")
+    out.print(table)
+    verdict = "[green]identical[/green]" if c["identical"] else "[yellow]different[/yellow]"
+    out.print(f"{verdict}: {c['prompts_identical']}/{c['prompts_compared']} prompts step for step; drafts "
+              f"{c['num_drafts'][a]} vs {c['num_drafts'][b]}, accepted {c['num_accepted'][a]} vs "
+              f"{c['num_accepted'][b]}; acceptance length difference {c['difference_mean_acceptance_length']:+.3f}")
+
+
+def fmt(x: float | None) -> str:
+    return "-" if x is None else f"{x:.1f}"

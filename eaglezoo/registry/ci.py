@@ -1,0 +1,166 @@
+"""The zoo's CI: `registry plan` (entries grouped by hardware class, with the exact verify command
+each runs) and `registry record` (a verify report into its entry; `verified` only when it passed the
+entry's own floors)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from ..errors import BadInput, UsageError
+from ..fsutil import atomic_write_text
+from .hardware import RUNNERS
+from .load import Registry
+from .schema import Entry, Floor, Measured
+
+MAX_MODEL_LEN = 8192  # capped by the drafter's own context
+
+
+@dataclass
+class Job:
+    entry_id: str
+    k: int
+    temperature: float
+    report: str
+    command: list[str]
+
+    @property
+    def shell(self) -> str:
+        return shlex.join(self.command)
+
+
+@dataclass
+class Plan:
+    classes: dict[str, list[Job]] = field(default_factory=dict)  # runner label -> jobs
+    unplanned: dict[str, str] = field(default_factory=dict)  # entry id -> why it has no hardware class
+    unrunnable: dict[str, str] = field(default_factory=dict)  # entry id -> its class, which no runner has
+
+
+def plan(reg: Registry, only_runner: str | None = None) -> Plan:
+    result = Plan()
+    for entry in reg.entries.values():
+        if not entry.drafter.repo:
+            continue  # the embedded examples run in the test suite
+        if entry.hardware is None:
+            result.unplanned[entry.id] = f"no hardware class: {entry.null_reasons.get('hardware', 'not given')}"
+        elif entry.hardware.runner not in RUNNERS:
+            result.unrunnable[entry.id] = (f"hardware class {entry.hardware.runner} has no CI runner "
+                                          f"(runners: {', '.join(RUNNERS)})")
+        elif only_runner in (None, entry.hardware.runner):
+            result.classes.setdefault(entry.hardware.runner, []).extend(jobs_for(entry))
+    result.classes = {r: result.classes[r] for r in RUNNERS if r in result.classes}
+    return result
+
+
+def jobs_for(entry: Entry) -> list[Job]:
+    """One job per floor (K, temperature); an entry without floors is measured at its engine's K, greedily."""
+    k = next((e.num_speculative_tokens for e in entry.engines if e.engine == "vllm"), 3)
+    floors = entry.acceptance_floors or [Floor(k=k, temperature=0.0, mean_acceptance_length=1.0, source="")]
+    return [job(entry, f.k, f.temperature) for f in floors]
+
+
+def job(entry: Entry, k: int, temperature: float) -> Job:
+    hw = entry.hardware
+    report = f"reports/{entry.id}.k{k}.t{temperature:g}.json"
+    cmd = ["eaglezoo", "verify", entry.id, "--engine", "vllm", "--num-spec-tokens", str(k),
+           "--temperature", f"{temperature:g}", "--tensor-parallel-size", str(hw.tensor_parallel_size),
+           "--pipeline-parallel-size", str(hw.pipeline_parallel_size),
+           "--max-model-len", str(min(MAX_MODEL_LEN, entry.max_position_embeddings or MAX_MODEL_LEN))]
+    cmd += ["--enable-expert-parallel"] if hw.expert_parallel else []
+    cmd += ["--distributed-executor-backend", "ray"] if hw.nodes > 1 else []
+    cmd += ["--trust-remote-code"] if entry.target_remote_code else []
+    cmd += ["--seed", "0"] if temperature > 0 else []
+    return Job(entry.id, k, temperature, report, cmd + ["--report", report])
+
+
+# --------------------------------------------------------------------------------------------
+# record
+
+
+@dataclass
+class Recorded:
+    entry_id: str
+    measured: Measured
+    state: str
+    why: list[str]
+
+
+def load_report(path: Path):
+    from ..convert import read_json
+    from ..verify.run import VerifyReport
+
+    try:
+        return VerifyReport.model_validate(read_json(path, "report"))
+    except ValidationError:
+        raise BadInput(f"{path}: not a verify report (eaglezoo verify --report FILE writes one)") from None
+
+
+def record(report_path: Path, reg: Registry) -> Recorded:
+    report = load_report(report_path)
+    if not report.registry_id:
+        raise UsageError(f"{report_path}: the report names no registry entry", hint="verify a registry id, not a folder")
+    entry = reg.get(report.registry_id)
+    k, temperature = report.num_spec_tokens, report.sampling.get("temperature", 0.0)
+    _check_same_drafter(entry, report, reg)
+    floor = entry.floor_for(k, temperature)
+    if entry.acceptance_floors and floor is None:
+        have = ", ".join(f"K={f.k} T={f.temperature:g}" for f in entry.acceptance_floors)
+        raise UsageError(f"{report_path}: a report at K={k} T={temperature:g}; {entry.id} has floors for {have} only")
+    why = list(report.failures) + (below_floor(report, floor) if floor else [])
+    passed = None if floor is None else not why
+    name = f"{entry.id}.k{k}.t{temperature:g}.{report.engine.get('name', 'native')}.json"
+    kept = reg.directory / "reports" / name
+    measured = Measured(k=k, temperature=temperature, engine=report.engine.get("name", "native"),
+                        engine_version=report.engine.get("version"), hardware=_where(report),
+                        acceptance_per_position=report.acceptance_per_position,
+                        mean_acceptance_length=report.mean_acceptance_length, num_drafts=report.num_drafts,
+                        passed=passed, date=dt.date.fromisoformat(report.created[:10]),
+                        eaglezoo_version=report.eaglezoo_version, report=kept.relative_to(reg.root).as_posix())
+    state = {True: "verified", False: "failed", None: entry.status.state}[passed]
+    kept.parent.mkdir(exist_ok=True)
+    atomic_write_text(kept, report.model_dump_json(indent=2))
+    _write_entry(reg, entry, measured, state)
+    return Recorded(entry.id, measured, state, why if floor else ["the entry has no floors at this K and temperature"])
+
+
+def _check_same_drafter(entry: Entry, report, reg: Registry) -> None:
+    if entry.drafter.path and Path(report.drafter).resolve() != reg.path(entry.drafter.path, "drafter.path").resolve():
+        raise UsageError(f"the report measured {report.drafter}; {entry.id}'s drafter is {entry.drafter.path}")
+    pinned = entry.drafter.revision
+    if pinned and report.drafter_revision and report.drafter_revision != pinned:
+        raise UsageError(f"the report measured {entry.drafter.repo}@{report.drafter_revision}; "
+                         f"{entry.id} pins {pinned}", hint="verify the pinned revision, or run registry sync first")
+
+
+def below_floor(report, floor: Floor) -> list[str]:
+    """The entry's own floors, applied here: whatever floors the run was given."""
+    why = [f"acceptance at position {i + 1} is {got:.3f} < {want}"
+           for i, (got, want) in enumerate(zip(report.acceptance_per_position, floor.per_position or []))
+           if got < want]
+    if floor.mean_acceptance_length is not None and report.mean_acceptance_length < floor.mean_acceptance_length:
+        why.append(f"mean acceptance length {report.mean_acceptance_length:.3f} < {floor.mean_acceptance_length}")
+    return why
+
+
+def _where(report) -> str:
+    parallel = report.engine.get("parallel") or {}
+    sizes = ", ".join(f"{k.removesuffix('_parallel_size')} {v}" for k, v in parallel.items()
+                      if k.endswith("_parallel_size") and v and v > 1)
+    return f"{report.device} {report.dtype}" + (f" ({sizes})" if sizes else "")
+
+
+def _write_entry(reg: Registry, entry: Entry, measured: Measured, state: str) -> None:
+    from .yaml_edit import set_values
+
+    kept = [m for m in entry.measured if (m.k, m.temperature, m.engine) != (measured.k, measured.temperature,
+                                                                            measured.engine)]
+    changes = {("measured",): [m.model_dump() for m in [*kept, measured]]}
+    if state != entry.status.state or measured.passed is not None:
+        changes[("status",)] = {"state": state, "date": measured.date,
+                                "eaglezoo_version": measured.eaglezoo_version, "report": measured.report}
+    path = reg.directory / f"{entry.id}.yaml"
+    atomic_write_text(path, set_values(path.read_text(encoding="utf-8"), changes, str(path)))

@@ -1,0 +1,71 @@
+"""The hardware class a target needs for verification on vLLM: one documented rule over the target's
+weight bytes and config (docs/registry.md, "Hardware rule").
+
+Per GPU vLLM may use 90 % of the memory (its default `gpu_memory_utilization`); that must hold the
+weights split over the GPUs, the KV cache of the verify workload split over the GPUs, and a fixed
+4 GiB for activations, CUDA graphs and the drafter. The first layout in `LAYOUTS` that fits wins.
+"""
+
+from __future__ import annotations
+
+from .schema import Hardware
+
+GiB = 1024**3
+UTILISATION = 0.9
+OVERHEAD = 4 * GiB
+KV_TOKENS = 8 * 8192  # verify's heaviest default workload: 8 sequences in flight at --max-model-len 8192
+# (GPU memory GB, GPUs per node, nodes), smallest first: the runner classes CI has.
+LAYOUTS = ((80, 1, 1), (80, 2, 1), (80, 4, 1), (80, 8, 1), (141, 8, 1), (141, 8, 2))
+RUNNERS = tuple(Hardware(gpu_memory_gb=m, gpus_per_node=g, nodes=n, tensor_parallel_size=g * n, source="").runner
+                for m, g, n in LAYOUTS)  # the self-hosted runner labels: one per layout
+EXPERT_KEYS = ("num_experts", "n_routed_experts", "num_local_experts")
+
+
+def kv_bytes_per_token(cfg: dict) -> int:
+    """K and V for one token over every layer, in 16-bit: MLA caches one latent per layer instead."""
+    layers = int(cfg.get("num_hidden_layers") or 0)
+    if cfg.get("kv_lora_rank"):
+        return layers * (int(cfg["kv_lora_rank"]) + int(cfg.get("qk_rope_head_dim") or 0)) * 2
+    heads = int(cfg.get("num_attention_heads") or 0)
+    kv_heads = int(cfg.get("num_key_value_heads") or heads)
+    head_dim = int(cfg.get("head_dim") or (int(cfg.get("hidden_size") or 0) // max(heads, 1)))
+    return 2 * layers * kv_heads * head_dim * 2
+
+
+def quantization(cfg: dict) -> str | None:
+    q = cfg.get("quantization_config")
+    if not isinstance(q, dict):
+        return None
+    method = str(q.get("quant_method") or "unknown")
+    algo = q.get("quant_algo")
+    return f"{method}-{algo}".lower() if algo else method.lower()
+
+
+def is_moe(cfg: dict) -> bool:
+    return any(isinstance(cfg.get(k), int) and cfg[k] > 1 for k in EXPERT_KEYS)
+
+
+def plan_hardware(weight_bytes: int, cfg: dict, source: str) -> tuple[Hardware | None, str | None]:
+    """The smallest layout that holds the target, or None and why."""
+    kv = kv_bytes_per_token(cfg) * KV_TOKENS
+    for memory_gb, per_node, nodes in LAYOUTS:
+        gpus = per_node * nodes
+        need = (weight_bytes + kv) / gpus + OVERHEAD
+        if need <= UTILISATION * memory_gb * 1e9:
+            tp, pp = parallel_sizes(gpus, cfg)
+            return Hardware(gpu_memory_gb=memory_gb, gpus_per_node=per_node, nodes=nodes, tensor_parallel_size=tp,
+                            pipeline_parallel_size=pp, expert_parallel=is_moe(cfg) and gpus > 1,
+                            quantization=quantization(cfg), source=source), None
+    biggest = LAYOUTS[-1]
+    return None, (f"{weight_bytes / 1e9:.0f} GB of weights do not fit {biggest[2]}x{biggest[1]}x{biggest[0]} GB "
+                  "GPUs, the largest runner class")
+
+
+def parallel_sizes(gpus: int, cfg: dict) -> tuple[int, int]:
+    """Tensor parallelism over every GPU when the attention heads divide evenly (vLLM's requirement);
+    otherwise the largest such tensor size, with pipeline stages for the rest."""
+    heads = int(cfg.get("num_attention_heads") or gpus)
+    tp = gpus
+    while tp > 1 and heads % tp:
+        tp //= 2
+    return tp, gpus // tp

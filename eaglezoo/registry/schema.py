@@ -1,0 +1,211 @@
+"""The schema of a registry entry (`registry/*.yaml`), validated by pydantic.
+
+Unknown values stay null, and a null that matters says why in `null_reasons`. Facts carry their
+source: per fact (`aux_layers.source`, `hardware.source`, floors), or in `provenance` for what
+`registry sync` read from the Hub (field -> "repo@sha file").
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from ..checkpoint.spec import AuxLayers, DrafterSpec
+
+GPU_MEMORY_GB = (80, 141)  # the GPU classes CI has runners for: H100/A100-80G, H200
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Repo(Strict):
+    repo: str | None = None  # Hub repo id
+    revision: str | None = None  # commit sha when known, else a branch/tag, else null
+    path: str | None = None  # a drafter shipped in this repository (the embedded example)
+
+    @model_validator(mode="after")
+    def one_location(self):
+        if not (self.repo or self.path):
+            raise ValueError("needs repo or path")
+        return self
+
+
+class AuxRecord(Strict):
+    ids: list[int] | None = None
+    convention: Literal["boundary", "layer-output"] | None = None
+    source: str | None = None
+
+    @model_validator(mode="after")
+    def convention_with_ids(self):
+        if self.ids is not None and self.convention is None:
+            raise ValueError("aux ids without their convention")
+        if self.ids is not None and len(set(self.ids)) != len(self.ids):
+            raise ValueError("aux ids are not distinct")
+        return self
+
+
+class Flags(Strict):
+    fc_norm: bool | None = None
+    norm_output: bool | None = None
+    norm_before_fc: bool | None = None
+    norm_before_residual: bool | None = None
+
+
+class Reported(Strict):
+    metric: Literal["acceptance_length", "acceptance_rate", "speedup", "throughput_gain", "per_position_acceptance"]
+    value: float | list[float]
+    benchmark: str | None = None
+    engine: str | None = None
+    k: int | None = None
+    source: str
+
+
+class EngineConfig(Strict):
+    engine: Literal["vllm", "sglang", "tensorrt-llm"]
+    min_version: str | None = None
+    num_speculative_tokens: int = 3
+    notes: str | None = None
+
+
+class Hardware(Strict):
+    """What the target needs to be served for verification: one CI runner class."""
+
+    gpu_memory_gb: Literal[GPU_MEMORY_GB]
+    gpus_per_node: int = Field(ge=1, le=8)
+    nodes: int = Field(1, ge=1)
+    tensor_parallel_size: int = Field(ge=1)
+    pipeline_parallel_size: int = Field(1, ge=1)
+    expert_parallel: bool = False
+    quantization: str | None = None
+    source: str  # "registry sync: ..." computed, "estimate: ..." from the name; anything else overrides by hand
+
+    @model_validator(mode="after")
+    def parallelism_fills_the_gpus(self):
+        if self.tensor_parallel_size * self.pipeline_parallel_size != self.gpus_per_node * self.nodes:
+            raise ValueError("tensor_parallel_size x pipeline_parallel_size must equal gpus_per_node x nodes")
+        return self
+
+    @property
+    def runner(self) -> str:
+        """The CI runner label: gpu-4x80g on one node, gpu-2x8x141g on two."""
+        per_node = f"{self.gpus_per_node}x{self.gpu_memory_gb}g"
+        return f"gpu-{per_node}" if self.nodes == 1 else f"gpu-{self.nodes}x{per_node}"
+
+    @property
+    def recomputable(self) -> bool:
+        """Computed by the rule (or estimated): sync may replace it; a hand override it keeps."""
+        return self.source.startswith(("registry sync", "estimate"))
+
+
+class Floor(Strict):
+    """The least acceptance a drafter must show at depth K and one sampling temperature."""
+
+    k: int = Field(ge=1)
+    temperature: float = Field(ge=0)
+    per_position: list[float] | None = None
+    mean_acceptance_length: float | None = None
+    source: str
+
+    @model_validator(mode="after")
+    def consistent(self):
+        if self.per_position is None and self.mean_acceptance_length is None:
+            raise ValueError("a floor needs per_position or mean_acceptance_length")
+        if self.per_position is not None and (len(self.per_position) > self.k
+                                              or any(not 0 <= x <= 1 for x in self.per_position)):
+            raise ValueError("per_position: at most K values, each in [0, 1]")
+        if self.mean_acceptance_length is not None and not 1 <= self.mean_acceptance_length <= self.k + 1:
+            raise ValueError("mean_acceptance_length must lie in [1, K + 1]")
+        return self
+
+
+class Measured(Strict):
+    """One recorded verify report (`registry record`)."""
+
+    k: int
+    temperature: float
+    engine: str
+    engine_version: str | None = None
+    hardware: str  # where it ran: device, dtype and parallelism as the report states them
+    acceptance_per_position: list[float]
+    mean_acceptance_length: float
+    num_drafts: int
+    passed: bool | None  # null: the entry had no floors at this K and temperature
+    date: dt.date
+    eaglezoo_version: str
+    report: str  # the report, kept under registry/reports/
+
+
+class Status(Strict):
+    state: Literal["unverified", "verified", "failed"] = "unverified"
+    date: dt.date | None = None
+    eaglezoo_version: str | None = None
+    report: str | None = None  # a verify report committed under registry/reports/
+
+    @model_validator(mode="after")
+    def evidence(self):
+        if self.state != "unverified" and not (self.date and self.eaglezoo_version and self.report):
+            raise ValueError(f"status {self.state} needs date, eaglezoo_version and report")
+        return self
+
+
+class Entry(Strict):
+    id: str
+    drafter: Repo
+    target: Repo
+    publisher: str
+    dialect: Literal["safeai", "specforge", "speculators", "modelopt", "nemo", "torchspec", "eagle31"] | None = None
+    eagle_version: Literal["3", "3.1", "3.1-variant"]
+    arch: Literal["llama", "qwen3", "mla"] | None = None
+    aux_layers: AuxRecord = AuxRecord()
+    target_num_layers: int | None = None
+    target_vocab_size: int | None = None
+    draft_vocab_size: int | None = None
+    hidden_size: int | None = None
+    target_hidden_size: int | None = None
+    max_position_embeddings: int | None = None
+    rope: dict[str, Any] | None = None  # the drafter's rope_theta and rope_scaling, as its config states them
+    target_parameters: int | None = None
+    target_weight_bytes: int | None = None
+    target_dtype: str | None = None
+    target_remote_code: bool | None = None  # the target's config maps its classes to code in its repo (auto_map)
+    flags: Flags = Flags()
+    licence: str | None = None
+    files: dict[str, str] = Field(default_factory=dict)  # file name -> sha256
+    reported: list[Reported] = Field(default_factory=list)
+    engines: list[EngineConfig] = Field(default_factory=list)
+    hardware: Hardware | None = None
+    acceptance_floors: list[Floor] | None = None
+    measured: list[Measured] = Field(default_factory=list)
+    prompts: str | None = None  # a JSONL prompt set in this repository that fits the drafter's context
+    status: Status = Status()
+    sources: list[str]
+    provenance: dict[str, str] = Field(default_factory=dict)  # field -> "repo@sha file", written by registry sync
+    null_reasons: dict[str, str] = Field(default_factory=dict)  # field -> why it is null
+    notes: list[str] = Field(default_factory=list)
+
+    def fill_read_options(self, opts) -> None:
+        """The registry knows what many published configs omit: the aux ids, with their convention."""
+        if opts.aux_layers is None and self.aux_layers.ids:
+            opts.aux_layers, opts.aux_convention = list(self.aux_layers.ids), self.aux_layers.convention
+
+    def floor_for(self, k: int, temperature: float) -> Floor | None:
+        return next((f for f in self.acceptance_floors or [] if f.k == k and f.temperature == temperature), None)
+
+    def spec(self) -> DrafterSpec | None:
+        """A DrafterSpec when the entry knows enough (for serving configs and engine floors)."""
+        if self.aux_layers.ids is None:
+            aux = None
+        else:
+            aux = AuxLayers(ids=tuple(self.aux_layers.ids), convention=self.aux_layers.convention)
+        h = self.hidden_size or 1
+        return DrafterSpec(arch=self.arch or "llama", architectures=[], num_layers=1, hidden_size=h,
+                           target_hidden_size=self.target_hidden_size or h, vocab_size=self.target_vocab_size or 1,
+                           draft_vocab_size=self.draft_vocab_size or self.target_vocab_size or 1,
+                           num_aux=len(self.aux_layers.ids or [0, 0, 0]), aux=aux,
+                           fc_norm=bool(self.flags.fc_norm), norm_output=bool(self.flags.norm_output),
+                           norm_before_fc=bool(self.flags.norm_before_fc),
+                           norm_before_residual=bool(self.flags.norm_before_residual),
+                           layer_config={"num_attention_heads": 1})

@@ -1,0 +1,183 @@
+"""Serving engines: which versions honour which drafter features, which engines cannot serve a
+drafter faithfully, and the exact serving configuration (formats.md §8.7, §10, §11, §12, §14)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+from .checkpoint.spec import DrafterSpec
+
+
+class EngineSupport(BaseModel):
+    engine: str
+    min_version: str | None  # None: no release known to serve it
+    faithful: bool
+    notes: list[str]
+
+
+def _v(version: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in version.split("."))
+
+
+def engine_support(spec: DrafterSpec, fmt: str = "eagle31") -> list[EngineSupport]:
+    """fmt: the on-disk format the engine will read (eagle31/HF-style or speculators)."""
+    return [_vllm(spec, fmt), _sglang(spec, fmt), _trtllm(spec, fmt)]
+
+
+def _vllm(spec: DrafterSpec, fmt: str) -> EngineSupport:
+    floor, notes, faithful = "0.22.0", [], True  # eagle3 + aux-id keys: every release read (formats.md §8.7)
+    if spec.fc_norm or spec.norm_output:
+        notes.append("fc_norm/norm_output read from 0.22.0 (vLLM PR #42764)")
+    if spec.norm_before_fc:
+        notes.append("norm_before_fc read from 0.22.0 or earlier (PR #36545/#38111)")
+    if spec.arch == "mla":
+        if spec.norm_before_fc:
+            faithful = False
+            notes.append("the MLA drafter class has no norm_before_fc")
+        if spec.fc_norm:
+            floor = max(floor, "0.23.0", key=_v)
+            notes.append("fc_norm applied by the MLA drafter only from 0.23.0 (PR #43482)")
+    if spec.arch == "qwen3":
+        floor = max(floor, "0.33.0", key=_v)
+        notes.append("Eagle3Qwen3ForCausalLM first seen in 0.33.0")
+    if fmt == "speculators" and (spec.fc_norm or spec.norm_output):
+        floor = max(floor, "0.25.0", key=_v)
+        notes.append("speculators-format fc_norm/norm_output propagated only from 0.25.0 (PR #46488); "
+                     "older releases silently run EAGLE-3")
+    if fmt == "speculators" and spec.arch not in ("llama", "qwen3"):
+        faithful = False
+        notes.append("the speculators path serves llama and qwen3 drafters only")
+    return EngineSupport(engine="vllm", min_version=floor, faithful=faithful, notes=notes)
+
+
+def _sglang(spec: DrafterSpec, fmt: str) -> EngineSupport:
+    notes, faithful = [], True
+    if fmt == "speculators":
+        faithful = False
+        notes.append("SGLang does not read the speculators format; serve the eagle31 output")
+    if spec.norm_before_residual:
+        faithful = False
+        notes.append("norm_before_residual=true is never read: SGLang 0.5.23 always takes the residual "
+                     "before hidden_norm (formats.md §10)")
+    if spec.fc_norm or spec.norm_output:
+        notes.append("fc_norm/norm_output read in 0.5.23 (the release read for this table)")
+    notes.append("captures aux ids only from eagle_config (layer-output, +1 on load; check the target "
+                 "model's heuristic, formats.md §9)")
+    return EngineSupport(engine="sglang", min_version="0.5.23" if faithful else None, faithful=faithful, notes=notes)
+
+
+def _trtllm(spec: DrafterSpec, fmt: str) -> EngineSupport:
+    notes, faithful = [], True
+    if fmt == "speculators":
+        faithful = False
+        notes.append("TensorRT-LLM does not read the speculators format")
+    if spec.norm_before_residual:
+        faithful = False
+        notes.append("norm_before_residual=true is not supported (residual fixed to the pre-hidden_norm input)")
+    if spec.fc_norm or spec.norm_output:
+        notes.append("fc_norm/norm_output need a release with TRT-LLM PR #14988 (version not pinned down)")
+    if spec.norm_before_fc:
+        notes.append("norm_before_fc is read only from eagle_config (eagle31 writes both)")
+    return EngineSupport(engine="tensorrt-llm", min_version=None, faithful=faithful, notes=notes)
+
+
+class ServeConfig(BaseModel):
+    engine: str
+    target: str
+    drafter: str
+    revision: str | None
+    num_speculative_tokens: int
+    command: str
+    speculative_config: dict | None  # vLLM --speculative-config JSON
+    aux_layers_captured: list[int] | None  # in the engine's own convention
+    aux_convention: str | None
+    min_version: str | None
+    warnings: list[str]
+
+
+def serve_config(spec: DrafterSpec, engine: str, drafter: str, target: str, k: int = 3,
+                 revision: str | None = None, fmt: str = "eagle31", has_top_level_ids: bool = True) -> ServeConfig:
+    """The exact serving command. Aux ids are not a serving flag in either engine: each reads them
+    from the drafter's config.json (vLLM the top-level boundary list, SGLang the nested layer-output
+    list), so they are reported for checking, and missing ones are a warning."""
+    import json
+    import shlex
+
+    support = {e.engine: e for e in engine_support(spec, fmt)}
+    warnings: list[str] = []
+    if engine == "vllm":
+        support_e = support["vllm"]
+        cfg = {"method": "eagle3", "model": drafter, "num_speculative_tokens": k}
+        if revision:
+            cfg["revision"] = revision
+        command = f"vllm serve {shlex.quote(target)} --speculative-config {shlex.quote(json.dumps(cfg))}"
+        captured, convention = (spec.aux.boundary() if spec.aux else None), "boundary"
+        if spec.aux is None or not has_top_level_ids:
+            warnings.append("the drafter config has no top-level eagle_aux_hidden_state_layer_ids: vLLM's Model "
+                            "Runner V2 then captures its default (2, L//2, L-3) (vLLM #50170); convert it first")
+    elif engine == "sglang":
+        support_e = support["sglang"]
+        cfg = None
+        parts = ["python -m sglang.launch_server", "--model-path", shlex.quote(target), "--speculative-algorithm EAGLE3",
+                 "--speculative-draft-model-path", shlex.quote(drafter)]
+        if revision:
+            parts += ["--speculative-draft-model-revision", shlex.quote(revision)]
+        parts += [f"--speculative-num-steps {k}", "--speculative-eagle-topk 1", f"--speculative-num-draft-tokens {k + 1}"]
+        command = " ".join(parts)
+        captured, convention = (spec.aux.layer_output() if spec.aux else None), "layer-output"
+        if spec.aux is None:
+            warnings.append("no aux ids: SGLang captures its default (2, L//2, L-3) boundary states")
+    else:
+        from .errors import UsageError
+        raise UsageError(f"unknown --engine {engine!r}", hint="use vllm or sglang")
+    if not support_e.faithful:
+        warnings.append(f"{engine} cannot serve this drafter faithfully: {'; '.join(support_e.notes)}")
+    return ServeConfig(engine=engine, target=target, drafter=drafter, revision=revision, num_speculative_tokens=k,
+                       command=command, speculative_config=cfg, aux_layers_captured=captured, aux_convention=convention,
+                       min_version=support_e.min_version, warnings=warnings)
+
+
+def serve_config_for(drafter: str, engine: str, k: int, target: str | None = None,
+                     registry_dir=None) -> ServeConfig:
+    """`eaglezoo serve-config`: for a drafter folder (read from its files) or a registry entry."""
+    from pathlib import Path
+
+    from .cli.sources import classify
+    from .errors import UsageError
+
+    kind = classify(drafter)
+    if kind == "dir":
+        return _serve_folder(Path(drafter), engine, k, target)
+    if kind == "hub":
+        raise UsageError(f"{drafter}: give a registry id or a drafter folder",
+                         hint="pull it first (eaglezoo pull), or add it to the registry")
+    from .registry.load import lookup
+
+    entry, _ = lookup(drafter, registry_dir)
+    fmt = "speculators" if entry.dialect == "speculators" else "eagle31"
+    result = serve_config(entry.spec(), engine, entry.drafter.repo or entry.drafter.path, target or entry.target.repo
+                          or entry.target.path, k, entry.drafter.revision, fmt,
+                          has_top_level_ids=entry.aux_layers.ids is not None and entry.dialect in ("eagle31", "speculators"))
+    if entry.aux_layers.ids is None:
+        result.warnings.append("the registry does not know this drafter's aux ids: run eaglezoo lint on it first")
+    elif entry.dialect not in ("eagle31", "speculators"):
+        result.warnings.append(f"published in the {entry.dialect} dialect: convert it so that the engine reads the "
+                               "ids where it looks (eaglezoo convert; then serve the converted folder)")
+    return result
+
+
+def _serve_folder(path, engine: str, k: int, target: str | None) -> ServeConfig:
+    from .checkpoint.formats.base import ReadOptions
+    from .convert import read_drafter
+    from .errors import UsageError
+
+    if target is None:
+        raise UsageError("--target is needed when serving a drafter directory")
+    reading, _, cfg = read_drafter(path, None, ReadOptions(allow_missing_aux=True), strict=False)
+    fmt = "speculators" if reading.dialect == "speculators" else "eagle31"
+    result = serve_config(reading.spec, engine, str(path), target, k, None, fmt,
+                          has_top_level_ids="eagle_aux_hidden_state_layer_ids" in cfg)
+    if reading.dialect not in ("eagle31", "speculators"):
+        result.warnings.append(f"{reading.dialect} dialect: convert it first (eaglezoo convert) so that every "
+                               "engine finds the ids and flags where it reads them")
+    return result

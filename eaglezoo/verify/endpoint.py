@@ -1,0 +1,275 @@
+"""`verify --endpoint URL`: measure a vLLM server the user already runs.
+
+The prompts go through its OpenAI-compatible completions API as token ids (tokenised here, as for
+every engine). Acceptance is read from `/metrics` before and after (vLLM's counters, as deltas)
+and, when the server runs with `--per-request-spec-decode-metrics detailed`, from each response's
+`metrics.speculative_decoding`. Before measuring, the server must show it serves the named target
+and, where it says which drafter it loaded (`/server_info`, dev mode), the named drafter.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import json
+import queue
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from urllib.parse import urlparse
+
+from ..errors import EaglezooError, EngineError, UsageError, network_problem, printable
+from ..settings import endpoint_timeout_s
+from .run import Measurement, Progress, Workload
+from .vllm_worker import COUNTERS, PER_POSITION
+
+MAX_ANSWER = 64 << 20  # bytes: a server that streams more is not answering a completion
+CONCURRENCY = 8
+LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+
+
+def measure_endpoint(work: Workload, url: str, progress: Progress) -> Measurement:
+    t_start = time.perf_counter()
+    base = server_base(url)
+    endpoint_timeout_s()  # a bad EAGLEZOO_ENDPOINT_TIMEOUT is refused before the first request
+    model = served_model(base, work)
+    config = speculative_config(base)
+    notes = check_drafter(config, work, base)
+    before = scrape(base)
+    progress(0, len(work.encoded), phase=f"measuring {base}")
+    t0 = time.perf_counter()
+    results = run_prompts(base, model, work, progress)
+    wall = time.perf_counter() - t0
+    counters = delta(before, scrape(base))
+    if counters["drafts"] == 0:
+        raise EngineError(f"{base} ran no speculative decoding for these requests (0 drafts)",
+                          hint="start it with --speculative-config (vLLM #25250: a missing drafter is silent)")
+    accepted = [r["accepted"] for r in results]
+    check_depth(results, counters, work.k)
+    if any(a is None for a in accepted):
+        notes.append("the server returns no per-request acceptance: start it with --per-request-spec-decode-metrics "
+                     "detailed for per-prompt and per-bucket figures")
+    return Measurement(accepted=accepted, tokens=[r["tokens"] for r in results],
+                       engine={"name": "endpoint", "url": base, "model": model,
+                               "speculative_config": config, "version": server_version(base)},
+                       device="remote", dtype=(config or {}).get("dtype") or "unknown", counters=counters,
+                       timing={"measure_s": wall, "total_s": time.perf_counter() - t_start}, notes=notes)
+
+
+def server_base(url: str) -> str:
+    base = url.rstrip("/").removesuffix("/v1")
+    if not base.startswith(("http://", "https://")):
+        raise UsageError(f"--endpoint {url}: give an http:// or https:// URL, e.g. http://127.0.0.1:8000")
+    return base
+
+
+def request(base: str, path: str, body: dict | None = None, missing_ok: bool = False):
+    """One HTTP call with a timeout and a size limit; any failure is one sentence naming the server."""
+    data = None if body is None else json.dumps(body).encode()
+    try:
+        req = urllib.request.Request(base + path, data=data, headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=endpoint_timeout_s()) as resp:
+            raw = resp.read(MAX_ANSWER + 1)
+    except urllib.error.HTTPError as exc:
+        if missing_ok and exc.code == 404:
+            return None
+        raise EngineError(f"{base}{path} answered HTTP {exc.code}", hint=_server_says(exc)) from None
+    except (urllib.error.URLError, OSError, http.client.HTTPException, ValueError) as exc:
+        timed_out = network_problem(getattr(exc, "reason", exc)) == "timed out"
+        problem = "did not answer in time" if timed_out else "cannot be reached (or is not an HTTP server)"
+        raise EngineError(f"the server at {base} {problem}",
+                          hint="check that vllm serve is running there (EAGLEZOO_ENDPOINT_TIMEOUT sets the limit)") from None
+    if len(raw) > MAX_ANSWER:
+        raise EngineError(f"{base}{path} answered with more than {MAX_ANSWER >> 20} MiB: is this a vLLM server?")
+    if path == "/metrics":
+        return raw.decode("utf-8", "replace")
+    try:
+        return json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
+        raise EngineError(f"{base}{path} did not answer with JSON: is this a vLLM server?") from None
+
+
+def _server_says(exc: urllib.error.HTTPError) -> str | None:
+    try:
+        detail = json.loads(exc.read(1 << 16)).get("error", {})
+        message = detail.get("message") if isinstance(detail, dict) else str(detail)
+    except Exception:  # noqa: BLE001 - the body of an error page is optional information
+        return None
+    return printable(str(message))[:200] if message else None
+
+
+def served_model(base: str, work: Workload) -> str:
+    """The served model's name, after checking it is the named target (vLLM reports its path or repo as root)."""
+    body = request(base, "/v1/models")
+    models = body.get("data") if isinstance(body, dict) else None
+    if not isinstance(models, list) or not models or not isinstance(models[0], dict) or "id" not in models[0]:
+        raise EngineError(f"{base}/v1/models did not list a model: is this an OpenAI-compatible vLLM server?")
+    model = models[0]
+    root = printable(str(model.get("root") or model["id"]))
+    if not same_model(root, work.target_name):
+        raise EngineError(f"the server at {base} serves {root}, not the target {work.target_name}",
+                          hint="give the --target it serves, or point --endpoint at the right server")
+    return str(model["id"])
+
+
+def same_model(served: str, named: str) -> bool:
+    if served == named:
+        return True
+    a, b = Path(served), Path(named)
+    return a.exists() and b.exists() and a.resolve() == b.resolve()
+
+
+def speculative_config(base: str) -> dict | None:
+    """The server's speculative config, from /server_info (served when VLLM_SERVER_DEV_MODE=1)."""
+    info = request(base, "/server_info?config_format=json", missing_ok=True)
+    if not isinstance(info, dict) or not isinstance(info.get("vllm_config"), dict):
+        return None
+    config = info["vllm_config"].get("speculative_config")
+    model = info["vllm_config"].get("model_config")
+    dtype = printable(str(model["dtype"])).removeprefix("torch.") if isinstance(model, dict) and model.get("dtype") else None
+    if not isinstance(config, dict):
+        return {"method": None, "dtype": dtype}
+    depth = config.get("num_speculative_tokens")
+    method = config.get("method")
+    return {"method": printable(str(method)) if method else None, "model": printable(str(config.get("model"))),
+            "num_speculative_tokens": depth if isinstance(depth, int) else None, "dtype": dtype}
+
+
+def check_drafter(config: dict | None, work: Workload, base: str) -> list[str]:
+    """The server's drafter must be the named one: the same tensors, when the server runs on this machine."""
+    if config is None:
+        return ["the server does not say which drafter it loaded (start it with VLLM_SERVER_DEV_MODE=1 so that "
+                "eaglezoo can check); acceptance is reported for whatever it serves"]
+    if config["method"] is None:
+        raise EngineError("the server runs without speculative decoding (no speculative_config)",
+                          hint="start vllm serve with --speculative-config")
+    if config["num_speculative_tokens"] not in (None, work.k):
+        raise UsageError(f"the server drafts K={config['num_speculative_tokens']}, not {work.k}",
+                         hint=f"run with -k {config['num_speculative_tokens']}")
+    served = Path(str(config["model"]))
+    if urlparse(base).hostname not in LOOPBACK:
+        return [f"the server runs on another machine: its drafter {config['model']} was not compared"]
+    if not served.is_dir():
+        return [f"the server's drafter {config['model']} is not a folder on this machine: its identity was not checked"]
+    same = same_drafter(served, work)
+    if same is None:
+        return [f"the server's drafter {served} could not be read here: its identity was not checked"]
+    if not same:
+        raise EngineError(f"the server's drafter ({served}) is not the drafter named ({work.drafter_dir}): "
+                          "their weights differ", hint="verify the drafter the server loads, or restart it with this one")
+    return []
+
+
+def same_drafter(served: Path, work: Workload) -> bool | None:
+    """Whether the server's drafter folder holds the named drafter's tensors; None when unreadable."""
+    import torch
+
+    from ..convert import canonical_state, read_drafter
+
+    try:
+        reading, ckpt, _ = read_drafter(served, None, work.opts)
+    except (EaglezooError, OSError):
+        return None
+    theirs, ours = canonical_state(reading, ckpt), canonical_state(work.reading, work.checkpoint)
+    return theirs.keys() == ours.keys() and all(torch.equal(theirs[k], ours[k]) for k in ours)
+
+
+def scrape(base: str) -> dict:
+    """vLLM's spec-decode counters from /metrics (Prometheus text, counters with the _total suffix)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    out = {"drafts": 0, "draft_tokens": 0, "accepted": 0, "per_position": {}}
+    found = False
+    try:
+        families = list(text_string_to_metric_families(request(base, "/metrics")))
+    except ValueError:
+        raise EngineError(f"{base}/metrics is not Prometheus text: is this a vLLM server?") from None
+    try:
+        for sample in (s for family in families for s in family.samples):
+            name = sample.name.removesuffix("_total")
+            if name in COUNTERS:
+                out[COUNTERS[name]] += int(sample.value)
+                found = True
+            elif name == PER_POSITION:
+                pos = int(sample.labels.get("position", 0))
+                out["per_position"][pos] = out["per_position"].get(pos, 0) + int(sample.value)
+    except (ValueError, OverflowError):
+        raise EngineError(f"{base}/metrics holds a spec-decode counter that is not a count") from None
+    if not found:
+        raise EngineError(f"the server at {base} reports no speculative-decoding counters: it serves without a drafter",
+                          hint="start vllm serve with --speculative-config")
+    return out
+
+
+def delta(before: dict, after: dict) -> dict:
+    positions = sorted(after["per_position"])
+    return {"drafts": after["drafts"] - before["drafts"], "draft_tokens": after["draft_tokens"] - before["draft_tokens"],
+            "accepted": after["accepted"] - before["accepted"],
+            "per_position": [after["per_position"][p] - before["per_position"].get(p, 0) for p in positions]}
+
+
+def run_prompts(base: str, model: str, work: Workload, progress: Progress) -> list[dict]:
+    def body(i: int) -> dict:
+        b = {"model": model, "prompt": work.encoded[i], "max_tokens": work.max_new_tokens, "ignore_eos": True,
+             "temperature": work.temperature, "return_token_ids": True, "stream": False}
+        return b | ({"seed": work.seeds()[i]} if work.seed is not None else {})
+
+    n = len(work.encoded)
+    todo, done = queue.Queue(), queue.Queue()
+    for i in range(n):
+        todo.put(i)
+
+    def client() -> None:
+        while True:
+            try:
+                i = todo.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                done.put((i, completion(base, body(i)), None))
+            except Exception as exc:  # raised again in the caller's thread
+                done.put((i, None, exc))
+
+    # Daemon threads: after a failure or Ctrl-C, requests still in flight do not hold the process.
+    for _ in range(min(CONCURRENCY, n)):
+        threading.Thread(target=client, daemon=True).start()
+    results: list = [None] * n
+    for count in range(1, n + 1):
+        i, result, exc = done.get()  # each request is bounded by endpoint_timeout_s()
+        if exc is not None:
+            with contextlib.suppress(queue.Empty):  # no new requests; those in flight end with their timeout
+                while True:
+                    todo.get_nowait()
+            raise exc  # the first failure ends the run, not the last
+        results[i] = result
+        progress(count, n, phase=f"measuring {base}")
+    return results
+
+
+def completion(base: str, body: dict) -> dict:
+    answer = request(base, "/v1/completions", body)
+    try:
+        tokens = [int(t) for t in answer["choices"][0].get("token_ids") or []]
+        spec = (answer.get("metrics") or {}).get("speculative_decoding") or {}
+        steps = spec.get("per_step_accepted")
+        depth = spec.get("num_spec_tokens")
+        return {"tokens": tokens, "accepted": [int(x) for x in steps] if steps is not None else None,
+                "num_spec_tokens": int(depth) if depth is not None else None}
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError):
+        raise EngineError(f"{base}/v1/completions answered without a well-formed completion: is this a vLLM "
+                          "server?") from None
+
+
+def check_depth(results: list[dict], counters: dict, k: int) -> None:
+    """The server's draft depth, as it reports it per request or by counter positions, must be K."""
+    depths = {r["num_spec_tokens"] for r in results if r["num_spec_tokens"] is not None}
+    depth = depths.pop() if len(depths) == 1 else len(counters["per_position"]) or None
+    if depth is not None and depth != k:
+        raise UsageError(f"the server drafts K={depth}, not {k}", hint=f"run with -k {depth}")
+
+
+def server_version(base: str) -> str | None:
+    body = request(base, "/version", missing_ok=True)
+    return printable(str(body.get("version")))[:40] if isinstance(body, dict) and body.get("version") else None

@@ -1,0 +1,127 @@
+"""The native engine: the target in transformers and the drafter in eaglezoo's own fp32-exact code.
+
+Prompts go through in batches of up to `--batch-size`, longest first, rows of like length together
+(so padding stays small): the target generates their greedy continuations in one `generate`
+(aux states captured by hooks during generation, so the target runs exactly as in plain decoding);
+the drafter then drafts K tokens from every position of every continuation in one batched pass
+(`Eagle3Drafter.draft_chains`). The decoding path a speculative decoder visits is read off those chains.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from ..convert import canonical_state
+from ..errors import BadInput, UsageError
+from .acceptance import Tally, accepted_lengths, decoding_path
+from .drafter import Eagle3Drafter, build_drafter
+from .quantization import load_kwargs, quantization_config
+from .run import Measurement, NativeOptions, Progress, Workload
+from .target import Generation, Target, resolve_device, resolve_dtype
+
+
+@dataclass
+class Judged:
+    """One prompt's drafts judged against its continuation."""
+
+    lengths: list[int]  # accepted length from every slot of the continuation
+    path: list[int]  # the rounds a speculative decoder visits
+    feedback_rms: list[float]  # per depth, over the continuation's slots
+    tokens: list[int]  # the continuation
+
+
+def refuse(work: Workload, options: NativeOptions) -> None:
+    """What the native engine cannot run, refused before any engine starts (from configs only)."""
+    if work.spec.arch == "mla":
+        raise BadInput("the native engine cannot run MLA (DeepSeek/Kimi-style) drafters",
+                       hint="use --engine vllm, which serves them")
+    load_kwargs(work.target_dir, quantization_config(work.target_dir), options.dequantize_mxfp4)
+
+
+def measure_native(work: Workload, device: str, dtype: str, options: NativeOptions, progress: Progress) -> Measurement:
+    t_start = time.perf_counter()
+    device = resolve_device(device)
+    torch_dtype = resolve_dtype(dtype, device)
+    target = Target(work.target_dir, device=device, dtype=torch_dtype, trust_remote_code=work.trust_remote_code,
+                    dequantize_mxfp4=options.dequantize_mxfp4)
+    try:
+        drafter = build_drafter(work.spec, canonical_state(work.reading, work.checkpoint), embed=target.input_embeddings().detach(),
+                                dtype=torch_dtype, device=device if device != "cuda" else "cuda:0")
+    except ValueError as exc:
+        raise BadInput(str(exc)) from None
+    boundary = work.spec.aux.boundary()
+    t_load = time.perf_counter() - t_start
+
+    try:
+        results, t_target, t_drafter = run_batches(target, drafter, boundary, work.encoded, work.k,
+                                                   work.max_new_tokens, options.batch_size, progress)
+    except torch.OutOfMemoryError:
+        raise UsageError(f"the {device} device ran out of memory with {options.batch_size} prompts per batch",
+                         hint="use a smaller --batch-size") from None
+    every = Tally(work.k)
+    for r in results:
+        every.add(r.lengths)
+    return Measurement(
+        accepted=[r.path for r in results], tokens=[r.tokens for r in results],
+        engine={"name": "native", "batch_size": options.batch_size, "trust_remote_code": work.trust_remote_code,
+                "target_quantization": target.quantization},
+        device=device, dtype=str(torch_dtype).replace("torch.", ""),
+        timing={"load_s": t_load, "target_generate_s": t_target, "drafter_s": t_drafter,
+                "total_s": time.perf_counter() - t_start},
+        all_positions=every.summary(),
+        feedback_rms=[sum(col) / len(results) for col in zip(*(r.feedback_rms for r in results))])
+
+
+def run_batches(target: Target, drafter: Eagle3Drafter, boundary: list[int], prompts: list[list[int]], k: int,
+                n_new: int, batch_size: int, progress: Progress = lambda *a, **kw: None):
+    """Every prompt judged, batch by batch: (results in prompt order, target s, drafter s)."""
+    judged: dict[int, Judged] = {}
+    t_target = t_drafter = 0.0
+    for batch in batches([len(p) + n_new + k for p in prompts], batch_size):
+        t0 = time.perf_counter()
+        # K extra tokens judge the drafts of the last rounds, as an engine verifying them would.
+        gens = target.greedy([prompts[i] for i in batch], n_new + k, boundary)
+        t1 = time.perf_counter()
+        judged.update(zip(batch, judge(drafter, gens, k, n_new)))
+        t_target += t1 - t0
+        t_drafter += time.perf_counter() - t1
+        progress(len(judged), len(prompts), phase="verifying")
+    return [judged[i] for i in range(len(prompts))], t_target, t_drafter
+
+
+def batches(lengths: list[int], size: int) -> list[list[int]]:
+    """Indices in batches of at most `size`, longest first. A sequence less than half as long as its
+    batch's longest starts a new batch: padding costs attention over the longest row."""
+    out: list[list[int]] = []
+    for i in sorted(range(len(lengths)), key=lambda i: -lengths[i]):
+        if out and len(out[-1]) < size and 2 * lengths[i] >= lengths[out[-1][0]]:
+            out[-1].append(i)
+        else:
+            out.append([i])
+    return out
+
+
+def judge(drafter: Eagle3Drafter, gens: list[Generation], k: int, n_new: int) -> list[Judged]:
+    """Drafts K tokens from every slot of every continuation at once, the rows padded on the right
+    (a slot attends only to earlier ones, so padding never reaches a real slot), then reads each
+    prompt's accepted lengths and feedback off its own continuation's slots."""
+    device, dtype = drafter.fc.weight.device, drafter.fc.weight.dtype
+    slots = [len(g.tokens) - 1 for g in gens]
+    width = max(slots)
+    aux = [torch.stack([F.pad(g.aux[j], (0, 0, 0, width - n)) for g, n in zip(gens, slots)]).to(device, dtype)
+           for j in range(len(gens[0].aux))]
+    next_tokens = torch.stack([F.pad(g.tokens[1:], (0, width - n)) for g, n in zip(gens, slots)]).to(device)
+    firsts = [g.prompt_len - 1 for g in gens]  # the slot of the round started after prefill: the first chain judged
+    with torch.inference_mode():  # every row gets N + K chains, from its first on
+        chains = drafter.draft_chains(aux, next_tokens, k, start=torch.tensor(firsts))
+    out = []
+    for j, (g, first) in enumerate(zip(gens, firsts)):
+        seq = g.tokens.to(device)
+        lengths = accepted_lengths(chains.draft_ids[:, j], seq, first, first + n_new - 2, first)
+        rms = chains.feedback_sq[:, j].mean(-1).sqrt().tolist()
+        out.append(Judged(lengths, decoding_path(lengths, n_new), rms, seq[g.prompt_len:g.prompt_len + n_new].tolist()))
+    return out

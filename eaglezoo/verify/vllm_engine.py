@@ -1,0 +1,334 @@
+"""`verify --engine vllm`: vLLM's offline engine, in a subprocess under the engine's own interpreter.
+
+The drafter is converted (by eaglezoo's own convert) into the form vLLM reads, in a temporary
+folder; `vllm_worker.py` runs the engine there and streams JSON events back. The engine's
+parallelism is vLLM's own (tensor, pipeline and expert parallel; Ray across nodes): eaglezoo
+passes the settings through and never distributes anything itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import json
+import os
+import selectors
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field, ValidationError, field_validator
+
+from ..errors import EngineError, UsageError
+from ..fsutil import staging
+from ..serving import engine_support, serve_config
+from .run import Measurement, Progress, Workload
+
+WORKER = Path(__file__).with_name("vllm_worker.py")
+LEAKY_ENV = ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "VIRTUAL_ENV", "__PYVENV_LAUNCHER__")
+
+
+class EngineEvent(BaseModel):
+    version: str
+    device: str
+    dtype: str
+    start_s: float
+    patched: str | None = None
+
+
+class RequestResult(BaseModel):
+    tokens: list[int]
+    e2e_s: float
+    ttft_s: float | None
+    accepted: list[int] | None
+
+
+class Counters(BaseModel):
+    drafts: int
+    draft_tokens: int
+    accepted: int
+    per_position: list[int]
+
+
+class PassEvent(BaseModel):
+    concurrency: int
+    wall_s: float
+    requests: list[RequestResult]
+    counters: Counters
+
+
+class WorkerResult(BaseModel):
+    """What the worker reports (vllm_worker.py): checked here, so a malformed event is one sentence."""
+
+    engine: EngineEvent
+    passes: list[PassEvent]
+
+
+RESERVED = {"model", "revision", "speculative_config", "seed", "data_parallel_size", "disable_log_stats",
+            "enable_prefix_caching", "per_request_spec_decode_metrics"}  # eaglezoo sets these itself
+
+
+class EngineOptions(BaseModel):
+    """vLLM's own settings, passed through as `LLM(...)` arguments (vllm/engine/arg_utils.py)."""
+
+    python: str | None = None
+    tensor_parallel_size: int = Field(1, ge=1)
+    pipeline_parallel_size: int = Field(1, ge=1)
+    data_parallel_size: int = Field(1, ge=1)
+    enable_expert_parallel: bool = False
+    distributed_executor_backend: Literal["mp", "ray"] | None = None
+    max_model_len: int | None = Field(None, ge=16)
+    dtype: str = "auto"
+    quantization: str | None = None
+    trust_remote_code: bool = False
+    gpu_memory_utilization: float | None = Field(None, gt=0, le=1)
+    enforce_eager: bool = False
+    extra: dict = {}  # --engine-args JSON: any other LLM(...) argument
+    timeout_s: float = Field(3600, gt=0)
+
+    @field_validator("dtype")
+    @classmethod
+    def one_alias_table(cls, name: str) -> str:
+        """"auto" is the engine's own choice (the model's dtype); other names through target's table
+        (its UsageError passes through pydantic, which wraps only ValueError)."""
+        from .target import resolve_dtype
+
+        return name if name == "auto" else str(resolve_dtype(name, "cpu")).removeprefix("torch.")
+
+    def llm_args(self) -> dict:
+        args = {"tensor_parallel_size": self.tensor_parallel_size, "pipeline_parallel_size": self.pipeline_parallel_size,
+                "enable_expert_parallel": self.enable_expert_parallel, "dtype": self.dtype,
+                "trust_remote_code": self.trust_remote_code, "enforce_eager": self.enforce_eager}
+        optional = {"distributed_executor_backend": self.distributed_executor_backend,
+                    "max_model_len": self.max_model_len, "quantization": self.quantization,
+                    "gpu_memory_utilization": self.gpu_memory_utilization}
+        args.update({k: v for k, v in optional.items() if v is not None})
+        return {**args, **self.extra}
+
+    def parallel(self) -> dict:
+        return {"tensor_parallel_size": self.tensor_parallel_size, "pipeline_parallel_size": self.pipeline_parallel_size,
+                "data_parallel_size": self.data_parallel_size, "enable_expert_parallel": self.enable_expert_parallel,
+                "distributed_executor_backend": self.distributed_executor_backend or "default"}
+
+
+def engine_options(**given) -> EngineOptions:
+    reserved = sorted(RESERVED & set(given.get("extra") or {}))
+    if reserved:
+        raise UsageError(f"--engine-args cannot set {', '.join(reserved)}: eaglezoo sets it (use its own option)")
+    try:
+        return EngineOptions(**given)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise UsageError(f"--{'-'.join(map(str, first['loc'])).replace('_', '-')}: {first['msg']}") from None
+
+
+def engine_python(given: str | None) -> str:
+    """The interpreter that runs vLLM: --engine-python, else this one when it can import vllm."""
+    if given:
+        path = shutil.which(given) or given
+        if not Path(path).is_file() or not os.access(path, os.X_OK):
+            raise UsageError(f"--engine-python {given}: no such executable")
+        return path
+    if importlib.util.find_spec("vllm") is None:
+        raise UsageError("vLLM is not installed in eaglezoo's environment",
+                         hint="install vllm, or give --engine-python PATH of an interpreter that has it")
+    return sys.executable
+
+
+def preflight(work: Workload, opts: EngineOptions) -> tuple[str, str | None]:
+    """Everything that can be refused before any engine runs: interpreter, data parallel, the drafter."""
+    python = engine_python(opts.python)
+    if opts.data_parallel_size > 1:
+        raise UsageError("vLLM's offline engine does not run data parallel in one process (it raises for "
+                         "LLM(data_parallel_size>1))",
+                         hint="serve with `vllm serve ... --data-parallel-size N` and measure it with --endpoint URL; "
+                              "data parallelism does not change acceptance")
+    support = next(e for e in engine_support(work.spec) if e.engine == "vllm")
+    if not support.faithful:
+        raise UsageError(f"vLLM cannot serve this drafter faithfully: {'; '.join(support.notes)}")
+    return python, support.min_version
+
+
+def measure_vllm(work: Workload, opts: EngineOptions, speedup: list[int] | None, progress: Progress) -> Measurement:
+    t_start = time.perf_counter()
+    python, min_version = preflight(work, opts)
+    with staging(Path(tempfile.gettempdir()) / "eaglezoo-vllm") as tmp:  # a killed run's folder is swept
+        drafter = engine_drafter(work, tmp / "drafter")
+        config = serve_config(work.spec, "vllm", str(drafter), work.target_name, work.k).speculative_config
+        request = {"model": work.target_name, "revision": work.target_revision,
+                   "engine_args": opts.llm_args() | ({"seed": work.seed} if work.seed is not None else {}),
+                   "prompts": work.encoded, "max_tokens": work.max_new_tokens, "temperature": work.temperature,
+                   "seeds": work.seeds(), "min_version": min_version,
+                   "concurrency": speedup or [len(work.encoded)]}
+        spec_run = run_worker(python, {**request, "speculative_config": config, "label": "with the drafter"},
+                              tmp, opts.timeout_s, progress)
+        base_run = None
+        if speedup:
+            base_run = run_worker(python, {**request, "speculative_config": None, "label": "without the drafter"},
+                                  tmp, opts.timeout_s, progress)
+    first = spec_run["passes"][0]
+    if first["counters"]["drafts"] == 0:
+        raise EngineError("vLLM ran no speculative decoding at all (0 drafts)",
+                          hint="rerun with EAGLEZOO_DEBUG=1 to see the engine's log (vLLM #25250)")
+    engine = {"name": "vllm", "version": spec_run["engine"]["version"], "python": python,
+              "parallel": opts.parallel(), "trust_remote_code": opts.trust_remote_code,
+              "start_s": spec_run["engine"]["start_s"]}
+    from .speedup import speedup_report
+
+    return Measurement(
+        accepted=[r["accepted"] for r in first["requests"]], tokens=[r["tokens"] for r in first["requests"]],
+        engine=engine, device=spec_run["engine"]["device"], dtype=spec_run["engine"]["dtype"],
+        notes=[spec_run["engine"]["patched"]] if spec_run["engine"].get("patched") else [],
+        counters=first["counters"], timing={"engine_start_s": engine["start_s"], "measure_s": first["wall_s"],
+                                            "total_s": time.perf_counter() - t_start},
+        speedup=speedup_report(spec_run, base_run, work.temperature) if base_run else None)
+
+
+def engine_drafter(work: Workload, out: Path) -> Path:
+    """The drafter in the canonical eagle31 form vLLM reads (ids at the top level and in eagle_config)."""
+    from ..convert import ConvertRequest, apply, plan
+
+    o = work.opts
+    req = ConvertRequest(source=work.drafter_dir, to="eagle31", dialect=work.reading.dialect, target=work.target_dir,
+                         aux_layers=o.aux_layers, aux_convention=o.aux_convention, flags=o.flags)
+    apply(plan(req), out)
+    return out
+
+
+def run_worker(python: str, request: dict, tmp: Path, timeout_s: float, progress: Progress) -> dict:
+    """One engine process: start, warm up, measure. Returns its engine and pass events."""
+    req_path = tmp / "request.json"
+    req_path.write_text(json.dumps(request))
+    debug = bool(os.environ.get("EAGLEZOO_DEBUG"))
+    label = request["label"]
+    progress(0, None, phase=f"starting vLLM ({label})")
+    log_path = Path(tempfile.gettempdir()) / f"eaglezoo-vllm-{os.getpid()}.log"  # kept when the engine fails
+    keep = False
+    try:
+        with open(log_path, "w") as log:
+            proc = subprocess.Popen([python, str(WORKER), str(req_path)], stdout=subprocess.PIPE,
+                                    stderr=None if debug else log, env=engine_env(), start_new_session=True)
+            try:
+                events = read_events(proc, time.monotonic() + timeout_s, progress, label, len(request["concurrency"]))
+            finally:
+                stop(proc)
+        return worker_result(events, request, python, proc.returncode)
+    except EngineError as exc:
+        keep = not debug
+        if keep:
+            exc.hint = "; ".join(filter(None, [exc.hint, f"the engine's log: {log_path}"]))
+        raise
+    finally:
+        if not keep:
+            log_path.unlink(missing_ok=True)
+
+
+def worker_result(events: list[dict], request: dict, python: str, returncode: int | None) -> dict:
+    for e in events:
+        if e["event"] == "error":
+            raise worker_error(e, python)
+    try:
+        result = WorkerResult(engine=next(e for e in events if e["event"] == "engine"),
+                              passes=[e for e in events if e["event"] == "pass"])
+    except (StopIteration, ValidationError):
+        result = None
+    if result is None or len(result.passes) != len(request["concurrency"]):
+        raise EngineError(f"the vLLM process ended without a complete result (exit status {returncode})")
+    return result.model_dump()
+
+
+def read_events(proc: subprocess.Popen, deadline: float, progress: Progress, label: str, passes: int) -> list[dict]:
+    """Events until the worker reported its last pass or an error, or exited. Not until end of file:
+    an engine-core process forked by vLLM inherits the pipe and may outlive the worker."""
+    events, buffer, fd = [], b"", proc.stdout.fileno()
+    with selectors.DefaultSelector() as sel:
+        sel.register(fd, selectors.EVENT_READ)
+        while not finished(events, passes):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise EngineError("the vLLM process did not finish in time",
+                                  hint="raise --engine-timeout (seconds)")
+            if not sel.select(timeout=min(left, 1.0)):
+                if proc.poll() is not None:
+                    return events
+                continue
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                return events
+            *lines, buffer = (buffer + chunk).split(b"\n")
+            for line in lines:
+                event = parse_event(line)
+                if event is not None:
+                    events.append(event)
+                    show(event, progress, label)
+    return events
+
+
+def finished(events: list[dict], passes: int) -> bool:
+    return any(e["event"] == "error" for e in events) or sum(e["event"] == "pass" for e in events) >= passes
+
+
+def parse_event(line: bytes) -> dict | None:
+    try:
+        event = json.loads(line)
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
+        return None  # not ours: something wrote to the protocol before the worker moved stdout aside
+    return event if isinstance(event, dict) and isinstance(event.get("event"), str) else None
+
+
+def show(event: dict, progress: Progress, label: str) -> None:
+    if event["event"] == "engine":
+        progress(0, None, phase=f"vLLM started; measuring {label}")
+    elif event["event"] == "progress" and isinstance(event.get("done"), int) and isinstance(event.get("total"), int):
+        progress(event["done"], event["total"], phase=f"vLLM, {label}")
+
+
+def stop(proc: subprocess.Popen) -> None:
+    """The worker, vLLM's engine core and its rank workers share one process group: end them all,
+    SIGTERM first, then SIGKILL for whatever is left after a grace period (a rank stuck on a GPU)."""
+    signal_group(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        pass
+    for _ in range(20):
+        if not signal_group(proc.pid, 0):
+            break
+        time.sleep(0.5)
+    signal_group(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):  # a rank in uninterruptible sleep: the real error matters more
+        proc.wait(timeout=30)
+
+
+def signal_group(pgid: int, sig: int) -> bool:
+    """Sends sig to the group; False when no process of it is left."""
+    try:
+        os.killpg(pgid, sig)
+        return True
+    except ProcessLookupError:
+        return False
+
+
+def engine_env() -> dict:
+    """The engine's interpreter runs in its own environment: eaglezoo's Python settings stay here."""
+    return {k: v for k, v in os.environ.items() if k not in LEAKY_ENV}
+
+
+def worker_error(event: dict, python: str) -> Exception:
+    kind, message = event.get("kind"), event.get("message", "")
+    if kind == "no-vllm":
+        return UsageError(f"{python} cannot import vLLM", hint="give --engine-python PATH of an interpreter that has "
+                                                               "vLLM installed")
+    if kind == "version":
+        return UsageError(message, hint="upgrade vLLM in the engine's environment")
+    if kind == "engine-bug":
+        return EngineError(message)
+    if kind == "devices":
+        return UsageError(message, hint="lower --tensor-parallel-size / --pipeline-parallel-size, or span nodes "
+                                        "with --distributed-executor-backend ray")
+    return EngineError(f"vLLM stopped: {message[:300]}" if message else "vLLM failed while starting or measuring")
