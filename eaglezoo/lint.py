@@ -245,26 +245,3 @@ def _embed_findings(embed: torch.Tensor, target_dir: Path, add) -> None:
             "(vLLM compares with torch.equal); fine only if the drafter was trained with its own")
 
 
-def lint_source(arg: str, target: str | None = None, *, revision: str | None = None, dialect: str | None = None,
-                registry_dir: Path | None = None, opts: ReadOptions | None = None) -> LintReport:
-    """Lint what `arg` names: a folder, a registry entry (remotely when it is on the Hub) or a Hub repo."""
-    from .cli.sources import Source, classify, location, target_for
-    from .hub.remote import remote_lint
-
-    opts = opts or ReadOptions()
-    kind = classify(arg)
-    if kind == "hub":
-        return remote_lint(arg, target, revision=revision, dialect=dialect, opts=opts)
-    src = Source(Path(arg))
-    if kind == "registry":
-        from .registry.load import lookup
-
-        entry, reg = lookup(arg, registry_dir)
-        entry.fill_read_options(opts)
-        if entry.drafter.repo:  # headers and small tensors only, never the weights
-            return remote_lint(entry.drafter.repo, target or entry.target.repo, revision=revision or entry.drafter.revision,
-                               dialect=dialect or entry.dialect, opts=opts)
-        src = location(entry.drafter, reg, None, "drafter")
-        src.entry, src.registry = entry, reg
-    tgt = target_for(src, target, registry_dir)
-    return lint(src.path, tgt.path if tgt else None, dialect, opts)

@@ -29,7 +29,7 @@ from eaglezoo.checkpoint.formats.base import ReadOptions
 from eaglezoo.convert import canonical_state, read_drafter, target_config
 from eaglezoo.verify.drafter import build_drafter
 from eaglezoo.verify.native import run_batches
-from eaglezoo.verify.run import load_prompts
+from eaglezoo.verify.workload import load_prompts
 from eaglezoo.verify.target import Target, resolve_device, resolve_dtype
 
 ROOT = Path(__file__).resolve().parent.parent

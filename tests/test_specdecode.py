@@ -11,7 +11,7 @@ from eaglezoo.checkpoint.formats.base import ReadOptions
 from eaglezoo.convert import canonical_state, read_drafter, target_config
 from eaglezoo.verify.acceptance import Tally, accepted_lengths, decoding_path
 from eaglezoo.verify.drafter import build_drafter
-from eaglezoo.verify.run import load_prompts
+from eaglezoo.verify.workload import load_prompts
 from eaglezoo.verify.target import Target
 
 

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from .app import JsonOpt, RegistryOpt, RevisionOpt, app, emit, human_bytes, out
+from ..errors import UsageError
+from .common import JsonOpt, RegistryOpt, RevisionOpt, app, emit, human_bytes, out
+
+if TYPE_CHECKING:
+    from ..hub.client import Pulled
 
 
 @app.command()
@@ -19,7 +23,6 @@ def pull(
     as_json: JsonOpt = False,
 ):
     """Download a drafter, checking files against the registry's or conversion.json's sha256."""
-    from ..hub.client import pull_source
 
     result = pull_source(source, revision=revision, local_dir=local_dir, registry_dir=registry_dir)
     data = {"repo": result.repo, "revision": result.revision, "commit": result.commit, "path": str(result.path),
@@ -80,3 +83,21 @@ def render_push(result, tag) -> None:
         out.print(f"pull request: {result.pull_request}")
     if tag:
         out.print(f"tagged {tag}")
+
+
+def pull_source(arg: str, revision: str | None = None, local_dir: Path | None = None,
+                registry_dir: Path | None = None) -> Pulled:
+    """`eaglezoo pull ID|REPO`: a registry id pulls the entry's pinned revision and checks its hashes."""
+    from ..hub.client import pull
+    from .sources import classify
+
+    if classify(arg) != "registry":
+        return pull(arg, revision, local_dir)
+    from ..registry.load import lookup
+
+    entry, _ = lookup(arg, registry_dir)
+    if not entry.drafter.repo:
+        raise UsageError(f"registry entry {entry.id} is not published on the Hub (it lives in {entry.drafter.path})")
+    pulled = pull(entry.drafter.repo, revision or entry.drafter.revision, local_dir, dict(entry.files))
+    pulled.registry_id = entry.id
+    return pulled

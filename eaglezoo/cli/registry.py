@@ -9,8 +9,8 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from ..errors import UsageError
-from .app import EXIT_FINDINGS, JsonOpt, RegistryOpt, app, emit, err, out
+from ..errors import EXIT_FINDINGS, UsageError
+from .common import JsonOpt, RegistryOpt, app, emit, err, out
 
 registry_app = typer.Typer(no_args_is_help=True, help="The registry of published drafters (registry/*.yaml).")
 app.add_typer(registry_app, name="registry")

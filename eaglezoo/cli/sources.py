@@ -11,8 +11,6 @@ from typing import TYPE_CHECKING, Literal
 from ..errors import UsageError
 
 if TYPE_CHECKING:
-    from ..checkpoint.formats.base import ReadOptions
-    from ..convert import ConvertRequest
     from ..registry.load import Entry, Registry, Repo
 
 REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
@@ -98,15 +96,3 @@ def _pull(repo: str, revision: str | None, what: str, weights: bool = True) -> S
     return Source(pulled.path, repo=repo, commit=pulled.commit)
 
 
-def convert_request(src: str, target: str | None, opts: ReadOptions, *, revision: str | None = None,
-                    registry_dir: Path | None = None, **choices) -> ConvertRequest:
-    """The request for what `src` and `target` name (a folder, a registry entry or a Hub repo), with the
-    registry's aux ids where the command line gives none."""
-    from ..convert import ConvertRequest
-
-    source = resolve(src, revision, registry_dir=registry_dir)
-    if source.entry:
-        source.entry.fill_read_options(opts)
-    target_dir = resolve(target, what="target", registry_ids=False).path if target else None
-    return ConvertRequest(source=source.path, target=target_dir, aux_layers=opts.aux_layers,
-                          aux_convention=opts.aux_convention, flags=opts.flags, origin=source.origin, **choices)

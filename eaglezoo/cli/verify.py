@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 from rich.markup import escape
@@ -14,8 +14,8 @@ from rich.table import Table
 
 from ..errors import EXIT_FINDINGS, UsageError
 from ..fsutil import atomic_write_text, file_destination
-from . import app as cli
-from .app import (
+from . import common
+from .common import (
     AuxConventionOpt,
     AuxLayersOpt,
     DrafterArg,
@@ -31,6 +31,11 @@ from .app import (
     parse_floors,
     read_options,
 )
+from .sources import resolve, target_for
+
+if TYPE_CHECKING:
+    from ..checkpoint.formats.base import ReadOptions
+    from ..verify.report import VerifyReport
 
 ENGINE = "Engine (vLLM): passed through to the engine"
 
@@ -77,8 +82,8 @@ def verify(
     as_json: JsonOpt = False,
 ):
     """Run the drafter against its target: per-position acceptance, acceptance length, drift, speedup."""
-    from ..verify.run import NativeOptions, verify_source
     from ..verify.vllm_engine import engine_options
+    from ..verify.workload import NativeOptions
 
     floors = parse_floors(min_acceptance, num_spec_tokens)
     if report:
@@ -131,7 +136,7 @@ def parse_levels(text: str) -> list[int]:
 @contextlib.contextmanager
 def verify_progress():
     """One bar on stderr whose description follows the phase (engine start has no total: a spinner)."""
-    if not cli.SHOW_PROGRESS:
+    if not common.SHOW_PROGRESS:
         yield lambda *a, **kw: None
         return
     columns = [SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()]
@@ -224,3 +229,44 @@ def render_comparison(c: dict) -> None:
 
 def fmt(x: float | None) -> str:
     return "-" if x is None else f"{x:.1f}"
+
+
+ENGINES = ("native", "vllm")
+
+
+def parse_engines(text: str) -> list[str]:
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    unknown = [n for n in names if n not in ENGINES]
+    if not names or unknown or len(set(names)) != len(names) or len(names) > 2:
+        raise UsageError(f"--engine {text!r}: give native, vllm or native,vllm")
+    return names
+
+
+def verify_source(drafter: str, target: str | None, *, revision: str | None = None, registry_dir: Path | None = None,
+                  prompts_file: Path | None = None, min_acceptance: list[float] | None = None,
+                  opts: ReadOptions | None = None, engine: str = "native", endpoint: str | None = None,
+                  engine_options=None, **kwargs) -> VerifyReport:
+    """Verify what `drafter` names; a registry entry supplies its target, aux ids, floors and prompts."""
+    from ..checkpoint.formats.base import ReadOptions
+    from ..verify.run import verify
+
+    engines = ["endpoint"] if endpoint else parse_engines(engine)
+    opts = opts or ReadOptions()
+    src = resolve(drafter, revision, registry_dir=registry_dir)
+    tgt = target_for(src, target, registry_dir, weights="native" in engines)
+    if tgt is None:
+        raise UsageError("--target is required (or give a registry id, whose entry names the target)")
+    floors_note = None
+    if src.entry is not None:
+        src.entry.fill_read_options(opts)
+        if min_acceptance is None and kwargs.get("min_al") is None:
+            min_acceptance, kwargs["min_al"], floors_note = src.entry.floors_at(kwargs.get("k", 3), kwargs.get("temperature", 0.0))
+        if prompts_file is None and src.entry.prompts:
+            prompts_file = src.registry.path(src.entry.prompts, "prompts")
+    report = verify(src.path, tgt.path, target_name=tgt.repo or str(tgt.path), target_revision=tgt.commit,
+                    prompts_file=prompts_file, min_acceptance=min_acceptance, opts=opts, engines=engines,
+                    endpoint=endpoint, engine_options=engine_options, **kwargs)
+    report.notes += [floors_note] if floors_note else []
+    report.registry_id = src.entry.id if src.entry else None
+    report.drafter_revision = src.commit
+    return report

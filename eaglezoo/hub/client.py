@@ -145,23 +145,6 @@ def _safe_name(name: str) -> bool:
 # pull
 
 
-def pull_source(arg: str, revision: str | None = None, local_dir: Path | None = None,
-                registry_dir: Path | None = None) -> Pulled:
-    """`eaglezoo pull ID|REPO`: a registry id pulls the entry's pinned revision and checks its hashes."""
-    from ..cli.sources import classify
-
-    if classify(arg) != "registry":
-        return pull(arg, revision, local_dir)
-    from ..registry.load import lookup
-
-    entry, _ = lookup(arg, registry_dir)
-    if not entry.drafter.repo:
-        raise UsageError(f"registry entry {entry.id} is not published on the Hub (it lives in {entry.drafter.path})")
-    pulled = pull(entry.drafter.repo, revision or entry.drafter.revision, local_dir, dict(entry.files))
-    pulled.registry_id = entry.id
-    return pulled
-
-
 METADATA_FILES = ["*.json", "tokenizer*", "*.model", "*.tiktoken", "*.txt", "*.jinja"]  # no weights
 
 

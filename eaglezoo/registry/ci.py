@@ -91,7 +91,7 @@ class Recorded:
 
 def load_report(path: Path):
     from ..convert import read_json
-    from ..verify.run import VerifyReport
+    from ..verify.report import VerifyReport
 
     try:
         return VerifyReport.model_validate(read_json(path, "report"))

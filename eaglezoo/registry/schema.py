@@ -194,6 +194,18 @@ class Entry(Strict):
     def floor_for(self, k: int, temperature: float) -> Floor | None:
         return next((f for f in self.acceptance_floors or [] if f.k == k and f.temperature == temperature), None)
 
+    def floors_at(self, k: int, temperature: float) -> tuple[list[float] | None, float | None, str | None]:
+        """(per-position floors, acceptance-length floor, a note when none applies) for exactly this K and
+        temperature: floors compare like with like."""
+        floor = self.floor_for(k, temperature)
+        if floor is not None:
+            return floor.per_position, floor.mean_acceptance_length, None
+        if not self.acceptance_floors:
+            why = self.null_reasons.get("acceptance_floors", "none recorded")
+            return None, None, f"the registry entry has no acceptance floors ({why})"
+        have = ", ".join(f"K={f.k} T={f.temperature:g}" for f in self.acceptance_floors)
+        return None, None, f"the registry's acceptance floors are for {have}: none applied at K={k} T={temperature:g}"
+
     def spec(self) -> DrafterSpec | None:
         """A DrafterSpec when the entry knows enough (for serving configs and engine floors)."""
         if self.aux_layers.ids is None:

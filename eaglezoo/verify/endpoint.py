@@ -22,8 +22,8 @@ from urllib.parse import urlparse
 
 from ..errors import EaglezooError, EngineError, UsageError, network_problem, printable
 from ..settings import endpoint_timeout_s
-from .run import Measurement, Progress, Workload
 from .vllm_worker import COUNTERS, PER_POSITION
+from .workload import Measurement, Progress, Workload
 
 MAX_ANSWER = 64 << 20  # bytes: a server that streams more is not answering a completion
 CONCURRENCY = 8

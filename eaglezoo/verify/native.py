@@ -20,8 +20,8 @@ from ..errors import BadInput, UsageError
 from .acceptance import Tally, accepted_lengths, decoding_path
 from .drafter import Eagle3Drafter, build_drafter
 from .quantization import load_kwargs, quantization_config
-from .run import Measurement, NativeOptions, Progress, Workload
 from .target import Generation, Target, resolve_device, resolve_dtype
+from .workload import Measurement, NativeOptions, Progress, Workload
 
 
 @dataclass

@@ -27,7 +27,7 @@ from pydantic import BaseModel, Field, ValidationError, field_validator
 from ..errors import EngineError, UsageError
 from ..fsutil import staging
 from ..serving import engine_support, serve_config
-from .run import Measurement, Progress, Workload
+from .workload import Measurement, Progress, Workload
 
 WORKER = Path(__file__).with_name("vllm_worker.py")
 LEAKY_ENV = ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "VIRTUAL_ENV", "__PYVENV_LAUNCHER__")
@@ -178,7 +178,7 @@ def measure_vllm(work: Workload, opts: EngineOptions, speedup: list[int] | None,
     engine = {"name": "vllm", "version": spec_run["engine"]["version"], "python": python,
               "parallel": opts.parallel(), "trust_remote_code": opts.trust_remote_code,
               "start_s": spec_run["engine"]["start_s"]}
-    from .speedup import speedup_report
+    from .report import speedup_report
 
     return Measurement(
         accepted=[r["accepted"] for r in first["requests"]], tokens=[r["tokens"] for r in first["requests"]],

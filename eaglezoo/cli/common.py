@@ -1,0 +1,190 @@
+"""What every command shares: the app object, the consoles, the option aliases (one name, one help
+text and one metavar everywhere), the one output sink and the parsers. No command lives here."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
+
+from .. import __version__
+from ..errors import UsageError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="Convert, lint, verify and publish EAGLE-3 / EAGLE 3.1 drafters.")
+
+
+
+PIPED_WIDTH = 100_000  # a pipe has no width: render at natural width instead of cutting at 80 columns
+
+
+
+class _Console(Console):
+    def on_broken_pipe(self) -> None:
+        """rich exits 1 here; a reader that stopped reading (| head) is not an error: run() exits 0."""
+        self.quiet = True
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        raise BrokenPipeError
+
+
+
+out = _Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else PIPED_WIDTH)
+
+
+
+err = _Console(stderr=True, highlight=False, soft_wrap=True, width=None if sys.stderr.isatty() else PIPED_WIDTH)
+
+
+
+SHOW_PROGRESS = False  # set by run(): stderr is a terminal and --json was not asked for
+
+
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result (or the error) as JSON on stdout.")]
+
+
+
+RegistryOpt = Annotated[Optional[Path], typer.Option(
+    "--registry", metavar="DIR", help="Registry directory for registry ids (default: $EAGLEZOO_REGISTRY, else the "
+    "repository's registry/).")]
+
+
+
+RevisionOpt = Annotated[Optional[str], typer.Option(help="Drafter revision when it comes from the Hub "
+                                                         "(branch, tag or commit; default: the registry's pin, else main).")]
+
+
+
+FromOpt = Annotated[Optional[str], typer.Option("--from", metavar="DIALECT", help="Source dialect (default: detected).")]
+
+
+
+AuxLayersOpt = Annotated[Optional[str], typer.Option(
+    metavar="IDS", help="Aux-layer ids, e.g. 2,3,4, when the checkpoint has none (needs --aux-convention).")]
+
+
+
+AuxConventionOpt = Annotated[Optional[str], typer.Option(
+    metavar="CONVENTION", help="Convention of --aux-layers: boundary (vLLM, HF hidden_states[i]) or layer-output "
+    "(SGLang, ModelOpt).")]
+
+
+
+FlagOpt = Annotated[Optional[list[str]], typer.Option(
+    metavar="NAME=BOOL", help="State an ambiguous flag, e.g. norm_output=true (repeatable).")]
+
+
+
+DrafterArg = Annotated[str, typer.Argument(
+    metavar="DRAFTER", help="Drafter directory, registry id (or its YAML file) or Hub repo id, in any dialect.")]
+
+
+
+NumSpecTokensOpt = Annotated[int, typer.Option("--num-spec-tokens", "-k", min=1, max=64, help="Draft depth K.")]
+
+
+
+def print_json(data) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+
+
+
+def emit(data, as_json: bool, render) -> None:
+    """The one output sink: JSON on stdout, or the command's rich rendering."""
+    if as_json:
+        print_json(data)
+    else:
+        render()
+
+
+
+@contextlib.contextmanager
+def byte_progress(description: str, total: int):
+    """A progress bar on stderr for work measured in bytes (large inputs only)."""
+    if not SHOW_PROGRESS or total < 32 * 1024 * 1024:
+        yield lambda n: None
+        return
+    columns = [TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn()]
+    with Progress(*columns, console=err, transient=True) as progress:
+        task = progress.add_task(description, total=total)
+        yield lambda n: progress.advance(task, n)
+
+
+
+def version_callback(value: bool):
+    if value:
+        out.print(f"eaglezoo {__version__}")
+        raise typer.Exit()
+
+
+
+@app.callback()
+def main(version: Annotated[bool, typer.Option("--version", callback=version_callback, is_eager=True,
+                                               help="Show the version and exit.")] = False):
+    pass
+
+
+
+def parse_ids(text: str | None) -> list[int] | None:
+    if text is None:
+        return None
+    try:
+        ids = [int(x) for x in text.replace(" ", "").split(",") if x]
+    except ValueError:
+        raise UsageError(f"--aux-layers must be comma-separated integers, got {text!r}") from None
+    if not ids:
+        raise UsageError("--aux-layers is empty")
+    return ids
+
+
+
+def parse_flags(items: list[str] | None) -> dict[str, bool]:
+    from ..checkpoint.formats.base import FLAGS
+
+    flags = {}
+    for item in items or []:
+        name, _, value = item.partition("=")
+        if name not in FLAGS or value.lower() not in ("true", "false"):
+            raise UsageError(f"--flag takes NAME=true|false with NAME one of {', '.join(FLAGS)}; got {item!r}")
+        flags[name] = value.lower() == "true"
+    return flags
+
+
+
+def read_options(aux_layers: str | None, aux_convention: str | None, flag: list[str] | None):
+    from ..checkpoint.formats.base import ReadOptions, detect_convention
+
+    return ReadOptions(aux_layers=parse_ids(aux_layers), aux_convention=detect_convention(aux_convention),
+                       flags=parse_flags(flag))
+
+
+
+def parse_floors(text: str | None, k: int) -> list[float] | None:
+    """--min-acceptance: at most K finite numbers in [0, 1]."""
+    if text is None:
+        return None
+    try:
+        floors = [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        floors = []
+    if not floors or any(not 0 <= x <= 1 for x in floors):  # NaN fails both comparisons
+        raise UsageError(f"--min-acceptance must be comma-separated numbers in [0, 1], got {text!r}")
+    if len(floors) > k:
+        raise UsageError(f"--min-acceptance has {len(floors)} floors but K is {k}", hint="give at most K values")
+    return floors
+
+
+
+def human_bytes(n: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)

@@ -1,0 +1,110 @@
+"""`eaglezoo convert`: the request from what SRC names, the plan, the conversion, the rendering."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Optional
+
+import typer
+from rich.table import Table
+
+from .common import (
+    AuxConventionOpt,
+    AuxLayersOpt,
+    DrafterArg,
+    FlagOpt,
+    FromOpt,
+    JsonOpt,
+    RegistryOpt,
+    RevisionOpt,
+    app,
+    byte_progress,
+    emit,
+    human_bytes,
+    out,
+    read_options,
+)
+
+if TYPE_CHECKING:
+    from ..checkpoint.formats.base import ReadOptions
+    from ..convert import ConvertRequest
+
+
+@app.command()
+def convert(
+    src: DrafterArg,
+    dst: Annotated[Path, typer.Argument(metavar="OUT", help="Output directory (must not exist unless --force).")],
+    to: Annotated[str, typer.Option("--to", metavar="FORMAT", help="Output format: eagle31 or speculators.")] = "eagle31",
+    from_: FromOpt = None,
+    target: Annotated[Optional[str], typer.Option(metavar="TARGET", help="Target model directory (or Hub id) to check against.")] = None,
+    aux_layers: AuxLayersOpt = None,
+    aux_convention: AuxConventionOpt = None,
+    flag: FlagOpt = None,
+    dtype: Annotated[Optional[str], typer.Option(metavar="DTYPE", help="Cast floating tensors (float32, float16, bfloat16); ints and bools never.")] = None,
+    verifier: Annotated[Optional[str], typer.Option(metavar="REPO", help="Target repo id written into speculators_config.verifier.")] = None,
+    revision: RevisionOpt = None,
+    registry_dir: RegistryOpt = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the plan; write nothing.")] = False,
+    force: Annotated[bool, typer.Option(help="Replace OUT if it exists.")] = False,
+    as_json: JsonOpt = False,
+):
+    """Convert a drafter to the canonical EAGLE 3.1 schema (or the speculators format), losslessly."""
+    from ..convert import apply, check_destination, plan
+
+    req = convert_request(src, target, read_options(aux_layers, aux_convention, flag), revision=revision,
+                      registry_dir=registry_dir, to=to, dialect=from_, dtype=dtype, verifier=verifier)
+    if not dry_run:
+        check_destination(req.source, dst, force)
+    prepared = plan(req)
+    p = prepared.plan
+    if dry_run:
+        emit({"dry_run": True, "plan": p.model_dump(mode="json"), "config": prepared.config}, as_json,
+             lambda: render_plan(p, "[dim]dry run: nothing written[/dim]"))
+        return
+    with byte_progress("converting", p.num_bytes) as advance:
+        record = apply(prepared, dst, force=force, progress=advance)
+    emit({"dry_run": False, "out": str(dst), "plan": p.model_dump(mode="json"), "record": record}, as_json,
+         lambda: render_plan(p, f"[green]wrote[/green] {dst} ({p.num_tensors} tensors, {human_bytes(p.num_bytes)}; "
+                                "conversion.json records every decision)"))
+
+
+
+def render_plan(p, outcome: str) -> None:
+    s = p.spec
+    out.print(f"[bold]{p.source}[/bold]: dialect [cyan]{p.dialect}[/cyan] -> [cyan]{p.to}[/cyan]  "
+              f"(EAGLE {s.eagle_version}, {s.arch}, k={s.num_aux}, aux boundary {s.aux.boundary() if s.aux else None}, "
+              f"vocab {s.vocab_size}/{s.draft_vocab_size})")
+    out.print(f"tensors: {p.num_tensors} kept ({human_bytes(p.num_bytes)}), {len(p.renames)} renamed, "
+              f"{len(p.drops)} dropped" + (f", cast to {p.dtype}" if p.dtype else ", bytes unchanged"))
+    for r in p.renames[:6]:
+        out.print(f"  rename {r.source} -> {r.output}", markup=False)
+    if len(p.renames) > 6:
+        out.print(f"  ... and {len(p.renames) - 6} more renames")
+    for d in p.drops:
+        out.print(f"  drop   {d.name}: {d.reason}", markup=False)
+    if p.config_diff:
+        table = Table("config key", "before", "after", title="config changes", title_justify="left")
+        for c in p.config_diff:
+            table.add_row(c.key, json.dumps(c.before), json.dumps(c.after))
+        out.print(table)
+    for dec in p.decisions:
+        out.print(f"[blue]decision[/blue] {dec}")
+    for w in p.warnings:
+        out.print(f"[yellow]warning[/yellow] {w}")
+    out.print(outcome)
+
+
+def convert_request(src: str, target: str | None, opts: ReadOptions, *, revision: str | None = None,
+                    registry_dir: Path | None = None, **choices) -> ConvertRequest:
+    """The request for what `src` and `target` name (a folder, a registry entry or a Hub repo), with the
+    registry's aux ids where the command line gives none."""
+    from ..convert import ConvertRequest
+    from .sources import resolve
+
+    source = resolve(src, revision, registry_dir=registry_dir)
+    if source.entry:
+        source.entry.fill_read_options(opts)
+    target_dir = resolve(target, what="target", registry_ids=False).path if target else None
+    return ConvertRequest(source=source.path, target=target_dir, aux_layers=opts.aux_layers,
+                          aux_convention=opts.aux_convention, flags=opts.flags, origin=source.origin, **choices)

@@ -1,0 +1,140 @@
+"""What every engine is given and what it returns: the prompts, the workload (drafter read once,
+prompts tokenised once) and one engine's measurement. A leaf: engines import it, never `run.py`."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Callable
+
+from pydantic import BaseModel
+
+from ..checkpoint.formats.base import Reading, ReadOptions
+from ..checkpoint.spec import DrafterSpec
+from ..checkpoint.tensors import Checkpoint
+from ..errors import BadInput
+from ..fsutil import regular_file
+from ..lint import Finding
+
+Progress = Callable[..., None]  # progress(done, total, phase="...")
+
+
+
+class Prompt(BaseModel):
+    prompt: str
+    bucket: str = "default"
+
+
+
+@dataclass
+class Workload:
+    """What every engine measures: the same drafter, target, prompts (tokenised once) and K."""
+
+    drafter_dir: Path
+    target_dir: Path  # local: config and tokenizer at least
+    target_name: str  # what an engine loads: the local path, or the Hub repo id
+    target_revision: str | None
+    reading: Reading
+    checkpoint: Checkpoint
+    opts: ReadOptions
+    findings: list[Finding]
+    prompts: list[Prompt]
+    encoded: list[list[int]]
+    skipped: list[dict]
+    k: int
+    max_new_tokens: int
+    temperature: float = 0.0
+    seed: int | None = None
+    indices: list[int] = field(default_factory=list)  # each measured prompt's line in the prompt set
+    trust_remote_code: bool = False  # the target's own code (tokenizer here; the native engine's model)
+
+    @property
+    def spec(self) -> DrafterSpec:
+        return self.reading.spec
+
+    def seeds(self) -> list[int] | None:
+        """Request seeds by the prompt's own index: a skipped prompt never shifts another's seed."""
+        return None if self.seed is None else [self.seed + i for i in self.indices]
+
+
+
+@dataclass
+class NativeOptions:
+    """The native engine's settings: prompts per target batch, and consent to dequantise an MXFP4 target."""
+
+    batch_size: int = 32
+    dequantize_mxfp4: bool = False
+
+
+
+@dataclass
+class Measurement:
+    """What one engine saw. `accepted[i]` lists the accepted draft tokens of each verify step of
+    prompt i; `counters` are the engine's own totals for the run (deltas), when it keeps them."""
+
+    accepted: list[list[int] | None]
+    tokens: list[list[int]]
+    engine: dict
+    device: str
+    dtype: str
+    timing: dict
+    counters: dict | None = None
+    all_positions: dict | None = None
+    feedback_rms: list[float] | None = None
+    speedup: dict | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+
+def load_prompts(path: Path | None) -> list[Prompt]:
+    if path is None:
+        text = resources.files("eaglezoo").joinpath("data/prompts.jsonl").read_text()
+        where = "default prompt set"
+    else:
+        regular_file(path, "prompts file")
+        try:
+            text, where = path.read_text(encoding="utf-8"), str(path)
+        except UnicodeDecodeError:
+            raise BadInput(f"prompts file {path} is not UTF-8 text") from None
+    prompts = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except (json.JSONDecodeError, RecursionError):
+            raise BadInput(f"{where}: line {n} is not JSON") from None
+        if isinstance(row, str):
+            row = {"prompt": row}
+        if not isinstance(row, dict) or not isinstance(row.get("prompt", row.get("text")), str):
+            raise BadInput(f"{where}: line {n} needs a string field 'prompt'")
+        prompts.append(Prompt(prompt=row.get("prompt", row.get("text")), bucket=str(row.get("bucket", "default"))))
+    if not prompts:
+        raise BadInput(f"{where}: no prompts")
+    return prompts
+
+
+
+def prompt_context(spec: DrafterSpec, tcfg: dict, engines: list[str], max_model_len: int | None) -> int:
+    """Native runs the drafter at its own context; engines raise the drafter's to max_model_len
+    (vllm/config/speculative.py), which defaults to the target's."""
+    limits = [tcfg.get("max_position_embeddings")]
+    if "native" in engines:
+        limits.append(spec.max_position_embeddings)
+    if any(e != "native" for e in engines):
+        limits.append(max_model_len)
+    return min([x for x in limits if x] or [1 << 62])
+
+
+
+def too_long(prompts: list[Prompt], encoded: list[list[int]], context: int, extra: int) -> list[dict]:
+    skipped = []
+    for n, (p, ids) in enumerate(zip(prompts, encoded)):
+        if not ids:
+            raise BadInput(f"prompt {n + 1} ({p.prompt[:30]!r}) is empty after tokenisation")
+        if len(ids) + extra > context:
+            skipped.append({"index": n, "tokens": len(ids), "bucket": p.bucket,
+                            "reason": f"{len(ids)} + {extra} new and draft tokens exceed the context of {context}"})
+    return skipped
