@@ -12,13 +12,15 @@ from typing import Callable, Literal, TypeVar
 import torch
 from pydantic import BaseModel
 
+from .checkpoint import formats
+from .checkpoint.config import validate_config
 from .checkpoint.formats.base import Reading, ReadOptions
 from .checkpoint.layout import check_tensors, target_problems
 from .checkpoint.spec import DrafterSpec
 from .checkpoint.tensors import Checkpoint
 from .convert import canonical_refs, compare_with_target, read_drafter, target_config
 from .errors import EaglezooError
-from .serving import EngineSupport, engine_support
+from .serving import EngineSupport, engine_support, schema_for
 
 Severity = Literal["error", "warning", "info"]
 T = TypeVar("T")
@@ -63,7 +65,7 @@ def lint(drafter_dir: Path, target_dir: Path | None = None, dialect: str | None 
     findings += provenance_findings(drafter_dir, reading.spec)
     spec = reading.spec
     return LintReport(drafter=str(drafter_dir), target=target, dialect=reading.dialect, eagle_version=spec.eagle_version,
-                      spec=spec, findings=findings, engines=engine_support(spec, engine_schema(reading)))
+                      spec=spec, findings=findings, engines=engine_support(spec, schema_for(reading.dialect)))
 
 
 def read_tolerating_missing_aux(read: Callable[[ReadOptions], T], opts: ReadOptions) -> tuple[T | None, list[Finding]]:
@@ -82,11 +84,6 @@ def read_tolerating_missing_aux(read: Callable[[ReadOptions], T], opts: ReadOpti
             missing.append(Finding(severity="error", code=exc.code, message=exc.message, hint=AUX_MISSING_HINT))
             opts.allow_missing_aux = True
     raise AssertionError("unreachable")
-
-
-def engine_schema(reading: Reading) -> str:
-    """The schema engines would be given the drafter in: speculators stays speculators, else EAGLE 3.1."""
-    return "speculators" if reading.dialect == "speculators" else "eagle31"
 
 
 def provenance_findings(drafter_dir: Path, spec: DrafterSpec) -> list[Finding]:
@@ -143,7 +140,7 @@ def lint_reading(reading: Reading, ckpt: Checkpoint, tcfg: dict | None, target_d
         _config_findings(cfg, reading, add)
     if not problems:
         _value_findings(spec, reading, ckpt, refs, target_dir, add, max_value_bytes)
-    for e in engine_support(spec, engine_schema(reading)):
+    for e in engine_support(spec, schema_for(reading.dialect)):
         if not e.faithful:
             add("warning", "engine-unfaithful", f"{e.engine} cannot serve this drafter faithfully: {'; '.join(e.notes)}")
     return out
@@ -245,3 +242,24 @@ def _embed_findings(embed: torch.Tensor, target_dir: Path, add) -> None:
             "(vLLM compares with torch.equal); fine only if the drafter was trained with its own")
 
 
+SMALL = 4 * 1024 * 1024  # value checks fetch tensors up to this size
+
+
+def remote_lint(repo: str, target: str | None, revision: str | None = None, dialect: str | None = None,
+                opts: ReadOptions | None = None):
+    """Lint a drafter on the Hub from its config, safetensors headers and small tensors (range requests)."""
+    from .hub.remote import RemoteCheckpoint, remote_target_config
+
+    ckpt = RemoteCheckpoint(repo, revision)
+    validate_config(ckpt.config, f"{repo}/config.json", "drafter")
+    tcfg = remote_target_config(target, ckpt) if target else None
+    name = dialect or formats.detect(ckpt.config, set(ckpt.refs), ckpt.metadata)
+    reading, findings = read_tolerating_missing_aux(lambda o: formats.get(name).read(ckpt.config, ckpt, o),
+                                                    opts or ReadOptions())
+    spec = reading.spec if reading else None
+    if reading is not None:
+        findings += lint_reading(reading, ckpt, tcfg, None, ckpt.config, max_value_bytes=SMALL)
+    return LintReport(drafter=repo, target=target, dialect=reading.dialect if reading else name,
+                      eagle_version=spec.eagle_version if spec else None, spec=spec, findings=findings,
+                      engines=engine_support(spec, schema_for(reading.dialect)) if spec else [],
+                      bytes_read=ckpt.bytes_read, weights_bytes=ckpt.weights_bytes)

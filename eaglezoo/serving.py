@@ -19,6 +19,12 @@ def _v(version: str) -> tuple[int, ...]:
     return tuple(int(x) for x in version.split("."))
 
 
+def schema_for(dialect: str | None) -> str:
+    """The schema engines are given a drafter in: speculators stays speculators, every other dialect is
+    served as EAGLE 3.1."""
+    return "speculators" if dialect == "speculators" else "eagle31"
+
+
 def engine_support(spec: DrafterSpec, fmt: str = "eagle31") -> list[EngineSupport]:
     """fmt: the on-disk format the engine will read (eagle31/HF-style or speculators)."""
     return [_vllm(spec, fmt), _sglang(spec, fmt), _trtllm(spec, fmt)]

@@ -81,8 +81,8 @@ def lint_source(arg: str, target: str | None = None, *, revision: str | None = N
                 registry_dir: Path | None = None, opts: ReadOptions | None = None) -> LintReport:
     """Lint what `arg` names: a folder, a registry entry (remotely when it is on the Hub) or a Hub repo."""
     from ..checkpoint.formats.base import ReadOptions
-    from ..hub.remote import remote_lint
     from ..lint import lint as lint_folder
+    from ..lint import remote_lint
     from .sources import Source, classify, location, target_for
 
     opts = opts or ReadOptions()

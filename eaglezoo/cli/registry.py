@@ -64,7 +64,7 @@ def registry_check(
     as_json: JsonOpt = False,
 ):
     """Validate every entry: schema (file:line errors), consistency, and with --online the published files."""
-    from ..registry.load import check_selected
+    from ..registry.check import check_selected
 
     results = check_selected(entries or [], registry_dir, online)
     bad = {k: v for k, v in results.items() if v["problems"]}

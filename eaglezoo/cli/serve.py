@@ -41,7 +41,7 @@ def serve_config_cmd(
 def serve_config_for(drafter: str, engine: str, k: int, target: str | None = None,
                      registry_dir=None) -> ServeConfig:
     """`eaglezoo serve-config`: for a drafter folder (read from its files) or a registry entry."""
-    from ..serving import serve_config
+    from ..serving import schema_for, serve_config
     from .sources import classify
 
     kind = classify(drafter)
@@ -53,7 +53,7 @@ def serve_config_for(drafter: str, engine: str, k: int, target: str | None = Non
     from ..registry.load import lookup
 
     entry, _ = lookup(drafter, registry_dir)
-    fmt = "speculators" if entry.dialect == "speculators" else "eagle31"
+    fmt = schema_for(entry.dialect)
     result = serve_config(entry.spec(), engine, entry.drafter.repo or entry.drafter.path, target or entry.target.repo
                           or entry.target.path, k, entry.drafter.revision, fmt,
                           has_top_level_ids=entry.aux_layers.ids is not None and entry.dialect in ("eagle31", "speculators"))
@@ -69,12 +69,12 @@ def serve_config_for(drafter: str, engine: str, k: int, target: str | None = Non
 def _serve_folder(path, engine: str, k: int, target: str | None) -> ServeConfig:
     from ..checkpoint.formats.base import ReadOptions
     from ..convert import read_drafter
-    from ..serving import serve_config
+    from ..serving import schema_for, serve_config
 
     if target is None:
         raise UsageError("--target is needed when serving a drafter directory")
     reading, _, cfg = read_drafter(path, None, ReadOptions(allow_missing_aux=True), strict=False)
-    fmt = "speculators" if reading.dialect == "speculators" else "eagle31"
+    fmt = schema_for(reading.dialect)
     result = serve_config(reading.spec, engine, str(path), target, k, None, fmt,
                           has_top_level_ids="eagle_aux_hidden_state_layer_ids" in cfg)
     if reading.dialect not in ("eagle31", "speculators"):

@@ -11,7 +11,7 @@ import yaml
 from ..checkpoint.formats.base import ReadOptions
 from ..convert import read_drafter
 from ..errors import BadInput, UsageError
-from ..serving import engine_support, serve_config
+from ..serving import engine_support, schema_for, serve_config
 
 REPORT_KEYS = {"device": str, "dtype": str, "num_spec_tokens": int, "num_prompts": int, "max_new_tokens": int,
                "acceptance_per_position": list, "mean_acceptance_length": (int, float), "num_drafts": int}
@@ -66,7 +66,7 @@ def _drafter_section(spec) -> list[str]:
 
 
 def _serving_section(spec, dialect: str, drafter: str, target: str | None) -> list[str]:
-    fmt = "speculators" if dialect == "speculators" else "eagle31"
+    fmt = schema_for(dialect)
     lines = ["", "## Serving", ""]
     if target:
         for engine in ("vllm", "sglang"):

@@ -8,17 +8,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..checkpoint.config import validate_config
-from ..checkpoint.formats.base import ReadOptions
 from ..checkpoint.st_header import TensorRef, read_safetensors_header
 from ..checkpoint.tensors import tensor_from_bytes
 from ..convert import read_json, target_config
-from ..errors import BadInput, EaglezooError, HubError
+from ..errors import BadInput, HubError
 from .client import hub_call
 
 if TYPE_CHECKING:
     import torch
-
-SMALL = 4 * 1024 * 1024  # value checks fetch tensors up to this size
 
 
 class RemoteCheckpoint:
@@ -95,28 +92,7 @@ class RemoteCheckpoint:
         pass
 
 
-def remote_lint(repo: str, target: str | None, revision: str | None = None, dialect: str | None = None,
-                opts: ReadOptions | None = None):
-    from ..checkpoint import formats
-    from ..lint import LintReport, engine_schema, lint_reading, read_tolerating_missing_aux
-    from ..serving import engine_support
-
-    ckpt = RemoteCheckpoint(repo, revision)
-    validate_config(ckpt.config, f"{repo}/config.json", "drafter")
-    tcfg = _remote_target_config(target, ckpt) if target else None
-    name = dialect or formats.detect(ckpt.config, set(ckpt.refs), ckpt.metadata)
-    reading, findings = read_tolerating_missing_aux(lambda o: formats.get(name).read(ckpt.config, ckpt, o),
-                                                    opts or ReadOptions())
-    spec = reading.spec if reading else None
-    if reading is not None:
-        findings += lint_reading(reading, ckpt, tcfg, None, ckpt.config, max_value_bytes=SMALL)
-    return LintReport(drafter=repo, target=target, dialect=reading.dialect if reading else name,
-                      eagle_version=spec.eagle_version if spec else None, spec=spec, findings=findings,
-                      engines=engine_support(spec, engine_schema(reading)) if spec else [],
-                      bytes_read=ckpt.bytes_read, weights_bytes=ckpt.weights_bytes)
-
-
-def _remote_target_config(target: str, ckpt: RemoteCheckpoint) -> dict:
+def remote_target_config(target: str, ckpt: RemoteCheckpoint) -> dict:
     path = Path(target)
     if path.is_dir():
         return target_config(path)
@@ -127,28 +103,3 @@ def _remote_target_config(target: str, ckpt: RemoteCheckpoint) -> dict:
     return cfg.get("text_config") or cfg
 
 
-def check_online(entry) -> dict:
-    """Remote lint of a registry entry, plus the registry's facts against the published config."""
-    problems: list[str] = []
-    if not entry.drafter.repo:
-        return {"problems": [], "skipped": "not published on the Hub"}
-    try:
-        report = remote_lint(entry.drafter.repo, entry.target.repo, entry.drafter.revision, entry.dialect)
-    except EaglezooError as exc:
-        return {"problems": [f"online: {exc.message}"]}
-    problems += [f"lint {f.code}: {f.message}" for f in report.errors]
-    spec = report.spec
-    if spec is not None:
-        facts = {"draft_vocab_size": spec.draft_vocab_size, "target_vocab_size": spec.vocab_size,
-                 "hidden_size": spec.hidden_size, "eagle_version": spec.eagle_version}
-        for key, actual in facts.items():
-            stated = getattr(entry, key)
-            if stated is not None and stated != actual:
-                problems.append(f"registry says {key}={stated}, the published config says {actual}")
-        if entry.aux_layers.ids and spec.aux and entry.aux_layers.convention:
-            from ..checkpoint.spec import AuxLayers
-            stated = AuxLayers(ids=tuple(entry.aux_layers.ids), convention=entry.aux_layers.convention).boundary()
-            if stated != spec.aux.boundary():
-                problems.append(f"registry aux ids select boundary {stated}, the published config {spec.aux.boundary()}")
-    return {"problems": problems, "bytes_read": report.bytes_read, "weights_bytes": report.weights_bytes,
-            "findings": [f.model_dump() for f in report.findings]}

@@ -191,33 +191,6 @@ def write_entry(path: Path, entry: Entry, differences: list[Difference]) -> bool
     return new != text
 
 
-def pin_problems(entry: Entry) -> list[str]:
-    """`registry check --online`: the pinned revisions still exist, and the drafter's files there still
-    have the registry's sha256."""
-    problems = []
-    for role, repo in (("drafter", entry.drafter), ("target", entry.target)):
-        if not repo.repo or not (repo.revision or (role == "drafter" and entry.files)):
-            continue
-        try:
-            snap = snapshot(repo.repo, repo.revision)
-        except HubError as exc:
-            problems.append(f"{role}: {exc.message}")
-            continue
-        if role == "drafter":
-            problems += _hash_problems(entry.files, snap)
-    return problems
-
-
-def _hash_problems(pinned: dict[str, str], snap: Snapshot) -> list[str]:
-    problems = []
-    for name, digest in sorted(pinned.items()):
-        if name not in snap.files:
-            problems.append(f"files.{name}: not in {snap.at} (deleted or renamed)")
-        elif (actual := snap.sha256(name)) != digest:
-            problems.append(f"files.{name}: sha256 on the Hub is {actual}, the registry pins {digest}")
-    return problems
-
-
 def sync_selected(args: list[str], directory: Path | None, write: bool) -> list[EntrySync]:
     from .load import select
 
