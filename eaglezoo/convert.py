@@ -19,14 +19,15 @@ from pydantic import BaseModel
 
 from . import __version__
 from .checkpoint import formats
-from .checkpoint.config import validate_config
-from .checkpoint.formats.base import Reading, ReadOptions
-from .checkpoint.layout import check_tensors
-from .checkpoint.spec import DrafterSpec, effective_rope
+from .checkpoint.config import target_config, validate_config
+from .checkpoint.formats.base import ReadOptions
+from .checkpoint.problems import compare_with_target
+from .checkpoint.read import Drafter, read_drafter
+from .checkpoint.spec import DrafterSpec
 from .checkpoint.st_writer import OutTensor, plan_output_order, stream_convert
-from .checkpoint.tensors import Checkpoint, TensorRef
-from .errors import BadInput, UsageError
-from .fsutil import regular_file, staging, temp_dir_beside
+from .checkpoint.tensors import Checkpoint
+from .errors import UsageError
+from .fsutil import staging, temp_dir_beside
 
 CONFIG_DTYPE_CODES = {"float32": "F32", "float16": "F16", "bfloat16": "BF16", "float64": "F64"}
 
@@ -90,110 +91,60 @@ class Prepared:
     origin: str | None = None
 
 
-def read_json(path: Path, what: str) -> dict:
-    regular_file(path, what)
-    try:
-        value = json.loads(path.read_bytes().decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        raise BadInput(f"{what}: {path} is not valid UTF-8 text (byte {exc.start})") from None
-    except json.JSONDecodeError as exc:
-        raise BadInput(f"{what}: {path} is not valid JSON ({exc.args[0]})") from None
-    except RecursionError:
-        raise BadInput(f"{what}: {path} is nested too deeply to read") from None
-    if not isinstance(value, dict):
-        raise BadInput(f"{what}: {path} is not a JSON object")
-    return value
-
-
-def target_config(target: Path) -> dict:
-    if not target.is_dir():
-        raise UsageError(f"target {target}: not a directory")
-    path = target / "config.json"
-    cfg = validate_config(read_json(path, "target config"), str(path), "target")
-    return cfg.get("text_config") or cfg  # multimodal targets keep the LM under text_config
-
-
-def read_drafter(source: Path, dialect: str | None, opts: ReadOptions,
-                 strict: bool = True) -> tuple[Reading, Checkpoint, dict]:
-    """Config + headers -> a Reading with canonical names; with `strict`, the tensors must fit the config."""
-    if not source.is_dir():
-        raise UsageError(f"{source}: not a directory")
-    path = source / "config.json"
-    cfg = validate_config(read_json(path, "drafter config"), str(path), "drafter")
-    ckpt = Checkpoint(source)
-    ckpt.check_index()
-    name = dialect or formats.detect(cfg, set(ckpt.refs), ckpt.metadata)
-    reading = formats.get(name).read(cfg, ckpt, opts)
-    spec = reading.spec
-    if "model_type" not in spec.layer_config:
-        spec.layer_config["model_type"] = {"mla": "deepseek_v3"}.get(spec.arch, spec.arch)
-        reading.decisions.append(f"model_type absent: {spec.layer_config['model_type']!r} from the architecture")
-    if not strict:
-        return reading, ckpt, cfg
-    problems = check_tensors(spec, canonical_refs(reading, ckpt))
-    if problems:
-        unexpected = [p.message.split()[1] for p in problems if p.code == "unexpected"]
-        if unexpected:
-            raise BadInput(f"{len(unexpected)} tensor(s) neither mapped nor dropped with a reason: "
-                           f"{', '.join(_source_names(reading, unexpected))}")
-        first = problems[0]
-        more = f" (and {len(problems) - 1} more problem(s))" if len(problems) > 1 else ""
-        raise BadInput(first.message + more, hint=first.hint or None)
-    return reading, ckpt, cfg
-
-
-def canonical_refs(reading: Reading, ckpt: Checkpoint) -> dict[str, TensorRef]:
-    return {reading.renames[src]: ref for src, ref in ckpt.refs.items() if src in reading.renames}
-
-
-def canonical_state(reading: Reading, ckpt: Checkpoint) -> dict:
-    """Every mapped tensor, loaded, under its canonical name (the drafter module's own names)."""
-    return {reading.renames[src]: t for src, t in ckpt.load_all().items() if src in reading.renames}
-
-
-def _source_names(reading: Reading, canonical: list[str]) -> list[str]:
-    back = {v: k for k, v in reading.renames.items()}
-    return [back.get(n, n) for n in canonical]
-
-
 def plan(req: ConvertRequest) -> Prepared:
-    if req.to not in formats.WRITERS:
-        raise UsageError(f"unknown --to {req.to!r}", hint="use eagle31 or speculators")
+    """Read the source named in `req` and plan its conversion."""
+    check_format(req.to)
     tcfg = target_config(req.target) if req.target else None
     opts = ReadOptions(aux_layers=req.aux_layers, aux_convention=req.aux_convention,  # type: ignore[arg-type]
                        flags=req.flags, target_config=tcfg)
-    reading, ckpt, src_cfg = read_drafter(req.source, req.dialect, opts)
-    spec = reading.spec
-    warnings = list(reading.warnings)
-    if tcfg is not None:
-        warnings += compare_with_target(spec, tcfg)
+    return plan_from(read_drafter(req.source, req.dialect, opts), req.to, dtype=req.dtype, verifier=req.verifier,
+                     origin=req.origin)
 
-    cast = None
-    if req.dtype is not None:
-        if req.dtype not in CONFIG_DTYPE_CODES:
-            raise UsageError(f"unknown --dtype {req.dtype!r}", hint=f"use one of {', '.join(CONFIG_DTYPE_CODES)}")
-        cast = CONFIG_DTYPE_CODES[req.dtype]
+
+def check_format(to: str) -> None:
+    if to not in formats.WRITERS:
+        raise UsageError(f"unknown --to {to!r}", hint="use eagle31 or speculators")
+
+
+def plan_from(drafter: Drafter, to: str = "eagle31", *, dtype: str | None = None, verifier: str | None = None,
+              origin: str | None = None) -> Prepared:
+    """The conversion of a drafter already read: config, tensor order, renames, drops, decisions, warnings."""
+    check_format(to)
+    spec, reading, ckpt = drafter.spec, drafter.reading, drafter.checkpoint
+    warnings = list(reading.warnings)
+    if drafter.options.target_config is not None:
+        warnings += compare_with_target(spec, drafter.options.target_config)
     names = plan_output_order(ckpt, reading.renames)
+    cast = _cast_code(dtype)
     tensors = [OutTensor(reading.renames[n], ckpt.refs[n], cast if cast and ckpt.refs[n].is_float else ckpt.refs[n].dtype)
                for n in names]
-    dtype = req.dtype or _config_dtype(spec, tensors, warnings)
-
-    if req.to == "eagle31":
-        out_cfg = formats.eagle31.write_config(spec, dtype)
-    else:
-        out_cfg, more = formats.speculators.write_config(spec, dtype, req.verifier)
-        warnings += more
-    validate_config(out_cfg, f"to be written (--to {req.to})", "drafter")
+    out_cfg = _output_config(spec, to, dtype or _config_dtype(spec, tensors, warnings), verifier, warnings)
     p = Plan(
-        source=str(req.source), dialect=reading.dialect, to=req.to, source_files=[f.name for f in ckpt.files],
-        spec=spec, config_diff=config_diff(src_cfg, out_cfg),
+        source=str(drafter.path), dialect=reading.dialect, to=to, source_files=[f.name for f in ckpt.files],
+        spec=spec, config_diff=config_diff(drafter.config, out_cfg),
         renames=[Rename(source=s, output=reading.renames[s]) for s in names if reading.renames[s] != s],
         drops=[Drop(name=n, reason=r) for n, r in sorted(reading.drops.items())],
-        decisions=reading.decisions, warnings=warnings, dtype=req.dtype,
+        decisions=reading.decisions, warnings=warnings, dtype=dtype,
         num_tensors=len(tensors), num_bytes=sum(t.nbytes for t in tensors),
     )
-    metadata = {**ckpt.metadata, "format": "pt"}
-    return Prepared(p, ckpt, out_cfg, tensors, metadata, req.origin)
+    return Prepared(p, ckpt, out_cfg, tensors, {**ckpt.metadata, "format": "pt"}, origin)
+
+
+def _cast_code(dtype: str | None) -> str | None:
+    if dtype is None:
+        return None
+    if dtype not in CONFIG_DTYPE_CODES:
+        raise UsageError(f"unknown --dtype {dtype!r}", hint=f"use one of {', '.join(CONFIG_DTYPE_CODES)}")
+    return CONFIG_DTYPE_CODES[dtype]
+
+
+def _output_config(spec: DrafterSpec, to: str, dtype: str | None, verifier: str | None, warnings: list[str]) -> dict:
+    if to == "eagle31":
+        out_cfg = formats.eagle31.write_config(spec, dtype)
+    else:
+        out_cfg, more = formats.speculators.write_config(spec, dtype, verifier)
+        warnings += more
+    return validate_config(out_cfg, f"to be written (--to {to})", "drafter")
 
 
 def _config_dtype(spec: DrafterSpec, tensors: list[OutTensor], warnings: list[str]) -> str | None:
@@ -202,19 +153,6 @@ def _config_dtype(spec: DrafterSpec, tensors: list[OutTensor], warnings: list[st
     if spec.dtype and actual and spec.dtype != actual:
         warnings.append(f"config says torch_dtype {spec.dtype!r} but the weights are {actual}: written as {actual!r}")
     return actual or spec.dtype
-
-
-def compare_with_target(spec: DrafterSpec, tcfg: dict) -> list[str]:
-    warnings = []
-    d_ctx, t_ctx = spec.max_position_embeddings, tcfg.get("max_position_embeddings")
-    if d_ctx and t_ctx and d_ctx < t_ctx:
-        warnings.append(f"drafter max_position_embeddings {d_ctx} < target's {t_ctx}: long prompts run the drafter "
-                        "past its trained context (vLLM #48894)")
-    d_rope, t_rope = effective_rope(spec.layer_config), effective_rope(tcfg)
-    if d_rope != t_rope:
-        warnings.append(f"drafter RoPE {d_rope} differs from the target's {t_rope} (kept: the drafter was trained "
-                        "with it; speculators #574)")
-    return warnings
 
 
 def config_diff(before: dict, after: dict) -> list[Change]:

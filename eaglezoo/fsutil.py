@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -194,3 +195,18 @@ def move_into(tmp: Path, dest: Path) -> None:
             target.parent.mkdir(parents=True, exist_ok=True)
             os.replace(path, target)
     shutil.rmtree(tmp, ignore_errors=True)
+
+
+def read_json(path: Path, what: str) -> dict:
+    regular_file(path, what)
+    try:
+        value = json.loads(path.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise BadInput(f"{what}: {path} is not valid UTF-8 text (byte {exc.start})") from None
+    except json.JSONDecodeError as exc:
+        raise BadInput(f"{what}: {path} is not valid JSON ({exc.args[0]})") from None
+    except RecursionError:
+        raise BadInput(f"{what}: {path} is nested too deeply to read") from None
+    if not isinstance(value, dict):
+        raise BadInput(f"{what}: {path} is not a JSON object")
+    return value

@@ -25,12 +25,13 @@ from pathlib import Path
 
 import torch
 
+from eaglezoo.checkpoint.config import target_config
 from eaglezoo.checkpoint.formats.base import ReadOptions
-from eaglezoo.convert import canonical_state, read_drafter, target_config
+from eaglezoo.checkpoint.read import read_drafter
 from eaglezoo.verify.drafter import build_drafter
 from eaglezoo.verify.native import run_batches
-from eaglezoo.verify.workload import load_prompts
 from eaglezoo.verify.target import Target, resolve_device, resolve_dtype
+from eaglezoo.verify.workload import load_prompts
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -65,10 +66,9 @@ def bench(drafter_dir: Path, target_dir: Path, opts: dict, prompts, device: str,
     device = resolve_device(device)
     dtype = resolve_dtype("auto", device)
     target = Target(target_dir, device=device, dtype=dtype)
-    reading, ckpt, _ = read_drafter(drafter_dir, None, ReadOptions(**opts, target_config=target_config(target_dir)))
-    state = canonical_state(reading, ckpt)
-    drafter = build_drafter(reading.spec, state, embed=target.input_embeddings().detach(), dtype=dtype, device=device)
-    boundary = reading.spec.aux.boundary()
+    read = read_drafter(drafter_dir, None, ReadOptions(**opts, target_config=target_config(target_dir)))
+    drafter = build_drafter(read.spec, read.state(), embed=target.input_embeddings().detach(), dtype=dtype, device=device)
+    boundary = read.spec.aux.boundary()
     ids = [target.tokenizer(p.prompt, add_special_tokens=False)["input_ids"] for p in prompts]
     sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
     paths, split = {}, {b: [] for b in batch_sizes}

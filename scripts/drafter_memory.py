@@ -62,15 +62,16 @@ def whole_softmax(self, x, cos, sin, cache):
 def example_drafter():
     from safetensors.torch import load_file
 
+    from eaglezoo.checkpoint.config import target_config
     from eaglezoo.checkpoint.formats.base import ReadOptions
-    from eaglezoo.convert import canonical_state, read_drafter, target_config
+    from eaglezoo.checkpoint.read import read_drafter
     from eaglezoo.verify.drafter import build_drafter
 
     ex = ROOT / "examples" / "tiny"
     opts = ReadOptions(aux_layers=[2, 3, 4], aux_convention="boundary", target_config=target_config(ex / "target"))
-    reading, ckpt, _ = read_drafter(ex / "eagle31-safeai", None, opts)
+    read = read_drafter(ex / "eagle31-safeai", None, opts)
     embed = load_file(ex / "target" / "model.safetensors")["model.embed_tokens.weight"]
-    return build_drafter(reading.spec, canonical_state(reading, ckpt), embed=embed)
+    return build_drafter(read.spec, read.state(), embed=embed)
 
 
 def child(impl: str, t: int, k: int) -> dict:

@@ -30,7 +30,7 @@ from pathlib import Path
 import torch
 
 from eaglezoo.checkpoint.formats.base import ReadOptions
-from eaglezoo.convert import canonical_state, read_drafter
+from eaglezoo.checkpoint.read import read_drafter
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import train_example as tr  # noqa: E402
@@ -150,7 +150,7 @@ def train(args, log):
     init = None
     if args.resume:
         opts = ReadOptions(aux_layers=AUX, aux_convention="boundary")
-        init = canonical_state(*read_drafter(args.resume, None, opts)[:2])
+        init = read_drafter(args.resume, None, opts).state()
         log(f"train: continuing from {args.resume}")
     drafter = tr.train_drafter(target, stream, None, False, args.steps, 3, log, spec=spec, lr=args.lr,
                                data=tr.batches(stream, args.train_batch, args.seq, gen), device=args.device,

@@ -177,8 +177,8 @@ def test_round_trip_eagle31_speculators_eagle31(tmp_path, cli):
 
 def test_forward_pass_is_bit_identical_after_conversion(tmp_path, cli):
     from eaglezoo.checkpoint.formats.base import ReadOptions
+    from eaglezoo.checkpoint.read import read_drafter
     from eaglezoo.checkpoint.spec import AuxLayers
-    from eaglezoo.convert import canonical_refs, read_drafter
     from eaglezoo.verify.drafter import build_drafter
 
     spec = make_spec(fc_norm=True, norm_output=True)
@@ -188,15 +188,15 @@ def test_forward_pass_is_bit_identical_after_conversion(tmp_path, cli):
     outputs = []
     for d in (src, tmp_path / "out"):
         opts = ReadOptions(aux_layers=[1, 2, 3] if d == src else None, aux_convention="boundary" if d == src else None)
-        reading, ckpt, _ = read_drafter(d, None, opts)
-        state = {reading.renames[n]: ckpt.load(n) for n in canonical_refs(reading, ckpt) and reading.renames}
-        model = build_drafter(reading.spec, state, embed=embed)
+        read = read_drafter(d, None, opts)
+        state = {name: read.load(name) for name in read.refs}
+        model = build_drafter(read.spec, state, embed=embed)
         g = torch.Generator().manual_seed(2)
         aux = [torch.randn(20, spec.target_hidden_size, generator=g) for _ in range(3)]
         tokens = torch.randint(0, spec.vocab_size, (20,), generator=g)
         with torch.inference_mode():
             outputs.append(model.draft_chains(aux, tokens, 3, keep_logits=True))
-        assert reading.spec.aux == AuxLayers(ids=(1, 2, 3), convention="boundary")
+        assert read.spec.aux == AuxLayers(ids=(1, 2, 3), convention="boundary")
     for la, lb in zip(outputs[0].logits, outputs[1].logits):
         assert torch.equal(la, lb)
     assert torch.equal(outputs[0].draft_ids, outputs[1].draft_ids)

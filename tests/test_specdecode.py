@@ -7,12 +7,13 @@ import torch
 from conftest import EXAMPLE, EXAMPLE_AUX
 from reference_decode import forward_aux, speculative_decode
 
+from eaglezoo.checkpoint.config import target_config
 from eaglezoo.checkpoint.formats.base import ReadOptions
-from eaglezoo.convert import canonical_state, read_drafter, target_config
+from eaglezoo.checkpoint.read import read_drafter
 from eaglezoo.verify.acceptance import Tally, accepted_lengths, decoding_path
 from eaglezoo.verify.drafter import build_drafter
-from eaglezoo.verify.workload import load_prompts
 from eaglezoo.verify.target import Target
+from eaglezoo.verify.workload import load_prompts
 
 
 @pytest.fixture(scope="module")
@@ -21,9 +22,8 @@ def pair():
     drafters = {}
     for name in ("eagle3", "eagle31"):
         opts = ReadOptions(aux_layers=EXAMPLE_AUX, aux_convention="boundary", target_config=target_config(EXAMPLE / "target"))
-        reading, ckpt, _ = read_drafter(EXAMPLE / f"{name}-safeai", None, opts)
-        state = canonical_state(reading, ckpt)
-        drafters[name] = build_drafter(reading.spec, state, embed=target.input_embeddings().detach(), dtype=torch.float64)
+        read = read_drafter(EXAMPLE / f"{name}-safeai", None, opts)
+        drafters[name] = build_drafter(read.spec, read.state(), embed=target.input_embeddings().detach(), dtype=torch.float64)
     return target, drafters
 
 

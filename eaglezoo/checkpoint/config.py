@@ -7,6 +7,7 @@ types pass through untouched. A bad value is one line naming the file and the ke
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -23,7 +24,8 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from ..errors import BadInput
+from ..errors import BadInput, UsageError
+from ..fsutil import read_json
 
 # The dtype names transformers resolves with getattr(torch, name), plus its "auto".
 TORCH_DTYPES = frozenset({
@@ -257,3 +259,11 @@ def sentence(error: dict, prefix: str = "") -> str:
 def shown(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS - 3] + "..."
+
+
+def target_config(target: Path) -> dict:
+    if not target.is_dir():
+        raise UsageError(f"target {target}: not a directory")
+    path = target / "config.json"
+    cfg = validate_config(read_json(path, "target config"), str(path), "target")
+    return cfg.get("text_config") or cfg  # multimodal targets keep the LM under text_config

@@ -68,12 +68,13 @@ def serve_config_for(drafter: str, engine: str, k: int, target: str | None = Non
 
 def _serve_folder(path, engine: str, k: int, target: str | None) -> ServeConfig:
     from ..checkpoint.formats.base import ReadOptions
-    from ..convert import read_drafter
+    from ..checkpoint.read import read_drafter
     from ..serving import schema_for, serve_config
 
     if target is None:
         raise UsageError("--target is needed when serving a drafter directory")
-    reading, _, cfg = read_drafter(path, None, ReadOptions(allow_missing_aux=True), strict=False)
+    drafter = read_drafter(path, None, ReadOptions(allow_missing_aux=True), strict=False)
+    reading, cfg = drafter.reading, drafter.config
     fmt = schema_for(reading.dialect)
     result = serve_config(reading.spec, engine, str(path), target, k, None, fmt,
                           has_top_level_ids="eagle_aux_hidden_state_layer_ids" in cfg)

@@ -9,7 +9,7 @@ from pathlib import Path
 import yaml
 
 from ..checkpoint.formats.base import ReadOptions
-from ..convert import read_drafter
+from ..checkpoint.read import read_drafter
 from ..errors import BadInput, UsageError
 from ..serving import engine_support, schema_for, serve_config
 
@@ -35,7 +35,8 @@ def load_report(path: Path) -> dict:
 
 def model_card(folder: Path, report: dict | None = None, target: str | None = None, repo: str | None = None) -> str:
     """The card's Markdown: front matter, drafter facts, serving commands, measured acceptance, provenance."""
-    reading, _, cfg = read_drafter(folder, None, ReadOptions(allow_missing_aux=True), strict=False)
+    drafter = read_drafter(folder, None, ReadOptions(allow_missing_aux=True), strict=False)
+    reading, cfg = drafter.reading, drafter.config
     spec = reading.spec
     record = _json(folder / "conversion.json")
     target = target or (report or {}).get("target") or (cfg.get("speculators_config") or {}).get("verifier", {}).get("name_or_path")

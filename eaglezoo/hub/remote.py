@@ -7,11 +7,11 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..checkpoint.config import validate_config
+from ..checkpoint.config import target_config, validate_config
 from ..checkpoint.st_header import TensorRef, read_safetensors_header
 from ..checkpoint.tensors import tensor_from_bytes
-from ..convert import read_json, target_config
 from ..errors import BadInput, HubError
+from ..fsutil import read_json
 from .client import hub_call
 
 if TYPE_CHECKING:

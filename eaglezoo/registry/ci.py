@@ -90,7 +90,7 @@ class Recorded:
 
 
 def load_report(path: Path):
-    from ..convert import read_json
+    from ..fsutil import read_json
     from ..verify.report import VerifyReport
 
     try:

@@ -157,7 +157,7 @@ def check_drafter(config: dict | None, work: Workload, base: str) -> list[str]:
     if same is None:
         return [f"the server's drafter {served} could not be read here: its identity was not checked"]
     if not same:
-        raise EngineError(f"the server's drafter ({served}) is not the drafter named ({work.drafter_dir}): "
+        raise EngineError(f"the server's drafter ({served}) is not the drafter named ({work.drafter.path}): "
                           "their weights differ", hint="verify the drafter the server loads, or restart it with this one")
     return []
 
@@ -166,13 +166,13 @@ def same_drafter(served: Path, work: Workload) -> bool | None:
     """Whether the server's drafter folder holds the named drafter's tensors; None when unreadable."""
     import torch
 
-    from ..convert import canonical_state, read_drafter
+    from ..checkpoint.read import read_drafter
 
     try:
-        reading, ckpt, _ = read_drafter(served, None, work.opts)
+        theirs = read_drafter(served, None, work.drafter.options).state()
     except (EaglezooError, OSError):
         return None
-    theirs, ours = canonical_state(reading, ckpt), canonical_state(work.reading, work.checkpoint)
+    ours = work.drafter.state()
     return theirs.keys() == ours.keys() and all(torch.equal(theirs[k], ours[k]) for k in ours)
 
 

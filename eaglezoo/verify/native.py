@@ -15,7 +15,6 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from ..convert import canonical_state
 from ..errors import BadInput, UsageError
 from .acceptance import Tally, accepted_lengths, decoding_path
 from .drafter import Eagle3Drafter, build_drafter
@@ -49,7 +48,7 @@ def measure_native(work: Workload, device: str, dtype: str, options: NativeOptio
     target = Target(work.target_dir, device=device, dtype=torch_dtype, trust_remote_code=work.trust_remote_code,
                     dequantize_mxfp4=options.dequantize_mxfp4)
     try:
-        drafter = build_drafter(work.spec, canonical_state(work.reading, work.checkpoint), embed=target.input_embeddings().detach(),
+        drafter = build_drafter(work.spec, work.drafter.state(), embed=target.input_embeddings().detach(),
                                 dtype=torch_dtype, device=device if device != "cuda" else "cuda:0")
     except ValueError as exc:
         raise BadInput(str(exc)) from None

@@ -16,7 +16,7 @@ VLLM = "use --engine vllm, which runs the quantized weights"
 
 
 def quantization_config(target_dir: Path) -> dict | None:
-    from ..convert import read_json
+    from ..fsutil import read_json
 
     cfg = read_json(target_dir / "config.json", "target config")
     qc = cfg.get("quantization_config") or (cfg.get("text_config") or {}).get("quantization_config")

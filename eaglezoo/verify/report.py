@@ -9,7 +9,7 @@ from statistics import mean, median
 from pydantic import BaseModel, Field
 
 from .. import __version__
-from ..lint import Finding
+from ..checkpoint.problems import Finding
 from .acceptance import Tally
 from .workload import Measurement, Workload
 
@@ -66,7 +66,7 @@ def report_for(work: Workload, m: Measurement) -> VerifyReport:
     als = [1 + sum(x["accepted"]) / len(x["accepted"]) for x in per_prompt if x["accepted"]]
     new = [t[:work.max_new_tokens] for t in m.tokens]
     return VerifyReport(
-        drafter=str(work.drafter_dir), target=work.target_name, device=m.device, dtype=m.dtype, num_spec_tokens=k,
+        drafter=str(work.drafter.path), target=work.target_name, device=m.device, dtype=m.dtype, num_spec_tokens=k,
         max_new_tokens=work.max_new_tokens, num_prompts=len(work.prompts),
         acceptance_per_position=s["acceptance_per_position"], mean_acceptance_length=s["mean_acceptance_length"],
         mean_acceptance_length_per_prompt=sum(als) / len(als) if als else None,

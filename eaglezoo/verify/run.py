@@ -11,10 +11,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..checkpoint.config import target_config
 from ..checkpoint.formats.base import ReadOptions
-from ..convert import read_drafter, target_config
+from ..checkpoint.problems import provenance_findings
+from ..checkpoint.read import read_drafter
 from ..errors import UsageError
-from ..lint import lint_reading, provenance_findings
+from ..lint import lint_drafter
 from .report import VerifyReport, apply_thresholds, compare, report_for
 from .target import load_tokenizer
 from .workload import Measurement, NativeOptions, Progress, Workload, load_prompts, prompt_context, too_long
@@ -69,18 +71,18 @@ def prepare(drafter_dir: Path, target_dir: Path, target_name: str, target_revisi
             seed: int | None, engines: list[str], max_model_len: int | None, trust_remote_code: bool = False) -> Workload:
     tcfg = target_config(target_dir)
     opts.target_config = tcfg
-    reading, ckpt, _ = read_drafter(drafter_dir, None, opts)
-    findings = lint_reading(reading, ckpt, tcfg, target_dir) + provenance_findings(drafter_dir, reading.spec)
+    drafter = read_drafter(drafter_dir, None, opts)
+    findings = lint_drafter(drafter, tcfg, target_dir) + provenance_findings(drafter_dir, drafter.spec)
     prompts = load_prompts(prompts_file)[:max_prompts]
     tokenizer = load_tokenizer(target_dir, trust_remote_code)
     encoded = [tokenizer(p.prompt, add_special_tokens=False)["input_ids"] for p in prompts]
-    context = prompt_context(reading.spec, tcfg, engines, max_model_len)
+    context = prompt_context(drafter.spec, tcfg, engines, max_model_len)
     skipped = too_long(prompts, encoded, context, max_new_tokens + k)
     kept = [i for i in range(len(prompts)) if i not in {s["index"] for s in skipped}]
     if not kept:
         raise UsageError(f"every prompt is too long for the context ({context} tokens) with {max_new_tokens} new tokens",
                          hint="use shorter prompts, a smaller --max-new-tokens or a larger --max-model-len")
-    return Workload(drafter_dir, target_dir, target_name, target_revision, reading, ckpt, opts, findings,
+    return Workload(drafter, target_dir, target_name, target_revision, findings,
                     [prompts[i] for i in kept], [encoded[i] for i in kept], skipped, k, max_new_tokens,
                     temperature, seed, kept, trust_remote_code)
 

@@ -191,12 +191,9 @@ def measure_vllm(work: Workload, opts: EngineOptions, speedup: list[int] | None,
 
 def engine_drafter(work: Workload, out: Path) -> Path:
     """The drafter in the canonical eagle31 form vLLM reads (ids at the top level and in eagle_config)."""
-    from ..convert import ConvertRequest, apply, plan
+    from ..convert import apply, plan_from
 
-    o = work.opts
-    req = ConvertRequest(source=work.drafter_dir, to="eagle31", dialect=work.reading.dialect, target=work.target_dir,
-                         aux_layers=o.aux_layers, aux_convention=o.aux_convention, flags=o.flags)
-    apply(plan(req), out)
+    apply(plan_from(work.drafter, "eagle31"), out)
     return out
 
 

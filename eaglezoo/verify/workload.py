@@ -11,12 +11,11 @@ from typing import Callable
 
 from pydantic import BaseModel
 
-from ..checkpoint.formats.base import Reading, ReadOptions
+from ..checkpoint.problems import Finding
+from ..checkpoint.read import Drafter
 from ..checkpoint.spec import DrafterSpec
-from ..checkpoint.tensors import Checkpoint
 from ..errors import BadInput
 from ..fsutil import regular_file
-from ..lint import Finding
 
 Progress = Callable[..., None]  # progress(done, total, phase="...")
 
@@ -32,13 +31,10 @@ class Prompt(BaseModel):
 class Workload:
     """What every engine measures: the same drafter, target, prompts (tokenised once) and K."""
 
-    drafter_dir: Path
+    drafter: Drafter  # read once; every engine works from it
     target_dir: Path  # local: config and tokenizer at least
     target_name: str  # what an engine loads: the local path, or the Hub repo id
     target_revision: str | None
-    reading: Reading
-    checkpoint: Checkpoint
-    opts: ReadOptions
     findings: list[Finding]
     prompts: list[Prompt]
     encoded: list[list[int]]
@@ -52,7 +48,7 @@ class Workload:
 
     @property
     def spec(self) -> DrafterSpec:
-        return self.reading.spec
+        return self.drafter.spec
 
     def seeds(self) -> list[int] | None:
         """Request seeds by the prompt's own index: a skipped prompt never shifts another's seed."""

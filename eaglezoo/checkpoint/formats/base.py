@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ...errors import BadInput, UsageError
-from ..layout import target_problems
+from ..problems import target_problems
 from ..spec import CONVENTIONS, AuxLayers, Convention, DrafterSpec, default_boundary_ids
 from ..tensors import Checkpoint
 

@@ -1,0 +1,277 @@
+"""Every problem a drafter can have, as `Finding` data: its tensors against its config, its config
+against the target, its values, config keys and provenance. Convert refuses the first error; lint
+reports every finding; verify carries them in its report."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Callable, Literal
+
+import torch
+from pydantic import BaseModel
+
+from ..errors import EaglezooError
+from .layout import expected_shapes, optional_shapes
+from .spec import AuxLayers, DrafterSpec, effective_rope
+from .tensors import Checkpoint, TensorRef
+
+Severity = Literal["error", "warning", "info"]
+Add = Callable[..., None]  # add(severity, code, message, hint="")
+Load = Callable[[str], torch.Tensor]  # a tensor by its canonical name
+
+
+class Finding(BaseModel):
+    severity: Severity
+    code: str
+    message: str
+    hint: str = ""
+
+
+def error(code: str, message: str, hint: str = "") -> Finding:
+    return Finding(severity="error", code=code, message=message, hint=hint)
+
+
+INT_CODES = {"I64", "I32"}
+
+
+
+def check_tensors(spec: DrafterSpec, refs: dict[str, TensorRef]) -> list[Finding]:
+    """Shapes, dtypes, missing and unexpected tensors (names must already be canonical)."""
+    problems: list[Finding] = []
+    want = expected_shapes(spec)
+    optional = optional_shapes(spec)
+    k, ht = spec.num_aux, spec.target_hidden_size
+    fc = refs.get("fc.weight")
+    if fc is not None and len(fc.shape) == 2 and fc.shape[1] != k * ht:
+        problems.append(error("fc-fan-in", f"fc.weight fan-in is {fc.shape[1]}, but k x target_hidden_size = "
+                                f"{k} x {ht} = {k * ht}", "the aux count or target_hidden_size in the config is wrong"))
+    lm = refs.get("lm_head.weight")
+    if lm is not None and lm.shape and lm.shape[0] != spec.draft_vocab_size:
+        problems.append(error("lm-head-rows", f"lm_head.weight has {lm.shape[0]} rows, but draft_vocab_size is "
+                                f"{spec.draft_vocab_size}", "set draft_vocab_size to the lm_head rows (SafeAILab #249)"))
+    for name, shape in want.items():
+        ref = refs.get(name)
+        if ref is None:
+            problems.append(_missing(spec, name))
+        elif shape is not None and ref.shape != shape and name not in ("fc.weight", "lm_head.weight"):
+            problems.append(error("shape", f"{name} has shape {list(ref.shape)}, expected {list(shape)} from the config"))
+    for name, shape in optional.items():
+        ref = refs.get(name)
+        if ref is not None and ref.shape != shape:
+            problems.append(error("shape", f"{name} has shape {list(ref.shape)}, expected {list(shape)}"))
+    for name in ("d2t",):
+        ref = refs.get(name)
+        if ref is not None and ref.dtype not in INT_CODES:
+            problems.append(error("d2t-dtype", f"d2t must hold integer offsets, found {ref.dtype}",
+                                    "d2t is int64 offsets: target_id = draft_id + d2t[draft_id] (formats.md §3.3)"))
+    ref = refs.get("t2d")
+    if ref is not None and ref.dtype not in ("BOOL", "U8"):
+        problems.append(error("t2d-dtype", f"t2d must be a bool mask, found {ref.dtype}"))
+    if "embed_tokens.weight" not in refs and spec.hidden_size != spec.target_hidden_size:
+        problems.append(error("embed-missing", "hidden_size differs from target_hidden_size, so the drafter must "
+                                "ship its own embed_tokens.weight, and it has none", "vLLM #18906"))
+    extra = sorted(set(refs) - set(want) - set(optional))
+    for name in extra:
+        problems.append(_unexpected(spec, name))
+    return problems
+
+
+
+def _missing(spec: DrafterSpec, name: str) -> Finding:
+    if name.startswith("fc_norm."):
+        return error("flag-without-tensors", f"fc_norm is true but {name} is missing",
+                       "never switch fc_norm on without its trained tensors (formats.md §14.1)")
+    if name == "input_norm.weight":
+        return error("flag-without-tensors", "norm_before_fc is true but input_norm.weight is missing")
+    if name in ("d2t", "t2d"):
+        return error("vocab-map-missing", f"draft_vocab_size {spec.draft_vocab_size} < vocab_size "
+                       f"{spec.vocab_size}, but {name} is missing", "the draft->target vocabulary map is mandatory")
+    return error("missing", f"tensor {name} is missing")
+
+
+
+def _unexpected(spec: DrafterSpec, name: str) -> Finding:
+    if name.startswith("fc_norm."):
+        return error("tensors-without-flag", f"{name} is present but fc_norm is false or k is smaller",
+                       "trained fc_norm tensors need fc_norm: true in the config")
+    if name == "input_norm.weight":
+        return error("tensors-without-flag", "input_norm.weight is present but norm_before_fc is false")
+    return error("unexpected", f"tensor {name} does not belong to this drafter's config")
+
+
+
+def target_problems(aux: AuxLayers | None, target_hidden: int, vocab: int, tcfg: dict) -> list[Finding]:
+    """Where the drafter does not fit its target's config: convert refuses the first, lint reports each."""
+    n = int(tcfg["num_hidden_layers"])
+    problems = []
+    if aux is not None and any(not 0 <= i <= n for i in aux.boundary()):
+        problems.append(error("aux-ids-range", f"aux ids select boundary {aux.boundary()}, outside the target's "
+                                f"0..{n} ({n} layers)", "check the convention: layer-output ids are boundary ids "
+                                "minus one (formats.md §9)"))
+    if int(tcfg["hidden_size"]) != target_hidden:
+        problems.append(error("target-hidden-mismatch", f"target hidden_size is {tcfg['hidden_size']}, but the "
+                                f"drafter's target_hidden_size is {target_hidden}"))
+    if int(tcfg["vocab_size"]) != vocab:
+        problems.append(error("vocab-mismatch", f"target vocab_size is {tcfg['vocab_size']}, but the drafter's "
+                                f"vocab_size is {vocab}", "draft and target must share one tokenizer (SafeAILab #258)"))
+    return problems
+
+
+def target_findings(spec: DrafterSpec, tcfg: dict) -> list[Finding]:
+    """The drafter against its target's config: errors where engines would misread it, warnings otherwise."""
+    out = target_problems(spec.aux, spec.target_hidden_size, spec.vocab_size, tcfg)
+    if spec.aux is not None and 0 in spec.aux.boundary():
+        out.append(Finding(severity="warning", code="aux-ids-embedding",
+                           message="boundary id 0 captures the embedding output, not a layer",
+                           hint="check the ids' convention: in the layer-output convention 0 is the first layer"))
+    out += [Finding(severity="warning", code="context-rope", message=w) for w in compare_with_target(spec, tcfg)]
+    return out
+
+
+def compare_with_target(spec: DrafterSpec, tcfg: dict) -> list[str]:
+    warnings = []
+    d_ctx, t_ctx = spec.max_position_embeddings, tcfg.get("max_position_embeddings")
+    if d_ctx and t_ctx and d_ctx < t_ctx:
+        warnings.append(f"drafter max_position_embeddings {d_ctx} < target's {t_ctx}: long prompts run the drafter "
+                        "past its trained context (vLLM #48894)")
+    d_rope, t_rope = effective_rope(spec.layer_config), effective_rope(tcfg)
+    if d_rope != t_rope:
+        warnings.append(f"drafter RoPE {d_rope} differs from the target's {t_rope} (kept: the drafter was trained "
+                        "with it; speculators #574)")
+    return warnings
+
+
+def provenance_findings(drafter_dir: Path, spec: DrafterSpec) -> list[Finding]:
+    """A converted drafter must still say what conversion.json recorded (hand edits break drafters)."""
+    record_path = drafter_dir / "conversion.json"
+    if not record_path.is_file():
+        return []
+    try:
+        recorded = DrafterSpec.model_validate(json.loads(record_path.read_text())["spec"])
+    except (ValueError, KeyError, TypeError):
+        return [Finding(severity="warning", code="provenance-unreadable", message="conversion.json is not readable")]
+    out = []
+    if recorded.aux and spec.aux and recorded.aux.boundary() != spec.aux.boundary():
+        out.append(Finding(severity="error", code="aux-ids-changed",
+                           message=f"the config selects boundary {spec.aux.boundary()}, but conversion.json recorded "
+                                   f"{recorded.aux.boundary()}: the ids were edited after conversion",
+                           hint="ids copied across conventions are off by one (vLLM #43671, #50170)"))
+    changed = [f for f, v in spec.flags().items() if recorded.flags().get(f) != v]
+    if changed:
+        out.append(Finding(severity="error", code="flags-changed",
+                           message=f"{', '.join(changed)} differ from what conversion.json recorded"))
+    return out
+
+
+
+def config_findings(cfg: dict, dialect: str, add: Add) -> None:
+    top = cfg
+    if "norm_before_residual" not in top:
+        add("warning", "norm-before-residual-implicit", "norm_before_residual is not written: vLLM's HF path reads "
+            "false, its speculators path true", "convert writes it explicitly (formats.md §14.14)")
+    layer = cfg.get("transformer_layer_config", cfg)
+    if layer.get("tie_word_embeddings") or top.get("tie_word_embeddings"):
+        add("error", "tie-word-embeddings", "tie_word_embeddings is true: SGLang ties lm_head to embed_tokens and "
+            "transformers may overwrite the draft-vocab lm_head", "write tie_word_embeddings: false")
+    if "target_hidden_size" in top and top["target_hidden_size"] is None and dialect != "speculators":
+        add("warning", "target-hidden-null", "target_hidden_size is null: vLLM's HF path computes None * k and crashes",
+            "write target_hidden_size, or drop the key (eaglezoo convert does)")
+
+
+def value_findings(spec: DrafterSpec, refs: dict[str, TensorRef], load: Load, target_dir: Path | None, add: Add,
+                   max_bytes: int | None = None) -> None:
+    """Checks that need tensor values, by canonical name. With `max_bytes` (remote lint) only vectors up to
+    that size are fetched (norms, d2t, t2d): a tiny share of the weights."""
+    def small(name: str) -> bool:
+        return max_bytes is None or (len(refs[name].shape) <= 1 and refs[name].nbytes <= max_bytes)
+
+    _finite_and_norm_findings(refs, load, small, add)
+    _duplicate_slot_findings(spec, load, small, add)
+    if spec.has_vocab_map and small("d2t"):
+        _vocab_map_findings(spec, load("d2t"), load("t2d") if "t2d" in refs else None, add)
+    if "embed_tokens.weight" in refs and target_dir is not None and small("embed_tokens.weight"):
+        _embed_findings(load("embed_tokens.weight"), target_dir, add)
+
+
+def _finite_and_norm_findings(refs: dict[str, TensorRef], load: Load, small: Callable[[str], bool], add: Add) -> None:
+    nonfinite, skipped = [], []
+    for name, ref in refs.items():
+        if not ref.is_float:
+            continue
+        if not small(name):
+            skipped.append(name)
+            continue
+        t = load(name).float()  # fp8 has no isfinite kernel; the float32 copy is exact
+        if not torch.isfinite(t).all():
+            nonfinite.append(name)
+        if name.endswith(".weight") and "norm" in name and t.numel():
+            if bool((t == 1).all()):
+                add("warning", "norm-untrained", f"{name} is all ones: never trained, or defaulted by a converter "
+                    "(speculators #812)", "check the training run's checkpoint; a converter must copy the norm")
+            elif bool((t == 0).all()):
+                add("error", "norm-zero", f"{name} is all zeros: the norm erases its input",
+                    "the checkpoint is broken: re-export it from training")
+    if nonfinite:
+        add("error", "nan-inf", f"NaN or Inf values in {', '.join(nonfinite)}",
+            "the checkpoint is broken: re-export it from training")
+    if skipped:
+        add("info", "values-skipped", f"remote lint: values of {len(skipped)} large tensor(s) not downloaded "
+            "(NaN/Inf and duplicated-slot checks need a local copy)")
+
+
+def _duplicate_slot_findings(spec: DrafterSpec, load: Load, small: Callable[[str], bool], add: Add) -> None:
+    if spec.fc_norm:
+        norms = [load(f"fc_norm.{j}.weight") for j in range(spec.num_aux)]
+        for a in range(len(norms)):
+            for b in range(a + 1, len(norms)):
+                if torch.equal(norms[a], norms[b]) and not bool((norms[a] == 1).all()):
+                    add("warning", "duplicate-aux-slots", f"fc_norm.{a} and fc_norm.{b} are identical",
+                        "the same aux layer may have been captured twice in training")
+    if small("fc.weight"):
+        fc = load("fc.weight")
+        blocks = fc.reshape(fc.shape[0], spec.num_aux, spec.target_hidden_size)
+        for a in range(spec.num_aux):
+            for b in range(a + 1, spec.num_aux):
+                if torch.equal(blocks[:, a], blocks[:, b]):
+                    add("error", "duplicate-aux-slots", f"fc columns of aux slots {a} and {b} are identical",
+                        "the same aux layer was captured twice in training: retrain with distinct aux ids")
+
+
+def _vocab_map_findings(spec: DrafterSpec, d2t: torch.Tensor, t2d: torch.Tensor | None, add) -> None:
+    d2t = d2t.long()
+    ids = torch.arange(spec.draft_vocab_size) + d2t
+    if bool((d2t == 0).all()):
+        add("warning", "vocab-map-trivial", f"d2t is all zeros: draft ids map to target ids 0..{spec.draft_vocab_size - 1}",
+            "a real map keeps the most frequent tokens (SafeAILab #222, verl-SpeCo #66)")
+    problems = []
+    if (ids < 0).any() or (ids >= spec.vocab_size).any():
+        problems.append("arange(V_d) + d2t leaves [0, vocab_size)")
+    if len(ids) > 1 and not bool((ids[1:] > ids[:-1]).all()):
+        problems.append("arange(V_d) + d2t is not strictly increasing")
+    if t2d is not None:
+        t2d = t2d.bool()
+        if int(t2d.sum()) != spec.draft_vocab_size:
+            problems.append(f"t2d marks {int(t2d.sum())} tokens, not draft_vocab_size {spec.draft_vocab_size}")
+        elif not problems and not bool(t2d[ids].all()):
+            problems.append("t2d does not mark the tokens d2t maps to")
+    for p in problems:
+        add("error", "vocab-map-invalid", p, "formats.md §3.3 invariants")
+
+
+
+def _embed_findings(embed: torch.Tensor, target_dir: Path, add) -> None:
+    try:
+        target = Checkpoint(target_dir)
+    except EaglezooError:
+        return
+    name = next((n for n in ("model.embed_tokens.weight", "embed_tokens.weight", "model.language_model.embed_tokens.weight")
+                 if n in target.refs), None)
+    if name is None:
+        return
+    theirs = target.load(name)
+    if theirs.shape != embed.shape:
+        add("error", "embed-shape", f"embed_tokens {list(embed.shape)} vs the target's {list(theirs.shape)}")
+    elif not torch.equal(theirs.to(embed.dtype), embed):
+        add("warning", "embed-differs", "embed_tokens differs from the target's: engines will not share it "
+            "(vLLM compares with torch.equal); fine only if the drafter was trained with its own")
