@@ -102,3 +102,36 @@ def test_the_engine_passes_on_only_what_vllm_says_to_users():
     assert vllm_worker.engine_message(KeyError("internal_table_key")) is None
     assert vllm_worker.engine_message(RuntimeError("at 0x7f: internal state")) is None
     assert vllm_worker.engine_message(OutOfMemoryError("CUDA out of memory")).startswith("out of GPU memory")
+
+
+def test_a_reason_vllm_raised_in_its_own_process_is_read_from_the_log(tmp_path):
+    """The engine core's (or a rank's) traceback is only in the log: its ValueError or out-of-memory
+    line is vLLM's reason, without the class name; the parent's generic RuntimeError is not."""
+    from pydantic import BaseModel, Field, ValidationError
+
+    from eaglezoo.verify import vllm_worker
+    from eaglezoo.verify.vllm_engine import log_reason, worker_error
+
+    log = tmp_path / "engine.log"
+    log.write_text("(EngineCore pid=7) INFO 11-25 02:26:30 [core.py:133] Initializing a V1 LLM engine\n"
+                   "\x1b[1;31m(VllmWorker-0 pid=9) ERROR 11-25 02:26:38 [multiproc_executor.py:953] ValueError: "
+                   "Available memory on node 0 (5.54/8.21 GiB) is less than desired\x1b[0m\n"
+                   "Exception: WorkerProc initialization failed due to an exception in a background process.\n"
+                   "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}\n")
+    assert log_reason(log) == "Available memory on node 0 (5.54/8.21 GiB) is less than desired"
+    failure = worker_error({"event": "error", "kind": "engine", "message": None}, "python", log)
+    assert failure.message == "vLLM stopped: Available memory on node 0 (5.54/8.21 GiB) is less than desired"
+    assert "--gpu-memory-utilization" in failure.hint
+    log.write_text("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n")
+    assert log_reason(log) == "CUDA out of memory. Tried to allocate 2.00 GiB"
+    log.write_text("RuntimeError: Engine core initialization failed. See root cause above.\n")
+    assert log_reason(log) is None and log_reason(tmp_path / "absent.log") is None
+    failure = worker_error({"event": "error", "kind": "engine", "message": None}, "python", log)
+    assert failure.message == "vLLM failed while starting or measuring" and failure.hint is None
+
+    class CacheConfig(BaseModel):
+        block_size: int = Field(ge=1)
+
+    with pytest.raises(ValidationError) as refused:
+        CacheConfig(block_size=0)
+    assert vllm_worker.engine_message(refused.value) == "block_size: Input should be greater than or equal to 1"

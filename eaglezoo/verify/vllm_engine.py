@@ -12,6 +12,7 @@ import contextlib
 import importlib.util
 import json
 import os
+import re
 import selectors
 import shutil
 import signal
@@ -24,13 +25,22 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
-from ..errors import EngineError, UsageError
+from ..errors import EngineError, UsageError, printable
 from ..fsutil import staging
 from ..serving import engine_support, serve_config
 from .workload import Measurement, Progress, Workload
 
 WORKER = Path(__file__).with_name("vllm_worker.py")
 LEAKY_ENV = ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "VIRTUAL_ENV", "__PYVENV_LAUNCHER__")
+# A traceback's last line in the engine's log, bare or after vLLM's "(EngineCore pid=1) ERROR ... [core.py:1] "
+# prefix: the kinds the worker passes on (vllm_worker.engine_message), "torch." and the like before the name.
+LOG_REASON = re.compile(r"(?:^|[)\]] )(?:[\w.]+\.)?(?:ValueError|OutOfMemoryError): (?P<reason>\S.*)")
+ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+LOG_TAIL = 1 << 20  # bytes of the log searched for the reason
+MAX_REASON = 800
+MEMORY_HINT = ("vLLM reserves --gpu-memory-utilization of the GPU's memory (on CPU: of RAM, or "
+               "VLLM_CPU_KVCACHE_SPACE GiB for the KV cache where that is set): change it as vLLM says, "
+               "lower --max-model-len, or free memory that other processes hold")
 
 
 class EngineEvent(BaseModel):
@@ -214,7 +224,7 @@ def run_worker(python: str, request: dict, tmp: Path, timeout_s: float, progress
                 events = read_events(proc, time.monotonic() + timeout_s, progress, label, len(request["concurrency"]))
             finally:
                 stop(proc)
-        return worker_result(events, request, python, proc.returncode)
+        return worker_result(events, request, python, proc.returncode, log_path)
     except EngineError as exc:
         keep = not debug
         if keep:
@@ -225,10 +235,10 @@ def run_worker(python: str, request: dict, tmp: Path, timeout_s: float, progress
             log_path.unlink(missing_ok=True)
 
 
-def worker_result(events: list[dict], request: dict, python: str, returncode: int | None) -> dict:
+def worker_result(events: list[dict], request: dict, python: str, returncode: int | None, log_path: Path) -> dict:
     for e in events:
         if e["event"] == "error":
-            raise worker_error(e, python)
+            raise worker_error(e, python, log_path)
     try:
         result = WorkerResult(engine=next(e for e in events if e["event"] == "engine"),
                               passes=[e for e in events if e["event"] == "pass"])
@@ -316,8 +326,8 @@ def engine_env() -> dict:
     return {k: v for k, v in os.environ.items() if k not in LEAKY_ENV}
 
 
-def worker_error(event: dict, python: str) -> Exception:
-    kind, message = event.get("kind"), event.get("message", "")
+def worker_error(event: dict, python: str, log_path: Path) -> Exception:
+    kind, message = event.get("kind"), event.get("message") or ""
     if kind == "no-vllm":
         return UsageError(f"{python} cannot import vLLM", hint="give --engine-python PATH of an interpreter that has "
                                                                "vLLM installed")
@@ -328,4 +338,29 @@ def worker_error(event: dict, python: str) -> Exception:
     if kind == "devices":
         return UsageError(message, hint="lower --tensor-parallel-size / --pipeline-parallel-size, or span nodes "
                                         "with --distributed-executor-backend ray")
-    return EngineError(f"vLLM stopped: {message[:300]}" if message else "vLLM failed while starting or measuring")
+    if kind == "argument":
+        return UsageError(message, hint="check --engine-args against the installed vLLM's engine arguments "
+                                        "(`vllm serve --help` lists them)")
+    return engine_failure(message or log_reason(log_path))
+
+
+def engine_failure(reason: str | None) -> EngineError:
+    """vLLM's own reason on one line; where memory is the cause, the settings that budget it."""
+    reason = printable(reason or "")[:MAX_REASON]
+    if not reason:
+        return EngineError("vLLM failed while starting or measuring")
+    memory = re.search(r"\bmemory\b", reason, re.I)
+    return EngineError(f"vLLM stopped: {reason}", hint=MEMORY_HINT if memory else None)
+
+
+def log_reason(log_path: Path) -> str | None:
+    """vLLM's reason when it raised in a process of its own (the engine core, a rank): the worker then
+    sees only that the engine core failed to start, and the reason is in the log that all share."""
+    try:
+        with open(log_path, "rb") as log:
+            log.seek(max(0, log.seek(0, os.SEEK_END) - LOG_TAIL))
+            text = log.read().decode(errors="replace")
+    except OSError:
+        return None
+    found = [m["reason"] for line in text.splitlines() if (m := LOG_REASON.search(ANSI.sub("", line)))]
+    return found[-1] if found else None

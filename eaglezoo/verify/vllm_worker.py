@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import time
 
@@ -107,6 +108,7 @@ def device_name() -> str:
 
 
 def start_engine(req: dict):
+    import vllm
     from vllm import LLM
 
     kwargs = dict(req["engine_args"], model=req["model"], disable_log_stats=False, enable_prefix_caching=False)
@@ -116,8 +118,20 @@ def start_engine(req: dict):
         kwargs["speculative_config"] = req["speculative_config"]
         kwargs["per_request_spec_decode_metrics"] = "detailed"
     t0 = time.perf_counter()
-    llm = LLM(**kwargs)
+    try:
+        llm = LLM(**kwargs)
+    except TypeError as exc:
+        name = unknown_argument(exc, req["engine_args"])
+        if name is None:
+            raise
+        raise Refusal("argument", f"vLLM {vllm.__version__} takes no engine argument {name!r}") from None
     return llm, time.perf_counter() - t0
+
+
+def unknown_argument(exc: TypeError, given: dict) -> str | None:
+    """The name in "EngineArgs.__init__() got an unexpected keyword argument 'x'", if the user gave it."""
+    match = re.search(r"unexpected keyword argument '(\w+)'", str(exc))
+    return match[1] if match and match[1] in given else None
 
 
 def counters(llm) -> dict:
@@ -213,12 +227,28 @@ def main() -> None:
 
 
 def engine_message(exc: Exception) -> str | None:
-    """vLLM's refusals of its arguments (ValueError, pydantic's included) speak to users: their first
-    line is passed on. Running out of memory is named. Anything else is not for users to read."""
+    """vLLM's refusals of its arguments and of the memory it is given (ValueError, pydantic's included)
+    speak to users: their first line is passed on. Running out of memory is named. Anything else is not
+    for users to read."""
     if type(exc).__name__ == "OutOfMemoryError":
-        return "out of GPU memory (lower --max-model-len or --gpu-memory-utilization, or add GPUs)"
-    lines = str(exc).strip().splitlines() if isinstance(exc, ValueError) else []
-    return lines[0] if lines else None
+        return "out of GPU memory"
+    if not isinstance(exc, ValueError):
+        return None
+    lines = str(exc).strip().splitlines()
+    return validation_errors(exc) or (lines[0] if lines else None)
+
+
+def validation_errors(exc: ValueError) -> str | None:
+    """pydantic's errors without its first line ("1 validation error for CacheConfig"), one per field."""
+    errors = getattr(exc, "errors", None)
+    if not callable(errors):
+        return None
+    found = []
+    for error in errors():
+        msg = str(error.get("msg", "")).removeprefix("Value error, ")
+        loc = ".".join(map(str, error.get("loc", ())))
+        found.append(f"{loc}: {msg}" if loc else msg)
+    return "; ".join(found) or None
 
 
 def run_warmup(llm, req: dict) -> None:
