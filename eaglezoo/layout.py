@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .spec import AuxLayers, DrafterSpec
+from .st_header import COMPLEX_CODES
 from .tensors import TensorRef
 
 INT_CODES = {"I64", "I32"}
@@ -118,6 +119,7 @@ def check_tensors(spec: DrafterSpec, refs: dict[str, TensorRef]) -> list[Problem
         ref = refs.get(name)
         if ref is not None and ref.shape != shape:
             problems.append(Problem("shape", f"{name} has shape {list(ref.shape)}, expected {list(shape)}"))
+    problems += _complex_weights(refs, set(want) | set(optional))
     for name in ("d2t",):
         ref = refs.get(name)
         if ref is not None and ref.dtype not in INT_CODES:
@@ -133,6 +135,15 @@ def check_tensors(spec: DrafterSpec, refs: dict[str, TensorRef]) -> list[Problem
     for name in extra:
         problems.append(_unexpected(spec, name))
     return problems
+
+
+def _complex_weights(refs: dict[str, TensorRef], known: set[str]) -> list[Problem]:
+    """A drafter's weights are real: engines' loaders copy a complex tensor into a real parameter,
+    keeping the real part only, so the drafter would run with other weights than it ships."""
+    return [Problem("dtype-complex", f"{name} is complex ({ref.dtype}): a drafter's weights are real, and "
+                    "engines would drop the imaginary part", "export the drafter again with real float weights, "
+                    "e.g. bfloat16")
+            for name, ref in refs.items() if name in known and ref.dtype in COMPLEX_CODES]
 
 
 def _missing(spec: DrafterSpec, name: str) -> Problem:
