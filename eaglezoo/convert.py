@@ -7,6 +7,7 @@ beside OUT and renames it into place, so OUT either does not exist or is complet
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -180,12 +181,16 @@ def check_destination(source: Path, out: Path, force: bool) -> None:
     if dst == src or src in dst.parents or dst in src.parents:
         raise UsageError(f"OUT {out} overlaps SRC {source}: SRC is never modified")
     if out.exists() and not force:
-        raise UsageError(f"{out} already exists", hint="choose a new OUT or pass --force to replace it")
+        raise _out_exists(out)
     if out.exists() and not out.is_dir():
         raise UsageError(f"{out} exists and is not a directory")
     existing = next(p for p in out.absolute().parents if p.exists())
     if not existing.is_dir():
         raise UsageError(f"cannot write {out}: {existing} is not a directory")
+
+
+def _out_exists(out: Path) -> UsageError:
+    return UsageError(f"{out} already exists", hint="choose a new OUT or pass --force to replace it")
 
 
 def apply(prep: Prepared, out: Path, force: bool = False, progress: Callable[[int], None] = lambda n: None) -> dict:
@@ -242,4 +247,15 @@ def _replace_dir(tmp: Path, out: Path, force: bool) -> None:
         os.rename(tmp, out)
         shutil.rmtree(old, ignore_errors=True)
     else:
+        _rename_new(tmp, out)
+
+
+def _rename_new(tmp: Path, out: Path) -> None:
+    """Renames tmp to out, which was absent when checked: a convert racing to the same OUT may have
+    made it since (rename then fails on a folder with files, or a file), and that one's output stays."""
+    try:
         os.rename(tmp, out)
+    except OSError as exc:
+        if exc.errno in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOTDIR, errno.EISDIR) and os.path.lexists(out):
+            raise _out_exists(out) from None
+        raise

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import builtins
+import hashlib
+import io
 import json
 import os
+import pickle
 import signal
 import struct
 import subprocess
@@ -12,7 +16,7 @@ import time
 
 import pytest
 import torch
-from conftest import CLI_ENV, ROOT, assert_clean_failure, tree_digest
+from conftest import CLI_ENV, ROOT, Result, assert_clean_failure, tree_digest
 from factory import make_drafter, make_spec
 from safetensors.torch import save_file
 
@@ -108,6 +112,45 @@ def test_pickle_that_is_not_tensors_is_refused_by_weights_only(tmp_path, cli):
     assert tree_digest(src) == before
 
 
+class Calls:
+    """Pickles as a call of `fn(*args)`: what a malicious checkpoint asks the unpickler to run."""
+
+    def __init__(self, fn, *args):
+        self.fn, self.args = fn, args
+
+    def __reduce__(self):
+        return self.fn, self.args
+
+
+def zip_checkpoint_with(value):
+    buf = io.BytesIO()
+    torch.save({"fc.weight": value}, buf)
+    return buf.getvalue()
+
+
+UNLOADABLE_BINS = {
+    "runs os.system": (lambda: zip_checkpoint_with(Calls(os.system, "true")),
+                       f"it asks to run code ({os.system.__module__}.system)"),  # posix.system on Linux
+    "runs eval": (lambda: zip_checkpoint_with(Calls(builtins.eval, "1")), "it asks to run code (builtins.eval)"),
+    "raw pickle": (lambda: pickle.dumps({"fc.weight": Calls(os.system, "true")}), "it is not a pytorch zip archive"),
+    "empty": (lambda: b"", "it is empty"),
+    "not a zip": (lambda: b"not a checkpoint\n" * 64, "it is not a pytorch zip archive"),
+    "truncated zip": (lambda: zip_checkpoint_with(torch.zeros(4))[:200], "it is a damaged or incomplete"),
+}
+
+
+@pytest.mark.parametrize("case", UNLOADABLE_BINS)
+def test_unloadable_bin_is_named_in_our_words(tmp_path, cli, case):
+    """weights_only refusals in one line that says why, never torch's own (long, coloured) text."""
+    content, reason = UNLOADABLE_BINS[case]
+    src = make_drafter(tmp_path / "src", "safeai", file="bin")
+    (src / "pytorch_model.bin").write_bytes(content())
+    expected = f"pytorch_model.bin is not a loadable weights file: {reason}"
+    for result in (cli("lint", src), cli("convert", src, tmp_path / "out", *IDS)):
+        assert_clean_failure(result, tmp_path / "out", contains=expected)
+        assert "\x1b" not in result.err and "(hint: convert it to safetensors" in result.err
+
+
 def test_pickle_with_a_non_tensor_value(tmp_path, cli):
     src = make_drafter(tmp_path / "src", "safeai", file="bin")
     torch.save({"fc.weight": [1, 2, 3]}, src / "pytorch_model.bin")
@@ -189,6 +232,35 @@ def test_out_exists(tmp_path, cli):
     r = cli("convert", src, out, *IDS)
     assert_clean_failure(r, None, contains="already exists")
     assert (out / "keep.txt").read_text() == "mine" and len(list(out.iterdir())) == 1
+
+
+# The losing convert: the real CLI, held at the rename of its staged folder onto OUT until a second
+# convert (a real process, started there) has written OUT: the interleaving of a race, made certain.
+RACE_LOSER = """
+import os, subprocess, sys
+out = os.path.abspath(sys.argv[3])
+rename = os.rename
+def rename_after_the_winner(src, dst, *args, **kwargs):
+    if os.path.abspath(dst) == out and not os.path.exists(out):
+        subprocess.run([sys.executable, "-m", "eaglezoo", *sys.argv[1:]], stdout=subprocess.DEVNULL, check=True)
+    return rename(src, dst, *args, **kwargs)
+os.rename = rename_after_the_winner
+from eaglezoo.cli import run
+run()
+"""
+
+
+def test_out_written_by_a_racing_convert(tmp_path):
+    src = make_drafter(tmp_path / "src", "safeai")
+    out = tmp_path / "out"
+    loser = subprocess.run([sys.executable, "-c", RACE_LOSER, "convert", str(src), str(out), *IDS],
+                           env=CLI_ENV, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert_clean_failure(Result(loser.returncode, loser.stdout, loser.stderr), None, contains=f"{out} already exists")
+    assert "pass --force" in loser.stderr
+    assert not list(tmp_path.glob(".out.*")), "the loser's temporary directory was left behind"
+    record = json.loads((out / "conversion.json").read_text())  # the winner's output, whole
+    assert sorted(p.name for p in out.iterdir()) == ["config.json", "conversion.json", "model.safetensors"]
+    assert hashlib.sha256((out / "model.safetensors").read_bytes()).hexdigest() == record["output"]["model.safetensors"]
 
 
 def test_out_not_writable(tmp_path, cli):

@@ -100,6 +100,20 @@ def test_value_checks(tmp_path, cli):
     assert "slots 1 and 2" in found["duplicate-aux-slots"]["message"]
 
 
+def test_complex_weights_are_an_error_and_convert_refuses_them(tmp_path, cli):
+    """Engines' loaders keep a complex tensor's real part only: the drafter would run other weights."""
+    state = canonical_state(make_spec())
+    state["fc.weight"] = state["fc.weight"].to(torch.complex64)
+    src = make_drafter(tmp_path / "src", "safeai", file="safetensors", state=state)
+    r, found = lint_json(cli, src, *IDS)
+    assert r.code == 1 and found["dtype-complex"]["severity"] == "error"
+    assert found["dtype-complex"]["message"].startswith("fc.weight is complex (C64)")
+    engines = json.loads(r.out)["engines"]
+    assert engines and not any(e["faithful"] for e in engines)
+    assert_clean_failure(cli("convert", src, tmp_path / "out", *IDS), tmp_path / "out",
+                         contains="fc.weight is complex (C64)")
+
+
 def test_target_mismatches(tmp_path, cli):
     out = converted(tmp_path, cli)
     r, found = lint_json(cli, out, "--target", make_target(tmp_path / "t", hidden=96, vocab=300, layers=2))

@@ -14,6 +14,7 @@ from pydantic import BaseModel
 from ..errors import EaglezooError
 from .layout import expected_shapes, optional_shapes
 from .spec import AuxLayers, DrafterSpec, effective_rope
+from .st_header import COMPLEX_CODES
 from .tensors import Checkpoint, TensorRef
 
 Severity = Literal["error", "warning", "info"]
@@ -60,6 +61,7 @@ def check_tensors(spec: DrafterSpec, refs: dict[str, TensorRef]) -> list[Finding
         ref = refs.get(name)
         if ref is not None and ref.shape != shape:
             problems.append(error("shape", f"{name} has shape {list(ref.shape)}, expected {list(shape)}"))
+    problems += _complex_weights(refs, set(want) | set(optional))
     for name in ("d2t",):
         ref = refs.get(name)
         if ref is not None and ref.dtype not in INT_CODES:
@@ -76,6 +78,15 @@ def check_tensors(spec: DrafterSpec, refs: dict[str, TensorRef]) -> list[Finding
         problems.append(_unexpected(spec, name))
     return problems
 
+
+
+def _complex_weights(refs: dict[str, TensorRef], known: set[str]) -> list[Finding]:
+    """A drafter's weights are real: engines' loaders copy a complex tensor into a real parameter,
+    keeping the real part only, so the drafter would run with other weights than it ships."""
+    return [error("dtype-complex", f"{name} is complex ({ref.dtype}): a drafter's weights are real, and "
+                  "engines would drop the imaginary part", "export the drafter again with real float weights, "
+                  "e.g. bfloat16")
+            for name, ref in refs.items() if name in known and ref.dtype in COMPLEX_CODES]
 
 
 def _missing(spec: DrafterSpec, name: str) -> Finding:

@@ -33,6 +33,7 @@ DTYPE_NAMES: dict[str, tuple[str, int]] = {
     "F4": ("float4_e2m1fn_x2", 4),  # torch packs two values in each element
 }
 FLOAT_CODES = {"F64", "F32", "F16", "BF16", "F8_E4M3", "F8_E5M2"}
+COMPLEX_CODES = {"C64"}
 ENTRY_FIELDS = ("dtype", "shape", "data_offsets")
 
 

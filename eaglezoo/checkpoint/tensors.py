@@ -11,10 +11,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..errors import BadInput, first_line
+from ..errors import BadInput, printable
 from ..fsutil import child_path, regular_file
 from .st_header import DTYPE_NAMES, TensorRef, read_safetensors_header
 
@@ -24,6 +25,10 @@ if TYPE_CHECKING:
 CHUNK = 16 * 1024 * 1024
 I64_MAX = 2 ** 63 - 1
 TORCHLESS = {"F6_E2M3", "F6_E3M2"}  # safetensors dtypes that torch has no dtype for
+ZIP_MAGIC = b"PK\x03\x04"
+# How a legacy (pre-zip) torch.save file begins: its first pickle holds torch's MAGIC_NUMBER as a LONG1.
+LEGACY_MAGIC = b"\x8a\x0a" + (0x1950A86A20F9469CFC6C).to_bytes(10, "little")
+UNLOADABLE_HINT = "convert it to safetensors with the tool that made it, or re-download it"
 
 
 def torch_dtype(code: str) -> "torch.dtype":
@@ -71,14 +76,10 @@ def load_bin(path: Path) -> dict[str, "torch.Tensor"]:
     import torch
 
     try:
-        try:
-            obj = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
-        except RuntimeError as exc:  # legacy (non-zip) pickles cannot be memory-mapped
-            if "mmap" not in str(exc):
-                raise
-            obj = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as exc:  # noqa: BLE001 - any unpickling failure is bad input
-        raise BadInput(f"{path.name}: not a loadable tensor file with weights_only=True ({first_line(exc)[:160]})") from None
+        obj = _torch_load(path)
+    except Exception:  # noqa: BLE001 - any unpickling failure is bad input
+        raise BadInput(f"{path.name} is not a loadable weights file: {_unloadable_reason(path)}",
+                       hint=UNLOADABLE_HINT) from None
     if isinstance(obj, dict) and "state_dict" in obj and isinstance(obj["state_dict"], dict):
         obj = obj["state_dict"]
     if not isinstance(obj, dict) or not all(isinstance(k, str) and isinstance(v, torch.Tensor)
@@ -89,6 +90,48 @@ def load_bin(path: Path) -> dict[str, "torch.Tensor"]:
             raise BadInput(f"{path.name}: tensor {name!r} is not a plain dense tensor ({t.layout}); "
                            "a drafter's weights are dense")
     return obj
+
+
+def _torch_load(path: Path):
+    import torch
+
+    with warnings.catch_warnings():  # torch warns on stderr about pickle protocols it was not written with
+        warnings.simplefilter("ignore")
+        try:
+            return torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+        except RuntimeError as exc:  # legacy (non-zip) pickles cannot be memory-mapped
+            if "mmap" not in str(exc):
+                raise
+            return torch.load(path, map_location="cpu", weights_only=True)
+
+
+def _unloadable_reason(path: Path) -> str:
+    """Why weights_only loading refused `path`, in our words: torch's own text is pages long, with
+    terminal colour codes, and says little about the file."""
+    with open(path, "rb") as f:
+        head = f.read(32)
+    if not head:
+        return "it is empty"
+    if LEGACY_MAGIC in head:
+        return "it is a legacy (non-zip) PyTorch file that weights_only loading cannot read"
+    if not head.startswith(ZIP_MAGIC):
+        return "it is not a PyTorch zip archive"
+    unsafe = _unsafe_globals(path)
+    if unsafe:
+        return f"it asks to run code ({', '.join(unsafe)}), which weights_only loading refuses"
+    return "it is a damaged or incomplete PyTorch zip archive"
+
+
+def _unsafe_globals(path: Path, most: int = 3) -> list[str]:
+    """The functions and classes the zip checkpoint's pickle would import that weights_only refuses,
+    found by reading the pickle's opcodes (nothing is unpickled)."""
+    from torch.serialization import get_unsafe_globals_in_checkpoint
+
+    try:
+        names = get_unsafe_globals_in_checkpoint(path)
+    except Exception:  # noqa: BLE001 - a damaged archive: no names to give
+        return []
+    return [printable(name)[:80] for name in names[:most]]
 
 
 class Checkpoint:
