@@ -65,6 +65,30 @@ def test_yaml_errors_name_the_file_and_line(tmp_path, cli, text, where):
     assert_clean_failure(cli("registry", "show", "good", env={"EAGLEZOO_REGISTRY": str(d)}), None, contains=where)
 
 
+@pytest.mark.parametrize("name,text,where", [
+    ("twice", GOOD.replace("id: good", "id: twice") + "publisher: someone else\n",
+     "twice.yaml:7: invalid YAML (duplicate key 'publisher', first on line 4)"),
+    ("nested", GOOD.replace("id: good", "id: nested").replace("drafter: {repo: org/drafter}",
+                                                            "drafter:\n  repo: org/drafter\n  repo: org/other"),
+     "nested.yaml:4: invalid YAML (duplicate key 'repo', first on line 3)"),
+    ("shell", GOOD.replace("id: good", "id: shell").replace("org/target", "'org/t; touch X'"),
+     "shell.yaml:3: target.repo: Value error, Repo id must use alphanumeric chars"),
+    ("deep", GOOD.replace("id: good", "id: deep").replace("org/drafter", "org/drafter/extra"),
+     "deep.yaml:2: drafter.repo: Value error, Repo id must be in the form 'repo_name' or 'namespace/repo_name'"),
+], ids=["duplicate-key", "nested-duplicate-key", "shell-in-repo", "three-part-repo"])
+def test_a_duplicated_key_or_a_bad_repo_id_is_refused_by_file_and_line(tmp_path, cli, name, text, where):
+    write(tmp_path, "good", GOOD)
+    env = {"EAGLEZOO_REGISTRY": str(write(tmp_path, name, text))}
+    r = cli("registry", "check", "--json", env=env)
+    assert r.code == 1 and "good" in r.json()["entries"], r.out
+    assert any(where in p for p in r.json()["entries"][name]["problems"]), r.out
+    listed = cli("registry", "list", "--json", env=env)
+    assert listed.code == 0 and [e["id"] for e in listed.json()] == ["good"] and where in listed.err
+    assert cli("registry", "show", "good", env=env).code == 0
+    for command in ("registry show", "serve-config"):
+        assert_clean_failure(cli(*command.split(), name, env=env), None, contains=where)
+
+
 def test_consistency_problems_exit_1(tmp_path, cli):
     text = GOOD.replace('eagle_version: "3"', 'eagle_version: "3.1"') + "flags: {fc_norm: false, norm_output: true}\n"
     text += "engines:\n- {engine: vllm, min_version: '0.10.0'}\n"

@@ -306,3 +306,84 @@ def test_a_target_without_safetensors_and_a_drafter_with_broken_json(hub, regist
     assert errors["sync-bin-target"] is None and d["target_num_layers"]["hub"] == 4
     assert "target_weight_bytes" not in d and "hardware" not in d
     assert errors["sync-broken-json"] == "tester/broken-json/config.json: not valid JSON"
+
+
+# --------------------------------------------------------------------------------------------
+# an entry that states the aux ids (and their convention) its drafter's config does not
+
+
+def example_drafter_files(**config) -> dict[str, bytes]:
+    """examples/tiny/eagle3-safeai (a SafeAILab drafter, trained on boundary 2, 3, 4) as published, with
+    safetensors weights; `config` adds keys to its config.json, which carries no aux ids."""
+    folder = EXAMPLE / "eagle3-safeai"
+    cfg = {**json.loads((folder / "config.json").read_text()), **config}
+    state = torch.load(folder / "pytorch_model.bin", weights_only=True)
+    return {"config.json": json.dumps(cfg).encode(), "model.safetensors": save_safetensors(state)}
+
+
+@pytest.fixture(scope="module")
+def safeai_published(hub) -> dict[str, str]:
+    hub[0].commit("tester/tiny-target", {p.name: p.read_bytes() for p in (EXAMPLE / "target").iterdir()})
+    hub[0].commit("tester/tiny-safeai", example_drafter_files())
+    # ids where SafeAILab documents no convention: only the entry says which
+    hub[0].commit("tester/tiny-safeai-ids", example_drafter_files(eagle_aux_hidden_state_layer_ids=[2, 3, 4]))
+    return {"omitted": "tester/tiny-safeai", "undocumented": "tester/tiny-safeai-ids"}
+
+
+def stating_registry(tmp_path: Path, drafter: str) -> Path:
+    """A registry whose one entry states the ids the example was trained on, in the boundary convention."""
+    reg = tmp_path / "registry"
+    reg.mkdir()
+    data = entry("tiny-safeai", drafter, dialect="safeai",
+                 aux_layers={"ids": [2, 3, 4], "convention": "boundary", "source": "scripts/train_example.py"})
+    data["target"]["repo"] = "tester/tiny-target"
+    (reg / "tiny-safeai.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    return reg
+
+
+def aux_differences(result) -> dict[str, dict]:
+    return {k: v for k, v in diffs(result, "tiny-safeai").items() if k.startswith("aux_layers")}
+
+
+def test_every_command_honours_the_aux_ids_an_entry_states_for_a_config_without_them(hub, safeai_published, tmp_path):
+    reg = stating_registry(tmp_path, safeai_published["omitted"])
+    r = sync(hub, reg, "--write")
+    assert r.code == 0 and aux_differences(r) == {}, r.out + r.err
+    assert sync(hub, reg).code == 0
+    r = hubcli(hub, "registry", "check", "--online", "--registry", reg, "--json")
+    assert r.code == 0, r.out
+    lint = hubcli(hub, "lint", "tiny-safeai", "--registry", reg, "--json")
+    assert lint.code == 0 and lint.json()["spec"]["aux"] == {"ids": [2, 3, 4], "convention": "boundary"}, lint.out
+    served = hubcli(hub, "serve-config", "tiny-safeai", "--registry", reg, "--json")
+    assert served.code == 0 and served.json()["aux_layers_captured"] == [2, 3, 4]
+    pulled = hubcli(hub, "pull", "tiny-safeai", "--registry", reg, "--json")
+    assert pulled.code == 0 and set(pulled.json()["sha256_verified"]) == {"config.json", "model.safetensors"}
+    r = hubcli(hub, "verify", "tiny-safeai", "--registry", reg, "--prompts", EXAMPLE / "prompts.jsonl",
+               "--max-prompts", "2", "--json")
+    assert r.code == 0, r.err
+    report = r.json()
+    assert report["registry_id"] == "tiny-safeai"
+    assert any(f["code"] == "aux-ids" and "boundary [2, 3, 4]" in f["message"] for f in report["lint"])
+    assert report["acceptance_per_position"][0] > 0.4  # the layers it was trained on (about 0.6; wrong ones collapse)
+
+
+def test_ids_a_config_stores_without_their_convention_are_read_in_the_entrys(hub, safeai_published, tmp_path):
+    reg = stating_registry(tmp_path, safeai_published["undocumented"])
+    r = sync(hub, reg, "--write")
+    assert r.code == 0 and aux_differences(r) == {}, r.out + r.err
+    assert hubcli(hub, "registry", "check", "--online", "--registry", reg).code == 0
+    assert hubcli(hub, "lint", "tiny-safeai", "--registry", reg).code == 0
+    # an entry whose ids select another capture than the config's: sync's finding, check --online's problem
+    path = reg / "tiny-safeai.yaml"
+    data = yaml.safe_load(path.read_text())
+    data["aux_layers"]["ids"] = [1, 2, 3]
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    r = sync(hub, reg)
+    d = aux_differences(r)
+    assert r.code == 1 and list(d) == ["aux_layers.ids"]
+    assert (d["aux_layers.ids"]["kind"], d["aux_layers.ids"]["registry"], d["aux_layers.ids"]["hub"]) == (
+        "differs", [1, 2, 3], [2, 3, 4])
+    r = hubcli(hub, "registry", "check", "--online", "--registry", reg, "--json")
+    problems = r.json()["entries"]["tiny-safeai"]["problems"]
+    assert r.code == 1 and any("registry entry tiny-safeai (aux_layers) selects boundary [1, 2, 3], but "
+                               "eagle_aux_hidden_state_layer_ids selects [2, 3, 4]" in p for p in problems), problems

@@ -39,6 +39,26 @@ def _line_of(node, loc: tuple) -> int | None:
     return line
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """PyYAML keeps the last of two equal keys silently; an entry that repeats a key is refused."""
+
+    def construct_mapping(self, node, deep=False):
+        if isinstance(node, yaml.MappingNode):
+            self._refuse_duplicate_keys(node)
+        return super().construct_mapping(node, deep=deep)
+
+    def _refuse_duplicate_keys(self, node: yaml.MappingNode) -> None:
+        first_line = {}
+        for key_node, _ in node.value:
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == "tag:yaml.org,2002:merge":
+                continue  # the keys beside a merge (`<<:`) may override the merged ones
+            key = self.construct_object(key_node)
+            if key in first_line:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key {key!r}, first on line {first_line[key]}", key_node.start_mark)
+            first_line[key] = key_node.start_mark.line + 1
+
+
 def load_entry(path: Path) -> Entry:
     regular_file(path, "registry entry")
     try:
@@ -47,7 +67,7 @@ def load_entry(path: Path) -> Entry:
         raise BadInput(f"{path}: not UTF-8 text") from None
     try:
         node = yaml.compose(text)
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_UniqueKeyLoader)
     except RecursionError:
         raise BadInput(f"{path}: nested too deeply") from None
     except yaml.YAMLError as exc:

@@ -3,7 +3,7 @@ against the entry's facts (`registry check --online`)."""
 
 from __future__ import annotations
 
-from ..checkpoint.spec import AuxLayers
+from ..checkpoint.formats.base import ReadOptions
 from ..errors import EaglezooError, HubError
 from ..hub.state import Snapshot, snapshot
 from ..lint import remote_lint
@@ -23,7 +23,9 @@ def _published_config_problems(entry: Entry) -> dict:
     if not entry.drafter.repo:
         return {"problems": [], "skipped": "not published on the Hub"}
     try:
-        report = remote_lint(entry.drafter.repo, entry.target.repo, entry.drafter.revision, entry.dialect)
+        opts = ReadOptions()
+        entry.fill_read_options(opts)  # the same reading as `lint ID`, `verify ID`
+        report = remote_lint(entry.drafter.repo, entry.target.repo, entry.drafter.revision, entry.dialect, opts)
     except EaglezooError as exc:
         return {"problems": [f"online: {exc.message}"]}
     problems += [f"lint {f.code}: {f.message}" for f in report.errors]
@@ -35,10 +37,6 @@ def _published_config_problems(entry: Entry) -> dict:
             stated = getattr(entry, key)
             if stated is not None and stated != actual:
                 problems.append(f"registry says {key}={stated}, the published config says {actual}")
-        if entry.aux_layers.ids and spec.aux and entry.aux_layers.convention:
-            stated = AuxLayers(ids=tuple(entry.aux_layers.ids), convention=entry.aux_layers.convention).boundary()
-            if stated != spec.aux.boundary():
-                problems.append(f"registry aux ids select boundary {stated}, the published config {spec.aux.boundary()}")
     return {"problems": problems, "bytes_read": report.bytes_read, "weights_bytes": report.weights_bytes,
             "findings": [f.model_dump() for f in report.findings]}
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ..checkpoint.spec import AuxLayers, DrafterSpec
 
@@ -25,6 +25,18 @@ class Repo(Strict):
     repo: str | None = None  # Hub repo id
     revision: str | None = None  # commit sha when known, else a branch/tag, else null
     path: str | None = None  # a drafter shipped in this repository (the embedded example)
+
+    @field_validator("repo")
+    @classmethod
+    def hub_repo_id(cls, repo: str | None) -> str | None:
+        from huggingface_hub.errors import HFValidationError  # imported late: hub.configure() runs first
+        from huggingface_hub.utils import validate_repo_id
+
+        try:
+            validate_repo_id(repo)
+        except HFValidationError as exc:
+            raise ValueError(str(exc)) from None
+        return repo
 
     @model_validator(mode="after")
     def one_location(self):
@@ -188,8 +200,10 @@ class Entry(Strict):
 
     def fill_read_options(self, opts) -> None:
         """The registry knows what many published configs omit: the aux ids, with their convention."""
+        opts.registry_convention = self.aux_layers.convention
         if opts.aux_layers is None and self.aux_layers.ids:
             opts.aux_layers, opts.aux_convention = list(self.aux_layers.ids), self.aux_layers.convention
+            opts.aux_stated_by = f"registry entry {self.id} (aux_layers)"
 
     def floor_for(self, k: int, temperature: float) -> Floor | None:
         return next((f for f in self.acceptance_floors or [] if f.k == k and f.temperature == temperature), None)

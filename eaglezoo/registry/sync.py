@@ -57,7 +57,7 @@ def sync_entry(entry: Entry) -> EntrySync:
     try:
         drafter = _current(entry.drafter.repo, entry.drafter.revision, "drafter", result)
         target = _current(entry.target.repo, entry.target.revision, "target", result) if entry.target.repo else None
-        facts = drafter_facts(drafter) + (target_facts(target, entry) if target else [])
+        facts = drafter_facts(drafter, entry) + (target_facts(target, entry) if target else [])
     except EaglezooError as exc:
         result.error = exc.message
         return result
@@ -86,15 +86,17 @@ def _current(repo: str, pinned: str | None, role: str, result: EntrySync) -> Sna
     return head
 
 
-def drafter_facts(snap: Snapshot) -> list[Fact]:
-    from ..checkpoint import formats
+def drafter_facts(snap: Snapshot, entry: Entry) -> list[Fact]:
     from ..checkpoint.formats.base import ReadOptions
+    from ..checkpoint.read import interpret
     from ..hub.remote import RemoteCheckpoint
 
     ckpt = RemoteCheckpoint(snap.repo, snap.sha)
     cfg = ckpt.config
-    dialect = formats.detect(cfg, set(ckpt.refs), ckpt.metadata)
-    spec = formats.get(dialect).read(cfg, ckpt, ReadOptions(allow_missing_aux=True)).spec
+    # the facts are what the files state; the entry only names the convention of ids stored without one
+    opts = ReadOptions(allow_missing_aux=True, registry_convention=entry.aux_layers.convention)
+    reading = interpret(cfg, ckpt, None, opts)
+    spec, dialect = reading.spec, reading.dialect
     stated = _keys(cfg)
     at = f"{snap.at} config.json"
     facts = [Fact("dialect", dialect, f"{at} (detected)"), Fact("hidden_size", spec.hidden_size, at),

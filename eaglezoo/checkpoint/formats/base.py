@@ -33,6 +33,8 @@ class ReadOptions:
     flags: dict[str, bool] = field(default_factory=dict)  # user-stated flag values
     target_config: dict[str, Any] | None = None
     allow_missing_aux: bool = False  # lint: keep reading a drafter whose ids are missing
+    aux_stated_by: str = "--aux-layers"  # who stated aux_layers, for messages
+    registry_convention: Convention | None = None  # a registry entry's, for ids whose dialect documents none
 
 
 @dataclass
@@ -101,11 +103,7 @@ def resolve_aux(found: list[tuple[list[int], Convention | None, str]], k_hint: i
     resolved: list[tuple[AuxLayers, str]] = []
     for ids, conv, where in found:
         if conv is None:
-            if opts.aux_convention is None:
-                raise UsageError(f"{where} holds aux ids {ids} whose convention this dialect does not document",
-                                 hint="state it with --aux-convention boundary|layer-output")
-            conv = opts.aux_convention
-            d.decide(f"aux ids {ids} from {where}: convention '{conv}' as stated by the user")
+            conv = _undocumented_convention(ids, where, opts, d)
         elif opts.aux_convention is not None and opts.aux_layers is None and opts.aux_convention != conv:
             raise UsageError(f"{where} uses the '{conv}' convention in this dialect, but --aux-convention "
                              f"says '{opts.aux_convention}'")
@@ -118,7 +116,7 @@ def resolve_aux(found: list[tuple[list[int], Convention | None, str]], k_hint: i
                            code="aux-ids-disagree")
     if stated is not None:
         if resolved and resolved[0][0].boundary() != stated.boundary():
-            raise UsageError(f"--aux-layers selects boundary {stated.boundary()}, but {resolved[0][1]} selects "
+            raise UsageError(f"{opts.aux_stated_by} selects boundary {stated.boundary()}, but {resolved[0][1]} selects "
                              f"{resolved[0][0].boundary()}", hint="fix the checkpoint's config instead of overriding it")
         d.decide(f"aux ids {list(stated.ids)} ({stated.convention}) as stated by the user "
                  f"= boundary {stated.boundary()}")
@@ -139,6 +137,18 @@ def resolve_aux(found: list[tuple[list[int], Convention | None, str]], k_hint: i
                "trained on it (vLLM #50170)")
         return AuxLayers(ids=tuple(ids), convention="boundary")
     raise UsageError("the checkpoint carries no aux-layer ids", hint=AUX_HINT, code="aux-ids-missing")
+
+
+def _undocumented_convention(ids: list[int], where: str, opts: ReadOptions, d: Decisions) -> Convention:
+    """The convention of ids a dialect stores without documenting one: the user's, else the registry entry's."""
+    if opts.aux_convention is not None:
+        d.decide(f"aux ids {ids} from {where}: convention '{opts.aux_convention}' as stated by the user")
+        return opts.aux_convention
+    if opts.registry_convention is not None:
+        d.decide(f"aux ids {ids} from {where}: convention '{opts.registry_convention}' as the registry entry states")
+        return opts.registry_convention
+    raise UsageError(f"{where} holds aux ids {ids} whose convention this dialect does not document",
+                     hint="state it with --aux-convention boundary|layer-output")
 
 
 def read_flags(cfg: dict, nested: dict, opts: ReadOptions, d: Decisions, defaults: dict[str, bool],
