@@ -9,6 +9,7 @@ run's work; another host's temporaries (a shared file system) are never touched.
 from __future__ import annotations
 
 import contextlib
+import glob
 import hashlib
 import json
 import os
@@ -94,11 +95,12 @@ def staging(dest: Path):
     created = [p for p in reversed(dest.absolute().parents) if not p.exists()]
     try:
         dest.parent.mkdir(parents=True, exist_ok=True)
-        tmp = temp_dir_beside(dest)
         try:
-            yield tmp
+            yield temp_dir_beside(dest)
         finally:
-            shutil.rmtree(tmp, ignore_errors=True)  # gone already when it was renamed into place
+            # By our own prefix, not by the returned path: a signal can land between mkdtemp and the return.
+            for tmp in dest.parent.glob(glob.escape(_prefix(dest)) + "*" + TMP_SUFFIX):
+                shutil.rmtree(tmp, ignore_errors=True)  # gone already when it was renamed into place
     except BaseException:
         for parent in reversed(created):
             with contextlib.suppress(OSError):
