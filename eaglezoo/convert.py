@@ -179,14 +179,16 @@ def _flatten(d: dict, prefix: str = "") -> dict[str, Any]:
 def check_destination(source: Path, out: Path, force: bool) -> None:
     src, dst = source.resolve(), out.resolve()
     if dst == src or src in dst.parents or dst in src.parents:
-        raise UsageError(f"OUT {out} overlaps SRC {source}: SRC is never modified")
+        raise UsageError(f"OUT {out} overlaps SRC {source}: SRC is never modified",
+                         hint="choose an OUT outside the source folder (and not one of its parents)")
     if out.exists() and not force:
         raise _out_exists(out)
     if out.exists() and not out.is_dir():
-        raise UsageError(f"{out} exists and is not a directory")
+        raise UsageError(f"{out} exists and is not a directory", hint="choose a new OUT, or remove that file")
     existing = next(p for p in out.absolute().parents if p.exists())
     if not existing.is_dir():
-        raise UsageError(f"cannot write {out}: {existing} is not a directory")
+        raise UsageError(f"cannot write {out}: {existing} is not a directory",
+                         hint="choose an OUT whose parent is a folder")
 
 
 def _out_exists(out: Path) -> UsageError:

@@ -22,6 +22,9 @@ from .st_header import DTYPE_NAMES, TensorRef, read_safetensors_header
 if TYPE_CHECKING:
     import torch
 
+DAMAGED = "the file is damaged or incomplete: download it again, or re-export the drafter as safetensors"
+NO_TORCH_DTYPE = "re-export the drafter in a dtype torch loads (bfloat16, float16 or float32)"
+
 CHUNK = 16 * 1024 * 1024
 I64_MAX = 2 ** 63 - 1
 TORCHLESS = {"F6_E2M3", "F6_E3M2"}  # safetensors dtypes that torch has no dtype for
@@ -56,19 +59,21 @@ def tensor_from_bytes(ref: TensorRef, data: bytearray) -> "torch.Tensor":
 
     where = f"{ref.file.name}: tensor {ref.name!r}"
     if ref.dtype in TORCHLESS:
-        raise BadInput(f"{where} is {ref.dtype}, which torch has no dtype for")
+        raise BadInput(f"{where} is {ref.dtype}, which torch has no dtype for", hint=NO_TORCH_DTYPE)
     shape = list(ref.shape)
     if ref.dtype == "F4":  # torch's float4_e2m1fn_x2 holds two values in each element
         if shape[-1] % 2:
-            raise BadInput(f"{where} is F4 with an odd last dimension: torch packs F4 values in pairs along it")
+            raise BadInput(f"{where} is F4 with an odd last dimension: torch packs F4 values in pairs along it",
+                           hint=NO_TORCH_DTYPE)
         shape[-1] //= 2
     if any(dim > I64_MAX for dim in shape):
-        raise BadInput(f"{where} has a dimension beyond torch's 64-bit sizes")
+        raise BadInput(f"{where} has a dimension beyond torch's 64-bit sizes", hint=DAMAGED)
     raw = torch.frombuffer(data, dtype=torch.uint8) if data else torch.empty(0, dtype=torch.uint8)
     try:
         return raw.view(torch_dtype(ref.dtype)).reshape(shape)
     except RuntimeError:  # an empty tensor's strides can still overflow torch's 64-bit arithmetic
-        raise BadInput(f"{where} has shape {list(ref.shape)}, whose strides torch cannot lay out") from None
+        raise BadInput(f"{where} has shape {list(ref.shape)}, whose strides torch cannot lay out",
+                       hint=DAMAGED) from None
 
 
 def load_bin(path: Path) -> dict[str, "torch.Tensor"]:
@@ -84,11 +89,11 @@ def load_bin(path: Path) -> dict[str, "torch.Tensor"]:
         obj = obj["state_dict"]
     if not isinstance(obj, dict) or not all(isinstance(k, str) and isinstance(v, torch.Tensor)
                                             for k, v in obj.items()):
-        raise BadInput(f"{path.name}: does not hold a name -> tensor mapping")
+        raise BadInput(f"{path.name}: does not hold a name -> tensor mapping", hint=DAMAGED)
     for name, t in obj.items():
         if t.layout != torch.strided or t.is_quantized or t.is_nested:
             raise BadInput(f"{path.name}: tensor {name!r} is not a plain dense tensor ({t.layout}); "
-                           "a drafter's weights are dense")
+                           "a drafter's weights are dense", hint=DAMAGED)
     return obj
 
 
@@ -153,7 +158,8 @@ class Checkpoint:
                 refs = {n: _bin_ref(n, t, f) for n, t in tensors.items()}
             dup = refs.keys() & self.refs.keys()
             if dup:
-                raise BadInput(f"tensor {sorted(dup)[0]!r} appears in more than one weight file")
+                raise BadInput(f"tensor {sorted(dup)[0]!r} appears in more than one weight file",
+                               hint="keep one copy of each tensor: remove the stray weight file from the folder")
             self.refs.update(refs)
 
     def _discover(self) -> list[Path]:
@@ -167,20 +173,25 @@ class Checkpoint:
         found = sorted(d.glob("*.safetensors"))
         if len(found) == 1:
             return [regular_file(found[0], "weights")]
-        raise BadInput(f"{d}: no weights found (expected model.safetensors, pytorch_model.bin or a "
-                       f"*.index.json)" if not found else f"{d}: several .safetensors files and no index")
+        if not found:
+            raise BadInput(f"{d}: no weights found (expected model.safetensors, pytorch_model.bin or a *.index.json)",
+                           hint="name the drafter's own folder, the one with config.json and its weights")
+        raise BadInput(f"{d}: several .safetensors files and no index",
+                       hint="keep the drafter's files alone in its folder, or add the model.safetensors.index.json")
 
     def _from_index(self, index: Path) -> list[Path]:
         try:
             weight_map = json.loads(index.read_bytes().decode("utf-8"))["weight_map"]
             files = sorted(set(weight_map.values()))
         except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
-            raise BadInput(f"{index.name}: malformed index (needs a weight_map object of shard names)") from None
+            raise BadInput(f"{index.name}: malformed index (needs a weight_map object of shard names)",
+                           hint=DAMAGED) from None
         paths = []
         for name in files:
             path = child_path(self.dir, name, f"{index.name}: shard")
             if not path.exists():
-                raise BadInput(f"{index.name}: shard {name!r} is missing")
+                raise BadInput(f"{index.name}: shard {name!r} is missing",
+                               hint="download the missing shard (eaglezoo pull fetches every file of a repo)")
             paths.append(regular_file(path, f"{index.name}: shard"))
         self._index_map = weight_map
         return paths
@@ -192,10 +203,10 @@ class Checkpoint:
         for name, file in weight_map.items():
             ref = self.refs.get(name)
             if ref is None or ref.file.name != file:
-                raise BadInput(f"index lists {name!r} in {file}, but it is not there")
+                raise BadInput(f"index lists {name!r} in {file}, but it is not there", hint=DAMAGED)
         extra = self.refs.keys() - weight_map.keys()
         if extra:
-            raise BadInput(f"tensor {sorted(extra)[0]!r} is in a shard but not in the index")
+            raise BadInput(f"tensor {sorted(extra)[0]!r} is in a shard but not in the index", hint=DAMAGED)
 
     def load(self, name: str) -> "torch.Tensor":
         ref = self.refs[name]
@@ -205,7 +216,7 @@ class Checkpoint:
             f.seek(ref.start)
             data = bytearray(f.read(ref.nbytes))
         if len(data) != ref.nbytes:
-            raise BadInput(f"{ref.file.name}: tensor {name!r} is truncated")
+            raise BadInput(f"{ref.file.name}: tensor {name!r} is truncated", hint=DAMAGED)
         return tensor_from_bytes(ref, data)
 
     def load_all(self) -> dict[str, "torch.Tensor"]:
@@ -215,7 +226,7 @@ class Checkpoint:
 def _bin_ref(name: str, t: "torch.Tensor", f: Path) -> TensorRef:
     code = code_of(t.dtype)
     if code is None or (code == "F4" and t.dim() == 0):
-        raise BadInput(f"{f.name}: tensor {name!r} has unsupported dtype {t.dtype}")
+        raise BadInput(f"{f.name}: tensor {name!r} has unsupported dtype {t.dtype}", hint=NO_TORCH_DTYPE)
     shape = tuple(t.shape)
     if code == "F4":  # safetensors counts F4 values, torch counts pairs
         shape = (*shape[:-1], shape[-1] * 2)

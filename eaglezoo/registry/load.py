@@ -64,18 +64,21 @@ def load_entry(path: Path) -> Entry:
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError:
-        raise BadInput(f"{path}: not UTF-8 text") from None
+        raise BadInput(f"{path}: not UTF-8 text", hint="save the file as UTF-8") from None
     try:
         node = yaml.compose(text)
         data = yaml.load(text, Loader=_UniqueKeyLoader)
     except RecursionError:
-        raise BadInput(f"{path}: nested too deeply") from None
+        raise BadInput(f"{path}: nested too deeply",
+                       hint="flatten the entry: registry entries are a few levels deep") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark else str(path)
-        raise BadInput(f"{where}: invalid YAML ({getattr(exc, 'problem', None) or exc})") from None
+        raise BadInput(f"{where}: invalid YAML ({getattr(exc, 'problem', None) or exc})",
+                       hint="fix the YAML at that line (eaglezoo registry check names every broken file)") from None
     if not isinstance(data, dict):
-        raise BadInput(f"{path}:1: a registry entry must be a mapping")
+        raise BadInput(f"{path}:1: a registry entry must be a mapping",
+                       hint="write the entry as key: value lines (see any file in registry/)")
     try:
         entry = Entry.model_validate(data)
     except ValidationError as exc:
@@ -84,9 +87,11 @@ def load_entry(path: Path) -> Entry:
         line = _line_of(node, loc) or 1
         field = ".".join(str(x) for x in loc) or "entry"
         more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-        raise BadInput(f"{path}:{line}: {field}: {err['msg']}{more}") from None
+        raise BadInput(f"{path}:{line}: {field}: {err['msg']}{more}",
+                       hint="fix that key (docs/registry.md lists every field)") from None
     if entry.id != path.stem:
-        raise BadInput(f"{path}:{_line_of(node, ('id',)) or 1}: id {entry.id!r} must equal the file name {path.stem!r}")
+        raise BadInput(f"{path}:{_line_of(node, ('id',)) or 1}: id {entry.id!r} must equal the file name {path.stem!r}",
+                       hint=f"rename the file to {entry.id}.yaml, or set id: {path.stem}")
     return entry
 
 
@@ -108,7 +113,7 @@ class Registry:
         if entry_id in self.entries:
             return self.entries[entry_id]
         if entry_id in self.broken:
-            raise BadInput(self.broken[entry_id])
+            raise BadInput(self.broken[entry_id], hint="fix the file (eaglezoo registry check shows the problem)")
         close = [e for e in self.entries if entry_id.lower() in e.lower()]
         raise UsageError(f"no registry entry {entry_id!r} in {self.directory}",
                          hint=f"did you mean {', '.join(close[:3])}?" if close else "eaglezoo registry list shows them")
@@ -153,7 +158,8 @@ def select(args: list[str], directory: Path | None = None) -> tuple[Registry, li
     files = [a for a in args if is_entry_file(a)]
     folders = {Path(f).resolve().parent for f in files}
     if len(folders) > 1 or (files and len(files) != len(args)):
-        raise UsageError("name entry files from one registry folder at a time (or ids only)")
+        raise UsageError("name entry files from one registry folder at a time (or ids only)",
+                         hint="give ids only, or entry files from one folder")
     reg = load(Path(files[0]).parent if files else directory)
     only = [Path(a).stem if a in files else a for a in args]
     for entry_id in only:
