@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from .config_schema import validate_config
 from .convert import read_json, target_config
-from .errors import BadInput, EaglezooError, HubError
+from .errors import BadInput, EaglezooError, HubError, HubSilent
 from .formats.base import ReadOptions
 from .hub import hub_call
 from .st_header import TensorRef, read_safetensors_header
@@ -134,6 +134,8 @@ def check_online(entry) -> dict:
         return {"problems": [], "skipped": "not published on the Hub"}
     try:
         report = remote_lint(entry.drafter.repo, entry.target.repo, entry.drafter.revision, entry.dialect)
+    except HubSilent:  # the next entry would wait as long: the command stops
+        raise
     except EaglezooError as exc:
         return {"problems": [f"online: {exc.message}"]}
     problems += [f"lint {f.code}: {f.message}" for f in report.errors]
