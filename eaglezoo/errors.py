@@ -47,6 +47,13 @@ class HubError(EaglezooError):
     kind = "hub"
 
 
+class HubSilent(EaglezooError):
+    """The Hub did not answer: a request timed out, or a call's deadline passed. Not a HubError, which a
+    command may report for one repo before it goes on to the next: every later call would wait as long."""
+
+    kind = "hub"
+
+
 class EngineError(EaglezooError):
     """A serving engine (vLLM offline or a running server) refused, failed or answered nonsense."""
 

@@ -29,6 +29,11 @@ def hub_timeout_s() -> float:
     return env_seconds("EAGLEZOO_HUB_TIMEOUT", 60.0)
 
 
+def hub_deadline_s() -> float:
+    """The longest a Hub call waits for the Hub to send something, retries included."""
+    return env_seconds("EAGLEZOO_HUB_DEADLINE", 75.0)
+
+
 def endpoint_timeout_s() -> float:
     """Per request to a running server (a long generation takes a while)."""
     return env_seconds("EAGLEZOO_ENDPOINT_TIMEOUT", 600.0)

@@ -57,6 +57,8 @@ class Hub:
         self.extra_siblings: dict[str, list[str]] = {}  # repo -> malicious names listed but absent
         self.fail_next = 0  # answer this many requests with 503 (network trouble)
         self.unauthorized: set[str] = set()  # repos that answer 401 to everyone (private, token cannot see them)
+        self.trickle_s = 0.0  # pause before each 64 KiB of a file's bytes: a slow download that keeps moving
+        self.cut_once_at: int | None = None  # the next full download of a file drops its connection after this many bytes
 
     def commit(self, repo_id: str, add: dict[str, bytes], delete: tuple[str, ...] = (), title: str = "seed") -> str:
         """A commit on main made server-side (tests seed repos with it); *.safetensors files are LFS."""
@@ -89,7 +91,7 @@ class Handler(BaseHTTPRequestHandler):
         pass
 
     # -- plumbing ---------------------------------------------------------------------------
-    def _send(self, code=200, body=b"", headers=None, ctype="application/json"):
+    def _send(self, code=200, body=b"", headers=None, ctype="application/json", pause=0.0, cut_at=None):
         if isinstance(body, (dict, list)):
             body = json.dumps(body).encode()
         self.send_response(code)
@@ -98,8 +100,15 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header(k, v)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(body)
+        if self.command == "HEAD":
+            return
+        sent = body[:cut_at]  # all of it unless cut
+        step = 64 * 1024 if pause else max(len(sent), 1)
+        for start in range(0, len(sent), step):
+            time.sleep(pause)
+            self.wfile.write(sent[start:start + step])
+        if cut_at is not None:
+            self.close_connection = True  # the body ends early, as when a connection drops
 
     def _error(self, code, error_code=None, message="", headers=None):
         h = dict(headers or {})
@@ -377,7 +386,9 @@ class Handler(BaseHTTPRequestHandler):
             part = data[start:end + 1]
             return self._send(206, part, {**headers, "Content-Range": f"bytes {start}-{end}/{len(data)}",
                                           "Accept-Ranges": "bytes"}, ctype="application/octet-stream")
-        self._send(200, data, {**headers, "Accept-Ranges": "bytes"}, ctype="application/octet-stream")
+        cut, self.hub.cut_once_at = self.hub.cut_once_at, None
+        self._send(200, data, {**headers, "Accept-Ranges": "bytes"}, ctype="application/octet-stream",
+                   pause=self.hub.trickle_s, cut_at=cut)
 
 
 ID = r"([^/]+/[^/]+)"

@@ -3,8 +3,8 @@
 The endpoint and token come from the client's own settings (HF_ENDPOINT, HF_TOKEN, the token file).
 `configure()` runs once at CLI start, before anything imports the client: Xet off for uploads
 (plain LFS works against every Hub-compatible server, hub-api.md §2) unless the user set it,
-progress bars only on a terminal, and a connect/read timeout on every request. Tokens are never
-printed: messages are scrubbed.
+progress bars only on a terminal, and a connect/read timeout on every request; each call also has a
+deadline (`deadline.py`). Tokens are never printed: messages are scrubbed.
 
 Downloads never trust: a pull verifies sha256s before anything lands in `--local-dir`. Pushes upload
 exactly the drafter: regular files inside the folder, no hidden files, no symlink that leaves it.
@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from ..checkpoint.tensors import sha256_file
-from ..errors import HubError, UsageError, network_problem
+from ..errors import HubError, HubSilent, UsageError, network_problem
 from ..fsutil import move_into, staging
-from ..settings import hub_timeout_s
+from ..settings import hub_deadline_s, hub_timeout_s
 
 NEVER_UPLOADED = (".git", ".cache")
 
@@ -31,6 +31,7 @@ def configure(show_progress: bool) -> None:
     os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
     os.environ.setdefault("HF_HUB_DOWNLOAD_TIMEOUT", f"{hub_timeout_s():g}")
     os.environ.setdefault("HF_HUB_ETAG_TIMEOUT", f"{min(hub_timeout_s(), 10):g}")
+    hub_deadline_s()  # checked now: a bad value is one line before any work
     if not show_progress:
         os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
 
@@ -40,20 +41,21 @@ _bounded = False
 
 def _bound_the_client() -> None:
     """The client's shared HTTP session has no timeout, and many calls pass `timeout=None` explicitly
-    (which disables the session's default): a request hook gives every request our limits."""
+    (which disables the session's default): hooks give every request our limits and the call's
+    deadline, and its `send` stops at the deadline (`deadline.py`)."""
     global _bounded
     if _bounded:
         return
     from huggingface_hub.utils import _http, set_client_factory
 
-    def bound(request) -> None:
-        limits = request.extensions.get("timeout") or {}
-        request.extensions["timeout"] = {k: limits.get(k) or hub_timeout_s() for k in ("connect", "read", "write", "pool")}
+    from . import deadline
 
     def factory():
         client = _http.default_client_factory()
         hooks = client.event_hooks
-        client.event_hooks = {**hooks, "request": [*hooks.get("request", []), bound]}
+        client.event_hooks = {**hooks, "request": [*hooks.get("request", []), deadline.limit_request],
+                              "response": [*hooks.get("response", []), deadline.watch_response]}
+        client.send = deadline.bounded_send(client.send)  # Client.request and Client.stream both call it
         return client
 
     set_client_factory(factory)
@@ -85,9 +87,12 @@ def _server_says(exc: BaseException) -> str:
 
 def hub_call(fn, what: str):
     """Runs one client call and maps its errors to one-line messages. The client itself retries
-    connection errors, timeouts, 429 and 5xx with backoff; each request is bounded (`settings.hub_timeout_s`)."""
+    connection errors, timeouts, 429 and 5xx with backoff; each request is bounded (`settings.hub_timeout_s`),
+    and so is the whole call's wait for word from the Hub, retries included (`settings.hub_deadline_s`)."""
     _bound_the_client()
     from huggingface_hub.utils import logging as hf_logging
+
+    from .deadline import DeadlinePassed, start_call, unreadable_answer
 
     hf_logging.set_verbosity_error()  # the client logs each retry; we report the outcome once
     from huggingface_hub.errors import (
@@ -101,8 +106,12 @@ def hub_call(fn, what: str):
         RevisionNotFoundError,
     )
 
+    start_call()
     try:
         return fn()
+    except DeadlinePassed as exc:
+        raise HubSilent(f"{what}: {exc}", hint="check HF_ENDPOINT and your network; EAGLEZOO_HUB_DEADLINE sets "
+                                               "how long a Hub call waits, retries included") from None
     except GatedRepoError:
         raise HubError(f"{what}: the repository is gated; accept its terms on the Hub first") from None
     except RepositoryNotFoundError:
@@ -126,14 +135,20 @@ def hub_call(fn, what: str):
         raise _unreachable(what, f"the Hub answered {status}") from None
     except Exception as exc:  # a full disk or a bug is not "unreachable": errors.describe words those
         problem = network_problem(exc)
-        if problem is None:
+        if problem is not None:
+            raise _unreachable(what, problem) from None
+        answer = unreadable_answer(exc)
+        if answer is None:
             raise
-        raise _unreachable(what, problem) from None
+        raise HubError(f"{what}: {answer}", hint="HF_ENDPOINT must name a Hugging Face Hub or a mirror of its API; "
+                                                 "a proxy or login page answers like this") from exc
 
 
-def _unreachable(what: str, problem: str) -> HubError:
-    return HubError(f"{what}: the Hub could not be reached ({problem})",
-                    hint="check HF_ENDPOINT and your network; EAGLEZOO_HUB_TIMEOUT sets the per-request limit")
+def _unreachable(what: str, problem: str) -> HubError | HubSilent:
+    # a Hub that does not answer stops the command: each later call would wait as long
+    error = HubSilent if problem == "timed out" else HubError
+    return error(f"{what}: the Hub could not be reached ({problem})",
+                 hint="check HF_ENDPOINT and your network; EAGLEZOO_HUB_TIMEOUT sets the per-request limit")
 
 
 def _safe_name(name: str) -> bool:

@@ -4,7 +4,7 @@ against the entry's facts (`registry check --online`)."""
 from __future__ import annotations
 
 from ..checkpoint.formats.base import ReadOptions
-from ..errors import EaglezooError, HubError
+from ..errors import EaglezooError, HubError, HubSilent
 from ..hub.state import Snapshot, snapshot
 from ..lint import remote_lint
 from .schema import Entry
@@ -26,6 +26,8 @@ def _published_config_problems(entry: Entry) -> dict:
         opts = ReadOptions()
         entry.fill_read_options(opts)  # the same reading as `lint ID`, `verify ID`
         report = remote_lint(entry.drafter.repo, entry.target.repo, entry.drafter.revision, entry.dialect, opts)
+    except HubSilent:  # the next entry would wait as long: the command stops
+        raise
     except EaglezooError as exc:
         return {"problems": [f"online: {exc.message}"]}
     problems += [f"lint {f.code}: {f.message}" for f in report.errors]

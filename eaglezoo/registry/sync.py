@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..checkpoint.tensors import DTYPE_NAMES
-from ..errors import EaglezooError, HubError
+from ..errors import EaglezooError, HubError, HubSilent
 from ..fsutil import atomic_write_text
 from ..hub.state import Snapshot, snapshot
 from .hardware import plan_hardware
@@ -58,6 +58,8 @@ def sync_entry(entry: Entry) -> EntrySync:
         drafter = _current(entry.drafter.repo, entry.drafter.revision, "drafter", result)
         target = _current(entry.target.repo, entry.target.revision, "target", result) if entry.target.repo else None
         facts = drafter_facts(drafter, entry) + (target_facts(target, entry) if target else [])
+    except HubSilent:  # the next entry would wait as long: the command stops
+        raise
     except EaglezooError as exc:
         result.error = exc.message
         return result
