@@ -47,9 +47,11 @@ def file_destination(path: Path, what: str = "output") -> Path:
     directory or its folder does not exist."""
     path = Path(path)
     if path.is_dir():
-        raise UsageError(f"{what} {path} is a directory; give a file name")
+        raise UsageError(f"{what} {path} is a directory; give a file name",
+                         hint="give a file name, e.g. DIR/report.json")
     if not path.parent.is_dir():
-        raise UsageError(f"{what} {path}: folder {path.parent} does not exist")
+        raise UsageError(f"{what} {path}: folder {path.parent} does not exist",
+                         hint="create the folder first, or write elsewhere")
     return path
 
 
@@ -60,7 +62,8 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     try:
         fd, tmp = tempfile.mkstemp(prefix=_prefix(path), suffix=TMP_SUFFIX, dir=parent)
     except OSError as exc:
-        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
+        raise UsageError(f"cannot write {path}: {exc.strerror or exc}",
+                         hint="check the permissions and free space there, or write elsewhere") from None
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -83,7 +86,8 @@ def temp_dir_beside(dest: Path) -> Path:
     try:
         tmp = Path(tempfile.mkdtemp(prefix=_prefix(dest), suffix=TMP_SUFFIX, dir=dest.parent))
     except OSError as exc:
-        raise UsageError(f"cannot write {dest}: {exc.strerror or exc}") from None
+        raise UsageError(f"cannot write {dest}: {exc.strerror or exc}",
+                         hint="check the permissions and free space there, or write elsewhere") from None
     os.chmod(tmp, DIR_MODE)  # mkdtemp makes 0700; the output must be readable as the umask allows
     return tmp
 
@@ -144,7 +148,8 @@ def relative_name(root: Path, relative: str, what: str) -> PurePosixPath:
     """`relative` as a path under `root`: refused when empty, absolute or written with backslashes."""
     name = PurePosixPath(str(relative))
     if not str(relative) or name.is_absolute() or "\\" in str(relative):
-        raise BadInput(f"{what} {relative!r} must be a relative path inside {root}")
+        raise BadInput(f"{what} {relative!r} must be a relative path inside {root}",
+                       hint="give a path relative to the registry's repository")
     return name
 
 
@@ -154,7 +159,7 @@ def inside(root: Path, relative: str, what: str) -> Path:
     path = Path(root) / relative_name(root, relative, what)
     real_root = Path(root).resolve()
     if path.resolve() != real_root and real_root not in path.resolve().parents:
-        raise BadInput(f"{what} {relative!r} leaves {root}: refused")
+        raise BadInput(f"{what} {relative!r} leaves {root}: refused", hint="keep the path inside the repository")
     return path
 
 
@@ -163,7 +168,8 @@ def child_path(root: Path, relative: str, what: str) -> Path:
     symlink to elsewhere (the Hub cache's snapshots link every file to its blob), which reading allows."""
     name = relative_name(root, relative, what)
     if ".." in name.parts:
-        raise BadInput(f"{what} {relative!r} must be a relative path inside {root}")
+        raise BadInput(f"{what} {relative!r} must be a relative path inside {root}",
+                       hint="give a path relative to the folder")
     return Path(root) / name
 
 
@@ -177,10 +183,10 @@ def regular_file(path: Path, what: str) -> Path:
     try:
         mode = path.stat().st_mode
     except (FileNotFoundError, NotADirectoryError):
-        raise BadInput(f"{what}: {path} not found") from None
+        raise BadInput(f"{what}: {path} not found", hint="check the path") from None
     if not stat.S_ISREG(mode):
         kind = next((name for test, name in FILE_KINDS if test(mode)), "not a file")
-        raise BadInput(f"{what}: {path} is {kind}, not a regular file")
+        raise BadInput(f"{what}: {path} is {kind}, not a regular file", hint="give a regular file")
     return path
 
 
@@ -204,11 +210,13 @@ def read_json(path: Path, what: str) -> dict:
     try:
         value = json.loads(path.read_bytes().decode("utf-8"))
     except UnicodeDecodeError as exc:
-        raise BadInput(f"{what}: {path} is not valid UTF-8 text (byte {exc.start})") from None
+        raise BadInput(f"{what}: {path} is not valid UTF-8 text (byte {exc.start})", hint="save it as UTF-8") from None
     except json.JSONDecodeError as exc:
-        raise BadInput(f"{what}: {path} is not valid JSON ({exc.args[0]})") from None
+        raise BadInput(f"{what}: {path} is not valid JSON ({exc.args[0]})",
+                       hint="fix the JSON (the position is in the message)") from None
     except RecursionError:
-        raise BadInput(f"{what}: {path} is nested too deeply to read") from None
+        raise BadInput(f"{what}: {path} is nested too deeply to read",
+                       hint="give a file holding one JSON object") from None
     if not isinstance(value, dict):
-        raise BadInput(f"{what}: {path} is not a JSON object")
+        raise BadInput(f"{what}: {path} is not a JSON object", hint="give a file holding one JSON object")
     return value

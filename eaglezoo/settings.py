@@ -20,7 +20,7 @@ def env_seconds(name: str, default: float) -> float:
     except ValueError:
         value = math.nan
     if not 0 < value < math.inf:
-        raise UsageError(f"{name}={text!r}: give a number of seconds above 0")
+        raise UsageError(f"{name}={text!r}: give a number of seconds above 0", hint=f"e.g. {name}=60")
     return value
 
 

@@ -121,3 +121,51 @@ def test_a_killed_runs_leftovers_are_removed_by_the_next_run(big_source, tmp_pat
     assert r.code == 0, r.err
     assert not any(p.exists() for p in leftovers) and live.is_dir() and remote.is_dir()
     assert sorted(os.listdir(tmp_path)) == sorted(["next", live.name, remote.name])
+
+
+def _refusals_without_a_hint() -> list[str]:
+    import ast
+
+    kinds = {"UsageError", "BadInput", "HubError", "EngineError"}
+    missing = []
+    for path in sorted((ROOT / "eaglezoo").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in kinds
+                    and len(node.args) < 2 and not any(k.arg == "hint" for k in node.keywords)):
+                missing.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    return missing
+
+
+def test_every_refusal_in_the_code_names_its_fix():
+    """Each raise of eaglezoo's own errors passes a hint (subclasses that supply one are separate names)."""
+    assert _refusals_without_a_hint() == []
+
+
+def _broken_safetensors(tmp_path):
+    d = make_drafter(tmp_path / "d", "safeai", spec=make_spec(), file="safetensors")
+    weights = d / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:40])
+    return d
+
+
+REFUSALS = {  # one per part of the house: each must say what to do
+    "existing OUT": lambda t: ["convert", EXAMPLE / "eagle31-safeai", EXAMPLE, *EXAMPLE_IDS],
+    "unknown --to": lambda t: ["convert", EXAMPLE / "eagle31-safeai", t / "o", "--to", "gguf", *EXAMPLE_IDS],
+    "unknown --dtype": lambda t: ["convert", EXAMPLE / "eagle31-safeai", t / "o", "--dtype", "int3", *EXAMPLE_IDS],
+    "aux ids not numbers": lambda t: ["lint", EXAMPLE / "eagle31-safeai", "--aux-layers", "a,b"],
+    "bad --flag": lambda t: ["lint", EXAMPLE / "eagle31-safeai", "--flag", "fc_norm=maybe"],
+    "no aux ids": lambda t: ["convert", EXAMPLE / "eagle31-safeai", t / "o"],
+    "truncated safetensors": lambda t: ["convert", _broken_safetensors(t), t / "o", *EXAMPLE_IDS],
+    "no registry entry": lambda t: ["registry", "show", "no-such-entry"],
+    "unknown engine": lambda t: ["verify", "tiny-example-eagle31", "--engine", "gpu"],
+    "serve-config engine": lambda t: ["serve-config", "tiny-example-eagle31", "--engine", "triton"],
+    "push without config": lambda t: ["push", t, "me/x", "--dry-run"],
+    "prompts not JSON": lambda t: ["verify", "tiny-example-eagle31", "--prompts", EXAMPLE / "target" / "tokenizer.json"],
+}
+
+
+@pytest.mark.parametrize("case", REFUSALS)
+def test_every_refusal_a_user_meets_carries_a_hint(cli, tmp_path, case):
+    r = cli(*REFUSALS[case](tmp_path))
+    assert_clean_failure(r)
+    assert "(hint: " in r.err, r.err

@@ -218,14 +218,16 @@ def _check_values(raw: dict, label: str) -> None:
     while stack:
         path, value = stack.pop()
         if len(path) > MAX_DEPTH:
-            raise BadInput(f"{label}: key {path[0]!r} is nested more than {MAX_DEPTH} levels deep")
+            raise BadInput(f"{label}: key {path[0]!r} is nested more than {MAX_DEPTH} levels deep",
+                           hint="flatten that key: a model config is a few levels deep")
         items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
         for key, item in items:
             child = (*path, key)
             for text in (key, item):
                 if isinstance(text, str) and not _encodable(text):
                     where = ".".join(map(str, child))
-                    raise BadInput(f"{label}: key {where!r} holds text that is not valid Unicode ({shown(text)})")
+                    raise BadInput(f"{label}: key {where!r} holds text that is not valid Unicode ({shown(text)})",
+                                   hint="re-save the file as valid UTF-8 JSON")
             stack.append((child, item))
 
 
@@ -243,7 +245,8 @@ def _check(model: type[BaseModel], raw: dict, label: str, prefix: str = "") -> N
     except ValidationError as exc:
         errors = exc.errors()
         more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
-        raise BadInput(f"{label}: {sentence(errors[0], prefix)}{more}") from None
+        raise BadInput(f"{label}: {sentence(errors[0], prefix)}{more}",
+                       hint="fix that key in the file (it is read as transformers reads it)") from None
 
 
 def sentence(error: dict, prefix: str = "") -> str:
@@ -263,7 +266,8 @@ def shown(value: Any) -> str:
 
 def target_config(target: Path) -> dict:
     if not target.is_dir():
-        raise UsageError(f"target {target}: not a directory")
+        raise UsageError(f"target {target}: not a directory",
+                         hint="name the target model's folder (with its config.json), or a Hub repo id")
     path = target / "config.json"
     cfg = validate_config(read_json(path, "target config"), str(path), "target")
     return cfg.get("text_config") or cfg  # multimodal targets keep the LM under text_config

@@ -19,6 +19,15 @@ from ..errors import BadInput
 from . import st_json
 from .st_json import U64_MAX, JsonError, JsonObject
 
+
+class Malformed(BadInput):
+    """A safetensors file the library itself refuses to load: damaged, cut short or not written by it."""
+
+    def __init__(self, message: str):
+        super().__init__(message, hint="the file is damaged or was not written by a safetensors writer: download it "
+                                       "again, or re-export the weights with safetensors.torch.save_file")
+
+
 MAX_HEADER = 100_000_000  # the library's limit on the JSON header's length
 
 # safetensors dtype code -> (its name, as torch spells it where torch has it; bits per element)
@@ -77,11 +86,11 @@ def read_safetensors_header(read: Callable[[int, int], bytes], file_size: int, f
     bytes [start, end) with `read`. Raises BadInput with the reason for any file the library refuses."""
     where = file.name
     if file_size < 8:
-        raise BadInput(f"{where}: truncated safetensors file ({file_size} bytes, no header length)")
+        raise Malformed(f"{where}: truncated safetensors file ({file_size} bytes, no header length)")
     n = _header_length(read(0, 8), file_size, where)
     raw = read(8, 8 + n) if n else b""
     if len(raw) != n:
-        raise BadInput(f"{where}: truncated safetensors header ({len(raw)} of {n} bytes read)")
+        raise Malformed(f"{where}: truncated safetensors header ({len(raw)} of {n} bytes read)")
     metadata, entries = _decode(raw, where)
     _check_layout(entries, file_size - 8 - n, where)
     refs = {e.name: TensorRef(e.name, e.dtype, e.shape, file, 8 + n + e.begin, 8 + n + e.end) for e in entries}
@@ -90,12 +99,12 @@ def read_safetensors_header(read: Callable[[int, int], bytes], file_size: int, f
 
 def _header_length(prefix: bytes, file_size: int, where: str) -> int:
     if len(prefix) != 8:
-        raise BadInput(f"{where}: truncated safetensors file (no header length)")
+        raise Malformed(f"{where}: truncated safetensors file (no header length)")
     (n,) = struct.unpack("<Q", prefix)
     if n > MAX_HEADER:
-        raise BadInput(f"{where}: header length {n} exceeds the safetensors limit of {MAX_HEADER} bytes")
+        raise Malformed(f"{where}: header length {n} exceeds the safetensors limit of {MAX_HEADER} bytes")
     if n > file_size - 8:
-        raise BadInput(f"{where}: header length {n} is beyond the end of the file ({file_size} bytes)")
+        raise Malformed(f"{where}: header length {n} is beyond the end of the file ({file_size} bytes)")
     return n
 
 
@@ -103,20 +112,20 @@ def _decode(raw: bytes, where: str) -> tuple[dict[str, str], list[_Entry]]:
     try:
         header = st_json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
-        raise BadInput(f"{where}: safetensors header is not valid UTF-8") from None
+        raise Malformed(f"{where}: safetensors header is not valid UTF-8") from None
     except JsonError as exc:
-        raise BadInput(f"{where}: safetensors header is not valid JSON ({exc})") from None
+        raise Malformed(f"{where}: safetensors header is not valid JSON ({exc})") from None
     if not isinstance(header, JsonObject):
-        raise BadInput(f"{where}: safetensors header is not a JSON object")
+        raise Malformed(f"{where}: safetensors header is not a JSON object")
     metadata: dict[str, str] | None = None
     entries: dict[str, _Entry] = {}
     for key, value in header:
         if key == "__metadata__":
             if metadata is not None:
-                raise BadInput(f"{where}: __metadata__ appears twice")
+                raise Malformed(f"{where}: __metadata__ appears twice")
             metadata = _metadata(value, where)
         elif key in entries:
-            raise BadInput(f"{where}: tensor name {key!r} appears twice")
+            raise Malformed(f"{where}: tensor name {key!r} appears twice")
         else:
             entries[key] = _entry(key, value, where)
     return metadata or {}, list(entries.values())
@@ -126,10 +135,10 @@ def _metadata(value, where: str) -> dict[str, str]:
     if value is None:
         return {}
     if not isinstance(value, JsonObject):
-        raise BadInput(f"{where}: __metadata__ is not a map of strings")
+        raise Malformed(f"{where}: __metadata__ is not a map of strings")
     for key, item in value:
         if not isinstance(item, str):
-            raise BadInput(f"{where}: __metadata__ value for {key!r} is not a string")
+            raise Malformed(f"{where}: __metadata__ value for {key!r} is not a string")
     return dict(value)  # a repeated key: the last value counts, as in the library
 
 
@@ -138,13 +147,13 @@ def _entry(name: str, value, where: str) -> _Entry:
     if isinstance(dtype, JsonObject) and len(dtype) == 1 and dtype[0][1] is None:
         dtype = dtype[0][0]  # serde also reads an enum variant written as {"F16": null}
     if not isinstance(dtype, str):
-        raise BadInput(f"{where}: tensor {name!r} has a malformed dtype")
+        raise Malformed(f"{where}: tensor {name!r} has a malformed dtype")
     if dtype not in DTYPE_NAMES:
-        raise BadInput(f"{where}: tensor {name!r} has unknown dtype {dtype!r}")
+        raise Malformed(f"{where}: tensor {name!r} has unknown dtype {dtype!r}")
     if not _unsigned_list(shape):
-        raise BadInput(f"{where}: tensor {name!r} has a malformed shape (not a list of non-negative integers)")
+        raise Malformed(f"{where}: tensor {name!r} has a malformed shape (not a list of non-negative integers)")
     if not _unsigned_list(offsets) or len(offsets) != 2:
-        raise BadInput(f"{where}: tensor {name!r} has malformed data_offsets (not two non-negative integers)")
+        raise Malformed(f"{where}: tensor {name!r} has malformed data_offsets (not two non-negative integers)")
     return _Entry(name, dtype, tuple(shape), offsets[0], offsets[1])
 
 
@@ -153,14 +162,14 @@ def _entry_fields(name: str, value, where: str) -> list:
     does) or, as serde also accepts for a struct, a list of exactly those three."""
     if isinstance(value, list):
         if len(value) != 3:
-            raise BadInput(f"{where}: tensor {name!r} has a malformed header entry (a list, but not of 3 items)")
+            raise Malformed(f"{where}: tensor {name!r} has a malformed header entry (a list, but not of 3 items)")
         return value
     if not isinstance(value, JsonObject):
-        raise BadInput(f"{where}: tensor {name!r} has a malformed header entry (not an object)")
+        raise Malformed(f"{where}: tensor {name!r} has a malformed header entry (not an object)")
     keys = [key for key, _ in value]
     for field in ENTRY_FIELDS:
         if keys.count(field) != 1:
-            raise BadInput(f"{where}: tensor {name!r} has {'no' if field not in keys else 'more than one'} {field}")
+            raise Malformed(f"{where}: tensor {name!r} has {'no' if field not in keys else 'more than one'} {field}")
     fields = dict(pair for pair in value if pair[0] in ENTRY_FIELDS)
     return [fields[field] for field in ENTRY_FIELDS]
 
@@ -177,28 +186,28 @@ def _check_layout(entries: list[_Entry], data_size: int, where: str) -> None:
     offset, previous = 0, None
     for e in sorted(entries, key=lambda e: (e.begin, e.end)):
         if e.begin > offset and previous is None:
-            raise BadInput(f"{where}: a gap of {_bytes(e.begin)} at offset 0, before tensor {e.name!r}")
+            raise Malformed(f"{where}: a gap of {_bytes(e.begin)} at offset 0, before tensor {e.name!r}")
         if e.begin > offset:
-            raise BadInput(f"{where}: tensors {previous.name!r} and {e.name!r} leave a gap of "
+            raise Malformed(f"{where}: tensors {previous.name!r} and {e.name!r} leave a gap of "
                            f"{_bytes(e.begin - offset)} at offset {offset}")
         if e.begin < offset:
-            raise BadInput(f"{where}: tensors {previous.name!r} and {e.name!r} have overlapping byte ranges")
+            raise Malformed(f"{where}: tensors {previous.name!r} and {e.name!r} have overlapping byte ranges")
         offset, previous = e.end, e
     if offset < data_size:
         after = "the last tensor" if entries else "the header"
         extra = data_size - offset
-        raise BadInput(f"{where}: {extra} trailing {'byte' if extra == 1 else 'bytes'} after {after}")
+        raise Malformed(f"{where}: {extra} trailing {'byte' if extra == 1 else 'bytes'} after {after}")
 
 
 def _check_extent(e: _Entry, data_size: int, where: str) -> None:
     if e.end < e.begin:
-        raise BadInput(f"{where}: tensor {e.name!r} data_offsets [{e.begin}, {e.end}] end before they begin")
+        raise Malformed(f"{where}: tensor {e.name!r} data_offsets [{e.begin}, {e.end}] end before they begin")
     if e.end > data_size:
-        raise BadInput(f"{where}: tensor {e.name!r} offsets [{e.begin}, {e.end}] are out of bounds "
+        raise Malformed(f"{where}: tensor {e.name!r} offsets [{e.begin}, {e.end}] are out of bounds "
                        f"(data section is {data_size} bytes; truncated file?)")
     size = _byte_size(e, where)
     if e.end - e.begin != size:
-        raise BadInput(f"{where}: tensor {e.name!r} holds {e.end - e.begin} bytes, but shape {list(e.shape)} "
+        raise Malformed(f"{where}: tensor {e.name!r} holds {e.end - e.begin} bytes, but shape {list(e.shape)} "
                        f"of {e.dtype} needs {size}")
 
 
@@ -210,12 +219,12 @@ def _byte_size(e: _Entry, where: str) -> int:
     for dim in e.shape:
         count *= dim
         if count > U64_MAX:
-            raise BadInput(f"{what} has too many elements (their count overflows 64 bits)")
+            raise Malformed(f"{what} has too many elements (their count overflows 64 bits)")
     bits = count * DTYPE_NAMES[e.dtype][1]
     if bits > U64_MAX:
-        raise BadInput(f"{what} is too large (its size in bits overflows 64 bits)")
+        raise Malformed(f"{what} is too large (its size in bits overflows 64 bits)")
     if bits % 8:
-        raise BadInput(f"{what} is not a whole number of bytes ({bits} bits)")
+        raise Malformed(f"{what} is not a whole number of bytes ({bits} bits)")
     return bits // 8
 
 

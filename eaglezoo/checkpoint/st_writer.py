@@ -149,7 +149,8 @@ def _stream_range(fh, start: int, end: int | None, hasher: _Hasher, sink=None) -
         chunk = fh.read(CHUNK if remaining is None else min(CHUNK, remaining))
         if not chunk:
             if remaining:
-                raise BadInput(f"{Path(fh.name).name}: file is truncated")
+                raise BadInput(f"{Path(fh.name).name}: file is truncated",
+                               hint="the source changed or was cut short while converting: download it again and rerun")
             break
         hasher.update(chunk)
         if sink is not None:

@@ -138,9 +138,10 @@ def parse_ids(text: str | None) -> list[int] | None:
     try:
         ids = [int(x) for x in text.replace(" ", "").split(",") if x]
     except ValueError:
-        raise UsageError(f"--aux-layers must be comma-separated integers, got {text!r}") from None
+        raise UsageError(f"--aux-layers must be comma-separated integers, got {text!r}",
+                         hint="give ids such as --aux-layers 2,3,4") from None
     if not ids:
-        raise UsageError("--aux-layers is empty")
+        raise UsageError("--aux-layers is empty", hint="give ids such as --aux-layers 2,3,4")
     return ids
 
 
@@ -152,7 +153,8 @@ def parse_flags(items: list[str] | None) -> dict[str, bool]:
     for item in items or []:
         name, _, value = item.partition("=")
         if name not in FLAGS or value.lower() not in ("true", "false"):
-            raise UsageError(f"--flag takes NAME=true|false with NAME one of {', '.join(FLAGS)}; got {item!r}")
+            raise UsageError(f"--flag takes NAME=true|false with NAME one of {', '.join(FLAGS)}; got {item!r}",
+                             hint="e.g. --flag norm_output=true")
         flags[name] = value.lower() == "true"
     return flags
 
@@ -175,7 +177,8 @@ def parse_floors(text: str | None, k: int) -> list[float] | None:
     except ValueError:
         floors = []
     if not floors or any(not 0 <= x <= 1 for x in floors):  # NaN fails both comparisons
-        raise UsageError(f"--min-acceptance must be comma-separated numbers in [0, 1], got {text!r}")
+        raise UsageError(f"--min-acceptance must be comma-separated numbers in [0, 1], got {text!r}",
+                         hint="e.g. --min-acceptance 0.6,0.4,0.3 (one floor per position, at most K)")
     if len(floors) > k:
         raise UsageError(f"--min-acceptance has {len(floors)} floors but K is {k}", hint="give at most K values")
     return floors

@@ -97,7 +97,8 @@ def pull_source(arg: str, revision: str | None = None, local_dir: Path | None = 
 
     entry, _ = lookup(arg, registry_dir)
     if not entry.drafter.repo:
-        raise UsageError(f"registry entry {entry.id} is not published on the Hub (it lives in {entry.drafter.path})")
+        raise UsageError(f"registry entry {entry.id} is not published on the Hub (it lives in {entry.drafter.path})",
+                         hint="lint or verify it where it lives, or push it first (eaglezoo push)")
     pulled = pull(entry.drafter.repo, revision or entry.drafter.revision, local_dir, dict(entry.files))
     pulled.registry_id = entry.id
     return pulled

@@ -72,7 +72,8 @@ def _serve_folder(path, engine: str, k: int, target: str | None) -> ServeConfig:
     from ..serving import schema_for, serve_config
 
     if target is None:
-        raise UsageError("--target is needed when serving a drafter directory")
+        raise UsageError("--target is needed when serving a drafter directory",
+                         hint="add --target TARGET (the model the engine serves)")
     drafter = read_drafter(path, None, ReadOptions(allow_missing_aux=True), strict=False)
     reading, cfg = drafter.reading, drafter.config
     fmt = schema_for(reading.dialect)

@@ -41,13 +41,14 @@ def classify(arg: str) -> Literal["dir", "registry", "hub"]:
         return "registry"
     if path.exists():
         if not path.is_dir():
-            raise UsageError(f"{arg}: not a directory")
+            raise UsageError(f"{arg}: not a directory", hint="give the drafter's folder, not a file in it")
         return "dir"
     if REPO_ID.match(arg):
         return "hub"
     if REGISTRY_ID.match(arg):
         return "registry"
-    raise UsageError(f"{arg}: no such directory, registry id or Hub repo id (owner/name)")
+    raise UsageError(f"{arg}: no such directory, registry id or Hub repo id (owner/name)",
+                     hint="check the spelling: eaglezoo registry list shows the registry ids")
 
 
 def resolve(arg: str, revision: str | None = None, *, what: str = "drafter",
@@ -59,7 +60,8 @@ def resolve(arg: str, revision: str | None = None, *, what: str = "drafter",
     if kind == "hub":
         return _pull(arg, revision, what, weights)
     if not registry_ids:
-        raise UsageError(f"{what} {arg}: no such directory (nor a Hub repo id of the form owner/name)")
+        raise UsageError(f"{what} {arg}: no such directory (nor a Hub repo id of the form owner/name)",
+                         hint="give the target's folder or Hub repo id (owner/name)")
     from ..registry.load import lookup
 
     entry, reg = lookup(arg, registry_dir)
@@ -84,7 +86,8 @@ def location(repo: Repo, reg: Registry, revision: str | None, what: str, weights
     if repo.path:
         path = reg.path(repo.path, f"{what}.path")
         if not path.is_dir():
-            raise UsageError(f"{what}.path {repo.path}: no such directory in {reg.root}")
+            raise UsageError(f"{what}.path {repo.path}: no such directory in {reg.root}",
+                             hint="fix the entry's path, or run eaglezoo registry check")
         return Source(path)
     return _pull(repo.repo, revision or repo.revision, what, weights)
 

@@ -119,7 +119,8 @@ def parse_json(text: str | None) -> dict:
     except (json.JSONDecodeError, RecursionError):
         value = None
     if not isinstance(value, dict):
-        raise UsageError(f"--engine-args must be a JSON object, got {text[:60]!r}")
+        raise UsageError(f"--engine-args must be a JSON object, got {text[:60]!r}",
+                         hint="e.g. --engine-args '{\"max_num_seqs\": 64}'")
     return value
 
 
@@ -129,7 +130,8 @@ def parse_levels(text: str) -> list[int]:
     except ValueError:
         levels = []
     if not levels or any(not 1 <= c <= 4096 for c in levels):
-        raise UsageError(f"--concurrency must be comma-separated integers from 1 to 4096, got {text!r}")
+        raise UsageError(f"--concurrency must be comma-separated integers from 1 to 4096, got {text!r}",
+                         hint="e.g. --concurrency 1,8,32")
     return levels
 
 
@@ -238,7 +240,7 @@ def parse_engines(text: str) -> list[str]:
     names = [n.strip() for n in text.split(",") if n.strip()]
     unknown = [n for n in names if n not in ENGINES]
     if not names or unknown or len(set(names)) != len(names) or len(names) > 2:
-        raise UsageError(f"--engine {text!r}: give native, vllm or native,vllm")
+        raise UsageError(f"--engine {text!r}: give native, vllm or native,vllm", hint="e.g. --engine native,vllm")
     return names
 
 
@@ -255,7 +257,8 @@ def verify_source(drafter: str, target: str | None, *, revision: str | None = No
     src = resolve(drafter, revision, registry_dir=registry_dir)
     tgt = target_for(src, target, registry_dir, weights="native" in engines)
     if tgt is None:
-        raise UsageError("--target is required (or give a registry id, whose entry names the target)")
+        raise UsageError("--target is required (or give a registry id, whose entry names the target)",
+                         hint="add --target DIR (or a Hub repo id)")
     floors_note = None
     if src.entry is not None:
         src.entry.fill_read_options(opts)

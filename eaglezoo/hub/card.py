@@ -20,16 +20,19 @@ REPORT_KEYS = {"device": str, "dtype": str, "num_spec_tokens": int, "num_prompts
 def load_report(path: Path) -> dict:
     """A verify report for the card's acceptance table; anything else is refused, never skipped."""
     if not Path(path).is_file():
-        raise UsageError(f"--report {path}: no such file")
+        raise UsageError(f"--report {path}: no such file",
+                         hint="give the file that eaglezoo verify --report FILE wrote")
     data = _json(Path(path))
     if not isinstance(data, dict):
-        raise BadInput(f"--report {path}: not a JSON object (expected an eaglezoo verify report)")
+        raise BadInput(f"--report {path}: not a JSON object (expected an eaglezoo verify report)",
+                       hint="give the file that eaglezoo verify --report FILE wrote")
     for key, kind in REPORT_KEYS.items():
         if not isinstance(data.get(key), kind) or isinstance(data.get(key), bool):
             raise BadInput(f"--report {path}: {key} missing or not a {getattr(kind, '__name__', 'number')}",
                            hint="write it with eaglezoo verify --report FILE")
     if len(data["acceptance_per_position"]) != data["num_spec_tokens"]:
-        raise BadInput(f"--report {path}: acceptance_per_position does not have num_spec_tokens values")
+        raise BadInput(f"--report {path}: acceptance_per_position does not have num_spec_tokens values",
+                       hint="give the file that eaglezoo verify --report FILE wrote, unedited")
     return data
 
 

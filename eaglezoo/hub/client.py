@@ -113,25 +113,33 @@ def hub_call(fn, what: str):
         raise HubSilent(f"{what}: {exc}", hint="check HF_ENDPOINT and your network; EAGLEZOO_HUB_DEADLINE sets "
                                                "how long a Hub call waits, retries included") from None
     except GatedRepoError:
-        raise HubError(f"{what}: the repository is gated; accept its terms on the Hub first") from None
+        raise HubError(f"{what}: the repository is gated; accept its terms on the Hub first",
+                       hint="accept the terms on the repo's Hub page, then retry with HF_TOKEN set") from None
     except RepositoryNotFoundError:
-        raise HubError(f"{what}: repository not found (or private, and the token cannot see it)") from None
+        raise HubError(f"{what}: repository not found (or private, and the token cannot see it)",
+                       hint="check the repo id; for a private repo set HF_TOKEN") from None
     except RevisionNotFoundError:
-        raise HubError(f"{what}: revision not found") from None
+        raise HubError(f"{what}: revision not found",
+                       hint="check --revision (a branch, tag or commit of that repo)") from None
     except (LocalEntryNotFoundError, OfflineModeIsEnabled):
-        raise HubError(f"{what}: not in the local cache, and offline mode (HF_HUB_OFFLINE) forbids downloading it") from None
+        raise HubError(f"{what}: not in the local cache, and offline mode (HF_HUB_OFFLINE) forbids downloading it",
+                       hint="run once without HF_HUB_OFFLINE=1 to download it") from None
     except EntryNotFoundError as exc:
-        raise HubError(f"{what}: file not found ({_server_says(exc)})") from None
+        raise HubError(f"{what}: file not found ({_server_says(exc)})",
+                       hint="check the file name and --revision") from None
     except HFValidationError:
         raise UsageError(f"{what}: not a valid Hub repo id or revision", hint="repo ids look like owner/name") from None
     except HfHubHTTPError as exc:
         status = getattr(getattr(exc, "response", None), "status_code", None)
         if status == 401:
-            raise HubError(f"{what}: authentication failed (401): the token is missing, wrong or expired") from None
+            raise HubError(f"{what}: authentication failed (401): the token is missing, wrong or expired",
+                           hint="set HF_TOKEN to a valid token (huggingface-cli login)") from None
         if status == 403:
-            raise HubError(f"{what}: forbidden (403): the token may not write to this repository") from None
+            raise HubError(f"{what}: forbidden (403): the token may not write to this repository",
+                           hint="use a token with write access to that namespace") from None
         if status is not None and status < 500 and status != 429:
-            raise HubError(f"{what}: the Hub answered {status}: {_server_says(exc)}") from None
+            raise HubError(f"{what}: the Hub answered {status}: {_server_says(exc)}",
+                           hint="see the Hub's message; check the repo id and --revision") from None
         raise _unreachable(what, f"the Hub answered {status}") from None
     except Exception as exc:  # a full disk or a bug is not "unreachable": errors.describe words those
         problem = network_problem(exc)
@@ -172,7 +180,8 @@ def pull(repo: str, revision: str | None = None, local_dir: Path | None = None,
         names = hub_call(lambda: HfApi().list_repo_files(repo, revision=revision), what)
         bad = [n for n in names if not _safe_name(n)]
         if bad:
-            raise HubError(f"{what}: refusing remote file name {bad[0]!r}: it escapes the download directory")
+            raise HubError(f"{what}: refusing remote file name {bad[0]!r}: it escapes the download directory",
+                           hint="the repo holds unsafe file names: do not pull it")
     if local_dir is None:
         path = Path(hub_call(lambda: snapshot_download(repo, revision=revision, allow_patterns=patterns), what))
         verified = verify_files(path, expected or {}, what)
@@ -191,10 +200,12 @@ def verify_files(path: Path, expected: dict[str, str], what: str) -> dict[str, s
     checked = {}
     for name, digest in manifest.items():
         if not _safe_name(name):  # by name: the cache's own files are symlinks into its blob store
-            raise HubError(f"{what}: manifest entry {name!r} leaves the download directory: refused")
+            raise HubError(f"{what}: manifest entry {name!r} leaves the download directory: refused",
+                           hint="the repo's conversion.json is unsafe: do not pull it")
         f = path / name
         if not f.is_file():
-            raise HubError(f"{what}: {name} is listed with a sha256 but was not downloaded")
+            raise HubError(f"{what}: {name} is listed with a sha256 but was not downloaded",
+                           hint="the repo is incomplete: ask its publisher, or pull another revision")
         actual = sha256_file(f)
         if actual != digest:
             raise HubError(f"{what}: sha256 mismatch for {name}: expected {digest}, got {actual}",
@@ -210,10 +221,12 @@ def _manifest(path: Path, what: str) -> dict[str, str]:
     try:
         data = json.loads(record.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
-        raise HubError(f"{what}: conversion.json is not valid JSON") from None
+        raise HubError(f"{what}: conversion.json is not valid JSON",
+                       hint="convert the drafter again with eaglezoo (it writes conversion.json)") from None
     output = data.get("output") if isinstance(data, dict) else None
     if not isinstance(output, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in output.items()):
-        raise HubError(f"{what}: conversion.json has no 'output' mapping of file names to sha256")
+        raise HubError(f"{what}: conversion.json has no 'output' mapping of file names to sha256",
+                       hint="convert the drafter again with eaglezoo (it writes the manifest), or pull without it")
     return output
 
 
@@ -292,10 +305,11 @@ def push(folder: Path, repo: str, revision: str = "main", private: bool = False,
     from .card import load_report, model_card
 
     if not folder.is_dir():
-        raise UsageError(f"{folder}: not a directory")
+        raise UsageError(f"{folder}: not a directory", hint="give the converted drafter's folder")
     files = [f for f in select_files(folder, include, exclude) if f.path_in_repo != "README.md"]
     if not any(f.path_in_repo == "config.json" for f in files):
-        raise UsageError(f"{folder}: no config.json; push a converted drafter folder")
+        raise UsageError(f"{folder}: no config.json; push a converted drafter folder",
+                         hint="convert it first (eaglezoo convert SRC OUT), then push OUT")
     _refuse_local_paths(folder / "conversion.json")
     card = model_card(folder, report=load_report(report) if report else None, target=target, repo=repo).encode()
     files.append(Upload("README.md", None, len(card)))

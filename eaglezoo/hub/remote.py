@@ -29,11 +29,13 @@ class RemoteCheckpoint:
         what = f"{repo}@{revision or 'main'}"
         names = hub_call(lambda: HfApi().list_repo_files(repo, revision=revision), what)
         if "config.json" not in names:
-            raise HubError(f"{what}: no config.json")
+            raise HubError(f"{what}: no config.json",
+                           hint="give the drafter's repo (with its config.json), or check --revision")
         self.config = self._json("config.json")
         weights = [n for n in names if n.endswith(".safetensors")]
         if not weights and need_weights:
-            raise HubError(f"{what}: remote lint reads safetensors only (found {', '.join(names) or 'no files'})")
+            raise HubError(f"{what}: remote lint reads safetensors only (found {', '.join(names) or 'no files'})",
+                           hint="pull it and lint the folder: eaglezoo pull REPO --local-dir DIR; eaglezoo lint DIR")
         self.refs: dict[str, TensorRef] = {}
         self.metadata: dict[str, str] = {}
         self.files = []
@@ -51,9 +53,11 @@ class RemoteCheckpoint:
         try:
             value = json.loads(self._get(name))
         except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
-            raise BadInput(f"{self.repo}/{name}: not valid JSON") from None
+            raise BadInput(f"{self.repo}/{name}: not valid JSON",
+                           hint="the repo's file is broken: tell its publisher") from None
         if not isinstance(value, dict):
-            raise BadInput(f"{self.repo}/{name}: not a JSON object")
+            raise BadInput(f"{self.repo}/{name}: not a JSON object",
+                           hint="the repo's file is broken: tell its publisher")
         return value
 
     def _url(self, name: str) -> str:
@@ -85,7 +89,8 @@ class RemoteCheckpoint:
         ref = self.refs[name]
         data = bytearray(self._get(ref.file.name, ref.start, ref.end - 1)) if ref.nbytes else bytearray()
         if len(data) != ref.nbytes:
-            raise BadInput(f"{ref.file.name}: tensor {name!r} is truncated on the Hub")
+            raise BadInput(f"{ref.file.name}: tensor {name!r} is truncated on the Hub",
+                           hint="the repo's file is broken: tell its publisher")
         return tensor_from_bytes(ref, data)
 
     def check_index(self) -> None:

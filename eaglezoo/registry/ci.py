@@ -96,20 +96,23 @@ def load_report(path: Path):
     try:
         return VerifyReport.model_validate(read_json(path, "report"))
     except ValidationError:
-        raise BadInput(f"{path}: not a verify report (eaglezoo verify --report FILE writes one)") from None
+        raise BadInput(f"{path}: not a verify report (eaglezoo verify --report FILE writes one)",
+                       hint="give the file that eaglezoo verify --report FILE wrote") from None
 
 
 def record(report_path: Path, reg: Registry) -> Recorded:
     report = load_report(report_path)
     if not report.registry_id:
-        raise UsageError(f"{report_path}: the report names no registry entry", hint="verify a registry id, not a folder")
+        raise UsageError(f"{report_path}: the report names no registry entry",
+                         hint="verify a registry id, not a folder")
     entry = reg.get(report.registry_id)
     k, temperature = report.num_spec_tokens, report.sampling.get("temperature", 0.0)
     _check_same_drafter(entry, report, reg)
     floor = entry.floor_for(k, temperature)
     if entry.acceptance_floors and floor is None:
         have = ", ".join(f"K={f.k} T={f.temperature:g}" for f in entry.acceptance_floors)
-        raise UsageError(f"{report_path}: a report at K={k} T={temperature:g}; {entry.id} has floors for {have} only")
+        raise UsageError(f"{report_path}: a report at K={k} T={temperature:g}; {entry.id} has floors for {have} only",
+                         hint="verify at a K and temperature the entry has floors for (eaglezoo registry show ID)")
     why = list(report.failures) + (below_floor(report, floor) if floor else [])
     passed = None if floor is None else not why
     name = f"{entry.id}.k{k}.t{temperature:g}.{report.engine.get('name', 'native')}.json"
@@ -129,7 +132,8 @@ def record(report_path: Path, reg: Registry) -> Recorded:
 
 def _check_same_drafter(entry: Entry, report, reg: Registry) -> None:
     if entry.drafter.path and Path(report.drafter).resolve() != reg.path(entry.drafter.path, "drafter.path").resolve():
-        raise UsageError(f"the report measured {report.drafter}; {entry.id}'s drafter is {entry.drafter.path}")
+        raise UsageError(f"the report measured {report.drafter}; {entry.id}'s drafter is {entry.drafter.path}",
+                         hint="record a report of this entry's drafter (eaglezoo verify ID --report FILE)")
     pinned = entry.drafter.revision
     if pinned and report.drafter_revision and report.drafter_revision != pinned:
         raise UsageError(f"the report measured {entry.drafter.repo}@{report.drafter_revision}; "

@@ -23,10 +23,11 @@ def set_values(text: str, changes: dict[Path_, Any], name: str = "YAML") -> str:
         try:
             text = _set(text, path, value)
         except (yaml.YAMLError, _CannotEdit):
-            raise BadInput(f"{name}: cannot set {'.'.join(path)} in place; edit it by hand") from None
+            raise BadInput(f"{name}: cannot set {'.'.join(path)} in place; edit it by hand",
+                           hint="edit that key by hand") from None
         _assign(expected, path, value)
     if yaml.safe_load(text) != expected:
-        raise BadInput(f"{name}: cannot edit it in place; edit it by hand")
+        raise BadInput(f"{name}: cannot edit it in place; edit it by hand", hint="edit the entry by hand")
     return text
 
 

@@ -61,7 +61,8 @@ def measure_endpoint(work: Workload, url: str, progress: Progress) -> Measuremen
 def server_base(url: str) -> str:
     base = url.rstrip("/").removesuffix("/v1")
     if not base.startswith(("http://", "https://")):
-        raise UsageError(f"--endpoint {url}: give an http:// or https:// URL, e.g. http://127.0.0.1:8000")
+        raise UsageError(f"--endpoint {url}: give an http:// or https:// URL, e.g. http://127.0.0.1:8000",
+                         hint="e.g. --endpoint http://127.0.0.1:8000")
     return base
 
 
@@ -80,15 +81,19 @@ def request(base: str, path: str, body: dict | None = None, missing_ok: bool = F
         timed_out = network_problem(getattr(exc, "reason", exc)) == "timed out"
         problem = "did not answer in time" if timed_out else "cannot be reached (or is not an HTTP server)"
         raise EngineError(f"the server at {base} {problem}",
-                          hint="check that vllm serve is running there (EAGLEZOO_ENDPOINT_TIMEOUT sets the limit)") from None
+                          hint="check that vllm serve is running there (EAGLEZOO_ENDPOINT_TIMEOUT sets the "
+                               "limit)") from None
     if len(raw) > MAX_ANSWER:
-        raise EngineError(f"{base}{path} answered with more than {MAX_ANSWER >> 20} MiB: is this a vLLM server?")
+        raise EngineError(f"{base}{path} answered with more than {MAX_ANSWER >> 20} MiB: is this a vLLM server?",
+                          hint="point --endpoint at the vLLM server (vllm serve ... --speculative-config ...)")
     if path == "/metrics":
         return raw.decode("utf-8", "replace")
     try:
         return json.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
-        raise EngineError(f"{base}{path} did not answer with JSON: is this a vLLM server?") from None
+        raise EngineError(f"{base}{path} did not answer with JSON: is this a vLLM server?",
+                          hint="point --endpoint at the vLLM server (vllm serve ... --speculative-config "
+                               "...)") from None
 
 
 def _server_says(exc: urllib.error.HTTPError) -> str | None:
@@ -105,7 +110,8 @@ def served_model(base: str, work: Workload) -> str:
     body = request(base, "/v1/models")
     models = body.get("data") if isinstance(body, dict) else None
     if not isinstance(models, list) or not models or not isinstance(models[0], dict) or "id" not in models[0]:
-        raise EngineError(f"{base}/v1/models did not list a model: is this an OpenAI-compatible vLLM server?")
+        raise EngineError(f"{base}/v1/models did not list a model: is this an OpenAI-compatible vLLM server?",
+                          hint="point --endpoint at the vLLM server (vllm serve ... --speculative-config ...)")
     model = models[0]
     root = printable(str(model.get("root") or model["id"]))
     if not same_model(root, work.target_name):
@@ -158,7 +164,8 @@ def check_drafter(config: dict | None, work: Workload, base: str) -> list[str]:
         return [f"the server's drafter {served} could not be read here: its identity was not checked"]
     if not same:
         raise EngineError(f"the server's drafter ({served}) is not the drafter named ({work.drafter.path}): "
-                          "their weights differ", hint="verify the drafter the server loads, or restart it with this one")
+                          "their weights differ", hint="verify the drafter the server loads, or restart it with this "
+                                                       "one")
     return []
 
 
@@ -185,7 +192,8 @@ def scrape(base: str) -> dict:
     try:
         families = list(text_string_to_metric_families(request(base, "/metrics")))
     except ValueError:
-        raise EngineError(f"{base}/metrics is not Prometheus text: is this a vLLM server?") from None
+        raise EngineError(f"{base}/metrics is not Prometheus text: is this a vLLM server?",
+                          hint="point --endpoint at the vLLM server; its /metrics must be on") from None
     try:
         for sample in (s for family in families for s in family.samples):
             name = sample.name.removesuffix("_total")
@@ -196,7 +204,8 @@ def scrape(base: str) -> dict:
                 pos = int(sample.labels.get("position", 0))
                 out["per_position"][pos] = out["per_position"].get(pos, 0) + int(sample.value)
     except (ValueError, OverflowError):
-        raise EngineError(f"{base}/metrics holds a spec-decode counter that is not a count") from None
+        raise EngineError(f"{base}/metrics holds a spec-decode counter that is not a count",
+                          hint="point --endpoint at the vLLM server; its /metrics must be on") from None
     if not found:
         raise EngineError(f"the server at {base} reports no speculative-decoding counters: it serves without a drafter",
                           hint="start vllm serve with --speculative-config")
@@ -259,7 +268,8 @@ def completion(base: str, body: dict) -> dict:
                 "num_spec_tokens": int(depth) if depth is not None else None}
     except (KeyError, IndexError, TypeError, ValueError, AttributeError):
         raise EngineError(f"{base}/v1/completions answered without a well-formed completion: is this a vLLM "
-                          "server?") from None
+                          "server?", hint="point --endpoint at the vLLM server (vllm serve ... --speculative-config "
+                                          "...)") from None
 
 
 def check_depth(results: list[dict], counters: dict, k: int) -> None:

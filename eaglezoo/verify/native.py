@@ -51,7 +51,7 @@ def measure_native(work: Workload, device: str, dtype: str, options: NativeOptio
         drafter = build_drafter(work.spec, work.drafter.state(), embed=target.input_embeddings().detach(),
                                 dtype=torch_dtype, device=device if device != "cuda" else "cuda:0")
     except ValueError as exc:
-        raise BadInput(str(exc)) from None
+        raise BadInput(str(exc), hint="run eaglezoo lint on the drafter: its tensors do not fit its config") from None
     boundary = work.spec.aux.boundary()
     t_load = time.perf_counter() - t_start
 

@@ -39,7 +39,8 @@ def load_kwargs(target_dir: Path, qc: dict | None, dequantize_mxfp4: bool = Fals
     refuses what the native engine must not run."""
     kind = None if qc is None else "nvfp4" if is_nvfp4(qc) else method(qc)
     if dequantize_mxfp4 and kind != "mxfp4":
-        raise UsageError(f"--dequantize-mxfp4 given, but target {target_dir} is not MXFP4-quantized")
+        raise UsageError(f"--dequantize-mxfp4 given, but target {target_dir} is not MXFP4-quantized",
+                         hint="drop --dequantize-mxfp4")
     if kind == "nvfp4":
         raise BadInput(f"target {target_dir} is NVFP4-quantized: transformers cannot load a pre-quantized NVFP4 "
                        "checkpoint", hint=VLLM)

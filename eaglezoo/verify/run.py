@@ -54,16 +54,17 @@ def verify(drafter_dir: Path, target_dir: Path, *, engines: list[str] = ("native
 
 def check_request(k, max_new_tokens, max_prompts, min_acceptance, temperature, engines, speedup) -> None:
     if k < 1 or max_new_tokens < 1 or (max_prompts is not None and max_prompts < 1):
-        raise UsageError("K, --max-new-tokens and --max-prompts must be at least 1")
+        raise UsageError("K, --max-new-tokens and --max-prompts must be at least 1", hint="give values of 1 or more")
     if min_acceptance and len(min_acceptance) > k:
         raise UsageError(f"{len(min_acceptance)} acceptance floors for K={k}", hint="give at most K floors")
     if not 0.0 <= temperature <= 100.0:
-        raise UsageError(f"--temperature {temperature}: give a value from 0 to 100")
+        raise UsageError(f"--temperature {temperature}: give a value from 0 to 100", hint="e.g. --temperature 0.7")
     if temperature > 0 and "native" in engines:
         raise UsageError("the native engine measures greedy acceptance only (temperature 0)",
                          hint="use --engine vllm (or --endpoint URL) for rejection-sampling acceptance at T > 0")
     if speedup and engines != ["vllm"]:
-        raise UsageError("--speedup runs the engine with and without the drafter: it needs --engine vllm")
+        raise UsageError("--speedup runs the engine with and without the drafter: it needs --engine vllm",
+                         hint="add --engine vllm")
 
 
 def prepare(drafter_dir: Path, target_dir: Path, target_name: str, target_revision: str | None, opts: ReadOptions,

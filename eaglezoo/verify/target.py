@@ -34,7 +34,8 @@ def resolve_device(device: str) -> str:
                              hint="use --device cpu or --device auto")
         index = int(device.split(":")[1]) if ":" in device else 0
         if index >= torch.cuda.device_count():
-            raise UsageError(f"--device {device}: only {torch.cuda.device_count()} CUDA device(s) present")
+            raise UsageError(f"--device {device}: only {torch.cuda.device_count()} CUDA device(s) present",
+                             hint="pick one with --device cuda:N, or --device cpu")
         return device
     if device != "cpu":
         raise UsageError(f"unknown --device {device!r}", hint="use auto, cpu, cuda or cuda:N")
@@ -53,7 +54,8 @@ def load_tokenizer(path: Path, trust_remote_code: bool = False):
     from transformers import AutoTokenizer
 
     if not (path / "config.json").is_file():
-        raise UsageError(f"target {path}: no config.json found")
+        raise UsageError(f"target {path}: no config.json found",
+                         hint="name the target model's folder (with its config.json), or a Hub repo id")
     try:
         return AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
     except (OSError, ValueError, KeyError, ImportError) as exc:
@@ -127,7 +129,9 @@ class Target:
         by_module: dict[torch.nn.Module, list[int]] = {}
         for i in boundary_ids:
             if not 0 <= i <= self.num_layers:
-                raise UsageError(f"aux layer {i} (boundary) is outside the target's 0..{self.num_layers}")
+                raise UsageError(f"aux layer {i} (boundary) is outside the target's 0..{self.num_layers}",
+                                 hint="check the aux ids (--aux-layers, --aux-convention) against the target's layer "
+                                      "count")
             module = self.model.get_input_embeddings() if i == 0 else layers[i - 1]
             by_module.setdefault(module, []).append(i)
         for module, ids in by_module.items():

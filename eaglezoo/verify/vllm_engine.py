@@ -129,12 +129,14 @@ class EngineOptions(BaseModel):
 def engine_options(**given) -> EngineOptions:
     reserved = sorted(RESERVED & set(given.get("extra") or {}))
     if reserved:
-        raise UsageError(f"--engine-args cannot set {', '.join(reserved)}: eaglezoo sets it (use its own option)")
+        raise UsageError(f"--engine-args cannot set {', '.join(reserved)}: eaglezoo sets it (use its own option)",
+                         hint="use eaglezoo's own option for it (eaglezoo verify --help lists them)")
     try:
         return EngineOptions(**given)
     except ValidationError as exc:
         first = exc.errors()[0]
-        raise UsageError(f"--{'-'.join(map(str, first['loc'])).replace('_', '-')}: {first['msg']}") from None
+        raise UsageError(f"--{'-'.join(map(str, first['loc'])).replace('_', '-')}: {first['msg']}",
+                         hint="eaglezoo verify --help lists the engine options and their ranges") from None
 
 
 def engine_python(given: str | None) -> str:
@@ -142,7 +144,8 @@ def engine_python(given: str | None) -> str:
     if given:
         path = shutil.which(given) or given
         if not Path(path).is_file() or not os.access(path, os.X_OK):
-            raise UsageError(f"--engine-python {given}: no such executable")
+            raise UsageError(f"--engine-python {given}: no such executable",
+                             hint="give the path of a Python interpreter that has vLLM installed")
         return path
     if importlib.util.find_spec("vllm") is None:
         raise UsageError("vLLM is not installed in eaglezoo's environment",
@@ -160,7 +163,8 @@ def preflight(work: Workload, opts: EngineOptions) -> tuple[str, str | None]:
                               "data parallelism does not change acceptance")
     support = next(e for e in engine_support(work.spec) if e.engine == "vllm")
     if not support.faithful:
-        raise UsageError(f"vLLM cannot serve this drafter faithfully: {'; '.join(support.notes)}")
+        raise UsageError(f"vLLM cannot serve this drafter faithfully: {'; '.join(support.notes)}",
+                         hint="serve it with another engine (eaglezoo lint lists which can), or use --engine native")
     return python, support.min_version
 
 
@@ -245,7 +249,8 @@ def worker_result(events: list[dict], request: dict, python: str, returncode: in
     except (StopIteration, ValidationError):
         result = None
     if result is None or len(result.passes) != len(request["concurrency"]):
-        raise EngineError(f"the vLLM process ended without a complete result (exit status {returncode})")
+        raise EngineError(f"the vLLM process ended without a complete result (exit status {returncode})",
+                          hint="rerun with EAGLEZOO_DEBUG=1 to see the engine's output")
     return result.model_dump()
 
 
@@ -334,7 +339,7 @@ def worker_error(event: dict, python: str, log_path: Path) -> Exception:
     if kind == "version":
         return UsageError(message, hint="upgrade vLLM in the engine's environment")
     if kind == "engine-bug":
-        return EngineError(message)
+        return EngineError(message, hint="rerun with EAGLEZOO_DEBUG=1 to see the engine's output")
     if kind == "devices":
         return UsageError(message, hint="lower --tensor-parallel-size / --pipeline-parallel-size, or span nodes "
                                         "with --distributed-executor-backend ray")
@@ -348,7 +353,7 @@ def engine_failure(reason: str | None) -> EngineError:
     """vLLM's own reason on one line; where memory is the cause, the settings that budget it."""
     reason = printable(reason or "")[:MAX_REASON]
     if not reason:
-        return EngineError("vLLM failed while starting or measuring")
+        return EngineError("vLLM failed while starting or measuring", hint="its own reason is in the engine's log")
     memory = re.search(r"\bmemory\b", reason, re.I)
     return EngineError(f"vLLM stopped: {reason}", hint=MEMORY_HINT if memory else None)
 

@@ -93,7 +93,7 @@ def load_prompts(path: Path | None) -> list[Prompt]:
         try:
             text, where = path.read_text(encoding="utf-8"), str(path)
         except UnicodeDecodeError:
-            raise BadInput(f"prompts file {path} is not UTF-8 text") from None
+            raise BadInput(f"prompts file {path} is not UTF-8 text", hint="save the prompts file as UTF-8") from None
     prompts = []
     for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
@@ -101,14 +101,17 @@ def load_prompts(path: Path | None) -> list[Prompt]:
         try:
             row = json.loads(line)
         except (json.JSONDecodeError, RecursionError):
-            raise BadInput(f"{where}: line {n} is not JSON") from None
+            raise BadInput(f"{where}: line {n} is not JSON",
+                           hint="give one JSON object per line, each with a \"prompt\" string") from None
         if isinstance(row, str):
             row = {"prompt": row}
         if not isinstance(row, dict) or not isinstance(row.get("prompt", row.get("text")), str):
-            raise BadInput(f"{where}: line {n} needs a string field 'prompt'")
+            raise BadInput(f"{where}: line {n} needs a string field 'prompt'",
+                           hint="give each line as {\"prompt\": \"...\", \"bucket\": \"...\"}")
         prompts.append(Prompt(prompt=row.get("prompt", row.get("text")), bucket=str(row.get("bucket", "default"))))
     if not prompts:
-        raise BadInput(f"{where}: no prompts")
+        raise BadInput(f"{where}: no prompts",
+                       hint="give a file with one JSON object per line, each with a \"prompt\" string")
     return prompts
 
 
@@ -129,7 +132,8 @@ def too_long(prompts: list[Prompt], encoded: list[list[int]], context: int, extr
     skipped = []
     for n, (p, ids) in enumerate(zip(prompts, encoded)):
         if not ids:
-            raise BadInput(f"prompt {n + 1} ({p.prompt[:30]!r}) is empty after tokenisation")
+            raise BadInput(f"prompt {n + 1} ({p.prompt[:30]!r}) is empty after tokenisation",
+                           hint="remove that prompt from the file")
         if len(ids) + extra > context:
             skipped.append({"index": n, "tokens": len(ids), "bucket": p.bucket,
                             "reason": f"{len(ids)} + {extra} new and draft tokens exceed the context of {context}"})

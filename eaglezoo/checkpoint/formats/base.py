@@ -73,13 +73,15 @@ def arch_of(cfg: dict) -> str:
 def require_int(cfg: dict, key: str, where: str = "config.json") -> int:
     value = cfg.get(key)
     if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-        raise BadInput(f"{where}: {key!r} must be a positive integer, found {value!r}")
+        raise BadInput(f"{where}: {key!r} must be a positive integer, found {value!r}",
+                       hint="fix that key in config.json")
     return value
 
 
 def parse_ids(value: Any, where: str) -> list[int]:
     if not isinstance(value, list) or not value or not all(isinstance(i, int) and not isinstance(i, bool) for i in value):
-        raise BadInput(f"{where} must be a non-empty list of integers, found {value!r}")
+        raise BadInput(f"{where} must be a non-empty list of integers, found {value!r}",
+                       hint="fix that key in config.json")
     return value
 
 
@@ -106,7 +108,8 @@ def resolve_aux(found: list[tuple[list[int], Convention | None, str]], k_hint: i
             conv = _undocumented_convention(ids, where, opts, d)
         elif opts.aux_convention is not None and opts.aux_layers is None and opts.aux_convention != conv:
             raise UsageError(f"{where} uses the '{conv}' convention in this dialect, but --aux-convention "
-                             f"says '{opts.aux_convention}'")
+                             f"says '{opts.aux_convention}'",
+                             hint="drop --aux-convention, or give the ids in this dialect's own convention")
         resolved.append((AuxLayers(ids=tuple(ids), convention=conv), where))
     for (a, wa), (b, wb) in zip(resolved, resolved[1:]):
         if a.boundary() != b.boundary():
@@ -117,7 +120,8 @@ def resolve_aux(found: list[tuple[list[int], Convention | None, str]], k_hint: i
     if stated is not None:
         if resolved and resolved[0][0].boundary() != stated.boundary():
             raise UsageError(f"{opts.aux_stated_by} selects boundary {stated.boundary()}, but {resolved[0][1]} selects "
-                             f"{resolved[0][0].boundary()}", hint="fix the checkpoint's config instead of overriding it")
+                             f"{resolved[0][0].boundary()}",
+                             hint="fix the checkpoint's config instead of overriding it")
         d.decide(f"aux ids {list(stated.ids)} ({stated.convention}) as stated by the user "
                  f"= boundary {stated.boundary()}")
         return stated
@@ -164,9 +168,11 @@ def read_flags(cfg: dict, nested: dict, opts: ReadOptions, d: Decisions, default
         inner = nested.get(flag) if flag == "norm_before_fc" else None
         for v, where in ((top, flag), (inner, f"eagle_config.{flag}")):
             if v is not None and not isinstance(v, bool):
-                raise BadInput(f"config.json: {where} must be true or false, found {v!r}")
+                raise BadInput(f"config.json: {where} must be true or false, found {v!r}",
+                               hint="write true or false in config.json")
         if top is not None and inner is not None and top != inner:
-            raise BadInput(f"config.json: {flag}={top} at the top level but eagle_config.{flag}={inner}")
+            raise BadInput(f"config.json: {flag}={top} at the top level but eagle_config.{flag}={inner}",
+                           hint="make the two agree in config.json (eaglezoo convert writes both from one value)")
         stored = top if top is not None else inner
         if flag in opts.flags:
             d.decide(f"{flag}={opts.flags[flag]} as stated by the user (config: {stored})")
@@ -195,14 +201,17 @@ def read_flat(dialect: str, cfg: dict, ckpt: Checkpoint, opts: ReadOptions, *,
     top = cfg if top is None else top
     nested = top.get("eagle_config") or layer_cfg.get("eagle_config") or {}
     if not isinstance(nested, dict):
-        raise BadInput("config.json: eagle_config must be an object")
+        raise BadInput("config.json: eagle_config must be an object",
+                       hint="fix config.json: eagle_config holds the EAGLE keys as an object")
     if nested.get("use_aux_hidden_state") is False:
-        raise BadInput("eagle_config.use_aux_hidden_state is false: not an EAGLE-3 drafter")
+        raise BadInput("eagle_config.use_aux_hidden_state is false: not an EAGLE-3 drafter",
+                       hint="this is not an EAGLE-3 drafter; eaglezoo reads EAGLE-3 and 3.1 drafters only")
     geometry = _geometry(layer_cfg, top, d)
     flags = read_flags(top, nested, opts, d, flag_defaults or {}, ambiguous_flags or {})
     if flags["fc_norm"] and flags["norm_before_fc"]:
         raise BadInput("config.json: fc_norm and norm_before_fc are both true; they are mutually exclusive "
-                       "(speculators rejects it, vLLM silently applies both)", code="flags-exclusive")
+                       "(speculators rejects it, vLLM silently applies both)", code="flags-exclusive",
+                       hint="set one of them to false in config.json (3.1 drafters use fc_norm)")
     renames, drops = _tensor_names(ckpt, prefix_renames, extra_drops)  # first: the aux count can come from fc
     found = _stated_aux_ids(top, nested, top_convention, nested_convention)
     aux, k = _aux_layers(found, top, _fan_in_k(ckpt, renames, geometry.target_hidden), geometry, opts, d)
@@ -236,17 +245,20 @@ def _geometry(layer_cfg: dict, top: dict, d: Decisions) -> Geometry:
         draft_vocab = vocab
         d.decide(f"draft_vocab_size absent: equal to vocab_size ({vocab})")
     elif not isinstance(draft_vocab, int) or draft_vocab <= 0 or draft_vocab > vocab:
-        raise BadInput(f"config.json: draft_vocab_size must be an integer in 1..vocab_size ({vocab}), found {draft_vocab!r}")
+        raise BadInput(f"config.json: draft_vocab_size must be an integer in 1..vocab_size ({vocab}), found {draft_vocab!r}",
+                       hint="fix draft_vocab_size in config.json")
     target_hidden = top.get("target_hidden_size")
     if target_hidden is None:
         if "target_hidden_size" in top:
             d.decide("target_hidden_size: null read as hidden_size (the key is omitted on output: vLLM's HF path crashes on null)")
         target_hidden = hidden
     elif not isinstance(target_hidden, int) or target_hidden <= 0:
-        raise BadInput(f"config.json: target_hidden_size must be a positive integer, found {target_hidden!r}")
+        raise BadInput(f"config.json: target_hidden_size must be a positive integer, found {target_hidden!r}",
+                       hint="fix target_hidden_size in config.json")
     num_layers = layer_cfg.get("num_hidden_layers", 1)
     if not isinstance(num_layers, int) or num_layers <= 0:
-        raise BadInput(f"config.json: num_hidden_layers must be a positive integer, found {num_layers!r}")
+        raise BadInput(f"config.json: num_hidden_layers must be a positive integer, found {num_layers!r}",
+                       hint="fix num_hidden_layers in config.json")
     return Geometry(hidden, vocab, draft_vocab, target_hidden, num_layers)
 
 
@@ -287,15 +299,18 @@ def _aux_layers(found, top: dict, fan_k: int | None, g: Geometry, opts: ReadOpti
     """The aux ids (None only when lint tolerates their absence) and the aux count, checked against the target."""
     k = top.get("num_aux_hidden_states")
     if k is not None and (not isinstance(k, int) or k <= 0):
-        raise BadInput(f"config.json: num_aux_hidden_states must be a positive integer, found {k!r}")
+        raise BadInput(f"config.json: num_aux_hidden_states must be a positive integer, found {k!r}",
+                       hint="fix num_aux_hidden_states in config.json")
     if opts.allow_missing_aux and not found and opts.aux_layers is None:
         return None, k or fan_k or 3
     aux = resolve_aux(found, k or fan_k or (len(found[0][0]) if found else None), opts, d)
     k = len(aux.ids) if k is None else k
     if len(aux.ids) != k:
-        raise BadInput(f"config.json: {len(aux.ids)} aux ids but num_aux_hidden_states is {k}", code="aux-count")
+        raise BadInput(f"config.json: {len(aux.ids)} aux ids but num_aux_hidden_states is {k}", code="aux-count",
+                       hint="give as many aux ids as the drafter has aux slots (--aux-layers), or fix config.json")
     if len(set(aux.ids)) != len(aux.ids):
-        raise BadInput(f"aux ids {list(aux.ids)} are not distinct (duplicated aux slots)", code="aux-ids-duplicate")
+        raise BadInput(f"aux ids {list(aux.ids)} are not distinct (duplicated aux slots)", code="aux-ids-duplicate",
+                       hint="each aux slot captures another target layer: fix the ids (--aux-layers) or config.json")
     problems = target_problems(aux, g.target_hidden, g.vocab, opts.target_config) if opts.target_config else []
     if problems:
         raise BadInput(problems[0].message, hint=problems[0].hint or None, code=problems[0].code)
@@ -315,7 +330,8 @@ def _check_unique(renames: dict[str, str]) -> None:
     seen: dict[str, str] = {}
     for src, dst in renames.items():
         if dst in seen:
-            raise BadInput(f"tensors {seen[dst]!r} and {src!r} both map to {dst!r}")
+            raise BadInput(f"tensors {seen[dst]!r} and {src!r} both map to {dst!r}",
+                           hint="pass --from DIALECT if the dialect was misdetected; else remove one of the tensors")
         seen[dst] = src
 
 
@@ -330,7 +346,9 @@ def trivial_vocab_map_drop(ckpt: Checkpoint, draft_vocab: int | None, vocab: int
         t = ckpt.load(name)
         trivial = bool((t == 0).all()) if name == "d2t" else bool(t.bool().all())
         if not trivial:
-            raise BadInput(f"{name} is not the identity map although draft_vocab_size == vocab_size")
+            raise BadInput(f"{name} is not the identity map although draft_vocab_size == vocab_size",
+                           hint="the maps must be absent when both vocabularies are the same: re-export without "
+                                "d2t/t2d")
         return "identity vocabulary map (draft_vocab_size == vocab_size); engines reject d2t then (formats.md §8.2)"
     return drop
 

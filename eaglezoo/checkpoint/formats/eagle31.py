@@ -37,10 +37,14 @@ def architecture(spec: DrafterSpec) -> str:
 
 def write_config(spec: DrafterSpec, dtype: str | None) -> dict:
     if spec.aux is None:
-        raise UsageError("cannot write the EAGLE 3.1 schema without aux-layer ids")
+        raise UsageError("cannot write the EAGLE 3.1 schema without aux-layer ids",
+                         hint="give them: --aux-layers 2,3,4 --aux-convention boundary (or --target DIR for the "
+                              "documented default)")
     layer_output = spec.aux.layer_output()
     if min(layer_output) < 0:
-        raise UsageError(f"boundary id 0 (the embeddings) has no layer-output form for eagle_config: {spec.aux.boundary()}")
+        raise UsageError(f"boundary id 0 (the embeddings) has no layer-output form for eagle_config: {spec.aux.boundary()}",
+                         hint="aux ids start at boundary 1 (the first layer's output): check --aux-layers and "
+                              "--aux-convention")
     cfg = {"architectures": [architecture(spec)], **{k: v for k, v in spec.layer_config.items() if k != "eagle_config"}}
     cfg.update({
         "hidden_size": spec.hidden_size,

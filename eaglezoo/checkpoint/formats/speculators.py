@@ -22,10 +22,12 @@ def read(cfg: dict, ckpt: Checkpoint, opts: ReadOptions) -> Reading:
     layer_cfg = cfg.get("transformer_layer_config")
     if not isinstance(layer_cfg, dict):
         from ...errors import BadInput
-        raise BadInput("config.json: speculators format without a transformer_layer_config object")
+        raise BadInput("config.json: speculators format without a transformer_layer_config object",
+                       hint="fix config.json, or pass --from DIALECT if the dialect was misdetected")
     if "norm_before_residual" not in cfg and "norm_before_residual" not in opts.flags:
         raise UsageError("norm_before_residual is absent: speculators reads that as false, vLLM's speculators path "
-                         "as true (formats.md §14.14)", hint="state the trained behaviour with --flag norm_before_residual=true|false")
+                         "as true (formats.md §14.14)", hint="state the trained behaviour with --flag "
+                                                             "norm_before_residual=true|false")
     vocab = layer_cfg.get("vocab_size")
     reading = read_flat(
         NAME, cfg, ckpt, opts, layer_cfg=layer_cfg, top=cfg,
@@ -48,9 +50,11 @@ def write_config(spec: DrafterSpec, dtype: str | None, verifier: str | None, num
     warnings = []
     if spec.arch == "mla":
         raise UsageError("the speculators format holds llama and qwen3 drafters only (vLLM raises on other "
-                         "model_type); write MLA drafters with --to eagle31")
+                         "model_type); write MLA drafters with --to eagle31", hint="convert with --to eagle31 instead")
     if spec.aux is None:
-        raise UsageError("cannot write the speculators format without aux-layer ids")
+        raise UsageError("cannot write the speculators format without aux-layer ids",
+                         hint="give them: --aux-layers 2,3,4 --aux-convention boundary (or --target DIR for the "
+                              "documented default)")
     if spec.num_aux != 3:
         warnings.append(f"k={spec.num_aux} aux states: vLLM's speculators path sizes fc for 3 unless "
                         "num_aux_hidden_states is set, which it does not carry; serve --to eagle31 instead")
