@@ -11,7 +11,7 @@ from ..errors import UsageError
 from .common import JsonOpt, RegistryOpt, RevisionOpt, app, emit, human_bytes, out
 
 if TYPE_CHECKING:
-    from ..hub.client import Pulled
+    from ..hub.pull import Pulled
 
 
 @app.command()
@@ -55,7 +55,7 @@ def push(
 ):
     """Upload exactly the drafter (regular files inside DIR, no hidden files, no symlinks leaving it) with a
     generated model card; unchanged content makes no new commit."""
-    from ..hub.client import push as hub_push
+    from ..hub.push import push as hub_push
 
     result = hub_push(folder, repo, revision=revision, private=private, create_pr=create_pr, report=report,
                       target=target, tag=tag, include=include, exclude=exclude, dry_run=dry_run)
@@ -88,7 +88,7 @@ def render_push(result, tag) -> None:
 def pull_source(arg: str, revision: str | None = None, local_dir: Path | None = None,
                 registry_dir: Path | None = None) -> Pulled:
     """`eaglezoo pull ID|REPO`: a registry id pulls the entry's pinned revision and checks its hashes."""
-    from ..hub.client import pull
+    from ..hub.pull import pull
     from .sources import classify
 
     if classify(arg) != "registry":

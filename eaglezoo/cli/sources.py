@@ -93,7 +93,7 @@ def location(repo: Repo, reg: Registry, revision: str | None, what: str, weights
 
 
 def _pull(repo: str, revision: str | None, what: str, weights: bool = True) -> Source:
-    from ..hub.client import METADATA_FILES, pull
+    from ..hub.pull import METADATA_FILES, pull
 
     pulled = pull(repo, revision=revision, patterns=None if weights else METADATA_FILES)
     return Source(pulled.path, repo=repo, commit=pulled.commit)
