@@ -127,7 +127,8 @@ def test_a_reason_vllm_raised_in_its_own_process_is_read_from_the_log(tmp_path):
     log.write_text("RuntimeError: Engine core initialization failed. See root cause above.\n")
     assert log_reason(log) is None and log_reason(tmp_path / "absent.log") is None
     failure = worker_error({"event": "error", "kind": "engine", "message": None}, "python", log)
-    assert failure.message == "vLLM failed while starting or measuring" and failure.hint is None
+    assert failure.message == "vLLM failed while starting or measuring"
+    assert failure.hint == "its own reason is in the engine's log"  # the caller adds the log's path
 
     class CacheConfig(BaseModel):
         block_size: int = Field(ge=1)
