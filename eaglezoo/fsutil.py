@@ -183,7 +183,8 @@ def regular_file(path: Path, what: str) -> Path:
     try:
         mode = path.stat().st_mode
     except (FileNotFoundError, NotADirectoryError):
-        raise BadInput(f"{what}: {path} not found", hint="check the path") from None
+        raise BadInput(f"{what}: {path} not found",
+                       hint="correct the path, or download or create the missing file") from None
     if not stat.S_ISREG(mode):
         kind = next((name for test, name in FILE_KINDS if test(mode)), "not a file")
         raise BadInput(f"{what}: {path} is {kind}, not a regular file", hint="give a regular file")

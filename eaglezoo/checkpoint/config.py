@@ -206,7 +206,7 @@ def validate_config(raw: dict, where: str, kind: Literal["drafter", "target"]) -
         _check(DrafterConfig, raw, label)
     else:
         _check(TargetConfig, raw, label)
-        lm = raw.get("text_config") or raw  # as convert.target_config reads it
+        lm = raw.get("text_config") or raw  # as target_config below reads it
         _check(TargetLanguageModel, lm, label, prefix="text_config." if lm is not raw else "")
     return raw
 

@@ -1,4 +1,4 @@
-"""`eaglezoo verify`: its options, and the rendering of its report. Registered on the app in cli.py."""
+"""`eaglezoo verify`: its options, and the rendering of its report. Registered on the app by cli/app.py."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
-"""The registry: one YAML file per published drafter (schema in `registry_schema`): loading with
-file:line errors, lookup, and the consistency checks beyond the schema. `status: verified` is
-accepted only with a committed verify report that really ran and passed its floors.
-"""
+"""The registry: one YAML file per published drafter (schema in `schema.py`) loaded with file:line
+errors (a repeated key too); a malformed file is kept aside by name; lookup by id or entry file. The
+consistency checks beyond the schema are in `check.py`."""
 
 from __future__ import annotations
 

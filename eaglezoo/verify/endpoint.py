@@ -76,7 +76,9 @@ def request(base: str, path: str, body: dict | None = None, missing_ok: bool = F
     except urllib.error.HTTPError as exc:
         if missing_ok and exc.code == 404:
             return None
-        raise EngineError(f"{base}{path} answered HTTP {exc.code}", hint=_server_says(exc)) from None
+        raise EngineError(f"{base}{path} answered HTTP {exc.code}",
+                          hint=_server_says(exc) or "point --endpoint at the vLLM server's base URL (vllm serve "
+                                                    "...); its own log says why it refused") from None
     except (urllib.error.URLError, OSError, http.client.HTTPException, ValueError) as exc:
         timed_out = network_problem(getattr(exc, "reason", exc)) == "timed out"
         problem = "did not answer in time" if timed_out else "cannot be reached (or is not an HTTP server)"

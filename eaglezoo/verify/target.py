@@ -63,7 +63,13 @@ def load_tokenizer(path: Path, trust_remote_code: bool = False):
 
 
 def load_error(what: str, exc: Exception) -> UsageError:
-    hint = "pass --trust-remote-code if you trust the code it ships" if "trust_remote_code" in str(exc) else None
+    if "trust_remote_code" in str(exc):
+        hint = "pass --trust-remote-code if you trust the code it ships"
+    elif isinstance(exc, ImportError):
+        hint = "install the package it names in eaglezoo's environment"
+    else:
+        hint = ("give a folder that transformers loads (config.json, tokenizer and weights) or its Hub repo id; "
+                "a model type it does not know needs a newer transformers")
     return UsageError(f"{what}: {first_line(exc)}", hint=hint)
 
 

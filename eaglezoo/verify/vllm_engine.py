@@ -41,6 +41,8 @@ MAX_REASON = 800
 MEMORY_HINT = ("vLLM reserves --gpu-memory-utilization of the GPU's memory (on CPU: of RAM, or "
                "VLLM_CPU_KVCACHE_SPACE GiB for the KV cache where that is set): change it as vLLM says, "
                "lower --max-model-len, or free memory that other processes hold")
+OWN_REASON_HINT = ("that is vLLM's own reason: fix the option (--engine-args JSON), drafter or target it names; "
+                   "EAGLEZOO_DEBUG=1 shows its whole output")
 
 
 class EngineEvent(BaseModel):
@@ -355,7 +357,7 @@ def engine_failure(reason: str | None) -> EngineError:
     if not reason:
         return EngineError("vLLM failed while starting or measuring", hint="its own reason is in the engine's log")
     memory = re.search(r"\bmemory\b", reason, re.I)
-    return EngineError(f"vLLM stopped: {reason}", hint=MEMORY_HINT if memory else None)
+    return EngineError(f"vLLM stopped: {reason}", hint=MEMORY_HINT if memory else OWN_REASON_HINT)
 
 
 def log_reason(log_path: Path) -> str | None:

@@ -313,7 +313,8 @@ def _aux_layers(found, top: dict, fan_k: int | None, g: Geometry, opts: ReadOpti
                        hint="each aux slot captures another target layer: fix the ids (--aux-layers) or config.json")
     problems = target_problems(aux, g.target_hidden, g.vocab, opts.target_config) if opts.target_config else []
     if problems:
-        raise BadInput(problems[0].message, hint=problems[0].hint or None, code=problems[0].code)
+        raise BadInput(problems[0].message, code=problems[0].code,
+                       hint=problems[0].hint or "give --target the model this drafter was trained for")
     return aux, k
 
 
