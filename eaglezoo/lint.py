@@ -25,6 +25,7 @@ from .checkpoint.problems import (
 )
 from .checkpoint.read import Drafter, interpret, read_drafter
 from .checkpoint.spec import DrafterSpec
+from .checkpoint.st_header import COMPLEX_CODES
 from .errors import EaglezooError
 from .serving import EngineSupport, engine_support, schema_for
 
@@ -65,7 +66,7 @@ def lint(drafter_dir: Path, target_dir: Path | None = None, dialect: str | None 
 def _report(name: str, target: str | None, drafter: Drafter, findings: list[Finding], **remote) -> LintReport:
     spec = drafter.spec
     engines = engine_support(spec, schema_for(drafter.dialect))
-    complex_weights = [f.message.split()[0] for f in findings if f.code == "dtype-complex"]
+    complex_weights = sorted(name for name, ref in drafter.refs.items() if ref.dtype in COMPLEX_CODES)
     for e in engines if complex_weights else []:  # the config is fine; the weights are what no engine loads
         e.faithful = False
         e.notes.append(f"loads {', '.join(complex_weights)} as real numbers, dropping the imaginary part")
