@@ -14,14 +14,15 @@ from __future__ import annotations
 
 import argparse
 import os
-import socketserver
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from fakehub import never_answer, serve_raw, stall_after_headers  # noqa: E402
 
 ENTRY = "angelslim-qwen3-8b-eagle3"  # a published entry of the registry
 
@@ -31,32 +32,6 @@ def commands(root: Path) -> dict[str, list[str]]:
     return {"pull": ["pull", "tester/drafter"], "lint": ["lint", "tester/drafter"],
             "registry sync": ["registry", "sync", ENTRY, "--registry", registry],
             "registry check --online": ["registry", "check", "--online", ENTRY, "--registry", registry]}
-
-
-def never_answer(conn, released: threading.Event) -> None:
-    released.wait()
-
-
-def stall_after_headers(conn, released: threading.Event) -> None:
-    request = b""
-    while b"\r\n\r\n" not in request:
-        chunk = conn.recv(65536)
-        if not chunk:
-            return
-        request += chunk
-    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n")
-    released.wait()
-
-
-def serve(answer, released: threading.Event) -> str:
-    class Handler(socketserver.BaseRequestHandler):
-        def handle(self):
-            answer(self.request, released)
-
-    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return f"http://127.0.0.1:{server.server_address[1]}"
 
 
 def default_env(endpoint: str, home: str) -> dict[str, str]:
@@ -84,17 +59,19 @@ def main() -> None:
     parser.add_argument("--limit", type=float, default=300, help="kill a run still going after this many seconds")
     parser.add_argument("--root", type=Path, default=Path(__file__).resolve().parent.parent)
     args = parser.parse_args()
-    released = threading.Event()
-    servers = {"never answers": serve(never_answer, released), "stalls the body": serve(stall_after_headers, released)}
+    servers = {name: serve_raw(answer) for name, answer in (("never answers", never_answer),
+                                                             ("stalls the body", stall_after_headers))}
     print("| server | command | seconds | exit | stderr |\n|---|---|---|---|---|")
-    for server, endpoint in servers.items():
+    for server, (raw, _) in servers.items():
+        endpoint = f"http://127.0.0.1:{raw.server_address[1]}"
         with tempfile.TemporaryDirectory() as home, ThreadPoolExecutor(max_workers=4) as pool:
             runs = {name: pool.submit(timed, argv, args.root, default_env(endpoint, home), args.limit)
                     for name, argv in commands(args.root).items()}
             for name, run in runs.items():
                 seconds, code, line = run.result()
                 print(f"| {server} | `eaglezoo {name}` | {seconds} | {code} | {line[:120]} |", flush=True)
-    released.set()
+    for _, released in servers.values():
+        released.set()
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ import base64
 import hashlib
 import json
 import re
+import socketserver
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -430,3 +431,34 @@ if __name__ == "__main__":  # manual use: python tests/fakehub.py
     _, endpoint, srv = serve(port=8765)
     print(f"fake hub on {endpoint} (token {TOKEN})")
     srv.serve_forever()
+
+
+# Servers that are not a Hub at all: they accept a connection and then say nothing (or only headers).
+
+def serve_raw(answer):
+    """A TCP server that hands each connection to `answer(conn, released)`; `released` is set on teardown."""
+    released = threading.Event()
+
+    class Handler(socketserver.BaseRequestHandler):
+        def handle(self):
+            answer(self.request, released)
+
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, released
+
+
+def never_answer(conn, released):
+    released.wait()
+
+
+def stall_after_headers(conn, released):
+    request = b""
+    while b"\r\n\r\n" not in request:
+        chunk = conn.recv(65536)
+        if not chunk:
+            return
+        request += chunk
+    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n")
+    released.wait()

@@ -7,7 +7,6 @@ scripts/measure_hub_deadline.py measures the silent case with default settings."
 from __future__ import annotations
 
 import hashlib
-import socketserver
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -15,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from conftest import EXAMPLE, ROOT, assert_clean_failure, hubcli, run_cli
+from fakehub import never_answer, serve_raw, stall_after_headers
 
 DEADLINE = 3  # seconds, EAGLEZOO_HUB_DEADLINE in these tests
 SLACK = 30  # start-up of the CLI on a loaded machine; the per-request timeout alone is 60 s
@@ -25,35 +25,6 @@ COMMANDS = {
     "registry sync": ["registry", "sync", ENTRY, "--registry", ROOT / "registry"],
     "registry check --online": ["registry", "check", "--online", ENTRY, "--registry", ROOT / "registry"],
 }
-
-
-def serve_raw(answer):
-    """A TCP server that hands each connection to `answer(conn, released)`; `released` is set on teardown."""
-    released = threading.Event()
-
-    class Handler(socketserver.BaseRequestHandler):
-        def handle(self):
-            answer(self.request, released)
-
-    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server, released
-
-
-def never_answer(conn, released):
-    released.wait()
-
-
-def stall_after_headers(conn, released):
-    request = b""
-    while b"\r\n\r\n" not in request:
-        chunk = conn.recv(65536)
-        if not chunk:
-            return
-        request += chunk
-    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n")
-    released.wait()
 
 
 @pytest.fixture(scope="module", params=[never_answer, stall_after_headers], ids=["never-answers", "stalls-the-body"])
