@@ -7,7 +7,7 @@ Every finding has a severity, a stable code, a message and a hint; errors make `
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable, TypeVar
+from typing import Callable, Literal, TypeVar
 
 from pydantic import BaseModel
 
@@ -23,9 +23,10 @@ from .checkpoint.problems import (
     target_findings,
     value_findings,
 )
-from .checkpoint.read import Drafter, interpret, read_drafter
+from .checkpoint.read import Drafter, interpret, read_config, read_drafter
 from .checkpoint.spec import DrafterSpec
 from .checkpoint.st_header import COMPLEX_CODES
+from .checkpoint.traps import trap_findings
 from .errors import EaglezooError
 from .serving import EngineSupport, engine_support, schema_for
 
@@ -42,6 +43,7 @@ class LintReport(BaseModel):
     spec: DrafterSpec | None
     findings: list[Finding]
     engines: list[EngineSupport]
+    level: Literal["checkpoint", "config"] = "checkpoint"  # config: a config alone, no tensors checked
     bytes_read: int | None = None  # remote lint: bytes downloaded
     weights_bytes: int | None = None
 
@@ -54,13 +56,31 @@ def lint(drafter_dir: Path, target_dir: Path | None = None, dialect: str | None 
          opts: ReadOptions | None = None) -> LintReport:
     tcfg = target_config(target_dir) if target_dir else None
     target = str(target_dir) if target_dir else None
-    drafter, findings = read_tolerating_missing_aux(lambda o: read_drafter(drafter_dir, dialect, o, strict=False),
+    drafter, findings = read_tolerating(lambda o: read_drafter(drafter_dir, dialect, o, strict=False),
                                                     opts or ReadOptions())
     if drafter is None:
         return LintReport(drafter=str(drafter_dir), target=target, dialect=None, eagle_version=None, spec=None,
                           findings=findings, engines=[])
     findings += lint_drafter(drafter, tcfg, target_dir) + provenance_findings(drafter_dir, drafter.spec)
     return _report(str(drafter_dir), target, drafter, findings)
+
+
+def lint_config(config_path: Path, target_dir: Path | None = None, dialect: str | None = None,
+                opts: ReadOptions | None = None) -> LintReport:
+    """Lint a drafter's config alone (a trainer's template): its reading, its traps, its fit to the target."""
+    tcfg = target_config(target_dir) if target_dir else None
+    target = str(target_dir) if target_dir else None
+    drafter, findings = read_tolerating(lambda o: read_config(config_path, dialect, o), opts or ReadOptions())
+    if drafter is None:
+        return LintReport(drafter=str(config_path), target=target, dialect=None, eagle_version=None, spec=None,
+                          findings=findings, engines=[], level="config")
+    if drafter.dialect is None:
+        findings.append(Finding(severity="info", code="dialect-undetermined",
+                                message="the config names no dialect eaglezoo knows: read as a flat Llama-style "
+                                        "EAGLE-3 config; the weights' tensor names decide the dialect",
+                                hint="lint the drafter's folder, or name the dialect with --from"))
+    findings += lint_drafter(drafter, tcfg, target_dir)
+    return _report(str(config_path), target, drafter, findings, level="config")
 
 
 def _report(name: str, target: str | None, drafter: Drafter, findings: list[Finding], **remote) -> LintReport:
@@ -74,22 +94,28 @@ def _report(name: str, target: str | None, drafter: Drafter, findings: list[Find
                       spec=spec, findings=findings, engines=engines, **remote)
 
 
-def read_tolerating_missing_aux(read: Callable[[ReadOptions], T], opts: ReadOptions) -> tuple[T | None, list[Finding]]:
-    """`read(opts)`; when only the aux ids are missing, that is a finding and the drafter is read again
-    without them, so every other check still runs. (None, findings) when it cannot be read as a drafter;
-    errors without a finding code (unreadable files, usage) are raised."""
-    missing: list[Finding] = []
-    for attempt in range(2):
+# What a lint may read past, each a finding: how the read is relaxed to run every other check
+TOLERATED = {"aux-ids-missing": "allow_missing_aux", "aux-convention-unknown": "allow_missing_aux",
+             "flag-ambiguous": "trust_stored_flags"}
+
+
+def read_tolerating(read: Callable[[ReadOptions], T], opts: ReadOptions) -> tuple[T | None, list[Finding]]:
+    """`read(opts)`; when only the aux ids (missing, or of an unknown convention) or an ambiguous flag stop it,
+    that is a finding and the drafter is read again past it, so every other check still runs. (None, findings)
+    when it cannot be read as a drafter; errors without a finding code (unreadable files, usage) are raised."""
+    findings: list[Finding] = []
+    while True:
         try:
-            return read(opts), missing
+            return read(opts), findings
         except EaglezooError as exc:
             if exc.code is None:
                 raise
-            if exc.code != "aux-ids-missing" or attempt:
-                return None, [*missing, Finding(severity="error", code=exc.code, message=exc.message, hint=exc.hint or "")]
-            missing.append(Finding(severity="error", code=exc.code, message=exc.message, hint=AUX_MISSING_HINT))
-            opts.allow_missing_aux = True
-    raise AssertionError("unreachable")
+            hint = AUX_MISSING_HINT if exc.code == "aux-ids-missing" else exc.hint or ""
+            findings.append(Finding(severity="error", code=exc.code, message=exc.message, hint=hint))
+            relax = TOLERATED.get(exc.code)
+            if relax is None or getattr(opts, relax):
+                return None, findings
+            setattr(opts, relax, True)
 
 
 def lint_drafter(drafter: Drafter, tcfg: dict | None, target_dir: Path | None = None,
@@ -109,10 +135,11 @@ def lint_drafter(drafter: Drafter, tcfg: dict | None, target_dir: Path | None = 
                                f"written for vLLM as {spec.aux.boundary()}, for SGLang/TRT-LLM as {spec.aux.layer_output()}")
     if tcfg is not None:
         out += target_findings(spec, tcfg)
-    problems = check_tensors(spec, drafter.refs)
+    problems = check_tensors(spec, drafter.refs) if drafter.has_weights else []
     out += problems
     config_findings(drafter.config, drafter.dialect, add)
-    if not problems:
+    out += trap_findings(drafter.config, tcfg)
+    if drafter.has_weights and not problems:
         value_findings(spec, drafter.refs, drafter.load, target_dir, add, max_value_bytes)
     for e in engine_support(spec, schema_for(drafter.dialect)):
         if not e.faithful:
@@ -133,7 +160,7 @@ def remote_lint(repo: str, target: str | None, revision: str | None = None, dial
     validate_config(ckpt.config, f"{repo}/config.json", "drafter")
     tcfg = remote_target_config(target, ckpt) if target else None
     dialect = dialect or formats.detect(ckpt.config, set(ckpt.refs), ckpt.metadata)
-    drafter, findings = read_tolerating_missing_aux(
+    drafter, findings = read_tolerating(
         lambda o: Drafter(repo, ckpt.config, ckpt, interpret(ckpt.config, ckpt, dialect, o), o), opts or ReadOptions())
     counted = {"bytes_read": ckpt.bytes_read, "weights_bytes": ckpt.weights_bytes}
     if drafter is None:

@@ -103,3 +103,16 @@ def engine_prompts(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("prompts") / "prompts.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return path
+
+
+def with_evidence(entry: dict, source: str = "https://huggingface.co/tests/drafter") -> dict:
+    """A test's registry entry, each fact it states given model-card evidence, and its unknown aux ids a reason."""
+    from eaglezoo.registry.schema import FACTS
+
+    stated = [f for f in FACTS if entry.get(f) not in (None, {}, []) and
+              (f != "aux_layers" or entry[f].get("ids"))]
+    entry.setdefault("evidence", {}).update({f: {"level": "model-card", "source": source} for f in stated
+                                             if f not in entry["evidence"]})
+    if not (entry.get("aux_layers") or {}).get("ids"):
+        entry.setdefault("null_reasons", {}).setdefault("aux_layers", "a test")
+    return entry

@@ -8,7 +8,7 @@ import socket
 
 import pytest
 import yaml
-from conftest import hubcli, run_cli
+from conftest import hubcli, run_cli, with_evidence
 from factory import make_drafter, make_spec
 
 
@@ -164,7 +164,7 @@ def test_registry_ids_pin_revisions_and_check_hashes(hub, big_drafter, tmp_path)
              "aux_layers": {"ids": [1, 2, 3], "convention": "boundary"},
              "files": {"model.safetensors": record["output"]["model.safetensors"]}, "sources": ["tests"],
              "null_reasons": {"hardware": "a test", "acceptance_floors": "a test"}}
-    (reg / "tiny-registered.yaml").write_text(yaml.safe_dump(entry))
+    (reg / "tiny-registered.yaml").write_text(yaml.safe_dump(with_evidence(entry)))
     r = hubcli(hub, "pull", "tiny-registered", "--json", EAGLEZOO_REGISTRY=str(reg))
     assert r.code == 0, r.err
     assert r.json()["commit"] == sha and set(r.json()["sha256_verified"]) == {"model.safetensors"}
@@ -173,7 +173,7 @@ def test_registry_ids_pin_revisions_and_check_hashes(hub, big_drafter, tmp_path)
     assert online.code == 0, online.out + online.err
     entry["files"]["model.safetensors"] = "0" * 64
     entry["draft_vocab_size"] = 4096
-    (reg / "tiny-registered.yaml").write_text(yaml.safe_dump(entry))
+    (reg / "tiny-registered.yaml").write_text(yaml.safe_dump(with_evidence(entry)))
     one_line_error(hubcli(hub, "pull", "tiny-registered", EAGLEZOO_REGISTRY=str(reg)), "sha256 mismatch")
     online = hubcli(hub, "registry", "check", "--online", "--json", EAGLEZOO_REGISTRY=str(reg))
     assert online.code == 1
@@ -236,7 +236,7 @@ def test_gpu_workflow_command_verifies_a_registry_entry(hub, tmp_path):
              "dialect": "eagle31", "eagle_version": "3.1", "flags": {"fc_norm": True, "norm_output": True},
              "acceptance_floors": [floor([0.2, 0.05, 0.0])], "sources": ["tests"],
              "null_reasons": {"hardware": "a CPU test"}}
-    (reg / "tiny-example.yaml").write_text(yaml.safe_dump(entry))
+    (reg / "tiny-example.yaml").write_text(yaml.safe_dump(with_evidence(entry)))
     report = tmp_path / "reports" / "tiny-example.json"
     report.parent.mkdir()
     r = hubcli(hub, "verify", "tiny-example", "--device", "cpu", "--report", report, "--max-prompts", "4",
@@ -246,7 +246,7 @@ def test_gpu_workflow_command_verifies_a_registry_entry(hub, tmp_path):
     assert data["thresholds"]["min_acceptance"] == [0.2, 0.05, 0.0] and data["num_drafts"] > 0
     assert data["registry_id"] == "tiny-example" and data["drafter_revision"] == drafter_sha
     entry["acceptance_floors"] = [floor([0.99, 0.99, 0.99])]
-    (reg / "tiny-example.yaml").write_text(yaml.safe_dump(entry))
+    (reg / "tiny-example.yaml").write_text(yaml.safe_dump(with_evidence(entry)))
     r = hubcli(hub, "verify", "tiny-example", "--device", "cpu", "--report", report, "--max-prompts", "4",
                "--prompts", EXAMPLE / "prompts.jsonl", EAGLEZOO_REGISTRY=str(reg))
     assert r.code == 1 and "FAIL" in r.out

@@ -268,6 +268,8 @@ def test_a_malformed_entry_does_not_hide_the_others(tmp_path, cli):
     reg = write_registry(tmp_path, "good", status={"state": "unverified"}, measured=[])
     for folder in ("eagle31-safeai", "target"):
         (tmp_path / "repo" / "examples" / "tiny" / folder).mkdir(parents=True)
+        (tmp_path / "repo" / "examples" / "tiny" / folder / "config.json").write_text("{}")  # repo-file evidence
+    (tmp_path / "repo" / "examples" / "tiny" / "README.md").write_text("the example")
     (tmp_path / "repo" / "examples" / "tiny" / "prompts.jsonl").write_text('{"prompt": "hi"}\n')
     (reg / "broken.yaml").write_text("id: broken\ndrafter: [unclosed\n")
     (reg / "latin1.yaml").write_bytes("id: caf\xe9\n".encode("latin-1"))

@@ -24,7 +24,7 @@ def test_registry_holds_at_least_30_sourced_entries_that_check(cli):
         assert all(rep["source"] for rep in e["reported"]), e["id"]
         assert e["status"]["state"] in ("unverified", "verified", "failed")
         if e["aux_layers"]["ids"] is not None:
-            assert e["aux_layers"]["convention"] and e["aux_layers"]["source"], e["id"]
+            assert e["aux_layers"]["convention"] and e["evidence"]["aux_layers"]["source"], e["id"]
 
 
 def test_list_filter_and_show(cli):
@@ -91,6 +91,7 @@ def test_a_duplicated_key_or_a_bad_repo_id_is_refused_by_file_and_line(tmp_path,
 
 def test_consistency_problems_exit_1(tmp_path, cli):
     text = GOOD.replace('eagle_version: "3"', 'eagle_version: "3.1"') + "flags: {fc_norm: false, norm_output: true}\n"
+    text += "evidence: {flags: {level: model-card, source: 'https://huggingface.co/org/drafter'}}\n"
     text += "engines:\n- {engine: vllm, min_version: '0.10.0'}\n"
     d = write(tmp_path, "good", text)
     r = cli("registry", "check", "--json", env={"EAGLEZOO_REGISTRY": str(d)})

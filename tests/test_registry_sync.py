@@ -113,8 +113,9 @@ def test_write_records_sources_minimally_and_then_nothing_drifts(hub, registry):
     changed = {"  revision: null", "null_reasons:", "  hardware: not synced yet"}
     assert set(old_lines) - set(kept) <= changed and "# a comment sync must keep" in text
     written = yaml.safe_load(text)
-    assert written["provenance"]["hidden_size"].startswith("tester/sync-specforge@")
-    assert written["aux_layers"]["source"].startswith("tester/sync-specforge@")
+    assert written["evidence"]["hidden_size"]["source"].startswith("tester/sync-specforge@")
+    assert written["evidence"]["aux_layers"] == {"level": "hub-file",
+                                                 "source": written["evidence"]["hidden_size"]["source"]}
     assert written["hardware"]["source"].startswith("registry sync:")
     assert "hardware" not in written["null_reasons"]
     assert run_cli("registry", "check", "--registry", registry, "sync-specforge").code == 0
@@ -125,7 +126,9 @@ def test_write_records_sources_minimally_and_then_nothing_drifts(hub, registry):
 def test_a_contradicting_config_is_a_finding_never_a_silent_overwrite(hub, registry):
     path = registry / "sync-speculators.yaml"
     data = yaml.safe_load(path.read_text())
-    data.update(hidden_size=4096, aux_layers={"ids": [0, 1, 2], "convention": "boundary", "source": "a card"})
+    card = {"level": "model-card", "source": "https://huggingface.co/tester/sync-speculators"}
+    data.update(hidden_size=4096, aux_layers={"ids": [0, 1, 2], "convention": "boundary"},
+                evidence={"hidden_size": card, "aux_layers": dict(card)})
     path.write_text(yaml.safe_dump(data, sort_keys=False))
     before = path.read_text()
     r = sync(hub, registry, "sync-speculators")
@@ -136,7 +139,8 @@ def test_a_contradicting_config_is_a_finding_never_a_silent_overwrite(hub, regis
     assert "differs" in hubcli(hub, "registry", "sync", "sync-speculators", "--registry", registry).out
     assert sync(hub, registry, "--write", "sync-speculators").code == 0
     written = yaml.safe_load(path.read_text())
-    assert written["hidden_size"] == 64 and "config.json" in written["provenance"]["hidden_size"]
+    assert written["hidden_size"] == 64 and "config.json" in written["evidence"]["hidden_size"]["source"]
+    assert written["evidence"]["hidden_size"]["level"] == "hub-file"
 
 
 def test_moved_main_deleted_file_and_vanished_revision(hub, registry, published):
@@ -334,8 +338,9 @@ def stating_registry(tmp_path: Path, drafter: str) -> Path:
     """A registry whose one entry states the ids the example was trained on, in the boundary convention."""
     reg = tmp_path / "registry"
     reg.mkdir()
-    data = entry("tiny-safeai", drafter, dialect="safeai",
-                 aux_layers={"ids": [2, 3, 4], "convention": "boundary", "source": "scripts/train_example.py"})
+    data = entry("tiny-safeai", drafter, dialect="safeai", aux_layers={"ids": [2, 3, 4], "convention": "boundary"},
+                 evidence={k: {"level": "model-card", "source": "https://huggingface.co/tester/tiny-safeai"}
+                           for k in ("dialect", "aux_layers")})
     data["target"]["repo"] = "tester/tiny-target"
     (reg / "tiny-safeai.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
     return reg
@@ -387,3 +392,17 @@ def test_ids_a_config_stores_without_their_convention_are_read_in_the_entrys(hub
     problems = r.json()["entries"]["tiny-safeai"]["problems"]
     assert r.code == 1 and any("registry entry tiny-safeai (aux_layers) selects boundary [1, 2, 3], but "
                                "eagle_aux_hidden_state_layer_ids selects [2, 3, 4]" in p for p in problems), problems
+
+
+def test_the_hub_upgrades_a_template_fact_it_confirms(hub, registry):
+    """A fact held on a trainer template that the published config states too becomes a Hub fact."""
+    path = registry / "sync-specforge.yaml"
+    data = yaml.safe_load(path.read_text())
+    template = {"level": "publisher-template", "source": "https://github.com/org/trainer/blob/main/drafter.json"}
+    data.update(hidden_size=64, evidence={"hidden_size": template})
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    d = diffs(sync(hub, registry, "sync-specforge"), "sync-specforge")
+    assert (d["hidden_size"]["kind"], d["hidden_size"]["level"]) == ("confirmed", "hub-file")
+    assert sync(hub, registry, "--write", "sync-specforge").code == 0
+    evidence = yaml.safe_load(path.read_text())["evidence"]["hidden_size"]
+    assert evidence["level"] == "hub-file" and evidence["source"].startswith("tester/sync-specforge@")

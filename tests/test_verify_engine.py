@@ -8,7 +8,7 @@ import json
 import shutil
 
 import pytest
-from conftest import EXAMPLE, run_cli
+from conftest import EXAMPLE, run_cli, with_evidence
 from test_engine_vllm import VLLM_PY
 
 pytestmark = pytest.mark.vllm
@@ -134,7 +134,7 @@ def test_gpu_verify_workflow_commands_plan_verify_and_record(vllm_ready, hub, tm
              "target": {"path": "target"}, "publisher": "tests", "dialect": "eagle31", "eagle_version": "3.1",
              "max_position_embeddings": 256, "flags": {"fc_norm": True, "norm_output": True},
              "hardware": hardware, "acceptance_floors": [floor], "sources": ["tests"]}
-    (reg / "gpu-verify-tiny.yaml").write_text(yaml.safe_dump(entry))
+    (reg / "gpu-verify-tiny.yaml").write_text(yaml.safe_dump(with_evidence(entry)))
     env = {"EAGLEZOO_REGISTRY": str(reg), **CPU_ENV}
     planned = hubcli(hub, "registry", "plan", "--runner", "gpu-1x80g", "--commands", **env)
     assert planned.code == 0, planned.err

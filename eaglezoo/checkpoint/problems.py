@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Callable, Literal
+from typing import TYPE_CHECKING, Callable, Literal
 
-import torch
 from pydantic import BaseModel
 
 from ..errors import EaglezooError
@@ -17,9 +16,12 @@ from .spec import AuxLayers, DrafterSpec, effective_rope
 from .st_header import COMPLEX_CODES
 from .tensors import Checkpoint, TensorRef
 
+if TYPE_CHECKING:  # torch is imported where values are checked: reading and converting never pay for it
+    import torch
+
 Severity = Literal["error", "warning", "info"]
 Add = Callable[..., None]  # add(severity, code, message, hint="")
-Load = Callable[[str], torch.Tensor]  # a tensor by its canonical name
+Load = Callable[[str], "torch.Tensor"]  # a tensor by its canonical name
 
 
 class Finding(BaseModel):
@@ -185,9 +187,14 @@ def config_findings(cfg: dict, dialect: str, add: Add) -> None:
     if layer.get("tie_word_embeddings") or top.get("tie_word_embeddings"):
         add("error", "tie-word-embeddings", "tie_word_embeddings is true: SGLang ties lm_head to embed_tokens and "
             "transformers may overwrite the draft-vocab lm_head", "write tie_word_embeddings: false")
-    if "target_hidden_size" in top and top["target_hidden_size"] is None and dialect != "speculators":
-        add("warning", "target-hidden-null", "target_hidden_size is null: vLLM's HF path computes None * k and crashes",
-            "write target_hidden_size, or drop the key (eaglezoo convert does)")
+    if "target_hidden_size" in top and top["target_hidden_size"] is None:
+        if dialect == "speculators":  # its own way of writing "equal to hidden_size" (formats.md §5.1)
+            add("info", "target-hidden-null", "target_hidden_size is null: the speculators format's way of saying "
+                "hidden_size; copied into an HF-style config it crashes vLLM's HF path (None * k)",
+                "nothing to fix here; eaglezoo convert drops the key when it writes another schema")
+        else:
+            add("warning", "target-hidden-null", "target_hidden_size is null: vLLM's HF path computes None * k and "
+                "crashes", "write target_hidden_size, or drop the key (eaglezoo convert does)")
 
 
 def value_findings(spec: DrafterSpec, refs: dict[str, TensorRef], load: Load, target_dir: Path | None, add: Add,
@@ -206,6 +213,8 @@ def value_findings(spec: DrafterSpec, refs: dict[str, TensorRef], load: Load, ta
 
 
 def _finite_and_norm_findings(refs: dict[str, TensorRef], load: Load, small: Callable[[str], bool], add: Add) -> None:
+    import torch
+
     nonfinite, skipped = [], []
     for name, ref in refs.items():
         if not ref.is_float:
@@ -232,6 +241,8 @@ def _finite_and_norm_findings(refs: dict[str, TensorRef], load: Load, small: Cal
 
 
 def _duplicate_slot_findings(spec: DrafterSpec, load: Load, small: Callable[[str], bool], add: Add) -> None:
+    import torch
+
     if spec.fc_norm:
         norms = [load(f"fc_norm.{j}.weight") for j in range(spec.num_aux)]
         for a in range(len(norms)):
@@ -250,6 +261,8 @@ def _duplicate_slot_findings(spec: DrafterSpec, load: Load, small: Callable[[str
 
 
 def _vocab_map_findings(spec: DrafterSpec, d2t: torch.Tensor, t2d: torch.Tensor | None, add) -> None:
+    import torch
+
     d2t = d2t.long()
     ids = torch.arange(spec.draft_vocab_size) + d2t
     if bool((d2t == 0).all()):
@@ -272,6 +285,8 @@ def _vocab_map_findings(spec: DrafterSpec, d2t: torch.Tensor, t2d: torch.Tensor 
 
 
 def _embed_findings(embed: torch.Tensor, target_dir: Path, add) -> None:
+    import torch
+
     try:
         target = Checkpoint(target_dir)
     except EaglezooError:

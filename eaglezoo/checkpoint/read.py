@@ -37,7 +37,11 @@ class Drafter:
         return self.reading.spec
 
     @property
-    def dialect(self) -> str:
+    def has_weights(self) -> bool:
+        return not isinstance(self.checkpoint, NoWeights)
+
+    @property
+    def dialect(self) -> str | None:
         return self.reading.dialect
 
     @cached_property
@@ -61,10 +65,33 @@ class Drafter:
         return {renames[src]: t for src, t in self.checkpoint.load_all().items() if src in renames}
 
 
+class NoWeights:
+    """The `Checkpoint` interface for a config alone (a trainer's template): no tensors, nothing to load."""
+
+    def __init__(self):
+        self.refs: dict[str, TensorRef] = {}
+        self.metadata: dict[str, str] = {}
+        self.files: list[Path] = []
+
+    def load(self, name: str):
+        raise UsageError(f"{name}: a config alone has no weights to load", hint="lint the drafter's folder instead")
+
+    def load_all(self) -> dict:
+        return {}
+
+    def check_index(self) -> None:
+        pass
+
+
 def interpret(config: dict, checkpoint, dialect: str | None, opts: ReadOptions) -> Reading:
-    """The one detect-then-read: the dialect (detected unless given) maps the files to canonical names."""
-    name = dialect or formats.detect(config, set(checkpoint.refs), checkpoint.metadata)
-    reading = formats.get(name).read(config, checkpoint, opts)
+    """The one detect-then-read: the dialect (detected unless given) maps the files to canonical names. A
+    config alone is detected from its keys, and read without a dialect when they name none."""
+    if isinstance(checkpoint, NoWeights):
+        name = dialect or formats.detect_config(config)
+    else:
+        name = dialect or formats.detect(config, set(checkpoint.refs), checkpoint.metadata)
+    reading = formats.get(name).read(config, checkpoint, opts) if name else formats.read_undetermined(
+        config, checkpoint, opts)
     spec = reading.spec
     if "model_type" not in spec.layer_config:
         spec.layer_config["model_type"] = {"mla": "deepseek_v3"}.get(spec.arch, spec.arch)
@@ -86,6 +113,19 @@ def read_drafter(source: Path, dialect: str | None = None, opts: ReadOptions | N
     if strict:
         _refuse_misfits(drafter)
     return drafter
+
+
+def read_config(path: Path, dialect: str | None = None, opts: ReadOptions | None = None) -> Drafter:
+    """A drafter's config alone (a trainer's template, a config quoted in an issue): the spec and the shapes
+    it implies come from the config; nothing is checked against tensors."""
+    opts = opts or ReadOptions()
+    config = validate_config(read_json(path, "drafter config"), str(path), "drafter")
+    if not formats.looks_like_drafter(config):
+        raise BadInput(f"{path}: not an EAGLE drafter config (no draft vocabulary, EAGLE keys or EAGLE architecture)",
+                       hint="give a drafter's config.json; a target model's config is passed with --target",
+                       code="not-a-drafter")
+    checkpoint = NoWeights()
+    return Drafter(path, config, checkpoint, interpret(config, checkpoint, dialect, opts), opts)
 
 
 def _refuse_misfits(drafter: Drafter) -> None:

@@ -58,6 +58,8 @@ def render_lint(report) -> None:
         head += f": dialect [cyan]{report.dialect}[/cyan], EAGLE {report.eagle_version}"
     if report.target:
         head += f", target {report.target}"
+    if report.level == "config":
+        head += " [dim](config alone: no tensors checked)[/dim]"
     out.print(head)
     for f in report.findings:
         style = SEVERITY_STYLE[f.severity]
@@ -79,14 +81,18 @@ def render_lint(report) -> None:
 
 def lint_source(arg: str, target: str | None = None, *, revision: str | None = None, dialect: str | None = None,
                 registry_dir: Path | None = None, opts: ReadOptions | None = None) -> LintReport:
-    """Lint what `arg` names: a folder, a registry entry (remotely when it is on the Hub) or a Hub repo."""
+    """Lint what `arg` names: a folder, a config file alone, a registry entry (remotely when it is on the Hub)
+    or a Hub repo."""
     from ..checkpoint.formats.base import ReadOptions
     from ..lint import lint as lint_folder
-    from ..lint import remote_lint
+    from ..lint import lint_config, remote_lint
     from .sources import Source, classify, location, target_for
 
     opts = opts or ReadOptions()
-    kind = classify(arg)
+    kind = classify(arg, configs=True)
+    if kind == "config":
+        tgt = target_for(Source(Path(arg)), target, registry_dir, weights=False)
+        return lint_config(Path(arg), tgt.path if tgt else None, dialect, opts)
     if kind == "hub":
         return remote_lint(arg, target, revision=revision, dialect=dialect, opts=opts)
     src = Source(Path(arg))

@@ -32,27 +32,54 @@ def registry_list(
     emit([e.model_dump(mode="json") for e in entries], as_json, lambda: render_registry(entries))
 
 
+LEVEL_SHORT = {"hub-file": "hub", "repo-file": "repo", "publisher-template": "template", "model-card": "card",
+               "public-quote": "quote", "estimate": "estimate"}
+
+
 def render_registry(entries) -> None:
-    table = Table("id", "target", "dialect", "EAGLE", "aux ids", "reported", "status")
+    table = Table("id", "target", "dialect", "EAGLE", "aux ids", "facts by evidence", "reported", "status")
     for e in entries:
         rep = next((f"AL {x.value}" for x in e.reported if x.metric == "acceptance_length" and not isinstance(x.value, list)), "")
-        ids = f"{e.aux_layers.ids} {e.aux_layers.convention}" if e.aux_layers.ids else "[red]unknown[/red]"
-        table.add_row(e.id, e.target.repo or e.target.path or "", e.dialect or "?", e.eagle_version, ids, rep, e.status.state)
+        aux = e.evidence.get("aux_layers")
+        ids = (f"{e.aux_layers.ids} {e.aux_layers.convention} [dim]({LEVEL_SHORT[aux.level]})[/dim]" if e.aux_layers.ids
+               else "[red]unknown[/red]")
+        table.add_row(e.id, e.target.repo or e.target.path or "", e.dialect or "?", e.eagle_version, ids,
+                      _levels(e), rep, e.status.state)
     out.print(table)
     out.print(f"{len(entries)} entries")
+
+
+def _levels(entry) -> str:
+    """How many of the entry's facts rest on each evidence level, strongest first."""
+    from ..registry.schema import EVIDENCE_LEVELS
+
+    counts = [(level, sum(e.level == level for e in entry.evidence.values())) for level in EVIDENCE_LEVELS]
+    return " ".join(f"{n} {LEVEL_SHORT[level]}" for level, n in counts if n)
 
 
 @registry_app.command("show")
 def registry_show(entry_id: Annotated[str, typer.Argument(metavar="ID", help="Registry id, or the path of its YAML file.")],
                   registry_dir: RegistryOpt = None, as_json: JsonOpt = False):
-    """Show one registry entry."""
+    """Show one registry entry: its facts with their evidence, then the rest."""
     from ..registry import load as registry
 
     entry, _ = registry.lookup(entry_id, registry_dir)
 
     def render():
         import yaml
-        out.print(yaml.safe_dump(entry.model_dump(mode="json", exclude_none=True), sort_keys=False), markup=False)
+
+        from ..registry.schema import FACTS
+
+        facts = Table("fact", "value", "evidence", "source")
+        for name in FACTS:
+            value, evidence = entry.fact(name), entry.evidence.get(name)
+            if value is None and name in entry.null_reasons:
+                facts.add_row(name, "[red]unknown[/red]", "", escape(entry.null_reasons[name]))
+            elif value is not None:
+                facts.add_row(name, escape(_short(value)), evidence.level, escape(evidence.source))
+        out.print(facts)
+        rest = entry.model_dump(mode="json", exclude_none=True, exclude={"evidence"})
+        out.print(yaml.safe_dump(rest, sort_keys=False), markup=False)
     emit(entry.model_dump(mode="json"), as_json, render)
 
 
@@ -84,17 +111,21 @@ def registry_check(
 @registry_app.command("sync")
 def registry_sync(
     entries: EntriesArg = None,
-    write: Annotated[bool, typer.Option("--write", help="Record the Hub's values (with their sources) in the YAML files.")] = False,
+    write: Annotated[bool, typer.Option("--write", help="Record the files' values (with their evidence) in the YAML files.")] = False,
+    template: Annotated[Optional[Path], typer.Option(metavar="CONFIG", help="Read this trainer template (a drafter config alone) instead of the Hub; one entry.")] = None,
+    source: Annotated[Optional[str], typer.Option(metavar="URL", help="With --template: the template's original URL, cited as its evidence.")] = None,
+    level: Annotated[str, typer.Option(metavar="LEVEL", help="With --template: publisher-template, model-card or public-quote.")] = "publisher-template",
     registry_dir: RegistryOpt = None,
     as_json: JsonOpt = False,
 ):
     """Read each entry's drafter and target from the Hub (revisions, sha256s, configs, safetensors
-    headers) and report every difference from the YAML; exit 1 on any left unrecorded. Nothing changes
-    without --write."""
+    headers), or one entry's trainer template with --template, and report every difference from the
+    YAML; exit 1 on any left unrecorded. Nothing changes without --write."""
     from ..registry.sync import sync_selected
 
-    results = sync_selected(entries or [], registry_dir, write)
-    drift = [r for r in results if r.error or (r.differences and not r.written)]  # --write leaves none
+    results = sync_selected(entries or [], registry_dir, write, template_request(entries, template, source, level))
+    drift = [r for r in results if r.error or (r.differences and not r.written)
+             or any(d.kind == "disagrees" for d in r.differences)]  # --write leaves none but these
 
     def render():
         for r in results:
@@ -104,12 +135,31 @@ def registry_sync(
                 out.print(f"     {escape(r.error)}")
             for d in r.differences:
                 out.print(f"     {d.kind:8} {escape(d.field)}: {escape(_short(d.registry))} -> {escape(_short(d.hub))}"
-                          f"  [dim]({escape(d.source)})[/dim]")
+                          f"  [dim]({d.level}: {escape(d.source)})[/dim]")
         out.print(f"{len(results)} synced, {len(drift)} with differences" + (", written" if write else ""))
     emit({"synced": len(results), "drifted": len(drift), "written": write,
           "entries": [_sync_json(r) for r in results]}, as_json, render)
     if drift:
         raise typer.Exit(EXIT_FINDINGS)
+
+
+TEMPLATE_LEVELS = ("publisher-template", "model-card", "public-quote")
+
+
+def template_request(entries: list[str] | None, template: Path | None, source: str | None, level: str):
+    if template is None:
+        if source is not None:
+            raise UsageError("--source goes with --template", hint="name the template: --template CONFIG --source URL")
+        return None
+    if not entries or len(entries) != 1:
+        raise UsageError("--template syncs one entry", hint="name the entry: eaglezoo registry sync ID --template CONFIG")
+    if not source or not source.startswith("https://"):
+        raise UsageError("--template needs --source: the template's original https URL",
+                         hint="cite where the publisher keeps it, e.g. https://github.com/ORG/REPO/blob/COMMIT/PATH")
+    if level not in TEMPLATE_LEVELS:
+        raise UsageError(f"--level {level!r}: a template is {', '.join(TEMPLATE_LEVELS)}",
+                         hint="hub-file is for what registry sync reads from the Hub itself")
+    return template, source, level
 
 
 def _short(value) -> str:

@@ -33,13 +33,16 @@ class Source:
         return f"{self.repo}@{self.commit}" if self.commit else self.repo
 
 
-def classify(arg: str) -> Literal["dir", "registry", "hub"]:
+def classify(arg: str, configs: bool = False) -> Literal["dir", "config", "registry", "hub"]:
+    """What a name is; with `configs`, a .json file is a drafter's config alone (lint reads templates)."""
     from ..registry.load import is_entry_file
 
     path = Path(arg)
     if is_entry_file(arg):
         return "registry"
     if path.exists():
+        if configs and path.suffix == ".json" and not path.is_dir():
+            return "config"
         if not path.is_dir():
             raise UsageError(f"{arg}: not a directory", hint="give the drafter's folder, not a file in it")
         return "dir"

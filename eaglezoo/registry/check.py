@@ -13,7 +13,7 @@ from ..fsutil import regular_file
 from ..serving import engine_support, schema_for
 from .hardware import RUNNERS
 from .load import Registry, select
-from .schema import Entry
+from .schema import FACTS, Entry
 
 SHA40 = re.compile(r"^[0-9a-f]{40}$")
 
@@ -66,6 +66,8 @@ def _path_problems(entry: Entry, reg: Registry) -> list[str]:
     paths = {"drafter.path": (entry.drafter.path, Path.is_dir), "target.path": (entry.target.path, Path.is_dir),
              "prompts": (entry.prompts, Path.is_file), "status.report": (entry.status.report, Path.is_file)}
     paths |= {f"measured.{i}.report": (m.report, Path.is_file) for i, m in enumerate(entry.measured)}
+    paths |= {f"evidence.{fact}.source": (e.source, Path.exists) for fact, e in entry.evidence.items()
+              if e.level == "repo-file"}
     for what, (relative, exists) in paths.items():
         if relative is None:
             continue
@@ -77,15 +79,19 @@ def _path_problems(entry: Entry, reg: Registry) -> list[str]:
     return problems
 
 
-NEEDS_REASON_WHEN_NULL = ("hardware", "acceptance_floors")
+NEEDS_REASON_WHEN_NULL = ("hardware", "acceptance_floors", "aux_layers")
+
+
+def _value(entry: Entry, name: str):
+    return entry.fact(name) if name in FACTS else getattr(entry, name, None)
 
 
 def _null_problems(entry: Entry) -> list[str]:
     """A null that matters says why; a reason for a field that is set is stale."""
     problems = [f"{name} is null and null_reasons.{name} does not say why" for name in NEEDS_REASON_WHEN_NULL
-                if getattr(entry, name) is None and name not in entry.null_reasons]
+                if _value(entry, name) is None and name not in entry.null_reasons]
     problems += [f"null_reasons.{name}: {name} is set" for name in entry.null_reasons
-                 if getattr(entry, name, None) is not None]
+                 if _value(entry, name) is not None]
     keys = [(f.k, f.temperature) for f in entry.acceptance_floors or []]
     if len(set(keys)) != len(keys):
         problems.append("acceptance_floors: two floors for the same K and temperature")

@@ -1,13 +1,15 @@
 """The schema of a registry entry (`registry/*.yaml`), validated by pydantic.
 
-Unknown values stay null, and a null that matters says why in `null_reasons`. Facts carry their
-source: per fact (`aux_layers.source`, `hardware.source`, floors), or in `provenance` for what
-`registry sync` read from the Hub (field -> "repo@sha file").
+Unknown values stay null, and a null that matters says why in `null_reasons`. Every fact about the
+drafter's files (FACTS) carries its evidence: a level (EVIDENCE_LEVELS, strongest first) and the source
+it was read from, an original URL or the Hub file `registry sync` read ("repo@sha file") — never a path
+outside this repository. Measurements carry theirs in `hardware.source`, floors and `measured`.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -45,10 +47,52 @@ class Repo(Strict):
         return self
 
 
+# Strongest first. hub-file: `registry sync` read the published file; repo-file: the drafter's own files, shipped in
+# this repository; publisher-template: the trainer config the publisher keeps beside its training code;
+# model-card: the drafter's own card or its publisher's docs; public-quote: a config or value quoted in a public
+# issue, PR or third-party document; estimate: inferred, and the source says from what.
+EVIDENCE_LEVELS = ("hub-file", "repo-file", "publisher-template", "model-card", "public-quote", "estimate")
+EvidenceLevel = Literal["hub-file", "repo-file", "publisher-template", "model-card", "public-quote", "estimate"]
+FACTS = ("dialect", "arch", "aux_layers", "flags", "draft_vocab_size", "hidden_size", "target_hidden_size",
+         "target_vocab_size", "max_position_embeddings", "rope", "target_num_layers", "licence", "files",
+         "target_remote_code", "target_parameters", "target_weight_bytes", "target_dtype")
+HUB_SOURCE = re.compile(r"^[\w.-]+/[\w.-]+@[0-9a-f]{7,40}\b")  # repo@sha, as registry sync writes it
+OUTSIDE = re.compile(r"(^|[\s(])(\.\./|/|shared/)|\b(formats|peers|small-models|hub-api)\.md\b")
+SOURCE_FORMS = {  # level -> (is the source in its form, the form in words)
+    "hub-file": (lambda s: bool(HUB_SOURCE.match(s)), "a Hub file as repo@sha"),
+    "repo-file": (lambda s: not s.startswith(("https://", "/", "..")), "a path in this repository"),
+    "estimate": (lambda s: s.startswith("estimate: "), "'estimate: ' and what it was inferred from"),
+}
+URL_FORM = (lambda s: s.startswith("https://"), "the original https URL")
+
+
+def cites_original(source: str) -> str:
+    """A source is an original URL, a Hub file at a commit, or prose that names no file outside the repo."""
+    if OUTSIDE.search(re.sub(r"https?://\S+", "", source)):
+        raise ValueError(f"source {source!r} names a path outside the repository: cite the original URL")
+    return source
+
+
+class Evidence(Strict):
+    level: EvidenceLevel
+    source: str = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def source_in_its_form(self):
+        cites_original(self.source)
+        in_form, words = SOURCE_FORMS.get(self.level, URL_FORM)
+        if not in_form(self.source):
+            raise ValueError(f"a {self.level} source must be {words}, found {self.source!r}")
+        return self
+
+    @property
+    def rank(self) -> int:
+        return EVIDENCE_LEVELS.index(self.level)
+
+
 class AuxRecord(Strict):
     ids: list[int] | None = None
     convention: Literal["boundary", "layer-output"] | None = None
-    source: str | None = None
 
     @model_validator(mode="after")
     def convention_with_ids(self):
@@ -194,9 +238,35 @@ class Entry(Strict):
     prompts: str | None = None  # a JSONL prompt set in this repository that fits the drafter's context
     status: Status = Status()
     sources: list[str]
-    provenance: dict[str, str] = Field(default_factory=dict)  # field -> "repo@sha file", written by registry sync
+    evidence: dict[str, Evidence] = Field(default_factory=dict)  # fact (FACTS) -> its level and source
     null_reasons: dict[str, str] = Field(default_factory=dict)  # field -> why it is null
     notes: list[str] = Field(default_factory=list)
+
+    @field_validator("sources")
+    @classmethod
+    def sources_cite_originals(cls, sources: list[str]) -> list[str]:
+        return [cites_original(s) for s in sources]
+
+    @model_validator(mode="after")
+    def every_fact_has_evidence(self):
+        stray = sorted(set(self.evidence) - set(FACTS))
+        if stray:
+            raise ValueError(f"evidence for {', '.join(stray)}: only these facts carry evidence: {', '.join(FACTS)}")
+        missing = [f for f in FACTS if self.fact(f) is not None and f not in self.evidence]
+        if missing:
+            raise ValueError(f"{', '.join(missing)} stated without evidence: add evidence.<fact> with its level and "
+                             "source, or leave the fact null with a null_reasons entry")
+        return self
+
+    def fact(self, name: str):
+        """A fact's value as the entry states it (None when unstated)."""
+        if name == "aux_layers":
+            return self.aux_layers.ids
+        if name == "flags":
+            stated = {k: v for k, v in self.flags.model_dump().items() if v is not None}
+            return stated or None
+        value = getattr(self, name)
+        return None if value in ({}, []) else value
 
     def fill_read_options(self, opts) -> None:
         """The registry knows what many published configs omit: the aux ids, with their convention."""

@@ -1,11 +1,14 @@
-"""`registry sync`: what the Hub's files state about each entry, as a diff against its YAML.
+"""`registry sync`: what the publisher's files state about each entry, as a diff against its YAML.
 
-For the drafter and the target: the current commit of the tracked revision, every file's sha256 and
-size, the drafter's config.json and safetensors headers (range requests, `remote.RemoteCheckpoint`),
-the target's config.json and headers. A fact the files state and the entry lacks is `new`; one the
-entry states otherwise is `differs` (a finding, never silently overwritten); a pin that moved or
-vanished is `moved` / `gone`. `--write` records the Hub's values, each with its source in
-`provenance`, by minimal edits (`yaml_edit`).
+From the Hub (evidence level hub-file): for the drafter and the target, the current commit of the tracked
+revision, every file's sha256 and size, the drafter's config.json and safetensors headers (range requests,
+`remote.RemoteCheckpoint`), the target's config.json and headers. From a trainer template (`--template`,
+level publisher-template, or another level a quoted config deserves): what the config states. A fact the
+files state and the entry lacks is `new`; one the entry states otherwise is `differs` (a finding, never
+silently overwritten); one the entry holds on weaker evidence and the files confirm is `confirmed` (the
+level is upgraded); one the entry holds on stronger evidence is `disagrees` (reported, never written); a pin
+that moved or vanished is `moved` / `gone`. `--write` records the values with their evidence by minimal
+edits (`yaml_edit`).
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from ..errors import EaglezooError, HubError, HubSilent
 from ..fsutil import atomic_write_text
 from ..hub.state import Snapshot, snapshot
 from .hardware import plan_hardware
-from .schema import Entry
+from .schema import EVIDENCE_LEVELS, FACTS, Entry, EvidenceLevel
 
 FLAGS = ("fc_norm", "norm_output", "norm_before_fc", "norm_before_residual")
 SHA = 40
@@ -30,16 +33,19 @@ SHA = 40
 class Fact:
     field: str  # dotted path in the entry
     value: Any
-    source: str  # "repo@sha file"
+    source: str  # "repo@sha file", or the template's URL
+    level: EvidenceLevel = "hub-file"
+    confirms: bool = True  # False: the value is partly the entry's own (a convention the file does not state)
 
 
 @dataclass
 class Difference:
     field: str
-    kind: str  # new | differs | moved | gone
+    kind: str  # new | differs | confirmed | disagrees | moved | gone
     registry: Any
-    hub: Any
+    hub: Any  # the files' value (the Hub's, or the template's)
     source: str
+    level: EvidenceLevel = "hub-file"
 
 
 @dataclass
@@ -63,9 +69,32 @@ def sync_entry(entry: Entry) -> EntrySync:
     except EaglezooError as exc:
         result.error = exc.message
         return result
-    stated = entry.model_dump(mode="json")
-    result.differences += [d for f in facts if (d := _compare(stated, f))]
+    result.differences += compare(entry, facts)
     return result
+
+
+def sync_template(entry: Entry, template: Path, source: str, level: EvidenceLevel) -> EntrySync:
+    """What a trainer template (a config alone) states about the entry's drafter, at the level it deserves."""
+    from ..checkpoint.formats.base import ReadOptions
+    from ..checkpoint.read import read_config
+
+    result = EntrySync(entry.id)
+    opts = ReadOptions(allow_missing_aux=True, trust_stored_flags=True)
+    try:
+        drafter = read_config(template, None, opts)
+    except EaglezooError as exc:
+        result.error = f"{template}: {exc.message}"
+        return result
+    # a config alone does not settle the dialect: TorchSpec and SpecForge templates share an architecture, and
+    # the tensor names (which only the published files have) decide
+    facts = [f for f in config_facts(drafter.reading, drafter.config, source, level) if f.field != "dialect"]
+    result.differences += compare(entry, facts)
+    return result
+
+
+def compare(entry: Entry, facts: list[Fact]) -> list[Difference]:
+    stated = entry.model_dump(mode="json")
+    return [d for f in facts if (d := _compare(entry, stated, f))]
 
 
 def _current(repo: str, pinned: str | None, role: str, result: EntrySync) -> Snapshot:
@@ -94,27 +123,32 @@ def drafter_facts(snap: Snapshot, entry: Entry) -> list[Fact]:
     from ..hub.remote import RemoteCheckpoint
 
     ckpt = RemoteCheckpoint(snap.repo, snap.sha)
-    cfg = ckpt.config
     # the facts are what the files state; the entry only names the convention of ids stored without one
     opts = ReadOptions(allow_missing_aux=True, registry_convention=entry.aux_layers.convention)
-    reading = interpret(cfg, ckpt, None, opts)
-    spec, dialect = reading.spec, reading.dialect
-    stated = _keys(cfg)
-    at = f"{snap.at} config.json"
-    facts = [Fact("dialect", dialect, f"{at} (detected)"), Fact("hidden_size", spec.hidden_size, at),
-             Fact("target_hidden_size", spec.target_hidden_size, at), Fact("target_vocab_size", spec.vocab_size, at),
-             Fact("draft_vocab_size", spec.draft_vocab_size, at)]
-    facts += [Fact(f"flags.{name}", getattr(spec, name), at) for name in FLAGS if name in stated]
-    if spec.max_position_embeddings:
-        facts.append(Fact("max_position_embeddings", spec.max_position_embeddings, at))
-    rope = {k: v for k, v in spec.layer_config.items() if k in ("rope_theta", "rope_scaling", "rope_parameters")}
-    if rope:
-        facts.append(Fact("rope", rope, at))
-    if spec.aux is not None:  # ids in the dialect's own convention, as its config states them
-        facts += [Fact("aux_layers.ids", list(spec.aux.ids), at), Fact("aux_layers.convention", spec.aux.convention, at)]
+    facts = config_facts(interpret(ckpt.config, ckpt, None, opts), ckpt.config, f"{snap.at} config.json", "hub-file")
     if snap.licence:
         facts.append(Fact("licence", snap.licence, f"{snap.at} README.md (card metadata)"))
     facts.append(Fact("files", snap.hashes(), f"{snap.at} (file listing, LFS sha256)"))
+    return facts
+
+
+def config_facts(reading, cfg: dict, at: str, level: EvidenceLevel) -> list[Fact]:
+    """The facts a drafter config states, as read by its dialect (a config alone names none: no dialect fact)."""
+    spec, stated = reading.spec, _keys(cfg)
+    facts = [Fact("dialect", reading.dialect, f"{at} (detected)", level)] if reading.dialect else []
+    facts += [Fact(name, getattr(spec, attr), at, level) for name, attr in (
+        ("hidden_size", "hidden_size"), ("target_hidden_size", "target_hidden_size"),
+        ("target_vocab_size", "vocab_size"), ("draft_vocab_size", "draft_vocab_size"))]
+    facts += [Fact(f"flags.{name}", getattr(spec, name), at, level) for name in FLAGS if name in stated]
+    if spec.max_position_embeddings:
+        facts.append(Fact("max_position_embeddings", spec.max_position_embeddings, at, level))
+    rope = {k: v for k, v in spec.layer_config.items() if k in ("rope_theta", "rope_scaling", "rope_parameters")}
+    if rope:
+        facts.append(Fact("rope", rope, at, level))
+    if spec.aux is not None:  # ids in the dialect's own convention, as its config states them
+        own = reading.aux_stated_by == "config"  # else the convention is the entry's: compared, never confirmed
+        facts += [Fact("aux_layers.ids", list(spec.aux.ids), at, level, own),
+                  Fact("aux_layers.convention", spec.aux.convention, at, level, own)]
     return facts
 
 
@@ -157,11 +191,16 @@ def _keys(obj) -> set[str]:
     return set()
 
 
-def _compare(entry: dict, fact: Fact) -> Difference | None:
-    stated = _get(entry, fact.field)
-    if stated == fact.value:
-        return None
-    return Difference(fact.field, "new" if stated in (None, {}) else "differs", stated, fact.value, fact.source)
+def _compare(entry: Entry, stated: dict, fact: Fact) -> Difference | None:
+    value = _get(stated, fact.field)
+    held = entry.evidence.get(fact.field.split(".")[0])
+    stronger = held is not None and held.rank < EVIDENCE_LEVELS.index(fact.level)
+    if value == fact.value:
+        weaker = fact.confirms and fact.field.split(".")[0] in FACTS and (
+            held is None or held.rank > EVIDENCE_LEVELS.index(fact.level))
+        return Difference(fact.field, "confirmed", value, fact.value, fact.source, fact.level) if weaker else None
+    kind = "disagrees" if stronger else "new" if value in (None, {}) else "differs"
+    return Difference(fact.field, kind, value, fact.value, fact.source, fact.level)
 
 
 def _get(data: dict, dotted: str) -> Any:
@@ -171,22 +210,24 @@ def _get(data: dict, dotted: str) -> Any:
 
 
 def write_entry(path: Path, entry: Entry, differences: list[Difference]) -> bool:
-    """Records the Hub's values with their sources; True when the file changed."""
+    """Records the files' values with their evidence; True when the file changed. A fact held on stronger
+    evidence (`disagrees`) is never written."""
     from .yaml_edit import set_values
 
-    changes: dict[tuple[str, ...], Any] = {}
-    provenance = dict(entry.provenance)
-    for d in differences:
-        changes[tuple(d.field.split("."))] = d.hub
-        provenance[d.field] = d.source
+    written = [d for d in differences if d.kind != "disagrees"]
+    changes: dict[tuple[str, ...], Any] = {tuple(d.field.split(".")): d.hub for d in written}
     if not changes:
         return False
-    if any(d.field.startswith("aux_layers.") for d in differences):
-        changes[("aux_layers", "source")] = next(d.source for d in differences if d.field.startswith("aux_layers."))
-    changes[("provenance",)] = provenance
-    filled = {d.field for d in differences if d.hub is not None}
+    evidence = {k: v.model_dump() for k, v in entry.evidence.items()}
+    for d in written:
+        if d.field.split(".")[0] in FACTS:
+            evidence[d.field.split(".")[0]] = {"level": d.level, "source": d.source}
+    if evidence != {k: v.model_dump() for k, v in entry.evidence.items()}:
+        changes[("evidence",)] = evidence
+    known = [d.field for d in written if d.hub is not None]
+    filled = set(known) | {field.split(".")[0] for field in known}
     reasons = {k: v for k, v in entry.null_reasons.items() if k not in filled}
-    reasons |= {d.field: d.source for d in differences if d.hub is None}  # e.g. a target too big for any runner
+    reasons |= {d.field: d.source for d in written if d.hub is None}  # e.g. a target too big for any runner
     if reasons != entry.null_reasons:
         changes[("null_reasons",)] = reasons
     text = path.read_text(encoding="utf-8")
@@ -195,7 +236,9 @@ def write_entry(path: Path, entry: Entry, differences: list[Difference]) -> bool
     return new != text
 
 
-def sync_selected(args: list[str], directory: Path | None, write: bool) -> list[EntrySync]:
+def sync_selected(args: list[str], directory: Path | None, write: bool,
+                  template: tuple[Path, str, EvidenceLevel] | None = None) -> list[EntrySync]:
+    """Sync the selected entries from the Hub, or one entry from a template (path, source URL, level)."""
     from .load import select
 
     reg, only = select(args, directory)
@@ -203,7 +246,7 @@ def sync_selected(args: list[str], directory: Path | None, write: bool) -> list[
     for entry_id, entry in reg.entries.items():
         if only and entry_id not in only:
             continue
-        result = sync_entry(entry)
+        result = sync_template(entry, *template) if template else sync_entry(entry)
         if write and result.differences:
             result.written = write_entry(reg.directory / f"{entry_id}.yaml", entry, result.differences)
         results.append(result)

@@ -23,6 +23,36 @@ def detect(cfg: dict, names: set[str], metadata: dict) -> str:
     raise UsageError(f"ambiguous dialect: matches {', '.join(matches)}", hint="name it with --from")
 
 
+def detect_config(cfg: dict) -> str | None:
+    """The dialect a config alone shows (a trainer's template, a config quoted without its weights), or None
+    when only the tensor names could tell. The config rules of `detect`, with what the names decide left out:
+    an EAGLE-3 architecture of SpecForge's is SpecForge, a plain Llama config with a draft vocabulary SafeAILab."""
+    none: set[str] = set()
+    for name in ("speculators", "eagle31", "torchspec", "modelopt"):
+        if DIALECTS[name].detect(cfg, none, {}):
+            return name
+    archs = cfg.get("architectures") or []
+    if "LlamaForCausalLMEagle3" in archs:
+        return "specforge"
+    if archs == ["LlamaForCausalLM"] and "draft_vocab_size" in cfg:
+        return "safeai"
+    return None
+
+
+def looks_like_drafter(cfg: dict) -> bool:
+    """Any EAGLE marker at all: a draft vocabulary, EAGLE keys, or an EAGLE architecture."""
+    keys = ("draft_vocab_size", "eagle_config", "eagle_aux_hidden_state_layer_ids", "speculators_config")
+    return any(k in cfg for k in keys) or "Eagle" in " ".join(map(str, cfg.get("architectures") or []))
+
+
+def read_undetermined(cfg: dict, ckpt, opts):
+    """A config no dialect claims: the flat reading every dialect shares, with no convention documented."""
+    from .base import read_flat
+
+    return read_flat(None, cfg, ckpt, opts, nested_convention=None, top_convention=None, prefix_renames=[],
+                     flag_defaults={"norm_before_residual": False, "norm_output": False})
+
+
 def get(name: str):
     if name not in DIALECTS:
         raise UsageError(f"unknown dialect {name!r}", hint=f"choose one of {', '.join(DIALECTS)}")

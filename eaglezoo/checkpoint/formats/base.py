@@ -32,7 +32,8 @@ class ReadOptions:
     aux_convention: Convention | None = None
     flags: dict[str, bool] = field(default_factory=dict)  # user-stated flag values
     target_config: dict[str, Any] | None = None
-    allow_missing_aux: bool = False  # lint: keep reading a drafter whose ids are missing
+    allow_missing_aux: bool = False  # lint: keep reading a drafter whose ids are missing or of unknown convention
+    trust_stored_flags: bool = False  # lint: read a flag this dialect leaves ambiguous as stored (a finding says so)
     aux_stated_by: str = "--aux-layers"  # who stated aux_layers, for messages
     registry_convention: Convention | None = None  # a registry entry's, for ids whose dialect documents none
 
@@ -41,18 +42,20 @@ class ReadOptions:
 class Reading:
     """A dialect reader's result."""
 
-    dialect: str
+    dialect: str | None  # None: a config alone that names no dialect (only tensor names would tell)
     spec: DrafterSpec
     renames: dict[str, str]  # source name -> canonical name (every mapped tensor)
     drops: dict[str, str]  # source name -> reason
     decisions: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    aux_stated_by: str = "config"  # who gave the aux ids or their convention: config, user, registry or default
 
 
 class Decisions:
     def __init__(self):
         self.decisions: list[str] = []
         self.warnings: list[str] = []
+        self.aux_stated_by = "config"
 
     def decide(self, msg: str) -> None:
         self.decisions.append(msg)
@@ -124,6 +127,7 @@ def resolve_aux(found: list[tuple[list[int], Convention | None, str]], k_hint: i
                              hint="fix the checkpoint's config instead of overriding it")
         d.decide(f"aux ids {list(stated.ids)} ({stated.convention}) as stated by the user "
                  f"= boundary {stated.boundary()}")
+        d.aux_stated_by = "user"
         return stated
     if resolved:
         aux, where = resolved[0]
@@ -147,12 +151,14 @@ def _undocumented_convention(ids: list[int], where: str, opts: ReadOptions, d: D
     """The convention of ids a dialect stores without documenting one: the user's, else the registry entry's."""
     if opts.aux_convention is not None:
         d.decide(f"aux ids {ids} from {where}: convention '{opts.aux_convention}' as stated by the user")
+        d.aux_stated_by = "user"
         return opts.aux_convention
     if opts.registry_convention is not None:
         d.decide(f"aux ids {ids} from {where}: convention '{opts.registry_convention}' as the registry entry states")
+        d.aux_stated_by = "registry"
         return opts.registry_convention
     raise UsageError(f"{where} holds aux ids {ids} whose convention this dialect does not document",
-                     hint="state it with --aux-convention boundary|layer-output")
+                     hint="state it with --aux-convention boundary|layer-output", code="aux-convention-unknown")
 
 
 def read_flags(cfg: dict, nested: dict, opts: ReadOptions, d: Decisions, defaults: dict[str, bool],
@@ -177,6 +183,9 @@ def read_flags(cfg: dict, nested: dict, opts: ReadOptions, d: Decisions, default
         if flag in opts.flags:
             d.decide(f"{flag}={opts.flags[flag]} as stated by the user (config: {stored})")
             values[flag] = opts.flags[flag]
+        elif flag in ambiguous and stored is not None and opts.trust_stored_flags:
+            d.decide(f"{flag}={stored} read as stored, although this dialect leaves it ambiguous")
+            values[flag] = stored
         elif flag in ambiguous and stored is not None:
             raise UsageError(f"{flag}={stored} in this dialect is ambiguous: {ambiguous[flag]}",
                              hint=f"state the trained behaviour with --flag {flag}=true|false", code="flag-ambiguous")
@@ -189,7 +198,7 @@ def read_flags(cfg: dict, nested: dict, opts: ReadOptions, d: Decisions, default
     return values
 
 
-def read_flat(dialect: str, cfg: dict, ckpt: Checkpoint, opts: ReadOptions, *,
+def read_flat(dialect: str | None, cfg: dict, ckpt: Checkpoint, opts: ReadOptions, *,
               nested_convention: Convention | None, top_convention: Convention | None,
               prefix_renames: list[tuple[str, str]], extra_drops: Callable[[str], str | None] = lambda n: None,
               flag_defaults: dict[str, bool] | None = None, ambiguous_flags: dict[str, str] | None = None,
@@ -224,7 +233,7 @@ def read_flat(dialect: str, cfg: dict, ckpt: Checkpoint, opts: ReadOptions, *,
         vocab_size=geometry.vocab, draft_vocab_size=geometry.draft_vocab, num_aux=k, aux=aux,
         dtype=top.get("torch_dtype") or top.get("dtype") or layer_cfg.get("torch_dtype") or layer_cfg.get("dtype"),
         layer_config=_carried_layer_config(layer_cfg, nested), **flags)
-    return Reading(dialect, spec, renames, drops, d.decisions, d.warnings)
+    return Reading(dialect, spec, renames, drops, d.decisions, d.warnings, d.aux_stated_by)
 
 
 @dataclass
@@ -301,8 +310,8 @@ def _aux_layers(found, top: dict, fan_k: int | None, g: Geometry, opts: ReadOpti
     if k is not None and (not isinstance(k, int) or k <= 0):
         raise BadInput(f"config.json: num_aux_hidden_states must be a positive integer, found {k!r}",
                        hint="fix num_aux_hidden_states in config.json")
-    if opts.allow_missing_aux and not found and opts.aux_layers is None:
-        return None, k or fan_k or 3
+    if opts.allow_missing_aux and opts.aux_layers is None and (not found or _convention_unknown(found, opts)):
+        return None, k or fan_k or (len(found[0][0]) if found else 3)
     aux = resolve_aux(found, k or fan_k or (len(found[0][0]) if found else None), opts, d)
     k = len(aux.ids) if k is None else k
     if len(aux.ids) != k:
@@ -316,6 +325,11 @@ def _aux_layers(found, top: dict, fan_k: int | None, g: Geometry, opts: ReadOpti
         raise BadInput(problems[0].message, code=problems[0].code,
                        hint=problems[0].hint or "give --target the model this drafter was trained for")
     return aux, k
+
+
+def _convention_unknown(found, opts: ReadOptions) -> bool:
+    stated = opts.aux_convention is not None or opts.registry_convention is not None
+    return any(conv is None for _, conv, _ in found) and not stated
 
 
 def _carried_layer_config(layer_cfg: dict, nested: dict) -> dict:

@@ -20,7 +20,7 @@ def _torchspec(cfg: dict, metadata: dict) -> bool:
 
 
 def read(cfg: dict, ckpt: Checkpoint, opts: ReadOptions) -> Reading:
-    reading = read_flat(
+    return read_flat(
         NAME, cfg, ckpt, opts,
         # SafeAILab configs carry no ids; SafeAILab captures before layers 2, L//2, L-3 (boundary).
         nested_convention=None, top_convention=None,
@@ -28,7 +28,3 @@ def read(cfg: dict, ckpt: Checkpoint, opts: ReadOptions) -> Reading:
         extra_drops=trivial_vocab_map_drop(ckpt, cfg.get("draft_vocab_size"), cfg.get("vocab_size")),
         flag_defaults={"norm_before_residual": False, "norm_output": False},
     )
-    if "target_hidden_size" in cfg and cfg["target_hidden_size"] == cfg.get("hidden_size"):
-        reading.warnings.append("target_hidden_size is present and equal to hidden_size: SafeAILab then expects "
-                                "the drafter's own embed_tokens (formats.md §3.1); the key is omitted on output")
-    return reading
