@@ -37,6 +37,16 @@ def test_vllm_equals_native_in_fp32_prompt_by_prompt(compared):
     assert c["difference_per_position"] == [0.0] * 5
 
 
+def test_the_engines_acceptance_by_k_is_an_estimate_close_to_the_exact_table(compared):
+    """vLLM reports counts, not each slot's drafts: its table is labelled an estimate, and on the example it is
+    within 0.1 of the native engine's exact replay (which equals a run at each K)."""
+    by_k = compared["comparison"]["acceptance_length_by_k"]
+    assert by_k["vllm"]["basis"] == "estimate" and by_k["native"]["basis"] == "exact"
+    assert len(by_k["vllm"]["values"]) == len(by_k["native"]["values"]) == 5
+    assert by_k["vllm"]["values"][-1] == pytest.approx(by_k["native"]["values"][-1])  # K_max: the run itself
+    assert max(abs(a - b) for a, b in zip(by_k["vllm"]["values"], by_k["native"]["values"])) < 0.1, by_k
+
+
 def test_engine_report_has_the_native_schema_and_an_engine_block(compared):
     assert compared["engine"]["name"] == "vllm" and compared["engine"]["version"] == "0.32.0"
     assert compared["engine"]["parallel"]["tensor_parallel_size"] == 1

@@ -189,15 +189,25 @@ def render_verify(r) -> None:
 
 def render_positions(r) -> None:
     every = r.all_positions
-    columns = ["position", "acceptance (decoding path)"] + (["acceptance (all positions)"] if every else [])
+    columns = ["position", "acceptance (decoding path)", ""] + (["acceptance (all positions)"] if every else [])
     table = Table(*columns, title="per-position acceptance", title_justify="left")
     for i, a in enumerate(r.acceptance_per_position):
-        table.add_row(str(i + 1), f"{a:.3f}", *([f"{every['acceptance_per_position'][i]:.3f}"] if every else []))
+        table.add_row(str(i + 1), f"{a:.3f}", bar(a), *([f"{every['acceptance_per_position'][i]:.3f}"] if every else []))
     out.print(table)
     per_prompt = (f"; mean of per-prompt values {r.mean_acceptance_length_per_prompt:.3f}"
                   if r.mean_acceptance_length_per_prompt is not None else "")
     out.print(f"mean acceptance length: [bold]{r.mean_acceptance_length:.3f}[/bold] (1 + accepted/drafts over "
               f"{r.num_drafts} drafts){per_prompt}" + (f"; all positions {every['mean_acceptance_length']:.3f}" if every else ""))
+    if r.acceptance_by_k and r.num_spec_tokens > 1:
+        basis = r.acceptance_by_k["basis"].split(":")[0]
+        rows = " · ".join(f"K={x['k']} {x['mean_acceptance_length']:.3f}" for x in r.acceptance_by_k["rows"])
+        out.print(f"acceptance length by K ({basis}): {rows}")
+
+
+def bar(fraction: float, width: int = 20) -> str:
+    """A bar of `width` cells, eighths of a cell resolved."""
+    eighths = round(max(0.0, min(1.0, fraction)) * width * 8)
+    return "█" * (eighths // 8) + ("▏▎▍▌▋▊▉"[eighths % 8 - 1] if eighths % 8 else "")
 
 
 def render_speedup(s: dict) -> None:

@@ -71,3 +71,24 @@ class Tally:
     def summary(self) -> dict:
         return {"acceptance_per_position": self.per_position(), "mean_acceptance_length": self.mean_acceptance_length(),
                 "num_drafts": self.num_drafts, "num_accepted": self.num_accepted, "histogram": self.histogram()}
+
+
+def by_k_exact(lengths: list[list[int]], k_max: int, max_new_tokens: int) -> list[dict]:
+    """Acceptance at every K <= k_max from one run's chains, exactly: a K-token draft is the first K tokens of the
+    k_max-token draft from the same slot (depth i never reads deeper drafts), so from slot t it accepts
+    min(a_t, K); the decoding path a run at K visits is replayed on those lengths. `lengths`: every slot's
+    accepted length, per prompt."""
+    rows = []
+    for k in range(1, k_max + 1):
+        tally = Tally(k)
+        for per_slot in lengths:
+            tally.add(decoding_path([min(a, k) for a in per_slot], max_new_tokens))
+        rows.append({"k": k, **tally.summary()})
+    return rows
+
+
+def by_k_estimate(per_position: list[float]) -> list[dict]:
+    """Acceptance at every K <= K_max estimated from a K_max run's per-position rates: 1 + the first K rates.
+    An estimate: a run at K visits other slots than the K_max run did."""
+    return [{"k": k, "acceptance_per_position": per_position[:k], "mean_acceptance_length": 1 + sum(per_position[:k])}
+            for k in range(1, len(per_position) + 1)]

@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 
 from ..errors import BadInput, UsageError
-from .acceptance import Tally, accepted_lengths, decoding_path
+from .acceptance import Tally, accepted_lengths, by_k_exact, decoding_path
 from .drafter import Eagle3Drafter, build_drafter
 from .quantization import load_kwargs, quantization_config
 from .target import Generation, Target, resolve_device, resolve_dtype
@@ -71,7 +71,7 @@ def measure_native(work: Workload, device: str, dtype: str, options: NativeOptio
         device=device, dtype=str(torch_dtype).replace("torch.", ""),
         timing={"load_s": t_load, "target_generate_s": t_target, "drafter_s": t_drafter,
                 "total_s": time.perf_counter() - t_start},
-        all_positions=every.summary(),
+        all_positions=every.summary(), by_k=by_k_exact([r.lengths for r in results], work.k, work.max_new_tokens),
         feedback_rms=[sum(col) / len(results) for col in zip(*(r.feedback_rms for r in results))])
 
 

@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 
 from .. import __version__
 from ..checkpoint.problems import Finding
-from .acceptance import Tally
+from .acceptance import Tally, by_k_estimate
 from .workload import Measurement, Workload
 
 
@@ -29,6 +29,7 @@ class VerifyReport(BaseModel):
     num_accepted: int
     histogram: list[int]
     all_positions: dict | None  # native only: every slot of the continuation, teacher-forced
+    acceptance_by_k: dict | None = None  # {"basis": "exact ..." | "estimate ...", "rows": [{k, ...}]}
     drift: dict
     target_distinct_token_ratio: float | None
     lint: list[Finding]
@@ -78,7 +79,21 @@ def report_for(work: Workload, m: Measurement) -> VerifyReport:
         target_distinct_token_ratio=sum(len(set(t)) / max(1, len(t)) for t in new) / len(new) if new else None,
         lint=work.findings, timing=m.timing, engine=m.engine, speedup=m.speedup,
         sampling={"temperature": work.temperature, "seed": work.seed}, per_prompt=per_prompt,
-        skipped_prompts=work.skipped, notes=notes)
+        skipped_prompts=work.skipped, notes=notes, acceptance_by_k=acceptance_by_k(m, s["acceptance_per_position"]))
+
+
+EXACT = ("exact: replayed from this run's drafts (a K-token draft is the first K tokens of the K_max one), "
+         "equal to a run at each K")
+ESTIMATE = ("estimate: 1 + the first K per-position acceptance rates of this K_max run (the engine reports counts, "
+            "not each slot's drafts); a run at K visits other positions")
+
+
+def acceptance_by_k(m: Measurement, per_position: list[float]) -> dict | None:
+    if m.by_k is not None:
+        return {"basis": EXACT, "rows": m.by_k}
+    if not per_position:
+        return None
+    return {"basis": ESTIMATE, "rows": by_k_estimate(per_position)}
 
 
 
@@ -128,6 +143,9 @@ def compare(ref, other) -> dict:
         "difference_mean_acceptance_length": other.mean_acceptance_length - ref.mean_acceptance_length,
         "num_drafts": {a: ref.num_drafts, b: other.num_drafts},
         "num_accepted": {a: ref.num_accepted, b: other.num_accepted},
+        "acceptance_length_by_k": {name: {"basis": r.acceptance_by_k["basis"].split(":")[0],
+                                          "values": [x["mean_acceptance_length"] for x in r.acceptance_by_k["rows"]]}
+                                   for name, r in ((a, ref), (b, other)) if r.acceptance_by_k},
         "prompts_compared": len(both), "prompts_identical": len(both) - len(differing),
         "differing_prompts": differing,
         "identical": counts_equal and not differing and len(both) == len(ref.per_prompt)

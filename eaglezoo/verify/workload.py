@@ -80,6 +80,7 @@ class Measurement:
     all_positions: dict | None = None
     feedback_rms: list[float] | None = None
     speedup: dict | None = None
+    by_k: list[dict] | None = None  # acceptance at every K <= K, replayed exactly (native)
     notes: list[str] = field(default_factory=list)
 
 
