@@ -1,0 +1,136 @@
+"""`eaglezoo tune`: its options, and the rendering of its decision. Registered on the app by cli/app.py."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from ..errors import UsageError
+from ..fsutil import atomic_write_text, file_destination
+from .common import (
+    AuxConventionOpt,
+    AuxLayersOpt,
+    DrafterArg,
+    FlagOpt,
+    JsonOpt,
+    RegistryOpt,
+    RevisionOpt,
+    app,
+    emit,
+    out,
+    read_options,
+)
+from .sources import resolve, target_for
+from .verify import parse_json, parse_levels, verify_progress
+
+ENGINE = "Engine (vLLM)"
+
+
+@app.command()
+def tune(
+    drafter: DrafterArg,
+    target: Annotated[Optional[str], typer.Option(metavar="TARGET", help="Target directory or Hub repo id (default: the registry's).")] = None,
+    engine: Annotated[str, typer.Option(metavar="ENGINE", help="The engine to tune for: vllm.")] = "vllm",
+    concurrency: Annotated[str, typer.Option(metavar="LEVELS", help="Loads to measure, in rising order.")] = "1,4,16,64",
+    k_max: Annotated[int, typer.Option("--k-max", min=1, max=16, help="Measure every K from 1 to this.")] = 4,
+    prompts: Annotated[Optional[Path], typer.Option(metavar="FILE", help="JSONL prompts (default: the registry entry's, else the built-in set).")] = None,
+    max_prompts: Annotated[Optional[int], typer.Option(min=1)] = None,
+    max_new_tokens: Annotated[int, typer.Option(min=1)] = 64,
+    aux_layers: AuxLayersOpt = None,
+    aux_convention: AuxConventionOpt = None,
+    flag: FlagOpt = None,
+    report: Annotated[Optional[Path], typer.Option(metavar="FILE", help="Write the JSON report to this file.")] = None,
+    revision: RevisionOpt = None,
+    registry_dir: RegistryOpt = None,
+    engine_python: Annotated[Optional[str], typer.Option(metavar="PATH", rich_help_panel=ENGINE, help="Python interpreter that has vLLM (default: this one).")] = None,
+    tensor_parallel_size: Annotated[int, typer.Option("--tensor-parallel-size", "-tp", min=1, rich_help_panel=ENGINE)] = 1,
+    max_model_len: Annotated[Optional[int], typer.Option(min=16, rich_help_panel=ENGINE)] = None,
+    dtype: Annotated[str, typer.Option(rich_help_panel=ENGINE)] = "auto",
+    gpu_memory_utilization: Annotated[Optional[float], typer.Option(min=0.01, max=1.0, rich_help_panel=ENGINE)] = None,
+    enforce_eager: Annotated[bool, typer.Option("--enforce-eager", rich_help_panel=ENGINE)] = False,
+    trust_remote_code: Annotated[bool, typer.Option("--trust-remote-code", rich_help_panel=ENGINE)] = False,
+    engine_args: Annotated[Optional[str], typer.Option(metavar="JSON", rich_help_panel=ENGINE, help="Any other LLM(...) argument, e.g. '{\"max_num_seqs\": 64}'.")] = None,
+    engine_timeout: Annotated[float, typer.Option(min=1.0, metavar="SECONDS", rich_help_panel=ENGINE, help="Limit for each engine run (start included).")] = 3600.0,
+    as_json: JsonOpt = False,
+):
+    """Which K at which load: measure every K (and none) at every concurrency on the engine, print the
+    goodput-optimal K per load as vLLM's and SGLang's own config, and confirm it with one more run."""
+    from ..verify.vllm_engine import engine_options
+
+    if engine != "vllm":
+        raise UsageError(f"--engine {engine}: tune measures on vLLM, the engine here that switches K by load",
+                         hint="use --engine vllm (with --engine-python PATH where vLLM is installed)")
+    if report:
+        file_destination(report, "--report")
+    options = engine_options(python=engine_python, tensor_parallel_size=tensor_parallel_size,
+                             max_model_len=max_model_len, dtype=dtype, trust_remote_code=trust_remote_code,
+                             gpu_memory_utilization=gpu_memory_utilization, enforce_eager=enforce_eager,
+                             extra=parse_json(engine_args), timeout_s=engine_timeout)
+    with verify_progress() as advance:
+        result = tune_source(drafter, target, revision=revision, registry_dir=registry_dir, prompts_file=prompts,
+                             max_prompts=max_prompts, max_new_tokens=max_new_tokens, k_max=k_max,
+                             levels=parse_levels(concurrency), opts=read_options(aux_layers, aux_convention, flag),
+                             options=options, progress=advance)
+    data = result.model_dump(mode="json")
+    if report:
+        atomic_write_text(report, json.dumps(data, indent=2) + "\n")
+    emit(data, as_json, lambda: render_tune(result))
+
+
+def tune_source(drafter: str, target: str | None, *, revision, registry_dir, prompts_file, max_prompts,
+                max_new_tokens, k_max, levels, opts, options, progress):
+    """Tune what `drafter` names; a registry entry supplies its target, aux ids and prompts."""
+    from ..tune import tune as run_tune
+    from ..verify.run import prepare
+
+    src = resolve(drafter, revision, registry_dir=registry_dir)
+    tgt = target_for(src, target, registry_dir, weights=False)
+    if tgt is None:
+        raise UsageError("--target is required (or give a registry id, whose entry names the target)",
+                         hint="add --target DIR (or a Hub repo id)")
+    if src.entry is not None:
+        src.entry.fill_read_options(opts)
+        if prompts_file is None and src.entry.prompts:
+            prompts_file = src.registry.path(src.entry.prompts, "prompts")
+    work = prepare(src.path, tgt.path, tgt.repo or str(tgt.path), tgt.commit, opts, prompts_file, max_prompts, k_max,
+                   max_new_tokens, 0.0, None, ["vllm"], options.max_model_len, options.trust_remote_code)
+    return run_tune(work, options, levels, progress)
+
+
+def render_tune(r) -> None:
+    out.print(f"[bold]{escape(r.drafter)}[/bold] on vLLM {r.engine['version']} ({escape(r.engine['device'])}, "
+              f"{r.engine['dtype']}), K 0..{r.k_max}, {r.num_prompts} prompts x {r.max_new_tokens} tokens")
+    table = Table("concurrency", *[f"K={k}" for k in range(r.k_max + 1)], title="output tokens/s (acceptance length)",
+                  title_justify="left")
+    for c in r.concurrency:
+        cells = {x.k: x for x in r.grid if x.concurrency == c}
+        best = next(d.k for d in r.decision if d.concurrency == c)
+        row = [_cell(cells[k], k == best) for k in range(r.k_max + 1)]
+        table.add_row(str(c), *row)
+    out.print(table)
+    for d in r.decision:
+        out.print(f"concurrency {d.concurrency}: [bold]K={d.k}[/bold], {d.output_tokens_per_s:.1f} tokens/s, "
+                  f"speedup {d.speedup:.2f}x (measured)")
+    out.print(f"vLLM:   {escape(r.vllm_command)}")
+    out.print(f"SGLang: {escape(r.sglang_command)}" if r.sglang_command else
+              "SGLang: no static K beats serving without speculation")
+    conf, static = (_levels(r.confirmation[key]) for key in ("schedule", "best_static"))
+    out.print(f"confirmed with the schedule: {conf} tokens/s; best static K={r.confirmation['best_static_k']}: "
+              f"{static}")
+    for note in r.notes:
+        out.print(f"[yellow]note[/yellow] {escape(note)}")
+
+
+def _levels(passes: list[dict]) -> str:
+    return ", ".join(f"c={p['concurrency']} {p['output_tokens_per_s']:.1f}" for p in passes)
+
+
+def _cell(c, best: bool) -> str:
+    al = f" ({c.acceptance_length:.2f})" if c.acceptance_length is not None else ""
+    text = f"{c.output_tokens_per_s:.1f}{al}"
+    return f"[bold green]{text}[/bold green]" if best else text

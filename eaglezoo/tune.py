@@ -1,0 +1,193 @@
+"""`eaglezoo tune`: which K at which load, as the engine's own config.
+
+On the engine users deploy (vLLM's offline engine, `verify/vllm_engine.py`), one workload runs with the drafter
+at every K = 1..K_max and without it (K = 0), each at every concurrency: a full grid, measured, nothing fitted.
+The goodput-optimal K per concurrency is the one with the most output tokens per second (K = 0 where
+speculation loses); batch sizes between two measured concurrencies take the K measured at the next one up
+(said in the report: interpolated, not measured). The decision is written as vLLM's
+`num_speculative_tokens_per_batch_size` schedule and SGLang's static best, then confirmed: one more engine run
+with the recommended schedule, reported beside the best static K.
+"""
+
+from __future__ import annotations
+
+import math
+import shlex
+import tempfile
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from . import __version__
+from .errors import UsageError
+from .fsutil import staging
+from .verify.report import pass_timing
+from .verify.vllm_engine import EngineOptions, engine_drafter, preflight, run_worker
+from .verify.workload import Progress, Workload
+
+
+class Cell(BaseModel):
+    k: int  # 0: without the drafter
+    concurrency: int
+    output_tokens_per_s: float
+    mean_tpot_ms: float | None
+    acceptance_length: float | None  # the engine's own count at this K and load
+
+
+class Choice(BaseModel):
+    concurrency: int
+    k: int
+    output_tokens_per_s: float
+    speedup: float  # against K = 0 at this concurrency, measured
+
+
+class TuneReport(BaseModel):
+    drafter: str
+    target: str
+    engine: dict
+    k_max: int
+    concurrency: list[int]
+    num_prompts: int
+    max_new_tokens: int
+    grid: list[Cell]
+    decision: list[Choice]
+    schedule: list[list[int]]  # vLLM's [[first batch size, last batch size, K], ...]
+    basis: str
+    vllm_speculative_config: dict
+    vllm_command: str
+    sglang_static_k: int
+    sglang_command: str | None
+    confirmation: dict
+    notes: list[str] = []
+    eaglezoo_version: str = __version__
+
+
+def check_request(concurrency: list[int], k_max: int, work: Workload) -> None:
+    if not 1 <= k_max <= 16:
+        raise UsageError(f"--k-max {k_max}: give 1 to 16", hint="e.g. --k-max 4")
+    if len(set(concurrency)) != len(concurrency) or concurrency != sorted(concurrency):
+        raise UsageError(f"--concurrency {','.join(map(str, concurrency))}: give distinct levels in rising order",
+                         hint="e.g. --concurrency 1,4,16")
+    if work.temperature != 0:
+        raise UsageError("tune measures greedy serving (temperature 0)", hint="drop --temperature")
+
+
+def tune(work: Workload, opts: EngineOptions, concurrency: list[int], progress: Progress) -> TuneReport:
+    """The grid, the decision, the configs and the confirmation run (work.k is K_max)."""
+    check_request(concurrency, work.k, work)
+    python, min_version = preflight(work, opts)
+    max_seqs = opts.extra.get("max_num_seqs")
+    if max_seqs is not None and concurrency[-1] > max_seqs:
+        raise UsageError(f"--concurrency {concurrency[-1]} exceeds the engine's max_num_seqs ({max_seqs}): it never "
+                         "batches that many", hint=f"measure up to {max_seqs}, or raise max_num_seqs in --engine-args")
+    with staging(Path(tempfile.gettempdir()) / "eaglezoo-tune") as tmp:
+        drafter = str(engine_drafter(work, tmp / "drafter"))
+        request = {"model": work.target_name, "revision": work.target_revision, "engine_args": opts.llm_args(),
+                   "prompts": work.encoded, "max_tokens": work.max_new_tokens, "temperature": 0.0,
+                   "seeds": work.seeds(), "min_version": min_version, "concurrency": concurrency}
+
+        def run(config: dict | None, label: str) -> dict:
+            return run_worker(python, {**request, "speculative_config": config, "label": label}, tmp, opts.timeout_s,
+                              progress)
+
+        runs = {0: run(None, "without the drafter")}
+        for k in range(1, work.k + 1):
+            runs[k] = run(speculative_config(drafter, k), f"K={k}")
+        grid = [cell(k, p) for k, r in runs.items() for p in r["passes"]]
+        decision = decide(grid, concurrency)
+        schedule = schedule_of(decision)
+        confirmed = run(speculative_config(drafter, work.k, schedule), "the recommended schedule")
+    return report(work, runs[0]["engine"], grid, decision, schedule, confirmed, concurrency)
+
+
+def speculative_config(drafter: str, k: int, schedule: list[list[int]] | None = None) -> dict:
+    config = {"method": "eagle3", "model": drafter, "num_speculative_tokens": k}
+    if schedule is not None:
+        config["num_speculative_tokens_per_batch_size"] = schedule
+    return config
+
+
+def cell(k: int, p: dict) -> Cell:
+    timing, counters = pass_timing(p), p["counters"]
+    al = 1 + counters["accepted"] / counters["drafts"] if k and counters["drafts"] else None
+    return Cell(k=k, concurrency=p["concurrency"], output_tokens_per_s=timing["output_tokens_per_s"],
+                mean_tpot_ms=timing["mean_tpot_ms"], acceptance_length=al)
+
+
+def decide(grid: list[Cell], concurrency: list[int]) -> list[Choice]:
+    """Per concurrency, the K with the most output tokens per second (K = 0 when none beats the target alone)."""
+    out = []
+    for c in concurrency:
+        cells = [x for x in grid if x.concurrency == c]
+        base = next(x for x in cells if x.k == 0).output_tokens_per_s
+        best = max(cells, key=lambda x: (x.output_tokens_per_s, -x.k))
+        out.append(Choice(concurrency=c, k=best.k, output_tokens_per_s=best.output_tokens_per_s,
+                          speedup=best.output_tokens_per_s / base))
+    return out
+
+
+def schedule_of(decision: list[Choice]) -> list[list[int]]:
+    """vLLM's inclusive batch-size ranges: each measured level covers the sizes above the previous one; the last
+    K carries on above the highest level (as vLLM does). Neighbours with one K merge."""
+    ranges: list[list[int]] = []
+    start = 1
+    for choice in decision:
+        if ranges and ranges[-1][2] == choice.k:
+            ranges[-1][1] = choice.concurrency
+        else:
+            ranges.append([start, choice.concurrency, choice.k])
+        start = choice.concurrency + 1
+    return ranges
+
+
+def static_best(grid: list[Cell], concurrency: list[int]) -> int:
+    """One K for every load (SGLang takes one): the highest geometric-mean speedup over the measured levels."""
+    def gain(k: int) -> float:
+        ratios = [next(x for x in grid if x.k == k and x.concurrency == c).output_tokens_per_s /
+                  next(x for x in grid if x.k == 0 and x.concurrency == c).output_tokens_per_s for c in concurrency]
+        return math.exp(sum(map(math.log, ratios)) / len(ratios))
+    return max(sorted({x.k for x in grid}), key=gain)
+
+
+def report(work: Workload, engine: dict, grid: list[Cell], decision: list[Choice], schedule: list[list[int]],
+           confirmed: dict, concurrency: list[int]) -> TuneReport:
+    target = work.target_name
+    config = speculative_config(str(work.drafter.path), work.k, schedule)
+    static = static_best(grid, concurrency)
+    sglang = None if static == 0 else (
+        f"python -m sglang.launch_server --model-path {shlex.quote(target)} --speculative-algorithm EAGLE3 "
+        f"--speculative-draft-model-path {shlex.quote(str(work.drafter.path))} --speculative-num-steps {static} "
+        f"--speculative-eagle-topk 1 --speculative-num-draft-tokens {static + 1}")
+    static_passes = {x.concurrency: x.output_tokens_per_s for x in grid if x.k == static}
+    confirmation = {"schedule": [{"concurrency": p["concurrency"], **pass_timing(p)} for p in confirmed["passes"]],
+                    "best_static_k": static, "best_static": [{"concurrency": c, "output_tokens_per_s": static_passes[c]}
+                                                             for c in concurrency]}
+    notes = []
+    if all(c.k == 0 for c in decision):
+        measured = ", ".join(f"{p['output_tokens_per_s']:.1f}" for p in confirmation["schedule"])
+        alone = ", ".join(f"{d.output_tokens_per_s:.1f}" for d in decision)
+        notes.append(f"speculation loses at every measured load here (K = 0 throughout): serve without "
+                     f"--speculative-config; with the all-zero schedule the engine measured {measured} tokens/s "
+                     f"against {alone} without the drafter")
+    if work.drafter.dialect not in ("eagle31", "speculators"):
+        notes.append(f"the commands name the drafter folder as given ({work.drafter.dialect} dialect): vLLM and SGLang "
+                     "read the EAGLE 3.1 schema, so serve `eaglezoo convert DRAFTER OUT` instead")
+    if len(concurrency) > 1:
+        notes.append("batch sizes between two measured concurrencies take the K measured at the next one up "
+                     "(interpolated, not measured); above the highest, its K carries on")
+    return TuneReport(
+        drafter=str(work.drafter.path), target=target,
+        engine={"name": "vllm", "version": engine["version"], "device": engine["device"], "dtype": engine["dtype"]},
+        k_max=work.k, concurrency=concurrency, num_prompts=len(work.encoded), max_new_tokens=work.max_new_tokens,
+        grid=grid, decision=decision, schedule=schedule,
+        basis=f"measured: every K in 0..{work.k} at every concurrency, {len(work.encoded)} prompts x "
+              f"{work.max_new_tokens} tokens each, greedy, on this engine",
+        vllm_speculative_config=config,
+        vllm_command=f"vllm serve {shlex.quote(target)} --speculative-config {shlex.quote(_json(config))}",
+        sglang_static_k=static, sglang_command=sglang, confirmation=confirmation, notes=notes)
+
+
+def _json(value) -> str:
+    import json
+
+    return json.dumps(value, separators=(", ", ": "))

