@@ -1,0 +1,92 @@
+"""`eaglezoo compare A B`: its options, and the rendering of the comparison. Registered on the app by cli/app.py."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from ..errors import UsageError
+from ..fsutil import atomic_write_text, file_destination
+from .common import JsonOpt, NumSpecTokensOpt, RegistryOpt, app, emit, out
+from .sources import resolve
+from .verify import verify_progress, verify_source
+
+
+@app.command()
+def compare(
+    drafter_a: Annotated[str, typer.Argument(metavar="A", help="The reference drafter: directory, registry id or Hub repo.")],
+    drafter_b: Annotated[str, typer.Argument(metavar="B", help="The drafter compared with it, of the same target.")],
+    target: Annotated[Optional[str], typer.Option(metavar="TARGET", help="Target directory or Hub repo id (default: the registry entries').")] = None,
+    num_spec_tokens: NumSpecTokensOpt = 3,
+    max_new_tokens: Annotated[int, typer.Option(min=1, max=65536, help="Tokens generated per prompt.")] = 64,
+    prompts: Annotated[Optional[Path], typer.Option(metavar="FILE", help="JSONL prompts; their buckets are the table's rows (default: A's registry entry's, else the shipped set).")] = None,
+    max_prompts: Annotated[Optional[int], typer.Option(min=1)] = None,
+    device: Annotated[str, typer.Option(help="native: auto, cpu, cuda or cuda:N.")] = "auto",
+    dtype: Annotated[str, typer.Option(help="auto, float32, bfloat16, float16.")] = "auto",
+    report: Annotated[Optional[Path], typer.Option(metavar="FILE", help="Write the JSON report to this file.")] = None,
+    registry_dir: RegistryOpt = None,
+    as_json: JsonOpt = False,
+):
+    """Two drafters of one target on the same prompts: per bucket each acceptance length and the ratio B/A with
+    its bootstrap interval, and each figure as vLLM, SpecForge and SGLang count it."""
+    from ..compare import compare as compare_reports
+
+    if report:
+        file_destination(report, "--report")
+    one_target(drafter_a, drafter_b, target, registry_dir)
+    prompts = prompts or entry_prompts(drafter_a, registry_dir)
+    kwargs = {"target": target, "registry_dir": registry_dir, "k": num_spec_tokens, "max_new_tokens": max_new_tokens,
+              "prompts_file": prompts, "max_prompts": max_prompts, "device": device, "dtype": dtype}
+    with verify_progress() as advance:
+        a, b = (verify_source(d, min_acceptance=[], progress=advance, **kwargs) for d in (drafter_a, drafter_b))
+    result = compare_reports(a, b)
+    data = result.model_dump(mode="json")
+    if report:
+        atomic_write_text(report, json.dumps(data, indent=2) + "\n")
+    emit(data, as_json, lambda: render_compare(result))
+
+
+def entry_prompts(drafter: str, registry_dir: Path | None) -> Path | None:
+    src = resolve(drafter, registry_dir=registry_dir)
+    return src.registry.path(src.entry.prompts, "prompts") if src.entry is not None and src.entry.prompts else None
+
+
+def one_target(a: str, b: str, target: str | None, registry_dir: Path | None) -> None:
+    """Refused before any run: two drafters whose registry entries name different targets (a --target given
+    names one for both). Only the entries are read: nothing is pulled."""
+    if target is not None:
+        return
+    from ..registry.load import lookup
+    from .sources import classify
+
+    targets = []
+    for name in (a, b):
+        if classify(name) != "registry":
+            raise UsageError(f"{name}: --target is required (only a registry entry names its target)",
+                             hint="add --target DIR (or a Hub repo id)")
+        entry, reg = lookup(name, registry_dir)
+        targets.append(entry.target.repo or str(reg.path(entry.target.path, "target.path")))
+    if targets[0] != targets[1]:
+        raise UsageError(f"A and B are drafters of different targets ({targets[0]} and {targets[1]})",
+                         hint="compare two drafters of one target (or one drafter on two engines)")
+
+
+def render_compare(r) -> None:
+    out.print(f"[bold]A[/bold] {escape(r.a)}\n[bold]B[/bold] {escape(r.b)}\nagainst {escape(r.target)} on {r.engine}, "
+              f"K={r.num_spec_tokens}")
+    table = Table("bucket", "prompts", "AL A", "AL B", "B / A", "95% interval", title="acceptance length, B against A",
+                  title_justify="left")
+    for row in r.rows:
+        table.add_row(escape(row.bucket), str(row.prompts), f"{row.a:.3f}", f"{row.b:.3f}", f"{row.ratio:.3f}",
+                      f"[{row.interval[0]:.3f}, {row.interval[1]:.3f}]")
+    out.print(table)
+    for who in ("a", "b"):
+        figures = ", ".join(f"{peer} {value:.3f}" for peer, value in r.peers[who].items())
+        out.print(f"{who.upper()} as the peers count it: {figures}")
+    out.print(f"[dim]{r.interval}; vLLM pools 1 + accepted/drafts, SpecForge averages per-request values, SGLang "
+              f"divides completion tokens by verify steps[/dim]")

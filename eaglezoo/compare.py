@@ -1,0 +1,93 @@
+"""`eaglezoo compare A B`: two drafters of one target on the same prompts, in the paper's style: per bucket the
+acceptance length of each and the ratio B/A with a paired bootstrap interval over prompts. Each drafter's
+figure is also given as the peers count it from the same steps, so it lines up with a published number:
+vLLM and speculators pool (1 + accepted / drafts over every step), SpecForge averages each request's own
+acceptance length (vLLM #42508), SGLang divides completion tokens by verify steps (the prefill's token
+included), pooled over requests."""
+
+from __future__ import annotations
+
+import random
+from statistics import mean
+
+from pydantic import BaseModel
+
+from . import __version__
+from .errors import UsageError
+from .verify.report import VerifyReport
+
+RESAMPLES = 2000
+SEED = 0
+
+
+class Row(BaseModel):
+    bucket: str
+    prompts: int
+    a: float  # acceptance length, pooled as vLLM counts it
+    b: float
+    ratio: float  # b / a
+    interval: list[float]  # 95% paired bootstrap over prompts
+
+
+class CompareReport(BaseModel):
+    a: str
+    b: str
+    target: str
+    engine: str
+    num_spec_tokens: int
+    rows: list[Row]
+    per_position: dict  # {"a": [...], "b": [...]}
+    peers: dict  # {"a": {definition: value}, "b": {...}}
+    interval: str = f"95% percentile bootstrap over prompts, paired, {RESAMPLES} resamples, seed {SEED}"
+    eaglezoo_version: str = __version__
+
+
+def same_target(a: VerifyReport, b: VerifyReport) -> None:
+    if a.target != b.target:
+        raise UsageError(f"the two drafters were measured against different targets ({a.target} and {b.target})",
+                         hint="compare drafters of one target: give --target, or two registry ids of one target")
+    if [p["index"] for p in a.per_prompt] != [p["index"] for p in b.per_prompt]:
+        raise UsageError("the two runs measured different prompts (a prompt fits one drafter's context, not the "
+                         "other's)", hint="give prompts both drafters' contexts fit (--max-new-tokens, --prompts)")
+
+
+def compare(a: VerifyReport, b: VerifyReport) -> CompareReport:
+    same_target(a, b)
+    steps = [(p["bucket"], p["accepted"], q["accepted"]) for p, q in zip(a.per_prompt, b.per_prompt)]
+    buckets = sorted({bucket for bucket, _, _ in steps})
+    rows = [row(name, [s for s in steps if s[0] == name]) for name in buckets]
+    if len(buckets) > 1:
+        rows.append(row("all", steps))
+    return CompareReport(a=a.drafter, b=b.drafter, target=a.target, engine=a.engine.get("name", "native"),
+                         num_spec_tokens=a.num_spec_tokens, rows=rows,
+                         per_position={"a": a.acceptance_per_position, "b": b.acceptance_per_position},
+                         peers={"a": peers([s[1] for s in steps]), "b": peers([s[2] for s in steps])})
+
+
+def pooled(requests: list[list[int]]) -> float:
+    drafts = sum(len(r) for r in requests)
+    return 1 + sum(map(sum, requests)) / drafts if drafts else 1.0
+
+
+def row(bucket: str, steps: list[tuple]) -> Row:
+    a, b = [s[1] for s in steps], [s[2] for s in steps]
+    rng = random.Random(SEED)
+    ratios = []
+    for _ in range(RESAMPLES):
+        pick = [rng.randrange(len(steps)) for _ in steps]
+        ratios.append(pooled([b[i] for i in pick]) / pooled([a[i] for i in pick]))
+    ratios.sort()
+    lo, hi = ratios[int(0.025 * RESAMPLES)], ratios[int(0.975 * RESAMPLES) - 1]
+    return Row(bucket=bucket, prompts=len(steps), a=pooled(a), b=pooled(b), ratio=pooled(b) / pooled(a),
+               interval=[lo, hi])
+
+
+def peers(requests: list[list[int]]) -> dict:
+    """One drafter's acceptance length as each peer defines it, from the same verify steps."""
+    measured = [r for r in requests if r]
+    completion = [1 + sum(a + 1 for a in r) for r in measured]
+    return {
+        "vllm": pooled(measured),  # 1 + accepted / drafts, pooled (also speculators, which reads vLLM's counters)
+        "specforge": mean(1 + sum(r) / len(r) for r in measured) if measured else 1.0,  # mean of per-request ALs
+        "sglang": sum(completion) / sum(len(r) for r in measured) if measured else 1.0,  # tokens / verify steps
+    }

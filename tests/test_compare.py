@@ -1,0 +1,65 @@
+"""`eaglezoo compare A B` on the example (EAGLE-3 against EAGLE 3.1, the same target and prompts): per bucket the
+acceptance lengths and B/A with a paired bootstrap interval, each figure as the peers count it; and the refusal
+of two drafters of different targets before anything runs."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import assert_clean_failure
+
+from eaglezoo.compare import peers, pooled, row
+
+
+@pytest.fixture(scope="module")
+def compared():
+    from conftest import run_cli
+
+    r = run_cli("compare", "tiny-example-eagle3", "tiny-example-eagle31", "--json")
+    assert r.code == 0, r.err
+    return r.json()
+
+
+def test_each_bucket_has_both_lengths_and_the_ratio_with_its_interval(compared):
+    rows = {r["bucket"]: r for r in compared["rows"]}
+    assert set(rows) == {"short", "chat-perturbed", "long-context", "all"}  # the example's buckets, and the whole
+    assert rows["all"]["prompts"] == 36
+    for r in rows.values():
+        assert r["ratio"] == pytest.approx(r["b"] / r["a"])
+        assert r["interval"][0] <= r["ratio"] <= r["interval"][1]
+    assert "bootstrap" in compared["interval"] and compared["num_spec_tokens"] == 3
+
+
+def test_the_lengths_are_what_verify_reports_for_each_drafter(cli, compared):
+    for name, key in (("tiny-example-eagle3", "a"), ("tiny-example-eagle31", "b")):
+        alone = cli("verify", name, "--json")
+        assert alone.code == 0, alone.err
+        every = next(r for r in compared["rows"] if r["bucket"] == "all")
+        assert every[key] == pytest.approx(alone.json()["mean_acceptance_length"])
+        assert compared["peers"][key]["vllm"] == pytest.approx(alone.json()["mean_acceptance_length"])
+        assert compared["peers"][key]["specforge"] == pytest.approx(alone.json()["mean_acceptance_length_per_prompt"])
+
+
+def test_the_text_table(cli):
+    r = cli("compare", "tiny-example-eagle3", "tiny-example-eagle31", "--max-prompts", "4")
+    assert r.code == 0, r.err
+    assert "acceptance length, B against A" in r.out and "as the peers count it" in r.out
+
+
+def test_two_drafters_of_different_targets_are_refused_before_any_run(cli):
+    r = cli("compare", "tiny-example-eagle3", "nvidia-llama-3.3-70b-instruct-eagle3")
+    assert_clean_failure(r, None, contains="drafters of different targets")
+
+
+def test_peer_definitions_from_the_same_steps():
+    requests = [[3, 0, 1], [2]]  # accepted tokens per verify step, two requests
+    figures = peers(requests)
+    assert figures["vllm"] == pytest.approx(1 + 6 / 4)  # pooled over the 4 steps
+    assert figures["specforge"] == pytest.approx(((1 + 4 / 3) + (1 + 2)) / 2)  # the mean of per-request values
+    assert figures["sglang"] == pytest.approx(((1 + 7) + (1 + 3)) / 4)  # completion tokens / verify steps
+    assert pooled([]) == 1.0
+
+
+def test_the_interval_is_seeded_and_brackets_a_clear_difference():
+    steps = [("b", [0, 0], [3, 3])] * 5 + [("b", [1, 0], [2, 3])] * 5
+    first, again = row("b", steps), row("b", steps)
+    assert first == again and first.interval[0] > 1.5
