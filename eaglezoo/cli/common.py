@@ -88,6 +88,18 @@ DrafterArg = Annotated[str, typer.Argument(
 
 
 NumSpecTokensOpt = Annotated[int, typer.Option("--num-spec-tokens", "-k", min=1, max=64, help="Draft depth K.")]
+SuiteOpt = Annotated[Optional[str], typer.Option(metavar="NAME", help="A shipped prompt suite instead of --prompts: standard (MT-bench's 80 first turns by category, HumanEval's 164; licences in eaglezoo/data/suites).")]
+
+
+def prompts_or_suite(prompts: Path | None, suite: str | None) -> Path | None:
+    """The prompt file a command measures: the one given, or a shipped suite's."""
+    if suite is None:
+        return prompts
+    if prompts is not None:
+        raise UsageError("--prompts and --suite name two prompt sets", hint="give one of them")
+    from ..verify.workload import suite_path
+
+    return suite_path(suite)
 
 
 

@@ -12,7 +12,7 @@ from rich.table import Table
 
 from ..errors import UsageError
 from ..fsutil import atomic_write_text, file_destination
-from .common import JsonOpt, NumSpecTokensOpt, RegistryOpt, app, emit, out
+from .common import JsonOpt, NumSpecTokensOpt, RegistryOpt, SuiteOpt, app, emit, out, prompts_or_suite
 from .sources import resolve
 from .verify import verify_progress, verify_source
 
@@ -26,6 +26,7 @@ def compare(
     max_new_tokens: Annotated[int, typer.Option(min=1, max=65536, help="Tokens generated per prompt.")] = 64,
     prompts: Annotated[Optional[Path], typer.Option(metavar="FILE", help="JSONL prompts; their buckets are the table's rows (default: A's registry entry's, else the shipped set).")] = None,
     max_prompts: Annotated[Optional[int], typer.Option(min=1)] = None,
+    suite: SuiteOpt = None,
     device: Annotated[str, typer.Option(help="native: auto, cpu, cuda or cuda:N.")] = "auto",
     dtype: Annotated[str, typer.Option(help="auto, float32, bfloat16, float16.")] = "auto",
     report: Annotated[Optional[Path], typer.Option(metavar="FILE", help="Write the JSON report to this file.")] = None,
@@ -39,7 +40,7 @@ def compare(
     if report:
         file_destination(report, "--report")
     one_target(drafter_a, drafter_b, target, registry_dir)
-    prompts = prompts or entry_prompts(drafter_a, registry_dir)
+    prompts = prompts_or_suite(prompts, suite) or entry_prompts(drafter_a, registry_dir)
     kwargs = {"target": target, "registry_dir": registry_dir, "k": num_spec_tokens, "max_new_tokens": max_new_tokens,
               "prompts_file": prompts, "max_prompts": max_prompts, "device": device, "dtype": dtype}
     with verify_progress() as advance:

@@ -24,11 +24,13 @@ from .common import (
     NumSpecTokensOpt,
     RegistryOpt,
     RevisionOpt,
+    SuiteOpt,
     app,
     emit,
     err,
     out,
     parse_floors,
+    prompts_or_suite,
     read_options,
 )
 from .sources import resolve, target_for
@@ -48,6 +50,7 @@ def verify(
     max_new_tokens: Annotated[int, typer.Option(min=1, max=65536, help="Tokens generated per prompt.")] = 64,
     prompts: Annotated[Optional[Path], typer.Option(metavar="FILE", help="JSONL prompts ({\"prompt\", \"bucket\"}); default: the registry entry's, else the shipped set.")] = None,
     max_prompts: Annotated[Optional[int], typer.Option(min=1, help="Use only the first N prompts.")] = None,
+    suite: SuiteOpt = None,
     engine: Annotated[str, typer.Option(metavar="ENGINE", help="native (transformers, the fp32 reference), vllm, or native,vllm to compare them.")] = "native",
     endpoint: Annotated[Optional[str], typer.Option(metavar="URL", help="Measure a running vLLM server (vllm serve ... --speculative-config ...) instead.")] = None,
     temperature: Annotated[float, typer.Option(min=0.0, max=100.0, help="Sampling temperature; above 0 the engine measures rejection-sampling acceptance.")] = 0.0,
@@ -97,7 +100,8 @@ def verify(
         timeout_s=engine_timeout)
     with verify_progress() as advance:
         result = verify_source(drafter, target, revision=revision, registry_dir=registry_dir, device=device,
-                               dtype=dtype, k=num_spec_tokens, max_new_tokens=max_new_tokens, prompts_file=prompts,
+                               dtype=dtype, k=num_spec_tokens, max_new_tokens=max_new_tokens,
+                               prompts_file=prompts_or_suite(prompts, suite),
                                max_prompts=max_prompts, opts=read_options(aux_layers, aux_convention, flag),
                                min_acceptance=floors, min_al=min_al, engine=engine, endpoint=endpoint,
                                engine_options=options, temperature=temperature, seed=seed,

@@ -60,7 +60,7 @@ def report_for(work: Workload, m: Measurement) -> VerifyReport:
         buckets.setdefault(p.bucket, Tally(k)).add(steps)
         per_prompt.append({"index": i, "bucket": p.bucket, "accepted": steps})
     s = tally.summary()
-    notes = list(m.notes)
+    notes = list(work.notes) + list(m.notes)
     if m.counters is not None:
         s, note = headline_from_counters(m.counters, tally, k)
         notes += [note] if note else []

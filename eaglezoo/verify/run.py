@@ -19,7 +19,7 @@ from ..errors import UsageError
 from ..lint import lint_drafter
 from .report import VerifyReport, apply_thresholds, compare, report_for
 from .target import load_tokenizer
-from .workload import Measurement, NativeOptions, Progress, Workload, load_prompts, prompt_context, too_long
+from .workload import Measurement, NativeOptions, Progress, Prompt, Workload, load_prompts, prompt_context, too_long
 
 
 def verify(drafter_dir: Path, target_dir: Path, *, engines: list[str] = ("native",), endpoint: str | None = None,
@@ -76,7 +76,7 @@ def prepare(drafter_dir: Path, target_dir: Path, target_name: str, target_revisi
     findings = lint_drafter(drafter, tcfg, target_dir) + provenance_findings(drafter_dir, drafter.spec)
     prompts = load_prompts(prompts_file)[:max_prompts]
     tokenizer = load_tokenizer(target_dir, trust_remote_code)
-    encoded = [tokenizer(p.prompt, add_special_tokens=False)["input_ids"] for p in prompts]
+    encoded, notes = encode(tokenizer, prompts)
     context = prompt_context(drafter.spec, tcfg, engines, max_model_len)
     skipped = too_long(prompts, encoded, context, max_new_tokens + k)
     kept = [i for i in range(len(prompts)) if i not in {s["index"] for s in skipped}]
@@ -85,7 +85,26 @@ def prepare(drafter_dir: Path, target_dir: Path, target_name: str, target_revisi
                          hint="use shorter prompts, a smaller --max-new-tokens or a larger --max-model-len")
     return Workload(drafter, target_dir, target_name, target_revision, findings,
                     [prompts[i] for i in kept], [encoded[i] for i in kept], skipped, k, max_new_tokens,
-                    temperature, seed, kept, trust_remote_code)
+                    temperature, seed, kept, trust_remote_code, notes)
+
+
+def encode(tokenizer, prompts: list[Prompt]) -> tuple[list[list[int]], list[str]]:
+    """Token ids of each prompt; a chat prompt (a user message) goes through the target's chat template when
+    the tokenizer has one, as a server would apply it."""
+    chats = sum(p.chat for p in prompts)
+    template = bool(chats and getattr(tokenizer, "chat_template", None))
+
+    def text(p: Prompt) -> str:
+        if p.chat and template:
+            return tokenizer.apply_chat_template([{"role": "user", "content": p.prompt}], tokenize=False,
+                                                 add_generation_prompt=True)
+        return p.prompt
+
+    notes = []
+    if chats:
+        notes.append(f"{chats} chat prompt(s) " + ("in the target's chat template" if template else
+                                                   "as raw text: the target's tokenizer has no chat template"))
+    return [tokenizer(text(p), add_special_tokens=False)["input_ids"] for p in prompts], notes
 
 
 def measure(name: str, work: Workload, device: str, dtype: str, endpoint: str | None, engine_options,

@@ -14,7 +14,7 @@ from pydantic import BaseModel
 from ..checkpoint.problems import Finding
 from ..checkpoint.read import Drafter
 from ..checkpoint.spec import DrafterSpec
-from ..errors import BadInput
+from ..errors import BadInput, UsageError
 from ..fsutil import regular_file
 
 Progress = Callable[..., None]  # progress(done, total, phase="...")
@@ -24,6 +24,16 @@ Progress = Callable[..., None]  # progress(done, total, phase="...")
 class Prompt(BaseModel):
     prompt: str
     bucket: str = "default"
+    chat: bool = False  # a user message: the target's chat template is applied when it has one
+
+
+SUITES = ("standard",)  # prompt suites shipped in eaglezoo/data/suites (their README names sources and licences)
+
+
+def suite_path(name: str) -> Path:
+    if name not in SUITES:
+        raise UsageError(f"unknown suite {name!r}", hint=f"choose one of {', '.join(SUITES)}")
+    return Path(str(resources.files("eaglezoo").joinpath("data", "suites", f"{name}.jsonl")))
 
 
 
@@ -45,6 +55,7 @@ class Workload:
     seed: int | None = None
     indices: list[int] = field(default_factory=list)  # each measured prompt's line in the prompt set
     trust_remote_code: bool = False  # the target's own code (tokenizer here; the native engine's model)
+    notes: list[str] = field(default_factory=list)  # said in every report of this workload
 
     @property
     def spec(self) -> DrafterSpec:
@@ -109,7 +120,8 @@ def load_prompts(path: Path | None) -> list[Prompt]:
         if not isinstance(row, dict) or not isinstance(row.get("prompt", row.get("text")), str):
             raise BadInput(f"{where}: line {n} needs a string field 'prompt'",
                            hint="give each line as {\"prompt\": \"...\", \"bucket\": \"...\"}")
-        prompts.append(Prompt(prompt=row.get("prompt", row.get("text")), bucket=str(row.get("bucket", "default"))))
+        prompts.append(Prompt(prompt=row.get("prompt", row.get("text")), bucket=str(row.get("bucket", "default")),
+                              chat=row.get("chat") is True))
     if not prompts:
         raise BadInput(f"{where}: no prompts",
                        hint="give a file with one JSON object per line, each with a \"prompt\" string")
