@@ -20,8 +20,11 @@ BASE = ["tiny-example-eagle31", "--engine-python", VLLM_PY, "--dtype", "float32"
 @pytest.fixture(scope="module")
 def tuned(vllm_ready, tmp_path_factory):
     path = tmp_path_factory.mktemp("tune") / "tune.json"
-    r = run_cli("tune", *BASE, "--k-max", "2", "--concurrency", "1,2", "--report", path, env=CPU_ENV, timeout=900)
+    page = path.with_suffix(".html")
+    r = run_cli("tune", *BASE, "--k-max", "2", "--concurrency", "1,2", "--report", path, "--html", page,
+                env=CPU_ENV, timeout=900)
     assert r.code == 0, r.err + r.out
+    assert page.read_text().count("<svg") == 1  # rendered in a browser by tests/test_pages.py
     return json.loads(path.read_text()), r.out
 
 

@@ -16,7 +16,7 @@ import traceback
 import typer
 
 from ..errors import EXIT_USAGE, describe, printable, raise_on_termination
-from . import common, compare, convert, hub, lint, registry, serve, tune, verify  # noqa: F401 - each registers its commands
+from . import common, compare, convert, hub, lint, registry, report, serve, tune, verify  # noqa: F401 - each registers its commands
 from .common import app, err, out, print_json
 
 

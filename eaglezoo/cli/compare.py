@@ -13,6 +13,7 @@ from rich.table import Table
 from ..errors import UsageError
 from ..fsutil import atomic_write_text, file_destination
 from .common import JsonOpt, NumSpecTokensOpt, RegistryOpt, SuiteOpt, app, emit, out, prompts_or_suite
+from .report import HtmlOpt, check_html, write_html
 from .sources import resolve
 from .verify import verify_progress, verify_source
 
@@ -30,6 +31,7 @@ def compare(
     device: Annotated[str, typer.Option(help="native: auto, cpu, cuda or cuda:N.")] = "auto",
     dtype: Annotated[str, typer.Option(help="auto, float32, bfloat16, float16.")] = "auto",
     report: Annotated[Optional[Path], typer.Option(metavar="FILE", help="Write the JSON report to this file.")] = None,
+    html: HtmlOpt = None,
     registry_dir: RegistryOpt = None,
     as_json: JsonOpt = False,
 ):
@@ -39,6 +41,7 @@ def compare(
 
     if report:
         file_destination(report, "--report")
+    check_html(html)
     one_target(drafter_a, drafter_b, target, registry_dir)
     prompts = prompts_or_suite(prompts, suite) or entry_prompts(drafter_a, registry_dir)
     kwargs = {"target": target, "registry_dir": registry_dir, "k": num_spec_tokens, "max_new_tokens": max_new_tokens,
@@ -49,6 +52,7 @@ def compare(
     data = result.model_dump(mode="json")
     if report:
         atomic_write_text(report, json.dumps(data, indent=2) + "\n")
+    write_html(html, data)
     emit(data, as_json, lambda: render_compare(result))
 
 

@@ -25,6 +25,7 @@ from .common import (
     out,
     read_options,
 )
+from .report import HtmlOpt, check_html, write_html
 from .sources import resolve, target_for
 from .verify import parse_json, parse_levels, verify_progress
 
@@ -45,6 +46,7 @@ def tune(
     aux_convention: AuxConventionOpt = None,
     flag: FlagOpt = None,
     report: Annotated[Optional[Path], typer.Option(metavar="FILE", help="Write the JSON report to this file.")] = None,
+    html: HtmlOpt = None,
     revision: RevisionOpt = None,
     registry_dir: RegistryOpt = None,
     engine_python: Annotated[Optional[str], typer.Option(metavar="PATH", rich_help_panel=ENGINE, help="Python interpreter that has vLLM (default: this one).")] = None,
@@ -67,6 +69,7 @@ def tune(
                          hint="use --engine vllm (with --engine-python PATH where vLLM is installed)")
     if report:
         file_destination(report, "--report")
+    check_html(html)
     options = engine_options(python=engine_python, tensor_parallel_size=tensor_parallel_size,
                              max_model_len=max_model_len, dtype=dtype, trust_remote_code=trust_remote_code,
                              gpu_memory_utilization=gpu_memory_utilization, enforce_eager=enforce_eager,
@@ -79,6 +82,7 @@ def tune(
     data = result.model_dump(mode="json")
     if report:
         atomic_write_text(report, json.dumps(data, indent=2) + "\n")
+    write_html(html, data)
     emit(data, as_json, lambda: render_tune(result))
 
 

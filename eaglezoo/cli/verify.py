@@ -33,6 +33,7 @@ from .common import (
     prompts_or_suite,
     read_options,
 )
+from .report import HtmlOpt, check_html, write_html
 from .sources import resolve, target_for
 
 if TYPE_CHECKING:
@@ -68,6 +69,7 @@ def verify(
     min_acceptance: Annotated[Optional[str], typer.Option(metavar="FLOORS", help="Per-position floors, e.g. 0.5,0.3,0.2 (default: the registry entry's).")] = None,
     min_al: Annotated[Optional[float], typer.Option(min=1.0, help="Floor on the mean acceptance length.")] = None,
     report: Annotated[Optional[Path], typer.Option(metavar="FILE", help="Write the JSON report to this file.")] = None,
+    html: HtmlOpt = None,
     revision: RevisionOpt = None,
     registry_dir: RegistryOpt = None,
     engine_python: Annotated[Optional[str], typer.Option(metavar="PATH", rich_help_panel=ENGINE, help="Python interpreter that has vLLM (default: this one).")] = None,
@@ -91,6 +93,7 @@ def verify(
     floors = parse_floors(min_acceptance, num_spec_tokens)
     if report:
         file_destination(report, "--report")
+    check_html(html)
     options = engine_options(
         python=engine_python, tensor_parallel_size=tensor_parallel_size, pipeline_parallel_size=pipeline_parallel_size,
         data_parallel_size=data_parallel_size, enable_expert_parallel=enable_expert_parallel,
@@ -110,6 +113,7 @@ def verify(
     data = result.model_dump(mode="json")
     if report:
         atomic_write_text(report, json.dumps(data, indent=2) + "\n")
+    write_html(html, data)
     emit(data, as_json, lambda: render_verify(result))
     if result.failures:
         raise typer.Exit(EXIT_FINDINGS)

@@ -1,0 +1,38 @@
+"""`eaglezoo report REPORT.json --html FILE`: a saved verify, tune or compare report as its page; and the
+`--html` the three commands share. Registered on the app by cli/app.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from ..fsutil import atomic_write_text, file_destination, read_json
+from .common import app, out
+
+HtmlOpt = Annotated[Optional[Path], typer.Option(metavar="FILE", help="Also write a self-contained HTML page with the plots.")]
+
+
+def check_html(path: Path | None) -> None:
+    if path is not None:
+        file_destination(path, "--html")
+
+
+def write_html(path: Path | None, data: dict) -> None:
+    if path is None:
+        return
+    from ..pages import page_for
+
+    atomic_write_text(path, page_for(data))
+
+
+@app.command()
+def report(
+    saved: Annotated[Path, typer.Argument(metavar="REPORT", help="A report written by verify, tune or compare --report.")],
+    html: Annotated[Path, typer.Option(metavar="FILE", help="The HTML page to write.")],
+):
+    """Render a saved report as one self-contained HTML page (plots inline, no network)."""
+    file_destination(html, "--html")
+    write_html(html, read_json(saved, "report"))
+    out.print(f"wrote {html}")

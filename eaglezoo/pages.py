@@ -1,0 +1,86 @@
+"""Self-contained HTML pages of verify, tune and compare reports: the headline, the plots (inline SVG from
+`plots.py`), the engine and hardware they ran on, and the exact serving command. No script, no stylesheet
+link and no network fetch: the page is one file that opens anywhere. Built from a report's JSON, so a saved
+report (`eaglezoo report REPORT.json --html FILE`) renders as a fresh one does."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from html import escape
+
+from . import plots
+from .errors import BadInput
+
+STYLE = """body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#222}
+h1{font-size:1.4rem}h2{font-size:1.1rem;margin-top:2rem}.plots{display:flex;flex-wrap:wrap;gap:1rem}
+.plot{flex:0 1 28rem;max-width:28rem}.plot svg{width:100%;height:auto}table{border-collapse:collapse}
+td,th{border-bottom:1px solid #ddd;padding:.25rem .6rem;text-align:left}code,pre{background:#f4f4f4}
+pre{padding:.6rem;white-space:pre-wrap;word-break:break-all}.headline{font-size:1.2rem}"""
+
+
+def page(title: str, headline: str, plots_svg: list[str], facts: list[tuple[str, str]], command: str | None,
+         tables: list[str] = ()) -> str:
+    figures = "".join(f'<div class="plot">{s}</div>' for s in plots_svg)
+    rows = "".join(f"<tr><th>{escape(k)}</th><td>{escape(v)}</td></tr>" for k, v in facts)
+    serve = f"<h2>Serve it</h2><pre><code>{escape(command)}</code></pre>" if command else ""
+    return (f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{escape(title)}</title>'
+            f"<style>{STYLE}</style></head><body><h1>{escape(title)}</h1>"
+            f'<p class="headline">{headline}</p><div class="plots">{figures}</div>{"".join(tables)}'
+            f"<h2>Where it ran</h2><table>{rows}</table>{serve}</body></html>\n")
+
+
+def vllm_command(target: str, drafter: str, k: int) -> str:
+    config = {"method": "eagle3", "model": drafter, "num_speculative_tokens": k}
+    return f"vllm serve {shlex.quote(target)} --speculative-config {shlex.quote(json.dumps(config))}"
+
+
+def verify_page(r: dict) -> str:
+    engine = r["engine"].get("name", "native")
+    headline = (f"Mean acceptance length <b>{r['mean_acceptance_length']:.3f}</b> at K={r['num_spec_tokens']} "
+                f"over {r['num_drafts']} drafts ({r['num_prompts']} prompts &times; {r['max_new_tokens']} tokens)")
+    figures = [plots.per_position(r), plots.histogram(r)] + ([plots.by_k(r)] if r.get("acceptance_by_k") else [])
+    facts = [("drafter", r["drafter"]), ("target", r["target"]),
+             ("engine", f"{engine} {r['engine'].get('version') or ''}".strip()), ("device", r["device"]),
+             ("dtype", r["dtype"]), ("temperature", str(r["sampling"]["temperature"])),
+             ("eaglezoo", r["eaglezoo_version"]), ("created", r["created"])]
+    return page(f"verify: {r['drafter']}", headline, figures, facts,
+                vllm_command(r["target"], r["drafter"], r["num_spec_tokens"]))
+
+
+def tune_page(r: dict) -> str:
+    choices = ", ".join(f"concurrency {d['concurrency']}: K={d['k']} ({d['speedup']:.2f}x)" for d in r["decision"])
+    facts = [("drafter", r["drafter"]), ("target", r["target"]),
+             ("engine", f"vLLM {r['engine']['version']}"), ("device", r["engine"]["device"]),
+             ("dtype", r["engine"]["dtype"]), ("basis", r["basis"]), ("eaglezoo", r["eaglezoo_version"])]
+    notes = "".join(f"<li>{escape(n)}</li>" for n in r["notes"])
+    return page(f"tune: {r['drafter']}", f"Recommended: {escape(choices)}", [plots.tune_throughput(r)], facts,
+                r["vllm_command"], [f"<h2>Notes</h2><ul>{notes}</ul>"] if notes else [])
+
+
+def compare_page(r: dict) -> str:
+    every = r["rows"][-1]
+    headline = (f"B/A = <b>{every['ratio']:.3f}</b> [{every['interval'][0]:.3f}, {every['interval'][1]:.3f}] over "
+                f"{every['prompts']} prompts ({escape(every['bucket'])})")
+    body = "".join(f"<tr><td>{escape(x['bucket'])}</td><td>{x['prompts']}</td><td>{x['a']:.3f}</td>"
+                   f"<td>{x['b']:.3f}</td><td>{x['ratio']:.3f}</td></tr>" for x in r["rows"])
+    table = ("<h2>Per bucket</h2><table><tr><th>bucket</th><th>prompts</th><th>AL A</th><th>AL B</th>"
+             f"<th>B / A</th></tr>{body}</table>")
+    facts = [("A", r["a"]), ("B", r["b"]), ("target", r["target"]), ("engine", r["engine"]),
+             ("interval", r["interval"]), ("eaglezoo", r["eaglezoo_version"])]
+    return page("compare: A against B", headline, [plots.compare_buckets(r)], facts,
+                vllm_command(r["target"], r["b"], r["num_spec_tokens"]), [table])
+
+
+def page_for(report: dict) -> str:
+    """The page of a saved report, by what it holds."""
+    if not isinstance(report, dict):
+        raise BadInput("the report is not a JSON object", hint="give a report written by verify, tune or compare --report")
+    if "grid" in report and "decision" in report:
+        return tune_page(report)
+    if "rows" in report and "peers" in report:
+        return compare_page(report)
+    if "acceptance_per_position" in report and "histogram" in report:
+        return verify_page(report)
+    raise BadInput("the report is none of verify's, tune's or compare's",
+                   hint="give a report written by verify, tune or compare --report")

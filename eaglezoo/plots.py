@@ -1,0 +1,93 @@
+"""The plots of eaglezoo's pages and model cards, drawn by matplotlib as SVG text from a report's JSON (so a saved
+report renders the same as a fresh one). Figures are built with the object API (no pyplot state) and written
+deterministically (fixed hash salt, no date), so the same report gives the same bytes."""
+
+from __future__ import annotations
+
+import io
+
+from matplotlib import rcParams
+from matplotlib.figure import Figure
+
+rcParams["svg.hashsalt"] = "eaglezoo"
+rcParams["svg.fonttype"] = "none"  # text stays text: searchable, and the page's own font
+BLUE, ORANGE, GREY = "#1f6fb2", "#e07b24", "#8a8a8a"
+
+
+def svg(fig: Figure) -> str:
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
+    text = buf.getvalue()
+    return text[text.index("<svg"):]  # inline: no XML prolog or doctype
+
+
+def _axes(title: str, xlabel: str, ylabel: str, width: float = 5.2):
+    fig = Figure(figsize=(width, 3.2))
+    ax = fig.subplots()
+    ax.set_title(title, fontsize=11)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.grid(axis="y", alpha=0.3)
+    return fig, ax
+
+
+def per_position(report: dict) -> str:
+    """Acceptance at each draft position (decoding path), with each prompt bucket overlaid."""
+    rates = report["acceptance_per_position"]
+    positions = range(1, len(rates) + 1)
+    fig, ax = _axes("acceptance by draft position", "draft position", "acceptance rate")
+    ax.bar(positions, rates, color=BLUE, alpha=0.85, label="all prompts")
+    for bucket, values in report["drift"]["acceptance_per_position_by_bucket"].items():
+        ax.plot(range(1, len(values) + 1), values, marker="o", linewidth=1, label=bucket)
+    ax.set_ylim(0, 1)
+    ax.set_xticks(list(positions))
+    ax.legend(fontsize=7, frameon=False)
+    return svg(fig)
+
+
+def histogram(report: dict) -> str:
+    counts = report["histogram"]
+    fig, ax = _axes("accepted tokens per verify step", "accepted draft tokens", "verify steps")
+    ax.bar(range(len(counts)), counts, color=ORANGE)
+    ax.set_xticks(range(len(counts)))
+    return svg(fig)
+
+
+def by_k(report: dict) -> str:
+    table = report["acceptance_by_k"]
+    ks = [row["k"] for row in table["rows"]]
+    fig, ax = _axes(f"acceptance length by K ({table['basis'].split(':')[0]})", "K (draft tokens)", "acceptance length")
+    ax.plot(ks, [row["mean_acceptance_length"] for row in table["rows"]], marker="o", color=BLUE)
+    ax.set_xticks(ks)
+    return svg(fig)
+
+
+def tune_throughput(report: dict) -> str:
+    """Output tokens/s against concurrency, one line per K; the recommended K at each load circled."""
+    fig, ax = _axes("output tokens/s by load", "concurrency", "output tokens/s")
+    for k in range(report["k_max"] + 1):
+        cells = sorted((c for c in report["grid"] if c["k"] == k), key=lambda c: c["concurrency"])
+        ax.plot([c["concurrency"] for c in cells], [c["output_tokens_per_s"] for c in cells], marker="o",
+                color=GREY if k == 0 else None, linestyle="--" if k == 0 else "-",
+                label="without the drafter" if k == 0 else f"K={k}")
+    chosen = report["decision"]
+    ax.scatter([d["concurrency"] for d in chosen], [d["output_tokens_per_s"] for d in chosen], s=160,
+               facecolors="none", edgecolors="red", linewidths=1.5, label="recommended K", zorder=3)
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(report["concurrency"], [str(c) for c in report["concurrency"]])
+    ax.legend(fontsize=7, frameon=False)
+    return svg(fig)
+
+
+def compare_buckets(report: dict) -> str:
+    """Acceptance length of A and B per bucket, side by side, the ratio B/A over each pair."""
+    rows = report["rows"]
+    xs = range(len(rows))
+    fig, ax = _axes("acceptance length per bucket", "bucket", "acceptance length", width=max(5.2, 1.1 * len(rows)))
+    ax.bar([x - 0.2 for x in xs], [r["a"] for r in rows], width=0.4, color=GREY, label="A")
+    ax.bar([x + 0.2 for x in xs], [r["b"] for r in rows], width=0.4, color=BLUE, label="B")
+    for x, r in zip(xs, rows):
+        ax.annotate(f"{r['ratio']:.2f}x", (x, max(r["a"], r["b"])), ha="center", va="bottom", fontsize=7)
+    ax.set_xticks(list(xs), [r["bucket"] for r in rows], rotation=20, fontsize=8)
+    ax.legend(fontsize=7, frameon=False)
+    return svg(fig)

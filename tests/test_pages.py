@@ -1,0 +1,89 @@
+"""The HTML pages of verify, compare and tune, rendered in a real browser: headless Chromium (Debian's package,
+installed by scripts/setup_chromium.sh) loads each page as a user opens the file, prints its DOM and takes a
+screenshot. The page must load with no console error, hold non-empty plots, fetch nothing and link nowhere
+broken; a saved report renders to the same bytes as the fresh one."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import assert_clean_failure
+
+from eaglezoo.pages import tune_page
+
+CHROMIUM = shutil.which("chromium")
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (scripts/setup_chromium.sh)")
+
+
+def browse(page: Path, shot: Path) -> tuple[str, str]:
+    """(the DOM Chromium built, its log) for the page opened as a file; a screenshot written to `shot`."""
+    flags = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=1200,1600",
+             "--enable-logging=stderr", "--v=0", "--host-resolver-rules=MAP * ~NOTFOUND"]  # no network at all
+    dom = subprocess.run([*flags, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120)
+    subprocess.run([*flags, f"--screenshot={shot}", page.as_uri()], capture_output=True, timeout=120, check=True)
+    return dom.stdout, dom.stderr
+
+
+def assert_page(page: Path, tmp_path: Path, plots: int) -> str:
+    dom, log = browse(page, tmp_path / f"{page.stem}.png")
+    assert "CONSOLE" not in log and "Uncaught" not in log, log
+    assert len(re.findall(r"<svg\b", dom)) == plots, dom[:500]
+    for svg in re.findall(r"<svg\b.*?</svg>", dom, re.S):  # each plot drew something: paths beyond its frame
+        assert len(re.findall(r"<path\b", svg)) >= 5
+    html = page.read_text()
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:|//)""", html), "the page fetches from the network"
+    assert not re.search(r"<script\b|<link\b", html)
+    for anchor in re.findall(r"""href\s*=\s*["']#([^"']+)""", html):  # internal links land on an id
+        assert f'id="{anchor}"' in html, anchor
+    from PIL import Image
+
+    with Image.open(tmp_path / f"{page.stem}.png") as shot:
+        assert shot.size == (1200, 1600)
+        low, high = shot.convert("L").getextrema()
+        assert high - low > 100, "the screenshot is blank"
+    return dom
+
+
+def test_the_verify_page_in_a_browser(cli, tmp_path):
+    report, page = tmp_path / "verify.json", tmp_path / "verify.html"
+    r = cli("verify", "tiny-example-eagle31", "-k", "4", "--max-prompts", "8", "--report", report, "--html", page)
+    assert r.code == 0, r.err
+    dom = assert_page(page, tmp_path, plots=3)
+    data = json.loads(report.read_text())
+    assert f"{data['mean_acceptance_length']:.3f}" in dom and "vllm serve" in dom
+    again = tmp_path / "again.html"
+    assert cli("report", report, "--html", again).code == 0
+    assert again.read_bytes() == page.read_bytes()
+
+
+def test_the_compare_page_in_a_browser(cli, tmp_path):
+    page = tmp_path / "compare.html"
+    r = cli("compare", "tiny-example-eagle3", "tiny-example-eagle31", "--max-prompts", "12", "--html", page)
+    assert r.code == 0, r.err
+    dom = assert_page(page, tmp_path, plots=1)
+    assert "B/A =" in dom and "Per bucket" in dom
+
+
+def test_the_tune_page_in_a_browser(tmp_path):
+    """From a tune report of the shape `eaglezoo tune --report` writes (tests/test_tune.py runs the real one)."""
+    grid = [{"k": k, "concurrency": c, "output_tokens_per_s": 100.0 * c / (1 + k), "mean_tpot_ms": 5.0,
+             "acceptance_length": None if k == 0 else 1.5 + k / 4} for k in (0, 1, 2) for c in (1, 4)]
+    report = {"drafter": "d", "target": "t", "engine": {"version": "0.32.0", "device": "cpu", "dtype": "float32"},
+              "k_max": 2, "concurrency": [1, 4], "grid": grid, "basis": "measured",
+              "decision": [{"concurrency": c, "k": 0, "output_tokens_per_s": 100.0 * c, "speedup": 1.0} for c in (1, 4)],
+              "vllm_command": "vllm serve t --speculative-config '{}'", "notes": ["a note"], "eaglezoo_version": "0"}
+    page = tmp_path / "tune.html"
+    page.write_text(tune_page(report))
+    assert "Recommended: concurrency 1: K=0" in assert_page(page, tmp_path, plots=1)
+
+
+def test_a_report_that_is_none_of_the_three(cli, tmp_path):
+    saved = tmp_path / "other.json"
+    saved.write_text('{"hello": 1}')
+    assert_clean_failure(cli("report", saved, "--html", tmp_path / "x.html"), tmp_path / "x.html",
+                         contains="none of verify's, tune's or compare's")
