@@ -37,7 +37,7 @@ def per_position(report: dict) -> str:
     positions = range(1, len(rates) + 1)
     fig, ax = _axes("acceptance by draft position", "draft position", "acceptance rate")
     ax.bar(positions, rates, color=BLUE, alpha=0.85, label="all prompts")
-    for bucket, values in report["drift"]["acceptance_per_position_by_bucket"].items():
+    for bucket, values in (report.get("drift") or {}).get("acceptance_per_position_by_bucket", {}).items():
         ax.plot(range(1, len(values) + 1), values, marker="o", linewidth=1, label=bucket)
     ax.set_ylim(0, 1)
     ax.set_xticks(list(positions))

@@ -58,6 +58,9 @@ def test_push_lfs_card_tag_and_no_op_repush(hub, big_drafter, tmp_path):
     assert "vllm serve org/target-model" in card and "sglang.launch_server" in card
     assert "| 1 | 0.600 |" in card and "Mean acceptance length 2.200" in card
     assert "Converted by eaglezoo" in card and "specforge" in card
+    assert "![acceptance by draft position](acceptance.svg)" in card  # the figure, pushed beside the card
+    figure = hub[0].blobs[repo.files(pushed["commit"])["acceptance.svg"]["oid"]].decode()
+    assert figure.startswith("<svg") and figure.count("<path") > 5
     before = commits(hub, "tester/big-eagle31")
     again = hubcli(hub, "push", big_drafter, "tester/big-eagle31", "--target", "org/target-model", "--report", report,
                    "--json")

@@ -81,6 +81,18 @@ def _serving_section(spec, dialect: str, drafter: str, target: str | None) -> li
                     for e in engine_support(spec, fmt) if not e.faithful]
 
 
+FIGURE = "acceptance.svg"
+
+
+def card_figures(report: dict | None) -> dict[str, bytes]:
+    """The figures pushed beside the card (the Hub renders an image the card references by its repo path)."""
+    if report is None:
+        return {}
+    from ..plots import per_position
+
+    return {FIGURE: per_position(report).encode()}
+
+
 def _acceptance_section(report: dict) -> list[str]:
     engine = report.get("engine") or {"name": "native"}
     engine = f"{engine.get('name')} {engine.get('version') or ''}".strip()
@@ -89,7 +101,7 @@ def _acceptance_section(report: dict) -> list[str]:
              f"`eaglezoo verify` with the {engine} engine on {report['device']} ({report['dtype']}), "
              f"K={report['num_spec_tokens']}, {report['num_prompts']} prompts x {report['max_new_tokens']} tokens, "
              + ("greedy:" if not temperature else f"temperature {temperature}:"), "",
-             "| position | acceptance |", "|---|---|"]
+             f"![acceptance by draft position]({FIGURE})", "", "| position | acceptance |", "|---|---|"]
     lines += [f"| {i} | {a:.3f} |" for i, a in enumerate(report["acceptance_per_position"], 1)]
     return lines + ["", f"Mean acceptance length {report['mean_acceptance_length']:.3f} (1 + accepted / drafts, as "
                         f"vLLM counts; {report['num_drafts']} drafts)."]
