@@ -87,3 +87,28 @@ def test_a_report_that_is_none_of_the_three(cli, tmp_path):
     saved.write_text('{"hello": 1}')
     assert_clean_failure(cli("report", saved, "--html", tmp_path / "x.html"), tmp_path / "x.html",
                          contains="none of verify's, tune's or compare's")
+
+
+def test_the_zoo_site_in_a_browser(cli, tmp_path):
+    """`registry site`: the index lists every entry, every page loads with no console error, every internal link
+    lands on a page of the site, and the entries' recorded reports are drawn."""
+    site = tmp_path / "site"
+    r = cli("registry", "site", site, "--json")
+    assert r.code == 0, r.err
+    entries = cli("registry", "list", "--json").json()
+    assert sorted(r.json()["pages"]) == sorted(["index.html", *(f"entries/{e['id']}.html" for e in entries)])
+    dom, log = browse(site / "index.html", tmp_path / "index.png")
+    assert "CONSOLE" not in log and "Uncaught" not in log, log
+    listed = re.findall(r'<a href="entries/([^"]+)\.html">', dom)
+    assert sorted(listed) == sorted(e["id"] for e in entries)
+    for page in [site / "index.html", *sorted((site / "entries").glob("*.html"))]:
+        html = page.read_text()
+        assert not re.search(r"""(src|href)\s*=\s*["']?//|<link\b|\bsrc\s*=""", html), page
+        for target in re.findall(r'href="(?!https://)([^"#]+)"', html):
+            assert (page.parent / target).resolve().is_file(), (page.name, target)
+    verified = site / "entries" / "tiny-example-eagle31.html"
+    dom, log = browse(verified, tmp_path / "entry.png")
+    assert "CONSOLE" not in log and dom.count("<svg") == 1 and "repo-file" in dom
+    assert "vllm serve" in dom and "sglang.launch_server" in dom
+    unknown = (site / "entries" / "nebius-eagle3-llama-3.3-70b-instruct.html").read_text()
+    assert "aux_layers</td><td>unknown" in unknown  # with its reason beside it

@@ -143,6 +143,10 @@ def test_workflows_parse_and_call_tested_commands():
     assert "pip install \"vllm>=" in verify_steps and "pip install torch\n" not in verify_steps
     assert 'eaglezoo registry record "$report"' in record_steps and "gh pr create" in record_steps
     assert any(s.get("uses", "").startswith("actions/upload-artifact") for s in gpu["verify"]["steps"])
+    site = wf["site.yml"]
+    site_steps = " ".join(s.get("run", "") for s in site["jobs"]["build"]["steps"])
+    assert "eaglezoo registry site _site" in site_steps and "registry/**" in (site.get(True) or site["on"])["push"]["paths"]
+    assert any(s.get("uses", "").startswith("actions/deploy-pages") for s in site["jobs"]["deploy"]["steps"])
     # the plan's runner classes are the labels the matrix asks for
     from eaglezoo.registry.hardware import RUNNERS
     plan = json.loads(run_cli("registry", "plan", "--json").out)

@@ -83,6 +83,24 @@ def registry_show(entry_id: Annotated[str, typer.Argument(metavar="ID", help="Re
     emit(entry.model_dump(mode="json"), as_json, render)
 
 
+@registry_app.command("site")
+def registry_site(
+    out_dir: Annotated[Path, typer.Argument(metavar="OUT", help="The folder to write the site into.")],
+    registry_dir: RegistryOpt = None,
+    as_json: JsonOpt = False,
+):
+    """The zoo as a static, self-contained site: a filterable index of every entry and a page per entry."""
+    from ..registry import load as registry
+    from ..registry.site import build
+
+    reg = registry.load(registry_dir)
+    for message in reg.broken.values():
+        err.print(f"warning: skipped {message}", markup=False)
+    pages = build(reg, out_dir)
+    emit({"out": str(out_dir), "pages": pages}, as_json,
+         lambda: out.print(f"wrote {len(pages)} pages to {escape(str(out_dir))} (open {escape(str(out_dir))}/index.html)"))
+
+
 @registry_app.command("check")
 def registry_check(
     entries: Annotated[Optional[list[str]], typer.Argument(metavar="[ID|FILE]...", help="Only these entries (default: all).")] = None,

@@ -1,0 +1,137 @@
+"""`eaglezoo registry site OUT/`: the zoo as a static, self-contained site. `index.html` lists every entry
+(target, drafter, dialect, EAGLE version, evidence, status, reported and measured acceptance, hardware class)
+with a filter box; `entries/ID.html` gives one entry's facts with their evidence, the serving commands for
+vLLM and SGLang, the floors, the recorded measurements with their plots and the sources. No page fetches
+anything; the only script is the index's filter, inline."""
+
+from __future__ import annotations
+
+import json
+from html import escape
+from pathlib import Path
+
+from ..fsutil import move_into, staging
+from ..pages import STYLE
+from ..serving import schema_for, serve_config
+from .load import Registry
+from .schema import EVIDENCE_LEVELS, FACTS, Entry
+
+FILTER = """<script>
+const box = document.getElementById("filter");
+box.addEventListener("input", () => {
+  const words = box.value.toLowerCase().split(/\\s+/).filter(Boolean);
+  for (const row of document.querySelectorAll("#entries tbody tr")) {
+    const text = row.textContent.toLowerCase();
+    row.hidden = !words.every(w => text.includes(w));
+  }
+});
+</script>"""
+
+
+def build(reg: Registry, out: Path) -> list[str]:
+    """Writes the site into `out` (a temporary folder first, moved into place whole); returns its pages."""
+    pages = {"index.html": index(reg)}
+    pages |= {f"entries/{e.id}.html": entry_page(e, reg) for e in reg.entries.values()}
+    with staging(out) as tmp:
+        for name, text in pages.items():
+            (tmp / name).parent.mkdir(parents=True, exist_ok=True)
+            (tmp / name).write_text(text, encoding="utf-8")
+        move_into(tmp, out)
+    return sorted(pages)
+
+
+def _doc(title: str, body: str, script: str = "") -> str:
+    return (f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{escape(title)}</title>'
+            f"<style>{STYLE}</style></head><body>{body}{script}</body></html>\n")
+
+
+def _link(text: str) -> str:
+    """A source as a link when it is a URL; text otherwise."""
+    return f'<a href="{escape(text)}">{escape(text)}</a>' if text.startswith("https://") else escape(text)
+
+
+def _reported(e: Entry) -> str:
+    return next((f"{x.value}" for x in e.reported if x.metric == "acceptance_length" and not isinstance(x.value, list)),
+                "")
+
+
+def index(reg: Registry) -> str:
+    head = ("<tr><th>entry</th><th>target</th><th>dialect</th><th>EAGLE</th><th>evidence</th><th>status</th>"
+            "<th>reported AL</th><th>measured AL</th><th>hardware</th></tr>")
+    rows = []
+    for e in sorted(reg.entries.values(), key=lambda e: e.id):
+        levels = ", ".join(f"{sum(x.level == lv for x in e.evidence.values())} {lv}" for lv in EVIDENCE_LEVELS
+                           if any(x.level == lv for x in e.evidence.values()))
+        measured = f"{e.measured[-1].mean_acceptance_length:.3f}" if e.measured else ""
+        rows.append(f'<tr><td><a href="entries/{escape(e.id)}.html">{escape(e.id)}</a></td>'
+                    f"<td>{escape(e.target.repo or e.target.path or '')}</td><td>{escape(e.dialect or '?')}</td>"
+                    f"<td>{escape(e.eagle_version)}</td><td>{escape(levels)}</td><td>{e.status.state}</td>"
+                    f"<td>{_reported(e)}</td><td>{measured}</td>"
+                    f"<td>{escape(e.hardware.runner if e.hardware else 'cpu' if e.target.path else '?')}</td></tr>")
+    body = (f"<h1>eaglezoo: {len(reg.entries)} EAGLE-3 / 3.1 drafters</h1>"
+            '<p><input id="filter" type="search" placeholder="filter: a target, dialect, status..." size="40"></p>'
+            f'<table id="entries"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>')
+    return _doc("eaglezoo: the zoo", body, FILTER)
+
+
+def entry_page(e: Entry, reg: Registry) -> str:
+    sections = [_facts(e), _serving(e), _floors(e), _measured(e, reg), _sources(e)]
+    body = (f'<p><a href="../index.html">all drafters</a></p><h1>{escape(e.id)}</h1>'
+            f"<p>{escape(e.drafter.repo or e.drafter.path or '')} for {escape(e.target.repo or e.target.path or '')}"
+            f", published by {escape(e.publisher)}; EAGLE {escape(e.eagle_version)}, {e.status.state}</p>"
+            + "".join(sections))
+    return _doc(e.id, body)
+
+
+def _facts(e: Entry) -> str:
+    rows = []
+    for name in FACTS:
+        value, evidence = e.fact(name), e.evidence.get(name)
+        if value is not None:
+            shown = json.dumps(value) if not isinstance(value, str) else value
+            rows.append(f"<tr><td>{name}</td><td>{escape(shown[:120])}</td><td>{evidence.level}</td>"
+                        f"<td>{_link(evidence.source)}</td></tr>")
+        elif name in e.null_reasons:
+            rows.append(f"<tr><td>{name}</td><td>unknown</td><td></td><td>{escape(e.null_reasons[name])}</td></tr>")
+    return ("<h2>Facts and their evidence</h2><table><tr><th>fact</th><th>value</th><th>evidence</th><th>source</th>"
+            f"</tr>{''.join(rows)}</table>")
+
+
+def _serving(e: Entry) -> str:
+    drafter = e.drafter.repo or e.drafter.path or ""
+    target = e.target.repo or e.target.path or ""
+    commands = [serve_config(e.spec(), engine, drafter, target, 3, e.drafter.revision, schema_for(e.dialect)).command
+                for engine in ("vllm", "sglang")]
+    return "<h2>Serve it</h2>" + "".join(f"<pre><code>{escape(c)}</code></pre>" for c in commands)
+
+
+def _floors(e: Entry) -> str:
+    if not e.acceptance_floors:
+        return f"<h2>Floors</h2><p>{escape(e.null_reasons.get('acceptance_floors', 'none recorded'))}</p>"
+    rows = "".join(f"<tr><td>{f.k}</td><td>{f.temperature}</td><td>{f.per_position or ''}</td>"
+                   f"<td>{f.mean_acceptance_length or ''}</td><td>{escape(f.source)}</td></tr>"
+                   for f in e.acceptance_floors)
+    return ("<h2>Floors</h2><table><tr><th>K</th><th>T</th><th>per position</th><th>AL</th><th>source</th></tr>"
+            f"{rows}</table>")
+
+
+def _measured(e: Entry, reg: Registry) -> str:
+    if not e.measured:
+        return "<h2>Measured</h2><p>no verify report recorded yet (`eaglezoo registry record`)</p>"
+    from ..plots import per_position
+
+    parts = ["<h2>Measured</h2>"]
+    for m in e.measured:
+        parts.append(f"<p>K={m.k}, T={m.temperature}, {escape(m.engine)} on {escape(m.hardware)}, {m.date}: "
+                     f"acceptance length {m.mean_acceptance_length:.3f} over {m.num_drafts} drafts, "
+                     f"{'passed' if m.passed else 'failed' if m.passed is False else 'no floors'}</p>")
+        report = reg.path(m.report, "measured.report")
+        if report.is_file():
+            parts.append(f'<div class="plot">{per_position(json.loads(report.read_text(encoding="utf-8")))}</div>')
+    return "".join(parts)
+
+
+def _sources(e: Entry) -> str:
+    items = "".join(f"<li>{_link(s)}</li>" for s in e.sources)
+    notes = "".join(f"<li>{escape(n)}</li>" for n in e.notes)
+    return f"<h2>Sources</h2><ul>{items}</ul>" + (f"<h2>Notes</h2><ul>{notes}</ul>" if notes else "")
