@@ -39,7 +39,10 @@ def verify_page(r: dict) -> str:
     engine = r["engine"].get("name", "native")
     headline = (f"Mean acceptance length <b>{r['mean_acceptance_length']:.3f}</b> at K={r['num_spec_tokens']} "
                 f"over {r['num_drafts']} drafts ({r['num_prompts']} prompts &times; {r['max_new_tokens']} tokens)")
-    figures = [plots.per_position(r), plots.histogram(r)] + ([plots.by_k(r)] if r.get("acceptance_by_k") else [])
+    figures = [plots.per_position(r), plots.histogram(r)]
+    figures += [plots.by_k(r)] if r.get("acceptance_by_k") else []
+    figures += [plots.drift(r)] if r["drift"].get("feedback_rms_per_depth") else []
+    figures += [plots.speedup(r)] if r.get("speedup") else []
     facts = [("drafter", r["drafter"]), ("target", r["target"]),
              ("engine", f"{engine} {r['engine'].get('version') or ''}".strip()), ("device", r["device"]),
              ("dtype", r["dtype"]), ("temperature", str(r["sampling"]["temperature"])),

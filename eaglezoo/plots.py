@@ -62,6 +62,34 @@ def by_k(report: dict) -> str:
     return svg(fig)
 
 
+def drift(report: dict) -> str:
+    """The fed-back hidden state's RMS at each drafting depth: a drafter whose state drifts grows (or collapses)."""
+    rms = report["drift"]["feedback_rms_per_depth"]
+    fig, ax = _axes("drift by depth", "drafting depth", "fed-back hidden RMS")
+    ax.plot(range(1, len(rms) + 1), rms, marker="o", color=ORANGE)
+    ax.set_xticks(range(1, len(rms) + 1))
+    ax.set_ylim(bottom=0)
+    return svg(fig)
+
+
+def speedup(report: dict) -> str:
+    """Output tokens/s with and without the drafter at each measured concurrency (verify --speedup)."""
+    levels = report["speedup"]["levels"]
+    xs = [lv["concurrency"] for lv in levels]
+    fig, ax = _axes("output tokens/s by concurrency", "concurrency", "output tokens/s")
+    ax.plot(xs, [lv["with_drafter"]["output_tokens_per_s"] for lv in levels], marker="o", color=BLUE,
+            label="with the drafter")
+    ax.plot(xs, [lv["without_drafter"]["output_tokens_per_s"] for lv in levels], marker="o", color=GREY,
+            linestyle="--", label="without")
+    for x, lv in zip(xs, levels):
+        ax.annotate(f"{lv['speedup']:.2f}x", (x, lv["with_drafter"]["output_tokens_per_s"]), fontsize=7,
+                    textcoords="offset points", xytext=(0, 6), ha="center")
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(xs, [str(x) for x in xs])
+    ax.legend(fontsize=7, frameon=False)
+    return svg(fig)
+
+
 def tune_throughput(report: dict) -> str:
     """Output tokens/s against concurrency, one line per K; the recommended K at each load circled."""
     fig, ax = _axes("output tokens/s by load", "concurrency", "output tokens/s")

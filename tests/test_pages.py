@@ -53,12 +53,21 @@ def test_the_verify_page_in_a_browser(cli, tmp_path):
     report, page = tmp_path / "verify.json", tmp_path / "verify.html"
     r = cli("verify", "tiny-example-eagle31", "-k", "4", "--max-prompts", "8", "--report", report, "--html", page)
     assert r.code == 0, r.err
-    dom = assert_page(page, tmp_path, plots=3)
+    dom = assert_page(page, tmp_path, plots=4)  # per position, histogram, by K, drift by depth
     data = json.loads(report.read_text())
     assert f"{data['mean_acceptance_length']:.3f}" in dom and "vllm serve" in dom
     again = tmp_path / "again.html"
     assert cli("report", report, "--html", again).code == 0
     assert again.read_bytes() == page.read_bytes()
+    # with --speedup's block (as the vLLM engine writes it), tokens/s by concurrency is drawn too
+    timing = {"output_tokens_per_s": 100.0}
+    data["speedup"] = {"levels": [{"concurrency": c, "with_drafter": {"output_tokens_per_s": 150.0 * c},
+                                   "without_drafter": {**timing, "output_tokens_per_s": 100.0 * c}, "speedup": 1.5}
+                                  for c in (1, 8)]}
+    report.write_text(json.dumps(data))
+    faster = tmp_path / "speedup.html"
+    assert cli("report", report, "--html", faster).code == 0
+    assert "output tokens/s by concurrency" in assert_page(faster, tmp_path, plots=5)
 
 
 def test_the_compare_page_in_a_browser(cli, tmp_path):
