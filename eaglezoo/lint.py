@@ -57,7 +57,7 @@ def lint(drafter_dir: Path, target_dir: Path | None = None, dialect: str | None 
     tcfg = target_config(target_dir) if target_dir else None
     target = str(target_dir) if target_dir else None
     drafter, findings = read_tolerating(lambda o: read_drafter(drafter_dir, dialect, o, strict=False),
-                                                    opts or ReadOptions())
+                                        opts or ReadOptions())
     if drafter is None:
         return LintReport(drafter=str(drafter_dir), target=target, dialect=None, eagle_version=None, spec=None,
                           findings=findings, engines=[])

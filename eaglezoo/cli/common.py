@@ -88,6 +88,8 @@ DrafterArg = Annotated[str, typer.Argument(
 
 
 NumSpecTokensOpt = Annotated[int, typer.Option("--num-spec-tokens", "-k", min=1, max=64, help="Draft depth K.")]
+ReportOpt = Annotated[Optional[Path], typer.Option(metavar="FILE", help="Write the JSON report to this file.")]
+EnginePythonOpt = Annotated[Optional[str], typer.Option(metavar="PATH", rich_help_panel="Engine (vLLM)", help="Python interpreter that has vLLM (default: this one).")]
 SuiteOpt = Annotated[Optional[str], typer.Option(metavar="NAME", help="A shipped prompt suite instead of --prompts: standard (MT-bench's 80 first turns by category, HumanEval's 164; licences in eaglezoo/data/suites).")]
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -11,9 +10,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..errors import UsageError
-from ..fsutil import atomic_write_text, file_destination
-from .common import JsonOpt, NumSpecTokensOpt, RegistryOpt, SuiteOpt, app, emit, out, prompts_or_suite
-from .report import HtmlOpt, check_html, write_html
+from .common import JsonOpt, NumSpecTokensOpt, RegistryOpt, ReportOpt, SuiteOpt, app, emit, out, prompts_or_suite
+from .report import HtmlOpt, check_outputs, save
 from .sources import resolve
 from .verify import verify_progress, verify_source
 
@@ -30,7 +28,7 @@ def compare(
     suite: SuiteOpt = None,
     device: Annotated[str, typer.Option(help="native: auto, cpu, cuda or cuda:N.")] = "auto",
     dtype: Annotated[str, typer.Option(help="auto, float32, bfloat16, float16.")] = "auto",
-    report: Annotated[Optional[Path], typer.Option(metavar="FILE", help="Write the JSON report to this file.")] = None,
+    report: ReportOpt = None,
     html: HtmlOpt = None,
     registry_dir: RegistryOpt = None,
     as_json: JsonOpt = False,
@@ -39,9 +37,7 @@ def compare(
     its bootstrap interval, and each figure as vLLM, SpecForge and SGLang count it."""
     from ..compare import compare as compare_reports
 
-    if report:
-        file_destination(report, "--report")
-    check_html(html)
+    check_outputs(report, html)
     one_target(drafter_a, drafter_b, target, registry_dir)
     prompts = prompts_or_suite(prompts, suite) or entry_prompts(drafter_a, registry_dir)
     kwargs = {"target": target, "registry_dir": registry_dir, "k": num_spec_tokens, "max_new_tokens": max_new_tokens,
@@ -50,9 +46,7 @@ def compare(
         a, b = (verify_source(d, min_acceptance=[], progress=advance, **kwargs) for d in (drafter_a, drafter_b))
     result = compare_reports(a, b)
     data = result.model_dump(mode="json")
-    if report:
-        atomic_write_text(report, json.dumps(data, indent=2) + "\n")
-    write_html(html, data)
+    save(data, report, html)
     emit(data, as_json, lambda: render_compare(result))
 
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -14,9 +15,19 @@ from .common import app, out
 HtmlOpt = Annotated[Optional[Path], typer.Option(metavar="FILE", help="Also write a self-contained HTML page with the plots.")]
 
 
-def check_html(path: Path | None) -> None:
-    if path is not None:
-        file_destination(path, "--html")
+def check_outputs(report: Path | None, html: Path | None) -> None:
+    """Both destinations refused before a long run, never after it."""
+    if report is not None:
+        file_destination(report, "--report")
+    if html is not None:
+        file_destination(html, "--html")
+
+
+def save(data: dict, report: Path | None, html: Path | None) -> None:
+    """The JSON report and the page a command was asked for (both checked as destinations before it ran)."""
+    if report:
+        atomic_write_text(report, json.dumps(data, indent=2) + "\n")
+    write_html(html, data)
 
 
 def write_html(path: Path | None, data: dict) -> None:

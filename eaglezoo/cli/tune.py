@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -11,21 +10,22 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..errors import UsageError
-from ..fsutil import atomic_write_text, file_destination
 from .common import (
     AuxConventionOpt,
     AuxLayersOpt,
     DrafterArg,
+    EnginePythonOpt,
     FlagOpt,
     JsonOpt,
     RegistryOpt,
+    ReportOpt,
     RevisionOpt,
     app,
     emit,
     out,
     read_options,
 )
-from .report import HtmlOpt, check_html, write_html
+from .report import HtmlOpt, check_outputs, save
 from .sources import resolve, target_for
 from .verify import parse_json, parse_levels, verify_progress
 
@@ -45,11 +45,11 @@ def tune(
     aux_layers: AuxLayersOpt = None,
     aux_convention: AuxConventionOpt = None,
     flag: FlagOpt = None,
-    report: Annotated[Optional[Path], typer.Option(metavar="FILE", help="Write the JSON report to this file.")] = None,
+    report: ReportOpt = None,
     html: HtmlOpt = None,
     revision: RevisionOpt = None,
     registry_dir: RegistryOpt = None,
-    engine_python: Annotated[Optional[str], typer.Option(metavar="PATH", rich_help_panel=ENGINE, help="Python interpreter that has vLLM (default: this one).")] = None,
+    engine_python: EnginePythonOpt = None,
     tensor_parallel_size: Annotated[int, typer.Option("--tensor-parallel-size", "-tp", min=1, rich_help_panel=ENGINE)] = 1,
     max_model_len: Annotated[Optional[int], typer.Option(min=16, rich_help_panel=ENGINE)] = None,
     dtype: Annotated[str, typer.Option(rich_help_panel=ENGINE)] = "auto",
@@ -67,9 +67,7 @@ def tune(
     if engine != "vllm":
         raise UsageError(f"--engine {engine}: tune measures on vLLM, the engine here that switches K by load",
                          hint="use --engine vllm (with --engine-python PATH where vLLM is installed)")
-    if report:
-        file_destination(report, "--report")
-    check_html(html)
+    check_outputs(report, html)
     options = engine_options(python=engine_python, tensor_parallel_size=tensor_parallel_size,
                              max_model_len=max_model_len, dtype=dtype, trust_remote_code=trust_remote_code,
                              gpu_memory_utilization=gpu_memory_utilization, enforce_eager=enforce_eager,
@@ -80,9 +78,7 @@ def tune(
                              levels=parse_levels(concurrency), opts=read_options(aux_layers, aux_convention, flag),
                              options=options, progress=advance)
     data = result.model_dump(mode="json")
-    if report:
-        atomic_write_text(report, json.dumps(data, indent=2) + "\n")
-    write_html(html, data)
+    save(data, report, html)
     emit(data, as_json, lambda: render_tune(result))
 
 

@@ -13,16 +13,17 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn
 from rich.table import Table
 
 from ..errors import EXIT_FINDINGS, UsageError
-from ..fsutil import atomic_write_text, file_destination
 from . import common
 from .common import (
     AuxConventionOpt,
     AuxLayersOpt,
     DrafterArg,
+    EnginePythonOpt,
     FlagOpt,
     JsonOpt,
     NumSpecTokensOpt,
     RegistryOpt,
+    ReportOpt,
     RevisionOpt,
     SuiteOpt,
     app,
@@ -33,7 +34,7 @@ from .common import (
     prompts_or_suite,
     read_options,
 )
-from .report import HtmlOpt, check_html, write_html
+from .report import HtmlOpt, check_outputs, save
 from .sources import resolve, target_for
 
 if TYPE_CHECKING:
@@ -68,11 +69,11 @@ def verify(
     flag: FlagOpt = None,
     min_acceptance: Annotated[Optional[str], typer.Option(metavar="FLOORS", help="Per-position floors, e.g. 0.5,0.3,0.2 (default: the registry entry's).")] = None,
     min_al: Annotated[Optional[float], typer.Option(min=1.0, help="Floor on the mean acceptance length.")] = None,
-    report: Annotated[Optional[Path], typer.Option(metavar="FILE", help="Write the JSON report to this file.")] = None,
+    report: ReportOpt = None,
     html: HtmlOpt = None,
     revision: RevisionOpt = None,
     registry_dir: RegistryOpt = None,
-    engine_python: Annotated[Optional[str], typer.Option(metavar="PATH", rich_help_panel=ENGINE, help="Python interpreter that has vLLM (default: this one).")] = None,
+    engine_python: EnginePythonOpt = None,
     tensor_parallel_size: Annotated[int, typer.Option("--tensor-parallel-size", "-tp", min=1, rich_help_panel=ENGINE)] = 1,
     pipeline_parallel_size: Annotated[int, typer.Option("--pipeline-parallel-size", "-pp", min=1, rich_help_panel=ENGINE)] = 1,
     data_parallel_size: Annotated[int, typer.Option("--data-parallel-size", "-dp", min=1, rich_help_panel=ENGINE)] = 1,
@@ -91,9 +92,7 @@ def verify(
     from ..verify.workload import NativeOptions
 
     floors = parse_floors(min_acceptance, num_spec_tokens)
-    if report:
-        file_destination(report, "--report")
-    check_html(html)
+    check_outputs(report, html)
     options = engine_options(
         python=engine_python, tensor_parallel_size=tensor_parallel_size, pipeline_parallel_size=pipeline_parallel_size,
         data_parallel_size=data_parallel_size, enable_expert_parallel=enable_expert_parallel,
@@ -111,9 +110,7 @@ def verify(
                                speedup=parse_levels(concurrency) if speedup else None, trust_remote_code=trust_remote_code,
                                native=NativeOptions(batch_size, dequantize_mxfp4), progress=advance)
     data = result.model_dump(mode="json")
-    if report:
-        atomic_write_text(report, json.dumps(data, indent=2) + "\n")
-    write_html(html, data)
+    save(data, report, html)
     emit(data, as_json, lambda: render_verify(result))
     if result.failures:
         raise typer.Exit(EXIT_FINDINGS)
