@@ -9,6 +9,7 @@ import sys
 
 import pytest
 from conftest import assert_clean_failure, run_cli
+from test_pages import CHROMIUM, assert_page
 from test_verify_engine import CPU_ENV, VLLM_PY
 
 from eaglezoo.tune import Choice, schedule_of
@@ -24,12 +25,11 @@ def tuned(vllm_ready, tmp_path_factory):
     r = run_cli("tune", *BASE, "--k-max", "2", "--concurrency", "1,2", "--report", path, "--html", page,
                 env=CPU_ENV, timeout=900)
     assert r.code == 0, r.err + r.out
-    assert page.read_text().count("<svg") == 1  # rendered in a browser by tests/test_pages.py
-    return json.loads(path.read_text()), r.out
+    return json.loads(path.read_text()), r.out, page
 
 
 def test_the_grid_is_measured_whole_and_the_decision_follows_it(tuned):
-    report, _ = tuned
+    report, _, _ = tuned
     grid = {(c["k"], c["concurrency"]): c for c in report["grid"]}
     assert set(grid) == {(k, c) for k in (0, 1, 2) for c in (1, 2)}
     assert all(c["output_tokens_per_s"] > 0 for c in grid.values())
@@ -44,7 +44,7 @@ def test_the_grid_is_measured_whole_and_the_decision_follows_it(tuned):
 
 
 def test_the_engine_accepts_the_table_it_is_given(tuned):
-    report, out = tuned
+    report, out, _ = tuned
     config = report["vllm_speculative_config"]
     assert config["num_speculative_tokens"] == 2 and config["method"] == "eagle3"
     assert config["num_speculative_tokens_per_batch_size"] == report["schedule"]
@@ -83,3 +83,10 @@ def test_a_tune_with_no_speculation_capable_engine(cli):
     r = cli("tune", *BASE[:1], "--engine-python", sys.executable, *BASE[3:], "--k-max", "1", "--concurrency", "1")
     assert_clean_failure(r, None, code=r.code, contains="cannot import vLLM")
     assert r.code != 0
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (scripts/setup_chromium.sh)")
+def test_the_tune_page_in_a_browser(tuned, tmp_path):
+    report, _, page = tuned
+    dom = assert_page(page, tmp_path, plots=1)
+    assert "Recommended: concurrency 1: K=" in dom and "num_speculative_tokens_per_batch_size" in dom
