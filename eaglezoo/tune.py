@@ -21,6 +21,7 @@ from pydantic import BaseModel
 from . import __version__
 from .errors import UsageError
 from .fsutil import staging
+from .serving import serve_config
 from .verify.report import pass_timing
 from .verify.vllm_engine import EngineOptions, engine_drafter, preflight, run_worker
 from .verify.workload import Progress, Workload
@@ -154,10 +155,7 @@ def report(work: Workload, engine: dict, grid: list[Cell], decision: list[Choice
     target = work.target_name
     config = speculative_config(str(work.drafter.path), work.k, schedule)
     static = static_best(grid, concurrency)
-    sglang = None if static == 0 else (
-        f"python -m sglang.launch_server --model-path {shlex.quote(target)} --speculative-algorithm EAGLE3 "
-        f"--speculative-draft-model-path {shlex.quote(str(work.drafter.path))} --speculative-num-steps {static} "
-        f"--speculative-eagle-topk 1 --speculative-num-draft-tokens {static + 1}")
+    sglang = None if static == 0 else serve_config(work.spec, "sglang", str(work.drafter.path), target, static).command
     static_passes = {x.concurrency: x.output_tokens_per_s for x in grid if x.k == static}
     confirmation = {"schedule": [{"concurrency": p["concurrency"], **pass_timing(p)} for p in confirmed["passes"]],
                     "best_static_k": static, "best_static": [{"concurrency": c, "output_tokens_per_s": static_passes[c]}

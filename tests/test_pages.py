@@ -121,3 +121,10 @@ def test_the_zoo_site_in_a_browser(cli, tmp_path):
     assert "vllm serve" in dom and "sglang.launch_server" in dom
     unknown = (site / "entries" / "nebius-eagle3-llama-3.3-70b-instruct.html").read_text()
     assert "aux_layers</td><td>unknown" in unknown  # with its reason beside it
+
+
+def test_an_edited_report_is_one_line_never_an_internal_error(cli, tmp_path):
+    saved = tmp_path / "edited.json"
+    saved.write_text('{"acceptance_per_position": [0.5], "histogram": [1, 1]}')  # verify's keys, the rest cut away
+    r = cli("report", saved, "--html", tmp_path / "x.html")
+    assert_clean_failure(r, tmp_path / "x.html", contains="the report lacks what its page needs")

@@ -217,8 +217,8 @@ def speculators_variant(top: dict, layer: dict, target: dict | None) -> Finding 
 
 
 def verifier_local(top: dict, layer: dict, target: dict | None) -> Finding | None:
-    verifier = (top.get("speculators_config") or {}).get("verifier") if isinstance(top.get("speculators_config"),
-                                                                                  dict) else None
+    config = top.get("speculators_config")
+    verifier = config.get("verifier") if isinstance(config, dict) else None
     path = verifier.get("name_or_path") if isinstance(verifier, dict) else None
     if not isinstance(path, str) or not path.startswith(("/", ".", "~")):
         return None

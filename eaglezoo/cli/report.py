@@ -33,9 +33,15 @@ def save(data: dict, report: Path | None, html: Path | None) -> None:
 def write_html(path: Path | None, data: dict) -> None:
     if path is None:
         return
+    from ..errors import BadInput
     from ..pages import page_for
 
-    atomic_write_text(path, page_for(data))
+    try:
+        page = page_for(data)
+    except (KeyError, TypeError, ValueError, IndexError) as exc:  # an edited or truncated report: say which key
+        raise BadInput(f"the report lacks what its page needs ({type(exc).__name__}: {str(exc)[:60]})",
+                       hint="give the JSON that verify, tune or compare --report wrote, unedited") from None
+    atomic_write_text(path, page)
 
 
 @app.command()
