@@ -7,17 +7,14 @@ included), pooled over requests."""
 
 from __future__ import annotations
 
-import random
 from statistics import mean
 
 from pydantic import BaseModel
 
 from . import __version__
 from .errors import UsageError
+from .verify.acceptance import INTERVAL, bootstrap_interval, pooled_length
 from .verify.report import VerifyReport
-
-RESAMPLES = 2000
-SEED = 0
 
 
 class Row(BaseModel):
@@ -38,7 +35,7 @@ class CompareReport(BaseModel):
     rows: list[Row]
     per_position: dict  # {"a": [...], "b": [...]}
     peers: dict  # {"a": {definition: value}, "b": {...}}
-    interval: str = f"95% percentile bootstrap over prompts, paired, {RESAMPLES} resamples, seed {SEED}"
+    interval: str = INTERVAL.replace("over prompts", "over prompts, paired")
     eaglezoo_version: str = __version__
 
 
@@ -64,22 +61,14 @@ def compare(a: VerifyReport, b: VerifyReport) -> CompareReport:
                          peers={"a": peers([s[1] for s in steps]), "b": peers([s[2] for s in steps])})
 
 
-def pooled(requests: list[list[int]]) -> float:
-    drafts = sum(len(r) for r in requests)
-    return 1 + sum(map(sum, requests)) / drafts if drafts else 1.0
-
-
 def row(bucket: str, steps: list[tuple]) -> Row:
     a, b = [s[1] for s in steps], [s[2] for s in steps]
-    rng = random.Random(SEED)
-    ratios = []
-    for _ in range(RESAMPLES):
-        pick = [rng.randrange(len(steps)) for _ in steps]
-        ratios.append(pooled([b[i] for i in pick]) / pooled([a[i] for i in pick]))
-    ratios.sort()
-    lo, hi = ratios[int(0.025 * RESAMPLES)], ratios[int(0.975 * RESAMPLES) - 1]
-    return Row(bucket=bucket, prompts=len(steps), a=pooled(a), b=pooled(b), ratio=pooled(b) / pooled(a),
-               interval=[lo, hi])
+
+    def ratio(pick: list[tuple]) -> float:
+        return pooled_length([s[2] for s in pick]) / pooled_length([s[1] for s in pick])
+
+    return Row(bucket=bucket, prompts=len(steps), a=pooled_length(a), b=pooled_length(b), ratio=ratio(steps),
+               interval=bootstrap_interval(steps, ratio))
 
 
 def peers(requests: list[list[int]]) -> dict:
@@ -87,7 +76,7 @@ def peers(requests: list[list[int]]) -> dict:
     measured = [r for r in requests if r]
     completion = [1 + sum(a + 1 for a in r) for r in measured]
     return {
-        "vllm": pooled(measured),  # 1 + accepted / drafts, pooled (also speculators, which reads vLLM's counters)
+        "vllm": pooled_length(measured),  # 1 + accepted / drafts, pooled (also speculators, which reads vLLM's counters)
         "specforge": mean(1 + sum(r) / len(r) for r in measured) if measured else 1.0,  # mean of per-request ALs
         "sglang": sum(completion) / sum(len(r) for r in measured) if measured else 1.0,  # tokens / verify steps
     }

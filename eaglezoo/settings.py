@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import math
 import os
+from pathlib import Path
 
 from .errors import UsageError
 
@@ -37,3 +38,8 @@ def hub_deadline_s() -> float:
 def endpoint_timeout_s() -> float:
     """Per request to a running server (a long generation takes a while)."""
     return env_seconds("EAGLEZOO_ENDPOINT_TIMEOUT", 600.0)
+
+
+def cache_dir() -> Path:
+    """Where eaglezoo keeps what it builds once (a packaged target converted to a plain folder)."""
+    return Path(os.environ.get("EAGLEZOO_CACHE") or Path.home() / ".cache" / "eaglezoo")

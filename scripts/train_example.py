@@ -168,10 +168,12 @@ def mixed_batches(stream, pool, gen: torch.Generator, corpus=(4, DRAFT_SEQ), poo
 
 def train_drafter(target, stream, pool, v31: bool, steps: int, depth: int, log, spec: DrafterSpec | None = None,
                   corpus=(4, DRAFT_SEQ), pool_batch: int = 16, lr: float = 3e-3, data=None, device: str = "cpu",
-                  deadline: float | None = None, init: dict[str, torch.Tensor] | None = None):
-    """`data` (an iterator of [B, T] token batches) replaces the corpus/pool mix; training stops early
-    at `deadline` (time.time()) so a run on a lent GPU always ends with a drafter; `init` (a state
-    dict in the module's canonical names, e.g. `canonical_state`) continues an earlier run."""
+                  deadline: float | None = None, init: dict[str, torch.Tensor] | None = None, log_every: int = 100):
+    """`data` (an iterator of [B, T] token batches) replaces the corpus/pool mix; it may also yield
+    (tokens, aux features, target logits over the draft vocabulary) computed once beforehand, and then
+    the target is not run. Training stops early at `deadline` (time.time()) so a run on a lent GPU
+    always ends with a drafter; `init` (a state dict in the module's canonical names, e.g.
+    `canonical_state`) starts from those weights: an earlier run, or `init_from_target`."""
     spec = spec or drafter_spec(v31)
     aux = spec.aux.boundary()
     used, d2t, t2d = draft_vocab(stream, spec.vocab_size, spec.draft_vocab_size)
@@ -196,8 +198,14 @@ def train_drafter(target, stream, pool, v31: bool, steps: int, depth: int, log, 
             break
         for g in opt.param_groups:
             g["lr"] = cosine_lr(step, steps, lr)
-        x = next(data).to(device)
-        feats, logits = target_features(target, x, aux)
+        batch = next(data)
+        if isinstance(batch, tuple):
+            x, feats, logits = batch
+            x, feats, logits = x.to(device), [a.to(device).float() for a in feats], logits.to(device).float()
+        else:
+            x = batch.to(device)
+            feats, logits = target_features(target, x, aux)
+            logits = logits[..., used]
         slots = x.shape[1] - 1
         feats = [a[:, :slots] for a in feats]
         teacher = torch.stack([F.pad(x[:, s + 2:], (0, s + 1)) for s in range(depth - 1)])[:, :, :slots]
@@ -205,13 +213,13 @@ def train_drafter(target, stream, pool, v31: bool, steps: int, depth: int, log, 
         loss = 0.0
         for s, out in enumerate(chains.logits):  # depth s+1 predicts token t+s+2 = target argmax at t+s+1
             valid = slots - s - 1
-            tgt = logits[:, s + 1:s + 1 + valid][..., used].softmax(-1)
+            tgt = logits[:, s + 1:s + 1 + valid].softmax(-1)
             loss = loss + (0.8 ** s) * -(tgt * out[:, :valid].log_softmax(-1)).sum(-1).mean()
         opt.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, 1.0)
         opt.step()
-        if step % 100 == 0 or step == steps - 1:
+        if step % log_every == 0 or step == steps - 1:
             log(f"drafter({'3.1' if v31 else '3'}) step {step} loss {loss.item():.3f} ({time.time() - t0:.0f}s)")
     return drafter.eval()
 

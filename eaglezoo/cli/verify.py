@@ -168,14 +168,14 @@ def render_verify(r) -> None:
     if r.drift.get("feedback_rms_per_depth"):
         rms = ", ".join(f"{x:.2f}" for x in r.drift["feedback_rms_per_depth"])
         out.print(f"drift: fed-back hidden RMS per depth [{rms}]")
+    intervals = r.drift.get("mean_acceptance_length_interval_by_bucket", {})
     for bucket, al in r.drift["mean_acceptance_length_by_bucket"].items():
         per = ", ".join(f"{x:.2f}" for x in r.drift["acceptance_per_position_by_bucket"][bucket])
-        out.print(f"  bucket {escape(bucket)}: acceptance length {al:.3f}, per position [{per}]")
+        out.print(f"  bucket {escape(bucket)}: acceptance length {al:.3f}{interval_text(intervals.get(bucket))}, "
+                  f"per position [{per}]")
     if r.target_distinct_token_ratio is not None:
         out.print(f"target output diversity: {r.target_distinct_token_ratio:.2f} distinct-token ratio")
-    if r.skipped_prompts:
-        out.print(f"[yellow]skipped {len(r.skipped_prompts)} prompt(s)[/yellow] that do not fit the context "
-                  f"(never truncated): {escape(r.skipped_prompts[0]['reason'])}" + (" ..." if len(r.skipped_prompts) > 1 else ""))
+    render_skipped(r.skipped_prompts)
     if r.speedup:
         render_speedup(r.speedup)
     if r.comparison:
@@ -188,8 +188,22 @@ def render_verify(r) -> None:
     out.print("time: " + ", ".join(f"{k.removesuffix('_s')} {v:.1f}s" for k, v in r.timing.items()))
     for f in r.failures:
         out.print(f"[red]FAIL[/red] {escape(f)}")
-    if not r.failures and (r.thresholds.get("min_acceptance") or r.thresholds.get("min_al")):
+    if not r.failures and any(r.thresholds.get(key) for key in ("min_acceptance", "min_al", "min_al_by_condition")):
         out.print("[green]PASS[/green] all floors met")
+
+
+def interval_text(interval: list[float] | None) -> str:
+    return f" [{interval[0]:.2f}, {interval[1]:.2f}]" if interval else ""
+
+
+def render_skipped(skipped: list[dict]) -> None:
+    """Skipped prompts by bucket, with the first reason of each (over-long prompts are never truncated)."""
+    by_bucket: dict[str, list[dict]] = {}
+    for s in skipped:
+        by_bucket.setdefault(s["bucket"], []).append(s)
+    for bucket, rows in by_bucket.items():
+        out.print(f"[yellow]skipped {len(rows)} prompt(s)[/yellow] of {escape(bucket)}: {escape(rows[0]['reason'])}"
+                  + (" (never truncated)" if "exceed the context" in rows[0]["reason"] else ""))
 
 
 def render_positions(r) -> None:
@@ -201,7 +215,8 @@ def render_positions(r) -> None:
     out.print(table)
     per_prompt = (f"; mean of per-prompt values {r.mean_acceptance_length_per_prompt:.3f}"
                   if r.mean_acceptance_length_per_prompt is not None else "")
-    out.print(f"mean acceptance length: [bold]{r.mean_acceptance_length:.3f}[/bold] (1 + accepted/drafts over "
+    out.print(f"mean acceptance length: [bold]{r.mean_acceptance_length:.3f}[/bold]"
+              f"{interval_text(r.mean_acceptance_length_interval)} (1 + accepted/drafts over "
               f"{r.num_drafts} drafts){per_prompt}" + (f"; all positions {every['mean_acceptance_length']:.3f}" if every else ""))
     if r.acceptance_by_k and r.num_spec_tokens > 1:
         basis = r.acceptance_by_k["basis"].split(":")[0]
@@ -279,6 +294,7 @@ def verify_source(drafter: str, target: str | None, *, revision: str | None = No
         src.entry.fill_read_options(opts)
         if min_acceptance is None and kwargs.get("min_al") is None:
             min_acceptance, kwargs["min_al"], floors_note = src.entry.floors_at(kwargs.get("k", 3), kwargs.get("temperature", 0.0))
+        kwargs.setdefault("condition_floors", src.entry.condition_floors(kwargs.get("k", 3), kwargs.get("temperature", 0.0)))
         if prompts_file is None and src.entry.prompts:
             prompts_file = src.registry.path(src.entry.prompts, "prompts")
     report = verify(src.path, tgt.path, target_name=tgt.repo or str(tgt.path), target_revision=tgt.commit,

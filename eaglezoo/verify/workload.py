@@ -23,11 +23,14 @@ Progress = Callable[..., None]  # progress(done, total, phase="...")
 
 class Prompt(BaseModel):
     prompt: str
-    bucket: str = "default"
+    bucket: str = "default"  # the category, or the robustness condition
     chat: bool = False  # a user message: the target's chat template is applied when it has one
+    system: str | None = None  # chat: a system message before it
+    thinking: bool | None = None  # chat: the template's thinking switch (enable_thinking), where it has one
+    context: int | None = None  # this many target tokens of a long document before the question
 
 
-SUITES = ("standard",)  # prompt suites shipped in eaglezoo/data/suites (their README names sources and licences)
+SUITES = ("standard", "robustness")  # prompt suites shipped in eaglezoo/data/suites (their README names sources and licences)
 
 
 def suite_path(name: str) -> Path:
@@ -120,12 +123,23 @@ def load_prompts(path: Path | None) -> list[Prompt]:
         if not isinstance(row, dict) or not isinstance(row.get("prompt", row.get("text")), str):
             raise BadInput(f"{where}: line {n} needs a string field 'prompt'",
                            hint="give each line as {\"prompt\": \"...\", \"bucket\": \"...\"}")
-        prompts.append(Prompt(prompt=row.get("prompt", row.get("text")), bucket=str(row.get("bucket", "default")),
-                              chat=row.get("chat") is True))
+        prompts.append(prompt_of(row, where, n))
     if not prompts:
         raise BadInput(f"{where}: no prompts",
                        hint="give a file with one JSON object per line, each with a \"prompt\" string")
     return prompts
+
+
+
+def prompt_of(row: dict, where: str, n: int) -> Prompt:
+    fields = {"system": str, "thinking": bool, "context": int}
+    for key, kind in fields.items():
+        if row.get(key) is not None and (not isinstance(row[key], kind) or (kind is int and isinstance(row[key], bool))
+                                         or (key == "context" and row[key] < 1)):
+            raise BadInput(f"{where}: line {n}: {key!r} must be {'a positive integer' if kind is int else kind.__name__}",
+                           hint='e.g. {"prompt": "...", "chat": true, "system": "...", "thinking": false, "context": 2048}')
+    return Prompt(prompt=row.get("prompt", row.get("text")), bucket=str(row.get("bucket", "default")),
+                  chat=row.get("chat") is True, **{k: row.get(k) for k in fields})
 
 
 
@@ -144,6 +158,8 @@ def prompt_context(spec: DrafterSpec, tcfg: dict, engines: list[str], max_model_
 def too_long(prompts: list[Prompt], encoded: list[list[int]], context: int, extra: int) -> list[dict]:
     skipped = []
     for n, (p, ids) in enumerate(zip(prompts, encoded)):
+        if ids is None:  # skipped already, for another reason
+            continue
         if not ids:
             raise BadInput(f"prompt {n + 1} ({p.prompt[:30]!r}) is empty after tokenisation",
                            hint="remove that prompt from the file")

@@ -1,0 +1,69 @@
+"""How each prompt becomes the target's token ids, as a server would build them: a user message in the
+target's chat template (with a system message and the thinking switch where asked), raw text otherwise, and
+a long document of an exact length in target tokens before the question (the robustness suite's context
+ladder). A condition the target cannot take (a system message without a chat template; a thinking switch
+the template does not have) is skipped and reported, never measured as something else."""
+
+from __future__ import annotations
+
+import functools
+import weakref
+
+from .workload import Prompt
+
+DOCUMENT = "CPython's pydoc_data topics (PSF licence), shipped with every Python"
+
+
+def encode(tokenizer, prompts: list[Prompt]) -> tuple[list[list[int] | None], list[dict], list[str]]:
+    """Token ids per prompt (None where skipped), the skipped prompts with their reasons, and notes."""
+    template = getattr(tokenizer, "chat_template", None) or ""
+    chats = sum(p.chat for p in prompts)
+    encoded, skipped = [], []
+    for n, p in enumerate(prompts):
+        reason = unfit(p, template)
+        if reason is None and p.context is not None and len(document_ids(tokenizer)) < p.context:
+            reason = f"the document has only {len(document_ids(tokenizer))} tokens, fewer than the {p.context} asked"
+        if reason is not None:
+            skipped.append({"index": n, "bucket": p.bucket, "reason": reason})
+        encoded.append(None if reason else tokenizer(text(tokenizer, p, bool(template)), add_special_tokens=False)["input_ids"])
+    notes = []
+    if chats:
+        notes.append(f"{chats} chat prompt(s) " + ("in the target's chat template" if template else
+                                                   "as raw text: the target's tokenizer has no chat template"))
+    if any(p.context for p in prompts):
+        notes.append(f"context ladder: the question follows that many tokens of {DOCUMENT}")
+    return encoded, skipped, notes
+
+
+def unfit(p: Prompt, template: str) -> str | None:
+    if p.system is not None and not template:
+        return "a system message needs the target's chat template, and it has none"
+    if p.thinking is not None and "enable_thinking" not in template:
+        return "the target's chat template has no thinking switch (enable_thinking)"
+    return None
+
+
+def text(tokenizer, p: Prompt, template: bool) -> str:
+    user = p.prompt if p.context is None else tokenizer.decode(document_ids(tokenizer)[:p.context]) + "\n\n" + p.prompt
+    if not (p.chat and template):
+        return user
+    messages = ([{"role": "system", "content": p.system}] if p.system is not None else []) + [
+        {"role": "user", "content": user}]
+    switch = {} if p.thinking is None else {"enable_thinking": p.thinking}
+    return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True, **switch)
+
+
+@functools.cache
+def _document() -> str:
+    from pydoc_data.topics import topics
+
+    return "\n\n".join(topics[name] for name in sorted(topics))
+
+
+_DOCUMENT_IDS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # per tokenizer: tokenised once
+
+
+def document_ids(tokenizer) -> list[int]:
+    if tokenizer not in _DOCUMENT_IDS:
+        _DOCUMENT_IDS[tokenizer] = tokenizer(_document(), add_special_tokens=False)["input_ids"]
+    return _DOCUMENT_IDS[tokenizer]
