@@ -30,7 +30,8 @@ class CompareReport(BaseModel):
     a: str
     b: str
     target: str
-    engine: str
+    engine: str  # A's: engine name and version
+    engine_b: str  # B's
     num_spec_tokens: int
     rows: list[Row]
     per_position: dict  # {"a": [...], "b": [...]}
@@ -44,8 +45,9 @@ def same_target(a: VerifyReport, b: VerifyReport) -> None:
         raise UsageError(f"the two drafters were measured against different targets ({a.target} and {b.target})",
                          hint="compare drafters of one target: give --target, or two registry ids of one target")
     if [p["index"] for p in a.per_prompt] != [p["index"] for p in b.per_prompt]:
-        raise UsageError("the two runs measured different prompts (a prompt fits one drafter's context, not the "
-                         "other's)", hint="give prompts both drafters' contexts fit (--max-new-tokens, --prompts)")
+        raise UsageError("the two runs measured different prompts (a prompt fits one side's context, not the "
+                         "other's)", hint="give prompts both sides' contexts fit (--max-new-tokens, --prompts, "
+                                          "--max-model-len)")
 
 
 def compare(a: VerifyReport, b: VerifyReport) -> CompareReport:
@@ -55,10 +57,14 @@ def compare(a: VerifyReport, b: VerifyReport) -> CompareReport:
     rows = [row(name, [s for s in steps if s[0] == name]) for name in buckets]
     if len(buckets) > 1:
         rows.append(row("all", steps))
-    return CompareReport(a=a.drafter, b=b.drafter, target=a.target, engine=a.engine.get("name", "native"),
+    return CompareReport(a=a.drafter, b=b.drafter, target=a.target, engine=engine_name(a), engine_b=engine_name(b),
                          num_spec_tokens=a.num_spec_tokens, rows=rows,
                          per_position={"a": a.acceptance_per_position, "b": b.acceptance_per_position},
                          peers={"a": peers([s[1] for s in steps]), "b": peers([s[2] for s in steps])})
+
+
+def engine_name(r: VerifyReport) -> str:
+    return f"{r.engine.get('name', 'native')} {r.engine.get('version') or ''}".strip()
 
 
 def row(bucket: str, steps: list[tuple]) -> Row:

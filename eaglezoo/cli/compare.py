@@ -10,7 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..errors import UsageError
-from .common import JsonOpt, NumSpecTokensOpt, RegistryOpt, ReportOpt, SuiteOpt, app, emit, out, prompts_or_suite
+from .common import EnginePythonOpt, JsonOpt, NumSpecTokensOpt, RegistryOpt, ReportOpt, SuiteOpt, app, emit, out, prompts_or_suite
 from .report import HtmlOpt, check_outputs, save
 from .sources import resolve
 from .verify import verify_progress, verify_source
@@ -28,26 +28,45 @@ def compare(
     suite: SuiteOpt = None,
     device: Annotated[str, typer.Option(help="native: auto, cpu, cuda or cuda:N.")] = "auto",
     dtype: Annotated[str, typer.Option(help="auto, float32, bfloat16, float16.")] = "auto",
+    engine: Annotated[str, typer.Option(metavar="ENGINE", help="What measures A (and B unless --engine-b): native or vllm.")] = "native",
+    engine_b: Annotated[Optional[str], typer.Option(metavar="ENGINE", help="What measures B, e.g. A and B the same drafter, native against vllm.")] = None,
+    engine_python: EnginePythonOpt = None,
+    engine_python_b: Annotated[Optional[str], typer.Option(metavar="PATH", rich_help_panel="Engine (vLLM)", help="B's vLLM interpreter: another vLLM version (default: --engine-python).")] = None,
+    max_model_len: Annotated[Optional[int], typer.Option(min=16, rich_help_panel="Engine (vLLM)")] = None,
+    enforce_eager: Annotated[bool, typer.Option("--enforce-eager", rich_help_panel="Engine (vLLM)")] = False,
     report: ReportOpt = None,
     html: HtmlOpt = None,
     registry_dir: RegistryOpt = None,
     as_json: JsonOpt = False,
 ):
-    """Two drafters of one target on the same prompts: per bucket each acceptance length and the ratio B/A with
-    its bootstrap interval, and each figure as vLLM, SpecForge and SGLang count it."""
+    """Two drafters of one target on the same prompts, or one drafter on two engines or engine versions: per
+    bucket each acceptance length and the ratio B/A with its bootstrap interval, and each figure as vLLM,
+    SpecForge and SGLang count it."""
     from ..compare import compare as compare_reports
+    from ..verify.vllm_engine import engine_options
 
     check_outputs(report, html)
     one_target(drafter_a, drafter_b, target, registry_dir)
     prompts = prompts_or_suite(prompts, suite) or entry_prompts(drafter_a, registry_dir)
     kwargs = {"target": target, "registry_dir": registry_dir, "k": num_spec_tokens, "max_new_tokens": max_new_tokens,
               "prompts_file": prompts, "max_prompts": max_prompts, "device": device, "dtype": dtype}
+    runs = [(drafter_a, engine, engine_python), (drafter_b, engine_b or engine, engine_python_b or engine_python)]
     with verify_progress() as advance:
-        a, b = (verify_source(d, min_acceptance=[], progress=advance, **kwargs) for d in (drafter_a, drafter_b))
+        a, b = (verify_source(d, min_acceptance=[], progress=advance, engine=one_engine(name),
+                              engine_options=engine_options(python=python, dtype=dtype, max_model_len=max_model_len,
+                                                            enforce_eager=enforce_eager), **kwargs)
+                for d, name, python in runs)
     result = compare_reports(a, b)
     data = result.model_dump(mode="json")
     save(data, report, html)
     emit(data, as_json, lambda: render_compare(result))
+
+
+def one_engine(name: str) -> str:
+    if name not in ("native", "vllm"):
+        raise UsageError(f"--engine {name!r}: compare measures each side on one engine, native or vllm",
+                         hint="e.g. --engine native --engine-b vllm")
+    return name
 
 
 def entry_prompts(drafter: str, registry_dir: Path | None) -> Path | None:
@@ -76,8 +95,9 @@ def one_target(a: str, b: str, target: str | None, registry_dir: Path | None) ->
 
 
 def render_compare(r) -> None:
-    out.print(f"[bold]A[/bold] {escape(r.a)}\n[bold]B[/bold] {escape(r.b)}\nagainst {escape(r.target)} on {r.engine}, "
-              f"K={r.num_spec_tokens}")
+    engines = r.engine if r.engine == r.engine_b else f"{r.engine} (A) and {r.engine_b} (B)"
+    out.print(f"[bold]A[/bold] {escape(r.a)}\n[bold]B[/bold] {escape(r.b)}\nagainst {escape(r.target)} on "
+              f"{escape(engines)}, K={r.num_spec_tokens}")
     table = Table("bucket", "prompts", "AL A", "AL B", "B / A", "95% interval", title="acceptance length, B against A",
                   title_justify="left")
     for row in r.rows:
