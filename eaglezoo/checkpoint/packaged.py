@@ -11,11 +11,12 @@ from __future__ import annotations
 import importlib.metadata
 import importlib.util
 import json
+import os
 import sys
 from pathlib import Path
 
 from ..errors import UsageError
-from ..fsutil import move_into, staging
+from ..fsutil import staging
 from ..settings import cache_dir
 
 
@@ -40,8 +41,9 @@ def packaged_target(requirement: str, gguf: str) -> Path:
 
 
 def _convert(gguf: Path, out: Path, install: str) -> None:
-    if importlib.util.find_spec("gguf") is None:
-        raise UsageError("reading a GGUF target needs the gguf package", hint=install)
+    missing = [name for name in ("gguf", "accelerate") if importlib.util.find_spec(name) is None]
+    if missing:
+        raise UsageError(f"reading a GGUF target needs the {' and '.join(missing)} package(s)", hint=install)
     print(f"converting {gguf.name} to a plain folder in {out} (once; about 30 s)", file=sys.stderr, flush=True)
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -64,4 +66,8 @@ def _convert(gguf: Path, out: Path, install: str) -> None:
         # rope_parameters): write both, or the target produces wrong text with no error.
         cfg["rope_theta"] = (cfg.get("rope_parameters") or {}).get("rope_theta") or cfg.get("rope_theta")
         (tmp / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
-        move_into(tmp, out)
+        try:
+            os.rename(tmp, out)  # the folder appears whole, or not at all
+        except OSError:
+            if not (out / "config.json").is_file():  # not another process that converted it first
+                raise

@@ -151,13 +151,16 @@ class Target:
     @torch.inference_mode()
     def greedy(self, prompts: list[list[int]], max_new_tokens: int, boundary_ids: list[int]) -> list[Generation]:
         """Greedy continuations of a batch of prompts in one `generate`: left-padded and masked
-        (transformers derives each row's positions from the mask), padding stripped from the results."""
+        (transformers derives each row's positions from the mask), padding stripped from the results.
+        Past an end-of-sequence token the target goes on as vLLM's `ignore_eos` does: the token is
+        generated, not stopped at and not masked (masking it, as `min_new_tokens` would, makes the
+        target's text differ from vLLM's wherever it wants to stop)."""
         width = max(len(p) for p in prompts)
         pads = [width - len(p) for p in prompts]
         ids = torch.tensor([[self.pad_id] * n + p for n, p in zip(pads, prompts)], device=self.model.device)
         mask = torch.tensor([[0] * n + [1] * len(p) for n, p in zip(pads, prompts)], device=self.model.device)
         with self.capture(boundary_ids) as store:
-            out = self.model.generate(ids, attention_mask=mask, max_new_tokens=max_new_tokens,
-                                      min_new_tokens=max_new_tokens, do_sample=False, pad_token_id=self.pad_id)
+            out = self.model.generate(ids, attention_mask=mask, max_new_tokens=max_new_tokens, eos_token_id=None,
+                                      do_sample=False, pad_token_id=self.pad_id)
         aux = [torch.cat(store[i], dim=1) for i in boundary_ids]  # [B, width + N - 1, H_t]
         return [Generation(out[j, n:], [a[j, n:] for a in aux], len(p)) for j, (n, p) in enumerate(zip(pads, prompts))]
