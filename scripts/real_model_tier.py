@@ -201,12 +201,12 @@ def evaluate(args, log):
     name = "eagle31" if args.v31 else "eagle3"
     conv = args.out / f"{name}-converted"
     subprocess.run([*ez, "convert", args.out / f"{name}-safeai", conv, "--target", target_dir, "--force",
-                    "--aux-layers", ",".join(map(str, AUX)), "--aux-convention", "boundary"], check=True)
-    subprocess.run([*ez, "lint", conv, "--target", target_dir])
+                    "--aux-layers", ",".join(map(str, AUX)), "--aux-convention", "boundary"], check=True, timeout=600)
+    subprocess.run([*ez, "lint", conv, "--target", target_dir], check=False, timeout=600)
     report = args.out / f"verify-{args.device.split(':')[0]}-{args.dtype}.json"
     subprocess.run([*ez, "verify", conv, "--target", target_dir, "--prompts", prompts, "--device", args.device,
                     "--dtype", args.dtype, "--max-new-tokens", str(args.max_new_tokens), "--report", report],
-                   check=False)
+                   check=False, timeout=4 * 3600)
     log(f"evaluate: report {report}")
 
 
