@@ -152,3 +152,11 @@ def test_a_condition_floor_from_the_registry_is_checked(cli, tmp_path):
         f"condition markers:vicuna: acceptance length "
         f"{report['drift']['mean_acceptance_length_by_bucket']['markers:vicuna']:.3f} < 3.9"]
     assert "no prompt of condition thinking:on was measured: its floor (1.5) was not checked" in report["notes"]
+
+
+def test_prompts_the_target_cannot_take_at_all_are_one_line(cli, tmp_path):
+    prompts = tmp_path / "p.jsonl"
+    prompts.write_text(json.dumps({"prompt": "hi", "chat": True, "system": "be brief"}) + "\n")
+    r = cli("verify", "tiny-example-eagle31", "--prompts", prompts)
+    assert_clean_failure(r, None, contains="no prompt can be measured here: a system message needs the target's chat "
+                                           "template")

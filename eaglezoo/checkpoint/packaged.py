@@ -15,7 +15,7 @@ import os
 import sys
 from pathlib import Path
 
-from ..errors import UsageError
+from ..errors import BadInput, UsageError
 from ..fsutil import staging
 from ..settings import cache_dir
 
@@ -48,15 +48,21 @@ def _convert(gguf: Path, out: Path, install: str) -> None:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    loaded = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
-    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    try:
+        loaded = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
+        tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    except (OSError, ValueError, KeyError) as exc:
+        raise BadInput(f"{gguf} could not be read as a GGUF model ({type(exc).__name__})",
+                       hint=f"reinstall the package: {install}") from None
     # The tensors come back dequantized, but the model stays flagged as GGUF-quantized and will not
     # save: rebuild a plain model from its config and state dict.
     config = loaded.config
     if hasattr(config, "quantization_config"):
         delattr(config, "quantization_config")
     model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
-    model.load_state_dict(loaded.state_dict(), strict=False)
+    missing, unexpected = model.load_state_dict(loaded.state_dict(), strict=False)
+    if unexpected or set(missing) - {"lm_head.weight"}:  # only the tied head may be absent
+        raise BadInput(f"{gguf}: its tensors do not fit its config", hint=f"reinstall the package: {install}")
     model.tie_weights()
     with staging(out) as tmp:
         model.save_pretrained(tmp)

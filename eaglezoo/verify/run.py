@@ -81,6 +81,9 @@ def prepare(drafter_dir: Path, target_dir: Path, target_name: str, target_revisi
     context = prompt_context(drafter.spec, tcfg, engines, max_model_len)
     skipped = sorted(unfit + too_long(prompts, encoded, context, max_new_tokens + k), key=lambda s: s["index"])
     kept = [i for i in range(len(prompts)) if i not in {s["index"] for s in skipped}]
+    if not kept and unfit:
+        raise UsageError(f"no prompt can be measured here: {skipped[0]['reason']}",
+                         hint="give prompts this target can take (--prompts, --suite)")
     if not kept:
         raise UsageError(f"every prompt is too long for the context ({context} tokens) with {max_new_tokens} new tokens",
                          hint="use shorter prompts, a smaller --max-new-tokens or a larger --max-model-len")
