@@ -8,7 +8,12 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
+# One math thread per process: the suite runs three workers on two cores, each starting CLI subprocesses and
+# engines; torch's default (a thread per core, spinning while it waits) made them fight (measured: 219 s
+# against 148 s for five engine-heavy modules, docs/benchmarks.md). Set before torch is imported anywhere.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import pytest  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "tiny"
@@ -18,6 +23,17 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 CLI_ENV = {**os.environ, "TRANSFORMERS_VERBOSITY": "error", "HF_HUB_OFFLINE": os.environ.get("HF_HUB_OFFLINE", "1"),
            "HF_HUB_DISABLE_TELEMETRY": "1", "COLUMNS": "200", "NO_COLOR": "1"}
+
+
+# The longest modules first (measured on a clean clone, docs/benchmarks.md): pytest-xdist hands out whole files
+# in collection order, so a long file handed out last would run alone at the end.
+LONGEST_FIRST = ("test_readme", "test_verify_engine", "test_verify_native", "test_real_pair", "test_compare",
+                 "test_example", "test_engine_vllm", "test_tune", "test_engine_refusals", "test_verify_endpoint")
+
+
+def pytest_collection_modifyitems(items):
+    rank = {name: n for n, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.module.__name__.rpartition(".")[2], len(rank)))
 
 
 @dataclass
