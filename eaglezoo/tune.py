@@ -33,6 +33,7 @@ class Cell(BaseModel):
     output_tokens_per_s: float
     mean_tpot_ms: float | None
     acceptance_length: float | None  # the engine's own count at this K and load
+    acceptance_per_position: list[float] | None = None
 
 
 class Choice(BaseModel):
@@ -59,6 +60,9 @@ class TuneReport(BaseModel):
     sglang_static_k: int
     sglang_command: str | None
     confirmation: dict
+    hardware: dict = {}  # {"measured": where this ran, "entry": the registry entry's runner class, or null}
+    floors: dict[str, dict] = {}  # by K: the registry entry's floors, checked at every load
+    failures: list[str] = []  # a measured K below its floor: the drafter is not the one recorded
     notes: list[str] = []
     eaglezoo_version: str = __version__
 
@@ -71,10 +75,19 @@ def check_request(concurrency: list[int], k_max: int, work: Workload) -> None:
                          hint="e.g. --concurrency 1,4,16")
     if work.temperature != 0:
         raise UsageError("tune measures greedy serving (temperature 0)", hint="drop --temperature")
+    sampled = sum(t > 0 for t in work.temperatures())
+    if sampled:
+        raise UsageError(f"tune measures greedy serving (temperature 0), and {sampled} prompt(s) of the set ask for "
+                         "their own temperature", hint="give prompts without a \"temperature\" (--prompts FILE)")
 
 
-def tune(work: Workload, opts: EngineOptions, concurrency: list[int], progress: Progress) -> TuneReport:
-    """The grid, the decision, the configs and the confirmation run (work.k is K_max)."""
+Floors = dict[int, tuple[list[float] | None, float | None]]  # K -> (per-position floors, acceptance-length floor)
+
+
+def tune(work: Workload, opts: EngineOptions, concurrency: list[int], progress: Progress, floors: Floors | None = None,
+         entry_hardware: str | None = None) -> TuneReport:
+    """The grid, the decision, the configs and the confirmation run (work.k is K_max); the registry entry's floors
+    checked on the grid, and its hardware class set beside the one measured."""
     check_request(concurrency, work.k, work)
     python, min_version = preflight(work, opts)
     max_seqs = opts.extra.get("max_num_seqs")
@@ -98,7 +111,10 @@ def tune(work: Workload, opts: EngineOptions, concurrency: list[int], progress: 
         decision = decide(grid, concurrency)
         schedule = schedule_of(decision)
         confirmed = run(speculative_config(drafter, work.k, schedule), "the recommended schedule")
-    return report(work, runs[0]["engine"], grid, decision, schedule, confirmed, concurrency)
+    result = report(work, runs[0]["engine"], grid, decision, schedule, confirmed, concurrency)
+    check_floors(result, floors or {})
+    place(result, opts, entry_hardware)
+    return result
 
 
 def speculative_config(drafter: str, k: int, schedule: list[list[int]] | None = None) -> dict:
@@ -110,9 +126,36 @@ def speculative_config(drafter: str, k: int, schedule: list[list[int]] | None = 
 
 def cell(k: int, p: dict) -> Cell:
     timing, counters = pass_timing(p), p["counters"]
-    al = 1 + counters["accepted"] / counters["drafts"] if k and counters["drafts"] else None
+    drafts = counters["drafts"] if k else 0
     return Cell(k=k, concurrency=p["concurrency"], output_tokens_per_s=timing["output_tokens_per_s"],
-                mean_tpot_ms=timing["mean_tpot_ms"], acceptance_length=al)
+                mean_tpot_ms=timing["mean_tpot_ms"], acceptance_length=1 + counters["accepted"] / drafts if drafts else None,
+                acceptance_per_position=[n / drafts for n in counters["per_position"]] if drafts else None)
+
+
+def check_floors(r: TuneReport, floors: Floors) -> None:
+    """The registry entry's floors at every K tune measured, at every load: a decision made on a drafter that
+    falls below its recorded acceptance (wrong aux ids, a dropped norm) would be a decision about another drafter."""
+    for k, (per_position, al) in sorted(floors.items()):
+        if k > r.k_max:
+            r.notes.append(f"the registry entry's floors at K={k} were not checked: tune measured K up to {r.k_max}")
+            continue
+        r.floors[str(k)] = {"per_position": per_position, "mean_acceptance_length": al}
+        for x in (x for x in r.grid if x.k == k):
+            where = f"K={k} at concurrency {x.concurrency}"
+            r.failures += [f"{where}: acceptance at position {i + 1} is {rate:.3f} < {floor}"
+                           for i, (rate, floor) in enumerate(zip(x.acceptance_per_position or [], per_position or []))
+                           if rate < floor]
+            if al is not None and x.acceptance_length is not None and x.acceptance_length < al:
+                r.failures.append(f"{where}: acceptance length {x.acceptance_length:.3f} < {al}")
+
+
+def place(r: TuneReport, opts: EngineOptions, entry_hardware: str | None) -> None:
+    measured = (f"{r.engine['device']} {r.engine['dtype']}, tensor parallel {opts.tensor_parallel_size} x pipeline "
+                f"parallel {opts.pipeline_parallel_size}")
+    r.hardware = {"measured": measured, "entry": entry_hardware}
+    if entry_hardware and r.engine["device"].startswith("cpu"):
+        r.notes.append(f"the registry entry serves its target on {entry_hardware}; this decision was measured on "
+                       f"{measured}: which K pays depends on the hardware, so tune where you serve")
 
 
 def decide(grid: list[Cell], concurrency: list[int]) -> list[Choice]:

@@ -13,7 +13,7 @@ Each prompt is a user message ("chat": true): verify applies the target's chat t
 `robustness.jsonl` (`--suite robustness`) is built from the MT-bench rows of `standard.jsonl` (the first
 question of each category) under the conditions EAGLE 3.1's robustness claim is about, bucket = condition:
 the template as is, other system prompts, the template switched off, other model families' role markers,
-thinking on and off (skipped where the target's template has no switch), and a context ladder of 512 to
+the second turn after the target's own first answer, sampling at T = 1, thinking on and off (skipped where the target's template has no switch), and a context ladder of 512 to
 32768 tokens of a long licensed document before the question (skipped where the context cannot hold it).
 
     python scripts/build_suites.py --robustness          # from the committed standard.jsonl
@@ -42,7 +42,7 @@ SOURCES = {
 def rows(name: str, data: bytes) -> list[dict]:
     if name == "mt-bench":
         return [{"prompt": q["turns"][0], "bucket": q["category"], "source": f"mt-bench/{q['question_id']}",
-                 "chat": True} for q in map(json.loads, data.decode().splitlines())]
+                 "chat": True, "turn_2": q["turns"][1]} for q in map(json.loads, data.decode().splitlines())]
     text = gzip.decompress(data).decode()
     return [{"prompt": q["prompt"], "bucket": "humaneval", "source": q["task_id"], "chat": True}
             for q in map(json.loads, text.splitlines())]
@@ -57,6 +57,7 @@ MARKERS = {"markers:llama3": "<|start_header_id|>user<|end_header_id|>\n\n{q}<|e
                              "gives helpful, detailed, and polite answers to the user's questions. USER: {q} ASSISTANT:"}
 LADDER = (512, 1024, 2048, 4096, 8192, 16384, 32768)
 LADDER_QUESTIONS = 4  # per rung: long prompts are the expensive ones
+SAMPLED = 1.0  # the temperature EAGLE's papers report beside greedy
 
 
 ROBUSTNESS_README = """
@@ -64,7 +65,9 @@ ROBUSTNESS_README = """
 MT-bench question of each category (the rows above, same licence) under the conditions below, bucket = condition:
 `template` (the target's chat template as is), `system:brief` and `system:expert` (other system prompts),
 `no-template` (the template switched off), `markers:llama3` and `markers:vicuna` (other families' role markers as
-raw text), `thinking:on` / `thinking:off` (the template's `enable_thinking` switch), and `context:N` for N = 512 to
+raw text), `thinking:on` / `thinking:off` (the template's `enable_thinking` switch), `multi-turn` (MT-bench's second
+turn, `turn_2` in `standard.jsonl`, asked after the target's own answer to the first), `temperature:1` (sampled at
+T = 1 on the engines; the native engine measures greedy only and skips it), and `context:N` for N = 512 to
 32768 (the first four questions after exactly N target tokens of CPython's `pydoc_data` topics, PSF licence,
 read from the Python that runs eaglezoo, not shipped here). A condition the target cannot take (a system prompt
 without a template, a template without a thinking switch, a rung beyond the context) is skipped and reported.
@@ -84,6 +87,8 @@ def robustness(standard: list[dict]) -> list[dict]:
         out.append({**base, "bucket": "no-template"})
         out += [{**base, "bucket": name, "prompt": form.format(q=r["prompt"])} for name, form in MARKERS.items()]
         out += [{**base, "bucket": f"thinking:{'on' if on else 'off'}", "chat": True, "thinking": on} for on in (True, False)]
+        out.append({**base, "bucket": "multi-turn", "chat": True, "prompt": r["turn_2"], "history": [r["prompt"]]})
+        out.append({**base, "bucket": f"temperature:{SAMPLED:g}", "chat": True, "temperature": SAMPLED})
         if i < LADDER_QUESTIONS:
             out += [{**base, "bucket": f"context:{n}", "chat": True, "context": n} for n in LADDER]
     return out

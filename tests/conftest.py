@@ -13,7 +13,7 @@ from pathlib import Path
 # against 148 s for five engine-heavy modules, docs/benchmarks.md). Set before torch is imported anywhere.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-import pytest  # noqa: E402
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "tiny"

@@ -4,7 +4,7 @@ the K_max drafts, and the table equals separate runs at each K, count for count 
 from __future__ import annotations
 
 import pytest
-from conftest import EXAMPLE
+from conftest import EXAMPLE, assert_clean_failure
 
 from eaglezoo.verify.acceptance import by_k_estimate, by_k_exact
 
@@ -56,3 +56,10 @@ def test_replay_truncates_each_slot_and_walks_again():
 def test_the_estimate_is_labelled_and_sums_the_rates():
     rows = by_k_estimate([0.5, 0.25, 0.125])
     assert [r["mean_acceptance_length"] for r in rows] == [1.5, 1.75, 1.875]
+
+
+def test_floors_beyond_the_measured_k_are_refused(cli):
+    """Position floors past K would check positions the run never drafts."""
+    r = cli("verify", "tiny-example-eagle31", "-k", "2", "--min-acceptance", "0.5,0.4,0.3")
+    assert_clean_failure(r, None, contains="--min-acceptance has 3 floors but K is 2")
+    assert "give at most K values" in r.err

@@ -9,6 +9,7 @@ import re
 import shutil
 from collections import Counter
 
+import pytest
 from conftest import EXAMPLE, ROOT, assert_clean_failure
 
 SUITES = ROOT / "eaglezoo" / "data" / "suites"
@@ -67,9 +68,14 @@ def test_the_robustness_suite_is_built_from_the_standard_one():
     rows = [json.loads(line) for line in (SUITES / "robustness.jsonl").read_text().splitlines()]
     assert {r["category"] for r in rows} == CATEGORIES
     assert all(r["prompt"] == standard[r["source"]]["prompt"] for r in rows if r["bucket"] == "template")
-    assert all(standard[r["source"]]["prompt"] in r["prompt"] for r in rows)
+    asked = [r for r in rows if r["bucket"] != "multi-turn"]
+    assert all(standard[r["source"]]["prompt"] in r["prompt"] for r in asked)
+    for r in (r for r in rows if r["bucket"] == "multi-turn"):  # MT-bench's turn 2, after its turn 1
+        assert (r["history"], r["prompt"]) == ([standard[r["source"]]["prompt"]], standard[r["source"]]["turn_2"])
+    assert all(r["temperature"] == 1.0 for r in rows if r["bucket"] == "temperature:1")
     per_condition = Counter(r["bucket"] for r in rows)
-    assert per_condition["template"] == per_condition["thinking:off"] == 8 and per_condition["context:32768"] == 4
+    assert per_condition["template"] == per_condition["thinking:off"] == per_condition["multi-turn"] == 8
+    assert per_condition["temperature:1"] == 8 and per_condition["context:32768"] == 4
 
 
 def test_each_condition_is_measured_with_its_interval_or_skipped_with_its_reason(cli):
@@ -90,7 +96,9 @@ def test_each_condition_is_measured_with_its_interval_or_skipped_with_its_reason
     assert reasons["system:brief"] == "a system message needs the target's chat template, and it has none"
     assert reasons["thinking:on"].startswith("the target's chat template has no thinking switch")
     assert "exceed the context of 1024" in reasons["context:1024"] and "context:512" not in reasons
-    assert report["num_prompts"] + len(report["skipped_prompts"]) == 92
+    assert reasons["multi-turn"] == "a conversation needs the target's chat template, and it has none"
+    assert reasons["temperature:1"].startswith("the native engine measures greedy acceptance only")
+    assert report["num_prompts"] + len(report["skipped_prompts"]) == 108
     shown = cli("verify", "tiny-example-eagle31", "--suite", "robustness", "--max-new-tokens", "24", "--min-al", "1")
     assert "skipped 8 prompt(s) of thinking:on: the target's chat template" in shown.out  # no emoji from ":on:"
 
@@ -160,3 +168,86 @@ def test_prompts_the_target_cannot_take_at_all_are_one_line(cli, tmp_path):
     r = cli("verify", "tiny-example-eagle31", "--prompts", prompts)
     assert_clean_failure(r, None, contains="no prompt can be measured here: a system message needs the target's chat "
                                            "template")
+
+
+CHAT_TEMPLATE = "{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}\n{% endfor %}<|assistant|>"
+
+
+def templated_target(tmp_path):
+    target = shutil.copytree(EXAMPLE / "target", tmp_path / "target")
+    config = json.loads((target / "tokenizer_config.json").read_text())
+    config["chat_template"] = CHAT_TEMPLATE
+    (target / "tokenizer_config.json").write_text(json.dumps(config))
+    return target
+
+
+def greedy_answer(target, messages: list[dict], n: int) -> str:
+    """The target's own answer, by transformers' generate alone: up to its end token or n tokens."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tok, model = AutoTokenizer.from_pretrained(target), AutoModelForCausalLM.from_pretrained(target)
+    ids = tok(tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True),
+              add_special_tokens=False, return_tensors="pt")["input_ids"]
+    with torch.inference_mode():
+        new = model.generate(ids, max_new_tokens=n, do_sample=False, eos_token_id=None)[0, ids.shape[1]:].tolist()
+    ends = {tok.eos_token_id, model.generation_config.eos_token_id}
+    return tok.decode(new[:next((i for i, t in enumerate(new) if t in ends), len(new))], skip_special_tokens=True).strip()
+
+
+def test_a_conversation_is_measured_after_the_targets_own_answers(cli, tmp_path):
+    """Turn 2 (and 3) follow the target's own greedy answers, in its chat template; the answers are reported."""
+    from transformers import AutoTokenizer
+
+    target, prompts = templated_target(tmp_path), tmp_path / "p.jsonl"
+    q1, q2, q3 = "Describe the import system.", "Now say it in fewer words.", "And the module cache?"
+    prompts.write_text("".join(json.dumps(row) + "\n" for row in [
+        {"prompt": q1, "chat": True, "bucket": "turn 1"},
+        {"prompt": q2, "chat": True, "bucket": "multi-turn", "history": [q1]},
+        {"prompt": q3, "chat": True, "bucket": "three turns", "history": [q1, q2]}]))
+    r = cli("verify", "tiny-example-eagle31", "--target", target, "--prompts", prompts, "--max-new-tokens", "12",
+            "--min-al", "1", "--json")
+    assert r.code == 0, r.err
+    report = r.json()
+    one, two, three = report["per_prompt"]
+    a1 = greedy_answer(target, [{"role": "user", "content": q1}], 12)
+    a2 = greedy_answer(target, [{"role": "user", "content": q1}, {"role": "assistant", "content": a1},
+                                {"role": "user", "content": q2}], 12)
+    assert "answers" not in one and two["answers"] == [a1] and three["answers"] == [a1, a2]
+    tok = AutoTokenizer.from_pretrained(target)
+    conversation = tok.apply_chat_template([{"role": "user", "content": q1}, {"role": "assistant", "content": a1},
+                                            {"role": "user", "content": q2}], tokenize=False, add_generation_prompt=True)
+    assert two["prompt_tokens"] == len(tok(conversation, add_special_tokens=False)["input_ids"])
+    assert all(p["accepted"] for p in (one, two, three))
+    assert any("multi-turn: 2 conversation(s)" in n and "3 earlier turn(s)" in n for n in report["notes"])
+
+
+def test_a_conversation_that_outgrows_the_context_is_skipped_with_its_reason(cli, tmp_path):
+    target, prompts = templated_target(tmp_path), tmp_path / "p.jsonl"
+    long = " ".join(["module"] * 900)  # turn 1 fits the 1024-token context; after a 64-token answer, turn 2 does not
+    prompts.write_text("".join(json.dumps(row) + "\n" for row in [
+        {"prompt": "Describe the import system.", "chat": True},
+        {"prompt": "Go on.", "chat": True, "bucket": "multi-turn", "history": [long]}]))
+    r = cli("verify", "tiny-example-eagle31", "--target", target, "--prompts", prompts, "--max-new-tokens", "64",
+            "--min-al", "1", "--json")
+    assert r.code == 0, r.err
+    (skipped,) = r.json()["skipped_prompts"]
+    assert skipped["index"] == 1 and "the conversation grew to" in skipped["reason"]
+    assert "exceed the context of 1024" in skipped["reason"] and r.json()["num_prompts"] == 1
+    alone = tmp_path / "alone.jsonl"
+    alone.write_text(prompts.read_text().splitlines()[1] + "\n")
+    r = cli("verify", "tiny-example-eagle31", "--target", target, "--prompts", alone, "--max-new-tokens", "64")
+    assert_clean_failure(r, None, contains="no prompt can be measured here: the conversation grew to")
+
+
+@pytest.mark.parametrize("row,message", [
+    ({"prompt": "q", "history": ["earlier"]}, "a row with a 'history' is a conversation and needs \"chat\": true"),
+    ({"prompt": "q", "chat": True, "history": "earlier"}, "'history' must be a list of strings"),
+    ({"prompt": "q", "chat": True, "history": [""]}, "'history' must be a list of strings"),
+    ({"prompt": "q", "temperature": "hot"}, "'temperature' must be a number from 0 to 100"),
+    ({"prompt": "q", "temperature": 101}, "'temperature' must be a number from 0 to 100"),
+], ids=["history-without-chat", "history-not-a-list", "empty-turn", "temperature-not-a-number", "temperature-101"])
+def test_bad_conversation_and_temperature_rows_are_one_line(cli, tmp_path, row, message):
+    prompts = tmp_path / "p.jsonl"
+    prompts.write_text(json.dumps(row) + "\n")
+    assert_clean_failure(cli("verify", "tiny-example-eagle31", "--prompts", prompts), None, contains=message)

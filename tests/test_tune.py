@@ -5,10 +5,12 @@ the confirmation run, SGLang's static best; and its bad input, each refused in o
 from __future__ import annotations
 
 import json
+import re
+import shutil
 import sys
 
 import pytest
-from conftest import assert_clean_failure, run_cli
+from conftest import EXAMPLE, ROOT, assert_clean_failure, run_cli
 from test_pages import CHROMIUM, assert_page
 from test_verify_engine import CPU_ENV, VLLM_PY
 
@@ -18,13 +20,29 @@ BASE = ["tiny-example-eagle31", "--engine-python", VLLM_PY, "--dtype", "float32"
         "--max-model-len", "256", "--max-prompts", "4", "--max-new-tokens", "16"]
 
 
+# The entry as a registry states it: floors that pass at K=1, fail at K=2 and lie beyond the K tuned, and the GPU
+# class its target is served on.
+FLOORS = """acceptance_floors:
+- {k: 1, temperature: 0.0, mean_acceptance_length: 1.01, source: a test}
+- {k: 2, temperature: 0.0, per_position: [0.99, 0.99], source: a test}
+- {k: 5, temperature: 0.0, mean_acceptance_length: 1.5, source: a test}
+hardware: {gpu_memory_gb: 80, gpus_per_node: 1, tensor_parallel_size: 1, source: a test}
+"""
+
+
 @pytest.fixture(scope="module")
 def tuned(vllm_ready, tmp_path_factory):
-    path = tmp_path_factory.mktemp("tune") / "tune.json"
-    page = path.with_suffix(".html")
+    home = tmp_path_factory.mktemp("tune")
+    shutil.copytree(EXAMPLE, home / "examples" / "tiny")
+    (home / "registry").mkdir()
+    entry = (ROOT / "registry" / "tiny-example-eagle31.yaml").read_text()
+    entry = re.sub(r"acceptance_floors:\n(- .*\n(  .*\n)*)", FLOORS, entry)
+    entry = re.sub(r"null_reasons:\n  hardware: .*\n", "", entry)
+    (home / "registry" / "tiny-example-eagle31.yaml").write_text(entry)
+    path, page = home / "tune.json", home / "tune.html"
     r = run_cli("tune", *BASE, "--k-max", "2", "--concurrency", "1,2", "--report", path, "--html", page,
-                env=CPU_ENV, timeout=900)
-    assert r.code == 0, r.err + r.out
+                "--registry", home / "registry", env=CPU_ENV, timeout=900)
+    assert r.code == 1, r.err + r.out  # the K=2 floor fails: the decision is printed, and the exit says so
     return json.loads(path.read_text()), r.out, page
 
 
@@ -58,6 +76,20 @@ def test_the_engine_accepts_the_table_it_is_given(tuned):
         assert f"--speculative-num-steps {static} " in report["sglang_command"]
         assert f"--speculative-num-draft-tokens {static + 1}" in report["sglang_command"]
     assert "output tokens/s (acceptance length)" in out and "confirmed with the schedule" in out
+
+
+def test_the_entrys_floors_are_checked_at_every_load_and_its_hardware_named(tuned):
+    report, out, _ = tuned
+    assert report["floors"] == {"1": {"per_position": None, "mean_acceptance_length": 1.01},
+                                "2": {"per_position": [0.99, 0.99], "mean_acceptance_length": None}}
+    cells = {(c["k"], c["concurrency"]): c for c in report["grid"]}
+    assert report["failures"] == [f"K=2 at concurrency {c}: acceptance at position {i + 1} is "
+                                  f"{cells[(2, c)]['acceptance_per_position'][i]:.3f} < 0.99"
+                                  for c in (1, 2) for i in range(2)]
+    assert "the registry entry's floors at K=5 were not checked: tune measured K up to 2" in report["notes"]
+    assert report["hardware"]["entry"] == "gpu-1x80g" and report["hardware"]["measured"].startswith("cpu")
+    assert any(n.startswith("the registry entry serves its target on gpu-1x80g") for n in report["notes"])
+    assert "below the registry's floor K=2 at concurrency 1" in out
 
 
 def test_the_schedule_covers_every_batch_size_from_one():

@@ -97,10 +97,13 @@ def test_endpoint_serving_another_drafter_is_refused(server):
 
 
 
-def test_endpoint_with_another_depth_is_refused(server):
+@pytest.mark.parametrize("k", ["3", "8"], ids=["fewer", "beyond-what-it-drafts"])
+def test_endpoint_with_another_depth_is_refused(server, k):
+    """A server measures only the K it drafts: acceptance at a K beyond it (or below) is refused, never padded."""
     url, _ = server
-    r = run_cli("verify", "tiny-example-eagle31", "-k", "3", "--max-prompts", "1", "--endpoint", url)
-    assert_clean_failure(r, contains="drafts K=5, not 3")
+    r = run_cli("verify", "tiny-example-eagle31", "-k", k, "--max-prompts", "1", "--endpoint", url)
+    assert_clean_failure(r, contains=f"drafts K=5, not {k}")
+    assert "run with -k 5" in r.err
 
 
 

@@ -99,6 +99,29 @@ def test_temperature_is_measured_seeded_and_reproducible(vllm_ready):
     assert any("acceptance floors are for K=3 T=0: none applied at K=5 T=0.7" in n for n in a["notes"])
 
 
+def test_conditions_of_the_robustness_suite_run_on_the_engine(vllm_ready, tmp_path):
+    """A conversation's turn 2 after vLLM's own greedy answer (the same text transformers generates), and a row at
+    its own temperature, sampled (seeded) beside greedy rows in one run."""
+    from test_suites import greedy_answer, templated_target
+
+    target, prompts = templated_target(tmp_path), tmp_path / "p.jsonl"
+    q1, q2 = "Describe the import system.", "Now say it in fewer words."
+    prompts.write_text("".join(json.dumps(row) + "\n" for row in [
+        {"prompt": q1, "chat": True, "bucket": "template"},
+        {"prompt": q2, "chat": True, "bucket": "multi-turn", "history": [q1]},
+        {"prompt": q1, "chat": True, "bucket": "temperature:1", "temperature": 1.0}]))
+    r = verify("tiny-example-eagle31", "--target", target, "--prompts", prompts, "--max-new-tokens", "24",
+               "--engine", "vllm", *ENGINE, "--seed", "0", "--min-al", "1")
+    assert r.code == 0, r.err + r.out
+    report = r.json()
+    rows = {p["bucket"]: p for p in report["per_prompt"]}
+    assert list(rows) == ["template", "multi-turn", "temperature:1"] and not report["skipped_prompts"]
+    assert rows["multi-turn"]["answers"] == [greedy_answer(target, [{"role": "user", "content": q1}], 24)]
+    assert any("on the vllm engine" in n for n in report["notes"])
+    assert any("rejection sampler is broken at temperature > 0" in n for n in report["notes"])  # sampled: fixed
+    assert all(rows[b]["accepted"] for b in rows)
+
+
 def test_tensor_parallel_2_counts_what_one_rank_counts(vllm_ready):
     r = verify(*PAIR, "--max-prompts", "4", "--engine", "native,vllm", *ENGINE, "--tensor-parallel-size", "2",
                "--distributed-executor-backend", "mp",

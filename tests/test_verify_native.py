@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 
@@ -87,10 +86,11 @@ NEEDS = {"fp8": ("accelerate", {"quant_method": "fp8", "fmt": "e4m3", "activatio
 @pytest.mark.parametrize("method", sorted(NEEDS))
 def test_quantization_transformers_cannot_load_here_is_one_line(cli, tmp_path, method):
     package, config = NEEDS[method]
-    if importlib.util.find_spec(package) is not None:
-        pytest.skip(f"{package} is installed: transformers would load this {method} target")
+    hide = tmp_path / "hide"  # where the package is installed (the gguf extra brings accelerate), hide it:
+    hide.mkdir()               # a None in sys.modules is what importlib.util.find_spec reports as absent
+    (hide / "sitecustomize.py").write_text(f"import sys\nsys.modules[{package!r}] = None\n")
     target = quantized_copy(EXAMPLE / "target", tmp_path / "t", config)
-    r = verify(cli, target, "--max-prompts", "1")
+    r = verify(cli, target, "--max-prompts", "1", env={"PYTHONPATH": str(hide)})
     assert_clean_failure(r, contains=f"cannot load its {method} quantization")
     assert "--engine vllm" in r.err
 

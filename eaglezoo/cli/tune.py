@@ -9,7 +9,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from ..errors import UsageError
+from ..errors import EXIT_FINDINGS, UsageError
 from .common import (
     AuxConventionOpt,
     AuxLayersOpt,
@@ -50,7 +50,7 @@ def tune(
     revision: RevisionOpt = None,
     registry_dir: RegistryOpt = None,
     engine_python: EnginePythonOpt = None,
-    tensor_parallel_size: Annotated[int, typer.Option("--tensor-parallel-size", "-tp", min=1, rich_help_panel=ENGINE)] = 1,
+    tensor_parallel_size: Annotated[Optional[int], typer.Option("--tensor-parallel-size", "-tp", min=1, rich_help_panel=ENGINE, help="Default: the registry entry's hardware, else 1.")] = None,
     max_model_len: Annotated[Optional[int], typer.Option(min=16, rich_help_panel=ENGINE)] = None,
     dtype: Annotated[str, typer.Option(rich_help_panel=ENGINE)] = "auto",
     gpu_memory_utilization: Annotated[Optional[float], typer.Option(min=0.01, max=1.0, rich_help_panel=ENGINE)] = None,
@@ -68,7 +68,7 @@ def tune(
         raise UsageError(f"--engine {engine}: tune measures on vLLM, the engine here that switches K by load",
                          hint="use --engine vllm (with --engine-python PATH where vLLM is installed)")
     check_outputs(report, html)
-    options = engine_options(python=engine_python, tensor_parallel_size=tensor_parallel_size,
+    options = engine_options(python=engine_python, tensor_parallel_size=tensor_parallel_size or 1,
                              max_model_len=max_model_len, dtype=dtype, trust_remote_code=trust_remote_code,
                              gpu_memory_utilization=gpu_memory_utilization, enforce_eager=enforce_eager,
                              extra=parse_json(engine_args), timeout_s=engine_timeout)
@@ -76,30 +76,42 @@ def tune(
         result = tune_source(drafter, target, revision=revision, registry_dir=registry_dir, prompts_file=prompts,
                              max_prompts=max_prompts, max_new_tokens=max_new_tokens, k_max=k_max,
                              levels=parse_levels(concurrency), opts=read_options(aux_layers, aux_convention, flag),
-                             options=options, progress=advance)
+                             options=options, parallel_given=tensor_parallel_size is not None, progress=advance)
     data = result.model_dump(mode="json")
     save(data, report, html)
     emit(data, as_json, lambda: render_tune(result))
+    if result.failures:
+        raise typer.Exit(EXIT_FINDINGS)
 
 
 def tune_source(drafter: str, target: str | None, *, revision, registry_dir, prompts_file, max_prompts,
-                max_new_tokens, k_max, levels, opts, options, progress):
-    """Tune what `drafter` names; a registry entry supplies its target, aux ids and prompts."""
+                max_new_tokens, k_max, levels, opts, options, parallel_given, progress):
+    """Tune what `drafter` names; a registry entry supplies its target, aux ids, prompts, floors and hardware."""
     from ..tune import tune as run_tune
+    from ..verify.conversation import converse
     from ..verify.run import prepare
+    from ..verify.vllm_engine import measure_vllm
 
     src = resolve(drafter, revision, registry_dir=registry_dir)
     tgt = target_for(src, target, registry_dir, weights=False)
     if tgt is None:
         raise UsageError("--target is required (or give a registry id, whose entry names the target)",
                          hint="add --target DIR (or a Hub repo id)")
-    if src.entry is not None:
-        src.entry.fill_read_options(opts)
-        if prompts_file is None and src.entry.prompts:
-            prompts_file = src.registry.path(src.entry.prompts, "prompts")
+    entry, floors = src.entry, {}
+    if entry is not None:
+        entry.fill_read_options(opts)
+        if prompts_file is None and entry.prompts:
+            prompts_file = src.registry.path(entry.prompts, "prompts")
+        floors = {f.k: entry.floors_at(f.k, 0.0)[:2] for f in entry.acceptance_floors or []
+                  if f.temperature == 0 and f.condition is None}
+        if entry.hardware and not parallel_given:
+            options = options.model_copy(update={"tensor_parallel_size": entry.hardware.tensor_parallel_size,
+                                                 "pipeline_parallel_size": entry.hardware.pipeline_parallel_size})
     work = prepare(src.path, tgt.path, tgt.repo or str(tgt.path), tgt.commit, opts, prompts_file, max_prompts, k_max,
                    max_new_tokens, 0.0, None, ["vllm"], options.max_model_len, options.trust_remote_code)
-    return run_tune(work, options, levels, progress)
+    work = converse(work, lambda sub: measure_vllm(sub, options, None, progress), "vllm")
+    return run_tune(work, options, levels, progress, floors=floors,
+                    entry_hardware=entry.hardware.runner if entry is not None and entry.hardware else None)
 
 
 def render_tune(r) -> None:
@@ -122,8 +134,18 @@ def render_tune(r) -> None:
     conf, static = (_levels(r.confirmation[key]) for key in ("schedule", "best_static"))
     out.print(f"confirmed with the schedule: {conf} tokens/s; best static K={r.confirmation['best_static_k']}: "
               f"{static}")
+    for k, floor in r.floors.items():
+        out.print(f"registry floors at K={k}: {_floor(floor)}, checked at every load")
+    for failure in r.failures:
+        out.print(f"[red]below the registry's floor[/red] {escape(failure)}")
     for note in r.notes:
         out.print(f"[yellow]note[/yellow] {escape(note)}")
+
+
+def _floor(floor: dict) -> str:
+    parts = [f"per position {floor['per_position']}"] if floor["per_position"] else []
+    return ", ".join(parts + ([f"acceptance length {floor['mean_acceptance_length']}"]
+                              if floor["mean_acceptance_length"] is not None else []))
 
 
 def _levels(passes: list[dict]) -> str:

@@ -222,9 +222,11 @@ def delta(before: dict, after: dict) -> dict:
 
 
 def run_prompts(base: str, model: str, work: Workload, progress: Progress) -> list[dict]:
+    temperatures = work.temperatures()
+
     def body(i: int) -> dict:
         b = {"model": model, "prompt": work.encoded[i], "max_tokens": work.max_new_tokens, "ignore_eos": True,
-             "temperature": work.temperature, "return_token_ids": True, "stream": False}
+             "temperature": temperatures[i], "return_token_ids": True, "stream": False}
         return b | ({"seed": work.seeds()[i]} if work.seed is not None else {})
 
     n = len(work.encoded)

@@ -1,7 +1,8 @@
 """How each prompt becomes the target's token ids, as a server would build them: a user message in the
 target's chat template (with a system message and the thinking switch where asked), raw text otherwise, and
 a long document of an exact length in target tokens before the question (the robustness suite's context
-ladder). A condition the target cannot take (a system message without a chat template; a thinking switch
+ladder). A conversation (a row with earlier user turns) is encoded up to the turn the target answers next
+(`conversation.py` has it answer them). A condition the target cannot take (a system message without a chat template; a thinking switch
 the template does not have) is skipped and reported, never measured as something else."""
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ DOCUMENT = "CPython's pydoc_data topics (PSF licence), shipped with every Python
 
 
 def encode(tokenizer, prompts: list[Prompt]) -> tuple[list[list[int] | None], list[dict], list[str]]:
-    """Token ids per prompt (None where skipped), the skipped prompts with their reasons, and notes."""
+    """Token ids per prompt (None where skipped; a conversation up to its first turn), the skipped prompts with
+    their reasons, and notes."""
     template = getattr(tokenizer, "chat_template", None) or ""
     chats = sum(p.chat for p in prompts)
     encoded, skipped = [], []
@@ -25,7 +27,7 @@ def encode(tokenizer, prompts: list[Prompt]) -> tuple[list[list[int] | None], li
             reason = f"the document has only {len(document_ids(tokenizer))} tokens, fewer than the {p.context} asked"
         if reason is not None:
             skipped.append({"index": n, "bucket": p.bucket, "reason": reason})
-        encoded.append(None if reason else tokenizer(text(tokenizer, p, bool(template)), add_special_tokens=False)["input_ids"])
+        encoded.append(None if reason else encode_one(tokenizer, p, []))
     notes = []
     if chats:
         notes.append(f"{chats} chat prompt(s) " + ("in the target's chat template" if template else
@@ -35,7 +37,15 @@ def encode(tokenizer, prompts: list[Prompt]) -> tuple[list[list[int] | None], li
     return encoded, skipped, notes
 
 
+def encode_one(tokenizer, p: Prompt, answers: list[str]) -> list[int]:
+    """The prompt's token ids after the target's `answers` to its first earlier turns."""
+    template = bool(getattr(tokenizer, "chat_template", None))
+    return tokenizer(text(tokenizer, p, template, answers), add_special_tokens=False)["input_ids"]
+
+
 def unfit(p: Prompt, template: str) -> str | None:
+    if p.history and not template:
+        return "a conversation needs the target's chat template, and it has none"
     if p.system is not None and not template:
         return "a system message needs the target's chat template, and it has none"
     if p.thinking is not None and "enable_thinking" not in template:
@@ -43,12 +53,15 @@ def unfit(p: Prompt, template: str) -> str | None:
     return None
 
 
-def text(tokenizer, p: Prompt, template: bool) -> str:
+def text(tokenizer, p: Prompt, template: bool, answers: list[str]) -> str:
     user = p.prompt if p.context is None else tokenizer.decode(document_ids(tokenizer)[:p.context]) + "\n\n" + p.prompt
     if not (p.chat and template):
         return user
-    messages = ([{"role": "system", "content": p.system}] if p.system is not None else []) + [
-        {"role": "user", "content": user}]
+    earlier = p.history or []
+    messages = ([{"role": "system", "content": p.system}] if p.system is not None else [])
+    for question, answer in zip(earlier, answers):
+        messages += [{"role": "user", "content": question}, {"role": "assistant", "content": answer}]
+    messages.append({"role": "user", "content": earlier[len(answers)] if len(answers) < len(earlier) else user})
     switch = {} if p.thinking is None else {"enable_thinking": p.thinking}
     return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True, **switch)
 

@@ -37,7 +37,7 @@ class VerifyReport(BaseModel):
     timing: dict
     engine: dict = {"name": "native"}
     sampling: dict = {"temperature": 0.0, "seed": None}
-    per_prompt: list[dict] = []  # {"index", "bucket", "accepted": [per verify step]}
+    per_prompt: list[dict] = []  # {"index", "bucket", "prompt_tokens", ["answers"], "accepted": [per verify step]}
     skipped_prompts: list[dict] = []  # prompts that do not fit the context: reported, never truncated
     notes: list[str] = []
     speedup: dict | None = None
@@ -54,12 +54,13 @@ class VerifyReport(BaseModel):
 def report_for(work: Workload, m: Measurement) -> VerifyReport:
     """One report from one measurement; the engine's own counters are the headline when it keeps them."""
     k, tally, buckets, per_prompt = work.k, Tally(work.k), {}, []
-    for i, p, steps in zip(work.indices, work.prompts, m.accepted):
+    for i, p, ids, steps in zip(work.indices, work.prompts, work.encoded, m.accepted):
         if steps is None:
             continue
         tally.add(steps)
         buckets.setdefault(p.bucket, Tally(k)).add(steps)
-        per_prompt.append({"index": i, "bucket": p.bucket, "accepted": steps})
+        earlier = {"answers": work.answers[i]} if i in work.answers else {}  # the target's own earlier turns
+        per_prompt.append({"index": i, "bucket": p.bucket, "prompt_tokens": len(ids), **earlier, "accepted": steps})
     s = tally.summary()
     notes = list(work.notes) + list(m.notes)
     if m.counters is not None:

@@ -17,10 +17,11 @@ from ..checkpoint.problems import provenance_findings
 from ..checkpoint.read import read_drafter
 from ..errors import UsageError
 from ..lint import lint_drafter
+from .conversation import converse
 from .prompting import encode
 from .report import VerifyReport, apply_thresholds, compare, report_for
 from .target import load_tokenizer
-from .workload import Measurement, NativeOptions, Progress, Workload, load_prompts, prompt_context, too_long
+from .workload import Measurement, NativeOptions, Progress, Prompt, Workload, load_prompts, prompt_context, too_long
 
 
 def verify(drafter_dir: Path, target_dir: Path, *, engines: list[str] = ("native",), endpoint: str | None = None,
@@ -42,15 +43,22 @@ def verify(drafter_dir: Path, target_dir: Path, *, engines: list[str] = ("native
         from .native import refuse
 
         refuse(work, native)
+    order = sorted(engines, key=lambda name: name == "native")
+    work = converse(work, lambda sub: measure(order[0], sub, device, dtype, endpoint, engine_options, native, None,
+                                              answering(progress)), order[0])
     # Engines first: what they refuse is refused before a long native pass, and the GPU is free after them.
     measured = {name: report_for(work, measure(name, work, device, dtype, endpoint, engine_options, native, speedup,
                                                progress))
-                for name in sorted(engines, key=lambda name: name == "native")}
+                for name in order}
     report = measured[engines[-1]]
     if len(measured) == 2:
         report.comparison = compare(measured["native"], measured["vllm"])
     apply_thresholds(report, min_acceptance, min_al, condition_floors)
     return report
+
+
+def answering(progress: Progress) -> Progress:
+    return lambda done, total, **_: progress(done, total, phase="answering earlier turns")
 
 
 def check_request(k, max_new_tokens, max_prompts, min_acceptance, temperature, engines, speedup) -> None:
@@ -78,6 +86,9 @@ def prepare(drafter_dir: Path, target_dir: Path, target_name: str, target_revisi
     prompts = load_prompts(prompts_file)[:max_prompts]
     tokenizer = load_tokenizer(target_dir, trust_remote_code)
     encoded, unfit, notes = encode(tokenizer, prompts)
+    unfit += sampled_on_native(prompts, encoded, engines)
+    for s in unfit:
+        encoded[s["index"]] = None
     context = prompt_context(drafter.spec, tcfg, engines, max_model_len)
     skipped = sorted(unfit + too_long(prompts, encoded, context, max_new_tokens + k), key=lambda s: s["index"])
     kept = [i for i in range(len(prompts)) if i not in {s["index"] for s in skipped}]
@@ -89,7 +100,17 @@ def prepare(drafter_dir: Path, target_dir: Path, target_name: str, target_revisi
                          hint="use shorter prompts, a smaller --max-new-tokens or a larger --max-model-len")
     return Workload(drafter, target_dir, target_name, target_revision, findings,
                     [prompts[i] for i in kept], [encoded[i] for i in kept], skipped, k, max_new_tokens,
-                    temperature, seed, kept, trust_remote_code, notes)
+                    temperature, seed, kept, trust_remote_code, notes, context=context)
+
+
+def sampled_on_native(prompts: list[Prompt], encoded: list, engines: list[str]) -> list[dict]:
+    """Rows at their own temperature > 0 where the native engine measures (greedy only): skipped for every engine,
+    so that two engines measure the same prompts."""
+    if "native" not in engines:
+        return []
+    return [{"index": n, "bucket": p.bucket, "reason": "the native engine measures greedy acceptance only: a row at "
+             "temperature > 0 needs --engine vllm or --endpoint"}
+            for n, (p, ids) in enumerate(zip(prompts, encoded)) if p.temperature and ids is not None]
 
 
 def measure(name: str, work: Workload, device: str, dtype: str, endpoint: str | None, engine_options,

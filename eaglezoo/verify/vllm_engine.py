@@ -179,7 +179,7 @@ def measure_vllm(work: Workload, opts: EngineOptions, speedup: list[int] | None,
         request = {"model": work.target_name, "revision": work.target_revision,
                    "engine_args": opts.llm_args() | ({"seed": work.seed} if work.seed is not None else {}),
                    "prompts": work.encoded, "max_tokens": work.max_new_tokens, "temperature": work.temperature,
-                   "seeds": work.seeds(), "min_version": min_version,
+                   "temperatures": work.temperatures(), "seeds": work.seeds(), "min_version": min_version,
                    "concurrency": speedup or [len(work.encoded)]}
         spec_run = run_worker(python, {**request, "speculative_config": config, "label": "with the drafter"},
                               tmp, opts.timeout_s, progress)
@@ -202,7 +202,7 @@ def measure_vllm(work: Workload, opts: EngineOptions, speedup: list[int] | None,
         notes=[spec_run["engine"]["patched"]] if spec_run["engine"].get("patched") else [],
         counters=first["counters"], timing={"engine_start_s": engine["start_s"], "measure_s": first["wall_s"],
                                             "total_s": time.perf_counter() - t_start},
-        speedup=speedup_report(spec_run, base_run, work.temperature) if base_run else None)
+        speedup=speedup_report(spec_run, base_run, max(work.temperatures())) if base_run else None)
 
 
 def engine_drafter(work: Workload, out: Path) -> Path:

@@ -28,6 +28,8 @@ class Prompt(BaseModel):
     system: str | None = None  # chat: a system message before it
     thinking: bool | None = None  # chat: the template's thinking switch (enable_thinking), where it has one
     context: int | None = None  # this many target tokens of a long document before the question
+    history: list[str] | None = None  # chat: earlier user turns, each answered by the target itself first
+    temperature: float | None = None  # this row's sampling temperature (default: the run's)
 
 
 SUITES = ("standard", "robustness")  # prompt suites shipped in eaglezoo/data/suites (their README names sources and licences)
@@ -59,6 +61,8 @@ class Workload:
     indices: list[int] = field(default_factory=list)  # each measured prompt's line in the prompt set
     trust_remote_code: bool = False  # the target's own code (tokenizer here; the native engine's model)
     notes: list[str] = field(default_factory=list)  # said in every report of this workload
+    answers: dict[int, list[str]] = field(default_factory=dict)  # by prompt index: the target's earlier turns
+    context: int = 1 << 62  # what every prompt, its new tokens and drafts must fit
 
     @property
     def spec(self) -> DrafterSpec:
@@ -67,6 +71,10 @@ class Workload:
     def seeds(self) -> list[int] | None:
         """Request seeds by the prompt's own index: a skipped prompt never shifts another's seed."""
         return None if self.seed is None else [self.seed + i for i in self.indices]
+
+    def temperatures(self) -> list[float]:
+        """Each prompt's sampling temperature: its own where the prompt set gives one, else the run's."""
+        return [self.temperature if p.temperature is None else p.temperature for p in self.prompts]
 
 
 
@@ -131,15 +139,34 @@ def load_prompts(path: Path | None) -> list[Prompt]:
 
 
 
+FIELDS = {"system": "a string", "thinking": "true or false", "context": "a positive integer",
+          "history": "a list of strings (the earlier user turns)", "temperature": "a number from 0 to 100"}
+FIELDS_HINT = ('e.g. {"prompt": "...", "chat": true, "system": "...", "thinking": false, "context": 2048, '
+               '"history": ["an earlier question"], "temperature": 0.7}')
+
+
 def prompt_of(row: dict, where: str, n: int) -> Prompt:
-    fields = {"system": str, "thinking": bool, "context": int}
-    for key, kind in fields.items():
-        if row.get(key) is not None and (not isinstance(row[key], kind) or (kind is int and isinstance(row[key], bool))
-                                         or (key == "context" and row[key] < 1)):
-            raise BadInput(f"{where}: line {n}: {key!r} must be {'a positive integer' if kind is int else kind.__name__}",
-                           hint='e.g. {"prompt": "...", "chat": true, "system": "...", "thinking": false, "context": 2048}')
+    for key, kind in FIELDS.items():
+        if row.get(key) is not None and not valid(key, row[key]):
+            raise BadInput(f"{where}: line {n}: {key!r} must be {kind}", hint=FIELDS_HINT)
+    if row.get("history") and row.get("chat") is not True:
+        raise BadInput(f"{where}: line {n}: a row with a 'history' is a conversation and needs \"chat\": true",
+                       hint=FIELDS_HINT)
     return Prompt(prompt=row.get("prompt", row.get("text")), bucket=str(row.get("bucket", "default")),
-                  chat=row.get("chat") is True, **{k: row.get(k) for k in fields})
+                  chat=row.get("chat") is True, **{k: row.get(k) for k in FIELDS})
+
+
+def valid(key: str, value) -> bool:
+    if key == "system":
+        return isinstance(value, str)
+    if key == "thinking":
+        return isinstance(value, bool)
+    if key == "history":
+        return isinstance(value, list) and bool(value) and all(isinstance(q, str) and q.strip() for q in value)
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if key == "context":
+        return number and isinstance(value, int) and value >= 1
+    return number and 0 <= value <= 100  # temperature
 
 
 
