@@ -111,6 +111,13 @@ def test_bad_tune_requests_are_refused_before_any_engine_starts(cli, args, messa
     assert_clean_failure(cli("tune", *BASE, *args), None, contains=message)
 
 
+def test_prompts_at_their_own_temperature_are_refused_before_any_engine_starts(cli, tmp_path):
+    prompts = tmp_path / "p.jsonl"
+    prompts.write_text(json.dumps({"prompt": "q"}) + "\n" + json.dumps({"prompt": "q", "temperature": 1.0}) + "\n")
+    r = cli("tune", *BASE, "--prompts", prompts)
+    assert_clean_failure(r, None, contains="tune measures greedy serving (temperature 0), and 1 prompt(s) of the set")
+
+
 def test_a_tune_with_no_speculation_capable_engine(cli):
     r = cli("tune", *BASE[:1], "--engine-python", sys.executable, *BASE[3:], "--k-max", "1", "--concurrency", "1")
     assert_clean_failure(r, None, code=r.code, contains="cannot import vLLM")
