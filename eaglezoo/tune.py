@@ -23,7 +23,8 @@ from .errors import UsageError
 from .fsutil import staging
 from .serving import serve_config
 from .verify.report import pass_timing
-from .verify.vllm_engine import EngineOptions, engine_drafter, preflight, run_worker
+from .verify.conversation import converse
+from .verify.vllm_engine import EngineOptions, engine_drafter, measure_vllm, preflight, run_worker
 from .verify.workload import Progress, Workload
 
 
@@ -94,10 +95,12 @@ def tune(work: Workload, opts: EngineOptions, concurrency: list[int], progress: 
     if max_seqs is not None and concurrency[-1] > max_seqs:
         raise UsageError(f"--concurrency {concurrency[-1]} exceeds the engine's max_num_seqs ({max_seqs}): it never "
                          "batches that many", hint=f"measure up to {max_seqs}, or raise max_num_seqs in --engine-args")
+    work = converse(work, lambda sub: measure_vllm(sub, opts, None, progress), "vllm")  # multi-turn rows, answered
     with staging(Path(tempfile.gettempdir()) / "eaglezoo-tune") as tmp:
         drafter = str(engine_drafter(work, tmp / "drafter"))
         request = {"model": work.target_name, "revision": work.target_revision, "engine_args": opts.llm_args(),
-                   "prompts": work.encoded, "max_tokens": work.max_new_tokens, "temperature": 0.0,
+                   "prompts": work.encoded, "max_tokens": work.max_new_tokens,
+                   "temperatures": work.temperatures(),
                    "seeds": work.seeds(), "min_version": min_version, "concurrency": concurrency}
 
         def run(config: dict | None, label: str) -> dict:

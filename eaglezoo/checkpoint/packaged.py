@@ -52,7 +52,9 @@ def _convert(gguf: Path, out: Path, install: str) -> None:
         loaded = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
         tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
     except (OSError, ValueError, KeyError) as exc:
-        raise BadInput(f"{gguf} could not be read as a GGUF model ({type(exc).__name__})",
+        import transformers
+
+        raise BadInput(f"{gguf} could not be read as a GGUF model by transformers {transformers.__version__}",
                        hint=f"reinstall the package: {install}") from None
     # The tensors come back dequantized, but the model stays flagged as GGUF-quantized and will not
     # save: rebuild a plain model from its config and state dict.

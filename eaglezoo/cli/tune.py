@@ -87,11 +87,8 @@ def tune(
 def tune_source(drafter: str, target: str | None, *, revision, registry_dir, prompts_file, max_prompts,
                 max_new_tokens, k_max, levels, opts, options, parallel_given, progress):
     """Tune what `drafter` names; a registry entry supplies its target, aux ids, prompts, floors and hardware."""
-    from ..tune import check_request
     from ..tune import tune as run_tune
-    from ..verify.conversation import converse
     from ..verify.run import prepare
-    from ..verify.vllm_engine import measure_vllm
 
     src = resolve(drafter, revision, registry_dir=registry_dir)
     tgt = target_for(src, target, registry_dir, weights=False)
@@ -110,8 +107,6 @@ def tune_source(drafter: str, target: str | None, *, revision, registry_dir, pro
                                                  "pipeline_parallel_size": entry.hardware.pipeline_parallel_size})
     work = prepare(src.path, tgt.path, tgt.repo or str(tgt.path), tgt.commit, opts, prompts_file, max_prompts, k_max,
                    max_new_tokens, 0.0, None, ["vllm"], options.max_model_len, options.trust_remote_code)
-    check_request(levels, k_max, work)  # before any engine runs, the answering of conversations included
-    work = converse(work, lambda sub: measure_vllm(sub, options, None, progress), "vllm")
     return run_tune(work, options, levels, progress, floors=floors,
                     entry_hardware=entry.hardware.runner if entry is not None and entry.hardware else None)
 

@@ -178,7 +178,7 @@ def measure_vllm(work: Workload, opts: EngineOptions, speedup: list[int] | None,
         config = serve_config(work.spec, "vllm", str(drafter), work.target_name, work.k).speculative_config
         request = {"model": work.target_name, "revision": work.target_revision,
                    "engine_args": opts.llm_args() | ({"seed": work.seed} if work.seed is not None else {}),
-                   "prompts": work.encoded, "max_tokens": work.max_new_tokens, "temperature": work.temperature,
+                   "prompts": work.encoded, "max_tokens": work.max_new_tokens,
                    "temperatures": work.temperatures(), "seeds": work.seeds(), "min_version": min_version,
                    "concurrency": speedup or [len(work.encoded)]}
         spec_run = run_worker(python, {**request, "speculative_config": config, "label": "with the drafter"},

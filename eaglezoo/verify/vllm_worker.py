@@ -68,7 +68,7 @@ def check_sampler(req: dict) -> str | None:
     Probed, not assumed. Fixed in this process when the engine runs in it; refused otherwise."""
     import torch
 
-    if max(temperatures(req)) == 0 or torch.cuda.is_available():
+    if max(req["temperatures"]) == 0 or torch.cuda.is_available():
         return None
     from vllm.platforms import current_platform
     from vllm.v1.sample import rejection_sampler as rs
@@ -153,16 +153,11 @@ def delta(before: dict, after: dict) -> dict:
             "accepted": after["accepted"] - before["accepted"], "per_position": pos}
 
 
-def temperatures(req: dict) -> list[float]:
-    """Each prompt's temperature: its own where the prompt set gives one, else the run's."""
-    return req.get("temperatures") or [req["temperature"]] * len(req["prompts"])
-
-
 def sampling(req: dict, index: int, max_tokens: int):
     from vllm import SamplingParams
 
     seed = None if req.get("seeds") is None else req["seeds"][index]  # per request: independent of batching
-    return SamplingParams(temperature=temperatures(req)[index], max_tokens=max_tokens, ignore_eos=True, seed=seed,
+    return SamplingParams(temperature=req["temperatures"][index], max_tokens=max_tokens, ignore_eos=True, seed=seed,
                           detokenize=False)
 
 
