@@ -13,18 +13,15 @@ from __future__ import annotations
 
 import math
 import shlex
-import tempfile
-from pathlib import Path
 
 from pydantic import BaseModel
 
 from . import __version__
 from .errors import UsageError
-from .fsutil import staging
 from .serving import serve_config
-from .verify.report import pass_timing
 from .verify.conversation import converse
-from .verify.vllm_engine import EngineOptions, engine_drafter, measure_vllm, preflight, run_worker
+from .verify.report import pass_timing
+from .verify.vllm_engine import EngineOptions, vllm_session
 from .verify.workload import Progress, Workload
 
 
@@ -90,22 +87,16 @@ def tune(work: Workload, opts: EngineOptions, concurrency: list[int], progress: 
     """The grid, the decision, the configs and the confirmation run (work.k is K_max); the registry entry's floors
     checked on the grid, and its hardware class set beside the one measured."""
     check_request(concurrency, work.k, work)
-    python, min_version = preflight(work, opts)
     max_seqs = opts.extra.get("max_num_seqs")
     if max_seqs is not None and concurrency[-1] > max_seqs:
         raise UsageError(f"--concurrency {concurrency[-1]} exceeds the engine's max_num_seqs ({max_seqs}): it never "
                          "batches that many", hint=f"measure up to {max_seqs}, or raise max_num_seqs in --engine-args")
-    work = converse(work, lambda sub: measure_vllm(sub, opts, None, progress), "vllm")  # multi-turn rows, answered
-    with staging(Path(tempfile.gettempdir()) / "eaglezoo-tune") as tmp:
-        drafter = str(engine_drafter(work, tmp / "drafter"))
-        request = {"model": work.target_name, "revision": work.target_revision, "engine_args": opts.llm_args(),
-                   "prompts": work.encoded, "max_tokens": work.max_new_tokens,
-                   "temperatures": work.temperatures(),
-                   "seeds": work.seeds(), "min_version": min_version, "concurrency": concurrency}
+    with vllm_session(work, opts, progress) as session:  # one process: vLLM imported once for the whole grid
+        work = converse(work, lambda sub: session.measure(sub, None, progress), "vllm")  # multi-turn rows, answered
+        drafter = str(session.drafter)
 
         def run(config: dict | None, label: str) -> dict:
-            return run_worker(python, {**request, "speculative_config": config, "label": label}, tmp, opts.timeout_s,
-                              progress)
+            return session.run(work, config, label, concurrency)
 
         runs = {0: run(None, "without the drafter")}
         for k in range(1, work.k + 1):

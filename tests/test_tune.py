@@ -12,7 +12,7 @@ import sys
 import pytest
 from conftest import EXAMPLE, ROOT, assert_clean_failure, run_cli
 from test_pages import CHROMIUM, assert_page
-from test_verify_engine import CPU_ENV, VLLM_PY
+from test_verify_engine import CPU_ENV, VLLM_PY, engine_starts
 
 from eaglezoo.tune import Choice, schedule_of
 
@@ -41,13 +41,18 @@ def tuned(vllm_ready, tmp_path_factory):
     (home / "registry" / "tiny-example-eagle31.yaml").write_text(entry)
     path, page = home / "tune.json", home / "tune.html"
     r = run_cli("tune", *BASE, "--k-max", "2", "--concurrency", "1,2", "--report", path, "--html", page,
-                "--registry", home / "registry", env=CPU_ENV, timeout=900)
+                "--registry", home / "registry", env={**CPU_ENV, "EAGLEZOO_DEBUG": "1"}, timeout=900)
     assert r.code == 1, r.err + r.out  # the K=2 floor fails: the decision is printed, and the exit says so
-    return json.loads(path.read_text()), r.out, page
+    return json.loads(path.read_text()), r.out, page, engine_starts(r.err)
+
+
+def test_the_grid_runs_in_one_vllm_process(tuned):
+    started = tuned[3]
+    assert len(started) == 4 and len(set(started)) == 1  # K = 0, 1, 2 and the schedule: one engine each, one import
 
 
 def test_the_grid_is_measured_whole_and_the_decision_follows_it(tuned):
-    report, _, _ = tuned
+    report, _, _, _ = tuned
     grid = {(c["k"], c["concurrency"]): c for c in report["grid"]}
     assert set(grid) == {(k, c) for k in (0, 1, 2) for c in (1, 2)}
     assert all(c["output_tokens_per_s"] > 0 for c in grid.values())
@@ -62,7 +67,7 @@ def test_the_grid_is_measured_whole_and_the_decision_follows_it(tuned):
 
 
 def test_the_engine_accepts_the_table_it_is_given(tuned):
-    report, out, _ = tuned
+    report, out, _, _ = tuned
     config = report["vllm_speculative_config"]
     assert config["num_speculative_tokens"] == 2 and config["method"] == "eagle3"
     assert config["num_speculative_tokens_per_batch_size"] == report["schedule"]
@@ -79,7 +84,7 @@ def test_the_engine_accepts_the_table_it_is_given(tuned):
 
 
 def test_the_entrys_floors_are_checked_at_every_load_and_its_hardware_named(tuned):
-    report, out, _ = tuned
+    report, out, _, _ = tuned
     assert report["floors"] == {"1": {"per_position": None, "mean_acceptance_length": 1.01},
                                 "2": {"per_position": [0.99, 0.99], "mean_acceptance_length": None}}
     cells = {(c["k"], c["concurrency"]): c for c in report["grid"]}
@@ -126,6 +131,6 @@ def test_a_tune_with_no_speculation_capable_engine(cli):
 
 @pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (scripts/setup_chromium.sh)")
 def test_the_tune_page_in_a_browser(tuned, tmp_path):
-    report, _, page = tuned
+    report, _, page, _ = tuned
     dom = assert_page(page, tmp_path, plots=1)
     assert "Recommended: concurrency 1: K=" in dom and "num_speculative_tokens_per_batch_size" in dom

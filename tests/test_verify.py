@@ -110,7 +110,7 @@ def test_a_reason_vllm_raised_in_its_own_process_is_read_from_the_log(tmp_path):
     from pydantic import BaseModel, Field, ValidationError
 
     from eaglezoo.verify import vllm_worker
-    from eaglezoo.verify.vllm_engine import log_reason, worker_error
+    from eaglezoo.verify.vllm_process import log_reason, worker_error
 
     log = tmp_path / "engine.log"
     log.write_text("(EngineCore pid=7) INFO 11-25 02:26:30 [core.py:133] Initializing a V1 LLM engine\n"

