@@ -121,8 +121,9 @@ def preflight(work: Workload, opts: EngineOptions) -> tuple[str, str | None]:
 class VllmSession:
     """vLLM for one command: its worker process and the drafter converted for it."""
 
-    def __init__(self, worker: WorkerSession, drafter: Path, opts: EngineOptions):
+    def __init__(self, worker: WorkerSession, drafter: Path, opts: EngineOptions, opened: float):
         self.worker, self.drafter, self.opts = worker, drafter, opts
+        self.opened = opened  # timing's total_s counts from here: checks, conversion, start, every run so far
 
     def run(self, work: Workload, config: dict | None, label: str, concurrency: list[int],
             progress: Progress | None = None) -> dict:
@@ -131,17 +132,17 @@ class VllmSession:
         return self.worker.run(request, progress)
 
     def measure(self, work: Workload, speedup: list[int] | None, progress: Progress) -> Measurement:
-        t_start = time.perf_counter()
         config = serve_config(work.spec, "vllm", str(self.drafter), work.target_name, work.k).speculative_config
         concurrency = speedup or [len(work.encoded)]
         spec_run = self.run(work, config, "with the drafter", concurrency, progress)
         base_run = self.run(work, None, "without the drafter", concurrency, progress) if speedup else None
-        return measurement(work, spec_run, base_run, self.opts, self.worker.python, time.perf_counter() - t_start)
+        return measurement(work, spec_run, base_run, self.opts, self.worker.python, time.perf_counter() - self.opened)
 
 
 @contextmanager
 def vllm_session(work: Workload, opts: EngineOptions, progress: Progress) -> Iterator[VllmSession]:
     """Refuses what can be refused before vLLM starts, then one worker process for every run of the command."""
+    opened = time.perf_counter()
     python, min_version = preflight(work, opts)
     setup = {"model": work.target_name, "revision": work.target_revision, "min_version": min_version,
              "engine_args": opts.llm_args() | ({"seed": work.seed} if work.seed is not None else {}),
@@ -149,7 +150,7 @@ def vllm_session(work: Workload, opts: EngineOptions, progress: Progress) -> Ite
     with staging(Path(tempfile.gettempdir()) / "eaglezoo-vllm") as tmp:  # a killed run's folder is swept
         drafter = engine_drafter(work, tmp / "drafter")
         with WorkerSession(python, setup, tmp, opts.timeout_s, progress) as worker:
-            yield VllmSession(worker, drafter, opts)
+            yield VllmSession(worker, drafter, opts, opened)
 
 
 def measurement(work: Workload, spec_run: dict, base_run: dict | None, opts: EngineOptions, python: str,

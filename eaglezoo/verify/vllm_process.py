@@ -111,6 +111,7 @@ class WorkerSession:
         path = self.tmp / f"run-{self.runs}.json"
         self.runs += 1
         path.write_text(json.dumps(request))
+        log_start = self.log_path.stat().st_size if self.log_path.exists() else 0
         starting = self.engine is None or request["speculative_config"] != self.config
         progress(0, None, phase=f"starting vLLM ({label})" if starting else f"vLLM: {label}")
         with contextlib.suppress(OSError):  # a worker that already exited has said why in its events
@@ -120,7 +121,7 @@ class WorkerSession:
         self.engine = next((e for e in reversed(events) if e["event"] == "engine"), self.engine)
         self.config = request["speculative_config"]
         return worker_result(events, self.engine, len(request["concurrency"]), self.proc.poll(), self.python,
-                             self.log_path)
+                             self.log_path, log_start)
 
     def read_events(self, deadline: float, progress: Progress, label: str) -> list[dict]:
         """Events until the run is done, the worker reported an error, or it exited. Not until end of file:
@@ -147,10 +148,10 @@ class WorkerSession:
 
 
 def worker_result(events: list[dict], engine: dict | None, passes: int, returncode: int | None, python: str,
-                  log_path: Path) -> dict:
+                  log_path: Path, log_start: int) -> dict:
     for e in events:
         if e["event"] == "error":
-            raise worker_error(e, python, log_path)
+            raise worker_error(e, python, log_path, log_start)
     try:
         result = WorkerResult(engine=engine, passes=[e for e in events if e["event"] == "pass"]) if engine else None
     except ValidationError:
@@ -207,7 +208,7 @@ def engine_env() -> dict:
     return {k: v for k, v in os.environ.items() if k not in LEAKY_ENV}
 
 
-def worker_error(event: dict, python: str, log_path: Path) -> Exception:
+def worker_error(event: dict, python: str, log_path: Path, log_start: int = 0) -> Exception:
     kind, message = event.get("kind"), event.get("message") or ""
     if kind == "no-vllm":
         return UsageError(f"{python} cannot import vLLM", hint="give --engine-python PATH of an interpreter that has "
@@ -222,7 +223,7 @@ def worker_error(event: dict, python: str, log_path: Path) -> Exception:
     if kind == "argument":
         return UsageError(message, hint="check --engine-args against the installed vLLM's engine arguments "
                                         "(`vllm serve --help` lists them)")
-    return engine_failure(message or log_reason(log_path))
+    return engine_failure(message or log_reason(log_path, log_start))
 
 
 def engine_failure(reason: str | None) -> EngineError:
@@ -234,12 +235,13 @@ def engine_failure(reason: str | None) -> EngineError:
     return EngineError(f"vLLM stopped: {reason}", hint=MEMORY_HINT if memory else OWN_REASON_HINT)
 
 
-def log_reason(log_path: Path) -> str | None:
+def log_reason(log_path: Path, start: int = 0) -> str | None:
     """vLLM's reason when it raised in a process of its own (the engine core, a rank): the worker then
-    sees only that the engine core failed to start, and the reason is in the log that all share."""
+    sees only that the engine core failed to start, and the reason is in the log that all share. Read from
+    `start`, where the failing run began: an earlier engine's lines are not this failure's reason."""
     try:
         with open(log_path, "rb") as log:
-            log.seek(max(0, log.seek(0, os.SEEK_END) - LOG_TAIL))
+            log.seek(max(start, log.seek(0, os.SEEK_END) - LOG_TAIL))
             text = log.read().decode(errors="replace")
     except OSError:
         return None

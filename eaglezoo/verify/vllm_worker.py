@@ -12,6 +12,7 @@ Event kinds: engine, progress, pass, done (a run's end), error.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import re
@@ -104,10 +105,14 @@ def expand_batch_to_tokens(x, cu_num_tokens, num_tokens: int, replace_from=0, re
 
 
 def device_name() -> str:
+    """Through vLLM's platform (NVML on NVIDIA): torch.cuda.get_device_name would initialise CUDA in this process,
+    and vLLM then starts every later engine of the session by spawn."""
     import torch
 
     if torch.cuda.is_available():
-        return f"{torch.cuda.device_count()}x {torch.cuda.get_device_name(0)}"
+        from vllm.platforms import current_platform
+
+        return f"{torch.cuda.device_count()}x {current_platform.get_device_name(0)}"
     return f"cpu ({os.cpu_count()} cores)"
 
 
@@ -133,13 +138,32 @@ def start_engine(session: dict, speculative_config: dict | None):
 
 
 def shut_down(llm) -> None:
-    """vLLM's own teardown (EngineCore.shutdown: executor, distributed state, memory), before the next engine
-    starts in this process."""
-    import gc
-
+    """vLLM's own teardown (its engine-core client's shutdown: in this process, the executor, distributed state and
+    cached memory; otherwise the engine-core processes, SIGKILLed after a grace period), then a bounded wait until
+    those processes are gone: the next engine measures the free device memory as it starts."""
+    engine = engine_processes()
     llm.llm_engine.engine_core.shutdown()
-    del llm
-    gc.collect()
+    if engine:
+        import psutil
+
+        psutil.wait_procs(engine, timeout=60)
+
+
+def engine_processes() -> list:
+    """This process's descendants (vLLM's engine core and ranks), except multiprocessing's resource tracker,
+    which lives as long as this process does. psutil comes with vLLM."""
+    try:
+        import psutil
+    except ImportError:
+        return []
+    found = []
+    for proc in psutil.Process().children(recursive=True):
+        try:
+            if "resource_tracker" not in " ".join(proc.cmdline()):
+                found.append(proc)
+        except psutil.Error:
+            continue
+    return found
 
 
 def unknown_argument(exc: TypeError, given: dict) -> str | None:
@@ -241,6 +265,7 @@ def serve(session: dict, version: str, patched: str | None) -> None:
             if llm is not None:
                 shut_down(llm)
                 llm = None
+                gc.collect()  # the old engine's cycles, before the next one sizes its memory
             llm, start_s = start_engine(session, run["speculative_config"])
             config = run["speculative_config"]
             dtype = str(llm.llm_engine.model_config.dtype).removeprefix("torch.")
