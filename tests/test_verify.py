@@ -126,13 +126,13 @@ def test_a_reason_vllm_raised_in_its_own_process_is_read_from_the_log(tmp_path):
     assert log_reason(log) == "CUDA out of memory. Tried to allocate 2.00 GiB"
     log.write_text("RuntimeError: Engine core initialization failed. See root cause above.\n")
     assert log_reason(log) is None and log_reason(tmp_path / "absent.log") is None
+    failure = worker_error({"event": "error", "kind": "engine", "message": None}, "python", log)
+    assert failure.message == "vLLM failed while starting or measuring"
+    assert failure.hint == "its own reason is in the engine's log"  # the caller adds the log's path
     earlier = "ValueError: an earlier engine's refusal, from a run that is over\n"  # one process serves several runs
     log.write_text(earlier + "RuntimeError: Engine core initialization failed.\n")
     assert log_reason(log) == "an earlier engine's refusal, from a run that is over"
     assert log_reason(log, start=len(earlier)) is None
-    failure = worker_error({"event": "error", "kind": "engine", "message": None}, "python", log)
-    assert failure.message == "vLLM failed while starting or measuring"
-    assert failure.hint == "its own reason is in the engine's log"  # the caller adds the log's path
 
     class CacheConfig(BaseModel):
         block_size: int = Field(ge=1)
