@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 # One math thread per process: the suite runs three workers on two cores, each starting CLI subprocesses and
-# engines; torch's default (a thread per core, spinning while it waits) made them fight (measured: 219 s
-# against 148 s for five engine-heavy modules, docs/benchmarks.md). Set before torch is imported anywhere.
+# engines; torch's default (a thread per core, spinning while it waits) made them fight (measured, paired: 122.4 s
+# against 85.1 s for three engine-heavy modules, docs/benchmarks.md). Set before torch is imported anywhere.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import pytest

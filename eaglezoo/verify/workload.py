@@ -7,9 +7,9 @@ import json
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Callable
+from typing import Annotated, Callable
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
 from ..checkpoint.problems import Finding
 from ..checkpoint.read import Drafter
@@ -21,15 +21,20 @@ Progress = Callable[..., None]  # progress(done, total, phase="...")
 
 
 
+Turn = Annotated[str, StringConstraints(pattern=r"\S")]  # an earlier user turn: not blank
+
+
 class Prompt(BaseModel):
+    model_config = ConfigDict(strict=True)  # a prompt set's JSON types are taken as they are, never coerced
+
     prompt: str
     bucket: str = "default"  # the category, or the robustness condition
     chat: bool = False  # a user message: the target's chat template is applied when it has one
     system: str | None = None  # chat: a system message before it
     thinking: bool | None = None  # chat: the template's thinking switch (enable_thinking), where it has one
-    context: int | None = None  # this many target tokens of a long document before the question
-    history: list[str] | None = None  # chat: earlier user turns, each answered by the target itself first
-    temperature: float | None = None  # this row's sampling temperature (default: the run's)
+    context: Annotated[int, Field(ge=1)] | None = None  # this many target tokens of a long document before the question
+    history: Annotated[list[Turn], Field(min_length=1)] | None = None  # chat: earlier user turns, each answered first
+    temperature: Annotated[float, Field(ge=0, le=100)] | None = None  # this row's sampling temperature (else the run's)
 
 
 SUITES = ("standard", "robustness")  # prompt suites shipped in eaglezoo/data/suites (their README names sources and licences)
@@ -146,27 +151,16 @@ FIELDS_HINT = ('e.g. {"prompt": "...", "chat": true, "system": "...", "thinking"
 
 
 def prompt_of(row: dict, where: str, n: int) -> Prompt:
-    for key, kind in FIELDS.items():
-        if row.get(key) is not None and not valid(key, row[key]):
-            raise BadInput(f"{where}: line {n}: {key!r} must be {kind}", hint=FIELDS_HINT)
-    if row.get("history") and row.get("chat") is not True:
+    try:
+        prompt = Prompt(prompt=row.get("prompt", row.get("text")), bucket=str(row.get("bucket", "default")),
+                        chat=row.get("chat") is True, **{k: row.get(k) for k in FIELDS})
+    except ValidationError as exc:
+        key = exc.errors()[0]["loc"][0]
+        raise BadInput(f"{where}: line {n}: {key!r} must be {FIELDS[key]}", hint=FIELDS_HINT) from None
+    if prompt.history and not prompt.chat:
         raise BadInput(f"{where}: line {n}: a row with a 'history' is a conversation and needs \"chat\": true",
                        hint=FIELDS_HINT)
-    return Prompt(prompt=row.get("prompt", row.get("text")), bucket=str(row.get("bucket", "default")),
-                  chat=row.get("chat") is True, **{k: row.get(k) for k in FIELDS})
-
-
-def valid(key: str, value) -> bool:
-    if key == "system":
-        return isinstance(value, str)
-    if key == "thinking":
-        return isinstance(value, bool)
-    if key == "history":
-        return isinstance(value, list) and bool(value) and all(isinstance(q, str) and q.strip() for q in value)
-    number = isinstance(value, (int, float)) and not isinstance(value, bool)
-    if key == "context":
-        return number and isinstance(value, int) and value >= 1
-    return number and 0 <= value <= 100  # temperature
+    return prompt
 
 
 
