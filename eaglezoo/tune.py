@@ -21,7 +21,7 @@ from .errors import UsageError
 from .serving import serve_config
 from .verify.conversation import converse
 from .verify.report import pass_timing
-from .verify.vllm_engine import EngineOptions, vllm_session
+from .verify.vllm_engine import EngineOptions, check_engine, vllm_session
 from .verify.workload import Progress, Workload
 
 
@@ -65,12 +65,21 @@ class TuneReport(BaseModel):
     eaglezoo_version: str = __version__
 
 
-def check_request(concurrency: list[int], k_max: int, work: Workload) -> None:
+def check_grid(concurrency: list[int], k_max: int, opts: EngineOptions) -> None:
+    """What the options alone refuse: checked before anything is read or any engine starts."""
     if not 1 <= k_max <= 16:
         raise UsageError(f"--k-max {k_max}: give 1 to 16", hint="e.g. --k-max 4")
     if len(set(concurrency)) != len(concurrency) or concurrency != sorted(concurrency):
         raise UsageError(f"--concurrency {','.join(map(str, concurrency))}: give distinct levels in rising order",
                          hint="e.g. --concurrency 1,4,16")
+    max_seqs = opts.extra.get("max_num_seqs")
+    if max_seqs is not None and concurrency[-1] > max_seqs:
+        raise UsageError(f"--concurrency {concurrency[-1]} exceeds the engine's max_num_seqs ({max_seqs}): it never "
+                         "batches that many", hint=f"measure up to {max_seqs}, or raise max_num_seqs in --engine-args")
+    check_engine(opts)
+
+
+def check_prompts(work: Workload) -> None:
     if work.temperature != 0:
         raise UsageError("tune measures greedy serving (temperature 0)", hint="drop --temperature")
     sampled = sum(t > 0 for t in work.temperatures())
@@ -86,11 +95,8 @@ def tune(work: Workload, opts: EngineOptions, concurrency: list[int], progress: 
          entry_hardware: str | None = None) -> TuneReport:
     """The grid, the decision, the configs and the confirmation run (work.k is K_max); the registry entry's floors
     checked on the grid, and its hardware class set beside the one measured."""
-    check_request(concurrency, work.k, work)
-    max_seqs = opts.extra.get("max_num_seqs")
-    if max_seqs is not None and concurrency[-1] > max_seqs:
-        raise UsageError(f"--concurrency {concurrency[-1]} exceeds the engine's max_num_seqs ({max_seqs}): it never "
-                         "batches that many", hint=f"measure up to {max_seqs}, or raise max_num_seqs in --engine-args")
+    check_grid(concurrency, work.k, opts)
+    check_prompts(work)
     with vllm_session(work, opts, progress) as session:  # one process: vLLM imported once for the whole grid
         work = converse(work, lambda sub: session.measure(sub, None, progress), "vllm")  # multi-turn rows, answered
         drafter = str(session.drafter)

@@ -52,7 +52,8 @@ def test_aux_ids_shifted_by_one_lint_flags_it_and_verify_shows_the_collapse(conv
     On this 4-layer toy adjacent boundaries are alike, so the loss is about 10% (2.27 -> 2.05 on 12
     prompts); on real targets the same bug took position-0 acceptance from 45% to 10%."""
     good = converted["eagle3", "speculators"]
-    good_al = verify(good, "--max-prompts", "12").json()["mean_acceptance_length"]
+    measured = verify(good, "--max-prompts", "12").json()
+    good_al, good_p1 = measured["mean_acceptance_length"], measured["acceptance_per_position"][0]
     bad = tmp_path / "shifted"
     import shutil
     shutil.copytree(good, bad)
@@ -67,5 +68,4 @@ def test_aux_ids_shifted_by_one_lint_flags_it_and_verify_shows_the_collapse(conv
     shifted = r.json()
     assert r.code == 1  # the lint error fails verify
     assert shifted["mean_acceptance_length"] < good_al - 0.15
-    good_p1 = verify(good, "--max-prompts", "12").json()["acceptance_per_position"][0]
     assert shifted["acceptance_per_position"][0] < good_p1 - 0.05

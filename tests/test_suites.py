@@ -78,13 +78,14 @@ def test_the_robustness_suite_is_built_from_the_standard_one():
     assert per_condition["temperature:1"] == 8 and per_condition["context:32768"] == 4
 
 
-def test_each_condition_is_measured_with_its_interval_or_skipped_with_its_reason(cli):
+def test_each_condition_is_measured_with_its_interval_or_skipped_with_its_reason(cli, tmp_path):
     """The tiny target has no chat template and a context of 1024: the system-prompt and thinking conditions and
-    the rungs above 512 cannot be run, and say why; nothing is truncated."""
-    r = cli("verify", "tiny-example-eagle31", "--suite", "robustness", "--max-new-tokens", "24", "--min-al", "1",
-            "--json")
-    assert r.code == 0, r.err
-    report = r.json()
+    the rungs above 512 cannot be run, and say why; nothing is truncated. (One run: the text on stdout, the report
+    in its file.)"""
+    shown = cli("verify", "tiny-example-eagle31", "--suite", "robustness", "--max-new-tokens", "24", "--min-al", "1",
+                "--report", tmp_path / "r.json")
+    assert shown.code == 0, shown.err
+    report = json.loads((tmp_path / "r.json").read_text())
     drift = report["drift"]
     assert list(drift["mean_acceptance_length_by_bucket"]) == ROBUST_MEASURED  # the suite's order
     for condition, al in drift["mean_acceptance_length_by_bucket"].items():
@@ -99,7 +100,6 @@ def test_each_condition_is_measured_with_its_interval_or_skipped_with_its_reason
     assert reasons["multi-turn"] == "a conversation needs the target's chat template, and it has none"
     assert reasons["temperature:1"].startswith("the native engine measures greedy acceptance only")
     assert report["num_prompts"] + len(report["skipped_prompts"]) == 108
-    shown = cli("verify", "tiny-example-eagle31", "--suite", "robustness", "--max-new-tokens", "24", "--min-al", "1")
     assert "skipped 8 prompt(s) of thinking:on: the target's chat template" in shown.out  # no emoji from ":on:"
 
 

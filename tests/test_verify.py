@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 
 import pytest
 from conftest import EXAMPLE, EXAMPLE_IDS, assert_clean_failure
@@ -61,6 +62,23 @@ def test_mismatched_targets(cli, converted, tmp_path):
 def test_cuda_without_cuda(cli, converted):
     assert_clean_failure(cli("verify", converted, "--target", EXAMPLE / "target", "--device", "cuda"), None,
                          contains="CUDA is not available")
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--device", "cuda"], "CUDA is not available"),
+    (["--engine", "vllm", "--engine-python", sys.executable], "cannot import vLLM"),
+    (["--engine", "vllm", "--data-parallel-size", "2"], "data parallel"),
+    (["--endpoint", "ftp://x"], "give an http:// or https:// URL"),
+    (["--endpoint", "http://127.0.0.1:9"], "cannot be reached"),
+    (["--dtype", "fp99"], "unknown --dtype 'fp99'"),
+    (["--prompts", "README.md"], "line 1 is not JSON"),
+], ids=["native-device", "interpreter", "data-parallel", "endpoint-url", "endpoint-down", "dtype", "prompts"])
+def test_settings_are_refused_before_the_drafter_is_read(cli, tmp_path, args, message):
+    """Cheap checks first: a drafter whose config cannot be read would otherwise be the error."""
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "config.json").write_text("{not json")
+    assert_clean_failure(cli("verify", broken, "--target", EXAMPLE / "target", *args), None, contains=message)
 
 
 @pytest.mark.parametrize("content,message", [

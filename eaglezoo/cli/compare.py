@@ -50,12 +50,13 @@ def compare(
     prompts = prompts_or_suite(prompts, suite) or entry_prompts(drafter_a, registry_dir)
     kwargs = {"target": target, "registry_dir": registry_dir, "k": num_spec_tokens, "max_new_tokens": max_new_tokens,
               "prompts_file": prompts, "max_prompts": max_prompts, "device": device, "dtype": dtype}
-    runs = [(drafter_a, engine, engine_python), (drafter_b, engine_b or engine, engine_python_b or engine_python)]
+    runs = [(d, one_engine(name), engine_options(python=python, dtype=dtype, max_model_len=max_model_len,
+                                                  enforce_eager=enforce_eager))  # both refused before A runs
+            for d, name, python in [(drafter_a, engine, engine_python),
+                                    (drafter_b, engine_b or engine, engine_python_b or engine_python)]]
     with verify_progress() as advance:
-        a, b = (verify_source(d, min_acceptance=[], progress=advance, engine=one_engine(name),
-                              engine_options=engine_options(python=python, dtype=dtype, max_model_len=max_model_len,
-                                                            enforce_eager=enforce_eager), **kwargs)
-                for d, name, python in runs)
+        a, b = (verify_source(d, min_acceptance=[], progress=advance, engine=name, engine_options=options, **kwargs)
+                for d, name, options in runs)
     result = compare_reports(a, b)
     data = result.model_dump(mode="json")
     save(data, report, html)

@@ -87,9 +87,11 @@ def tune(
 def tune_source(drafter: str, target: str | None, *, revision, registry_dir, prompts_file, max_prompts,
                 max_new_tokens, k_max, levels, opts, options, parallel_given, progress):
     """Tune what `drafter` names; a registry entry supplies its target, aux ids, prompts, floors and hardware."""
+    from ..tune import check_grid
     from ..tune import tune as run_tune
     from ..verify.run import prepare
 
+    check_grid(levels, k_max, options)
     src = resolve(drafter, revision, registry_dir=registry_dir)
     tgt = target_for(src, target, registry_dir, weights=False)
     if tgt is None:

@@ -16,13 +16,18 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-import torch
+if TYPE_CHECKING:
+    import torch
 
 
 def accepted_lengths(drafts: torch.Tensor, tokens: torch.Tensor, first: int, last: int, start: int = 0) -> list[int]:
     """drafts [K, T - start]: depth i from slot t (column t - start) predicts tokens[t + i + 2].
-    Slots first..last inclusive."""
+    Slots first..last inclusive. (torch is imported here: the report, and every refusal before an engine runs,
+    read this module without it.)"""
+    import torch
+
     k = drafts.shape[0]
     if last < first:
         return []

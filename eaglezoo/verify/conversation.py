@@ -13,8 +13,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from ..errors import UsageError
-from .prompting import encode_one
-from .target import load_tokenizer
+from .prompting import encode_one, load_tokenizer
 from .workload import Measurement, Workload
 
 Answer = Callable[[Workload], Measurement]  # one engine run over a sub-workload

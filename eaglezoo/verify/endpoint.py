@@ -30,10 +30,18 @@ CONCURRENCY = 8
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 
 
-def measure_endpoint(work: Workload, url: str, progress: Progress) -> Measurement:
-    t_start = time.perf_counter()
+def check_server(url: str) -> str:
+    """The server's base URL, once it has answered as a model server: checked before anything is read or
+    tokenised here, so that a wrong address, a bad setting or a server that is down fails at once."""
     base = server_base(url)
     endpoint_timeout_s()  # a bad EAGLEZOO_ENDPOINT_TIMEOUT is refused before the first request
+    listed_model(base)
+    return base
+
+
+def measure_endpoint(work: Workload, url: str, progress: Progress) -> Measurement:
+    t_start = time.perf_counter()
+    base = check_server(url)
     model = served_model(base, work)
     config = speculative_config(base)
     notes = check_drafter(config, work, base)
@@ -107,14 +115,18 @@ def _server_says(exc: urllib.error.HTTPError) -> str | None:
     return printable(str(message))[:200] if message else None
 
 
-def served_model(base: str, work: Workload) -> str:
-    """The served model's name, after checking it is the named target (vLLM reports its path or repo as root)."""
+def listed_model(base: str) -> dict:
     body = request(base, "/v1/models")
     models = body.get("data") if isinstance(body, dict) else None
     if not isinstance(models, list) or not models or not isinstance(models[0], dict) or "id" not in models[0]:
         raise EngineError(f"{base}/v1/models did not list a model: is this an OpenAI-compatible vLLM server?",
                           hint="point --endpoint at the vLLM server (vllm serve ... --speculative-config ...)")
-    model = models[0]
+    return models[0]
+
+
+def served_model(base: str, work: Workload) -> str:
+    """The served model's name, after checking it is the named target (vLLM reports its path or repo as root)."""
+    model = listed_model(base)
     root = printable(str(model.get("root") or model["id"]))
     if not same_model(root, work.target_name):
         raise EngineError(f"the server at {base} serves {root}, not the target {work.target_name}",

@@ -1,4 +1,4 @@
-"""How each prompt becomes the target's token ids, as a server would build them: a user message in the
+"""The target's tokenizer, and how each prompt becomes the target's token ids, as a server would build them: a user message in the
 target's chat template (with a system message and the thinking switch where asked), raw text otherwise, and
 a long document of an exact length in target tokens before the question (the robustness suite's context
 ladder). A conversation (a row with earlier user turns) is encoded up to the turn the target answers next
@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import functools
 import weakref
+from pathlib import Path
 
+from ..errors import UsageError, first_line
 from .workload import Prompt
 
 DOCUMENT = "CPython's pydoc_data topics (PSF licence), shipped with every Python"
@@ -80,3 +82,26 @@ def document_ids(tokenizer) -> list[int]:
     if tokenizer not in _DOCUMENT_IDS:
         _DOCUMENT_IDS[tokenizer] = tokenizer(_document(), add_special_tokens=False)["input_ids"]
     return _DOCUMENT_IDS[tokenizer]
+
+
+def load_tokenizer(path: Path, trust_remote_code: bool = False):
+    from transformers import AutoTokenizer
+
+    if not (path / "config.json").is_file():
+        raise UsageError(f"target {path}: no config.json found",
+                         hint="name the target model's folder (with its config.json), or a Hub repo id")
+    try:
+        return AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
+    except (OSError, ValueError, KeyError, ImportError) as exc:
+        raise load_error(f"target {path}: its tokenizer could not be loaded", exc) from None
+
+
+def load_error(what: str, exc: Exception) -> UsageError:
+    if "trust_remote_code" in str(exc):
+        hint = "pass --trust-remote-code if you trust the code it ships"
+    elif isinstance(exc, ImportError):
+        hint = "install the package it names in eaglezoo's environment"
+    else:
+        hint = ("give a folder that transformers loads (config.json, tokenizer and weights) or its Hub repo id; "
+                "a model type it does not know needs a newer transformers")
+    return UsageError(f"{what}: {first_line(exc)}", hint=hint)

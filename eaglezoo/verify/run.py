@@ -20,9 +20,8 @@ from ..checkpoint.read import read_drafter
 from ..errors import UsageError
 from ..lint import lint_drafter
 from .conversation import converse
-from .prompting import encode
+from .prompting import encode, load_tokenizer
 from .report import VerifyReport, apply_thresholds, compare, report_for
-from .target import load_tokenizer
 from .workload import Measurement, NativeOptions, Progress, Prompt, Workload, load_prompts, prompt_context, too_long
 
 
@@ -36,8 +35,7 @@ def verify(drafter_dir: Path, target_dir: Path, *, engines: list[str] = ("native
     engines = list(engines)
     native = native or NativeOptions()
     check_request(k, max_new_tokens, max_prompts, min_acceptance, temperature, engines, speedup)
-    if native.dequantize_mxfp4 and "native" not in engines:
-        raise UsageError("--dequantize-mxfp4 is for the native engine", hint="vLLM runs MXFP4 weights as they are")
+    check_engines(engines, endpoint, engine_options, device, dtype, native)
     work = prepare(drafter_dir, target_dir, target_name or str(target_dir), target_revision, opts or ReadOptions(),
                    prompts_file, max_prompts, k, max_new_tokens, temperature, seed, engines,
                    engine_options.max_model_len if engine_options else None, trust_remote_code)
@@ -78,14 +76,34 @@ def check_request(k, max_new_tokens, max_prompts, min_acceptance, temperature, e
                          hint="add --engine vllm")
 
 
+def check_engines(engines: list[str], endpoint: str | None, engine_options, device: str, dtype: str,
+                  native: NativeOptions) -> None:
+    """What each engine refuses from its settings alone, before the drafter is read or the prompts tokenised
+    (a wrong interpreter, address or device fails at once, and the native engine's before vLLM has run)."""
+    if native.dequantize_mxfp4 and "native" not in engines:
+        raise UsageError("--dequantize-mxfp4 is for the native engine", hint="vLLM runs MXFP4 weights as they are")
+    if "vllm" in engines:
+        from .vllm_engine import EngineOptions, check_engine
+
+        check_engine(engine_options or EngineOptions())
+    if endpoint:
+        from .endpoint import check_server
+
+        check_server(endpoint)
+    if "native" in engines:
+        from .target import resolve_device, resolve_dtype
+
+        resolve_dtype(dtype, resolve_device(device))
+
+
 def prepare(drafter_dir: Path, target_dir: Path, target_name: str, target_revision: str | None, opts: ReadOptions,
             prompts_file: Path | None, max_prompts: int | None, k: int, max_new_tokens: int, temperature: float,
             seed: int | None, engines: list[str], max_model_len: int | None, trust_remote_code: bool = False) -> Workload:
+    prompts = load_prompts(prompts_file)[:max_prompts]
     tcfg = target_config(target_dir)
     opts.target_config = tcfg
     drafter = read_drafter(drafter_dir, None, opts)
     findings = lint_drafter(drafter, tcfg, target_dir) + provenance_findings(drafter_dir, drafter.spec)
-    prompts = load_prompts(prompts_file)[:max_prompts]
     tokenizer = load_tokenizer(target_dir, trust_remote_code)
     encoded, unfit, notes = encode(tokenizer, prompts)
     unfit += sampled_on_native(prompts, encoded, engines)

@@ -17,11 +17,10 @@ from pathlib import Path
 
 import torch
 
-from ..errors import UsageError, first_line
+from ..errors import UsageError
+from .prompting import load_error, load_tokenizer
 from .quantization import describe, load_failure, load_kwargs, quantization_config
-
-DTYPES = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16, "bf16": torch.bfloat16,
-          "float16": torch.float16, "fp16": torch.float16, "float64": torch.float64}
+from .workload import dtype_name
 
 
 def resolve_device(device: str) -> str:
@@ -45,32 +44,7 @@ def resolve_device(device: str) -> str:
 def resolve_dtype(dtype: str, device: str) -> torch.dtype:
     if dtype == "auto":
         return torch.bfloat16 if device.startswith("cuda") else torch.float32
-    if dtype not in DTYPES:
-        raise UsageError(f"unknown --dtype {dtype!r}", hint=f"use one of auto, {', '.join(DTYPES)}")
-    return DTYPES[dtype]
-
-
-def load_tokenizer(path: Path, trust_remote_code: bool = False):
-    from transformers import AutoTokenizer
-
-    if not (path / "config.json").is_file():
-        raise UsageError(f"target {path}: no config.json found",
-                         hint="name the target model's folder (with its config.json), or a Hub repo id")
-    try:
-        return AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
-    except (OSError, ValueError, KeyError, ImportError) as exc:
-        raise load_error(f"target {path}: its tokenizer could not be loaded", exc) from None
-
-
-def load_error(what: str, exc: Exception) -> UsageError:
-    if "trust_remote_code" in str(exc):
-        hint = "pass --trust-remote-code if you trust the code it ships"
-    elif isinstance(exc, ImportError):
-        hint = "install the package it names in eaglezoo's environment"
-    else:
-        hint = ("give a folder that transformers loads (config.json, tokenizer and weights) or its Hub repo id; "
-                "a model type it does not know needs a newer transformers")
-    return UsageError(f"{what}: {first_line(exc)}", hint=hint)
+    return getattr(torch, dtype_name(dtype))
 
 
 @dataclass

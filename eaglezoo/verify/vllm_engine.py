@@ -26,8 +26,8 @@ from pydantic import BaseModel, Field, ValidationError, field_validator
 from ..errors import EngineError, UsageError
 from ..fsutil import staging
 from ..serving import engine_support, serve_config
-from .vllm_process import WorkerSession
-from .workload import Measurement, Progress, Workload
+from .vllm_process import WorkerSession, finds_vllm, no_vllm
+from .workload import Measurement, Progress, Workload, dtype_name
 
 RESERVED = {"model", "revision", "speculative_config", "seed", "data_parallel_size", "disable_log_stats",
             "enable_prefix_caching", "per_request_spec_decode_metrics"}  # eaglezoo sets these itself
@@ -54,11 +54,9 @@ class EngineOptions(BaseModel):
     @field_validator("dtype")
     @classmethod
     def one_alias_table(cls, name: str) -> str:
-        """"auto" is the engine's own choice (the model's dtype); other names through target's table
+        """"auto" is the engine's own choice (the model's dtype); other names through the native engine's table
         (its UsageError passes through pydantic, which wraps only ValueError)."""
-        from .target import resolve_dtype
-
-        return name if name == "auto" else str(resolve_dtype(name, "cpu")).removeprefix("torch.")
+        return name if name == "auto" else dtype_name(name)
 
     def llm_args(self) -> dict:
         args = {"tensor_parallel_size": self.tensor_parallel_size, "pipeline_parallel_size": self.pipeline_parallel_size,
@@ -96,6 +94,8 @@ def engine_python(given: str | None) -> str:
         if not Path(path).is_file() or not os.access(path, os.X_OK):
             raise UsageError(f"--engine-python {given}: no such executable",
                              hint="give the path of a Python interpreter that has vLLM installed")
+        if not finds_vllm(path):
+            raise no_vllm(path)
         return path
     if importlib.util.find_spec("vllm") is None:
         raise UsageError("vLLM is not installed in eaglezoo's environment",
@@ -103,14 +103,19 @@ def engine_python(given: str | None) -> str:
     return sys.executable
 
 
-def preflight(work: Workload, opts: EngineOptions) -> tuple[str, str | None]:
-    """Everything that can be refused before any engine runs: interpreter, data parallel, the drafter."""
-    python = engine_python(opts.python)
+def check_engine(opts: EngineOptions) -> str:
+    """What the options alone refuse (data parallel, the interpreter): checked before anything is read."""
     if opts.data_parallel_size > 1:
         raise UsageError("vLLM's offline engine does not run data parallel in one process (it raises for "
                          "LLM(data_parallel_size>1))",
                          hint="serve with `vllm serve ... --data-parallel-size N` and measure it with --endpoint URL; "
                               "data parallelism does not change acceptance")
+    return engine_python(opts.python)
+
+
+def preflight(work: Workload, opts: EngineOptions) -> tuple[str, str | None]:
+    """Everything that can be refused before any engine runs: the options, then the drafter."""
+    python = check_engine(opts)
     support = next(e for e in engine_support(work.spec) if e.engine == "vllm")
     if not support.faithful:
         raise UsageError(f"vLLM cannot serve this drafter faithfully: {'; '.join(support.notes)}",

@@ -208,11 +208,27 @@ def engine_env() -> dict:
     return {k: v for k, v in os.environ.items() if k not in LEAKY_ENV}
 
 
+def finds_vllm(python: str) -> bool:
+    """Whether `python`, in the engine's environment, finds vLLM: asked before anything is read or converted (a
+    moment: nothing is imported); the worker still reports a vLLM that is found but fails to import."""
+    probe = "import importlib.util, sys; sys.exit(importlib.util.find_spec('vllm') is None)"
+    try:
+        return subprocess.run([python, "-c", probe], env=engine_env(), capture_output=True, timeout=60,
+                              check=False).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        raise UsageError(f"--engine-python {python} could not be run",
+                         hint="give the path of a Python interpreter that has vLLM installed") from None
+
+
+def no_vllm(python: str) -> UsageError:
+    return UsageError(f"{python} cannot import vLLM", hint="give --engine-python PATH of an interpreter that has vLLM "
+                                                           "installed")
+
+
 def worker_error(event: dict, python: str, log_path: Path, log_start: int = 0) -> Exception:
     kind, message = event.get("kind"), event.get("message") or ""
     if kind == "no-vllm":
-        return UsageError(f"{python} cannot import vLLM", hint="give --engine-python PATH of an interpreter that has "
-                                                               "vLLM installed")
+        return no_vllm(python)
     if kind == "version":
         return UsageError(message, hint="upgrade vLLM in the engine's environment")
     if kind == "engine-bug":
