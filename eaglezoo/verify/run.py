@@ -35,7 +35,7 @@ def verify(drafter_dir: Path, target_dir: Path, *, engines: list[str] = ("native
     engines = list(engines)
     native = native or NativeOptions()
     check_request(k, max_new_tokens, max_prompts, min_acceptance, temperature, engines, speedup)
-    check_engines(engines, endpoint, engine_options, device, dtype, native)
+    check_engines(engines, endpoint, engine_options, device, native)
     work = prepare(drafter_dir, target_dir, target_name or str(target_dir), target_revision, opts or ReadOptions(),
                    prompts_file, max_prompts, k, max_new_tokens, temperature, seed, engines,
                    engine_options.max_model_len if engine_options else None, trust_remote_code)
@@ -76,8 +76,7 @@ def check_request(k, max_new_tokens, max_prompts, min_acceptance, temperature, e
                          hint="add --engine vllm")
 
 
-def check_engines(engines: list[str], endpoint: str | None, engine_options, device: str, dtype: str,
-                  native: NativeOptions) -> None:
+def check_engines(engines: list[str], endpoint: str | None, engine_options, device: str, native: NativeOptions) -> None:
     """What each engine refuses from its settings alone, before the drafter is read or the prompts tokenised
     (a wrong interpreter, address or device fails at once, and the native engine's before vLLM has run)."""
     if native.dequantize_mxfp4 and "native" not in engines:
@@ -90,10 +89,10 @@ def check_engines(engines: list[str], endpoint: str | None, engine_options, devi
         from .endpoint import check_server
 
         check_server(endpoint)
-    if "native" in engines:
-        from .target import resolve_device, resolve_dtype
+    if "native" in engines and device != "auto":  # auto always resolves; a named device needs torch to check
+        from .target import resolve_device
 
-        resolve_dtype(dtype, resolve_device(device))
+        resolve_device(device)
 
 
 def prepare(drafter_dir: Path, target_dir: Path, target_name: str, target_revision: str | None, opts: ReadOptions,
