@@ -72,7 +72,8 @@ def test_cuda_without_cuda(cli, converted):
     (["--endpoint", "http://127.0.0.1:9"], "cannot be reached"),
     (["--dtype", "fp99"], "unknown --dtype 'fp99'"),
     (["--prompts", "README.md"], "line 1 is not JSON"),
-], ids=["native-device", "interpreter", "data-parallel", "endpoint-url", "endpoint-down", "dtype", "prompts"])
+    (["--dequantize-mxfp4"], "is not MXFP4-quantized"),  # the target's quantization, from its config alone
+], ids=["native-device", "interpreter", "data-parallel", "endpoint-url", "endpoint-down", "dtype", "prompts", "mxfp4"])
 def test_settings_are_refused_before_the_drafter_is_read(cli, tmp_path, args, message):
     """Cheap checks first: a drafter whose config cannot be read would otherwise be the error."""
     broken = tmp_path / "broken"

@@ -18,7 +18,6 @@ import torch.nn.functional as F
 from ..errors import BadInput, UsageError
 from .acceptance import Tally, accepted_lengths, by_k_exact, decoding_path
 from .drafter import Eagle3Drafter, build_drafter
-from .quantization import load_kwargs, quantization_config
 from .target import Generation, Target, resolve_device, resolve_dtype
 from .workload import Measurement, NativeOptions, Progress, Workload
 
@@ -33,12 +32,12 @@ class Judged:
     tokens: list[int]  # the continuation
 
 
-def refuse(work: Workload, options: NativeOptions) -> None:
-    """What the native engine cannot run, refused before any engine starts (from configs only)."""
+def refuse(work: Workload) -> None:
+    """A drafter the native engine cannot run, refused before any engine starts (its target's quantization was
+    refused before anything was read: `run.check_native`)."""
     if work.spec.arch == "mla":
         raise BadInput("the native engine cannot run MLA (DeepSeek/Kimi-style) drafters",
                        hint="use --engine vllm, which serves them")
-    load_kwargs(work.target_dir, quantization_config(work.target_dir), options.dequantize_mxfp4)
 
 
 def measure_native(work: Workload, device: str, dtype: str, options: NativeOptions, progress: Progress) -> Measurement:

@@ -21,6 +21,7 @@ from ..errors import UsageError
 from ..lint import lint_drafter
 from .conversation import converse
 from .prompting import encode, load_tokenizer
+from .quantization import load_kwargs, quantization_config
 from .report import VerifyReport, apply_thresholds, compare, report_for
 from .workload import Measurement, NativeOptions, Progress, Prompt, Workload, load_prompts, prompt_context, too_long
 
@@ -35,14 +36,14 @@ def verify(drafter_dir: Path, target_dir: Path, *, engines: list[str] = ("native
     engines = list(engines)
     native = native or NativeOptions()
     check_request(k, max_new_tokens, max_prompts, min_acceptance, temperature, engines, speedup)
-    check_engines(engines, endpoint, engine_options, device, native)
+    check_engines(engines, endpoint, engine_options, device, native, target_dir)
     work = prepare(drafter_dir, target_dir, target_name or str(target_dir), target_revision, opts or ReadOptions(),
                    prompts_file, max_prompts, k, max_new_tokens, temperature, seed, engines,
                    engine_options.max_model_len if engine_options else None, trust_remote_code)
     if "native" in engines:
         from .native import refuse
 
-        refuse(work, native)
+        refuse(work)
     # Engines first: what they refuse is refused before a long native pass, and the GPU is free after them.
     first, *rest = sorted(engines, key=lambda name: name == "native")
     with runs_on(first, work, device, dtype, endpoint, engine_options, native, progress) as measure_first:
@@ -76,7 +77,8 @@ def check_request(k, max_new_tokens, max_prompts, min_acceptance, temperature, e
                          hint="add --engine vllm")
 
 
-def check_engines(engines: list[str], endpoint: str | None, engine_options, device: str, native: NativeOptions) -> None:
+def check_engines(engines: list[str], endpoint: str | None, engine_options, device: str, native: NativeOptions,
+                  target_dir: Path) -> None:
     """What each engine refuses from its settings alone, before the drafter is read or the prompts tokenised
     (a wrong interpreter, address or device fails at once, and the native engine's before vLLM has run)."""
     if native.dequantize_mxfp4 and "native" not in engines:
@@ -89,10 +91,19 @@ def check_engines(engines: list[str], endpoint: str | None, engine_options, devi
         from .endpoint import check_server
 
         check_server(endpoint)
-    if "native" in engines and device != "auto":  # auto always resolves; a named device needs torch to check
+    if "native" in engines:
+        check_native(target_dir, device, native)
+
+
+def check_native(target_dir: Path, device: str, native: NativeOptions) -> None:
+    """A named device (auto always resolves, and needs no torch to say so), then a target quantization the
+    native engine must not run, read from the target's config alone."""
+    if device != "auto":
         from .target import resolve_device
 
         resolve_device(device)
+    target_config(target_dir)  # a missing or malformed target config is refused in its own words first
+    load_kwargs(target_dir, quantization_config(target_dir), native.dequantize_mxfp4)
 
 
 def prepare(drafter_dir: Path, target_dir: Path, target_name: str, target_revision: str | None, opts: ReadOptions,
