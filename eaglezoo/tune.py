@@ -21,7 +21,7 @@ from .errors import UsageError
 from .serving import serve_config
 from .verify.conversation import converse
 from .verify.report import pass_timing
-from .verify.vllm_engine import EngineOptions, check_engine, vllm_session
+from .verify.vllm_engine import EngineOptions, check_vllm_options, vllm_session
 from .verify.workload import Progress, Workload
 
 
@@ -76,7 +76,7 @@ def check_grid(concurrency: list[int], k_max: int, opts: EngineOptions) -> None:
     if max_seqs is not None and concurrency[-1] > max_seqs:
         raise UsageError(f"--concurrency {concurrency[-1]} exceeds the engine's max_num_seqs ({max_seqs}): it never "
                          "batches that many", hint=f"measure up to {max_seqs}, or raise max_num_seqs in --engine-args")
-    check_engine(opts)
+    check_vllm_options(opts)
 
 
 def check_prompts(work: Workload) -> None:

@@ -116,7 +116,8 @@ def test_bad_tune_requests_are_refused_before_any_engine_starts(cli, args, messa
     assert_clean_failure(cli("tune", *BASE, *args), None, contains=message)
 
 
-def test_prompts_at_their_own_temperature_are_refused_before_any_engine_starts(cli, tmp_path):
+def test_prompts_at_their_own_temperature_are_refused_before_any_engine_starts(cli, tmp_path, vllm_ready):
+    """(The engine's interpreter is checked first, before the prompts are read: it must be one that has vLLM.)"""
     prompts = tmp_path / "p.jsonl"
     prompts.write_text(json.dumps({"prompt": "q"}) + "\n" + json.dumps({"prompt": "q", "temperature": 1.0}) + "\n")
     r = cli("tune", *BASE, "--prompts", prompts)

@@ -64,22 +64,57 @@ def test_cuda_without_cuda(cli, converted):
                          contains="CUDA is not available")
 
 
+def no_site_python(folder) -> str:
+    """An interpreter that finds no installed package (this one under -S): vLLM is absent, whatever is installed."""
+    script = folder / "python-no-site"
+    script.write_text(f"#!/bin/sh\nexec {sys.executable} -S \"$@\"\n")
+    script.chmod(0o755)
+    return str(script)
+
+
+def not_python(folder) -> str:
+    script = folder / "not-python"
+    script.write_text("#!/bin/sh\nexit 3\n")
+    script.chmod(0o755)
+    return str(script)
+
+
 @pytest.mark.parametrize("args,message", [
-    (["--device", "cuda"], "CUDA is not available"),
-    (["--engine", "vllm", "--engine-python", sys.executable], "cannot import vLLM"),
+    (["--device", "cuda:99"], "--device cuda:99"),  # no CUDA here, or fewer devices where there is
+    (["--engine", "vllm", "--engine-python", no_site_python], "cannot import vLLM"),
+    (["--engine", "vllm", "--engine-python", not_python], "is not a working Python interpreter (exit 3)"),
     (["--engine", "vllm", "--data-parallel-size", "2"], "data parallel"),
     (["--endpoint", "ftp://x"], "give an http:// or https:// URL"),
-    (["--endpoint", "http://127.0.0.1:9"], "cannot be reached"),
+    (["--endpoint", "http://127.0.0.1:{port}"], "cannot be reached"),
     (["--dtype", "fp99"], "unknown --dtype 'fp99'"),
     (["--prompts", "README.md"], "line 1 is not JSON"),
     (["--dequantize-mxfp4"], "is not MXFP4-quantized"),  # the target's quantization, from its config alone
-], ids=["native-device", "interpreter", "data-parallel", "endpoint-url", "endpoint-down", "dtype", "prompts", "mxfp4"])
+], ids=["native-device", "interpreter", "not-python", "data-parallel", "endpoint-url", "endpoint-down", "dtype",
+        "prompts", "mxfp4"])
 def test_settings_are_refused_before_the_drafter_is_read(cli, tmp_path, args, message):
     """Cheap checks first: a drafter whose config cannot be read would otherwise be the error."""
+    from test_verify_endpoint import free_port
+
     broken = tmp_path / "broken"
     broken.mkdir()
     (broken / "config.json").write_text("{not json")
+    args = [a(tmp_path) if callable(a) else a.format(port=free_port()) for a in args]
     assert_clean_failure(cli("verify", broken, "--target", EXAMPLE / "target", *args), None, contains=message)
+
+
+def test_settings_are_refused_before_a_hub_drafter_is_downloaded(cli):
+    """Offline (the suite's HF_HUB_OFFLINE=1), a download would be the error; the typo comes first."""
+    r = cli("verify", "someone/not-cached", "--target", EXAMPLE / "target", "--device", "cuda:99")
+    assert_clean_failure(r, None, contains="--device cuda:99")
+
+
+def test_a_compare_refuses_either_sides_settings_before_a_runs(cli, tmp_path):
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "config.json").write_text("{not json")
+    r = cli("compare", broken, "tiny-example-eagle31", "--target", EXAMPLE / "target", "--engine-b", "vllm",
+            "--engine-python-b", tmp_path / "no-such-python")
+    assert_clean_failure(r, None, contains="no such executable")
 
 
 @pytest.mark.parametrize("content,message", [

@@ -43,6 +43,7 @@ def compare(
     bucket each acceptance length and the ratio B/A with its bootstrap interval, and each figure as vLLM,
     SpecForge and SGLang count it."""
     from ..compare import compare as compare_reports
+    from ..verify.run import check_settings
     from ..verify.vllm_engine import engine_options
 
     check_outputs(report, html)
@@ -51,9 +52,11 @@ def compare(
     kwargs = {"target": target, "registry_dir": registry_dir, "k": num_spec_tokens, "max_new_tokens": max_new_tokens,
               "prompts_file": prompts, "max_prompts": max_prompts, "device": device, "dtype": dtype}
     runs = [(d, one_engine(name), engine_options(python=python, dtype=dtype, max_model_len=max_model_len,
-                                                  enforce_eager=enforce_eager))  # both refused before A runs
+                                                  enforce_eager=enforce_eager))
             for d, name, python in [(drafter_a, engine, engine_python),
                                     (drafter_b, engine_b or engine, engine_python_b or engine_python)]]
+    for _, name, options in runs:  # both sides' settings refused before A runs
+        check_settings([name], engine_options=options, device=device, dtype=dtype)
     with verify_progress() as advance:
         a, b = (verify_source(d, min_acceptance=[], progress=advance, engine=name, engine_options=options, **kwargs)
                 for d, name, options in runs)

@@ -280,9 +280,11 @@ def verify_source(drafter: str, target: str | None, *, revision: str | None = No
                   engine_options=None, **kwargs) -> VerifyReport:
     """Verify what `drafter` names; a registry entry supplies its target, aux ids, floors and prompts."""
     from ..checkpoint.formats.base import ReadOptions
-    from ..verify.run import verify
+    from ..verify.run import check_settings, verify
 
     engines = ["endpoint"] if endpoint else parse_engines(engine)
+    check_settings(engines, endpoint, engine_options, kwargs.get("device", "auto"), kwargs.get("dtype", "auto"),
+                   kwargs.get("native"))  # before a name is resolved: a typo downloads nothing
     opts = opts or ReadOptions()
     src = resolve(drafter, revision, registry_dir=registry_dir)
     tgt = target_for(src, target, registry_dir, weights="native" in engines)

@@ -41,7 +41,8 @@ def check_server(url: str) -> str:
 
 def measure_endpoint(work: Workload, url: str, progress: Progress) -> Measurement:
     t_start = time.perf_counter()
-    base = check_server(url)
+    base = server_base(url)
+    endpoint_timeout_s()
     model = served_model(base, work)
     config = speculative_config(base)
     notes = check_drafter(config, work, base)
@@ -116,6 +117,7 @@ def _server_says(exc: urllib.error.HTTPError) -> str | None:
 
 
 def listed_model(base: str) -> dict:
+    """The first model the server lists (/v1/models), or one line saying it is not a model server."""
     body = request(base, "/v1/models")
     models = body.get("data") if isinstance(body, dict) else None
     if not isinstance(models, list) or not models or not isinstance(models[0], dict) or "id" not in models[0]:

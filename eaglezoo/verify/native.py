@@ -34,7 +34,7 @@ class Judged:
 
 def refuse(work: Workload) -> None:
     """A drafter the native engine cannot run, refused before any engine starts (its target's quantization was
-    refused before anything was read: `run.check_native`)."""
+    refused before anything was read: `run.check_target`)."""
     if work.spec.arch == "mla":
         raise BadInput("the native engine cannot run MLA (DeepSeek/Kimi-style) drafters",
                        hint="use --engine vllm, which serves them")

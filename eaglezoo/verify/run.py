@@ -23,7 +23,17 @@ from .conversation import converse
 from .prompting import encode, load_tokenizer
 from .quantization import load_kwargs, quantization_config
 from .report import VerifyReport, apply_thresholds, compare, report_for
-from .workload import Measurement, NativeOptions, Progress, Prompt, Workload, load_prompts, prompt_context, too_long
+from .workload import (
+    Measurement,
+    NativeOptions,
+    Progress,
+    Prompt,
+    Workload,
+    dtype_name,
+    load_prompts,
+    prompt_context,
+    too_long,
+)
 
 
 def verify(drafter_dir: Path, target_dir: Path, *, engines: list[str] = ("native",), endpoint: str | None = None,
@@ -36,7 +46,9 @@ def verify(drafter_dir: Path, target_dir: Path, *, engines: list[str] = ("native
     engines = list(engines)
     native = native or NativeOptions()
     check_request(k, max_new_tokens, max_prompts, min_acceptance, temperature, engines, speedup)
-    check_engines(engines, endpoint, engine_options, device, native, target_dir)
+    check_settings(engines, endpoint, engine_options, device, dtype, native)
+    if "native" in engines:
+        check_target(target_dir, native)
     work = prepare(drafter_dir, target_dir, target_name or str(target_dir), target_revision, opts or ReadOptions(),
                    prompts_file, max_prompts, k, max_new_tokens, temperature, seed, engines,
                    engine_options.max_model_len if engine_options else None, trust_remote_code)
@@ -77,31 +89,31 @@ def check_request(k, max_new_tokens, max_prompts, min_acceptance, temperature, e
                          hint="add --engine vllm")
 
 
-def check_engines(engines: list[str], endpoint: str | None, engine_options, device: str, native: NativeOptions,
-                  target_dir: Path) -> None:
-    """What each engine refuses from its settings alone, before the drafter is read or the prompts tokenised
-    (a wrong interpreter, address or device fails at once, and the native engine's before vLLM has run)."""
-    if native.dequantize_mxfp4 and "native" not in engines:
+def check_settings(engines: list[str], endpoint: str | None = None, engine_options=None, device: str = "auto",
+                   dtype: str = "auto", native: NativeOptions | None = None) -> None:
+    """What each engine refuses from its settings alone, before anything is read or any engine starts (the CLI
+    also asks before it resolves a name, so that a typo downloads nothing): a wrong interpreter, address, device
+    or dtype fails at once, and the native engine's before vLLM has run."""
+    if native is not None and native.dequantize_mxfp4 and "native" not in engines:
         raise UsageError("--dequantize-mxfp4 is for the native engine", hint="vLLM runs MXFP4 weights as they are")
     if "vllm" in engines:
-        from .vllm_engine import EngineOptions, check_engine
+        from .vllm_engine import EngineOptions, check_vllm_options
 
-        check_engine(engine_options or EngineOptions())
+        check_vllm_options(engine_options or EngineOptions())
     if endpoint:
         from .endpoint import check_server
 
         check_server(endpoint)
-    if "native" in engines:
-        check_native(target_dir, device, native)
-
-
-def check_native(target_dir: Path, device: str, native: NativeOptions) -> None:
-    """A named device (auto always resolves, and needs no torch to say so), then a target quantization the
-    native engine must not run, read from the target's config alone."""
-    if device != "auto":
+    if "native" in engines and dtype != "auto":
+        dtype_name(dtype)
+    if "native" in engines and device != "auto":  # auto always resolves; a named device needs torch to check
         from .target import resolve_device
 
         resolve_device(device)
+
+
+def check_target(target_dir: Path, native: NativeOptions) -> None:
+    """A target quantization the native engine must not run, refused from the target's config alone."""
     target_config(target_dir)  # a missing or malformed target config is refused in its own words first
     load_kwargs(target_dir, quantization_config(target_dir), native.dequantize_mxfp4)
 

@@ -103,7 +103,7 @@ def engine_python(given: str | None) -> str:
     return sys.executable
 
 
-def check_engine(opts: EngineOptions) -> str:
+def check_vllm_options(opts: EngineOptions) -> str:
     """What the options alone refuse (data parallel, the interpreter): checked before anything is read."""
     if opts.data_parallel_size > 1:
         raise UsageError("vLLM's offline engine does not run data parallel in one process (it raises for "
@@ -115,7 +115,7 @@ def check_engine(opts: EngineOptions) -> str:
 
 def preflight(work: Workload, opts: EngineOptions) -> tuple[str, str | None]:
     """Everything that can be refused before any engine runs: the options, then the drafter."""
-    python = check_engine(opts)
+    python = check_vllm_options(opts)
     support = next(e for e in engine_support(work.spec) if e.engine == "vllm")
     if not support.faithful:
         raise UsageError(f"vLLM cannot serve this drafter faithfully: {'; '.join(support.notes)}",

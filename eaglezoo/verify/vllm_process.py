@@ -6,6 +6,7 @@ refusals turned into one line with vLLM's own reason.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import re
@@ -208,19 +209,28 @@ def engine_env() -> dict:
     return {k: v for k, v in os.environ.items() if k not in LEAKY_ENV}
 
 
+@functools.cache  # asked before anything is read, and again where the engine starts: one probe per interpreter
 def finds_vllm(python: str) -> bool:
-    """Whether `python`, in the engine's environment, finds vLLM: asked before anything is read or converted (a
-    moment: nothing is imported); the worker still reports a vLLM that is found but fails to import."""
-    probe = "import importlib.util, sys; sys.exit(importlib.util.find_spec('vllm') is None)"
+    """Whether `python`, in the engine's environment, finds vLLM: a moment, nothing is imported (the worker still
+    reports a vLLM that is found but fails to import). An interpreter that cannot run the probe is refused."""
+    probe = "import importlib.util; print('absent' if importlib.util.find_spec('vllm') is None else 'found')"
+    hint = "give the path of a Python interpreter that has vLLM installed"
     try:
-        return subprocess.run([python, "-c", probe], env=engine_env(), capture_output=True, timeout=60,
-                              check=False).returncode == 0
+        proc = subprocess.run([python, "-c", probe], env=engine_env(), capture_output=True, text=True, timeout=60,
+                              check=False)
+    except subprocess.TimeoutExpired:
+        raise UsageError(f"--engine-python {python} did not answer within 60 s", hint=hint) from None
     except (OSError, subprocess.SubprocessError):
-        raise UsageError(f"--engine-python {python} could not be run",
-                         hint="give the path of a Python interpreter that has vLLM installed") from None
+        raise UsageError(f"--engine-python {python} could not be run", hint=hint) from None
+    answer = proc.stdout.strip()
+    if proc.returncode != 0 or answer not in ("found", "absent"):
+        said = printable(proc.stderr.strip().splitlines()[-1])[:200] if proc.stderr.strip() else f"exit {proc.returncode}"
+        raise UsageError(f"--engine-python {python} is not a working Python interpreter ({said})", hint=hint)
+    return answer == "found"
 
 
 def no_vllm(python: str) -> UsageError:
+    """The one line for an interpreter without vLLM, whether the probe or the worker found it out."""
     return UsageError(f"{python} cannot import vLLM", hint="give --engine-python PATH of an interpreter that has vLLM "
                                                            "installed")
 

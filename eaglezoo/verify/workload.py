@@ -82,7 +82,6 @@ class Workload:
         return [self.temperature if p.temperature is None else p.temperature for p in self.prompts]
 
 
-
 DTYPE_NAMES = {"float32": "float32", "fp32": "float32", "bfloat16": "bfloat16", "bf16": "bfloat16",
                "float16": "float16", "fp16": "float16", "float64": "float64"}  # --dtype's names, both engines
 
