@@ -1,9 +1,9 @@
-"""The target's tokenizer, and how each prompt becomes the target's token ids, as a server would build them: a
-user message in the target's chat template (with a system message and the thinking switch where asked), raw text otherwise, and
-a long document of an exact length in target tokens before the question (the robustness suite's context
-ladder). A conversation (a row with earlier user turns) is encoded up to the turn the target answers next
-(`conversation.py` has it answer them). A condition the target cannot take (a system message without a chat template; a thinking switch
-the template does not have) is skipped and reported, never measured as something else."""
+"""The target's tokenizer, and how each prompt becomes the target's token ids, as a server would build them: a user
+message in the target's chat template (with a system message and the thinking switch where asked), raw text
+otherwise, and a long document of an exact length in target tokens before the question (the robustness suite's
+context ladder). A conversation (a row with earlier user turns) is encoded up to the turn the target answers next
+(`conversation.py` has it answer them). A condition the target cannot take (a system message without a chat
+template; a thinking switch the template does not have) is skipped and reported, never measured as something else."""
 
 from __future__ import annotations
 
