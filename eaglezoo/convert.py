@@ -7,10 +7,8 @@ beside OUT and renames it into place, so OUT either does not exist or is complet
 
 from __future__ import annotations
 
-import errno
 import json
 import os
-import shutil
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -28,7 +26,7 @@ from .checkpoint.spec import DrafterSpec
 from .checkpoint.st_writer import OutTensor, plan_output_order, stream_convert
 from .checkpoint.tensors import Checkpoint
 from .errors import UsageError
-from .fsutil import staging, temp_dir_beside
+from .fsutil import check_out_dir, replace_dir, staging
 
 CONFIG_DTYPE_CODES = {"float32": "F32", "float16": "F16", "bfloat16": "BF16", "float64": "F64"}
 
@@ -177,22 +175,7 @@ def _flatten(d: dict, prefix: str = "") -> dict[str, Any]:
 
 
 def check_destination(source: Path, out: Path, force: bool) -> None:
-    src, dst = source.resolve(), out.resolve()
-    if dst == src or src in dst.parents or dst in src.parents:
-        raise UsageError(f"OUT {out} overlaps SRC {source}: SRC is never modified",
-                         hint="choose an OUT outside the source folder (and not one of its parents)")
-    if out.exists() and not force:
-        raise _out_exists(out)
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"{out} exists and is not a directory", hint="choose a new OUT, or remove that file")
-    existing = next(p for p in out.absolute().parents if p.exists())
-    if not existing.is_dir():
-        raise UsageError(f"cannot write {out}: {existing} is not a directory",
-                         hint="choose an OUT whose parent is a folder")
-
-
-def _out_exists(out: Path) -> UsageError:
-    return UsageError(f"{out} already exists", hint="choose a new OUT or pass --force to replace it")
+    check_out_dir(out, force, source, "SRC")
 
 
 def apply(prep: Prepared, out: Path, force: bool = False, progress: Callable[[int], None] = lambda n: None) -> dict:
@@ -205,7 +188,7 @@ def apply(prep: Prepared, out: Path, force: bool = False, progress: Callable[[in
                                                  prep.metadata, progress)
         record = conversion_record(prep, source_sha, {"config.json": _sha(config_bytes), "model.safetensors": weights_sha})
         _write(tmp / "conversion.json", (json.dumps(record, indent=2) + "\n").encode())
-        _replace_dir(tmp, out, force)
+        replace_dir(tmp, out, force)
     return record
 
 
@@ -240,24 +223,3 @@ def _write(path: Path, data: bytes) -> None:
 def _sha(data: bytes) -> str:
     import hashlib
     return hashlib.sha256(data).hexdigest()
-
-
-def _replace_dir(tmp: Path, out: Path, force: bool) -> None:
-    if out.exists() and force:
-        old = temp_dir_beside(out)
-        os.rename(out, old / out.name)
-        os.rename(tmp, out)
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        _rename_new(tmp, out)
-
-
-def _rename_new(tmp: Path, out: Path) -> None:
-    """Renames tmp to out, which was absent when checked: a convert racing to the same OUT may have
-    made it since (rename then fails on a folder with files, or a file), and that one's output stays."""
-    try:
-        os.rename(tmp, out)
-    except OSError as exc:
-        if exc.errno in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOTDIR, errno.EISDIR) and os.path.lexists(out):
-            raise _out_exists(out) from None
-        raise

@@ -105,6 +105,7 @@ OS_ERRORS = {  # errno -> (sentence, hint)
     errno.EISDIR: ("a directory was given where a file is needed", None),
     errno.ENOTDIR: ("a path component is not a directory", None),
     errno.ENOENT: ("no such file or directory", None),
+    errno.ELOOP: ("a symlink loops (too many levels of symbolic links)", "fix or remove that symlink"),
     errno.EROFS: ("the file system is read-only", "write elsewhere"),
     errno.EMFILE: ("too many open files", None),
     errno.ECONNREFUSED: ("the connection was refused", "check the endpoint (HF_ENDPOINT) and your network"),

@@ -9,6 +9,7 @@ run's work; another host's temporaries (a shared file system) are never touched.
 from __future__ import annotations
 
 import contextlib
+import errno
 import glob
 import hashlib
 import json
@@ -17,6 +18,7 @@ import re
 import shutil
 import socket
 import stat
+import sys
 import tempfile
 from pathlib import Path, PurePosixPath
 
@@ -185,10 +187,53 @@ def regular_file(path: Path, what: str) -> Path:
     except (FileNotFoundError, NotADirectoryError):
         raise BadInput(f"{what}: {path} not found",
                        hint="correct the path, or download or create the missing file") from None
+    except OSError as exc:
+        if exc.errno != errno.ELOOP:
+            raise
+        raise BadInput(f"{what}: {path} is a symlink loop (too many levels of symbolic links)",
+                       hint="fix or remove that symlink") from None
     if not stat.S_ISREG(mode):
         kind = next((name for test, name in FILE_KINDS if test(mode)), "not a file")
         raise BadInput(f"{what}: {path} is {kind}, not a regular file", hint="give a regular file")
     return path
+
+
+def check_out_dir(out: Path, force: bool, source: Path, source_name: str) -> None:
+    """A folder OUT that a command writes whole (`convert`, `registry site`): never `source` (what the command
+    reads, named `source_name` in errors), inside it or above it; refused when it exists, unless `force` (then
+    it must be a folder, replaced whole, never mixed with what it held), or when a path component above it is
+    a file."""
+    out = Path(out)
+    src, dst = Path(source).resolve(), out.resolve()
+    if dst == src or src in dst.parents or dst in src.parents:
+        raise UsageError(f"OUT {out} overlaps {source_name} {source}: {source_name} is never modified",
+                         hint=f"choose an OUT outside {source_name} (and not one of its parents)")
+    if os.path.lexists(out) and not force:
+        raise UsageError(f"{out} already exists", hint="choose a new OUT or pass --force to replace it")
+    if os.path.lexists(out) and not out.is_dir():
+        raise UsageError(f"{out} exists and is not a directory", hint="choose a new OUT, or remove that file")
+    existing = next(p for p in out.absolute().parents if p.exists())
+    if not existing.is_dir():
+        raise UsageError(f"cannot write {out}: {existing} is not a directory",
+                         hint="choose an OUT whose parent is a folder")
+
+
+def replace_dir(tmp: Path, out: Path, force: bool) -> None:
+    """Renames the finished folder `tmp` to `out` in one step. With `force`, an existing `out` is first
+    renamed aside (then removed), so OUT is at every moment either the old folder or the new one. A run
+    racing to the same new OUT may have made it since it was checked: that one's output stays."""
+    if force and out.is_dir():
+        old = temp_dir_beside(out)
+        os.rename(out, old / out.name)
+        os.rename(tmp, out)
+        shutil.rmtree(old, ignore_errors=True)
+        return
+    try:
+        os.rename(tmp, out)
+    except OSError as exc:
+        if exc.errno in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOTDIR, errno.EISDIR) and os.path.lexists(out):
+            raise UsageError(f"{out} already exists", hint="choose a new OUT or pass --force to replace it") from None
+        raise
 
 
 def move_into(tmp: Path, dest: Path) -> None:
@@ -206,10 +251,28 @@ def move_into(tmp: Path, dest: Path) -> None:
     shutil.rmtree(tmp, ignore_errors=True)
 
 
+def too_many_digits(where: str) -> BadInput:
+    """The refusal of a number longer than Python reads from text (`sys.get_int_max_str_digits()`, 4,300 by
+    default): the limit stays, it guards against quadratic-time parsing; no count or size is that long."""
+    return BadInput(f"{where} holds a number with too many digits (over {sys.get_int_max_str_digits()})",
+                    hint="correct that number: no count or size has that many digits")
+
+
+def parse_json(text: str, where: str):
+    """JSON text as a value. The one parse whose failures are the caller's to word, except a number with too
+    many digits (a ValueError that is not a JSONDecodeError), refused here naming `where`."""
+    try:
+        return json.loads(text)
+    except (json.JSONDecodeError, UnicodeError):
+        raise
+    except ValueError:
+        raise too_many_digits(where) from None
+
+
 def read_json(path: Path, what: str) -> dict:
     regular_file(path, what)
     try:
-        value = json.loads(path.read_bytes().decode("utf-8"))
+        value = parse_json(path.read_bytes().decode("utf-8"), f"{what}: {path}")
     except UnicodeDecodeError as exc:
         raise BadInput(f"{what}: {path} is not valid UTF-8 text (byte {exc.start})", hint="save it as UTF-8") from None
     except json.JSONDecodeError as exc:

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import json
 import shlex
-from html import escape
+import warnings
+from html import escape as _escape
 
 from . import plots
 from .errors import BadInput
@@ -17,6 +18,16 @@ h1{font-size:1.4rem}h2{font-size:1.1rem;margin-top:2rem}.plots{display:flex;flex
 .plot{flex:0 1 28rem;max-width:28rem}.plot svg{width:100%;height:auto}table{border-collapse:collapse}
 td,th{border-bottom:1px solid #ddd;padding:.25rem .6rem;text-align:left}code,pre{background:#f4f4f4}
 pre{padding:.6rem;white-space:pre-wrap;word-break:break-all}.headline{font-size:1.2rem}"""
+
+
+def escape(value) -> str:
+    """Any value as HTML text: every interpolated value goes through here (a report is data, never markup)."""
+    return _escape(str(value))
+
+
+def fixed(value, spec: str = ".3f") -> str:
+    """A number formatted, as HTML text."""
+    return escape(format(value, spec))
 
 
 def page(title: str, headline: str, plots_svg: list[str], facts: list[tuple[str, str]], command: str | None,
@@ -37,8 +48,9 @@ def vllm_command(target: str, drafter: str, k: int) -> str:
 
 def verify_page(r: dict) -> str:
     engine = r["engine"].get("name", "native")
-    headline = (f"Mean acceptance length <b>{r['mean_acceptance_length']:.3f}</b> at K={r['num_spec_tokens']} "
-                f"over {r['num_drafts']} drafts ({r['num_prompts']} prompts &times; {r['max_new_tokens']} tokens)")
+    headline = (f"Mean acceptance length <b>{fixed(r['mean_acceptance_length'])}</b> at "
+                f"K={escape(r['num_spec_tokens'])} over {escape(r['num_drafts'])} drafts ({escape(r['num_prompts'])} "
+                f"prompts &times; {escape(r['max_new_tokens'])} tokens)")
     figures = [plots.per_position(r), plots.histogram(r)]
     figures += [plots.by_k(r)] if r.get("acceptance_by_k") else []
     figures += [plots.drift(r)] if r["drift"].get("feedback_rms_per_depth") else []
@@ -63,10 +75,11 @@ def tune_page(r: dict) -> str:
 
 def compare_page(r: dict) -> str:
     every = r["rows"][-1]
-    headline = (f"B/A = <b>{every['ratio']:.3f}</b> [{every['interval'][0]:.3f}, {every['interval'][1]:.3f}] over "
-                f"{every['prompts']} prompts ({escape(every['bucket'])})")
-    body = "".join(f"<tr><td>{escape(x['bucket'])}</td><td>{x['prompts']}</td><td>{x['a']:.3f}</td>"
-                   f"<td>{x['b']:.3f}</td><td>{x['ratio']:.3f}</td></tr>" for x in r["rows"])
+    low, high = every["interval"][0], every["interval"][1]
+    headline = (f"B/A = <b>{fixed(every['ratio'])}</b> [{fixed(low)}, {fixed(high)}] "
+                f"over {escape(every['prompts'])} prompts ({escape(every['bucket'])})")
+    body = "".join(f"<tr><td>{escape(x['bucket'])}</td><td>{escape(x['prompts'])}</td><td>{fixed(x['a'])}</td>"
+                   f"<td>{fixed(x['b'])}</td><td>{fixed(x['ratio'])}</td></tr>" for x in r["rows"])
     table = ("<h2>Per bucket</h2><table><tr><th>bucket</th><th>prompts</th><th>AL A</th><th>AL B</th>"
              f"<th>B / A</th></tr>{body}</table>")
     facts = [("A", r["a"]), ("B", r["b"]), ("target", r["target"]), ("engine", r["engine"]),
@@ -76,15 +89,24 @@ def compare_page(r: dict) -> str:
                 vllm_command(r["target"], r["b"], r["num_spec_tokens"]), [table])
 
 
-def page_for(report: dict) -> str:
-    """The page of a saved report, by what it holds."""
+def kind_of(report: dict) -> str:
+    """Which command (verify, tune or compare) wrote this report, by what it holds."""
     if not isinstance(report, dict):
         raise BadInput("the report is not a JSON object", hint="give a report written by verify, tune or compare --report")
     if "grid" in report and "decision" in report:
-        return tune_page(report)
+        return "tune"
     if "rows" in report and "peers" in report:
-        return compare_page(report)
+        return "compare"
     if "acceptance_per_position" in report and "histogram" in report:
-        return verify_page(report)
+        return "verify"
     raise BadInput("the report is none of verify's, tune's or compare's",
                    hint="give a report written by verify, tune or compare --report")
+
+
+def page_for(report: dict) -> str:
+    """The page of a saved report, by what it holds (a verify report read by verify/saved.read_report first).
+    The plotting library's warnings (a glyph missing from the font, a value it cannot place) are not the
+    user's to read: the page is drawn as well as it can be."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return {"tune": tune_page, "compare": compare_page, "verify": verify_page}[kind_of(report)](report)

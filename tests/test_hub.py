@@ -8,7 +8,7 @@ import socket
 
 import pytest
 import yaml
-from conftest import hubcli, run_cli, with_evidence
+from conftest import ROOT, hubcli, run_cli, with_evidence
 from factory import make_drafter, make_spec
 
 
@@ -38,10 +38,7 @@ def commits(hub, repo, branch="main"):
 
 
 def test_push_lfs_card_tag_and_no_op_repush(hub, big_drafter, tmp_path):
-    report = tmp_path / "report.json"
-    report.write_text(json.dumps({"device": "cpu", "dtype": "float32", "num_spec_tokens": 3, "num_prompts": 4,
-                                  "max_new_tokens": 32, "acceptance_per_position": [0.6, 0.4, 0.2],
-                                  "mean_acceptance_length": 2.2, "num_drafts": 40}))
+    report = ROOT / "registry" / "reports" / "tiny-example-eagle31.k3.t0.native.json"  # as verify wrote it
     r = hubcli(hub, "push", big_drafter, "tester/big-eagle31", "--target", "org/target-model", "--report", report,
                "--tag", "v1.0", "--json")
     assert r.code == 0, r.err
@@ -56,7 +53,7 @@ def test_push_lfs_card_tag_and_no_op_repush(hub, big_drafter, tmp_path):
     assert meta["base_model"] == "org/target-model" and "eagle3.1" in meta["tags"]
     assert "boundary [1, 2, 3]" in card and "layer-output [0, 1, 2]" in card
     assert "vllm serve org/target-model" in card and "sglang.launch_server" in card
-    assert "| 1 | 0.600 |" in card and "Mean acceptance length 2.200" in card
+    assert "| 1 | 0.596 |" in card and "Mean acceptance length 2.247" in card
     assert "Converted by eaglezoo" in card and "specforge" in card
     assert "![acceptance by draft position](acceptance.svg)" in card  # the figure, pushed beside the card
     figure = hub[0].blobs[repo.files(pushed["commit"])["acceptance.svg"]["oid"]].decode()

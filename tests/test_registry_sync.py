@@ -285,7 +285,7 @@ def test_record_refuses_reports_for_another_drafter_or_k(local_registry, tmp_pat
     before = tree_digest(local_registry)
     assert_clean_failure(run_cli("registry", "record", report, "--registry", local_registry),
                          contains="a report at K=2 T=0")
-    data.update(num_spec_tokens=3, registry_id="tiny-example-eagle3")
+    data.update(registry_id="tiny-example-eagle3")  # the K=2 report, claimed for another entry
     report.write_text(json.dumps(data))
     assert_clean_failure(run_cli("registry", "record", report, "--registry", local_registry),
                          contains="the report measured")

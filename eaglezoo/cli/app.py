@@ -45,7 +45,7 @@ def run(argv: list[str] | None = None) -> None:
             out.print(exc.ctx.get_help(), markup=False)
             code = EXIT_USAGE
         else:
-            code = report_error(exc.format_message(), None, "usage", EXIT_USAGE, as_json)
+            code = report_error(exc.format_message(), usage_hint(exc), "usage", EXIT_USAGE, as_json)
     except BrokenPipeError:
         code = 0  # the reader stopped reading (| head): not an error
     except SystemExit:
@@ -56,6 +56,11 @@ def run(argv: list[str] | None = None) -> None:
             traceback.print_exc()
         code = report_error(failure.message, failure.hint, failure.code, failure.exit_code, as_json)
     _exit(code)
+
+
+def usage_hint(exc: typer.TyperException) -> str:
+    ctx = getattr(exc, "ctx", None)
+    return f"see {ctx.command_path if ctx else 'eaglezoo'} --help"
 
 
 def report_error(message: str, hint: str | None, code: str, exit_code: int, as_json: bool) -> int:

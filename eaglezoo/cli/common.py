@@ -12,10 +12,11 @@ from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
 
 from .. import __version__
-from ..errors import UsageError
+from ..errors import UsageError, printable
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Convert, lint, verify and publish EAGLE-3 / EAGLE 3.1 drafters.")
@@ -103,6 +104,11 @@ def prompts_or_suite(prompts: Path | None, suite: str | None) -> Path | None:
 
     return suite_path(suite)
 
+
+
+def shown(text) -> str:
+    """Text from a file, a path or a server, for rich: markup escaped, control characters blanked (one line)."""
+    return escape(printable(str(text)))
 
 
 def print_json(data) -> None:

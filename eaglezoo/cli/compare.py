@@ -6,11 +6,10 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.markup import escape
 from rich.table import Table
 
 from ..errors import UsageError
-from .common import EnginePythonOpt, JsonOpt, NumSpecTokensOpt, RegistryOpt, ReportOpt, SuiteOpt, app, emit, out, prompts_or_suite
+from .common import EnginePythonOpt, JsonOpt, NumSpecTokensOpt, RegistryOpt, ReportOpt, SuiteOpt, app, emit, out, prompts_or_suite, shown
 from .report import HtmlOpt, check_outputs, save
 from .sources import resolve
 from .verify import verify_progress, verify_source
@@ -46,7 +45,7 @@ def compare(
     from ..verify.run import check_settings
     from ..verify.vllm_engine import engine_options
 
-    check_outputs(report, html)
+    check_outputs(report, html, reads=(prompts,))
     one_target(drafter_a, drafter_b, target, registry_dir)
     prompts = prompts_or_suite(prompts, suite) or entry_prompts(drafter_a, registry_dir)
     kwargs = {"target": target, "registry_dir": registry_dir, "k": num_spec_tokens, "max_new_tokens": max_new_tokens,
@@ -100,12 +99,12 @@ def one_target(a: str, b: str, target: str | None, registry_dir: Path | None) ->
 
 def render_compare(r) -> None:
     engines = r.engine if r.engine == r.engine_b else f"{r.engine} (A) and {r.engine_b} (B)"
-    out.print(f"[bold]A[/bold] {escape(r.a)}\n[bold]B[/bold] {escape(r.b)}\nagainst {escape(r.target)} on "
-              f"{escape(engines)}, K={r.num_spec_tokens}")
+    out.print(f"[bold]A[/bold] {shown(r.a)}\n[bold]B[/bold] {shown(r.b)}\nagainst {shown(r.target)} on "
+              f"{shown(engines)}, K={r.num_spec_tokens}")
     table = Table("bucket", "prompts", "AL A", "AL B", "B / A", "95% interval", title="acceptance length, B against A",
                   title_justify="left")
     for row in r.rows:
-        table.add_row(escape(row.bucket), str(row.prompts), f"{row.a:.3f}", f"{row.b:.3f}", f"{row.ratio:.3f}",
+        table.add_row(shown(row.bucket), str(row.prompts), f"{row.a:.3f}", f"{row.b:.3f}", f"{row.ratio:.3f}",
                       f"[{row.interval[0]:.3f}, {row.interval[1]:.3f}]")
     out.print(table)
     for who in ("a", "b"):

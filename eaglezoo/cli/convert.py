@@ -24,6 +24,7 @@ from .common import (
     human_bytes,
     out,
     read_options,
+    shown,
 )
 
 if TYPE_CHECKING:
@@ -54,8 +55,7 @@ def convert(
 
     req = convert_request(src, target, read_options(aux_layers, aux_convention, flag), revision=revision,
                       registry_dir=registry_dir, to=to, dialect=from_, dtype=dtype, verifier=verifier)
-    if not dry_run:
-        check_destination(req.source, dst, force)
+    check_destination(req.source, dst, force)  # a dry run refuses what the real run would refuse
     prepared = plan(req)
     p = prepared.plan
     if dry_run:
@@ -65,33 +65,33 @@ def convert(
     with byte_progress("converting", p.num_bytes) as advance:
         record = apply(prepared, dst, force=force, progress=advance)
     emit({"dry_run": False, "out": str(dst), "plan": p.model_dump(mode="json"), "record": record}, as_json,
-         lambda: render_plan(p, f"[green]wrote[/green] {dst} ({p.num_tensors} tensors, {human_bytes(p.num_bytes)}; "
+         lambda: render_plan(p, f"[green]wrote[/green] {shown(dst)} ({p.num_tensors} tensors, {human_bytes(p.num_bytes)}; "
                                 "conversion.json records every decision)"))
 
 
 
 def render_plan(p, outcome: str) -> None:
     s = p.spec
-    out.print(f"[bold]{p.source}[/bold]: dialect [cyan]{p.dialect}[/cyan] -> [cyan]{p.to}[/cyan]  "
+    out.print(f"[bold]{shown(p.source)}[/bold]: dialect [cyan]{p.dialect}[/cyan] -> [cyan]{p.to}[/cyan]  "
               f"(EAGLE {s.eagle_version}, {s.arch}, k={s.num_aux}, aux boundary {s.aux.boundary() if s.aux else None}, "
               f"vocab {s.vocab_size}/{s.draft_vocab_size})")
     out.print(f"tensors: {p.num_tensors} kept ({human_bytes(p.num_bytes)}), {len(p.renames)} renamed, "
               f"{len(p.drops)} dropped" + (f", cast to {p.dtype}" if p.dtype else ", bytes unchanged"))
     for r in p.renames[:6]:
-        out.print(f"  rename {r.source} -> {r.output}", markup=False)
+        out.print(f"  rename {shown(r.source)} -> {shown(r.output)}")
     if len(p.renames) > 6:
         out.print(f"  ... and {len(p.renames) - 6} more renames")
     for d in p.drops:
-        out.print(f"  drop   {d.name}: {d.reason}", markup=False)
+        out.print(f"  drop   {shown(d.name)}: {shown(d.reason)}")
     if p.config_diff:
         table = Table("config key", "before", "after", title="config changes", title_justify="left")
         for c in p.config_diff:
-            table.add_row(c.key, json.dumps(c.before), json.dumps(c.after))
+            table.add_row(shown(c.key), shown(json.dumps(c.before)), shown(json.dumps(c.after)))
         out.print(table)
     for dec in p.decisions:
-        out.print(f"[blue]decision[/blue] {dec}")
+        out.print(f"[blue]decision[/blue] {shown(dec)}")
     for w in p.warnings:
-        out.print(f"[yellow]warning[/yellow] {w}")
+        out.print(f"[yellow]warning[/yellow] {shown(w)}")
     out.print(outcome)
 
 

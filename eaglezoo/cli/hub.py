@@ -55,9 +55,13 @@ def push(
 ):
     """Upload exactly the drafter (regular files inside DIR, no hidden files, no symlinks leaving it) with a
     generated model card; unchanged content makes no new commit."""
+    from ..hub.push import check_names
     from ..hub.push import push as hub_push
+    from ..verify.saved import read_report
 
-    result = hub_push(folder, repo, revision=revision, private=private, create_pr=create_pr, report=report,
+    check_names(repo, revision, tag)  # before the report is read: the cheapest refusal first
+    loaded = read_report(report, "--report", needs="the model card").model_dump(mode="json") if report else None
+    result = hub_push(folder, repo, revision=revision, private=private, create_pr=create_pr, report=loaded,
                       target=target, tag=tag, include=include, exclude=exclude, dry_run=dry_run)
     files = [{"path": f.path_in_repo, "size": f.size} for f in result.files]
     data = {"repo": result.repo, "revision": result.revision, "commit": result.commit, "dry_run": result.dry_run,

@@ -22,6 +22,7 @@ from .common import (
     human_bytes,
     out,
     read_options,
+    shown,
 )
 
 if TYPE_CHECKING:
@@ -53,19 +54,19 @@ def lint(
 
 
 def render_lint(report) -> None:
-    head = f"[bold]{report.drafter}[/bold]"
+    head = f"[bold]{shown(report.drafter)}[/bold]"
     if report.dialect:
         head += f": dialect [cyan]{report.dialect}[/cyan], EAGLE {report.eagle_version}"
     if report.target:
-        head += f", target {report.target}"
+        head += f", target {shown(report.target)}"
     if report.level == "config":
         head += " [dim](config alone: no tensors checked)[/dim]"
     out.print(head)
     for f in report.findings:
         style = SEVERITY_STYLE[f.severity]
-        out.print(f"[{style}]{f.severity:7}[/{style}] [dim]{f.code}[/dim] {f.message}")
+        out.print(f"[{style}]{f.severity:7}[/{style}] [dim]{f.code}[/dim] {shown(f.message)}")
         if f.hint and f.severity != "info":
-            out.print(f"          [dim]hint: {f.hint}[/dim]")
+            out.print(f"          [dim]hint: {shown(f.hint)}[/dim]")
     for e in report.engines:
         status = "ok" if e.faithful else "[red]cannot serve faithfully[/red]"
         floor = f">= {e.min_version}" if e.min_version else "version unknown"

@@ -6,11 +6,10 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.markup import escape
 from rich.table import Table
 
 from ..errors import EXIT_FINDINGS, UsageError
-from .common import JsonOpt, RegistryOpt, app, emit, err, out
+from .common import JsonOpt, RegistryOpt, app, emit, err, out, shown
 
 registry_app = typer.Typer(no_args_is_help=True, help="The registry of published drafters (registry/*.yaml).")
 app.add_typer(registry_app, name="registry")
@@ -74,9 +73,9 @@ def registry_show(entry_id: Annotated[str, typer.Argument(metavar="ID", help="Re
         for name in FACTS:
             value, evidence = entry.fact(name), entry.evidence.get(name)
             if value is None and name in entry.null_reasons:
-                facts.add_row(name, "[red]unknown[/red]", "", escape(entry.null_reasons[name]))
+                facts.add_row(name, "[red]unknown[/red]", "", shown(entry.null_reasons[name]))
             elif value is not None:
-                facts.add_row(name, escape(_short(value)), evidence.level, escape(evidence.source))
+                facts.add_row(name, shown(_short(value)), evidence.level, shown(evidence.source))
         out.print(facts)
         rest = entry.model_dump(mode="json", exclude_none=True, exclude={"evidence"})
         out.print(yaml.safe_dump(rest, sort_keys=False), markup=False)
@@ -85,20 +84,22 @@ def registry_show(entry_id: Annotated[str, typer.Argument(metavar="ID", help="Re
 
 @registry_app.command("site")
 def registry_site(
-    out_dir: Annotated[Path, typer.Argument(metavar="OUT", help="The folder to write the site into.")],
+    out_dir: Annotated[Path, typer.Argument(metavar="OUT", help="The folder to write the site into (must not exist unless --force).")],
+    force: Annotated[bool, typer.Option(help="Replace OUT if it exists.")] = False,
     registry_dir: RegistryOpt = None,
     as_json: JsonOpt = False,
 ):
     """The zoo as a static, self-contained site: a filterable index of every entry and a page per entry."""
     from ..registry import load as registry
-    from ..registry.site import build
+    from ..registry.site import build, check_out
 
     reg = registry.load(registry_dir)
+    check_out(reg, out_dir, force)  # before the warnings: a refused OUT is the one line said
     for message in reg.broken.values():
         err.print(f"warning: skipped {message}", markup=False)
-    pages = build(reg, out_dir)
+    pages = build(reg, out_dir, force)
     emit({"out": str(out_dir), "pages": pages}, as_json,
-         lambda: out.print(f"wrote {len(pages)} pages to {escape(str(out_dir))} (open {escape(str(out_dir))}/index.html)"))
+         lambda: out.print(f"wrote {len(pages)} pages to {shown(str(out_dir))} (open {shown(str(out_dir))}/index.html)"))
 
 
 @registry_app.command("check")
@@ -148,12 +149,12 @@ def registry_sync(
     def render():
         for r in results:
             mark = "[red]error[/red]" if r.error else "[yellow]drift[/yellow]" if r.differences else "[green]ok[/green]"
-            out.print(f"{mark} {escape(r.entry_id)}" + (" (written)" if r.written else ""))
+            out.print(f"{mark} {shown(r.entry_id)}" + (" (written)" if r.written else ""))
             if r.error:
-                out.print(f"     {escape(r.error)}")
+                out.print(f"     {shown(r.error)}")
             for d in r.differences:
-                out.print(f"     {d.kind:8} {escape(d.field)}: {escape(_short(d.registry))} -> {escape(_short(d.hub))}"
-                          f"  [dim]({d.level}: {escape(d.source)})[/dim]")
+                out.print(f"     {d.kind:8} {shown(d.field)}: {shown(_short(d.registry))} -> {shown(_short(d.hub))}"
+                          f"  [dim]({d.level}: {shown(d.source)})[/dim]")
         out.print(f"{len(results)} synced, {len(drift)} with differences" + (", written" if write else ""))
     emit({"synced": len(results), "drifted": len(drift), "written": write,
           "entries": [_sync_json(r) for r in results]}, as_json, render)
@@ -193,7 +194,7 @@ def _sync_json(r) -> dict:
 @registry_app.command("plan")
 def registry_plan(
     runner: Annotated[Optional[str], typer.Option(metavar="LABEL", help="Only the jobs of this runner class, e.g. gpu-4x80g.")] = None,
-    commands: Annotated[bool, typer.Option("--commands", help="Print only the verify command lines, one per line.")] = False,
+    commands: Annotated[bool, typer.Option("--commands", help="Print only the verify command lines, one per line (with --json: the plan's JSON, whose \"commands\" lists them).")] = False,
     registry_dir: RegistryOpt = None,
     as_json: JsonOpt = False,
 ):
@@ -203,12 +204,16 @@ def registry_plan(
 
     if runner is not None and runner not in RUNNERS:
         raise UsageError(f"no runner class {runner!r}", hint=f"runner classes: {', '.join(RUNNERS)}")
-    result = plan(registry.load(registry_dir), runner)
+    reg = registry.load(registry_dir)
+    for message in reg.broken.values():  # a file that does not load is in no job: said, not silently dropped
+        err.print(f"warning: skipped {message}", markup=False)
+    result = plan(reg, runner)
     data = {"classes": [{"runner": r, "jobs": [{"id": j.entry_id, "k": j.k, "temperature": j.temperature,
                                                 "report": j.report, "command": j.shell} for j in jobs]}
                         for r, jobs in result.classes.items()],
-            "runners": list(result.classes), "unplanned": result.unplanned, "unrunnable": result.unrunnable}
-    if commands:
+            "runners": list(result.classes), "unplanned": result.unplanned, "unrunnable": result.unrunnable,
+            "commands": [j.shell for jobs in result.classes.values() for j in jobs]}  # what --commands prints
+    if commands and not as_json:
         for jobs in result.classes.values():
             for j in jobs:
                 print(j.shell)
@@ -222,11 +227,11 @@ def _render_plan(result) -> None:
     for runner, jobs in result.classes.items():
         out.print(f"[bold]{runner}[/bold] ({len(jobs)} jobs)")
         for j in jobs:
-            out.print(f"  {escape(j.shell)}", soft_wrap=True)
+            out.print(f"  {shown(j.shell)}", soft_wrap=True)
     for entry_id, why in result.unplanned.items():
-        out.print(f"[yellow]not planned[/yellow] {escape(entry_id)}: {escape(why)}")
+        out.print(f"[yellow]not planned[/yellow] {shown(entry_id)}: {shown(why)}")
     for entry_id, why in result.unrunnable.items():
-        out.print(f"[red]no runner[/red] {escape(entry_id)}: {escape(why)}")
+        out.print(f"[red]no runner[/red] {shown(entry_id)}: {shown(why)}")
 
 
 @registry_app.command("record")
@@ -245,10 +250,10 @@ def registry_record(
     def render():
         colour = {"verified": "green", "failed": "red"}.get(result.state, "yellow")
         m = result.measured
-        out.print(f"[{colour}]{result.state}[/{colour}] {escape(result.entry_id)}: K={m.k} T={m.temperature:g} "
-                  f"AL {m.mean_acceptance_length:.3f} on {escape(m.engine)} ({escape(m.hardware)}) -> {escape(m.report)}")
+        out.print(f"[{colour}]{result.state}[/{colour}] {shown(result.entry_id)}: K={m.k} T={m.temperature:g} "
+                  f"AL {m.mean_acceptance_length:.3f} on {shown(m.engine)} ({shown(m.hardware)}) -> {shown(m.report)}")
         for why in result.why:
-            out.print(f"     {escape(why)}")
+            out.print(f"     {shown(why)}")
     emit({"id": result.entry_id, "state": result.state, "why": result.why,
           "measured": result.measured.model_dump(mode="json")}, as_json, render)
     if result.measured.passed is False:

@@ -9,18 +9,38 @@ from typing import Annotated, Optional
 
 import typer
 
+from ..errors import UsageError
 from ..fsutil import atomic_write_text, file_destination, read_json
-from .common import app, out
+from .common import app, out, shown
 
 HtmlOpt = Annotated[Optional[Path], typer.Option(metavar="FILE", help="Also write a self-contained HTML page with the plots.")]
 
 
-def check_outputs(report: Path | None, html: Path | None) -> None:
-    """Both destinations refused before a long run, never after it."""
-    if report is not None:
-        file_destination(report, "--report")
-    if html is not None:
-        file_destination(html, "--html")
+def check_outputs(report: Path | None, html: Path | None, reads: tuple[Path | None, ...] = ()) -> None:
+    """Both destinations refused before a long run, never after it: each must be a writable file name,
+    neither may be a file the command reads, and the two must differ."""
+    named = {"--report": report, "--html": html}
+    for option, path in named.items():
+        if path is not None:
+            file_destination(path, option)
+            _not_an_input(path, option, reads)
+    if report is not None and html is not None and _same_file(report, html):
+        raise UsageError(f"--report and --html both name {html}: the page would replace the report",
+                         hint="give the page another name, e.g. --html report.html")
+
+
+def _not_an_input(path: Path, option: str, reads: tuple[Path | None, ...]) -> None:
+    for given in reads:
+        if given is not None and _same_file(path, given):
+            raise UsageError(f"{option} {path} is a file this command reads: writing it would destroy that input",
+                             hint=f"give {option} another file name")
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return Path(a).resolve() == Path(b).resolve() or (Path(a).exists() and Path(a).samefile(b))
+    except OSError:  # an unreadable path is refused by its own reader
+        return False
 
 
 def save(data: dict, report: Path | None, html: Path | None) -> None:
@@ -33,13 +53,15 @@ def save(data: dict, report: Path | None, html: Path | None) -> None:
 def write_html(path: Path | None, data: dict) -> None:
     if path is None:
         return
-    from ..errors import BadInput
+    from ..errors import BadInput, printable
     from ..pages import page_for
 
     try:
         page = page_for(data)
-    except (KeyError, TypeError, ValueError, IndexError) as exc:  # an edited or truncated report: say which key
-        raise BadInput(f"the report lacks what its page needs ({type(exc).__name__}: {str(exc)[:60]})",
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:  # an edited tune or compare report
+        which = f"its key {printable(str(exc.args[0]))[:40]!r} is missing" if isinstance(exc, KeyError) and exc.args \
+            else "a value is not of the kind the command writes"
+        raise BadInput(f"the report lacks what its page needs ({which})",
                        hint="give the JSON that verify, tune or compare --report wrote, unedited") from None
     atomic_write_text(path, page)
 
@@ -50,6 +72,18 @@ def report(
     html: Annotated[Path, typer.Option(metavar="FILE", help="The HTML page to write.")],
 ):
     """Render a saved report as one self-contained HTML page (plots inline, no network)."""
-    file_destination(html, "--html")
-    write_html(html, read_json(saved, "report"))
-    out.print(f"wrote {html}")
+    check_outputs(None, html, reads=(saved,))
+    write_html(html, _saved_report(saved))
+    out.print(f"wrote {shown(html)}")
+
+
+def _saved_report(saved: Path) -> dict:
+    """A saved report's JSON; a verify report read by the one strict reader (verify/saved.read_report), so the
+    page is drawn from what verify writes, never from an edited file's values."""
+    from ..pages import kind_of
+    from ..verify.saved import report_from
+
+    data = read_json(saved, "report")
+    if kind_of(data) == "verify":
+        data = report_from(data, f"report {saved}", needs="its page").model_dump(mode="json")
+    return data

@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.markup import escape
 from rich.table import Table
 
 from ..errors import EXIT_FINDINGS, UsageError
@@ -24,6 +23,7 @@ from .common import (
     emit,
     out,
     read_options,
+    shown,
 )
 from .report import HtmlOpt, check_outputs, save
 from .sources import resolve, target_for
@@ -67,7 +67,7 @@ def tune(
     if engine != "vllm":
         raise UsageError(f"--engine {engine}: tune measures on vLLM, the engine here that switches K by load",
                          hint="use --engine vllm (with --engine-python PATH where vLLM is installed)")
-    check_outputs(report, html)
+    check_outputs(report, html, reads=(prompts,))
     options = engine_options(python=engine_python, tensor_parallel_size=tensor_parallel_size or 1,
                              max_model_len=max_model_len, dtype=dtype, trust_remote_code=trust_remote_code,
                              gpu_memory_utilization=gpu_memory_utilization, enforce_eager=enforce_eager,
@@ -114,7 +114,7 @@ def tune_source(drafter: str, target: str | None, *, revision, registry_dir, pro
 
 
 def render_tune(r) -> None:
-    out.print(f"[bold]{escape(r.drafter)}[/bold] on vLLM {r.engine['version']} ({escape(r.engine['device'])}, "
+    out.print(f"[bold]{shown(r.drafter)}[/bold] on vLLM {r.engine['version']} ({shown(r.engine['device'])}, "
               f"{r.engine['dtype']}), K 0..{r.k_max}, {r.num_prompts} prompts x {r.max_new_tokens} tokens")
     table = Table("concurrency", *[f"K={k}" for k in range(r.k_max + 1)], title="output tokens/s (acceptance length)",
                   title_justify="left")
@@ -127,8 +127,8 @@ def render_tune(r) -> None:
     for d in r.decision:
         out.print(f"concurrency {d.concurrency}: [bold]K={d.k}[/bold], {d.output_tokens_per_s:.1f} tokens/s, "
                   f"speedup {d.speedup:.2f}x (measured)")
-    out.print(f"vLLM:   {escape(r.vllm_command)}")
-    out.print(f"SGLang: {escape(r.sglang_command)}" if r.sglang_command else
+    out.print(f"vLLM:   {shown(r.vllm_command)}")
+    out.print(f"SGLang: {shown(r.sglang_command)}" if r.sglang_command else
               "SGLang: no static K beats serving without speculation")
     conf, static = (_levels(r.confirmation[key]) for key in ("schedule", "best_static"))
     out.print(f"confirmed with the schedule: {conf} tokens/s; best static K={r.confirmation['best_static_k']}: "
@@ -136,9 +136,9 @@ def render_tune(r) -> None:
     for k, floor in r.floors.items():
         out.print(f"registry floors at K={k}: {_floor(floor)}, checked at every load")
     for failure in r.failures:
-        out.print(f"[red]below the registry's floor[/red] {escape(failure)}")
+        out.print(f"[red]below the registry's floor[/red] {shown(failure)}")
     for note in r.notes:
-        out.print(f"[yellow]note[/yellow] {escape(note)}")
+        out.print(f"[yellow]note[/yellow] {shown(note)}")
 
 
 def _floor(floor: dict) -> str:

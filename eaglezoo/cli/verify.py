@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
-from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -33,6 +32,7 @@ from .common import (
     parse_floors,
     prompts_or_suite,
     read_options,
+    shown,
 )
 from .report import HtmlOpt, check_outputs, save
 from .sources import resolve, target_for
@@ -92,7 +92,7 @@ def verify(
     from ..verify.workload import NativeOptions
 
     floors = parse_floors(min_acceptance, num_spec_tokens)
-    check_outputs(report, html)
+    check_outputs(report, html, reads=(prompts,))
     options = engine_options(
         python=engine_python, tensor_parallel_size=tensor_parallel_size, pipeline_parallel_size=pipeline_parallel_size,
         data_parallel_size=data_parallel_size, enable_expert_parallel=enable_expert_parallel,
@@ -158,9 +158,9 @@ def verify_progress():
 
 def render_verify(r) -> None:
     engine = r.engine.get("name", "native")
-    where = escape(f"{engine} {r.engine.get('version') or ''}".strip())
-    out.print(f"[bold]{escape(r.drafter)}[/bold] against [bold]{escape(r.target)}[/bold] on {where}, "
-              f"{escape(r.device)} ({escape(r.dtype)}), "
+    where = shown(f"{engine} {r.engine.get('version') or ''}".strip())
+    out.print(f"[bold]{shown(r.drafter)}[/bold] against [bold]{shown(r.target)}[/bold] on {where}, "
+              f"{shown(r.device)} ({shown(r.dtype)}), "
               f"K={r.num_spec_tokens}, {r.num_prompts} prompts x {r.max_new_tokens} tokens, "
               f"temperature {r.sampling['temperature']}" + (f", seed {r.sampling['seed']}" if r.sampling['seed'] is not None else ""))
     render_positions(r)
@@ -171,7 +171,7 @@ def render_verify(r) -> None:
     intervals = r.drift.get("mean_acceptance_length_interval_by_bucket", {})
     for bucket, al in r.drift["mean_acceptance_length_by_bucket"].items():
         per = ", ".join(f"{x:.2f}" for x in r.drift["acceptance_per_position_by_bucket"][bucket])
-        out.print(f"  bucket {escape(bucket)}: acceptance length {al:.3f}{interval_text(intervals.get(bucket))}, "
+        out.print(f"  bucket {shown(bucket)}: acceptance length {al:.3f}{interval_text(intervals.get(bucket))}, "
                   f"per position [{per}]")
     if r.target_distinct_token_ratio is not None:
         out.print(f"target output diversity: {r.target_distinct_token_ratio:.2f} distinct-token ratio")
@@ -181,13 +181,13 @@ def render_verify(r) -> None:
     if r.comparison:
         render_comparison(r.comparison)
     for note in r.notes:
-        out.print(f"[yellow]note[/yellow] {escape(note)}")
+        out.print(f"[yellow]note[/yellow] {shown(note)}")
     errors = [f for f in r.lint if f.severity == "error"]
     warns = [f for f in r.lint if f.severity == "warning"]
     out.print(f"lint: {len(errors)} error(s), {len(warns)} warning(s)" + "".join(f"\n  [red]{f.code}[/red] {f.message}" for f in errors))
     out.print("time: " + ", ".join(f"{k.removesuffix('_s')} {v:.1f}s" for k, v in r.timing.items()))
     for f in r.failures:
-        out.print(f"[red]FAIL[/red] {escape(f)}")
+        out.print(f"[red]FAIL[/red] {shown(f)}")
     if not r.failures and any(r.thresholds.get(key) for key in ("min_acceptance", "min_al", "min_al_by_condition")):
         out.print("[green]PASS[/green] all floors met")
 
@@ -202,7 +202,7 @@ def render_skipped(skipped: list[dict]) -> None:
     for s in skipped:
         by_bucket.setdefault(s["bucket"], []).append(s)
     for bucket, rows in by_bucket.items():
-        out.print(f"[yellow]skipped {len(rows)} prompt(s)[/yellow] of {escape(bucket)}: {escape(rows[0]['reason'])}"
+        out.print(f"[yellow]skipped {len(rows)} prompt(s)[/yellow] of {shown(bucket)}: {shown(rows[0]['reason'])}"
                   + (" (never truncated)" if "exceed the context" in rows[0]["reason"] else ""))
 
 

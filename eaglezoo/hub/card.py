@@ -10,30 +10,7 @@ import yaml
 
 from ..checkpoint.formats.base import ReadOptions
 from ..checkpoint.read import read_drafter
-from ..errors import BadInput, UsageError
 from ..serving import engine_support, schema_for, serve_config
-
-REPORT_KEYS = {"device": str, "dtype": str, "num_spec_tokens": int, "num_prompts": int, "max_new_tokens": int,
-               "acceptance_per_position": list, "mean_acceptance_length": (int, float), "num_drafts": int}
-
-
-def load_report(path: Path) -> dict:
-    """A verify report for the card's acceptance table; anything else is refused, never skipped."""
-    if not Path(path).is_file():
-        raise UsageError(f"--report {path}: no such file",
-                         hint="give the file that eaglezoo verify --report FILE wrote")
-    data = _json(Path(path))
-    if not isinstance(data, dict):
-        raise BadInput(f"--report {path}: not a JSON object (expected an eaglezoo verify report)",
-                       hint="give the file that eaglezoo verify --report FILE wrote")
-    for key, kind in REPORT_KEYS.items():
-        if not isinstance(data.get(key), kind) or isinstance(data.get(key), bool):
-            raise BadInput(f"--report {path}: {key} missing or not a {getattr(kind, '__name__', 'number')}",
-                           hint="write it with eaglezoo verify --report FILE")
-    if len(data["acceptance_per_position"]) != data["num_spec_tokens"]:
-        raise BadInput(f"--report {path}: acceptance_per_position does not have num_spec_tokens values",
-                       hint="give the file that eaglezoo verify --report FILE wrote, unedited")
-    return data
 
 
 def model_card(folder: Path, report: dict | None = None, target: str | None = None, repo: str | None = None) -> str:
@@ -85,12 +62,17 @@ FIGURE = "acceptance.svg"
 
 
 def card_figures(report: dict | None) -> dict[str, bytes]:
-    """The figures pushed beside the card (the Hub renders an image the card references by its repo path)."""
+    """The figures pushed beside the card (the Hub renders an image the card references by its repo path).
+    `report`: a verify report as verify/saved.read_report read it (the command reads it; this floor cannot)."""
     if report is None:
         return {}
+    import warnings
+
     from ..plots import per_position
 
-    return {FIGURE: per_position(report).encode()}
+    with warnings.catch_warnings():  # the plotting library's warnings are not the user's to read
+        warnings.simplefilter("ignore")
+        return {FIGURE: per_position(report).encode()}
 
 
 def _acceptance_section(report: dict) -> list[str]:
@@ -125,5 +107,5 @@ def _json(path: Path):
         return None
     try:
         return json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
+    except (ValueError, RecursionError):  # not JSON, not UTF-8, or a number with too many digits: no provenance section
         return None

@@ -3,12 +3,14 @@ with an optional tag checked before anything is pushed."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from ..errors import HubError, UsageError
+from ..errors import HubError, UsageError, printable
 from .client import hub_call
 
 NEVER_UPLOADED = (".git", ".cache")
@@ -76,7 +78,14 @@ def _hidden(rel: str) -> bool:
 
 
 def _upload(rel: str, path: Path, root: Path) -> Upload:
-    real = path.resolve()
+    try:  # a symlink loop: RuntimeError from Python 3.11's resolve, ELOOP from stat where resolve lets it pass
+        real = path.resolve()
+        loops = not real.exists() and _eloop(real)
+    except RuntimeError:
+        loops = True
+    if loops:
+        raise UsageError(f"{rel}: a symlink loop; push uploads regular files only",
+                         hint=f"remove or fix the symlink, or --exclude {rel}")
     if real != root and root not in real.parents:
         raise UsageError(f"{rel}: a symlink that leaves the folder; push uploads only files inside it",
                          hint=f"copy the file into the folder, or --exclude {rel}")
@@ -87,26 +96,69 @@ def _upload(rel: str, path: Path, root: Path) -> Upload:
 
 
 
-def push(folder: Path, repo: str, revision: str = "main", private: bool = False, create_pr: bool = False,
-         report: Path | None = None, target: str | None = None, tag: str | None = None,
-         include: list[str] | None = None, exclude: list[str] | None = None, dry_run: bool = False) -> Pushed:
-    from .card import card_figures, load_report, model_card
+def _eloop(path: Path) -> bool:
+    try:
+        os.stat(path)
+    except OSError as exc:
+        return exc.errno == errno.ELOOP
+    return False
 
+
+
+def push(folder: Path, repo: str, revision: str = "main", private: bool = False, create_pr: bool = False,
+         report: dict | None = None, target: str | None = None, tag: str | None = None,
+         include: list[str] | None = None, exclude: list[str] | None = None, dry_run: bool = False) -> Pushed:
+    """`report`: a verify report as verify/saved.read_report read it (cli/hub.py reads it: hub/ is below verify/).
+    A dry run checks everything the real push checks before it contacts the Hub, then lists the files."""
+    from .card import card_figures, model_card
+
+    check_names(repo, revision, tag)
     if not folder.is_dir():
         raise UsageError(f"{folder}: not a directory", hint="give the converted drafter's folder")
-    loaded = load_report(report) if report else None
-    figures = card_figures(loaded)  # generated beside the card: a folder's own files of those names give way
+    figures = card_figures(report)  # generated beside the card: a folder's own files of those names give way
     files = [f for f in select_files(folder, include, exclude) if f.path_in_repo not in {"README.md", *figures}]
     if not any(f.path_in_repo == "config.json" for f in files):
         raise UsageError(f"{folder}: no config.json; push a converted drafter folder",
                          hint="convert it first (eaglezoo convert SRC OUT), then push OUT")
     _refuse_local_paths(folder / "conversion.json")
-    card = model_card(folder, report=loaded, target=target, repo=repo).encode()
+    card = model_card(folder, report=report, target=target, repo=repo).encode()
     files += [Upload(name, None, len(data), data) for name, data in {"README.md": card, **figures}.items()]
     if dry_run:
         return Pushed(repo, revision, None, False, None, files, dry_run=True)
     return _commit(repo, revision, private, create_pr, tag, files)
 
+
+
+def check_names(repo: str, revision: str, tag: str | None) -> None:
+    """The repo id as the Hub client validates it (the real push's first call, create_repo, runs the same
+    validator); the branch and the tag as git ref names (the client sends them unchecked, the Hub refuses what
+    git refuses): checked before anything is read or sent, in a dry run as in the real push."""
+    from huggingface_hub.errors import HFValidationError
+    from huggingface_hub.utils import validate_repo_id
+
+    try:
+        validate_repo_id(repo)
+    except HFValidationError:
+        raise UsageError(f"{printable(repr(repo))} is not a valid Hub repo id",
+                         hint="repo ids look like owner/name: letters, digits, '-', '_', '.'; no '--' or '..'") from None
+    for option, name in (("--revision", revision), ("--tag", tag)):
+        if name is not None and not valid_ref_name(name):
+            raise UsageError(f"{option} {printable(repr(name))} is not a valid git ref name",
+                             hint=f"give {option} a name git accepts (git check-ref-format): no spaces, '..', "
+                                  "'~^:?*[\\', '@{', control characters, leading '-' or '.', or trailing '.', '/' "
+                                  "or '.lock'")
+
+
+REF_FORBIDDEN = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]|\.\.|@\{|//")
+
+
+def valid_ref_name(name: str) -> bool:
+    """git check-ref-format's rules for a branch or tag name (one level allowed), and no leading '-'."""
+    if not name or name == "@" or name.startswith(("-", "/")) or name.endswith(("/", ".", ".lock")):
+        return False
+    if REF_FORBIDDEN.search(name) or not name.isprintable():
+        return False
+    return not any(part.startswith(".") or part.endswith(".lock") for part in name.split("/"))
 
 
 def _refuse_local_paths(record: Path) -> None:

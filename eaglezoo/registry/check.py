@@ -3,13 +3,11 @@
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
 from ..checkpoint.spec import AuxLayers
 from ..errors import BadInput
-from ..fsutil import regular_file
 from ..serving import engine_support, schema_for
 from .hardware import RUNNERS
 from .load import Registry, select
@@ -99,24 +97,22 @@ def _null_problems(entry: Entry) -> list[str]:
 
 
 def _report_problems(entry: Entry, report_path: Path) -> list[str]:
+    from ..verify.saved import read_report
+
     try:
-        report = json.loads(regular_file(report_path, "status.report").read_text(encoding="utf-8"))
+        report = read_report(report_path, "status.report", needs="registry check")
     except BadInput as exc:
         return [exc.message]
-    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
-        return [f"status.report {entry.status.report} is not valid JSON"]
-    if not isinstance(report, dict):
-        return [f"status.report {entry.status.report} is not a JSON object"]
     problems = []
-    if not isinstance(report.get("num_drafts"), int) or report["num_drafts"] <= 0:
+    if report.num_drafts <= 0:
         problems.append("status.report measured no drafts")
-    if entry.status.state == "verified" and report.get("failures"):
+    if entry.status.state == "verified" and report.failures:
         problems.append("status verified, but the report lists failures")
-    thresholds = report.get("thresholds") or {}
+    thresholds = report.thresholds
     if entry.status.state == "verified" and not (thresholds.get("min_acceptance") or thresholds.get("min_al")):
         problems.append("status verified, but the report applied no floors")
-    if report.get("registry_id") not in (None, entry.id):
-        problems.append(f"status.report is a report for {report['registry_id']}")
+    if report.registry_id not in (None, entry.id):
+        problems.append(f"status.report is a report for {report.registry_id}")
     return problems
 
 

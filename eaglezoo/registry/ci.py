@@ -5,14 +5,13 @@ entry's own floors)."""
 from __future__ import annotations
 
 import datetime as dt
+import re
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pydantic import ValidationError
-
 from ..errors import BadInput, UsageError
-from ..fsutil import atomic_write_text
+from ..fsutil import atomic_write_bytes, atomic_write_text, inside
 from .hardware import RUNNERS
 from .load import Registry
 from .schema import Entry, Floor, Measured
@@ -90,23 +89,25 @@ class Recorded:
 
 
 def load_report(path: Path):
-    from ..fsutil import read_json
-    from ..verify.report import VerifyReport
+    """The report, read strictly (verify/saved.read_report), that a registry entry may record: one that drafted."""
+    from ..verify.saved import read_report
 
-    try:
-        return VerifyReport.model_validate(read_json(path, "report"))
-    except ValidationError:
-        raise BadInput(f"{path}: not a verify report (eaglezoo verify --report FILE writes one)",
-                       hint="give the file that eaglezoo verify --report FILE wrote") from None
+    report = read_report(path, "report", needs="registry record")
+    if report.num_drafts < 1:
+        raise BadInput(f"report {path}: num_drafts is {report.num_drafts}; a run that drafted nothing measured "
+                       "nothing, and is never recorded", hint="verify again with prompts long enough for K drafts")
+    return report
 
 
 def record(report_path: Path, reg: Registry) -> Recorded:
+    """Everything is computed and checked first (the report, the entry's new YAML text, the kept report's
+    name and bytes); only then are the two files written, the YAML last, the kept report restored if it fails."""
     report = load_report(report_path)
     if not report.registry_id:
         raise UsageError(f"{report_path}: the report names no registry entry",
                          hint="verify a registry id, not a folder")
     entry = reg.get(report.registry_id)
-    k, temperature = report.num_spec_tokens, report.sampling.get("temperature", 0.0)
+    k, temperature = report.num_spec_tokens, float(report.sampling["temperature"])
     _check_same_drafter(entry, report, reg)
     floor = entry.floor_for(k, temperature)
     if entry.acceptance_floors and floor is None:
@@ -115,19 +116,36 @@ def record(report_path: Path, reg: Registry) -> Recorded:
                          hint="verify at a K and temperature the entry has floors for (eaglezoo registry show ID)")
     why = list(report.failures) + (below_floor(report, floor) if floor else [])
     passed = None if floor is None else not why
-    name = f"{entry.id}.k{k}.t{temperature:g}.{report.engine.get('name', 'native')}.json"
-    kept = reg.directory / "reports" / name
-    measured = Measured(k=k, temperature=temperature, engine=report.engine.get("name", "native"),
+    engine = report.engine["name"]  # one of ENGINE_NAMES (the reader refuses any other): a plain file-name token
+    if not re.fullmatch(r"[a-z][a-z0-9-]*", engine):
+        raise BadInput(f"report {report_path}: engine.name {engine!r} cannot name a file",
+                       hint="give the file that eaglezoo verify --report FILE wrote")
+    kept = inside(reg.directory, f"reports/{entry.id}.k{k}.t{temperature:g}.{engine}.json", "the kept report")
+    measured = Measured(k=k, temperature=temperature, engine=engine,
                         engine_version=report.engine.get("version"), hardware=_where(report),
                         acceptance_per_position=report.acceptance_per_position,
                         mean_acceptance_length=report.mean_acceptance_length, num_drafts=report.num_drafts,
-                        passed=passed, date=dt.date.fromisoformat(report.created[:10]),
+                        passed=passed, date=dt.datetime.fromisoformat(report.created).date(),
                         eaglezoo_version=report.eaglezoo_version, report=kept.relative_to(reg.root).as_posix())
     state = {True: "verified", False: "failed", None: entry.status.state}[passed]
-    kept.parent.mkdir(exist_ok=True)
-    atomic_write_text(kept, report.model_dump_json(indent=2))
-    _write_entry(reg, entry, measured, state)
+    path, text = _entry_text(reg, entry, measured, state)
+    _write_both(kept, report.model_dump_json(indent=2), path, text)
     return Recorded(entry.id, measured, state, why if floor else ["the entry has no floors at this K and temperature"])
+
+
+def _write_both(kept: Path, report_text: str, path: Path, text: str) -> None:
+    """The kept report, then the entry's YAML; when the YAML cannot be written the kept report is put back."""
+    before = kept.read_bytes() if kept.is_file() else None
+    kept.parent.mkdir(exist_ok=True)
+    atomic_write_text(kept, report_text)
+    try:
+        atomic_write_text(path, text)
+    except BaseException:
+        if before is None:
+            kept.unlink(missing_ok=True)
+        else:
+            atomic_write_bytes(kept, before)
+        raise
 
 
 def _check_same_drafter(entry: Entry, report, reg: Registry) -> None:
@@ -157,7 +175,8 @@ def _where(report) -> str:
     return f"{report.device} {report.dtype}" + (f" ({sizes})" if sizes else "")
 
 
-def _write_entry(reg: Registry, entry: Entry, measured: Measured, state: str) -> None:
+def _entry_text(reg: Registry, entry: Entry, measured: Measured, state: str) -> tuple[Path, str]:
+    """The entry's YAML file and its new text (nothing written)."""
     from .yaml_edit import set_values
 
     kept = [m for m in entry.measured if (m.k, m.temperature, m.engine) != (measured.k, measured.temperature,
@@ -167,4 +186,4 @@ def _write_entry(reg: Registry, entry: Entry, measured: Measured, state: str) ->
         changes[("status",)] = {"state": state, "date": measured.date,
                                 "eaglezoo_version": measured.eaglezoo_version, "report": measured.report}
     path = reg.directory / f"{entry.id}.yaml"
-    atomic_write_text(path, set_values(path.read_text(encoding="utf-8"), changes, str(path)))
+    return path, set_values(path.read_text(encoding="utf-8"), changes, str(path))

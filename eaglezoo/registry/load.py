@@ -5,6 +5,7 @@ consistency checks beyond the schema are in `check.py`."""
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -59,6 +60,30 @@ class _UniqueKeyLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
                     None, None, f"duplicate key {key!r}, first on line {first_line[key]}", key_node.start_mark)
             first_line[key] = key_node.start_mark.line + 1
 
+    def construct_object(self, node, deep=False):
+        """A scalar that parses but cannot be built (a date like 2026-13-45; an integer longer than Python reads
+        from text, a limit kept: it guards against quadratic-time parsing) is a YAML error at its own line,
+        never a bare ValueError."""
+        try:
+            return super().construct_object(node, deep=deep)
+        except ValueError:
+            raise _BadValue(_value_problem(node), node.start_mark) from None
+
+
+class _BadValue(yaml.constructor.ConstructorError):
+    def __init__(self, problem: str, mark):
+        super().__init__(None, None, problem, mark)
+
+
+def _value_problem(node) -> str:
+    value = str(getattr(node, "value", ""))
+    shown = repr(value if len(value) <= 40 else value[:37] + "...")
+    if node.tag == "tag:yaml.org,2002:int":
+        return f"the number {shown} has too many digits (over {sys.get_int_max_str_digits()})"
+    if node.tag == "tag:yaml.org,2002:timestamp":
+        return f"{shown} is not a valid date or time (a date is YYYY-MM-DD)"
+    return f"{shown} cannot be read as {node.tag.rpartition(':')[2] or 'a value'}"
+
 
 def parse(text: str) -> tuple[yaml.Node | None, object]:
     """The document's node tree (for the line of a field) and its data, from one parse."""
@@ -81,6 +106,9 @@ def load_entry(path: Path) -> Entry:
     except RecursionError:
         raise BadInput(f"{path}: nested too deeply",
                        hint="flatten the entry: registry entries are a few levels deep") from None
+    except _BadValue as exc:
+        raise BadInput(f"{path}:{exc.problem_mark.line + 1}: {exc.problem}",
+                       hint="correct the value at that line (eaglezoo registry check names every broken file)") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark else str(path)

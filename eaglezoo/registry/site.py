@@ -10,7 +10,7 @@ import json
 from html import escape
 from pathlib import Path
 
-from ..fsutil import move_into, staging
+from ..fsutil import check_out_dir, replace_dir, staging
 from ..pages import STYLE
 from ..serving import schema_for, serve_config
 from .load import Registry
@@ -28,15 +28,24 @@ box.addEventListener("input", () => {
 </script>"""
 
 
-def build(reg: Registry, out: Path) -> list[str]:
-    """Writes the site into `out` (a temporary folder first, moved into place whole); returns its pages."""
+def check_out(reg: Registry, out: Path, force: bool) -> None:
+    """OUT as `eaglezoo convert` takes it: new, or replaced whole with `force`; never the registry folder,
+    inside it or above it (the registry is read, never written)."""
+    check_out_dir(out, force, reg.directory, "the registry")
+
+
+def build(reg: Registry, out: Path, force: bool = False) -> list[str]:
+    """Writes the site into `out`: built whole in a temporary folder beside it, then renamed into place (with
+    `force`, an existing `out` is replaced whole, never mixed); returns its pages."""
+    out = Path(out)
+    check_out(reg, out, force)
     pages = {"index.html": index(reg)}
     pages |= {f"entries/{e.id}.html": entry_page(e, reg) for e in reg.entries.values()}
     with staging(out) as tmp:
         for name, text in pages.items():
             (tmp / name).parent.mkdir(parents=True, exist_ok=True)
             (tmp / name).write_text(text, encoding="utf-8")
-        move_into(tmp, out)
+        replace_dir(tmp, out, force)
     return sorted(pages)
 
 
@@ -119,6 +128,7 @@ def _measured(e: Entry, reg: Registry) -> str:
     if not e.measured:
         return "<h2>Measured</h2><p>no verify report recorded yet (`eaglezoo registry record`)</p>"
     from ..plots import per_position
+    from ..verify.saved import read_report
 
     parts = ["<h2>Measured</h2>"]
     for m in e.measured:
@@ -127,7 +137,8 @@ def _measured(e: Entry, reg: Registry) -> str:
                      f"{'passed' if m.passed else 'failed' if m.passed is False else 'no floors'}</p>")
         report = reg.path(m.report, "measured.report")
         if report.is_file():
-            parts.append(f'<div class="plot">{per_position(json.loads(report.read_text(encoding="utf-8")))}</div>')
+            saved = read_report(report, "measured.report", needs="its plot")
+            parts.append(f'<div class="plot">{per_position(saved.model_dump(mode="json"))}</div>')
     return "".join(parts)
 
 

@@ -1,5 +1,5 @@
 """Measurements -> one `VerifyReport`: tallies, the engine's own counters, thresholds, the comparison
-of two engines and the speedup, whatever engine measured."""
+of two engines and the speedup, whatever engine measured. Reading a saved one back: `saved.py`."""
 
 from __future__ import annotations
 

@@ -4,6 +4,7 @@ prompts tokenised once) and one engine's measurement. A leaf: engines import it,
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -15,7 +16,7 @@ from ..checkpoint.problems import Finding
 from ..checkpoint.read import Drafter
 from ..checkpoint.spec import DrafterSpec
 from ..errors import BadInput, UsageError
-from ..fsutil import regular_file
+from ..fsutil import parse_json, regular_file
 
 Progress = Callable[..., None]  # progress(done, total, phase="...")
 
@@ -133,11 +134,13 @@ def load_prompts(path: Path | None) -> list[Prompt]:
         except UnicodeDecodeError:
             raise BadInput(f"prompts file {path} is not UTF-8 text", hint="save the prompts file as UTF-8") from None
     prompts = []
-    for n, line in enumerate(text.splitlines(), 1):
+    # JSON Lines ends lines with "\n" only (read_text has made "\r\n" one); str.splitlines() would also
+    # break at U+2028, U+0085 and the like, which JSON allows unescaped inside a string.
+    for n, line in enumerate(text.split("\n"), 1):
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
+            row = parse_json(line, f"{where}: line {n}")
         except (json.JSONDecodeError, RecursionError):
             raise BadInput(f"{where}: line {n} is not JSON",
                            hint="give one JSON object per line, each with a \"prompt\" string") from None
@@ -146,12 +149,37 @@ def load_prompts(path: Path | None) -> list[Prompt]:
         if not isinstance(row, dict) or not isinstance(row.get("prompt", row.get("text")), str):
             raise BadInput(f"{where}: line {n} needs a string field 'prompt'",
                            hint="give each line as {\"prompt\": \"...\", \"bucket\": \"...\"}")
+        _refuse_surrogates(row, where, n)
         prompts.append(prompt_of(row, where, n))
     if not prompts:
         raise BadInput(f"{where}: no prompts",
                        hint="give a file with one JSON object per line, each with a \"prompt\" string")
     return prompts
 
+
+
+SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _refuse_surrogates(row: dict, where: str, n: int) -> None:
+    """A lone surrogate (`"\\ud800"` written as a JSON escape) is no character: no tokenizer encodes it, no
+    report can print it. Refused by line and field, in every string the row holds (the prompt, its bucket, the
+    system message, each earlier turn)."""
+    def strings(value, name):
+        if isinstance(value, str):
+            yield name, value
+        elif isinstance(value, list):
+            for i, item in enumerate(value):
+                yield from strings(item, f"{name}[{i}]")
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                yield from strings(item, f"{name}.{key}" if name else str(key))
+
+    for name, text in strings(row, ""):
+        if SURROGATE.search(text):
+            raise BadInput(f"{where}: line {n}: {name!r} holds a lone surrogate (a \\ud800-\\udfff escape "
+                           "without its pair), which is not text", hint="write the character itself, or its full "
+                           "surrogate pair, or remove it")
 
 
 FIELDS = {"system": "a string", "thinking": "true or false", "context": "a positive integer",
