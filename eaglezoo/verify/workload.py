@@ -175,11 +175,15 @@ def _refuse_surrogates(row: dict, where: str, n: int) -> None:
             for key, item in value.items():
                 yield from strings(item, f"{name}.{key}" if name else str(key))
 
-    for name, text in strings(row, ""):
-        if SURROGATE.search(text):
-            raise BadInput(f"{where}: line {n}: {name!r} holds a lone surrogate (a \\ud800-\\udfff escape "
-                           "without its pair), which is not text", hint="write the character itself, or its full "
-                           "surrogate pair, or remove it")
+    try:
+        found = next((name for name, text in strings(row, "") if SURROGATE.search(text)), None)
+    except RecursionError:
+        raise BadInput(f"{where}: line {n} is nested too deeply", hint="give each line as a flat JSON object "
+                       "of the fields the prompt format names") from None
+    if found is not None:
+        raise BadInput(f"{where}: line {n}: {found!r} holds a lone surrogate (a \\ud800-\\udfff escape "
+                       "without its pair), which is not text", hint="write the character itself, or its full "
+                       "surrogate pair, or remove it")
 
 
 FIELDS = {"system": "a string", "thinking": "true or false", "context": "a positive integer",
