@@ -54,6 +54,8 @@ def file_destination(path: Path, what: str = "output") -> Path:
     if not path.parent.is_dir():
         raise UsageError(f"{what} {path}: folder {path.parent} does not exist",
                          hint="create the folder first, or write elsewhere")
+    if path.exists() and not path.is_file():  # a FIFO or a device: replacing it would destroy it
+        raise UsageError(f"{what} {path} exists and is not a regular file", hint="give the name of a new or regular file")
     return path
 
 

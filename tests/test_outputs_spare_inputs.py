@@ -5,10 +5,11 @@ probe, 2026-11-27). Each refusal comes before any model is read."""
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 
 import pytest
-from conftest import EXAMPLE, ROOT, assert_clean_failure, run_cli
+from conftest import EXAMPLE, EXAMPLE_IDS, ROOT, assert_clean_failure, run_cli, tree_digest
 
 REPORT = ROOT / "registry" / "reports" / "tiny-example-eagle31.k3.t0.native.json"
 
@@ -31,6 +32,54 @@ def test_a_report_or_page_never_overwrites_the_prompts_it_reads(tmp_path, comman
     assert_clean_failure(r, contains=f"{output} {prompts} is a file this command reads")
     assert f"(hint: give {output} another file name)" in r.err
     assert digest(prompts) == before
+
+
+@pytest.fixture
+def pair(tmp_path):
+    """A copy of the example's EAGLE 3.1 drafter and of its target, each a folder a run reads."""
+    drafter, target = tmp_path / "drafter", tmp_path / "target"
+    shutil.copytree(EXAMPLE / "eagle31-safeai", drafter)
+    shutil.copytree(EXAMPLE / "target", target)
+    return drafter, target
+
+
+@pytest.mark.parametrize("command", ["verify", "compare"])
+@pytest.mark.parametrize("where, name", [("drafter", "config.json"), ("drafter", "new.json"),
+                                         ("target", "tokenizer.json"), ("target", "page.html")])
+def test_no_output_lands_in_the_drafter_or_the_targets_folder(pair, command, where, name):
+    drafter, target = pair
+    before = {folder: tree_digest(folder) for folder in pair}
+    output = (drafter if where == "drafter" else target) / name
+    option = "--html" if name.endswith(".html") else "--report"
+    drafters = [drafter] if command == "verify" else [EXAMPLE / "eagle3-safeai", drafter]  # B's folder: before A runs
+    r = run_cli(command, *drafters, "--target", target, *(EXAMPLE_IDS if command == "verify" else []),
+                "--max-prompts", "1", "--max-new-tokens", "2", option, output)
+    assert_clean_failure(r, contains=f"{option} {output} is inside")
+    assert f"(hint: give {option} a file outside" in r.err
+    assert {folder: tree_digest(folder) for folder in pair} == before
+
+
+def test_no_output_lands_on_a_registry_entrys_prompts_or_in_its_registry(tmp_path):
+    shutil.copytree(EXAMPLE, tmp_path / "examples" / "tiny")
+    (tmp_path / "registry").mkdir()
+    shutil.copy(ROOT / "registry" / "tiny-example-eagle31.yaml", tmp_path / "registry")
+    before = tree_digest(tmp_path)
+    prompts, entry = tmp_path / "examples" / "tiny" / "prompts.jsonl", tmp_path / "registry" / "tiny-example-eagle31.yaml"
+    for output, says in [(prompts, "is a file this command reads"), (entry, "is inside")]:
+        r = run_cli("verify", "tiny-example-eagle31", "--registry", tmp_path / "registry", "--max-prompts", "1",
+                    "--max-new-tokens", "2", "--report", output)
+        assert_clean_failure(r, contains=f"--report {output} {says}")
+    assert tree_digest(tmp_path) == before
+
+
+def test_an_output_that_is_not_a_regular_file_is_refused(tmp_path):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    r = run_cli("report", REPORT, "--html", fifo)
+    assert_clean_failure(r, contains=f"--html {fifo} exists and is not a regular file")
+    r = run_cli("verify", "tiny-example-eagle31", "--report", fifo)
+    assert_clean_failure(r, contains=f"--report {fifo} exists and is not a regular file")
+    assert fifo.is_fifo()
 
 
 def test_the_report_and_its_page_must_be_two_files(tmp_path):

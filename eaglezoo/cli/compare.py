@@ -10,8 +10,8 @@ from rich.table import Table
 
 from ..errors import UsageError
 from .common import EnginePythonOpt, JsonOpt, NumSpecTokensOpt, RegistryOpt, ReportOpt, SuiteOpt, app, emit, out, prompts_or_suite, shown
-from .report import HtmlOpt, check_outputs, save
-from .sources import resolve
+from .report import HtmlOpt, check_outputs, save, spare_inputs
+from .sources import local_folders, resolve
 from .verify import verify_progress, verify_source
 
 
@@ -48,6 +48,9 @@ def compare(
     check_outputs(report, html, reads=(prompts,))
     one_target(drafter_a, drafter_b, target, registry_dir)
     prompts = prompts_or_suite(prompts, suite) or entry_prompts(drafter_a, registry_dir)
+    outputs = {"--report": report, "--html": html}
+    folders = [f for name in (drafter_a, drafter_b) for f in local_folders(name, registry_dir)]
+    spare_inputs(outputs, (*folders, Path(target) if target and Path(target).is_dir() else None), (prompts,))
     kwargs = {"target": target, "registry_dir": registry_dir, "k": num_spec_tokens, "max_new_tokens": max_new_tokens,
               "prompts_file": prompts, "max_prompts": max_prompts, "device": device, "dtype": dtype}
     runs = [(d, one_engine(name), engine_options(python=python, dtype=dtype, max_model_len=max_model_len,
@@ -57,7 +60,8 @@ def compare(
     for _, name, options in runs:  # both sides' settings refused before A runs
         check_settings([name], engine_options=options, device=device, dtype=dtype)
     with verify_progress() as advance:
-        a, b = (verify_source(d, min_acceptance=[], progress=advance, engine=name, engine_options=options, **kwargs)
+        a, b = (verify_source(d, min_acceptance=[], progress=advance, engine=name, engine_options=options,
+                              outputs=outputs, **kwargs)
                 for d, name, options in runs)
     result = compare_reports(a, b)
     data = result.model_dump(mode="json")

@@ -36,6 +36,26 @@ def _not_an_input(path: Path, option: str, reads: tuple[Path | None, ...]) -> No
                              hint=f"give {option} another file name")
 
 
+def spare_inputs(outputs: dict[str, Path | None], folders: tuple[Path | None, ...], files: tuple[Path | None, ...]) -> None:
+    """Once the names are resolved, before anything runs: no output inside a folder the command reads (the drafter,
+    the target, the registry) or on a file it reads (the prompts an entry names)."""
+    for option, path in outputs.items():
+        if path is None:
+            continue
+        _not_an_input(path, option, files)
+        for folder in filter(None, folders):
+            if _below(path, folder):
+                raise UsageError(f"{option} {path} is inside {folder}, which this command reads: writing there would "
+                                 "change that input", hint=f"give {option} a file outside {folder}")
+
+
+def _below(path: Path, folder: Path) -> bool:
+    try:
+        return Path(path).resolve().is_relative_to(Path(folder).resolve())
+    except OSError:
+        return False
+
+
 def _same_file(a: Path, b: Path) -> bool:
     try:
         return Path(a).resolve() == Path(b).resolve() or (Path(a).exists() and Path(a).samefile(b))

@@ -73,6 +73,20 @@ def resolve(arg: str, revision: str | None = None, *, what: str = "drafter",
     return src
 
 
+def local_folders(arg: str, registry_dir: Path | None = None) -> list[Path]:
+    """The local folders a run of `arg` reads, found without pulling anything: the directory itself, or a
+    registry entry's folder and its drafter's and target's paths."""
+    kind = classify(arg)
+    if kind == "dir":
+        return [Path(arg)]
+    if kind != "registry":
+        return []
+    from ..registry.load import lookup
+
+    entry, reg = lookup(arg, registry_dir)
+    return [reg.directory] + [reg.path(repo.path, "path") for repo in (entry.drafter, entry.target) if repo.path]
+
+
 def target_for(src: Source, target: str | None, registry_dir: Path | None = None,
                weights: bool = True) -> Source | None:
     """The target named on the command line, else the registry entry's, else None. weights=False:

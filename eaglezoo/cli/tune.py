@@ -25,7 +25,7 @@ from .common import (
     read_options,
     shown,
 )
-from .report import HtmlOpt, check_outputs, save
+from .report import HtmlOpt, check_outputs, save, spare_inputs
 from .sources import resolve, target_for
 from .verify import parse_json, parse_levels, verify_progress
 
@@ -76,7 +76,8 @@ def tune(
         result = tune_source(drafter, target, revision=revision, registry_dir=registry_dir, prompts_file=prompts,
                              max_prompts=max_prompts, max_new_tokens=max_new_tokens, k_max=k_max,
                              levels=parse_levels(concurrency), opts=read_options(aux_layers, aux_convention, flag),
-                             options=options, parallel_given=tensor_parallel_size is not None, progress=advance)
+                             options=options, parallel_given=tensor_parallel_size is not None, progress=advance,
+                             outputs={"--report": report, "--html": html})
     data = result.model_dump(mode="json")
     save(data, report, html)
     emit(data, as_json, lambda: render_tune(result))
@@ -85,7 +86,7 @@ def tune(
 
 
 def tune_source(drafter: str, target: str | None, *, revision, registry_dir, prompts_file, max_prompts,
-                max_new_tokens, k_max, levels, opts, options, parallel_given, progress):
+                max_new_tokens, k_max, levels, opts, options, parallel_given, progress, outputs):
     """Tune what `drafter` names; a registry entry supplies its target, aux ids, prompts, floors and hardware."""
     from ..tune import check_grid
     from ..tune import tune as run_tune
@@ -107,6 +108,7 @@ def tune_source(drafter: str, target: str | None, *, revision, registry_dir, pro
         if entry.hardware and not parallel_given:
             options = options.model_copy(update={"tensor_parallel_size": entry.hardware.tensor_parallel_size,
                                                  "pipeline_parallel_size": entry.hardware.pipeline_parallel_size})
+    spare_inputs(outputs, (src.path, tgt.path, src.registry and src.registry.directory), (prompts_file,))
     work = prepare(src.path, tgt.path, tgt.repo or str(tgt.path), tgt.commit, opts, prompts_file, max_prompts, k_max,
                    max_new_tokens, 0.0, None, ["vllm"], options.max_model_len, options.trust_remote_code)
     return run_tune(work, options, levels, progress, floors=floors,

@@ -34,7 +34,7 @@ from .common import (
     read_options,
     shown,
 )
-from .report import HtmlOpt, check_outputs, save
+from .report import HtmlOpt, check_outputs, save, spare_inputs
 from .sources import resolve, target_for
 
 if TYPE_CHECKING:
@@ -108,7 +108,8 @@ def verify(
                                min_acceptance=floors, min_al=min_al, engine=engine, endpoint=endpoint,
                                engine_options=options, temperature=temperature, seed=seed,
                                speedup=parse_levels(concurrency) if speedup else None, trust_remote_code=trust_remote_code,
-                               native=NativeOptions(batch_size, dequantize_mxfp4), progress=advance)
+                               native=NativeOptions(batch_size, dequantize_mxfp4), progress=advance,
+                               outputs={"--report": report, "--html": html})
     data = result.model_dump(mode="json")
     save(data, report, html)
     emit(data, as_json, lambda: render_verify(result))
@@ -277,8 +278,9 @@ def parse_engines(text: str) -> list[str]:
 def verify_source(drafter: str, target: str | None, *, revision: str | None = None, registry_dir: Path | None = None,
                   prompts_file: Path | None = None, min_acceptance: list[float] | None = None,
                   opts: ReadOptions | None = None, engine: str = "native", endpoint: str | None = None,
-                  engine_options=None, **kwargs) -> VerifyReport:
-    """Verify what `drafter` names; a registry entry supplies its target, aux ids, floors and prompts."""
+                  engine_options=None, outputs: dict[str, Path | None] | None = None, **kwargs) -> VerifyReport:
+    """Verify what `drafter` names; a registry entry supplies its target, aux ids, floors and prompts. No output
+    may land in what the run reads (`outputs`: option -> path)."""
     from ..checkpoint.formats.base import ReadOptions
     from ..verify.run import check_settings, verify
 
@@ -299,6 +301,7 @@ def verify_source(drafter: str, target: str | None, *, revision: str | None = No
         kwargs.setdefault("condition_floors", src.entry.condition_floors(kwargs.get("k", 3), kwargs.get("temperature", 0.0)))
         if prompts_file is None and src.entry.prompts:
             prompts_file = src.registry.path(src.entry.prompts, "prompts")
+    spare_inputs(outputs or {}, (src.path, tgt.path, src.registry and src.registry.directory), (prompts_file,))
     report = verify(src.path, tgt.path, target_name=tgt.repo or str(tgt.path), target_revision=tgt.commit,
                     prompts_file=prompts_file, min_acceptance=min_acceptance, opts=opts, engines=engines,
                     endpoint=endpoint, engine_options=engine_options, **kwargs)
