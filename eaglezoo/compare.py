@@ -50,8 +50,17 @@ def same_target(a: VerifyReport, b: VerifyReport) -> None:
                                           "--max-model-len)")
 
 
+def both_measured(a: VerifyReport, b: VerifyReport) -> None:
+    """A side with no drafts has no acceptance length: a ratio of the 1.0 it would default to is made up."""
+    unmeasured = [side for side, r in (("A", a), ("B", b)) if r.num_drafts == 0]
+    if unmeasured:
+        raise UsageError(f"no drafts were measured for {' and '.join(unmeasured)}: every continuation is too short "
+                         f"for K={a.num_spec_tokens}", hint="raise --max-new-tokens above -k")
+
+
 def compare(a: VerifyReport, b: VerifyReport) -> CompareReport:
     same_target(a, b)
+    both_measured(a, b)
     steps = [(p["bucket"], p["accepted"], q["accepted"]) for p, q in zip(a.per_prompt, b.per_prompt)]
     buckets = sorted({bucket for bucket, _, _ in steps})
     rows = [row(name, [s for s in steps if s[0] == name]) for name in buckets]

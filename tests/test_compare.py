@@ -85,3 +85,9 @@ def test_one_drafter_on_two_engines_is_a_ratio_of_one(cli, vllm_ready, engine_pr
 def test_an_engine_compare_cannot_use_is_refused(cli):
     r = cli("compare", "tiny-example-eagle31", "tiny-example-eagle31", "--engine-b", "native,vllm")
     assert_clean_failure(r, None, contains="compare measures each side on one engine")
+
+
+def test_runs_that_drafted_nothing_are_refused_not_a_ratio_of_one(cli):
+    r = cli("compare", "tiny-example-eagle3", "tiny-example-eagle31", "--max-prompts", "2", "--max-new-tokens", "1")
+    assert_clean_failure(r, contains="no drafts were measured for A and B: every continuation is too short for K=3")
+    assert "(hint: raise --max-new-tokens above -k)" in r.err

@@ -246,7 +246,15 @@ def test_a_conversation_that_outgrows_the_context_is_skipped_with_its_reason(cli
     ({"prompt": "q", "chat": True, "history": [""]}, "'history' must be a list of strings"),
     ({"prompt": "q", "temperature": "hot"}, "'temperature' must be a number from 0 to 100"),
     ({"prompt": "q", "temperature": 101}, "'temperature' must be a number from 0 to 100"),
-], ids=["history-without-chat", "history-not-a-list", "empty-turn", "temperature-not-a-number", "temperature-101"])
+    ({"prompt": "q", "system": "be terse"}, "a row with a 'system' is a chat message and needs \"chat\": true"),
+    ({"prompt": "q", "thinking": False}, "a row with a 'thinking' is a chat message and needs \"chat\": true"),
+    ({"prompt": "q", "chat": "true"}, "'chat' must be true or false"),
+    ({"prompt": "q", "chat": 1}, "'chat' must be true or false"),
+    ({"prompt": "q", "bucket": None}, "'bucket' must be a string"),
+    ({"prompt": "q", "bucket": {"a": 1}}, "'bucket' must be a string"),
+], ids=["history-without-chat", "history-not-a-list", "empty-turn", "temperature-not-a-number", "temperature-101",
+        "system-without-chat", "thinking-without-chat", "chat-a-string", "chat-a-number", "bucket-null",
+        "bucket-an-object"])
 def test_bad_conversation_and_temperature_rows_are_one_line(cli, tmp_path, row, message):
     prompts = tmp_path / "p.jsonl"
     prompts.write_text(json.dumps(row) + "\n")

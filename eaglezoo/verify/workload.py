@@ -186,7 +186,8 @@ def _refuse_surrogates(row: dict, where: str, n: int) -> None:
                        "surrogate pair, or remove it")
 
 
-FIELDS = {"system": "a string", "thinking": "true or false", "context": "a positive integer",
+FIELDS = {"bucket": "a string", "chat": "true or false", "system": "a string", "thinking": "true or false",
+          "context": "a positive integer",
           "history": "a list of strings (the earlier user turns)", "temperature": "a number from 0 to 100"}
 FIELDS_HINT = ('e.g. {"prompt": "...", "chat": true, "system": "...", "thinking": false, "context": 2048, '
                '"history": ["an earlier question"], "temperature": 0.7}')
@@ -194,13 +195,15 @@ FIELDS_HINT = ('e.g. {"prompt": "...", "chat": true, "system": "...", "thinking"
 
 def prompt_of(row: dict, where: str, n: int) -> Prompt:
     try:
-        prompt = Prompt(prompt=row.get("prompt", row.get("text")), bucket=str(row.get("bucket", "default")),
-                        chat=row.get("chat") is True, **{k: row.get(k) for k in FIELDS})
+        prompt = Prompt(prompt=row.get("prompt", row.get("text")),
+                        **{k: row[k] for k in FIELDS if k in row})
     except ValidationError as exc:
         key = exc.errors()[0]["loc"][0]
         raise BadInput(f"{where}: line {n}: {key!r} must be {FIELDS[key]}", hint=FIELDS_HINT) from None
-    if prompt.history and not prompt.chat:
-        raise BadInput(f"{where}: line {n}: a row with a 'history' is a conversation and needs \"chat\": true",
+    chat_only = [key for key in ("history", "system", "thinking") if getattr(prompt, key) is not None]
+    if chat_only and not prompt.chat:
+        what = "a conversation" if chat_only[0] == "history" else "a chat message"
+        raise BadInput(f"{where}: line {n}: a row with a {chat_only[0]!r} is {what} and needs \"chat\": true",
                        hint=FIELDS_HINT)
     return prompt
 
