@@ -73,6 +73,9 @@ def check_grid(concurrency: list[int], k_max: int, opts: EngineOptions) -> None:
         raise UsageError(f"--concurrency {','.join(map(str, concurrency))}: give distinct levels in rising order",
                          hint="e.g. --concurrency 1,4,16")
     max_seqs = opts.extra.get("max_num_seqs")
+    if max_seqs is not None and (type(max_seqs) is not int or max_seqs < 1):
+        raise UsageError(f"--engine-args max_num_seqs must be a positive integer, got {str(max_seqs)[:40]!r}",
+                         hint="e.g. --engine-args '{\"max_num_seqs\": 64}'")
     if max_seqs is not None and concurrency[-1] > max_seqs:
         raise UsageError(f"--concurrency {concurrency[-1]} exceeds the engine's max_num_seqs ({max_seqs}): it never "
                          "batches that many", hint=f"measure up to {max_seqs}, or raise max_num_seqs in --engine-args")

@@ -136,6 +136,8 @@ VERIFY = ["verify", DRAFTER, "--target", EXAMPLE / "target", *EXAMPLE_IDS]
     ([*VERIFY, "--min-acceptance", "0.5,0.4,0.3,0.2"], "has 4 floors but K is 3"),
     ([*VERIFY, "--min-acceptance", "nan"], "--min-acceptance"),
     ([*VERIFY, "--min-acceptance", "inf"], "--min-acceptance"),
+    ([*VERIFY, "--min-al", "inf"], "--min-al"),
+    ([*VERIFY, "--min-al", "nan"], "--min-al"),
     (["serve-config", "tiny-example-eagle31", "-k", "-1"], "--num-spec-tokens"),
     (["serve-config", "tiny-example-eagle31", "-k", "1000"], "--num-spec-tokens"),
 ])

@@ -111,7 +111,9 @@ def test_the_schedule_covers_every_batch_size_from_one():
     (["--concurrency", "4,1"], "distinct levels in rising order"),
     (["--concurrency", "1,8", "--engine-args", '{"max_num_seqs": 4}'], "exceeds the engine's max_num_seqs (4)"),
     (["--concurrency", "0"], "--concurrency must be comma-separated integers"),
-], ids=["not-vllm", "falling-levels", "beyond-max-num-seqs", "zero"])
+    (["--engine-args", '{"max_num_seqs": "x"}'], "max_num_seqs must be a positive integer, got 'x'"),
+    (["--engine-args", '{"max_num_seqs": -3}'], "max_num_seqs must be a positive integer, got '-3'"),
+], ids=["not-vllm", "falling-levels", "beyond-max-num-seqs", "zero", "max-num-seqs-a-string", "max-num-seqs-negative"])
 def test_bad_tune_requests_are_refused_before_any_engine_starts(cli, args, message):
     assert_clean_failure(cli("tune", *BASE, *args), None, contains=message)
 

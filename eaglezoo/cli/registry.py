@@ -207,7 +207,7 @@ def registry_plan(
     reg = registry.load(registry_dir)
     for message in reg.broken.values():  # a file that does not load is in no job: said, not silently dropped
         err.print(f"warning: skipped {message}", markup=False)
-    result = plan(reg, runner)
+    result = plan(reg, runner, str(registry_dir) if registry_dir is not None else None)
     data = {"classes": [{"runner": r, "jobs": [{"id": j.entry_id, "k": j.k, "temperature": j.temperature,
                                                 "report": j.report, "command": j.shell} for j in jobs]}
                         for r, jobs in result.classes.items()],

@@ -68,7 +68,7 @@ def verify(
     aux_convention: AuxConventionOpt = None,
     flag: FlagOpt = None,
     min_acceptance: Annotated[Optional[str], typer.Option(metavar="FLOORS", help="Per-position floors, e.g. 0.5,0.3,0.2 (default: the registry entry's).")] = None,
-    min_al: Annotated[Optional[float], typer.Option(min=1.0, help="Floor on the mean acceptance length.")] = None,
+    min_al: Annotated[Optional[float], typer.Option(min=1.0, max=65.0, help="Floor on the mean acceptance length (at most K + 1).")] = None,
     report: ReportOpt = None,
     html: HtmlOpt = None,
     revision: RevisionOpt = None,

@@ -38,7 +38,9 @@ class Plan:
     unrunnable: dict[str, str] = field(default_factory=dict)  # entry id -> its class, which no runner has
 
 
-def plan(reg: Registry, only_runner: str | None = None) -> Plan:
+def plan(reg: Registry, only_runner: str | None = None, registry_arg: str | None = None) -> Plan:
+    """`registry_arg`: the --registry the plan was asked with, passed on to every command (else each would
+    verify the default registry's entry of the same id)."""
     result = Plan()
     for entry in reg.entries.values():
         if not entry.drafter.repo:
@@ -49,19 +51,21 @@ def plan(reg: Registry, only_runner: str | None = None) -> Plan:
             result.unrunnable[entry.id] = (f"hardware class {entry.hardware.runner} has no CI runner "
                                           f"(runners: {', '.join(RUNNERS)})")
         elif only_runner in (None, entry.hardware.runner):
-            result.classes.setdefault(entry.hardware.runner, []).extend(jobs_for(entry))
+            result.classes.setdefault(entry.hardware.runner, []).extend(jobs_for(entry, registry_arg))
     result.classes = {r: result.classes[r] for r in RUNNERS if r in result.classes}
     return result
 
 
-def jobs_for(entry: Entry) -> list[Job]:
-    """One job per floor (K, temperature); an entry without floors is measured at its engine's K, greedily."""
+def jobs_for(entry: Entry, registry_arg: str | None = None) -> list[Job]:
+    """One job per (K, temperature) with floors, once however many floors (conditions included) it has; an entry
+    without floors is measured at its engine's K, greedily."""
     k = next((e.num_speculative_tokens for e in entry.engines if e.engine == "vllm"), 3)
     floors = entry.acceptance_floors or [Floor(k=k, temperature=0.0, mean_acceptance_length=1.0, source="")]
-    return [job(entry, f.k, f.temperature) for f in floors]
+    settings = dict.fromkeys((f.k, f.temperature) for f in floors)  # first-seen order
+    return [job(entry, k, temperature, registry_arg) for k, temperature in settings]
 
 
-def job(entry: Entry, k: int, temperature: float) -> Job:
+def job(entry: Entry, k: int, temperature: float, registry_arg: str | None = None) -> Job:
     hw = entry.hardware
     report = f"reports/{entry.id}.k{k}.t{temperature:g}.json"
     cmd = ["eaglezoo", "verify", entry.id, "--engine", "vllm", "--num-spec-tokens", str(k),
@@ -72,6 +76,7 @@ def job(entry: Entry, k: int, temperature: float) -> Job:
     cmd += ["--distributed-executor-backend", "ray"] if hw.nodes > 1 else []
     cmd += ["--trust-remote-code"] if entry.target_remote_code else []
     cmd += ["--seed", "0"] if temperature > 0 else []
+    cmd += ["--registry", registry_arg] if registry_arg else []
     return Job(entry.id, k, temperature, report, cmd + ["--report", report])
 
 
