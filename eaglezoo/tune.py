@@ -100,6 +100,7 @@ def tune(work: Workload, opts: EngineOptions, concurrency: list[int], progress: 
     checked on the grid, and its hardware class set beside the one measured."""
     check_grid(concurrency, work.k, opts)
     check_prompts(work)
+    concurrency = work.reachable(concurrency)
     with vllm_session(work, opts, progress) as session:  # one process: vLLM imported once for the whole grid
         work = converse(work, lambda sub: session.measure(sub, None, progress), "vllm")  # multi-turn rows, answered
         drafter = str(session.drafter)
@@ -206,7 +207,7 @@ def report(work: Workload, engine: dict, grid: list[Cell], decision: list[Choice
     confirmation = {"schedule": [{"concurrency": p["concurrency"], **pass_timing(p)} for p in confirmed["passes"]],
                     "best_static_k": static, "best_static": [{"concurrency": c, "output_tokens_per_s": static_passes[c]}
                                                              for c in concurrency]}
-    notes = []
+    notes = list(work.notes)
     if all(c.k == 0 for c in decision):
         measured = ", ".join(f"{p['output_tokens_per_s']:.1f}" for p in confirmation["schedule"])
         alone = ", ".join(f"{d.output_tokens_per_s:.1f}" for d in decision)

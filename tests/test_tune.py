@@ -40,7 +40,7 @@ def tuned(vllm_ready, tmp_path_factory):
     entry = re.sub(r"null_reasons:\n  hardware: .*\n", "", entry)
     (home / "registry" / "tiny-example-eagle31.yaml").write_text(entry)
     path, page = home / "tune.json", home / "tune.html"
-    r = run_cli("tune", *BASE, "--k-max", "2", "--concurrency", "1,2", "--report", path, "--html", page,
+    r = run_cli("tune", *BASE, "--k-max", "2", "--concurrency", "1,2,8", "--report", path, "--html", page,
                 "--registry", home / "registry", env={**CPU_ENV, "EAGLEZOO_DEBUG": "1"}, timeout=900)
     assert r.code == 1, r.err + r.out  # the K=2 floor fails: the decision is printed, and the exit says so
     return json.loads(path.read_text()), r.out, page, engine_starts(r.err)
@@ -64,6 +64,13 @@ def test_the_grid_is_measured_whole_and_the_decision_follows_it(tuned):
         assert d["speedup"] == pytest.approx(grid[(best, d["concurrency"])]["output_tokens_per_s"]
                                              / grid[(0, d["concurrency"])]["output_tokens_per_s"])
     assert report["basis"].startswith("measured: every K in 0..2 at every concurrency")
+
+
+def test_a_load_the_prompts_cannot_fill_is_not_measured_under_its_name(tuned):
+    report = tuned[0]
+    assert report["concurrency"] == [1, 2] and report["num_prompts"] == 4
+    assert ("concurrency 8 not measured: with 4 prompts no more than 4 requests are ever in flight (give more prompts "
+            "to measure it)") in report["notes"]
 
 
 def test_the_engine_accepts_the_table_it_is_given(tuned):

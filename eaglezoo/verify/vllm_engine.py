@@ -138,7 +138,7 @@ class VllmSession:
 
     def measure(self, work: Workload, speedup: list[int] | None, progress: Progress) -> Measurement:
         config = serve_config(work.spec, "vllm", str(self.drafter), work.target_name, work.k).speculative_config
-        concurrency = speedup or [len(work.encoded)]
+        concurrency = work.reachable(speedup) if speedup else [len(work.encoded)]
         spec_run = self.run(work, config, "with the drafter", concurrency, progress)
         base_run = self.run(work, None, "without the drafter", concurrency, progress) if speedup else None
         return measurement(work, spec_run, base_run, self.opts, self.worker.python, time.perf_counter() - self.opened)

@@ -70,6 +70,16 @@ class Workload:
     answers: dict[int, list[str]] = field(default_factory=dict)  # by prompt index: the target's earlier turns
     context: int = 1 << 62  # what every prompt, its new tokens and drafts must fit
 
+    def reachable(self, levels: list[int]) -> list[int]:
+        """The concurrency levels these prompts can fill. Above their number no more requests are ever in flight, so
+        such a level would measure the prompt count's load under another name: dropped, and said."""
+        n = len(self.encoded)
+        dropped = [c for c in levels if c > n]
+        if dropped:
+            self.notes.append(f"concurrency {', '.join(map(str, dropped))} not measured: with {n} prompts no more than "
+                              f"{n} requests are ever in flight (give more prompts to measure it)")
+        return [c for c in levels if c <= n]
+
     @property
     def spec(self) -> DrafterSpec:
         return self.drafter.spec
