@@ -7,12 +7,13 @@ included), pooled over requests."""
 
 from __future__ import annotations
 
+import math
 from statistics import mean
 
 from pydantic import BaseModel
 
 from . import __version__
-from .errors import UsageError
+from .errors import BadInput, UsageError
 from .verify.acceptance import INTERVAL, bootstrap_interval, pooled_length
 from .verify.report import VerifyReport
 
@@ -95,3 +96,32 @@ def peers(requests: list[list[int]]) -> dict:
         "specforge": mean(1 + sum(r) / len(r) for r in measured) if measured else 1.0,  # mean of per-request ALs
         "sglang": sum(completion) / sum(len(r) for r in measured) if measured else 1.0,  # tokens / verify steps
     }
+
+
+def compare_from(data: dict, where: str) -> CompareReport:
+    """A saved compare report, refused (one BadInput naming the field) unless its figures are ones compare writes:
+    the page is drawn from them."""
+    from .verify.saved import MAX_K, number, validated
+
+    def refuse(what: str) -> BadInput:
+        return BadInput(f"{where}: {what}", hint="give the file that eaglezoo compare --report FILE wrote")
+
+    r = validated(CompareReport, data, refuse)
+    k = r.num_spec_tokens
+    if not 1 <= k <= MAX_K:
+        raise refuse(f"num_spec_tokens is {k}; expected a whole number from 1 to {MAX_K}")
+    if not r.rows:
+        raise refuse("rows is empty; expected a row per bucket and one for all prompts")
+    for i, row in enumerate(r.rows):
+        if row.prompts < 1 or not all(number(x) and 1 <= x <= k + 1 for x in (row.a, row.b)):
+            raise refuse(f"rows[{i}] holds {row.prompts} prompts and lengths {row.a:g}, {row.b:g}; expected at "
+                         f"least 1 prompt and acceptance lengths from 1 to K+1 ({k + 1})")
+        if not math.isclose(row.ratio, row.b / row.a, rel_tol=1e-6):
+            raise refuse(f"rows[{i}].ratio is {row.ratio:g}; expected b / a ({row.b / row.a:g})")
+        if len(row.interval) != 2 or not all(map(number, row.interval)) or row.interval[0] > row.interval[1]:
+            raise refuse(f"rows[{i}].interval is not [low, high]; expected two numbers, low first")
+    for side in ("a", "b"):
+        rates = r.per_position.get(side)
+        if not (isinstance(rates, list) and len(rates) == k and all(number(x) and 0 <= x <= 1 for x in rates)):
+            raise refuse(f"per_position.{side} is not K ({k}) rates; expected K numbers from 0 to 1")
+    return r

@@ -91,3 +91,24 @@ def test_runs_that_drafted_nothing_are_refused_not_a_ratio_of_one(cli):
     r = cli("compare", "tiny-example-eagle3", "tiny-example-eagle31", "--max-prompts", "2", "--max-new-tokens", "1")
     assert_clean_failure(r, contains="no drafts were measured for A and B: every continuation is too short for K=3")
     assert "(hint: raise --max-new-tokens above -k)" in r.err
+
+
+@pytest.mark.parametrize("edit, says", [
+    (lambda d: d["rows"][0].update(a=-3.0, b=-1.0), "rows[0] holds"),
+    (lambda d: d["rows"][0].update(a=float("nan")), "rows[0] holds"),
+    (lambda d: d["rows"][0].update(ratio=5.0), "rows[0].ratio is 5; expected b / a"),
+    (lambda d: d["rows"][0].update(interval=[5.0, -5.0]), "rows[0].interval is not [low, high]"),
+    (lambda d: d["per_position"].update(a=[7, -1, "x"]), "per_position.a is not K (3) rates"),
+    (lambda d: d.update(num_spec_tokens=-4), "num_spec_tokens is -4"),
+], ids=["negative-lengths", "nan-length", "ratio-not-b-over-a", "interval-reversed", "rates-out-of-range",
+        "negative-k"])
+def test_a_saved_comparison_is_drawn_only_from_figures_compare_writes(cli, compared, tmp_path, edit, says):
+    import json
+
+    saved, page = tmp_path / "compare.json", tmp_path / "page.html"
+    saved.write_text(json.dumps(compared))
+    assert cli("report", saved, "--html", page).code == 0
+    edit(compared := json.loads(saved.read_text()))
+    saved.write_text(json.dumps(compared))
+    page.unlink()
+    assert_clean_failure(cli("report", saved, "--html", page), page, contains=f"report {saved}: {says}")

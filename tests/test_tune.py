@@ -73,6 +73,26 @@ def test_a_load_the_prompts_cannot_fill_is_not_measured_under_its_name(tuned):
             "to measure it)") in report["notes"]
 
 
+@pytest.mark.parametrize("edit, says", [
+    (lambda d: d.update(vllm_command="rm -rf / #"), "vllm_command is not the command its target, drafter and schedule give"),
+    (lambda d: d["decision"][0].update(k=7), "decision at concurrency 1 (K=7) is not the grid's"),
+    (lambda d: d["decision"][0].update(speedup=-2.0), "decision at concurrency 1"),
+    (lambda d: d.update(concurrency=[4, 1, 1]), "k_max 2 or concurrency [4, 1, 1]; expected K from 1 to 16 and distinct"),
+    (lambda d: d["grid"].pop(), "grid is not one cell per K"),
+], ids=["command", "k-beyond-k-max", "negative-speedup", "levels-out-of-order", "cell-missing"])
+def test_a_saved_tune_is_drawn_only_from_what_tune_writes(tuned, tmp_path, edit, says):
+    report, _, page, _ = tuned
+    saved, again = tmp_path / "tune.json", tmp_path / "again.html"
+    saved.write_text(json.dumps(report))
+    assert run_cli("report", saved, "--html", again).code == 0
+    assert again.read_bytes() == page.read_bytes()  # the saved report renders to the bytes tune wrote
+    edited = json.loads(saved.read_text())
+    edit(edited)
+    saved.write_text(json.dumps(edited))
+    again.unlink()
+    assert_clean_failure(run_cli("report", saved, "--html", again), again, contains=f"report {saved}: {says}")
+
+
 def test_the_engine_accepts_the_table_it_is_given(tuned):
     report, out, _, _ = tuned
     config = report["vllm_speculative_config"]

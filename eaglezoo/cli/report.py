@@ -98,12 +98,19 @@ def report(
 
 
 def _saved_report(saved: Path) -> dict:
-    """A saved report's JSON; a verify report read by the one strict reader (verify/saved.read_report), so the
-    page is drawn from what verify writes, never from an edited file's values."""
+    """A saved report's JSON, read by the strict reader of its kind (verify/saved.report_from, compare_from,
+    tune_from), so the page is drawn from what the command writes, never from an edited file's values."""
     from ..pages import kind_of
     from ..verify.saved import report_from
 
     data = read_json(saved, "report")
-    if kind_of(data) == "verify":
-        data = report_from(data, f"report {saved}", needs="its page").model_dump(mode="json")
-    return data
+    kind, where = kind_of(data), f"report {saved}"
+    if kind == "verify":
+        return report_from(data, where, needs="its page").model_dump(mode="json")
+    if kind == "compare":
+        from ..compare import compare_from
+
+        return compare_from(data, where).model_dump(mode="json")
+    from ..tune import tune_from
+
+    return tune_from(data, where).model_dump(mode="json")

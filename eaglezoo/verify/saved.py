@@ -56,23 +56,34 @@ def report_from(data: dict, where: str, needs: str = "eaglezoo") -> VerifyReport
     if not isinstance(rates, list) or len(rates) != k:
         got = f"{len(rates)} values" if isinstance(rates, list) else _shown(rates)
         raise refuse(f"acceptance_per_position holds {got}; expected a list of num_spec_tokens ({k}) rates")
-    try:
-        report = VerifyReport.model_validate(data, strict=True)
-    except ValidationError as exc:
-        e = exc.errors()[0]
-        field = ".".join(str(x) for x in e["loc"]) or "the report"
-        raise refuse(f"{field} is {_shown(e.get('input'))}; expected {EXPECTED.get(e['type'], 'what verify writes')}") from None
+    report = validated(VerifyReport, data, refuse)
     problem = report_problem(report)
     if problem:
         raise refuse(problem)
     return report
 
 
+def validated(model, data: dict, refuse, needs: str = "its page"):
+    """`data` as `model`, its JSON types taken as they are; else `refuse(what)` for the missing keys or the first
+    field that is not."""
+    if not isinstance(data, dict):
+        raise refuse(f"the report is {_shown(data)}; expected an object")
+    missing = [name for name, f in model.model_fields.items() if f.is_required() and name not in data]
+    if missing:
+        raise refuse(f"the report lacks what {needs} needs ({', '.join(missing[:8])})")
+    try:
+        return model.model_validate(data, strict=True)
+    except ValidationError as exc:
+        e = exc.errors()[0]
+        field = ".".join(str(x) for x in e["loc"]) or "the report"
+        raise refuse(f"{field} is {_shown(e.get('input'))}; expected {EXPECTED.get(e['type'], 'what eaglezoo writes')}") from None
+
+
 def _whole(x) -> bool:
     return isinstance(x, int) and not isinstance(x, bool)
 
 
-def _number(x) -> bool:
+def number(x) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
@@ -100,11 +111,11 @@ def report_problem(r: VerifyReport) -> str | None:
         if value is not None and not (_text(value) and value.strip()):
             return f"{name} is {_shown(value)}; expected one line of printable text"
     rates = r.acceptance_per_position
-    bad = next((i for i, x in enumerate(rates) if not (_number(x) and 0 <= x <= 1)), None)
+    bad = next((i for i, x in enumerate(rates) if not (number(x) and 0 <= x <= 1)), None)
     if bad is not None:
         return f"acceptance_per_position[{bad}] is {_shown(rates[bad])}; expected a rate from 0 to 1"
     al = r.mean_acceptance_length
-    if not (_number(al) and 1 <= al <= k + 1):
+    if not (number(al) and 1 <= al <= k + 1):
         return f"mean_acceptance_length is {_shown(al)}; expected a number from 1 to K+1 ({k + 1})"
     # vLLM and an endpoint report counters: a server without the per-position counter leaves the rates at 0
     uncounted = r.engine.get("name") in ("vllm", "endpoint") and not any(rates)
@@ -123,13 +134,13 @@ def report_problem(r: VerifyReport) -> str | None:
     if r.histogram and (len(r.histogram) != k + 1 or min(r.histogram) < 0):
         return f"histogram holds {len(r.histogram)} counts; expected K+1 ({k + 1}) counts of at least 0, or none"
     for name, value in (("mean_acceptance_length_per_prompt", r.mean_acceptance_length_per_prompt),):
-        if value is not None and not (_number(value) and 1 <= value <= k + 1):
+        if value is not None and not (number(value) and 1 <= value <= k + 1):
             return f"{name} is {_shown(value)}; expected a number from 1 to K+1 ({k + 1}) or null"
     if r.mean_acceptance_length_interval is not None and not (
-            len(r.mean_acceptance_length_interval) == 2 and all(map(_number, r.mean_acceptance_length_interval))):
+            len(r.mean_acceptance_length_interval) == 2 and all(map(number, r.mean_acceptance_length_interval))):
         return "mean_acceptance_length_interval is not two numbers; expected [low, high] or null"
     ratio = r.target_distinct_token_ratio
-    if ratio is not None and not (_number(ratio) and 0 <= ratio <= 1):
+    if ratio is not None and not (number(ratio) and 0 <= ratio <= 1):
         return f"target_distinct_token_ratio is {_shown(ratio)}; expected a number from 0 to 1 or null"
     return (_created_problem(r.created) or _sampling_problem(r.sampling) or _engine_problem(r.engine)
             or _drift_problem(r.drift, k, r.num_prompts) or _by_k_problem(r.acceptance_by_k, k)
@@ -151,7 +162,7 @@ def _created_problem(created: str) -> str | None:
 
 def _sampling_problem(sampling: dict) -> str | None:
     t = sampling.get("temperature")
-    if not (_number(t) and 0 <= t <= MAX_TEMPERATURE):
+    if not (number(t) and 0 <= t <= MAX_TEMPERATURE):
         return f"sampling.temperature is {_shown(t)}; expected a number from 0 to {MAX_TEMPERATURE:g}"
     seed = sampling.get("seed")
     if seed is not None and not _whole(seed):
@@ -179,11 +190,11 @@ def _engine_problem(engine: dict) -> str | None:
 
 def _drift_problem(drift: dict, k: int, num_prompts: int) -> str | None:
     rms = drift.get("feedback_rms_per_depth")
-    if rms is not None and not (isinstance(rms, list) and len(rms) <= MAX_K and all(map(_number, rms))):
+    if rms is not None and not (isinstance(rms, list) and len(rms) <= MAX_K and all(map(number, rms))):
         return "drift.feedback_rms_per_depth is not a list of numbers; expected one number per depth, or null"
     for name, one in (("acceptance_per_position_by_bucket", lambda v: isinstance(v, list) and len(v) == k and all(
-                          _number(x) and 0 <= x <= 1 for x in v)),
-                      ("mean_acceptance_length_by_bucket", lambda v: _number(v) and 1 <= v <= k + 1)):
+                          number(x) and 0 <= x <= 1 for x in v)),
+                      ("mean_acceptance_length_by_bucket", lambda v: number(v) and 1 <= v <= k + 1)):
         buckets = drift.get(name, {})
         if not isinstance(buckets, dict) or len(buckets) > max(1, num_prompts):
             return f"drift.{name} is {_shown(buckets)}; expected an object with one value per prompt bucket"
@@ -204,7 +215,7 @@ def _by_k_problem(table: dict | None, k: int) -> str | None:
         return f"acceptance_by_k is not a basis and at most K ({k}) rows; expected what verify writes, or null"
     for row in rows:
         if not (isinstance(row, dict) and _whole(row.get("k")) and 1 <= row["k"] <= k
-                and _number(row.get("mean_acceptance_length")) and 1 <= row["mean_acceptance_length"] <= k + 1):
+                and number(row.get("mean_acceptance_length")) and 1 <= row["mean_acceptance_length"] <= k + 1):
             return f"acceptance_by_k.rows holds {_shown(row)}; expected a K from 1 to {k} and its acceptance length"
     return None
 
@@ -217,9 +228,9 @@ def _speedup_problem(speedup: dict | None) -> str | None:
         return "speedup.levels is not a list of measured concurrencies; expected what verify --speedup writes"
     for level in levels:
         ok = isinstance(level, dict) and _whole(level.get("concurrency")) and level["concurrency"] >= 1 and all(
-            isinstance(level.get(side), dict) and _number(level[side].get("output_tokens_per_s"))
+            isinstance(level.get(side), dict) and number(level[side].get("output_tokens_per_s"))
             and level[side]["output_tokens_per_s"] >= 0 for side in ("with_drafter", "without_drafter"))
-        if not (ok and _number(level.get("speedup")) and level["speedup"] >= 0):
+        if not (ok and number(level.get("speedup")) and level["speedup"] >= 0):
             return "speedup.levels holds a level without a concurrency, both throughputs and the speedup"
     return None
 
