@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from .checkpoint.spec import DrafterSpec
+from .checkpoint.spec import AuxLayers, DrafterSpec, default_boundary_ids
 
 
 class EngineSupport(BaseModel):
@@ -95,17 +95,25 @@ class ServeConfig(BaseModel):
     num_speculative_tokens: int
     command: str
     speculative_config: dict | None  # vLLM --speculative-config JSON
-    aux_layers_captured: list[int] | None  # in the engine's own convention
+    aux_layers_captured: list[int] | None  # in the engine's own convention; None: the engine's default, L unknown
     aux_convention: str | None
+    aux_layers_default: bool  # the config states no ids where the engine reads them: it captures its default
+    target_num_layers: int | None
     min_version: str | None
     warnings: list[str]
 
 
+# The documented default capture (spec.default_boundary_ids), in each engine's own convention.
+DEFAULT_CAPTURE = {"boundary": "(2, L//2, L-3)", "layer-output": "(1, L//2-1, L-4)"}
+
+
 def serve_config(spec: DrafterSpec, engine: str, drafter: str, target: str, k: int = 3,
-                 revision: str | None = None, fmt: str = "eagle31", has_top_level_ids: bool = True) -> ServeConfig:
+                 revision: str | None = None, fmt: str = "eagle31", has_top_level_ids: bool = True,
+                 has_nested_ids: bool = True, target_layers: int | None = None) -> ServeConfig:
     """The exact serving command. Aux ids are not a serving flag in either engine: each reads them
     from the drafter's config.json (vLLM the top-level boundary list, SGLang the nested layer-output
-    list), so they are reported for checking, and missing ones are a warning."""
+    list), so they are reported for checking; where that list is missing the engine captures its
+    default for the target's layer count (`target_layers`, None when unknown), and a warning says so."""
     import json
     import shlex
 
@@ -117,8 +125,8 @@ def serve_config(spec: DrafterSpec, engine: str, drafter: str, target: str, k: i
         if revision:
             cfg["revision"] = revision
         command = f"vllm serve {shlex.quote(target)} --speculative-config {shlex.quote(json.dumps(cfg))}"
-        captured, convention = (spec.aux.boundary() if spec.aux else None), "boundary"
-        if spec.aux is None or not has_top_level_ids:
+        convention, reads_ids = "boundary", spec.aux is not None and has_top_level_ids
+        if not reads_ids:
             warnings.append("the drafter config has no top-level eagle_aux_hidden_state_layer_ids: vLLM's Model "
                             "Runner V2 then captures its default (2, L//2, L-3) (vLLM #50170); convert it first")
     elif engine == "sglang":
@@ -130,16 +138,26 @@ def serve_config(spec: DrafterSpec, engine: str, drafter: str, target: str, k: i
             parts += ["--speculative-draft-model-revision", shlex.quote(revision)]
         parts += [f"--speculative-num-steps {k}", "--speculative-eagle-topk 1", f"--speculative-num-draft-tokens {k + 1}"]
         command = " ".join(parts)
-        captured, convention = (spec.aux.layer_output() if spec.aux else None), "layer-output"
-        if spec.aux is None:
-            warnings.append("no aux ids: SGLang captures its default (2, L//2, L-3) boundary states")
+        convention, reads_ids = "layer-output", spec.aux is not None and has_nested_ids
+        if not reads_ids:
+            warnings.append("the drafter config has no eagle_config.eagle_aux_hidden_state_layer_ids: SGLang then "
+                            "captures its default (2, L//2, L-3) boundary states; convert it first")
     else:
         from .errors import UsageError
         raise UsageError(f"unknown --engine {engine!r}", hint="use vllm or sglang")
     if not support_e.faithful:
         warnings.append(f"{engine} cannot serve this drafter faithfully: {'; '.join(support_e.notes)}")
+    captured = _captured(spec.aux if reads_ids else None, convention, target_layers)
     return ServeConfig(engine=engine, target=target, drafter=drafter, revision=revision, num_speculative_tokens=k,
                        command=command, speculative_config=cfg, aux_layers_captured=captured, aux_convention=convention,
+                       aux_layers_default=not reads_ids, target_num_layers=target_layers,
                        min_version=support_e.min_version, warnings=warnings)
 
 
+def _captured(aux: AuxLayers | None, convention: str, target_layers: int | None) -> list[int] | None:
+    """The ids the engine captures, in its convention: the drafter's, else its default where L is known."""
+    if aux is None:
+        if target_layers is None:
+            return None
+        aux = AuxLayers(ids=tuple(default_boundary_ids(target_layers)), convention="boundary")
+    return aux.boundary() if convention == "boundary" else aux.layer_output()

@@ -8,11 +8,16 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from ..errors import UsageError
+from ..errors import BadInput, UsageError, printable
 from .common import JsonOpt, NumSpecTokensOpt, RegistryOpt, app, emit, err, out
 
 if TYPE_CHECKING:
     from ..serving import ServeConfig
+
+# Where a published config of each dialect keeps its aux ids (formats/*.py): vLLM reads the top-level list,
+# SGLang the one nested in eagle_config; an entry records the ids, not where its config holds them.
+TOP_LEVEL_IDS = ("eagle31", "speculators")
+NESTED_IDS = ("eagle31", "specforge", "modelopt", "torchspec")
 
 
 @app.command("serve-config")
@@ -31,17 +36,28 @@ def serve_config_cmd(
         out.print(result.command, markup=False, soft_wrap=True)
         if result.speculative_config:
             out.print("# --speculative-config: " + json.dumps(result.speculative_config), markup=False)
-        out.print(f"# aux layers the engine captures ({result.aux_convention}): {result.aux_layers_captured}", markup=False)
+        out.print(f"# aux layers the engine captures ({result.aux_convention}): {_captured(result)}", markup=False)
         out.print(f"# minimum {engine} version: {result.min_version or 'unknown'}", markup=False)
         for w in result.warnings:
             err.print(f"warning: {w}", markup=False)
     emit(result.model_dump(mode="json"), as_json, render)
 
 
+def _captured(result: ServeConfig) -> str:
+    """The aux comment's value: the ids the config states, or the engine's default, said to be one."""
+    if not result.aux_layers_default:
+        return str(result.aux_layers_captured)
+    from ..serving import DEFAULT_CAPTURE
+
+    default = f"the engine's default {DEFAULT_CAPTURE[result.aux_convention]}"
+    if result.target_num_layers is None:
+        return f"unknown: {default} for the target's layer count L"
+    return f"{result.aux_layers_captured}, {default} for the {result.target_num_layers}-layer target"
+
+
 def serve_config_for(drafter: str, engine: str, k: int, target: str | None = None,
                      registry_dir=None) -> ServeConfig:
     """`eaglezoo serve-config`: for a drafter folder (read from its files) or a registry entry."""
-    from ..serving import schema_for, serve_config
     from .sources import classify
 
     kind = classify(drafter)
@@ -50,20 +66,34 @@ def serve_config_for(drafter: str, engine: str, k: int, target: str | None = Non
     if kind == "hub":
         raise UsageError(f"{drafter}: give a registry id or a drafter folder",
                          hint="pull it first (eaglezoo pull), or add it to the registry")
-    from ..registry.load import lookup
+    return _serve_entry(drafter, engine, k, target, registry_dir)
 
-    entry, _ = lookup(drafter, registry_dir)
-    fmt = schema_for(entry.dialect)
-    result = serve_config(entry.spec(), engine, entry.drafter.repo or entry.drafter.path, target or entry.target.repo
-                          or entry.target.path, k, entry.drafter.revision, fmt,
-                          has_top_level_ids=entry.aux_layers.ids is not None and entry.dialect in ("eagle31", "speculators"))
-    if entry.aux_layers.ids is None:
+
+def _serve_entry(name: str, engine: str, k: int, target: str | None, registry_dir) -> ServeConfig:
+    from ..registry.load import lookup
+    from ..serving import schema_for, serve_config
+
+    entry, reg = lookup(name, registry_dir)
+    spec = entry.spec()
+    if target is None:
+        target_name, layers = _entry_place(entry.target, reg, "target"), entry.target_num_layers
+    else:
+        target_name, tcfg = _checked_target(target)
+        layers = _layers(tcfg)
+        if tcfg and entry.target_hidden_size and entry.target_vocab_size:  # spec() fills unknown sizes with 1
+            _refuse_misfit(spec, tcfg)
+    published_ids = entry.aux_layers.ids is not None
+    result = serve_config(spec, engine, _entry_place(entry.drafter, reg, "drafter"), target_name, k,
+                          entry.drafter.revision, schema_for(entry.dialect),
+                          has_top_level_ids=published_ids and entry.dialect in TOP_LEVEL_IDS,
+                          has_nested_ids=published_ids and entry.dialect in NESTED_IDS,
+                          target_layers=layers)
+    if not published_ids:
         result.warnings.append("the registry does not know this drafter's aux ids: run eaglezoo lint on it first")
-    elif entry.dialect not in ("eagle31", "speculators"):
+    elif entry.dialect not in TOP_LEVEL_IDS:
         result.warnings.append(f"published in the {entry.dialect} dialect: convert it so that the engine reads the "
                                "ids where it looks (eaglezoo convert; then serve the converted folder)")
     return result
-
 
 
 def _serve_folder(path, engine: str, k: int, target: str | None) -> ServeConfig:
@@ -74,12 +104,79 @@ def _serve_folder(path, engine: str, k: int, target: str | None) -> ServeConfig:
     if target is None:
         raise UsageError("--target is needed when serving a drafter directory",
                          hint="add --target TARGET (the model the engine serves)")
+    target_name, tcfg = _checked_target(target)
     drafter = read_drafter(path, None, ReadOptions(allow_missing_aux=True), strict=False)
     reading, cfg = drafter.reading, drafter.config
+    if tcfg:
+        _refuse_misfit(reading.spec, tcfg)
     fmt = schema_for(reading.dialect)
-    result = serve_config(reading.spec, engine, str(path), target, k, None, fmt,
-                          has_top_level_ids="eagle_aux_hidden_state_layer_ids" in cfg)
+    nested = cfg.get("eagle_config")
+    result = serve_config(reading.spec, engine, _from_here(path), target_name, k, None, fmt,
+                          has_top_level_ids="eagle_aux_hidden_state_layer_ids" in cfg,
+                          has_nested_ids=isinstance(nested, dict) and "eagle_aux_hidden_state_layer_ids" in nested,
+                          target_layers=_layers(tcfg))
     if reading.dialect not in ("eagle31", "speculators"):
         result.warnings.append(f"{reading.dialect} dialect: convert it first (eaglezoo convert) so that every "
                                "engine finds the ids and flags where it reads them")
     return result
+
+
+def _from_here(path: Path) -> str:
+    """A local path as the engine must be given it from here: relative below the current directory, else
+    absolute (a relative path that does not exist from here would be taken for a Hub repo id)."""
+    real, here = Path(path).resolve(), Path.cwd().resolve()
+    return str(real.relative_to(here)) if real.is_relative_to(here) else str(real)
+
+
+def _entry_place(repo, reg, what: str) -> str:
+    """A registry entry's drafter or target as the command names it: its Hub repo id, or its folder."""
+    if repo.repo:
+        return repo.repo
+    from .sources import location
+
+    return _from_here(location(repo, reg, None, what).path)
+
+
+def _checked_target(target: str) -> tuple[str, dict | None]:
+    """--target as the command names it, and its config where it is a local folder that has one."""
+    from ..checkpoint.config import target_config
+
+    path = Path(target)
+    if target and path.is_dir():
+        return _from_here(path), target_config(path) if (path / "config.json").exists() else None
+    if target and path.exists():
+        raise UsageError(f"--target {printable(target)}: not a directory",
+                         hint="give the target model's folder (with its config.json) or its Hub repo id (owner/name)")
+    _check_repo_id(target)
+    return target, None
+
+
+def _check_repo_id(target: str) -> None:
+    """The client's own validator, and owner/name as every other --target (sources.resolve) requires it:
+    the validator passes a bare name, which is far likelier a missing folder than a legacy Hub id."""
+    from huggingface_hub.errors import HFValidationError
+    from huggingface_hub.utils import validate_repo_id
+
+    try:
+        validate_repo_id(target)
+        valid = "/" in target
+    except HFValidationError:
+        valid = False
+    if not valid:
+        raise UsageError(f"--target {printable(repr(target))}: no such directory, nor a Hub repo id (owner/name)",
+                         hint="give the target model's folder or its Hub repo id (owner/name)")
+
+
+def _layers(tcfg: dict | None) -> int | None:
+    layers = (tcfg or {}).get("num_hidden_layers")
+    return layers if isinstance(layers, int) and not isinstance(layers, bool) and layers > 0 else None
+
+
+def _refuse_misfit(spec, tcfg: dict) -> None:
+    """The drafter against the target's config, refused as convert and verify refuse it (formats/base.py)."""
+    from ..checkpoint.problems import target_problems
+
+    problems = target_problems(spec.aux, spec.target_hidden_size, spec.vocab_size, tcfg)
+    if problems:
+        raise BadInput(problems[0].message, code=problems[0].code,
+                       hint=problems[0].hint or "give --target the model this drafter was trained for")
