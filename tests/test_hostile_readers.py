@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import EXAMPLE, EXAMPLE_IDS, assert_clean_failure, run_cli, tree_digest
+from conftest import EXAMPLE, EXAMPLE_IDS, ROOT, assert_clean_failure, run_cli, tree_digest
 from factory import make_drafter
 from test_registry import GOOD
 
@@ -227,6 +227,19 @@ def test_site_never_writes_into_the_registry(tmp_path, registry_dir, where, forc
     r = run_cli("registry", "site", out, "--registry", registry_dir, *(["--force"] if force else []))
     assert_clean_failure(r, contains="overlaps the registry")
     assert "hint:" in r.err and tree_digest(registry_dir.parent) == before
+
+
+@pytest.mark.parametrize("where", ["examples", "drafter", "target"])
+def test_site_never_replaces_what_an_entry_names(tmp_path, where):
+    shutil.copytree(EXAMPLE, tmp_path / "examples" / "tiny")
+    (tmp_path / "registry").mkdir()
+    shutil.copy(ROOT / "registry" / "tiny-example-eagle31.yaml", tmp_path / "registry")
+    out = {"examples": tmp_path / "examples", "drafter": tmp_path / "examples" / "tiny" / "eagle31-safeai",
+           "target": tmp_path / "examples" / "tiny" / "target"}[where]
+    before = tree_digest(tmp_path)
+    r = run_cli("registry", "site", out, "--force", "--registry", tmp_path / "registry")
+    assert_clean_failure(r, contains=f"OUT {out} overlaps entry tiny-example-eagle31's")
+    assert tree_digest(tmp_path) == before
 
 
 @pytest.mark.parametrize("force", [False, True])

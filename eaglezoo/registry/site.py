@@ -29,9 +29,15 @@ box.addEventListener("input", () => {
 
 
 def check_out(reg: Registry, out: Path, force: bool) -> None:
-    """OUT as `eaglezoo convert` takes it: new, or replaced whole with `force`; never the registry folder,
-    inside it or above it (the registry is read, never written)."""
+    """OUT as `eaglezoo convert` takes it: new, or replaced whole with `force`; never the registry folder, nor a
+    folder or file an entry names (its drafter, target or prompts), inside it or above it: they are read, never
+    written."""
     check_out_dir(out, force, reg.directory, "the registry")
+    for entry in reg.entries.values():
+        named = [("drafter", entry.drafter.path), ("target", entry.target.path), ("prompts", entry.prompts)]
+        for what, relative in named:
+            if relative:
+                check_out_dir(out, force, reg.root / relative, f"entry {entry.id}'s {what}")
 
 
 def build(reg: Registry, out: Path, force: bool = False) -> list[str]:
