@@ -88,6 +88,7 @@ def verify(
     as_json: JsonOpt = False,
 ):
     """Run the drafter against its target: per-position acceptance, acceptance length, drift, speedup."""
+    from ..verify.run import check_engine_only
     from ..verify.vllm_engine import engine_options
     from ..verify.workload import NativeOptions
 
@@ -100,6 +101,7 @@ def verify(
         quantization=quantization, trust_remote_code=trust_remote_code,
         gpu_memory_utilization=gpu_memory_utilization, enforce_eager=enforce_eager, extra=parse_json(engine_args),
         timeout_s=engine_timeout)
+    check_engine_only(["endpoint"] if endpoint else parse_engines(engine), options)
     with verify_progress() as advance:
         result = verify_source(drafter, target, revision=revision, registry_dir=registry_dir, device=device,
                                dtype=dtype, k=num_spec_tokens, max_new_tokens=max_new_tokens,

@@ -112,6 +112,23 @@ def check_settings(engines: list[str], endpoint: str | None = None, engine_optio
         resolve_device(device)
 
 
+VLLM_ONLY = ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "enable_expert_parallel",
+             "distributed_executor_backend", "quantization", "gpu_memory_utilization", "enforce_eager", "extra")
+
+
+def check_engine_only(engines: list[str], engine_options) -> None:
+    """vLLM's own settings asked for where no vLLM runs would be silently ignored: refused instead."""
+    if "vllm" in engines or engine_options is None:
+        return
+    from .vllm_engine import EngineOptions
+
+    given = [name for name in VLLM_ONLY if getattr(engine_options, name) != getattr(EngineOptions(), name)]
+    if given:
+        flag = "--engine-args" if given[0] == "extra" else "--" + given[0].replace("_", "-")
+        raise UsageError(f"{flag} is a vLLM setting, and --engine {','.join(engines)} runs no vLLM",
+                         hint=f"add --engine vllm (or native,vllm), or drop {flag}")
+
+
 def check_target(target_dir: Path, native: NativeOptions) -> None:
     """A target quantization the native engine must not run, refused from the target's config alone."""
     target_config(target_dir)  # a missing or malformed target config is refused in its own words first
