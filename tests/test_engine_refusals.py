@@ -38,6 +38,7 @@ def test_engine_interpreter_without_vllm():
     (["--gpu-memory-utilization", "0.5"], "--gpu-memory-utilization is a vLLM setting"),
     (["--engine-args", '{"max_num_seqs": 2}'], "--engine-args is a vLLM setting"),
     (["--endpoint", "http://127.0.0.1:9", "--enforce-eager"], "--enforce-eager is a vLLM setting, and --engine endpoint"),
+    (["--max-model-len", "256"], "--max-model-len is a vLLM setting, and --engine native runs no vLLM"),
 ])
 def test_requests_that_cannot_be_measured_as_asked(args, says):
     assert_clean_failure(run_cli("verify", "tiny-example-eagle31", *args), contains=says)

@@ -122,7 +122,8 @@ def check_engine_only(engines: list[str], engine_options) -> None:
         return
     from .vllm_engine import EngineOptions
 
-    given = [name for name in VLLM_ONLY if getattr(engine_options, name) != getattr(EngineOptions(), name)]
+    engine_only = VLLM_ONLY + (("max_model_len",) if engines == ["native"] else ())  # an endpoint's context too
+    given = [name for name in engine_only if getattr(engine_options, name) != getattr(EngineOptions(), name)]
     if given:
         flag = "--engine-args" if given[0] == "extra" else "--" + given[0].replace("_", "-")
         raise UsageError(f"{flag} is a vLLM setting, and --engine {','.join(engines)} runs no vLLM",
