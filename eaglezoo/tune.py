@@ -214,6 +214,7 @@ def report(work: Workload, engine: dict, grid: list[Cell], decision: list[Choice
         notes.append(f"speculation loses at every measured load here (K = 0 throughout): serve without "
                      f"--speculative-config; with the all-zero schedule the engine measured {measured} tokens/s "
                      f"against {alone} without the drafter")
+    notes += contradicted(confirmation["schedule"], grid, decision)
     if work.drafter.dialect not in ("eagle31", "speculators"):
         notes.append(f"the commands name the drafter folder as given ({work.drafter.dialect} dialect): vLLM and SGLang "
                      "read the EAGLE 3.1 schema, so serve `eaglezoo convert DRAFTER OUT` instead")
@@ -230,6 +231,18 @@ def report(work: Workload, engine: dict, grid: list[Cell], decision: list[Choice
         vllm_speculative_config=config,
         vllm_command=serve_command(target, config),
         sglang_static_k=static, sglang_command=sglang, confirmation=confirmation, notes=notes)
+
+
+def contradicted(confirmed: list[dict], grid: list[Cell], decision: list[Choice]) -> list[str]:
+    """Loads where the confirmation run with the schedule fell below serving without the drafter: there the
+    decision is within this machine's noise, and the report says so rather than stand by it."""
+    without = {c.concurrency: c.output_tokens_per_s for c in grid if c.k == 0}
+    chosen = {d.concurrency: d.k for d in decision}
+    return [f"at concurrency {p['concurrency']} the confirmation with the schedule measured "
+            f"{p['output_tokens_per_s']:.1f} tokens/s, below the {without[p['concurrency']]:.1f} measured without the "
+            f"drafter: the choice of K={chosen[p['concurrency']]} there is within this machine's noise (measure more "
+            "prompts or tokens)"
+            for p in confirmed if chosen.get(p["concurrency"], 0) > 0 and p["output_tokens_per_s"] < without[p["concurrency"]]]
 
 
 def tune_from(data: dict, where: str) -> TuneReport:

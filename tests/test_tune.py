@@ -133,6 +133,23 @@ def test_the_schedule_covers_every_batch_size_from_one():
     assert schedule_of([choice(8, 0)]) == [[1, 8, 0]]
 
 
+def test_a_confirmation_below_serving_without_the_drafter_is_said():
+    from eaglezoo.tune import Cell, Choice, contradicted
+
+    grid = [Cell(k=k, concurrency=c, output_tokens_per_s=tps, mean_tpot_ms=None, acceptance_length=None)
+            for k, c, tps in [(0, 1, 126.0), (1, 1, 121.0), (0, 4, 136.0), (1, 4, 140.0), (0, 8, 150.0), (1, 8, 90.0)]]
+    decision = [Choice(concurrency=1, k=0, output_tokens_per_s=126.0, speedup=1.0),
+                Choice(concurrency=4, k=1, output_tokens_per_s=140.0, speedup=140.0 / 136.0),
+                Choice(concurrency=8, k=0, output_tokens_per_s=150.0, speedup=1.0)]
+    confirmed = [{"concurrency": 1, "output_tokens_per_s": 84.0}, {"concurrency": 4, "output_tokens_per_s": 91.4},
+                 {"concurrency": 8, "output_tokens_per_s": 160.0}]
+    assert contradicted(confirmed, grid, decision) == [
+        "at concurrency 4 the confirmation with the schedule measured 91.4 tokens/s, below the 136.0 measured without "
+        "the drafter: the choice of K=1 there is within this machine's noise (measure more prompts or tokens)"]
+    confirmed[1]["output_tokens_per_s"] = 139.0
+    assert contradicted(confirmed, grid, decision) == []  # K=0 loads are the baseline itself: never said
+
+
 @pytest.mark.parametrize("args,message", [
     (["--engine", "native"], "tune measures on vLLM"),
     (["--concurrency", "4,1"], "distinct levels in rising order"),
