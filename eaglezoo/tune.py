@@ -238,11 +238,14 @@ def contradicted(confirmed: list[dict], grid: list[Cell], decision: list[Choice]
     decision is within this machine's noise, and the report says so rather than stand by it."""
     without = {c.concurrency: c.output_tokens_per_s for c in grid if c.k == 0}
     chosen = {d.concurrency: d.k for d in decision}
-    return [f"at concurrency {p['concurrency']} the confirmation with the schedule measured "
-            f"{p['output_tokens_per_s']:.1f} tokens/s, below the {without[p['concurrency']]:.1f} measured without the "
-            f"drafter: the choice of K={chosen[p['concurrency']]} there is within this machine's noise (measure more "
-            "prompts or tokens)"
-            for p in confirmed if chosen.get(p["concurrency"], 0) > 0 and p["output_tokens_per_s"] < without[p["concurrency"]]]
+    notes = []
+    for p in confirmed:
+        c, measured = p["concurrency"], p["output_tokens_per_s"]
+        if chosen.get(c, 0) > 0 and measured < without[c]:
+            notes.append(f"at concurrency {c} the confirmation with the schedule measured {measured:.1f} tokens/s, "
+                         f"below the {without[c]:.1f} measured without the drafter: the choice of K={chosen[c]} there "
+                         "is within this machine's noise (measure more prompts or tokens)")
+    return notes
 
 
 def tune_from(data: dict, where: str) -> TuneReport:
