@@ -65,8 +65,8 @@ def compare(a: VerifyReport, b: VerifyReport) -> CompareReport:
     steps = [(p["bucket"], p["accepted"], q["accepted"]) for p, q in zip(a.per_prompt, b.per_prompt)]
     buckets = sorted({bucket for bucket, _, _ in steps})
     rows = [row(name, [s for s in steps if s[0] == name]) for name in buckets]
-    if len(buckets) > 1:
-        rows.append(row("all", steps))
+    if len(buckets) > 1:  # the row of every prompt, under a name no bucket of the prompts has
+        rows.append(row(next(n for n in ("all", "all prompts", "(every prompt)") if n not in buckets), steps))
     return CompareReport(a=a.drafter, b=b.drafter, target=a.target, engine=engine_name(a), engine_b=engine_name(b),
                          num_spec_tokens=a.num_spec_tokens, rows=rows,
                          per_position={"a": a.acceptance_per_position, "b": b.acceptance_per_position},

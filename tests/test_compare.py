@@ -112,3 +112,17 @@ def test_a_saved_comparison_is_drawn_only_from_figures_compare_writes(cli, compa
     saved.write_text(json.dumps(compared))
     page.unlink()
     assert_clean_failure(cli("report", saved, "--html", page), page, contains=f"report {saved}: {says}")
+
+
+def test_a_bucket_named_all_keeps_its_row_beside_the_row_of_every_prompt(cli, tmp_path):
+    import json
+
+    from conftest import EXAMPLE
+
+    rows = [json.loads(line) for line in (EXAMPLE / "prompts.jsonl").read_text().splitlines()[:2]]
+    prompts = tmp_path / "p.jsonl"
+    prompts.write_text("".join(json.dumps({**r, "bucket": b}) + "\n" for r, b in zip(rows, ["all", "x"])))
+    r = cli("compare", "tiny-example-eagle3", "tiny-example-eagle31", "--prompts", prompts, "--max-new-tokens", "16",
+            "--json")
+    assert r.code == 0, r.err
+    assert [(x["bucket"], x["prompts"]) for x in r.json()["rows"]] == [("all", 1), ("x", 1), ("all prompts", 2)]

@@ -149,11 +149,18 @@ def test_numeric_options_out_of_range_are_one_line(cli, args, message):
     (b'\xff\xfe{"prompt": "hi"}\n', "not UTF-8"),
     (b"[" * 100_000 + b"\n", "line 1 is not JSON"),
     (b"[1, 2]\n", "line 1 needs a string field 'prompt'"),
+    (b'\xef\xbb\xbf{"prompt": "hi"}\n', "starts with a byte-order mark (BOM)"),
 ])
 def test_prompts_that_are_not_text_too_deep_or_not_objects(cli, tmp_path, content, message):
     prompts = tmp_path / "p.jsonl"
     prompts.write_bytes(content)
     assert_clean_failure(cli(*VERIFY, "--prompts", prompts), contains=message)
+
+
+def test_a_target_given_as_a_file_is_named_as_the_target(cli):
+    r = cli("verify", "tiny-example-eagle31", "--target", EXAMPLE / "target" / "config.json")
+    assert_clean_failure(r, contains="config.json: not a directory")
+    assert "(hint: give the target's folder, not a file in it)" in r.err
 
 
 def test_reports_that_are_json_lists_are_refused(cli, tmp_path):

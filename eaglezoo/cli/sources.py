@@ -33,7 +33,7 @@ class Source:
         return f"{self.repo}@{self.commit}" if self.commit else self.repo
 
 
-def classify(arg: str, configs: bool = False) -> Literal["dir", "config", "registry", "hub"]:
+def classify(arg: str, configs: bool = False, what: str = "drafter") -> Literal["dir", "config", "registry", "hub"]:
     """What a name is; with `configs`, a .json file is a drafter's config alone (lint reads templates)."""
     from ..registry.load import is_entry_file
 
@@ -44,7 +44,7 @@ def classify(arg: str, configs: bool = False) -> Literal["dir", "config", "regis
         if configs and path.suffix == ".json" and not path.is_dir():
             return "config"
         if not path.is_dir():
-            raise UsageError(f"{arg}: not a directory", hint="give the drafter's folder, not a file in it")
+            raise UsageError(f"{arg}: not a directory", hint=f"give the {what}'s folder, not a file in it")
         return "dir"
     if REPO_ID.match(arg):
         return "hub"
@@ -57,7 +57,7 @@ def classify(arg: str, configs: bool = False) -> Literal["dir", "config", "regis
 def resolve(arg: str, revision: str | None = None, *, what: str = "drafter",
             registry_dir: Path | None = None, registry_ids: bool = True, weights: bool = True) -> Source:
     """A local directory for `arg`: as given, from the registry (pinned location) or pulled from the Hub."""
-    kind = classify(arg)
+    kind = classify(arg, what=what)
     if kind == "dir":
         return Source(Path(arg))
     if kind == "hub":

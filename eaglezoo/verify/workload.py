@@ -143,6 +143,9 @@ def load_prompts(path: Path | None) -> list[Prompt]:
             text, where = path.read_text(encoding="utf-8"), str(path)
         except UnicodeDecodeError:
             raise BadInput(f"prompts file {path} is not UTF-8 text", hint="save the prompts file as UTF-8") from None
+        if text.startswith("\ufeff"):
+            raise BadInput(f"prompts file {path} starts with a byte-order mark (BOM), which JSON Lines does not allow",
+                           hint="save the prompts file as UTF-8 without a BOM")
     prompts = []
     # JSON Lines ends lines with "\n" only (read_text has made "\r\n" one); str.splitlines() would also
     # break at U+2028, U+0085 and the like, which JSON allows unescaped inside a string.
