@@ -57,7 +57,8 @@ def test_the_verify_page_in_a_browser(cli, tmp_path):
     data = json.loads(report.read_text())
     assert f"{data['mean_acceptance_length']:.3f}" in dom and "vllm serve" in dom
     again = tmp_path / "again.html"
-    assert cli("report", report, "--html", again).code == 0
+    r = cli("report", report, "--html", again, "--json")
+    assert r.code == 0 and r.json() == {"report": str(report), "kind": "verify", "html": str(again)}, r.err
     assert again.read_bytes() == page.read_bytes()
     # with --speedup's block (as the vLLM engine writes it), tokens/s by concurrency is drawn too
     timing = {"output_tokens_per_s": 100.0}

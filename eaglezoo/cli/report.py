@@ -11,7 +11,7 @@ import typer
 
 from ..errors import UsageError
 from ..fsutil import atomic_write_text, file_destination, read_json
-from .common import app, out, shown
+from .common import JsonOpt, app, emit, out, shown
 
 HtmlOpt = Annotated[Optional[Path], typer.Option(metavar="FILE", help="Also write a self-contained HTML page with the plots.")]
 
@@ -90,11 +90,16 @@ def write_html(path: Path | None, data: dict) -> None:
 def report(
     saved: Annotated[Path, typer.Argument(metavar="REPORT", help="A report written by verify, tune or compare --report.")],
     html: Annotated[Path, typer.Option(metavar="FILE", help="The HTML page to write.")],
+    as_json: JsonOpt = False,
 ):
     """Render a saved report as one self-contained HTML page (plots inline, no network)."""
+    from ..pages import kind_of
+
     check_outputs(None, html, reads=(saved,))
-    write_html(html, _saved_report(saved))
-    out.print(f"wrote {shown(html)}")
+    data = _saved_report(saved)
+    write_html(html, data)
+    emit({"report": str(saved), "kind": kind_of(data), "html": str(html)}, as_json,
+         lambda: out.print(f"wrote {shown(html)}"))
 
 
 def _saved_report(saved: Path) -> dict:
