@@ -200,16 +200,27 @@ def regular_file(path: Path, what: str) -> Path:
     return path
 
 
-def check_out_dir(out: Path, force: bool, source: Path, source_name: str) -> None:
-    """A folder OUT that a command writes whole (`convert`, `registry site`): never `source` (what the command
-    reads, named `source_name` in errors), inside it or above it; refused when it exists, unless `force` (then
-    it must be a folder, replaced whole, never mixed with what it held), or when a path component above it is
-    a file."""
-    out = Path(out)
-    src, dst = Path(source).resolve(), out.resolve()
-    if dst == src or src in dst.parents or dst in src.parents:
+def within(path: Path, folder: Path) -> bool:
+    """`path` is `folder` or below it, symlinks resolved (an unresolvable path is left to its own reader)."""
+    try:
+        return Path(path).resolve().is_relative_to(Path(folder).resolve())
+    except (OSError, RuntimeError):
+        return False
+
+
+def refuse_overlap(out: Path, source: Path, source_name: str) -> None:
+    """A folder OUT written whole is never `source` (what the command reads), inside it or above it."""
+    if within(out, source) or within(source, out):
         raise UsageError(f"OUT {out} overlaps {source_name} {source}: {source_name} is never modified",
                          hint=f"choose an OUT outside {source_name} (and not one of its parents)")
+
+
+def check_out_dir(out: Path, force: bool, source: Path, source_name: str) -> None:
+    """A folder OUT that a command writes whole (`convert`, `registry site`): never overlapping `source`
+    (`refuse_overlap`); refused when it exists, unless `force` (then it must be a folder, replaced whole, never
+    mixed with what it held), or when a path component above it is a file."""
+    out = Path(out)
+    refuse_overlap(out, source, source_name)
     if os.path.lexists(out) and not force:
         raise UsageError(f"{out} already exists", hint="choose a new OUT or pass --force to replace it")
     if os.path.lexists(out) and not out.is_dir():

@@ -19,6 +19,12 @@ def _v(version: str) -> tuple[int, ...]:
     return tuple(int(x) for x in version.split("."))
 
 
+# Where a published config of each dialect keeps its aux ids (checkpoint/formats): vLLM reads the top-level
+# list, SGLang the one nested in eagle_config; a registry entry records the ids, not where its config holds them.
+TOP_LEVEL_IDS = ("eagle31", "speculators")
+NESTED_IDS = ("eagle31", "specforge", "modelopt", "torchspec")
+
+
 def schema_for(dialect: str | None) -> str:
     """The schema engines are given a drafter in: speculators stays speculators, every other dialect is
     served as EAGLE 3.1."""

@@ -54,8 +54,8 @@ def run(pytest_args: list[str]) -> int:
         pth.write_text(f"import sys; sys.path.append({str(work)!r}); import suite_cpu_hook\n")
     try:
         env = {**os.environ, "PYTHONPATH": str(work)}
-        code = subprocess.call([str(ROOT / ".venv/bin/python"), "-m", "pytest", "-q", "-n", "3", "--dist", "loadfile",
-                                "-p", "no:cacheprovider", *pytest_args], cwd=ROOT, env=env)
+        code = subprocess.run([str(ROOT / ".venv/bin/python"), "-m", "pytest", "-q", "-n", "3", "--dist", "loadfile",
+                               "-p", "no:cacheprovider", *pytest_args], cwd=ROOT, env=env, timeout=3 * 3600).returncode
     finally:
         if pth:
             pth.unlink(missing_ok=True)

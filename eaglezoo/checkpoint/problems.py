@@ -114,6 +114,16 @@ def _unexpected(spec: DrafterSpec, name: str) -> Finding:
 
 
 
+def refuse_misfit(aux: AuxLayers | None, target_hidden: int, vocab: int, tcfg: dict) -> None:
+    """The first way the drafter does not fit its target, refused (convert, verify and serve-config stop there)."""
+    from ..errors import BadInput
+
+    problems = target_problems(aux, target_hidden, vocab, tcfg)
+    if problems:
+        raise BadInput(problems[0].message, code=problems[0].code,
+                       hint=problems[0].hint or "give --target the model this drafter was trained for")
+
+
 def target_problems(aux: AuxLayers | None, target_hidden: int, vocab: int, tcfg: dict) -> list[Finding]:
     """Where the drafter does not fit its target's config: convert refuses the first, lint reports each."""
     n = int(tcfg["num_hidden_layers"])

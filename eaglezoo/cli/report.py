@@ -10,7 +10,7 @@ from typing import Annotated, Optional
 import typer
 
 from ..errors import UsageError
-from ..fsutil import atomic_write_text, file_destination, read_json
+from ..fsutil import atomic_write_text, file_destination, read_json, within
 from .common import JsonOpt, app, emit, out, shown
 
 HtmlOpt = Annotated[Optional[Path], typer.Option(metavar="FILE", help="Also write a self-contained HTML page with the plots.")]
@@ -44,16 +44,9 @@ def spare_inputs(outputs: dict[str, Path | None], folders: tuple[Path | None, ..
             continue
         _not_an_input(path, option, files)
         for folder in filter(None, folders):
-            if _below(path, folder):
+            if within(path, folder):
                 raise UsageError(f"{option} {path} is inside {folder}, which this command reads: writing there would "
                                  "change that input", hint=f"give {option} a file outside {folder}")
-
-
-def _below(path: Path, folder: Path) -> bool:
-    try:
-        return Path(path).resolve().is_relative_to(Path(folder).resolve())
-    except OSError:
-        return False
 
 
 def _same_file(a: Path, b: Path) -> bool:

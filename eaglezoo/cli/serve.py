@@ -8,16 +8,11 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from ..errors import BadInput, UsageError, printable
+from ..errors import UsageError, printable
 from .common import JsonOpt, NumSpecTokensOpt, RegistryOpt, app, emit, err, out
 
 if TYPE_CHECKING:
     from ..serving import ServeConfig
-
-# Where a published config of each dialect keeps its aux ids (formats/*.py): vLLM reads the top-level list,
-# SGLang the one nested in eagle_config; an entry records the ids, not where its config holds them.
-TOP_LEVEL_IDS = ("eagle31", "speculators")
-NESTED_IDS = ("eagle31", "specforge", "modelopt", "torchspec")
 
 
 @app.command("serve-config")
@@ -36,14 +31,14 @@ def serve_config_cmd(
         out.print(result.command, markup=False, soft_wrap=True)
         if result.speculative_config:
             out.print("# --speculative-config: " + json.dumps(result.speculative_config), markup=False)
-        out.print(f"# aux layers the engine captures ({result.aux_convention}): {_captured(result)}", markup=False)
+        out.print(f"# aux layers the engine captures ({result.aux_convention}): {_captured_text(result)}", markup=False)
         out.print(f"# minimum {engine} version: {result.min_version or 'unknown'}", markup=False)
         for w in result.warnings:
             err.print(f"warning: {w}", markup=False)
     emit(result.model_dump(mode="json"), as_json, render)
 
 
-def _captured(result: ServeConfig) -> str:
+def _captured_text(result: ServeConfig) -> str:
     """The aux comment's value: the ids the config states, or the engine's default, said to be one."""
     if not result.aux_layers_default:
         return str(result.aux_layers_captured)
@@ -71,7 +66,7 @@ def serve_config_for(drafter: str, engine: str, k: int, target: str | None = Non
 
 def _serve_entry(name: str, engine: str, k: int, target: str | None, registry_dir) -> ServeConfig:
     from ..registry.load import lookup
-    from ..serving import schema_for, serve_config
+    from ..serving import NESTED_IDS, TOP_LEVEL_IDS, schema_for, serve_config
 
     entry, reg = lookup(name, registry_dir)
     spec = entry.spec()
@@ -99,7 +94,7 @@ def _serve_entry(name: str, engine: str, k: int, target: str | None, registry_di
 def _serve_folder(path, engine: str, k: int, target: str | None) -> ServeConfig:
     from ..checkpoint.formats.base import ReadOptions
     from ..checkpoint.read import read_drafter
-    from ..serving import schema_for, serve_config
+    from ..serving import TOP_LEVEL_IDS, schema_for, serve_config
 
     if target is None:
         raise UsageError("--target is needed when serving a drafter directory",
@@ -115,7 +110,7 @@ def _serve_folder(path, engine: str, k: int, target: str | None) -> ServeConfig:
                           has_top_level_ids="eagle_aux_hidden_state_layer_ids" in cfg,
                           has_nested_ids=isinstance(nested, dict) and "eagle_aux_hidden_state_layer_ids" in nested,
                           target_layers=_layers(tcfg))
-    if reading.dialect not in ("eagle31", "speculators"):
+    if reading.dialect not in TOP_LEVEL_IDS:
         result.warnings.append(f"{reading.dialect} dialect: convert it first (eaglezoo convert) so that every "
                                "engine finds the ids and flags where it reads them")
     return result
@@ -138,8 +133,11 @@ def _entry_place(repo, reg, what: str) -> str:
 
 
 def _checked_target(target: str) -> tuple[str, dict | None]:
-    """--target as the command names it, and its config where it is a local folder that has one."""
+    """--target as the command names it, and its config where it is a local folder that has one; else an
+    owner/name repo id by the Hub client's own rules (never pulled: the validator passes a bare name, far
+    likelier a missing folder than a legacy Hub id, and `verify` takes owner/name only)."""
     from ..checkpoint.config import target_config
+    from ..hub.client import repo_id_problem
 
     path = Path(target)
     if target and path.is_dir():
@@ -147,24 +145,10 @@ def _checked_target(target: str) -> tuple[str, dict | None]:
     if target and path.exists():
         raise UsageError(f"--target {printable(target)}: not a directory",
                          hint="give the target model's folder (with its config.json) or its Hub repo id (owner/name)")
-    _check_repo_id(target)
-    return target, None
-
-
-def _check_repo_id(target: str) -> None:
-    """The client's own validator, and owner/name as every other --target (sources.resolve) requires it:
-    the validator passes a bare name, which is far likelier a missing folder than a legacy Hub id."""
-    from huggingface_hub.errors import HFValidationError
-    from huggingface_hub.utils import validate_repo_id
-
-    try:
-        validate_repo_id(target)
-        valid = "/" in target
-    except HFValidationError:
-        valid = False
-    if not valid:
+    if "/" not in target or repo_id_problem(target):
         raise UsageError(f"--target {printable(repr(target))}: no such directory, nor a Hub repo id (owner/name)",
                          hint="give the target model's folder or its Hub repo id (owner/name)")
+    return target, None
 
 
 def _layers(tcfg: dict | None) -> int | None:
@@ -173,10 +157,6 @@ def _layers(tcfg: dict | None) -> int | None:
 
 
 def _refuse_misfit(spec, tcfg: dict) -> None:
-    """The drafter against the target's config, refused as convert and verify refuse it (formats/base.py)."""
-    from ..checkpoint.problems import target_problems
+    from ..checkpoint.problems import refuse_misfit
 
-    problems = target_problems(spec.aux, spec.target_hidden_size, spec.vocab_size, tcfg)
-    if problems:
-        raise BadInput(problems[0].message, code=problems[0].code,
-                       hint=problems[0].hint or "give --target the model this drafter was trained for")
+    refuse_misfit(spec.aux, spec.target_hidden_size, spec.vocab_size, tcfg)

@@ -28,6 +28,18 @@ def configure(show_progress: bool) -> None:
         os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
 
 
+def repo_id_problem(repo: str) -> str | None:
+    """Why the Hub client's own validator refuses `repo` as a repo id, or None (no network: the rules alone)."""
+    from huggingface_hub.errors import HFValidationError
+    from huggingface_hub.utils import validate_repo_id
+
+    try:
+        validate_repo_id(repo)
+    except HFValidationError as exc:
+        return str(exc)
+    return None
+
+
 _bounded = False
 
 

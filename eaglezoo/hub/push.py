@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from ..errors import HubError, UsageError, printable
-from .client import hub_call
+from .client import hub_call, repo_id_problem
 
 NEVER_UPLOADED = (".git", ".cache")
 
@@ -133,14 +133,9 @@ def check_names(repo: str, revision: str, tag: str | None) -> None:
     """The repo id as the Hub client validates it (the real push's first call, create_repo, runs the same
     validator); the branch and the tag as git ref names (the client sends them unchecked, the Hub refuses what
     git refuses): checked before anything is read or sent, in a dry run as in the real push."""
-    from huggingface_hub.errors import HFValidationError
-    from huggingface_hub.utils import validate_repo_id
-
-    try:
-        validate_repo_id(repo)
-    except HFValidationError:
+    if repo_id_problem(repo):
         raise UsageError(f"{printable(repr(repo))} is not a valid Hub repo id",
-                         hint="repo ids look like owner/name: letters, digits, '-', '_', '.'; no '--' or '..'") from None
+                         hint="repo ids look like owner/name: letters, digits, '-', '_', '.'; no '--' or '..'")
     for option, name in (("--revision", revision), ("--tag", tag)):
         if name is not None and not valid_ref_name(name):
             raise UsageError(f"{option} {printable(repr(name))} is not a valid git ref name",

@@ -39,13 +39,11 @@ class Repo(Strict):
     @field_validator("repo")
     @classmethod
     def hub_repo_id(cls, repo: str | None) -> str | None:
-        from huggingface_hub.errors import HFValidationError  # imported late: hub.configure() runs first
-        from huggingface_hub.utils import validate_repo_id
+        from ..hub.client import repo_id_problem  # imports the client late: hub.configure() runs first
 
-        try:
-            validate_repo_id(repo)
-        except HFValidationError as exc:
-            raise ValueError(str(exc)) from None
+        problem = repo_id_problem(repo)
+        if problem:
+            raise ValueError(problem)
         return repo
 
     @model_validator(mode="after")

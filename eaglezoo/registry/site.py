@@ -10,7 +10,7 @@ import json
 from html import escape
 from pathlib import Path
 
-from ..fsutil import check_out_dir, replace_dir, staging
+from ..fsutil import check_out_dir, refuse_overlap, replace_dir, staging
 from ..pages import STYLE
 from ..serving import schema_for, serve_config
 from .load import Registry
@@ -37,7 +37,7 @@ def check_out(reg: Registry, out: Path, force: bool) -> None:
         named = [("drafter", entry.drafter.path), ("target", entry.target.path), ("prompts", entry.prompts)]
         for what, relative in named:
             if relative:
-                check_out_dir(out, force, reg.root / relative, f"entry {entry.id}'s {what}")
+                refuse_overlap(out, reg.root / relative, f"entry {entry.id}'s {what}")
 
 
 def build(reg: Registry, out: Path, force: bool = False) -> list[str]:

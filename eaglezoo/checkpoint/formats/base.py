@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ...errors import BadInput, UsageError
-from ..problems import target_problems
+from ..problems import refuse_misfit
 from ..spec import CONVENTIONS, AuxLayers, Convention, DrafterSpec, default_boundary_ids
 from ..tensors import Checkpoint
 
@@ -320,10 +320,8 @@ def _aux_layers(found, top: dict, fan_k: int | None, g: Geometry, opts: ReadOpti
     if len(set(aux.ids)) != len(aux.ids):
         raise BadInput(f"aux ids {list(aux.ids)} are not distinct (duplicated aux slots)", code="aux-ids-duplicate",
                        hint="each aux slot captures another target layer: fix the ids (--aux-layers) or config.json")
-    problems = target_problems(aux, g.target_hidden, g.vocab, opts.target_config) if opts.target_config else []
-    if problems:
-        raise BadInput(problems[0].message, code=problems[0].code,
-                       hint=problems[0].hint or "give --target the model this drafter was trained for")
+    if opts.target_config:
+        refuse_misfit(aux, g.target_hidden, g.vocab, opts.target_config)
     return aux, k
 
 
