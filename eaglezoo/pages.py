@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import shlex
-import warnings
 from html import escape as _escape
 
 from . import plots
@@ -104,9 +103,5 @@ def kind_of(report: dict) -> str:
 
 
 def page_for(report: dict) -> str:
-    """The page of a saved report, by what it holds (a verify report read by verify/saved.read_report first).
-    The plotting library's warnings (a glyph missing from the font, a value it cannot place) are not the
-    user's to read: the page is drawn as well as it can be."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return {"tune": tune_page, "compare": compare_page, "verify": verify_page}[kind_of(report)](report)
+    """The page of a saved report, by what it holds (read first by the strict reader of its kind)."""
+    return {"tune": tune_page, "compare": compare_page, "verify": verify_page}[kind_of(report)](report)

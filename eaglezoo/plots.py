@@ -4,7 +4,9 @@ deterministically (fixed hash salt, no date), so the same report gives the same 
 
 from __future__ import annotations
 
+import functools
 import io
+import warnings
 
 from matplotlib import rcParams
 from matplotlib.figure import Figure
@@ -12,6 +14,17 @@ from matplotlib.figure import Figure
 rcParams["svg.hashsalt"] = "eaglezoo"
 rcParams["svg.fonttype"] = "none"  # text stays text: searchable, and the page's own font
 BLUE, ORANGE, GREY = "#1f6fb2", "#e07b24", "#8a8a8a"
+
+
+def quietly(draw):
+    """A plot drawn without the plotting library's warnings (a glyph missing from the font, a value it cannot
+    place): they are not the user's to read, and the figure is drawn as well as it can be."""
+    @functools.wraps(draw)
+    def drawn(report: dict) -> str:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return draw(report)
+    return drawn
 
 
 def svg(fig: Figure) -> str:
@@ -31,6 +44,7 @@ def _axes(title: str, xlabel: str, ylabel: str, width: float = 5.2):
     return fig, ax
 
 
+@quietly
 def per_position(report: dict) -> str:
     """Acceptance at each draft position (decoding path), with each prompt bucket overlaid."""
     rates = report["acceptance_per_position"]
@@ -45,6 +59,7 @@ def per_position(report: dict) -> str:
     return svg(fig)
 
 
+@quietly
 def histogram(report: dict) -> str:
     counts = report["histogram"]
     fig, ax = _axes("accepted tokens per verify step", "accepted draft tokens", "verify steps")
@@ -53,6 +68,7 @@ def histogram(report: dict) -> str:
     return svg(fig)
 
 
+@quietly
 def by_k(report: dict) -> str:
     table = report["acceptance_by_k"]
     ks = [row["k"] for row in table["rows"]]
@@ -62,6 +78,7 @@ def by_k(report: dict) -> str:
     return svg(fig)
 
 
+@quietly
 def drift(report: dict) -> str:
     """The fed-back hidden state's RMS at each drafting depth: a drafter whose state drifts grows (or collapses)."""
     rms = report["drift"]["feedback_rms_per_depth"]
@@ -72,6 +89,7 @@ def drift(report: dict) -> str:
     return svg(fig)
 
 
+@quietly
 def speedup(report: dict) -> str:
     """Output tokens/s with and without the drafter at each measured concurrency (verify --speedup)."""
     levels = report["speedup"]["levels"]
@@ -90,6 +108,7 @@ def speedup(report: dict) -> str:
     return svg(fig)
 
 
+@quietly
 def tune_throughput(report: dict) -> str:
     """Output tokens/s against concurrency, one line per K; the recommended K at each load circled."""
     fig, ax = _axes("output tokens/s by load", "concurrency", "output tokens/s")
@@ -107,6 +126,7 @@ def tune_throughput(report: dict) -> str:
     return svg(fig)
 
 
+@quietly
 def compare_buckets(report: dict) -> str:
     """Acceptance length of A and B per bucket, side by side, the ratio B/A over each pair."""
     rows = report["rows"]

@@ -66,13 +66,9 @@ def card_figures(report: dict | None) -> dict[str, bytes]:
     `report`: a verify report as verify/saved.read_report read it (the command reads it; this floor cannot)."""
     if report is None:
         return {}
-    import warnings
-
     from ..plots import per_position
 
-    with warnings.catch_warnings():  # the plotting library's warnings are not the user's to read
-        warnings.simplefilter("ignore")
-        return {FIGURE: per_position(report).encode()}
+    return {FIGURE: per_position(report).encode()}
 
 
 def _acceptance_section(report: dict) -> list[str]:
