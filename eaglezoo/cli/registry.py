@@ -26,9 +26,14 @@ def registry_list(
     reg = registry.load(registry_dir)
     entries = [e for e in reg.entries.values()
                if not target or target.lower() in (e.target.repo or e.target.path or "").lower()]
+    warn_skipped(reg)
+    emit([e.model_dump(mode="json") for e in entries], as_json, lambda: render_registry(entries))
+
+
+def warn_skipped(reg) -> None:
+    """Each registry file that does not load, named on stderr: the others still list, plan and build."""
     for message in reg.broken.values():
         err.print(f"warning: skipped {message}", markup=False)
-    emit([e.model_dump(mode="json") for e in entries], as_json, lambda: render_registry(entries))
 
 
 LEVEL_SHORT = {"hub-file": "hub", "repo-file": "repo", "publisher-template": "template", "model-card": "card",
@@ -95,8 +100,7 @@ def registry_site(
 
     reg = registry.load(registry_dir)
     check_out(reg, out_dir, force)  # before the warnings: a refused OUT is the one line said
-    for message in reg.broken.values():
-        err.print(f"warning: skipped {message}", markup=False)
+    warn_skipped(reg)
     pages = build(reg, out_dir, force)
     emit({"out": str(out_dir), "pages": pages}, as_json,
          lambda: out.print(f"wrote {len(pages)} pages to {shown(str(out_dir))} (open {shown(str(out_dir))}/index.html)"))
@@ -205,8 +209,7 @@ def registry_plan(
     if runner is not None and runner not in RUNNERS:
         raise UsageError(f"no runner class {runner!r}", hint=f"runner classes: {', '.join(RUNNERS)}")
     reg = registry.load(registry_dir)
-    for message in reg.broken.values():  # a file that does not load is in no job: said, not silently dropped
-        err.print(f"warning: skipped {message}", markup=False)
+    warn_skipped(reg)  # a file that does not load is in no job: said, not silently dropped
     result = plan(reg, runner, str(registry_dir) if registry_dir is not None else None)
     data = {"classes": [{"runner": r, "jobs": [{"id": j.entry_id, "k": j.k, "temperature": j.temperature,
                                                 "report": j.report, "command": j.shell} for j in jobs]}
