@@ -1,5 +1,6 @@
 """Serving engines: which versions honour which drafter features, which engines cannot serve a
-drafter faithfully, and the exact serving configuration (formats.md §8.7, §10, §11, §12, §14)."""
+drafter faithfully, and the exact serving configuration (docs/formats.md#engine-support-matrix and
+docs/formats.md#traps)."""
 
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ def engine_support(spec: DrafterSpec, fmt: str = "eagle31") -> list[EngineSuppor
 
 
 def _vllm(spec: DrafterSpec, fmt: str) -> EngineSupport:
-    floor, notes, faithful = "0.22.0", [], True  # eagle3 + aux-id keys: every release read (formats.md §8.7)
+    floor, notes, faithful = "0.22.0", [], True  # eagle3 + aux ids: every release read (docs/formats.md#vllm)
     if spec.fc_norm or spec.norm_output:
         notes.append("fc_norm/norm_output read from 0.22.0 (vLLM PR #42764)")
     if spec.norm_before_fc:
@@ -70,11 +71,11 @@ def _sglang(spec: DrafterSpec, fmt: str) -> EngineSupport:
     if spec.norm_before_residual:
         faithful = False
         notes.append("norm_before_residual=true is never read: SGLang 0.5.23 always takes the residual "
-                     "before hidden_norm (formats.md §10)")
+                     "before hidden_norm, see docs/formats.md#sglang")
     if spec.fc_norm or spec.norm_output:
         notes.append("fc_norm/norm_output read in 0.5.23 (the release read for this table)")
     notes.append("captures aux ids only from eagle_config (layer-output, +1 on load; check the target "
-                 "model's heuristic, formats.md §9)")
+                 "model's heuristic, see docs/formats.md#aux-layer-conventions)")
     return EngineSupport(engine="sglang", min_version="0.5.23" if faithful else None, faithful=faithful, notes=notes)
 
 

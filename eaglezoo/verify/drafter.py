@@ -1,4 +1,4 @@
-"""The EAGLE-3 / EAGLE 3.1 drafter as one readable `torch.nn.Module` (formats.md §2).
+"""The EAGLE-3 / EAGLE 3.1 drafter as one readable `torch.nn.Module` (docs/formats.md#forward-pass).
 
 State-dict keys are the canonical tensor names (`layers.{i}.*`, `fc.weight`, `fc_norm.{j}.weight`,
 `input_norm.weight`, `norm.weight`, `lm_head.weight`, `embed_tokens.weight`, `d2t`, `t2d`).
@@ -274,7 +274,8 @@ def at_slots(x: torch.Tensor, slots: torch.Tensor) -> torch.Tensor:
 
 
 def rope_config(spec: DrafterSpec) -> LlamaConfig:
-    """A LlamaConfig carrying only what rotary embeddings need (theta 10000 when absent, formats.md §14.18)."""
+    """A LlamaConfig carrying only what rotary embeddings need (theta 10000 when absent,
+    docs/formats.md#rope-theta-default)."""
     cfg = spec.layer_config
     return LlamaConfig(hidden_size=spec.hidden_size, num_attention_heads=int(cfg["num_attention_heads"]),
                        head_dim=spec.head_dim, max_position_embeddings=int(cfg.get("max_position_embeddings") or 2048),

@@ -4,8 +4,8 @@ Prompts are generated in batches (left padding, attention mask); each row's stat
 its padding. Quantized targets: see `quantization.py`.
 
 Hooks, not `output_hidden_states`: HF puts the *post*-final-norm state at index L, while engines
-capture boundary L before the norm (peers.md §4 #25). Boundary 0 is the embedding output and
-boundary i >= 1 is the output of decoder layer i-1 (formats.md §8.5).
+capture boundary L before the norm (vllm-project/speculators#313). Boundary 0 is the embedding output and
+boundary i >= 1 is the output of decoder layer i-1 (docs/formats.md#aux-layer-conventions).
 """
 
 from __future__ import annotations

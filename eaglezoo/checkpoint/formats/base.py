@@ -21,7 +21,7 @@ INTERPRETED = {
 }
 NESTED_INTERPRETED = {"eagle_aux_hidden_state_layer_ids", "use_aux_hidden_state", "norm_before_fc"}
 
-LEGACY_RENAMES = [  # SGLang's legacy 3.1 names (formats.md §7, §10)
+LEGACY_RENAMES = [  # SGLang's legacy 3.1 names (docs/formats.md#sglang)
     ("aux_norm_low.", "fc_norm.0."), ("aux_norm_mid.", "fc_norm.1."), ("aux_norm_high.", "fc_norm.2."),
 ]
 
@@ -362,7 +362,8 @@ def trivial_vocab_map_drop(ckpt: Checkpoint, draft_vocab: int | None, vocab: int
             raise BadInput(f"{name} is not the identity map although draft_vocab_size == vocab_size",
                            hint="the maps must be absent when both vocabularies are the same: re-export without "
                                 "d2t/t2d")
-        return "identity vocabulary map (draft_vocab_size == vocab_size); engines reject d2t then (formats.md §8.2)"
+        return ("identity vocabulary map (draft_vocab_size == vocab_size); engines reject d2t then "
+                "(see docs/formats.md#identity-vocabulary-maps)")
     return drop
 
 

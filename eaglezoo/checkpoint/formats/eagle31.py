@@ -1,4 +1,4 @@
-"""The canonical EAGLE 3.1 schema (formats.md §15): a flat config with the four norm flags always
+"""The canonical EAGLE 3.1 schema (docs/formats.md#canonical-schema): a flat config with the four norm flags always
 explicit, aux ids top-level in the boundary convention (vLLM) *and* nested in `eagle_config` in the
 layer-output convention (SGLang/ModelOpt/TRT-LLM), `num_aux_hidden_states`, `tie_word_embeddings:
 false`, `target_hidden_size` only when it differs, and `d2t`/`t2d` only when the draft vocab is smaller."""

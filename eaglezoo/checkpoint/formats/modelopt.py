@@ -1,4 +1,4 @@
-"""NVIDIA ModelOpt "official format" export (formats.md §7): `midlayer.*`, `d2t` without `t2d`,
+"""NVIDIA ModelOpt "official format" export (docs/formats.md#modelopt): `midlayer.*`, `d2t` without `t2d`,
 nested `eagle_config` (with `use_input_layernorm_in_first_layer` & co.) holding layer-output ids.
 ModelOpt's internal names (`input_embeds_norm`, top-level `hidden_norm`, `eagle_lm_head`) are read too."""
 

@@ -1,4 +1,4 @@
-"""NVIDIA NeMo Automodel drafters (formats.md §7): HF-nested names with a `model.` prefix
+"""NVIDIA NeMo Automodel drafters (docs/formats.md#nemo): HF-nested names with a `model.` prefix
 (`model.fc.weight`, `model.layers.0.*`, `model.fc_norm.{i}.weight`), `lm_head.weight` unprefixed.
 The prefix breaks vLLM's loader, so it is stripped. NeMo's aux-id convention is not documented:
 ids found in its config need `--aux-convention`."""

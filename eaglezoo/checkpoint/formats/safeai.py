@@ -1,4 +1,4 @@
-"""SafeAILab/EAGLE original EAGLE-3 drafters (formats.md §3): `pytorch_model.bin` (or
+"""SafeAILab/EAGLE original EAGLE-3 drafters (docs/formats.md#safeailab): `pytorch_model.bin` (or
 `model.safetensors`), `midlayer.*`, no `embed_tokens`, `LlamaForCausalLM`, no aux ids in the config."""
 
 from __future__ import annotations

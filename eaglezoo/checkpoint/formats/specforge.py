@@ -1,4 +1,4 @@
-"""SpecForge (sgl-project/SpecForge) drafters (formats.md §4): `LlamaForCausalLMEagle3`, `midlayer.*`,
+"""SpecForge (sgl-project/SpecForge) drafters (docs/formats.md#specforge): `LlamaForCausalLMEagle3`, `midlayer.*`,
 always-present `d2t`/`t2d`, nested `eagle_config` ids in the layer-output convention, and a
 `norm_output` key whose meaning changed with SpecForge PR #879."""
 
@@ -11,7 +11,8 @@ NAME = "specforge"
 
 NORM_OUTPUT_AMBIGUITY = (
     "SpecForge checkpoints written before PR #879 (2026-09-15) were trained with pre-norm feedback "
-    "whatever norm_output said, and norm_output=false then meant 'no final norm' (formats.md §4)")
+    "whatever norm_output said, and norm_output=false then meant 'no final norm' "
+    "(see docs/formats.md#specforge-norm-output)")
 
 
 def detect(cfg: dict, names: set[str], metadata: dict) -> bool:

@@ -1,4 +1,4 @@
-"""vllm-project/speculators format (formats.md §5): decoder keys in `transformer_layer_config`,
+"""vllm-project/speculators format (docs/formats.md#speculators): decoder keys in `transformer_layer_config`,
 EAGLE keys at the top level (ids in the boundary convention), `speculators_config` for vLLM."""
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ def read(cfg: dict, ckpt: Checkpoint, opts: ReadOptions) -> Reading:
                        hint="fix config.json, or pass --from DIALECT if the dialect was misdetected")
     if "norm_before_residual" not in cfg and "norm_before_residual" not in opts.flags:
         raise UsageError("norm_before_residual is absent: speculators reads that as false, vLLM's speculators path "
-                         "as true (formats.md §14.14)", hint="state the trained behaviour with --flag "
-                                                             "norm_before_residual=true|false")
+                         "as true (see docs/formats.md#residual-norm-default)",
+                         hint="state the trained behaviour with --flag norm_before_residual=true|false")
     vocab = layer_cfg.get("vocab_size")
     reading = read_flat(
         NAME, cfg, ckpt, opts, layer_cfg=layer_cfg, top=cfg,

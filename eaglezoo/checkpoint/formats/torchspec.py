@@ -1,4 +1,4 @@
-"""TorchSpec HF exports (formats.md §6): `_torchspec_version` in the config or `torchspec_version` in
+"""TorchSpec HF exports (docs/formats.md#torchspec): `_torchspec_version` in the config or `torchspec_version` in
 the safetensors metadata; `midlayer.*`, or `layers.0.*` when exported for vLLM. Nested ids are in the
 layer-output convention, except that the vLLM export of `kimi_k2` drafters already added +1."""
 
