@@ -8,7 +8,10 @@ is a bug and says so, without the internal exception's text.
 from __future__ import annotations
 
 import errno
+import os
+import re
 import signal
+import sys
 from dataclasses import dataclass
 
 EXIT_FINDINGS = 1  # checks ran and found problems
@@ -84,8 +87,46 @@ def first_line(exc: BaseException) -> str:
 
 
 def printable(text: str) -> str:
-    """Text from elsewhere (a server, an engine), safe to print: no control characters, one line."""
-    return " ".join("".join(c if c.isprintable() else " " for c in text).split())
+    """Text from elsewhere (a server, an engine), safe to print: no control characters, one line, and no
+    secret this process holds (a server may echo the request's Authorization header back)."""
+    return redact(" ".join("".join(c if c.isprintable() else " " for c in redact(text)).split()))
+
+
+SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|ACCESS_KEY|CREDENTIAL", re.IGNORECASE)
+SECRET_SHAPES = re.compile(r"\bbearer\s+[^\s'\",;]+|\bhf_[A-Za-z0-9]{20,}", re.IGNORECASE)  # a header; an HF token
+MIN_SECRET = 6  # shorter values are not worth hiding, and would blank out ordinary words
+MIN_CUT = 4  # a secret cut at the end of an excerpt: this many of its first characters are hidden too
+
+
+def held_secrets() -> list[str]:
+    """Every secret this process could have sent: the Hub client's token (env or token file) and the values
+    of environment variables named like secrets. Longest first, so that none is half-replaced."""
+    found = {value for name, value in os.environ.items() if SECRET_NAME.search(name) and len(value) >= MIN_SECRET}
+    hub = sys.modules.get("huggingface_hub")  # its token file matters only once the client may have sent it
+    if hub is not None:
+        try:
+            token = hub.get_token()
+        except Exception:  # noqa: BLE001 - an unreadable token file holds nothing we could have sent
+            token = None
+        if token and len(token) >= MIN_SECRET:
+            found.add(token)
+    return sorted(found, key=len, reverse=True)
+
+
+def redact(text: str) -> str:
+    """`text` with every held secret, a bearer credential or an HF token shape replaced by ***, including a
+    secret cut short at the end of the text (an excerpt of a longer body)."""
+    for secret in held_secrets():
+        text = text.replace(secret, "***")
+        cut = next((n for n in range(len(secret) - 1, MIN_CUT - 1, -1) if text.endswith(secret[:n])), 0)
+        if cut:
+            text = text[:-cut] + "***"
+    return SECRET_SHAPES.sub(_hidden, text)
+
+
+def _hidden(match: re.Match) -> str:
+    found = match.group(0)
+    return "hf_***" if found.lower().startswith("hf_") else found.split()[0] + " ***"
 
 
 @dataclass

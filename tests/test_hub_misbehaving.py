@@ -7,6 +7,7 @@ scripts/measure_hub_deadline.py measures the silent case with default settings."
 from __future__ import annotations
 
 import hashlib
+import json
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -156,3 +157,79 @@ def test_a_download_that_keeps_moving_outlives_the_deadline_and_resumes(hub, tmp
 def test_a_bad_hub_deadline_setting_is_one_line(cli, value):
     r = cli("pull", "tester/anything", env={"EAGLEZOO_HUB_DEADLINE": value})
     assert_clean_failure(r, contains=f"EAGLEZOO_HUB_DEADLINE={value!r}")
+
+
+TOKEN = "hf_EchoedBackEchoedBackEchoedBack1234"  # the shape of a real token, so no pattern alone could miss it
+
+
+def serve_echo(status: int, pad: int):
+    """A server that answers every request with the request's own headers, Authorization first, after `pad`
+    bytes: as some proxies' error pages do."""
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args):
+            pass
+
+        def answer(self):
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            first = sorted(self.headers.items(), key=lambda header: header[0].lower() != "authorization")
+            echoed = "; ".join(f"{name}: {value}" for name, value in first)
+            body = json.dumps({"error": "A" * pad + echoed}).encode() if status >= 400 else (
+                ("A" * pad + echoed).encode())
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json" if status >= 400 else "text/plain")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(body)
+
+        do_GET = do_HEAD = do_POST = do_PUT = answer
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+@pytest.fixture
+def echoing_hub():
+    servers = []
+
+    def start(status: int, pad: int) -> str:
+        servers.append(serve_echo(status, pad))
+        return f"http://127.0.0.1:{servers[-1].server_address[1]}"
+    yield start
+    for server in servers:
+        server.shutdown()
+        server.server_close()
+
+
+PULL, LINT = ["pull", "tester/drafter"], ["lint", "tester/drafter"]
+
+
+@pytest.mark.parametrize("args, status, pad, where, as_json", [
+    (PULL, 200, 0, "env", False), (LINT, 200, 0, "env", False), (PUSH, 200, 0, "env", False),
+    (PULL, 200, 20, "env", False),  # the quote is cut inside the token
+    (PUSH, 400, 0, "env", False),
+    (LINT, 200, 0, "token-file", False),
+    (PULL, 200, 0, "env", True),
+], ids=["pull", "lint", "push", "pull-cut-mid-token", "push-400", "lint-token-file", "pull-json"])
+def test_a_token_echoed_by_the_server_is_never_printed(echoing_hub, tmp_path, args, status, pad, where, as_json):
+    """The answer quotes the request's Authorization header: the error line quotes the answer, never the token,
+    whether the token came from HF_TOKEN or the client's token file, and wherever the quote is cut."""
+    env = hub_env(tmp_path, echoing_hub(status, pad))
+    if where == "env":
+        env["HF_TOKEN"] = TOKEN
+    else:
+        del env["HF_TOKEN"]
+        (tmp_path / "hf-home").mkdir()
+        (tmp_path / "hf-home" / "token").write_text(TOKEN)
+    r = run_cli(*args, *(["--json"] if as_json else []), env={**env, "HF_TOKEN": env.get("HF_TOKEN", "")},
+                timeout=120)
+    assert r.code == 2, (r.out, r.err)
+    shown = r.out + r.err
+    assert status != 200 or "Bearer ***" in shown  # the answer is quoted, up to where the token was
+    assert not [TOKEN[i:i + 8] for i in range(len(TOKEN) - 7) if TOKEN[i:i + 8] in shown], shown
+    assert "internal error" not in shown

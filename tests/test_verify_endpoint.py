@@ -159,3 +159,33 @@ def test_endpoint_that_is_down_or_answers_garbage():
         threading.Thread(target=lambda: raw.accept()[0].sendall(b"SSH-2.0-OpenSSH\r\n"), daemon=True).start()
         r = run_cli("verify", "tiny-example-eagle31", "--endpoint", f"http://127.0.0.1:{raw.getsockname()[1]}")
     assert_clean_failure(r, contains="not an HTTP server")
+
+
+class QuotesASecret(BaseHTTPRequestHandler):
+    """A server whose error message quotes a secret the client holds (here: HF_TOKEN's value)."""
+
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        body = json.dumps({"error": {"message": f"bad key {SECRET}, try again"}}).encode()
+        self.send_response(400)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+SECRET = "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12"
+
+
+def test_endpoint_error_quoting_a_held_secret_hides_it():
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), QuotesASecret)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        r = run_cli("verify", "tiny-example-eagle31", "--endpoint", f"http://127.0.0.1:{httpd.server_port}",
+                    env={"HF_TOKEN": SECRET})
+    finally:
+        httpd.shutdown()
+    assert_clean_failure(r, contains="bad key ***, try again")
+    assert SECRET[3:] not in r.err + r.out

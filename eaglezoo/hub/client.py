@@ -2,9 +2,10 @@
 
 The endpoint and token come from the client's own settings (HF_ENDPOINT, HF_TOKEN, the token file).
 `configure()` runs once at CLI start, before anything imports the client: Xet off for uploads
-(plain LFS works against every Hub-compatible server, hub-api.md §2) unless the user set it,
+(HF_HUB_DISABLE_XET: plain LFS works against every Hub-compatible server) unless the user set it,
 progress bars only on a terminal, and a connect/read timeout on every request; each call also has a
-deadline (`deadline.py`). Tokens are never printed: messages are scrubbed.
+deadline (`deadline.py`). Tokens are never printed: whatever a server's text quotes passes through
+`errors.printable`, which hides every secret the process holds.
 
 What a pull and a push do is in `pull.py` and `push.py`.
 """
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 import os
 
-from ..errors import HubError, HubSilent, UsageError, network_problem
+from ..errors import HubError, HubSilent, UsageError, network_problem, printable
 from ..settings import hub_deadline_s, hub_timeout_s
 
 
@@ -66,17 +67,10 @@ def _bound_the_client() -> None:
     _bounded = True
 
 
-def _scrub(text: str) -> str:
-    from huggingface_hub import get_token
-
-    token = get_token()
-    return text.replace(token, "***") if token else text
-
-
 def _server_says(exc: BaseException) -> str:
-    """The server's own message (first line, token scrubbed): what the Hub said, not our internals."""
+    """The server's own message (first line, secrets hidden): what the Hub said, not our internals."""
     text = str(exc).strip().splitlines()
-    return _scrub(text[0] if text else type(exc).__name__)
+    return printable(text[0] if text else type(exc).__name__)
 
 
 def hub_call(fn, what: str):
