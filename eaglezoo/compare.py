@@ -101,7 +101,8 @@ def peers(requests: list[list[int]]) -> dict:
 def compare_from(data: dict, where: str) -> CompareReport:
     """A saved compare report, refused (one BadInput naming the field) unless its figures are ones compare writes:
     the page is drawn from them."""
-    from .verify.saved import MAX_K, number, validated
+    from .limits import MAX_K
+    from .verify.saved import number, validated
 
     def refuse(what: str) -> BadInput:
         return BadInput(f"{where}: {what}", hint="give the file that eaglezoo compare --report FILE wrote")

@@ -297,3 +297,11 @@ def read_json(path: Path, what: str) -> dict:
     if not isinstance(value, dict):
         raise BadInput(f"{what}: {path} is not a JSON object", hint="give a file holding one JSON object")
     return value
+
+
+def sha256_file(path: Path, chunk_bytes: int = 16 << 20) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(chunk_bytes):
+            h.update(chunk)
+    return h.hexdigest()

@@ -18,6 +18,7 @@ from pydantic import BaseModel
 
 from . import __version__
 from .errors import BadInput, UsageError
+from .limits import MAX_CONCURRENCY, MAX_LEVELS, MAX_TUNE_K
 from .serving import serve_config
 from .verify.conversation import converse
 from .verify.report import pass_timing
@@ -67,8 +68,8 @@ class TuneReport(BaseModel):
 
 def check_grid(concurrency: list[int], k_max: int, opts: EngineOptions) -> None:
     """What the options alone refuse: checked before anything is read or any engine starts."""
-    if not 1 <= k_max <= 16:
-        raise UsageError(f"--k-max {k_max}: give 1 to 16", hint="e.g. --k-max 4")
+    if not 1 <= k_max <= MAX_TUNE_K:
+        raise UsageError(f"--k-max {k_max}: give 1 to {MAX_TUNE_K}", hint="e.g. --k-max 4")
     if len(set(concurrency)) != len(concurrency) or concurrency != sorted(concurrency):
         raise UsageError(f"--concurrency {','.join(map(str, concurrency))}: give distinct levels in rising order",
                          hint="e.g. --concurrency 1,4,16")
@@ -258,8 +259,10 @@ def tune_from(data: dict, where: str) -> TuneReport:
 
     r = validated(TuneReport, data, refuse)
     levels = r.concurrency
-    if not 1 <= r.k_max <= 16 or not levels or levels != sorted(set(levels)) or not 1 <= levels[0] <= levels[-1] <= 4096:
-        raise refuse(f"k_max {r.k_max} or concurrency {levels[:8]}; expected K from 1 to 16 and distinct rising levels")
+    if (not 1 <= r.k_max <= MAX_TUNE_K or not 1 <= len(levels) <= MAX_LEVELS or levels != sorted(set(levels))
+            or not 1 <= levels[0] <= levels[-1] <= MAX_CONCURRENCY):
+        raise refuse(f"k_max {r.k_max} or concurrency {levels[:8]}; expected K from 1 to {MAX_TUNE_K} and distinct "
+                     "rising levels")
     grid = {(c.k, c.concurrency): c for c in r.grid}
     if len(grid) != len(r.grid) or set(grid) != {(k, c) for k in range(r.k_max + 1) for c in levels}:
         raise refuse("grid is not one cell per K (0 to k_max) and concurrency; expected the whole grid")

@@ -8,7 +8,6 @@ of it (and it costs a second to load).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import warnings
@@ -25,7 +24,6 @@ if TYPE_CHECKING:
 DAMAGED = "the file is damaged or incomplete: download it again, or re-export the drafter as safetensors"
 NO_TORCH_DTYPE = "re-export the drafter in a dtype torch loads (bfloat16, float16 or float32)"
 
-CHUNK = 16 * 1024 * 1024
 I64_MAX = 2 ** 63 - 1
 TORCHLESS = {"F6_E2M3", "F6_E3M2"}  # safetensors dtypes that torch has no dtype for
 ZIP_MAGIC = b"PK\x03\x04"
@@ -231,11 +229,3 @@ def _bin_ref(name: str, t: "torch.Tensor", f: Path) -> TensorRef:
     if code == "F4":  # safetensors counts F4 values, torch counts pairs
         shape = (*shape[:-1], shape[-1] * 2)
     return TensorRef(name, code, shape, f)
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(CHUNK):
-            h.update(chunk)
-    return h.hexdigest()

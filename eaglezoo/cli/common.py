@@ -17,6 +17,7 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeR
 
 from .. import __version__
 from ..errors import UsageError, printable
+from ..limits import MAX_K
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Convert, lint, verify and publish EAGLE-3 / EAGLE 3.1 drafters.")
@@ -88,7 +89,7 @@ DrafterArg = Annotated[str, typer.Argument(
 
 
 
-NumSpecTokensOpt = Annotated[int, typer.Option("--num-spec-tokens", "-k", min=1, max=64, help="Draft depth K.")]
+NumSpecTokensOpt = Annotated[int, typer.Option("--num-spec-tokens", "-k", min=1, max=MAX_K, help="Draft depth K.")]
 ReportOpt = Annotated[Optional[Path], typer.Option(metavar="FILE", help="Write the JSON report to this file.")]
 EnginePythonOpt = Annotated[Optional[str], typer.Option(metavar="PATH", rich_help_panel="Engine (vLLM)", help="Python interpreter that has vLLM (default: this one).")]
 SuiteOpt = Annotated[Optional[str], typer.Option(metavar="NAME", help="A shipped prompt suite instead of --prompts: standard (MT-bench's 80 first turns by category, HumanEval's 164) or robustness (MT-bench questions under other system prompts, no template, other role markers, thinking on/off, a context ladder; bucket = condition). Sources and licences: eaglezoo/data/suites.")]

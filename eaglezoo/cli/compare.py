@@ -9,6 +9,7 @@ import typer
 from rich.table import Table
 
 from ..errors import UsageError
+from ..limits import MAX_NEW_TOKENS
 from .common import EnginePythonOpt, JsonOpt, NumSpecTokensOpt, RegistryOpt, ReportOpt, SuiteOpt, app, emit, out, prompts_or_suite, shown
 from .report import HtmlOpt, check_outputs, save, spare_inputs
 from .sources import local_folders, resolve
@@ -21,7 +22,7 @@ def compare(
     drafter_b: Annotated[str, typer.Argument(metavar="B", help="The drafter compared with it, of the same target.")],
     target: Annotated[Optional[str], typer.Option(metavar="TARGET", help="Target directory or Hub repo id (default: the registry entries').")] = None,
     num_spec_tokens: NumSpecTokensOpt = 3,
-    max_new_tokens: Annotated[int, typer.Option(min=1, max=65536, help="Tokens generated per prompt.")] = 64,
+    max_new_tokens: Annotated[int, typer.Option(min=1, max=MAX_NEW_TOKENS, help="Tokens generated per prompt.")] = 64,
     prompts: Annotated[Optional[Path], typer.Option(metavar="FILE", help="JSONL prompts; their buckets are the table's rows (default: A's registry entry's, else the shipped set).")] = None,
     max_prompts: Annotated[Optional[int], typer.Option(min=1)] = None,
     suite: SuiteOpt = None,

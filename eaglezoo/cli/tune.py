@@ -9,6 +9,7 @@ import typer
 from rich.table import Table
 
 from ..errors import EXIT_FINDINGS, UsageError
+from ..limits import MAX_TUNE_K
 from .common import (
     AuxConventionOpt,
     AuxLayersOpt,
@@ -38,7 +39,7 @@ def tune(
     target: Annotated[Optional[str], typer.Option(metavar="TARGET", help="Target directory or Hub repo id (default: the registry's).")] = None,
     engine: Annotated[str, typer.Option(metavar="ENGINE", help="The engine to tune for: vllm.")] = "vllm",
     concurrency: Annotated[str, typer.Option(metavar="LEVELS", help="Loads to measure, in rising order.")] = "1,4,16,64",
-    k_max: Annotated[int, typer.Option("--k-max", min=1, max=16, help="Measure every K from 1 to this.")] = 4,
+    k_max: Annotated[int, typer.Option("--k-max", min=1, max=MAX_TUNE_K, help="Measure every K from 1 to this.")] = 4,
     prompts: Annotated[Optional[Path], typer.Option(metavar="FILE", help="JSONL prompts (default: the registry entry's, else the built-in set).")] = None,
     max_prompts: Annotated[Optional[int], typer.Option(min=1)] = None,
     max_new_tokens: Annotated[int, typer.Option(min=1)] = 64,

@@ -12,6 +12,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn
 from rich.table import Table
 
 from ..errors import EXIT_FINDINGS, UsageError
+from ..limits import MAX_CONCURRENCY, MAX_LEVELS, MAX_MIN_AL, MAX_NEW_TOKENS, MAX_TEMPERATURE
 from . import common
 from .common import (
     AuxConventionOpt,
@@ -49,26 +50,26 @@ def verify(
     drafter: DrafterArg,
     target: Annotated[Optional[str], typer.Option(metavar="TARGET", help="Target model directory or Hub repo id (default: the registry's).")] = None,
     num_spec_tokens: NumSpecTokensOpt = 3,
-    max_new_tokens: Annotated[int, typer.Option(min=1, max=65536, help="Tokens generated per prompt.")] = 64,
+    max_new_tokens: Annotated[int, typer.Option(min=1, max=MAX_NEW_TOKENS, help="Tokens generated per prompt.")] = 64,
     prompts: Annotated[Optional[Path], typer.Option(metavar="FILE", help="JSONL prompts ({\"prompt\", \"bucket\"}); default: the registry entry's, else the shipped set.")] = None,
     max_prompts: Annotated[Optional[int], typer.Option(min=1, help="Use only the first N prompts.")] = None,
     suite: SuiteOpt = None,
     engine: Annotated[str, typer.Option(metavar="ENGINE", help="native (transformers, the fp32 reference), vllm, or native,vllm to compare them.")] = "native",
     endpoint: Annotated[Optional[str], typer.Option(metavar="URL", help="Measure a running vLLM server (vllm serve ... --speculative-config ...) instead.")] = None,
-    temperature: Annotated[float, typer.Option(min=0.0, max=100.0, help="Sampling temperature; above 0 the engine measures rejection-sampling acceptance.")] = 0.0,
+    temperature: Annotated[float, typer.Option(min=0.0, max=MAX_TEMPERATURE, help="Sampling temperature; above 0 the engine measures rejection-sampling acceptance.")] = 0.0,
     seed: Annotated[Optional[int], typer.Option(min=0, help="Sampling seed (request i uses SEED + i).")] = None,
     speedup: Annotated[bool, typer.Option("--speedup", help="Also run the engine without the drafter: tokens/s, latency and the speedup.")] = False,
     concurrency: Annotated[str, typer.Option(metavar="LEVELS", help="Concurrency levels for --speedup, e.g. 1,8.")] = "1,8",
     device: Annotated[str, typer.Option(help="native: auto, cpu, cuda or cuda:N.")] = "auto",
     dtype: Annotated[str, typer.Option(help="auto (native: fp32 on CPU, bf16 on CUDA; vllm: the model's), float32, bfloat16, float16.")] = "auto",
-    batch_size: Annotated[int, typer.Option(min=1, max=4096, help="native: prompts generated together by the target (1: one at a time; memory grows with N).")] = 32,
+    batch_size: Annotated[int, typer.Option(min=1, max=MAX_CONCURRENCY, help="native: prompts generated together by the target (1: one at a time; memory grows with N).")] = 32,
     dequantize_mxfp4: Annotated[bool, typer.Option("--dequantize-mxfp4", help="native: load an MXFP4 target dequantised (the report says so).")] = False,
     trust_remote_code: Annotated[bool, typer.Option("--trust-remote-code", help="Both engines: run the code the target ships (tokenizer, config, model).")] = False,
     aux_layers: AuxLayersOpt = None,
     aux_convention: AuxConventionOpt = None,
     flag: FlagOpt = None,
     min_acceptance: Annotated[Optional[str], typer.Option(metavar="FLOORS", help="Per-position floors, e.g. 0.5,0.3,0.2 (default: the registry entry's).")] = None,
-    min_al: Annotated[Optional[float], typer.Option(min=1.0, max=65.0, help="Floor on the mean acceptance length (at most K + 1).")] = None,
+    min_al: Annotated[Optional[float], typer.Option(min=1.0, max=MAX_MIN_AL, help="Floor on the mean acceptance length (at most K + 1).")] = None,
     report: ReportOpt = None,
     html: HtmlOpt = None,
     revision: RevisionOpt = None,
@@ -137,8 +138,9 @@ def parse_levels(text: str) -> list[int]:
         levels = [int(x) for x in text.split(",") if x.strip()]
     except ValueError:
         levels = []
-    if not levels or any(not 1 <= c <= 4096 for c in levels):
-        raise UsageError(f"--concurrency must be comma-separated integers from 1 to 4096, got {text!r}",
+    if not levels or len(levels) > MAX_LEVELS or any(not 1 <= c <= MAX_CONCURRENCY for c in levels):
+        raise UsageError(f"--concurrency must be at most {MAX_LEVELS} comma-separated integers from 1 to "
+                         f"{MAX_CONCURRENCY}, got {text[:80]!r}",
                          hint="e.g. --concurrency 1,8,32")
     return levels
 

@@ -46,22 +46,25 @@ _bounded = False
 
 def _bound_the_client() -> None:
     """The client's shared HTTP session has no timeout, and many calls pass `timeout=None` explicitly
-    (which disables the session's default): hooks give every request our limits and the call's
-    deadline, and its `send` stops at the deadline (`deadline.py`)."""
+    (which disables the session's default). So the session is rebuilt through the client's public factory
+    hook: the library's own event hooks (offline mode, request ids), read from the session it made, plus
+    ours, which give every request our limits and the call's deadline, and a transport that stops at the
+    deadline (`deadline.py`)."""
     global _bounded
     if _bounded:
         return
-    from huggingface_hub.utils import _http, set_client_factory
+    import httpx2
+    from huggingface_hub import get_session, set_client_factory
 
     from . import deadline
 
-    def factory():
-        client = _http.default_client_factory()
-        hooks = client.event_hooks
-        client.event_hooks = {**hooks, "request": [*hooks.get("request", []), deadline.limit_request],
-                              "response": [*hooks.get("response", []), deadline.watch_response]}
-        client.send = deadline.bounded_send(client.send)  # Client.request and Client.stream both call it
-        return client
+    library_hooks = get_session().event_hooks
+
+    def factory() -> httpx2.Client:
+        hooks = {"request": [*library_hooks.get("request", []), deadline.limit_request],
+                 "response": [*library_hooks.get("response", []), deadline.watch_response]}
+        return httpx2.Client(event_hooks=hooks, transport=deadline.BoundedTransport(httpx2.HTTPTransport()),
+                             follow_redirects=True, timeout=None)  # as the library's own session
 
     set_client_factory(factory)
     _bounded = True

@@ -132,12 +132,18 @@ def _asked_wait_s(response: httpx2.Response) -> int:
                int(retry_after) if retry_after.isdigit() else 0)
 
 
-def bounded_send(send):
-    """Wraps `Client.send`: failures while waiting for the headers, after the deadline, end the call."""
-    def send_within_deadline(request, **kwargs):
+class BoundedTransport(httpx2.BaseTransport):
+    """Wraps the session's transport: failures while waiting for the headers, after the deadline, end the call."""
+
+    def __init__(self, inner: httpx2.BaseTransport):
+        self._inner = inner
+
+    def handle_request(self, request: httpx2.Request) -> httpx2.Response:
         with _stopping_at_deadline():
-            return send(request, **kwargs)
-    return send_within_deadline
+            return self._inner.handle_request(request)
+
+    def close(self) -> None:
+        self._inner.close()
 
 
 # --------------------------------------------------------------------------------------------

@@ -7,9 +7,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from ..checkpoint.tensors import sha256_file
 from ..errors import HubError
-from ..fsutil import move_into, staging
+from ..fsutil import move_into, sha256_file, staging
 from .client import hub_call
 
 

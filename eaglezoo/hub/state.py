@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..checkpoint.tensors import sha256_file
+from ..fsutil import sha256_file
 from .client import hub_call
 
 UNHASHED = ("README.md", ".gitattributes")  # the card and git plumbing change without the drafter changing

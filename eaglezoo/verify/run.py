@@ -18,6 +18,7 @@ from ..checkpoint.formats.base import ReadOptions
 from ..checkpoint.problems import provenance_findings
 from ..checkpoint.read import read_drafter
 from ..errors import UsageError
+from ..limits import MAX_TEMPERATURE
 from ..lint import lint_drafter
 from .conversation import converse
 from .prompting import encode, load_tokenizer
@@ -79,8 +80,9 @@ def check_request(k, max_new_tokens, max_prompts, min_acceptance, temperature, e
         raise UsageError("K, --max-new-tokens and --max-prompts must be at least 1", hint="give values of 1 or more")
     if min_acceptance and len(min_acceptance) > k:
         raise UsageError(f"{len(min_acceptance)} acceptance floors for K={k}", hint="give at most K floors")
-    if not 0.0 <= temperature <= 100.0:
-        raise UsageError(f"--temperature {temperature}: give a value from 0 to 100", hint="e.g. --temperature 0.7")
+    if not 0.0 <= temperature <= MAX_TEMPERATURE:
+        raise UsageError(f"--temperature {temperature}: give a value from 0 to {MAX_TEMPERATURE:g}",
+                         hint="e.g. --temperature 0.7")
     if temperature > 0 and "native" in engines:
         raise UsageError("the native engine measures greedy acceptance only (temperature 0)",
                          hint="use --engine vllm (or --endpoint URL) for rejection-sampling acceptance at T > 0")

@@ -14,11 +14,9 @@ from pydantic import ValidationError
 
 from ..errors import BadInput
 from ..fsutil import read_json
+from ..limits import MAX_K, MAX_LEVELS, MAX_NEW_TOKENS, MAX_TEMPERATURE
 from .report import VerifyReport
 
-MAX_K = 64  # verify's largest -k (cli/common.py NumSpecTokensOpt)
-MAX_NEW_TOKENS = 65536  # verify's largest --max-new-tokens
-MAX_TEMPERATURE = 100.0  # verify's largest --temperature
 ENGINE_NAMES = ("native", "vllm", "endpoint")  # what native.py, vllm_engine.py and endpoint.py write
 WRITTEN = ("engine", "sampling", "created", "eaglezoo_version")  # defaulted in the model, always in the file
 TOLERANCE = 1e-6  # floats written by json round-trip exactly; sums of K rates differ by a few ulps
@@ -224,7 +222,7 @@ def _speedup_problem(speedup: dict | None) -> str | None:
     if speedup is None:
         return None
     levels = speedup.get("levels")
-    if not isinstance(levels, list) or not 1 <= len(levels) <= 64:
+    if not isinstance(levels, list) or not 1 <= len(levels) <= MAX_LEVELS:
         return "speedup.levels is not a list of measured concurrencies; expected what verify --speedup writes"
     for level in levels:
         ok = isinstance(level, dict) and _whole(level.get("concurrency")) and level["concurrency"] >= 1 and all(

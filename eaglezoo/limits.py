@@ -1,0 +1,10 @@
+"""The bounds of every request, in one place: the CLI's options, the library's checks and the readers of
+saved reports all read them here, so that what a command accepts is exactly what its reports may hold."""
+
+MAX_K = 64  # draft depth: engines allocate K slots per sequence; no published drafter is run deeper
+MAX_MIN_AL = MAX_K + 1.0  # a mean acceptance length is at most K + 1
+MAX_TUNE_K = 16  # tune measures every K up to this: each is a full pass of the workload
+MAX_NEW_TOKENS = 65536  # tokens generated per prompt
+MAX_TEMPERATURE = 100.0
+MAX_CONCURRENCY = 4096  # requests in flight (a load level), and the native engine's batch
+MAX_LEVELS = 64  # load levels in one tune or --speedup run
