@@ -4,6 +4,8 @@ docs/formats.md#traps)."""
 
 from __future__ import annotations
 
+import shlex
+
 from pydantic import BaseModel
 
 from .checkpoint.spec import AuxLayers, DrafterSpec, default_boundary_ids
@@ -97,68 +99,115 @@ def _trtllm(spec: DrafterSpec, fmt: str) -> EngineSupport:
 class ServeConfig(BaseModel):
     engine: str
     target: str
-    drafter: str
+    drafter: str  # the folder or repo the engine is given: the converted folder when `convert_command` is set
     revision: str | None
     num_speculative_tokens: int
+    steps: list[str]  # the whole path, in order: `convert_command` (when needed), then `command`
+    convert_command: str | None  # the drafter as given would not be served faithfully: convert it first
     command: str
     speculative_config: dict | None  # vLLM --speculative-config JSON
     aux_layers_captured: list[int] | None  # in the engine's own convention; None: the engine's default, L unknown
     aux_convention: str | None
-    aux_layers_default: bool  # the config states no ids where the engine reads them: it captures its default
+    aux_layers_default: bool  # the served config states no ids where the engine reads them: it captures its default
+    unconverted_capture: list[int] | None = None  # what the engine would capture from the drafter as given
     target_num_layers: int | None
     min_version: str | None
     warnings: list[str]
+    notes: list[str] = []
 
 
 # The documented default capture (spec.default_boundary_ids), in each engine's own convention.
 DEFAULT_CAPTURE = {"boundary": "(2, L//2, L-3)", "layer-output": "(1, L//2-1, L-4)"}
+# What eaglezoo's measurements of a running vLLM server read (verify --endpoint, doctor): the server names the
+# drafter it loaded (/server_info) only in its development mode, and gives each response its own acceptance only
+# when asked (vllm/config/observability.py, per_request_spec_decode_metrics).
+VLLM_MEASURED_ENV = "VLLM_SERVER_DEV_MODE=1"
+VLLM_MEASURED_FLAGS = ("--per-request-spec-decode-metrics", "detailed")
+DEV_MODE_NOTE = ("VLLM_SERVER_DEV_MODE=1 lets eaglezoo check which drafter the server loaded; it also opens vLLM's "
+                 "development endpoints, so keep such a server off untrusted networks")
+ENGINE_READS_IDS = {"vllm": TOP_LEVEL_IDS, "sglang": NESTED_IDS}  # the dialects whose configs hold ids where it reads
+
+
+def vllm_serve_command(target: str, speculative_config: dict) -> str:
+    """The one `vllm serve` command eaglezoo prints (serve-config, tune, pages, the site, model cards), with
+    what its measurements of the server need."""
+    import json
+
+    return shlex.join([VLLM_MEASURED_ENV, "vllm", "serve", target, "--speculative-config",
+                       json.dumps(speculative_config), *VLLM_MEASURED_FLAGS])
+
+
+def sglang_serve_command(target: str, drafter: str, revision: str | None, k: int) -> str:
+    parts = ["python", "-m", "sglang.launch_server", "--model-path", target, "--speculative-algorithm", "EAGLE3",
+             "--speculative-draft-model-path", drafter]
+    parts += ["--speculative-draft-model-revision", revision] if revision else []
+    parts += ["--speculative-num-steps", str(k), "--speculative-eagle-topk", "1",
+              "--speculative-num-draft-tokens", str(k + 1)]
+    return shlex.join(parts)
+
+
+def vllm_speculative_config(drafter: str, k: int, revision: str | None = None) -> dict:
+    return {"method": "eagle3", "model": drafter, "num_speculative_tokens": k, **({"revision": revision} if revision
+                                                                                 else {})}
+
+
+def converted_name(source: str, fmt: str) -> str:
+    """The folder the printed `eaglezoo convert SOURCE OUT` writes: in the current directory, named for its schema."""
+    from pathlib import PurePath
+
+    return f"{PurePath(source).name.removesuffix('.yaml')}-{fmt}"
 
 
 def serve_config(spec: DrafterSpec, engine: str, drafter: str, target: str, k: int = 3,
                  revision: str | None = None, fmt: str = "eagle31", has_top_level_ids: bool = True,
-                 has_nested_ids: bool = True, target_layers: int | None = None) -> ServeConfig:
-    """The exact serving command. Aux ids are not a serving flag in either engine: each reads them
-    from the drafter's config.json (vLLM the top-level boundary list, SGLang the nested layer-output
-    list), so they are reported for checking; where that list is missing the engine captures its
-    default for the target's layer count (`target_layers`, None when unknown), and a warning says so."""
-    import json
-    import shlex
-
-    support = {e.engine: e for e in engine_support(spec, fmt)}
-    warnings: list[str] = []
-    if engine == "vllm":
-        support_e = support["vllm"]
-        cfg = {"method": "eagle3", "model": drafter, "num_speculative_tokens": k}
-        if revision:
-            cfg["revision"] = revision
-        command = f"vllm serve {shlex.quote(target)} --speculative-config {shlex.quote(json.dumps(cfg))}"
-        convention, reads_ids = "boundary", spec.aux is not None and has_top_level_ids
-        if not reads_ids:
-            warnings.append("the drafter config has no top-level eagle_aux_hidden_state_layer_ids: vLLM's Model "
-                            "Runner V2 then captures its default (2, L//2, L-3) (vLLM #50170); convert it first")
-    elif engine == "sglang":
-        support_e = support["sglang"]
-        cfg = None
-        parts = ["python -m sglang.launch_server", "--model-path", shlex.quote(target), "--speculative-algorithm EAGLE3",
-                 "--speculative-draft-model-path", shlex.quote(drafter)]
-        if revision:
-            parts += ["--speculative-draft-model-revision", shlex.quote(revision)]
-        parts += [f"--speculative-num-steps {k}", "--speculative-eagle-topk 1", f"--speculative-num-draft-tokens {k + 1}"]
-        command = " ".join(parts)
-        convention, reads_ids = "layer-output", spec.aux is not None and has_nested_ids
-        if not reads_ids:
-            warnings.append("the drafter config has no eagle_config.eagle_aux_hidden_state_layer_ids: SGLang then "
-                            "captures its default (2, L//2, L-3) boundary states; convert it first")
-    else:
+                 has_nested_ids: bool = True, target_layers: int | None = None, dialect: str | None = None,
+                 convert_source: list[str] | None = None) -> ServeConfig:
+    """The exact serving path. Aux ids are not a serving flag in either engine: each reads them from the
+    drafter's config.json (vLLM the top-level boundary list, SGLang the nested layer-output list), so they
+    are reported for checking. Where the engine would not read the ids (or the dialect's flags) where they
+    are, and `convert_source` names what `eaglezoo convert` can convert (a registry id, or a folder whose ids
+    are known: SOURCE, then any options it needs), the path converts it first and serves the converted
+    folder; otherwise the engine captures its default for the target's layer count (`target_layers`, None
+    when unknown), and a warning says so."""
+    if engine not in ENGINE_READS_IDS:
         from .errors import UsageError
         raise UsageError(f"unknown --engine {engine!r}", hint="use vllm or sglang")
-    if not support_e.faithful:
-        warnings.append(f"{engine} cannot serve this drafter faithfully: {'; '.join(support_e.notes)}")
-    captured = _captured(spec.aux if reads_ids else None, convention, target_layers)
+    support = {e.engine: e for e in engine_support(spec, fmt)}[engine]
+    convention = "boundary" if engine == "vllm" else "layer-output"
+    reads_ids = spec.aux is not None and (has_top_level_ids if engine == "vllm" else has_nested_ids)
+    in_place = reads_ids and (dialect is None or dialect in ENGINE_READS_IDS[engine])
+    warnings: list[str] = []
+    convert = unconverted = None
+    if not in_place and convert_source is not None and spec.aux is not None:
+        unconverted = _captured(spec.aux if reads_ids else None, convention, target_layers)
+        out = converted_name(convert_source[0], fmt)
+        convert = shlex.join(["eaglezoo", "convert", convert_source[0], out, *convert_source[1:],
+                              *(["--to", "speculators"] if fmt == "speculators" else [])])
+        drafter, revision, reads_ids = out, None, True
+        warnings.append(f"{engine} would capture {unconverted or 'its default'} from the drafter as given"
+                        f"{f' ({dialect} dialect)' if dialect else ''}: the path converts it first, then serves "
+                        "the converted folder")
+    elif not reads_ids:
+        where = ("top-level eagle_aux_hidden_state_layer_ids: vLLM's Model Runner V2 then captures its default "
+                 "(2, L//2, L-3) (vLLM #50170)" if engine == "vllm" else
+                 "eagle_config.eagle_aux_hidden_state_layer_ids: SGLang then captures its default (2, L//2, L-3) "
+                 "boundary states")
+        warnings.append(f"the drafter config has no {where}; convert it first, stating the ids it was trained "
+                        "with (eaglezoo convert DRAFTER OUT --aux-layers IDS --aux-convention CONVENTION)")
+    if engine == "vllm":
+        cfg = vllm_speculative_config(drafter, k, revision)
+        command = vllm_serve_command(target, cfg)
+    else:
+        cfg, command = None, sglang_serve_command(target, drafter, revision, k)
+    if not support.faithful:
+        warnings.append(f"{engine} cannot serve this drafter faithfully: {'; '.join(support.notes)}")
     return ServeConfig(engine=engine, target=target, drafter=drafter, revision=revision, num_speculative_tokens=k,
-                       command=command, speculative_config=cfg, aux_layers_captured=captured, aux_convention=convention,
-                       aux_layers_default=not reads_ids, target_num_layers=target_layers,
-                       min_version=support_e.min_version, warnings=warnings)
+                       steps=[*([convert] if convert else []), command], convert_command=convert, command=command,
+                       speculative_config=cfg, aux_layers_captured=_captured(spec.aux if reads_ids else None,
+                                                                             convention, target_layers),
+                       aux_convention=convention, aux_layers_default=not reads_ids, unconverted_capture=unconverted,
+                       target_num_layers=target_layers, min_version=support.min_version, warnings=warnings,
+                       notes=[DEV_MODE_NOTE] if engine == "vllm" else [])
 
 
 def _captured(aux: AuxLayers | None, convention: str, target_layers: int | None) -> list[int] | None:

@@ -19,7 +19,7 @@ from pydantic import BaseModel
 from . import __version__
 from .errors import BadInput, UsageError
 from .limits import MAX_CONCURRENCY, MAX_LEVELS, MAX_TUNE_K
-from .serving import serve_config
+from .serving import serve_config, vllm_serve_command
 from .verify.conversation import converse
 from .verify.report import pass_timing
 from .verify.vllm_engine import EngineOptions, check_vllm_options, vllm_session
@@ -230,7 +230,7 @@ def report(work: Workload, engine: dict, grid: list[Cell], decision: list[Choice
         basis=f"measured: every K in 0..{work.k} at every concurrency, {len(work.encoded)} prompts x "
               f"{work.max_new_tokens} tokens each, greedy, on this engine",
         vllm_speculative_config=config,
-        vllm_command=serve_command(target, config),
+        vllm_command=vllm_serve_command(target, config),
         sglang_static_k=static, sglang_command=sglang, confirmation=confirmation, notes=notes)
 
 
@@ -277,12 +277,14 @@ def tune_from(data: dict, where: str) -> TuneReport:
             raise refuse(f"decision at concurrency {d.concurrency} (K={d.k}) is not the grid's; expected a K from 0 "
                          f"to {r.k_max}, its cell's tokens/s and its speedup over K=0")
     config = speculative_config(r.drafter, r.k_max, r.schedule)
-    if r.vllm_speculative_config != config or r.vllm_command != serve_command(r.target, config):
+    if r.vllm_speculative_config != config or r.vllm_command not in (vllm_serve_command(r.target, config),
+                                                                      _unmeasured_command(r.target, config)):
         raise refuse("vllm_command is not the command its target, drafter and schedule give")
     return r
 
 
-def serve_command(target: str, config: dict) -> str:
+def _unmeasured_command(target: str, config: dict) -> str:
+    """The command tune wrote before it added what eaglezoo's measurements of the server need: still read."""
     return f"vllm serve {shlex.quote(target)} --speculative-config {shlex.quote(_json(config))}"
 
 

@@ -106,7 +106,8 @@ def test_serve_config_from_registry_and_from_a_directory(tmp_path, cli):
     sc = r.json()
     assert sc["speculative_config"] == {"method": "eagle3", "model": "RedHatAI/Llama-4-Maverick-17B-128E-Instruct-speculator.eagle3",
                                         "num_speculative_tokens": 5}
-    assert sc["aux_layers_captured"] == [1, 23, 44] and sc["command"].startswith("vllm serve meta-llama/")
+    assert sc["aux_layers_captured"] == [1, 23, 44] and "vllm serve meta-llama/" in sc["command"]
+    assert sc["steps"] == [sc["command"]] and sc["convert_command"] is None  # served as published
     r = cli("serve-config", "nvidia-llama-3.3-70b-instruct-eagle3", "--json")
     assert any("50170" in w for w in r.json()["warnings"])
     src = make_drafter(tmp_path / "src", "specforge")
@@ -117,7 +118,7 @@ def test_serve_config_from_registry_and_from_a_directory(tmp_path, cli):
     assert "--speculative-algorithm EAGLE3" in sc["command"] and sc["aux_layers_captured"] == [0, 1, 2]
     assert sc["min_version"] == "0.5.23" and not sc["warnings"]
     r = cli("serve-config", src, "--target", "org/t", "--json")
-    assert any("convert it first" in w for w in r.json()["warnings"])
+    assert r.json()["convert_command"] == f"eaglezoo convert {src} src-eagle31" and "src-eagle31" in r.json()["command"]
 
 
 def test_workflows_parse_and_call_tested_commands():

@@ -6,11 +6,13 @@ import json
 import os
 import shlex
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import yaml
-from conftest import EXAMPLE, ROOT, assert_clean_failure, run_cli
+from conftest import CLI_ENV, EXAMPLE, ROOT, assert_clean_failure, run_cli
 
 DRAFTER = EXAMPLE / "eagle31-safeai"
 ENTRY = "tiny-example-eagle31"
@@ -19,7 +21,8 @@ ENTRY = "tiny-example-eagle31"
 def served_paths(sc: dict) -> tuple[str, str, str]:
     """The target and drafter as the printed command names them: (target, --speculative-config model, drafter)."""
     words = shlex.split(sc["command"])
-    return words[2], json.loads(words[4])["model"], sc["drafter"]
+    return words[words.index("serve") + 1], json.loads(words[words.index("--speculative-config") + 1])["model"], \
+        sc["drafter"]
 
 
 def moved_registry(tmp_path: Path) -> Path:
@@ -43,13 +46,14 @@ def test_an_entrys_local_paths_are_printed_usable_from_the_current_directory(tmp
     assert r.code == 0, r.err
     target, model, drafter = served_paths(r.json())
     assert (ROOT / target).resolve() == (root / "models" / "target").resolve(), target  # run_cli's cwd is ROOT
-    assert (ROOT / model).resolve() == (root / "models" / "eagle31-safeai").resolve(), model
-    assert model == drafter and target == r.json()["target"]
+    assert model == drafter == f"{ENTRY}-eagle31" and target == r.json()["target"]  # the converted folder
+    assert r.json()["convert_command"] == shlex.join(["eaglezoo", "convert", str(name), drafter,
+                                                      "--registry", str(root / "registry")])
 
 
 def test_paths_below_the_current_directory_stay_relative_and_repo_ids_stay_repo_ids():
     sc = run_cli("serve-config", ENTRY, "--json").json()
-    assert served_paths(sc) == ("examples/tiny/target", "examples/tiny/eagle31-safeai", "examples/tiny/eagle31-safeai")
+    assert served_paths(sc) == ("examples/tiny/target", f"{ENTRY}-eagle31", f"{ENTRY}-eagle31")
     sc = run_cli("serve-config", DRAFTER, "--target", "org/target", "--json").json()
     assert served_paths(sc)[0] == "org/target"
 
@@ -95,14 +99,36 @@ def test_a_folder_without_ids_states_the_engines_default_for_a_known_target_and_
     assert "None" not in line and "unknown" in line and "default" in line, line
 
 
-@pytest.mark.parametrize("engine,default", [("vllm", [2, 2, 1]), ("sglang", [1, 1, 0])])
-def test_an_unconverted_entry_states_what_the_engine_captures_not_the_entrys_ids(engine, default):
-    r = run_cli("serve-config", ENTRY, "--engine", engine, "--json")
-    sc = r.json()
-    assert sc["aux_layers_captured"] == default and sc["aux_layers_default"], sc
-    assert any("captures its default" in w for w in sc["warnings"]), sc["warnings"]
-    line = aux_comment(run_cli("serve-config", ENTRY, "--engine", engine))
-    assert str(default) in line and "default" in line and "[2, 3, 4]" not in line, line
+@pytest.mark.parametrize("engine,default,trained", [("vllm", [2, 2, 1], [2, 3, 4]), ("sglang", [1, 1, 0], [1, 2, 3])])
+def test_an_unconverted_entry_is_served_by_the_whole_path_convert_first(engine, default, trained):
+    """What the engine would capture from the folder as given is said, and the path converts it first: the
+    converted folder is what the command serves, and it carries the ids the drafter was trained with."""
+    sc = run_cli("serve-config", ENTRY, "--engine", engine, "--json").json()
+    assert sc["unconverted_capture"] == default and sc["aux_layers_captured"] == trained, sc
+    assert not sc["aux_layers_default"] and sc["steps"] == [sc["convert_command"], sc["command"]]
+    r = run_cli("serve-config", ENTRY, "--engine", engine)
+    lines = r.out.splitlines()
+    assert lines[0].startswith("# 1. convert") and str(default) in lines[0], lines
+    assert lines[1] == f"eaglezoo convert {ENTRY} {ENTRY}-eagle31" and lines[2] == "# 2. serve the converted folder"
+    assert aux_comment(r).endswith(str(trained))
+
+
+def test_the_printed_path_runs_as_printed_and_serves_the_trained_ids(tmp_path):
+    """Run from a folder of one's own: the convert command as printed, then serve-config of what it wrote
+    needs no conversion, and its command is the one the path printed."""
+    def here(*args):
+        proc = subprocess.run([sys.executable, "-m", "eaglezoo", *map(str, args)], capture_output=True, text=True,
+                              cwd=tmp_path, env=CLI_ENV, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout
+    sc = json.loads(here("serve-config", ENTRY, "--json"))
+    words = shlex.split(sc["convert_command"])
+    assert words[:2] == ["eaglezoo", "convert"]
+    here(*words[1:])
+    again = json.loads(here("serve-config", sc["drafter"], "--target", sc["target"], "--json"))
+    assert again["convert_command"] is None and again["aux_layers_captured"] == [2, 3, 4]
+    assert again["command"] == sc["command"]
+    assert "--per-request-spec-decode-metrics detailed" in sc["command"] and "VLLM_SERVER_DEV_MODE=1" in sc["command"]
 
 
 def test_a_converted_folder_states_its_own_ids(tmp_path):

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 DAMAGED = "the file is damaged or incomplete: download it again, or re-export the drafter as safetensors"
 NO_TORCH_DTYPE = "re-export the drafter in a dtype torch loads (bfloat16, float16 or float32)"
 
+CHUNK = 16 * 1024 * 1024
 I64_MAX = 2 ** 63 - 1
 TORCHLESS = {"F6_E2M3", "F6_E3M2"}  # safetensors dtypes that torch has no dtype for
 ZIP_MAGIC = b"PK\x03\x04"

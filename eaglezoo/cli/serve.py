@@ -28,11 +28,18 @@ def serve_config_cmd(
     result = serve_config_for(drafter, engine, num_spec_tokens, target, registry_dir)
 
     def render():
+        if result.convert_command:
+            out.print(f"# 1. convert: {engine} would capture {_unconverted_text(result)} from the drafter as given",
+                      markup=False)
+            out.print(result.convert_command, markup=False, soft_wrap=True)
+            out.print("# 2. serve the converted folder", markup=False)
         out.print(result.command, markup=False, soft_wrap=True)
         if result.speculative_config:
             out.print("# --speculative-config: " + json.dumps(result.speculative_config), markup=False)
         out.print(f"# aux layers the engine captures ({result.aux_convention}): {_captured_text(result)}", markup=False)
         out.print(f"# minimum {engine} version: {result.min_version or 'unknown'}", markup=False)
+        for note in result.notes:
+            out.print(f"# {note}", markup=False)
         for w in result.warnings:
             err.print(f"warning: {w}", markup=False)
     emit(result.model_dump(mode="json"), as_json, render)
@@ -48,6 +55,10 @@ def _captured_text(result: ServeConfig) -> str:
     if result.target_num_layers is None:
         return f"unknown: {default} for the target's layer count L"
     return f"{result.aux_layers_captured}, {default} for the {result.target_num_layers}-layer target"
+
+
+def _unconverted_text(result: ServeConfig) -> str:
+    return str(result.unconverted_capture) if result.unconverted_capture else "its default aux ids"
 
 
 def serve_config_for(drafter: str, engine: str, k: int, target: str | None = None,
@@ -78,23 +89,21 @@ def _serve_entry(name: str, engine: str, k: int, target: str | None, registry_di
         if tcfg and entry.target_hidden_size and entry.target_vocab_size:  # spec() fills unknown sizes with 1
             _refuse_misfit(spec, tcfg)
     published_ids = entry.aux_layers.ids is not None
+    source = [name, *(["--registry", str(registry_dir)] if registry_dir else [])]
     result = serve_config(spec, engine, _entry_place(entry.drafter, reg, "drafter"), target_name, k,
                           entry.drafter.revision, schema_for(entry.dialect),
                           has_top_level_ids=published_ids and entry.dialect in TOP_LEVEL_IDS,
                           has_nested_ids=published_ids and entry.dialect in NESTED_IDS,
-                          target_layers=layers)
+                          target_layers=layers, dialect=entry.dialect, convert_source=source)
     if not published_ids:
         result.warnings.append("the registry does not know this drafter's aux ids: run eaglezoo lint on it first")
-    elif entry.dialect not in TOP_LEVEL_IDS:
-        result.warnings.append(f"published in the {entry.dialect} dialect: convert it so that the engine reads the "
-                               "ids where it looks (eaglezoo convert; then serve the converted folder)")
     return result
 
 
 def _serve_folder(path, engine: str, k: int, target: str | None) -> ServeConfig:
     from ..checkpoint.formats.base import ReadOptions
     from ..checkpoint.read import read_drafter
-    from ..serving import TOP_LEVEL_IDS, schema_for, serve_config
+    from ..serving import schema_for, serve_config
 
     if target is None:
         raise UsageError("--target is needed when serving a drafter directory",
@@ -106,14 +115,10 @@ def _serve_folder(path, engine: str, k: int, target: str | None) -> ServeConfig:
         _refuse_misfit(reading.spec, tcfg)
     fmt = schema_for(reading.dialect)
     nested = cfg.get("eagle_config")
-    result = serve_config(reading.spec, engine, _from_here(path), target_name, k, None, fmt,
-                          has_top_level_ids="eagle_aux_hidden_state_layer_ids" in cfg,
-                          has_nested_ids=isinstance(nested, dict) and "eagle_aux_hidden_state_layer_ids" in nested,
-                          target_layers=_layers(tcfg))
-    if reading.dialect not in TOP_LEVEL_IDS:
-        result.warnings.append(f"{reading.dialect} dialect: convert it first (eaglezoo convert) so that every "
-                               "engine finds the ids and flags where it reads them")
-    return result
+    return serve_config(reading.spec, engine, _from_here(path), target_name, k, None, fmt,
+                        has_top_level_ids="eagle_aux_hidden_state_layer_ids" in cfg,
+                        has_nested_ids=isinstance(nested, dict) and "eagle_aux_hidden_state_layer_ids" in nested,
+                        target_layers=_layers(tcfg), dialect=reading.dialect, convert_source=[_from_here(path)])
 
 
 def _from_here(path: Path) -> str:
