@@ -97,6 +97,26 @@ def test_endpoint_serving_another_drafter_is_refused(server):
 
 
 
+def test_endpoint_serving_the_right_weights_with_other_aux_ids_fails_naming_them(vllm_ready, tmp_path):
+    """The server loaded the named drafter's weights, but its config says boundary [1, 2, 3] where the drafter was
+    trained on [2, 3, 4]: acceptance drops quietly (2.122 against 2.247 natively). That is a failure naming the
+    ids, never a note and a PASS."""
+    drafter = tmp_path / "drafter"
+    assert run_cli("convert", "tiny-example-eagle31", drafter).code == 0
+    config = json.loads((drafter / "config.json").read_text())
+    config["eagle_aux_hidden_state_layer_ids"], config["eagle_config"]["eagle_aux_hidden_state_layer_ids"] = \
+        [1, 2, 3], [0, 1, 2]
+    (drafter / "config.json").write_text(json.dumps(config, indent=2))
+    proc, url = start_server(tmp_path, {"method": "eagle3", "model": str(drafter), "num_speculative_tokens": 3})
+    try:
+        r = run_cli("verify", "tiny-example-eagle31", "--max-prompts", "1", "--endpoint", url)
+    finally:
+        stop_server(proc)
+    assert_clean_failure(r, contains="aux ids: the server captures boundary [1, 2, 3], the drafter was trained on "
+                                     "boundary [2, 3, 4]")
+    assert "PASS" not in r.out
+
+
 @pytest.mark.parametrize("k", ["3", "8"], ids=["fewer", "beyond-what-it-drafts"])
 def test_endpoint_with_another_depth_is_refused(server, k):
     """A server measures only the K it drafts: acceptance at a K beyond it (or below) is refused, never padded."""

@@ -20,7 +20,7 @@ import urllib.request
 from pathlib import Path
 from urllib.parse import urlparse
 
-from ..errors import EaglezooError, EngineError, UsageError, network_problem, printable
+from ..errors import EngineError, UsageError, network_problem, printable
 from ..settings import endpoint_timeout_s
 from .vllm_worker import COUNTERS, PER_POSITION
 from .workload import Measurement, Progress, Workload
@@ -175,28 +175,21 @@ def check_drafter(config: dict | None, work: Workload, base: str) -> list[str]:
         return [f"the server runs on another machine: its drafter {config['model']} was not compared"]
     if not served.is_dir():
         return [f"the server's drafter {config['model']} is not a folder on this machine: its identity was not checked"]
-    same = same_drafter(served, work)
-    if same is None:
-        return [f"the server's drafter {served} could not be read here: its identity was not checked"]
-    if not same:
-        raise EngineError(f"the server's drafter ({served}) is not the drafter named ({work.drafter.path}): "
-                          "their weights differ", hint="verify the drafter the server loads, or restart it with this "
-                                                       "one")
+    from .identity import differences, read_served
+
+    found = differences(read_served(served), work.drafter, _target_layers(work))
+    if found:
+        raise EngineError(f"the server's drafter ({served}) is not the drafter named "
+                          f"({work.drafter.path}): {'; '.join(found)}",
+                          hint="restart the server with the drafter named (eaglezoo serve-config prints the command)")
     return []
 
 
-def same_drafter(served: Path, work: Workload) -> bool | None:
-    """Whether the server's drafter folder holds the named drafter's tensors; None when unreadable."""
-    import torch
+def _target_layers(work: Workload) -> int | None:
+    from ..checkpoint.config import target_config
 
-    from ..checkpoint.read import read_drafter
-
-    try:
-        theirs = read_drafter(served, None, work.drafter.options).state()
-    except (EaglezooError, OSError):
-        return None
-    ours = work.drafter.state()
-    return theirs.keys() == ours.keys() and all(torch.equal(theirs[k], ours[k]) for k in ours)
+    layers = target_config(work.target_dir).get("num_hidden_layers")
+    return layers if isinstance(layers, int) else None
 
 
 def scrape(base: str) -> dict:

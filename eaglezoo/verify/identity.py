@@ -1,0 +1,68 @@
+"""Is the drafter a server loaded the drafter named? Compared as the engine serves it: the aux ids it will
+capture (in its boundary convention), the four norm flags, the vocabulary maps and every weight. Each
+difference is a sentence that names it; `verify --endpoint` fails on any (and `doctor` builds on them)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..checkpoint.formats.base import ReadOptions
+from ..checkpoint.read import Drafter, read_drafter
+from ..checkpoint.spec import default_boundary_ids
+from ..errors import EaglezooError, EngineError
+from ..serving import TOP_LEVEL_IDS
+
+SHOWN = 3  # differing tensors named in a sentence
+
+
+def read_served(served: Path) -> Drafter:
+    """The folder the server loaded, read from its own files alone; unreadable is an error that says why."""
+    try:
+        return read_drafter(served, None, ReadOptions(allow_missing_aux=True), strict=False)
+    except EaglezooError as exc:
+        raise EngineError(f"the server's drafter {served} cannot be read here, so it cannot be checked: {exc.message}",
+                          hint=exc.hint or "fix that folder, or restart the server with the drafter named") from None
+
+
+def vllm_capture(drafter: Drafter, target_layers: int | None) -> list[int] | None:
+    """The boundary ids vLLM captures for this folder: the top-level list where its dialect writes one, else
+    vLLM's default for the target's layer count (docs/formats.md#missing-aux-ids)."""
+    spec = drafter.spec
+    if spec.aux is not None and drafter.dialect in TOP_LEVEL_IDS and "eagle_aux_hidden_state_layer_ids" in \
+            drafter.config:
+        return spec.aux.boundary()
+    return default_boundary_ids(target_layers) if target_layers else None
+
+
+def differences(served: Drafter, named: Drafter, target_layers: int | None) -> list[str]:
+    """What differs between the served drafter and the named one (empty: the same drafter, served faithfully)."""
+    found = []
+    theirs, ours = served.spec, named.spec
+    captured, trained = vllm_capture(served, target_layers), ours.aux.boundary() if ours.aux else None
+    if trained is not None and captured != trained:
+        found.append(f"aux ids: the server captures boundary {captured}, the drafter was trained on boundary "
+                     f"{trained}")
+    for flag, value in ours.flags().items():
+        if theirs.flags()[flag] != value:
+            found.append(f"{flag}: the server's config says {str(theirs.flags()[flag]).lower()}, the drafter "
+                         f"named was trained with {str(value).lower()}")
+    if theirs.draft_vocab_size != ours.draft_vocab_size:
+        found.append(f"draft vocabulary: {theirs.draft_vocab_size} tokens served, {ours.draft_vocab_size} named")
+    found += _weight_differences(served, named)
+    return found
+
+
+def _weight_differences(served: Drafter, named: Drafter) -> list[str]:
+    import torch
+
+    theirs, ours = served.state(), named.state()
+    missing, extra = sorted(ours.keys() - theirs.keys()), sorted(theirs.keys() - ours.keys())
+    changed = sorted(k for k in ours.keys() & theirs.keys()
+                     if ours[k].shape != theirs[k].shape or not torch.equal(ours[k], theirs[k].to(ours[k].dtype)))
+    found = []
+    for what, names in (("missing from the server's drafter", missing), ("only in the server's drafter", extra),
+                        ("with other values", changed)):
+        if names:
+            more = f" and {len(names) - SHOWN} more" if len(names) > SHOWN else ""
+            found.append(f"tensors {what}: {', '.join(names[:SHOWN])}{more}")
+    return found
