@@ -78,7 +78,7 @@ def lint_config(config_path: Path, target_dir: Path | None = None, dialect: str 
         findings.append(Finding(severity="info", code="dialect-undetermined",
                                 message="the config names no dialect eaglezoo knows: read as a flat Llama-style "
                                         "EAGLE-3 config; the weights' tensor names decide the dialect",
-                                hint="lint the drafter's folder, or name the dialect with --from"))
+                                hint="lint the drafter's folder, or name the dialect with --from DIALECT"))
     findings += lint_drafter(drafter, tcfg, target_dir)
     return _report(str(config_path), target, drafter, findings, level="config")
 

@@ -57,6 +57,30 @@ def cli():
     return run_cli
 
 
+def run_inprocess(*args, env: dict | None = None) -> Result:
+    """The CLI in this process, through its one error boundary (`cli.run`), as a subprocess would run it but
+    without paying for imports again: for the many input checks. Exit codes and output as a shell sees them,
+    signals, pipes and progress bars need `run_cli`."""
+    from typer.testing import CliRunner
+
+    from eaglezoo.cli.app import run
+
+    here = os.getcwd()
+    with CliRunner().isolation(env={**CLI_ENV, **(env or {})}) as (out, err, _):
+        os.chdir(ROOT)
+        try:
+            run([str(a) for a in args])
+            code = 0
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 1
+        finally:
+            os.chdir(here)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        shown = Result(code, out.getvalue().decode(), err.getvalue().decode())
+    return shown
+
+
 def tree_digest(path: Path) -> str:
     """A digest of every file's name, bytes and mode below `path` (to prove SRC untouched)."""
     h = hashlib.sha256()

@@ -185,7 +185,9 @@ def provenance_findings(drafter_dir: Path, spec: DrafterSpec) -> list[Finding]:
     changed = [f for f, v in spec.flags().items() if recorded.flags().get(f) != v]
     if changed:
         out.append(Finding(severity="error", code="flags-changed",
-                           message=f"{', '.join(changed)} differ from what conversion.json recorded"))
+                           message=f"{', '.join(changed)} differ from what conversion.json recorded",
+                           hint="a flag edited after conversion changes what the drafter computes: restore the "
+                                "recorded value, or convert again from the source with --flag NAME=VALUE"))
     return out
 
 

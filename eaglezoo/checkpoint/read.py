@@ -12,7 +12,7 @@ from ..errors import BadInput, UsageError
 from ..fsutil import read_json
 from . import formats
 from .config import validate_config
-from .formats.base import Reading, ReadOptions
+from .formats.base import NAME_THE_DIALECT, Reading, ReadOptions
 from .problems import check_tensors
 from .spec import DrafterSpec
 from .tensors import Checkpoint, TensorRef
@@ -136,7 +136,7 @@ def _refuse_misfits(drafter: Drafter) -> None:
     if unexpected:
         raise BadInput(f"{len(unexpected)} tensor(s) neither mapped nor dropped with a reason: "
                        f"{', '.join(drafter.source_name(n) for n in unexpected)}",
-                       hint="pass --from DIALECT if the dialect was misdetected")
+                       hint=f"if the dialect was misdetected, {NAME_THE_DIALECT}")
     first = problems[0]
     more = f" (and {len(problems) - 1} more problem(s))" if len(problems) > 1 else ""
     raise BadInput(first.message + more, hint=first.hint or None)

@@ -189,7 +189,9 @@ def render_verify(r) -> None:
         out.print(f"[yellow]note[/yellow] {shown(note)}")
     errors = [f for f in r.lint if f.severity == "error"]
     warns = [f for f in r.lint if f.severity == "warning"]
-    out.print(f"lint: {len(errors)} error(s), {len(warns)} warning(s)" + "".join(f"\n  [red]{f.code}[/red] {f.message}" for f in errors))
+    out.print(f"lint: {len(errors)} error(s), {len(warns)} warning(s)"
+              + "".join(f"\n  [red]{f.code}[/red] {shown(f.message)}" for f in errors)
+              + "".join(f"\n  [yellow]{f.code}[/yellow] {shown(f.message)}" for f in warns))
     out.print("time: " + ", ".join(f"{k.removesuffix('_s')} {v:.1f}s" for k, v in r.timing.items()))
     for f in r.failures:
         out.print(f"[red]FAIL[/red] {shown(f)}")

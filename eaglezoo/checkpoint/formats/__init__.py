@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ...errors import UsageError
 from . import eagle31, modelopt, nemo, safeai, specforge, speculators, torchspec
+from .base import NAME_THE_DIALECT
 
 # Order matters only for error messages; detection must be unambiguous.
 DIALECTS = {m.NAME: m for m in (eagle31, speculators, torchspec, modelopt, nemo, specforge, safeai)}
@@ -19,8 +20,8 @@ def detect(cfg: dict, names: set[str], metadata: dict) -> str:
         return matches[0]
     if not matches:
         raise UsageError("unknown dialect: the config and tensor names match none of "
-                         f"{', '.join(DIALECTS)}", hint="name it with --from")
-    raise UsageError(f"ambiguous dialect: matches {', '.join(matches)}", hint="name it with --from")
+                         f"{', '.join(DIALECTS)}", hint=NAME_THE_DIALECT)
+    raise UsageError(f"ambiguous dialect: matches {', '.join(matches)}", hint=NAME_THE_DIALECT)
 
 
 def detect_config(cfg: dict) -> str | None:

@@ -26,6 +26,10 @@ LEGACY_RENAMES = [  # SGLang's legacy 3.1 names (docs/formats.md#sglang)
 ]
 
 
+# Only lint and convert take --from; every other command reads what they write.
+NAME_THE_DIALECT = "name the dialect with --from DIALECT in eaglezoo lint or convert, then use the converted folder"
+
+
 @dataclass
 class ReadOptions:
     aux_layers: list[int] | None = None
@@ -344,7 +348,7 @@ def _check_unique(renames: dict[str, str]) -> None:
     for src, dst in renames.items():
         if dst in seen:
             raise BadInput(f"tensors {seen[dst]!r} and {src!r} both map to {dst!r}",
-                           hint="pass --from DIALECT if the dialect was misdetected; else remove one of the tensors")
+                           hint=f"if the dialect was misdetected, {NAME_THE_DIALECT}; else remove one of the tensors")
         seen[dst] = src
 
 

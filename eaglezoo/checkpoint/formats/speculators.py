@@ -6,7 +6,7 @@ from __future__ import annotations
 from ...errors import UsageError
 from ..spec import DrafterSpec
 from ..tensors import Checkpoint
-from .base import Reading, ReadOptions, read_flat, trivial_vocab_map_drop
+from .base import NAME_THE_DIALECT, Reading, ReadOptions, read_flat, trivial_vocab_map_drop
 
 NAME = "speculators"
 
@@ -23,7 +23,7 @@ def read(cfg: dict, ckpt: Checkpoint, opts: ReadOptions) -> Reading:
     if not isinstance(layer_cfg, dict):
         from ...errors import BadInput
         raise BadInput("config.json: speculators format without a transformer_layer_config object",
-                       hint="fix config.json, or pass --from DIALECT if the dialect was misdetected")
+                       hint=f"fix config.json; if the dialect was misdetected, {NAME_THE_DIALECT}")
     if "norm_before_residual" not in cfg and "norm_before_residual" not in opts.flags:
         raise UsageError("norm_before_residual is absent: speculators reads that as false, vLLM's speculators path "
                          "as true (see docs/formats.md#residual-norm-default)",
