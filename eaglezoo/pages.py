@@ -20,8 +20,38 @@ pre{padding:.6rem;white-space:pre-wrap;word-break:break-all}.headline{font-size:
 
 
 def escape(value) -> str:
-    """Any value as HTML text: every interpolated value goes through here (a report is data, never markup)."""
-    return _escape(str(value))
+    """Any value as HTML text: every interpolated value goes through here (a report is data, never markup), on
+    every page and on the zoo site: HTML-escaped, and no control or bidi character left raw (plots.visible)."""
+    return _escape(plots.visible(str(value)))
+
+
+def plotted_note(total: int, shown: int, what: str = "the most drafts", table: bool = True) -> str:
+    """The sentence a page says where a plot draws fewer buckets than the report holds, else ""."""
+    if total <= shown:
+        return ""
+    return (f"<p>{total} buckets; the plot shows the {shown} with {what}"
+            + (", the table lists all</p>" if table else "</p>"))
+
+
+def bucket_table(r: dict) -> list[str]:
+    """A verify report's buckets, every one: prompts, drafts and acceptance (one pass over the report)."""
+    drift = r.get("drift") or {}
+    lengths, rates = drift.get("mean_acceptance_length_by_bucket") or {}, drift.get("acceptance_per_position_by_bucket") or {}
+    if not rates:
+        return []
+    counts, intervals = plots.bucket_counts(r), drift.get("mean_acceptance_length_interval_by_bucket") or {}
+    body = []
+    for name, (prompts, drafts) in counts.items():
+        low_high = intervals.get(name) if isinstance(intervals, dict) else None
+        shown = (f" [{fixed(low_high[0], '.2f')}, {fixed(low_high[1], '.2f')}]" if isinstance(low_high, list)
+                 and len(low_high) == 2 and all(isinstance(x, (int, float)) for x in low_high) else "")
+        length = f"{fixed(lengths[name])}{shown}" if name in lengths else ""
+        body.append(f"<tr><td>{escape(name)}</td><td>{prompts}</td><td>{drafts}</td><td>{length}</td>"
+                    f"<td>{escape(', '.join(format(x, '.2f') for x in rates[name]))}</td></tr>")
+    shown = len(plots.plotted_buckets(r)[0])
+    head = ("<tr><th>bucket</th><th>prompts</th><th>drafts</th><th>acceptance length</th><th>per position</th>"
+            "</tr>")
+    return [f"<h2>Per bucket</h2>{plotted_note(len(counts), shown)}<table>{head}{''.join(body)}</table>"]
 
 
 def fixed(value, spec: str = ".3f") -> str:
@@ -59,7 +89,7 @@ def verify_page(r: dict) -> str:
              ("dtype", r["dtype"]), ("temperature", str(r["sampling"]["temperature"])),
              ("eaglezoo", r["eaglezoo_version"]), ("created", r["created"])]
     return page(f"verify: {r['drafter']}", headline, figures, facts,
-                vllm_command(r["target"], r["drafter"], r["num_spec_tokens"]))
+                vllm_command(r["target"], r["drafter"], r["num_spec_tokens"]), bucket_table(r))
 
 
 def tune_page(r: dict) -> str:
@@ -79,7 +109,8 @@ def compare_page(r: dict) -> str:
                 f"over {escape(every['prompts'])} prompts ({escape(every['bucket'])})")
     body = "".join(f"<tr><td>{escape(x['bucket'])}</td><td>{escape(x['prompts'])}</td><td>{fixed(x['a'])}</td>"
                    f"<td>{fixed(x['b'])}</td><td>{fixed(x['ratio'])}</td></tr>" for x in r["rows"])
-    table = ("<h2>Per bucket</h2><table><tr><th>bucket</th><th>prompts</th><th>AL A</th><th>AL B</th>"
+    note = plotted_note(len(r["rows"]) - 1, len(plots.plotted_rows(r)) - 1, "the most prompts")
+    table = (f"<h2>Per bucket</h2>{note}<table><tr><th>bucket</th><th>prompts</th><th>AL A</th><th>AL B</th>"
              f"<th>B / A</th></tr>{body}</table>")
     facts = [("A", r["a"]), ("B", r["b"]), ("target", r["target"]), ("engine", r["engine"]),
              *([("engine B", r["engine_b"])] if r.get("engine_b", r["engine"]) != r["engine"] else []),

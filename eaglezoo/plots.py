@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import io
+import re
 import warnings
 
 from matplotlib import rcParams
@@ -13,7 +14,55 @@ from matplotlib.figure import Figure
 
 rcParams["svg.hashsalt"] = "eaglezoo"
 rcParams["svg.fonttype"] = "none"  # text stays text: searchable, and the page's own font
+rcParams["text.usetex"] = False  # whatever a matplotlibrc says: text is never handed to TeX,
+rcParams["text.parse_math"] = True  # and `literal` escapes every "$" of text from data (so mathtext sees none)
 BLUE, ORANGE, GREY = "#1f6fb2", "#e07b24", "#8a8a8a"
+MAX_BUCKETS = 8  # bucket lines a plot draws: more are unreadable, and each costs the legend's layout
+
+# Characters that no one sees but that change what is seen: C0 and C1 controls (tab and newline aside), lone
+# surrogates, and the bidirectional controls that reorder the text around them (U+202E shows "exe.txt" as
+# "txt.exe"). Text from data shows each as its visible escape, e.g. "\\u202e".
+UNSEEN = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+
+
+def visible(text: str) -> str:
+    """Text from data (a report, a registry entry) with every character in UNSEEN shown as its escape: the one
+    neutraliser of the plots and (through pages.escape) of every page."""
+    return UNSEEN.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def literal(value) -> str:
+    """Text from data as matplotlib draws it as itself: neutralised, and each "$" escaped, so that no bucket,
+    label or title is read as mathtext (a bucket named "$$" made matplotlib raise; "$x$" drew an italic x)."""
+    return visible(str(value)).replace("$", "\\$")
+
+
+def bucket_counts(report: dict) -> dict[str, list[int]]:
+    """[prompts, drafts] of each bucket the report's drift names, counted from its per-prompt rows (one pass)."""
+    names = (report.get("drift") or {}).get("acceptance_per_position_by_bucket") or {}
+    counts = {name: [0, 0] for name in names}
+    for row in report.get("per_prompt") or []:
+        got = counts.get(row.get("bucket")) if isinstance(row, dict) and isinstance(row.get("bucket"), str) else None
+        if got is not None:
+            got[0] += 1
+            got[1] += len(row["accepted"]) if isinstance(row.get("accepted"), list) else 0
+    return counts
+
+
+def plotted_buckets(report: dict) -> tuple[list[str], int]:
+    """(the buckets per_position draws, how many the report holds): all of them up to MAX_BUCKETS, else the
+    MAX_BUCKETS with the most drafts (the first on a tie), in the report's order."""
+    counts = bucket_counts(report)
+    names = list(counts)
+    if len(names) <= MAX_BUCKETS:
+        return names, len(names)
+    largest = sorted(range(len(names)), key=lambda i: (-counts[names[i]][1], i))[:MAX_BUCKETS]
+    return [names[i] for i in sorted(largest)], len(names)
+
+
+def legend(ax, handles: list) -> None:
+    """A legend of these artists under their labels as given (matplotlib would drop a label that starts with "_")."""
+    ax.legend(handles, [h.get_label() for h in handles], fontsize=7, frameon=False)
 
 
 def quietly(draw):
@@ -50,12 +99,14 @@ def per_position(report: dict) -> str:
     rates = report["acceptance_per_position"]
     positions = range(1, len(rates) + 1)
     fig, ax = _axes("acceptance by draft position", "draft position", "acceptance rate")
-    ax.bar(positions, rates, color=BLUE, alpha=0.85, label="all prompts")
-    for bucket, values in (report.get("drift") or {}).get("acceptance_per_position_by_bucket", {}).items():
-        ax.plot(range(1, len(values) + 1), values, marker="o", linewidth=1, label=bucket)
+    drawn = [ax.bar(positions, rates, color=BLUE, alpha=0.85, label="all prompts")]
+    by_bucket = (report.get("drift") or {}).get("acceptance_per_position_by_bucket", {})
+    for bucket in plotted_buckets(report)[0]:  # at most MAX_BUCKETS: the page says so, and lists them all
+        values = by_bucket[bucket]
+        drawn += ax.plot(range(1, len(values) + 1), values, marker="o", linewidth=1, label=literal(bucket))
     ax.set_ylim(0, 1)
     ax.set_xticks(list(positions))
-    ax.legend(fontsize=7, frameon=False)
+    legend(ax, drawn)
     return svg(fig)
 
 
@@ -72,7 +123,7 @@ def histogram(report: dict) -> str:
 def by_k(report: dict) -> str:
     table = report["acceptance_by_k"]
     ks = [row["k"] for row in table["rows"]]
-    fig, ax = _axes(f"acceptance length by K ({table['basis'].split(':')[0]})", "K (draft tokens)", "acceptance length")
+    fig, ax = _axes(f"acceptance length by K ({literal(table['basis'].split(':')[0])})", "K (draft tokens)", "acceptance length")
     ax.plot(ks, [row["mean_acceptance_length"] for row in table["rows"]], marker="o", color=BLUE)
     ax.set_xticks(ks)
     return svg(fig)
@@ -126,16 +177,26 @@ def tune_throughput(report: dict) -> str:
     return svg(fig)
 
 
+def plotted_rows(report: dict) -> list[dict]:
+    """The rows of a compare report that compare_buckets draws: every bucket up to MAX_BUCKETS, else the
+    MAX_BUCKETS with the most prompts (in the report's order); the last row (all prompts) always."""
+    buckets, every = report["rows"][:-1], report["rows"][-1:]
+    if len(buckets) <= MAX_BUCKETS:
+        return report["rows"]
+    largest = sorted(range(len(buckets)), key=lambda i: (-buckets[i]["prompts"], i))[:MAX_BUCKETS]
+    return [buckets[i] for i in sorted(largest)] + every
+
+
 @quietly
 def compare_buckets(report: dict) -> str:
     """Acceptance length of A and B per bucket, side by side, the ratio B/A over each pair."""
-    rows = report["rows"]
+    rows = plotted_rows(report)
     xs = range(len(rows))
     fig, ax = _axes("acceptance length per bucket", "bucket", "acceptance length", width=max(5.2, 1.1 * len(rows)))
     ax.bar([x - 0.2 for x in xs], [r["a"] for r in rows], width=0.4, color=GREY, label="A")
     ax.bar([x + 0.2 for x in xs], [r["b"] for r in rows], width=0.4, color=BLUE, label="B")
     for x, r in zip(xs, rows):
         ax.annotate(f"{r['ratio']:.2f}x", (x, max(r["a"], r["b"])), ha="center", va="bottom", fontsize=7)
-    ax.set_xticks(list(xs), [r["bucket"] for r in rows], rotation=20, fontsize=8)
+    ax.set_xticks(list(xs), [literal(r["bucket"]) for r in rows], rotation=20, fontsize=8)
     ax.legend(fontsize=7, frameon=False)
     return svg(fig)

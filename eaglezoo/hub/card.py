@@ -79,10 +79,19 @@ def _acceptance_section(report: dict) -> list[str]:
              f"`eaglezoo verify` with the {engine} engine on {report['device']} ({report['dtype']}), "
              f"K={report['num_spec_tokens']}, {report['num_prompts']} prompts x {report['max_new_tokens']} tokens, "
              + ("greedy:" if not temperature else f"temperature {temperature}:"), "",
-             f"![acceptance by draft position]({FIGURE})", "", "| position | acceptance |", "|---|---|"]
+             f"![acceptance by draft position]({FIGURE})", ""]
+    lines += _plotted(report) + ["| position | acceptance |", "|---|---|"]
     lines += [f"| {i} | {a:.3f} |" for i, a in enumerate(report["acceptance_per_position"], 1)]
     return lines + ["", f"Mean acceptance length {report['mean_acceptance_length']:.3f} (1 + accepted / drafts, as "
                         f"vLLM counts; {report['num_drafts']} drafts)."]
+
+
+def _plotted(report: dict) -> list[str]:
+    """The sentence under the figure where it draws fewer buckets than the report holds (plots.MAX_BUCKETS)."""
+    from ..plots import plotted_buckets
+
+    shown, total = plotted_buckets(report)
+    return [f"{total} buckets; the figure shows the {len(shown)} with the most drafts.", ""] if total > len(shown) else []
 
 
 def _provenance_section(record: dict) -> list[str]:

@@ -7,11 +7,10 @@ anything; the only script is the index's filter, inline."""
 from __future__ import annotations
 
 import json
-from html import escape
 from pathlib import Path
 
 from ..fsutil import check_out_dir, refuse_overlap, replace_dir, staging
-from ..pages import STYLE
+from ..pages import STYLE, escape, plotted_note  # escape: HTML-escaped, control and bidi characters made visible
 from ..serving import schema_for, serve_config
 from .load import Registry
 from .schema import EVIDENCE_LEVELS, FACTS, Entry
@@ -80,8 +79,8 @@ def index(reg: Registry) -> str:
         measured = f"{e.measured[-1].mean_acceptance_length:.3f}" if e.measured else ""
         rows.append(f'<tr><td><a href="entries/{escape(e.id)}.html">{escape(e.id)}</a></td>'
                     f"<td>{escape(e.target.repo or e.target.path or '')}</td><td>{escape(e.dialect or '?')}</td>"
-                    f"<td>{escape(e.eagle_version)}</td><td>{escape(levels)}</td><td>{e.status.state}</td>"
-                    f"<td>{_reported(e)}</td><td>{measured}</td>"
+                    f"<td>{escape(e.eagle_version)}</td><td>{escape(levels)}</td><td>{escape(e.status.state)}</td>"
+                    f"<td>{escape(_reported(e))}</td><td>{measured}</td>"
                     f"<td>{escape(e.hardware.runner if e.hardware else 'cpu' if e.target.path else '?')}</td></tr>")
     body = (f"<h1>eaglezoo: {len(reg.entries)} EAGLE-3 / 3.1 drafters</h1>"
             '<p><input id="filter" type="search" placeholder="filter: a target, dialect, status..." size="40"></p>'
@@ -93,7 +92,7 @@ def entry_page(e: Entry, reg: Registry) -> str:
     sections = [_facts(e), _serving(e), _floors(e), _measured(e, reg), _sources(e)]
     body = (f'<p><a href="../index.html">all drafters</a></p><h1>{escape(e.id)}</h1>'
             f"<p>{escape(e.drafter.repo or e.drafter.path or '')} for {escape(e.target.repo or e.target.path or '')}"
-            f", published by {escape(e.publisher)}; EAGLE {escape(e.eagle_version)}, {e.status.state}</p>"
+            f", published by {escape(e.publisher)}; EAGLE {escape(e.eagle_version)}, {escape(e.status.state)}</p>"
             + "".join(sections))
     return _doc(e.id, body)
 
@@ -104,10 +103,10 @@ def _facts(e: Entry) -> str:
         value, evidence = e.fact(name), e.evidence.get(name)
         if value is not None:
             shown = json.dumps(value) if not isinstance(value, str) else value
-            rows.append(f"<tr><td>{name}</td><td>{escape(shown[:120])}</td><td>{evidence.level}</td>"
+            rows.append(f"<tr><td>{escape(name)}</td><td>{escape(shown[:120])}</td><td>{escape(evidence.level)}</td>"
                         f"<td>{_link(evidence.source)}</td></tr>")
         elif name in e.null_reasons:
-            rows.append(f"<tr><td>{name}</td><td>unknown</td><td></td><td>{escape(e.null_reasons[name])}</td></tr>")
+            rows.append(f"<tr><td>{escape(name)}</td><td>unknown</td><td></td><td>{escape(e.null_reasons[name])}</td></tr>")
     return ("<h2>Facts and their evidence</h2><table><tr><th>fact</th><th>value</th><th>evidence</th><th>source</th>"
             f"</tr>{''.join(rows)}</table>")
 
@@ -123,8 +122,8 @@ def _serving(e: Entry) -> str:
 def _floors(e: Entry) -> str:
     if not e.acceptance_floors:
         return f"<h2>Floors</h2><p>{escape(e.null_reasons.get('acceptance_floors', 'none recorded'))}</p>"
-    rows = "".join(f"<tr><td>{f.k}</td><td>{f.temperature}</td><td>{f.per_position or ''}</td>"
-                   f"<td>{f.mean_acceptance_length or ''}</td><td>{escape(f.source)}</td></tr>"
+    rows = "".join(f"<tr><td>{escape(f.k)}</td><td>{escape(f.temperature)}</td><td>{escape(f.per_position or '')}</td>"
+                   f"<td>{escape(f.mean_acceptance_length or '')}</td><td>{escape(f.source)}</td></tr>"
                    for f in e.acceptance_floors)
     return ("<h2>Floors</h2><table><tr><th>K</th><th>T</th><th>per position</th><th>AL</th><th>source</th></tr>"
             f"{rows}</table>")
@@ -133,18 +132,20 @@ def _floors(e: Entry) -> str:
 def _measured(e: Entry, reg: Registry) -> str:
     if not e.measured:
         return "<h2>Measured</h2><p>no verify report recorded yet (`eaglezoo registry record`)</p>"
-    from ..plots import per_position
+    from ..plots import per_position, plotted_buckets
     from ..verify.saved import read_report
 
     parts = ["<h2>Measured</h2>"]
     for m in e.measured:
-        parts.append(f"<p>K={m.k}, T={m.temperature}, {escape(m.engine)} on {escape(m.hardware)}, {m.date}: "
+        parts.append(f"<p>K={escape(m.k)}, T={escape(m.temperature)}, {escape(m.engine)} on {escape(m.hardware)}, "
+                     f"{escape(m.date)}: "
                      f"acceptance length {m.mean_acceptance_length:.3f} over {m.num_drafts} drafts, "
                      f"{'passed' if m.passed else 'failed' if m.passed is False else 'no floors'}</p>")
         report = reg.path(m.report, "measured.report")
         if report.is_file():
-            saved = read_report(report, "measured.report", needs="its plot")
-            parts.append(f'<div class="plot">{per_position(saved.model_dump(mode="json"))}</div>')
+            saved = read_report(report, "measured.report", needs="its plot").model_dump(mode="json")
+            shown, total = plotted_buckets(saved)
+            parts.append(f'<div class="plot">{per_position(saved)}</div>{plotted_note(total, len(shown), table=False)}')
     return "".join(parts)
 
 

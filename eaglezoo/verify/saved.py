@@ -16,6 +16,7 @@ from ..errors import BadInput
 from ..fsutil import read_json
 from ..limits import MAX_K, MAX_LEVELS, MAX_NEW_TOKENS, MAX_TEMPERATURE
 from .report import VerifyReport
+from .workload import bucket_problem
 
 ENGINE_NAMES = ("native", "vllm", "endpoint")  # what native.py, vllm_engine.py and endpoint.py write
 WRITTEN = ("engine", "sampling", "created", "eaglezoo_version")  # defaulted in the model, always in the file
@@ -197,8 +198,9 @@ def _drift_problem(drift: dict, k: int, num_prompts: int) -> str | None:
         if not isinstance(buckets, dict) or len(buckets) > max(1, num_prompts):
             return f"drift.{name} is {_shown(buckets)}; expected an object with one value per prompt bucket"
         for bucket, value in buckets.items():
-            if not (_text(bucket) and bucket.strip()):
-                return f"drift.{name} names a bucket {_shown(bucket)}; expected one line of printable text"
+            problem = bucket_problem(bucket)  # the prompt reader's own rule: what verify writes, this reads
+            if problem:
+                return f"drift.{name} names a bucket that {problem}"
             if not one(value):
                 what = f"K ({k}) rates from 0 to 1" if name.startswith("acceptance") else f"a number from 1 to {k + 1}"
                 return f"drift.{name}[{bucket!r}] is {_shown(value)}; expected {what}"

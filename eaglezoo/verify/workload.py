@@ -206,6 +206,28 @@ FIELDS_HINT = ('e.g. {"prompt": "...", "chat": true, "system": "...", "thinking"
                '"history": ["an earlier question"], "temperature": 0.7}')
 
 
+# A bucket's name is shown on a terminal, on pages, in plots and in the registry: one line of text that shows as
+# it is. Refused: C0 and C1 controls (a tab, a newline, ESC and its colour codes, BEL), U+2028/U+2029 (a line
+# break), lone surrogates, and the bidirectional controls that reorder the text around them.
+BUCKET_UNSEEN = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+                           "\ud800-\udfff]")
+
+
+def bucket_problem(name: str) -> str | None:
+    """What is wrong with a bucket's name, or None: the one rule, at both ends. The prompt reader refuses a row
+    that breaks it; the saved-report reader (verify/saved.py) refuses a report that does, so what verify writes,
+    its readers read."""
+    if not name.strip():
+        return "is blank; expected a name of visible text"
+    found = BUCKET_UNSEEN.search(name)
+    if found is None:
+        return None
+    c = found.group()
+    what = "a bidirectional control" if c in "\u061c\u200e\u200f" or "\u202a" <= c <= "\u202e" or \
+        "\u2066" <= c <= "\u2069" else "a lone surrogate" if "\ud800" <= c <= "\udfff" else "a control character"
+    return f"holds {what} (U+{ord(c):04X}); expected one line of text without control characters"
+
+
 def prompt_of(row: dict, where: str, n: int) -> Prompt:
     try:
         prompt = Prompt(prompt=row.get("prompt", row.get("text")),
@@ -213,6 +235,10 @@ def prompt_of(row: dict, where: str, n: int) -> Prompt:
     except ValidationError as exc:
         key = exc.errors()[0]["loc"][0]
         raise BadInput(f"{where}: line {n}: {key!r} must be {FIELDS[key]}", hint=FIELDS_HINT) from None
+    problem = bucket_problem(prompt.bucket)
+    if problem:
+        raise BadInput(f"{where}: line {n}: 'bucket' {problem}",
+                       hint="name the bucket in one line of visible text, e.g. \"bucket\": \"code\"")
     chat_only = [key for key in ("history", "system", "thinking") if getattr(prompt, key) is not None]
     if chat_only and not prompt.chat:
         what = "a conversation" if chat_only[0] == "history" else "a chat message"
