@@ -63,8 +63,11 @@ def compare(a: VerifyReport, b: VerifyReport) -> CompareReport:
     same_target(a, b)
     both_measured(a, b)
     steps = [(p["bucket"], p["accepted"], q["accepted"]) for p, q in zip(a.per_prompt, b.per_prompt)]
-    buckets = sorted({bucket for bucket, _, _ in steps})
-    rows = [row(name, [s for s in steps if s[0] == name]) for name in buckets]
+    by_bucket: dict[str, list[tuple]] = {}
+    for s in steps:
+        by_bucket.setdefault(s[0], []).append(s)
+    buckets = sorted(by_bucket)
+    rows = [row(name, by_bucket[name]) for name in buckets]
     if len(buckets) > 1:  # the row of every prompt, under a name no bucket of the prompts has
         rows.append(row(next(n for n in ("all", "all prompts", "(every prompt)") if n not in buckets), steps))
     return CompareReport(a=a.drafter, b=b.drafter, target=a.target, engine=engine_name(a), engine_b=engine_name(b),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -202,24 +203,31 @@ def registry_plan(
     registry_dir: RegistryOpt = None,
     as_json: JsonOpt = False,
 ):
-    """The CI matrix: published entries grouped by hardware class, with the exact verify command each runs."""
+    """The CI matrix: published entries grouped by hardware class, with the exact verify command each runs; an
+    entry whose class is not known yet waits on `registry sync ID --write` (class waiting-on-sync)."""
     from ..registry import load as registry
-    from ..registry.ci import RUNNERS, plan
+    from ..registry.ci import RUNNERS, plan, sync_command
 
     if runner is not None and runner not in RUNNERS:
         raise UsageError(f"no runner class {runner!r}", hint=f"runner classes: {', '.join(RUNNERS)}")
     reg = registry.load(registry_dir)
     warn_skipped(reg)  # a file that does not load is in no job: said, not silently dropped
-    result = plan(reg, runner, str(registry_dir) if registry_dir is not None else None)
+    registry_arg = str(registry_dir) if registry_dir is not None else None
+    result = plan(reg, runner, registry_arg)
+    runnable = [j for r in result.runners for j in result.classes[r]]  # what --commands prints: none waiting
     data = {"classes": [{"runner": r, "jobs": [{"id": j.entry_id, "k": j.k, "temperature": j.temperature,
-                                                "report": j.report, "command": j.shell} for j in jobs]}
+                                                "report": j.report, "command": j.shell,
+                                                **({"after": shlex.join(j.after)} if j.after else {})} for j in jobs]}
                         for r, jobs in result.classes.items()],
-            "runners": list(result.classes), "unplanned": result.unplanned, "unrunnable": result.unrunnable,
-            "commands": [j.shell for jobs in result.classes.values() for j in jobs]}  # what --commands prints
+            "runners": result.runners,  # the runner labels (the workflow's matrix): every class but waiting-on-sync
+            "waiting": {i: {"sync": shlex.join(sync_command(reg.entries[i], registry_arg)), "why": why}
+                        for i, why in result.waiting.items()},
+            "unplanned": dict(result.waiting),  # earlier plans' key: the entries not in a runner class yet
+            "estimated": result.estimated, "unrunnable": result.unrunnable,
+            "commands": [j.shell for j in runnable]}
     if commands and not as_json:
-        for jobs in result.classes.values():
-            for j in jobs:
-                print(j.shell)
+        for j in runnable:
+            print(j.shell)
     else:
         emit(data, as_json, lambda: _render_plan(result))
     if result.unrunnable:
@@ -227,12 +235,22 @@ def registry_plan(
 
 
 def _render_plan(result) -> None:
+    from ..registry.ci import WAITING
+
     for runner, jobs in result.classes.items():
-        out.print(f"[bold]{runner}[/bold] ({len(jobs)} jobs)")
+        if runner == WAITING:
+            out.print(f"[bold yellow]{WAITING}[/bold yellow] ({len(jobs)} jobs of {len(result.waiting)} entries: "
+                      "the sync records the target's weight bytes and config, and with them the runner class; the "
+                      "next plan lists the verify there, with its parallel sizes)")
+        else:
+            out.print(f"[bold]{runner}[/bold] ({len(jobs)} jobs)")
         for j in jobs:
-            out.print(f"  {shown(j.shell)}", soft_wrap=True)
-    for entry_id, why in result.unplanned.items():
-        out.print(f"[yellow]not planned[/yellow] {shown(entry_id)}: {shown(why)}")
+            if j.after:
+                out.print(f"  waits on: {shown(shlex.join(j.after))}  [dim]({shown(result.waiting[j.entry_id])})[/dim]",
+                          soft_wrap=True)
+            out.print(f"  {'then: ' if j.after else ''}{shown(j.shell)}", soft_wrap=True)
+    for entry_id, source in result.estimated.items():
+        out.print(f"[dim]class computed[/dim] {shown(entry_id)}: {shown(source)}", soft_wrap=True)
     for entry_id, why in result.unrunnable.items():
         out.print(f"[red]no runner[/red] {shown(entry_id)}: {shown(why)}")
 

@@ -314,4 +314,5 @@ def verify_source(drafter: str, target: str | None, *, revision: str | None = No
     report.notes += [floors_note] if floors_note else []
     report.registry_id = src.entry.id if src.entry else None
     report.drafter_revision = src.commit
+    report.target_revision = tgt.commit
     return report

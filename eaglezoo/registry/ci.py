@@ -1,21 +1,24 @@
 """The zoo's CI: `registry plan` (entries grouped by hardware class, with the exact verify command
-each runs) and `registry record` (a verify report into its entry; `verified` only when it passed the
+each runs; an entry whose class is not known yet waits on the sync that computes it) and `registry record`
+(a verify report of the entry's own drafter and target into that entry; `verified` only when it passed the
 entry's own floors)."""
 
 from __future__ import annotations
 
 import datetime as dt
+import re
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import BadInput, UsageError
 from ..fsutil import atomic_write_bytes, atomic_write_text, inside
-from .hardware import RUNNERS
+from .hardware import RUNNERS, sized_hardware
 from .load import Registry
-from .schema import Entry, Floor, Measured
+from .schema import Entry, Floor, Hardware, Measured, Repo
 
 MAX_MODEL_LEN = 8192  # capped by the drafter's own context
+WAITING = "waiting-on-sync"  # the plan's class of entries whose hardware class `registry sync ID --write` computes
 
 
 @dataclass
@@ -25,6 +28,7 @@ class Job:
     temperature: float
     report: str
     command: list[str]
+    after: list[str] | None = None  # the command this job waits on (a waiting-on-sync job: the sync)
 
     @property
     def shell(self) -> str:
@@ -33,47 +37,79 @@ class Job:
 
 @dataclass
 class Plan:
-    classes: dict[str, list[Job]] = field(default_factory=dict)  # runner label -> jobs
-    unplanned: dict[str, str] = field(default_factory=dict)  # entry id -> why it has no hardware class
+    classes: dict[str, list[Job]] = field(default_factory=dict)  # runner label -> jobs; WAITING last
+    waiting: dict[str, str] = field(default_factory=dict)  # entry id -> why its class waits on a sync
+    estimated: dict[str, str] = field(default_factory=dict)  # entry id -> the class the plan computed, and from what
     unrunnable: dict[str, str] = field(default_factory=dict)  # entry id -> its class, which no runner has
+
+    @property
+    def runners(self) -> list[str]:
+        """The runner labels that have jobs (the workflow's matrix): every class but WAITING."""
+        return [r for r in self.classes if r != WAITING]
+
+
+def sync_command(entry: Entry, registry_arg: str | None = None) -> list[str]:
+    """What records the target's weight bytes and config, and with them the entry's hardware class."""
+    where = ["--registry", registry_arg] if registry_arg else []
+    return ["eaglezoo", "registry", "sync", entry.id, "--write", *where]
 
 
 def plan(reg: Registry, only_runner: str | None = None, registry_arg: str | None = None) -> Plan:
-    """`registry_arg`: the --registry the plan was asked with, passed on to every command (else each would
-    verify the default registry's entry of the same id)."""
+    """Every published entry gets its jobs: in its runner class (the entry's, else the rule's over a size the entry
+    states with evidence), else in WAITING behind the sync that records the target's size. `registry_arg`: the
+    --registry the plan was asked with, passed on to every command (else each would use the default registry's
+    entry of the same id)."""
     result = Plan()
     for entry in reg.entries.values():
         if not entry.drafter.repo:
             continue  # the embedded examples run in the test suite
-        if entry.hardware is None:
-            result.unplanned[entry.id] = f"no hardware class: {entry.null_reasons.get('hardware', 'not given')}"
-        elif entry.hardware.runner not in RUNNERS:
-            result.unrunnable[entry.id] = (f"hardware class {entry.hardware.runner} has no CI runner "
+        hardware, why = entry.hardware, None
+        if hardware is None:
+            sized = sized_hardware(entry)
+            if sized is None:
+                if only_runner is None:
+                    result.waiting[entry.id] = entry.null_reasons.get("hardware", "no hardware class given")
+                    after = sync_command(entry, registry_arg)
+                    result.classes.setdefault(WAITING, []).extend(
+                        Job(j.entry_id, j.k, j.temperature, j.report, j.command, after)
+                        for j in jobs_for(entry, registry_arg))
+                continue
+            hardware, why = sized
+            if hardware is not None:
+                result.estimated[entry.id] = f"{hardware.runner}: {hardware.source}"
+        if hardware is None:
+            result.unrunnable[entry.id] = f"no runner class holds its target: {why}"
+        elif hardware.runner not in RUNNERS:
+            result.unrunnable[entry.id] = (f"hardware class {hardware.runner} has no CI runner "
                                           f"(runners: {', '.join(RUNNERS)})")
-        elif only_runner in (None, entry.hardware.runner):
-            result.classes.setdefault(entry.hardware.runner, []).extend(jobs_for(entry, registry_arg))
-    result.classes = {r: result.classes[r] for r in RUNNERS if r in result.classes}
+        elif only_runner in (None, hardware.runner):
+            result.classes.setdefault(hardware.runner, []).extend(jobs_for(entry, registry_arg, hardware))
+    result.classes = {r: result.classes[r] for r in (*RUNNERS, WAITING) if r in result.classes}
     return result
 
 
-def jobs_for(entry: Entry, registry_arg: str | None = None) -> list[Job]:
+def jobs_for(entry: Entry, registry_arg: str | None = None, hardware: Hardware | None = None) -> list[Job]:
     """One job per (K, temperature) with floors, once however many floors (conditions included) it has; an entry
-    without floors is measured at its engine's K, greedily."""
+    without floors is measured at its engine's K, greedily. `hardware`: the class it runs on (None: not known yet,
+    so no parallel options: the sync's class gives them)."""
     k = next((e.num_speculative_tokens for e in entry.engines if e.engine == "vllm"), 3)
     floors = entry.acceptance_floors or [Floor(k=k, temperature=0.0, mean_acceptance_length=1.0, source="")]
     settings = dict.fromkeys((f.k, f.temperature) for f in floors)  # first-seen order
-    return [job(entry, k, temperature, registry_arg) for k, temperature in settings]
+    return [job(entry, k, temperature, registry_arg, hardware) for k, temperature in settings]
 
 
-def job(entry: Entry, k: int, temperature: float, registry_arg: str | None = None) -> Job:
-    hw = entry.hardware
+def job(entry: Entry, k: int, temperature: float, registry_arg: str | None = None,
+        hardware: Hardware | None = None) -> Job:
+    hw = hardware or entry.hardware
     report = f"reports/{entry.id}.k{k}.t{temperature:g}.json"
     cmd = ["eaglezoo", "verify", entry.id, "--engine", "vllm", "--num-spec-tokens", str(k),
-           "--temperature", f"{temperature:g}", "--tensor-parallel-size", str(hw.tensor_parallel_size),
-           "--pipeline-parallel-size", str(hw.pipeline_parallel_size),
-           "--max-model-len", str(min(MAX_MODEL_LEN, entry.max_position_embeddings or MAX_MODEL_LEN))]
-    cmd += ["--enable-expert-parallel"] if hw.expert_parallel else []
-    cmd += ["--distributed-executor-backend", "ray"] if hw.nodes > 1 else []
+           "--temperature", f"{temperature:g}"]
+    if hw is not None:
+        cmd += ["--tensor-parallel-size", str(hw.tensor_parallel_size),
+                "--pipeline-parallel-size", str(hw.pipeline_parallel_size)]
+    cmd += ["--max-model-len", str(min(MAX_MODEL_LEN, entry.max_position_embeddings or MAX_MODEL_LEN))]
+    cmd += ["--enable-expert-parallel"] if hw is not None and hw.expert_parallel else []
+    cmd += ["--distributed-executor-backend", "ray"] if hw is not None and hw.nodes > 1 else []
     cmd += ["--trust-remote-code"] if entry.target_remote_code else []
     cmd += ["--seed", "0"] if temperature > 0 else []
     cmd += ["--registry", registry_arg] if registry_arg else []
@@ -112,7 +148,7 @@ def record(report_path: Path, reg: Registry) -> Recorded:
                          hint="verify a registry id, not a folder")
     entry = reg.get(report.registry_id)
     k, temperature = report.num_spec_tokens, float(report.sampling["temperature"])
-    _check_same_drafter(entry, report, reg)
+    _check_same_pair(entry, report, reg)
     floor = entry.floor_for(k, temperature)
     if entry.acceptance_floors and floor is None:
         have = ", ".join(f"K={f.k} T={f.temperature:g}" for f in entry.acceptance_floors)
@@ -149,14 +185,65 @@ def _write_both(kept: Path, report_text: str, path: Path, text: str) -> None:
         raise
 
 
-def _check_same_drafter(entry: Entry, report, reg: Registry) -> None:
-    if entry.drafter.path and Path(report.drafter).resolve() != reg.path(entry.drafter.path, "drafter.path").resolve():
-        raise UsageError(f"the report measured {report.drafter}; {entry.id}'s drafter is {entry.drafter.path}",
-                         hint="record a report of this entry's drafter (eaglezoo verify ID --report FILE)")
-    pinned = entry.drafter.revision
-    if pinned and report.drafter_revision and report.drafter_revision != pinned:
-        raise UsageError(f"the report measured {entry.drafter.repo}@{report.drafter_revision}; "
-                         f"{entry.id} pins {pinned}", hint="verify the pinned revision, or run registry sync first")
+MEASURE_AGAIN = "verify the entry itself (eaglezoo verify ID --report FILE, without --target or --revision)"
+
+
+def _check_same_pair(entry: Entry, report, reg: Registry) -> None:
+    """The report measured this entry's drafter and target, at the revisions the entry pins: a pinned revision
+    the report does not state is not measured. Else one UsageError naming what differs."""
+    drafter = _measured(report.drafter, entry.drafter, reg)
+    if drafter is None:
+        raise UsageError(f"the report measured drafter {report.drafter}; {entry.id}'s drafter is "
+                         f"{entry.drafter.path or entry.drafter.repo}", hint=MEASURE_AGAIN)
+    folder_sha = drafter[1]
+    if folder_sha and report.drafter_revision and folder_sha != report.drafter_revision:
+        raise UsageError(f"the report measured drafter {entry.drafter.repo} from its folder at {folder_sha}, but "
+                         f"states drafter_revision {report.drafter_revision}", hint=MEASURE_AGAIN)
+    _check_revision(entry, "drafter", entry.drafter, report.drafter_revision)
+    if _measured(report.target, entry.target, reg) is None:
+        want = (f"{entry.target.package.pypi} ({entry.target.package.gguf})" if entry.target.package
+                else entry.target.path or entry.target.repo)
+        raise UsageError(f"the report measured target {report.target}; {entry.id}'s target is {want}",
+                         hint=MEASURE_AGAIN)
+    # verify states the target's revision as target_revision (None in a report written before it did)
+    _check_revision(entry, "target", entry.target, getattr(report, "target_revision", None))
+
+
+def _check_revision(entry: Entry, role: str, repo: Repo, measured: str | None) -> None:
+    pinned = repo.revision if repo.repo and not (repo.path or repo.package) else None  # what verify pulls
+    if pinned and measured != pinned:
+        at = f"@{measured}" if measured else " at no stated revision"
+        raise UsageError(f"the report measured {role} {repo.repo}{at}; {entry.id} pins {role} {repo.repo}@{pinned}",
+                         hint="verify the pinned revision (eaglezoo verify ID --report FILE), or registry sync first")
+
+
+def _measured(reported: str, repo: Repo, reg: Registry) -> tuple[str, str | None] | None:
+    """(what the report names, the commit its folder names) when it names this drafter or target, as verify
+    writes it: the entry's folder (another checkout's included: CI verifies on one machine and records on
+    another), the folder a packaged target is converted to, or the Hub repo: its id, or its snapshot in the Hub
+    cache (.../models--OWNER--NAME/snapshots/SHA). None when it names another."""
+    if repo.package:  # verify reads the package's GGUF, converted once to CACHE/targets/NAME-VERSION/STEM
+        name, _, version = repo.package.pypi.partition("==")
+        return (reported, None) if _ends_with(reported, (f"{name}-{version}", Path(repo.package.gguf).stem)) else None
+    if repo.path:
+        mine = reg.path(repo.path, "path").resolve()  # inside the registry's root (reg.path refuses other paths)
+        same = Path(reported).resolve() == mine or _ends_with(reported, mine.relative_to(reg.root.resolve()).parts)
+        return (reported, None) if same else None
+    if reported == repo.repo:
+        return reported, None
+    snapshot = HUB_SNAPSHOT.search(reported.replace("\\", "/"))
+    if snapshot and f"{snapshot['owner']}/{snapshot['name']}" == repo.repo:
+        return repo.repo, snapshot["sha"]
+    return None
+
+
+# the Hub cache's folder of repo OWNER/NAME at a commit (a repo id holds no "--", so the first one splits it)
+HUB_SNAPSHOT = re.compile(r"(^|/)models--(?P<owner>[^/]+?)--(?P<name>[^/]+)/snapshots/(?P<sha>[0-9a-f]{40})/?$")
+
+
+def _ends_with(reported: str, parts: tuple[str, ...]) -> bool:
+    have = Path(reported).parts
+    return bool(parts) and have[-len(parts):] == tuple(parts)
 
 
 def below_floor(report, floor: Floor) -> list[str]:

@@ -8,6 +8,7 @@ weights split over the GPUs, the KV cache of the verify workload split over the 
 
 from __future__ import annotations
 
+from ..checkpoint.st_header import DTYPE_NAMES
 from .schema import Hardware
 
 GiB = 1024**3
@@ -19,6 +20,7 @@ LAYOUTS = ((80, 1, 1), (80, 2, 1), (80, 4, 1), (80, 8, 1), (141, 8, 1), (141, 8,
 RUNNERS = tuple(Hardware(gpu_memory_gb=m, gpus_per_node=g, nodes=n, tensor_parallel_size=g * n, source="").runner
                 for m, g, n in LAYOUTS)  # the self-hosted runner labels: one per layout
 EXPERT_KEYS = ("num_experts", "n_routed_experts", "num_local_experts")
+DTYPE_BYTES = {name: bits / 8 for name, bits in DTYPE_NAMES.values()}  # target_dtype, as sync names it -> bytes
 
 
 def kv_bytes_per_token(cfg: dict) -> int:
@@ -59,6 +61,27 @@ def plan_hardware(weight_bytes: int, cfg: dict, source: str) -> tuple[Hardware |
     biggest = LAYOUTS[-1]
     return None, (f"{weight_bytes / 1e9:.0f} GB of weights do not fit {biggest[2]}x{biggest[1]}x{biggest[0]} GB "
                   "GPUs, the largest runner class")
+
+
+def sized_hardware(entry) -> tuple[Hardware | None, str | None] | None:
+    """The class by the rule from a size the entry states with its evidence: the target's weight bytes, else its
+    parameter count at its dtype's width (2 bytes when none is stated). The entry holds no attention config, so
+    without the KV term, as the name-based estimates are. None when the entry states neither."""
+    if entry.target_weight_bytes:
+        nbytes, fact = entry.target_weight_bytes, "target_weight_bytes"
+        how = f"{nbytes / 1e9:.0f} GB"
+    elif entry.target_parameters:
+        width = DTYPE_BYTES.get(entry.target_dtype or "", 2)
+        stated = f"as {entry.target_dtype}" if entry.target_dtype in DTYPE_BYTES else "bf16 assumed"
+        nbytes, fact = int(entry.target_parameters * width), "target_parameters"
+        how = f"{entry.target_parameters / 1e9:.0f}B parameters at {width:g} bytes ({stated}) = {nbytes / 1e9:.0f} GB"
+    else:
+        return None
+    evidence = entry.evidence[fact]  # the schema refuses the fact without it
+    name = entry.target.repo or entry.target.path
+    source = (f"estimate: {name}'s {how} of weights ({fact}, {evidence.level}: {evidence.source}), by the "
+              "docs/registry.md rule without its KV term; `registry sync` replaces it with the target's header bytes")
+    return plan_hardware(nbytes, {}, source)
 
 
 def parallel_sizes(gpus: int, cfg: dict) -> tuple[int, int]:

@@ -46,6 +46,7 @@ class VerifyReport(BaseModel):
     failures: list[str] = []
     registry_id: str | None = None  # the entry it measured, for `registry record`
     drafter_revision: str | None = None  # the Hub commit measured, when the drafter came from the Hub
+    target_revision: str | None = None  # the Hub commit measured, when the target came from the Hub
     eaglezoo_version: str = __version__
     created: str = Field(default_factory=lambda: dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"))
 
@@ -67,6 +68,9 @@ def report_for(work: Workload, m: Measurement) -> VerifyReport:
         s, note = headline_from_counters(m.counters, tally, k)
         notes += [note] if note else []
     als = [1 + sum(x["accepted"]) / len(x["accepted"]) for x in per_prompt if x["accepted"]]
+    steps_by_bucket: dict[str, list[list[int]]] = {}
+    for x in per_prompt:
+        steps_by_bucket.setdefault(x["bucket"], []).append(x["accepted"])
     new = [t[:work.max_new_tokens] for t in m.tokens]
     return VerifyReport(
         drafter=str(work.drafter.path), target=work.target_name, device=m.device, dtype=m.dtype, num_spec_tokens=k,
@@ -79,8 +83,7 @@ def report_for(work: Workload, m: Measurement) -> VerifyReport:
         drift={"feedback_rms_per_depth": m.feedback_rms,  # buckets (categories, conditions) in the prompt file's order
                "acceptance_per_position_by_bucket": {b: t.per_position() for b, t in buckets.items()},
                "mean_acceptance_length_by_bucket": {b: t.mean_acceptance_length() for b, t in buckets.items()},
-               "mean_acceptance_length_interval_by_bucket": {
-                   b: interval([x["accepted"] for x in per_prompt if x["bucket"] == b]) for b in buckets},
+               "mean_acceptance_length_interval_by_bucket": {b: interval(steps_by_bucket[b]) for b in buckets},
                "interval": INTERVAL},
         target_distinct_token_ratio=sum(len(set(t)) / max(1, len(t)) for t in new) / len(new) if new else None,
         lint=work.findings, timing=m.timing, engine=m.engine, speedup=m.speedup,

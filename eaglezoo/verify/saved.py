@@ -105,7 +105,7 @@ def report_problem(r: VerifyReport) -> str | None:
     """What a saved report holds that verify never writes, as 'FIELD is ...; expected ...', or None."""
     k = r.num_spec_tokens
     for name in ("drafter", "target", "device", "dtype", "eaglezoo_version", "created", "registry_id",
-                 "drafter_revision"):
+                 "drafter_revision", "target_revision"):
         value = getattr(r, name)
         if value is not None and not (_text(value) and value.strip()):
             return f"{name} is {_shown(value)}; expected one line of printable text"
