@@ -172,7 +172,7 @@ def measurement(work: Workload, spec_run: dict, base_run: dict | None, opts: Eng
     return Measurement(
         accepted=[r["accepted"] for r in first["requests"]], tokens=[r["tokens"] for r in first["requests"]],
         engine=engine, device=started["device"], dtype=started["dtype"],
-        notes=[started["patched"]] if started.get("patched") else [],
+        notes=[started[k] for k in ("bound", "patched") if started.get(k)],
         counters=first["counters"], timing={"engine_start_s": started["start_s"], "measure_s": first["wall_s"],
                                             "total_s": total_s},
         speedup=speedup_report(spec_run, base_run, max(work.temperatures())) if base_run else None)

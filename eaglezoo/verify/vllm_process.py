@@ -25,17 +25,29 @@ from .workload import Progress
 
 WORKER = Path(__file__).with_name("vllm_worker.py")
 LEAKY_ENV = ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "VIRTUAL_ENV", "__PYVENV_LAUNCHER__")
-# A traceback's last line in the engine's log, bare or after vLLM's "(EngineCore pid=1) ERROR ... [core.py:1] "
-# prefix: the kinds the worker passes on (vllm_worker.engine_message), "torch." and the like before the name.
-LOG_REASON = re.compile(r"(?:^|[)\]] )(?:[\w.]+\.)?(?:ValueError|OutOfMemoryError): (?P<reason>\S.*)")
+# An exception's line in the engine's log, bare or after vLLM's "(EngineCore pid=1) ERROR ... [core.py:1] " prefix
+# (the prefix kept, to read the lines that continue it): any class named ...Error or ...Exception, "torch." and the
+# like before the name, or a bare "Error: ...".
+LOG_REASON = re.compile(r"(?P<prefix>^|.*?[)\]] )(?:[A-Za-z_][\w.]*\.)?\w*(?:Error|Exception): (?P<reason>\S.*)")
+# vLLM's wrappers, which point at the root cause logged before them rather than name it: "Engine core initialization
+# failed. See root cause above." (vllm/v1/engine/utils.py:1432), "Worker failed with error '...', please check the
+# stack trace above for the root cause" and "WorkerProc initialization failed ... See stack trace for root cause."
+# (vllm/v1/executor/multiproc_executor.py:790), and earlier releases' "Engine process failed to start".
+WRAPPER = re.compile(r"root cause|Engine core initialization failed|WorkerProc initialization failed|"
+                     r"Engine process failed to start", re.IGNORECASE)
+VALIDATION = re.compile(r"\d+ validation errors? for (?P<model>\w+)$")  # pydantic's first line; the fields follow
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 LOG_TAIL = 1 << 20  # bytes of the log searched for the reason
-MAX_REASON = 800
+MAX_REASON = 500
 MEMORY_HINT = ("vLLM reserves --gpu-memory-utilization of the GPU's memory (on CPU: of RAM, or "
                "VLLM_CPU_KVCACHE_SPACE GiB for the KV cache where that is set): change it as vLLM says, "
                "lower --max-model-len, or free memory that other processes hold")
 OWN_REASON_HINT = ("that is vLLM's own reason: fix the option (--engine-args JSON), drafter or target it names; "
                    "EAGLEZOO_DEBUG=1 shows its whole output")
+# vLLM's automatic binding gives each CPU rank a NUMA node of its own (vllm/utils/ompmultiprocessing.py:216-223)
+BINDING_HINT = ("unset VLLM_CPU_OMP_THREADS_BIND and eaglezoo splits the cores between the ranks, or set it to one "
+                "core list per rank separated by | (e.g. 0-3|4-7); or lower --tensor-parallel-size / "
+                "--pipeline-parallel-size")
 
 
 class EngineEvent(BaseModel):
@@ -44,6 +56,7 @@ class EngineEvent(BaseModel):
     dtype: str
     start_s: float
     patched: str | None = None
+    bound: str | None = None  # the worker's thread binding (vllm_worker.bind_cpu_threads), said in the report
 
 
 class RequestResult(BaseModel):
@@ -246,6 +259,10 @@ def worker_error(event: dict, python: str, log_path: Path, log_start: int = 0) -
     if kind == "devices":
         return UsageError(message, hint="lower --tensor-parallel-size / --pipeline-parallel-size, or span nodes "
                                         "with --distributed-executor-backend ray")
+    if kind == "cores":
+        return UsageError(message, hint="lower --tensor-parallel-size / --pipeline-parallel-size, allow this process "
+                                        "more cores, or set VLLM_CPU_OMP_THREADS_BIND yourself (one core list per "
+                                        "rank, separated by |; nobind leaves the threads unbound)")
     if kind == "argument":
         return UsageError(message, hint="check --engine-args against the installed vLLM's engine arguments "
                                         "(`vllm serve --help` lists them)")
@@ -254,22 +271,58 @@ def worker_error(event: dict, python: str, log_path: Path, log_start: int = 0) -
 
 def engine_failure(reason: str | None) -> EngineError:
     """vLLM's own reason on one line; where memory is the cause, the settings that budget it."""
-    reason = printable(reason or "")[:MAX_REASON]
+    reason = cut(reason or "")
     if not reason:
         return EngineError("vLLM failed while starting or measuring", hint="its own reason is in the engine's log")
-    memory = re.search(r"\bmemory\b", reason, re.I)
+    if re.search(r"\bNUMA nodes to bind threads\b", reason):
+        return EngineError(f"vLLM stopped: {reason}", hint=BINDING_HINT)
+    memory = re.search(r"\bmemory\b", reason, re.IGNORECASE)
     return EngineError(f"vLLM stopped: {reason}", hint=MEMORY_HINT if memory else OWN_REASON_HINT)
 
 
+def cut(reason: str) -> str:
+    """One printable line of at most MAX_REASON characters, "..." where it was cut."""
+    reason = printable(reason)
+    return reason if len(reason) <= MAX_REASON else reason[:MAX_REASON - 4].rstrip() + " ..."
+
+
 def log_reason(log_path: Path, start: int = 0) -> str | None:
-    """vLLM's reason when it raised in a process of its own (the engine core, a rank): the worker then
-    sees only that the engine core failed to start, and the reason is in the log that all share. Read from
-    `start`, where the failing run began: an earlier engine's lines are not this failure's reason."""
+    """vLLM's reason when the worker could not pass it on: raised in a process of its own (the engine core, a
+    rank), where the worker sees only that the engine core failed to start, or of a kind the worker does not pass
+    on; the traceback is in the log that all share. The root cause is the last exception line that is not one of
+    vLLM's wrappers (which say that the cause is above), cut to one printable line. Read from `start`, where the
+    failing run began: an earlier engine's lines are not this failure's reason."""
     try:
         with open(log_path, "rb") as log:
             log.seek(max(start, log.seek(0, os.SEEK_END) - LOG_TAIL))
             text = log.read().decode(errors="replace")
     except OSError:
         return None
-    found = [m["reason"] for line in text.splitlines() if (m := LOG_REASON.search(ANSI.sub("", line)))]
-    return found[-1] if found else None
+    lines = [ANSI.sub("", line) for line in text.splitlines()]
+    found = None
+    for n, line in enumerate(lines):
+        m = LOG_REASON.match(line)
+        if m and not WRAPPER.search(m["reason"]):
+            found = m["reason"]
+            if (v := VALIDATION.match(found.strip())) and (fields := validation_fields(lines[n + 1:], m["prefix"])):
+                found = f"{v['model']}: {fields}"
+    return cut(found) if found else None
+
+
+def validation_fields(lines: list[str], prefix: str) -> str | None:
+    """pydantic's lines after "N validation error(s) for X": each field's name, then its message indented two
+    spaces (" [type=...]" after it), then a "For further information" line. As "field: message; ..."."""
+    fields, name = [], None
+    for line in lines[:60]:
+        if not line.startswith(prefix) or not line[len(prefix):].strip():
+            break
+        line = line[len(prefix):]
+        if not line.startswith(" "):
+            if not re.fullmatch(r"\S+", line):  # not a field's name: the error's lines have ended
+                break
+            name = line
+        elif line.startswith("  ") and not line.startswith("   "):
+            message = re.sub(r" \[type=[^\]]*\]$", "", line.strip()).removeprefix("Value error, ")
+            fields.append(f"{name}: {message}" if name else message)
+            name = None
+    return "; ".join(fields) or None

