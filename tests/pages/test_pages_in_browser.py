@@ -1,0 +1,84 @@
+"""The HTML pages of verify, compare and tune, rendered in a real browser: headless Chromium (Debian's package,
+installed by scripts/setup_chromium.sh) loads each page as a user opens the file, prints its DOM and takes a
+screenshot. The page must load with no console error, hold non-empty plots, fetch nothing and link nowhere
+broken; a saved report renders to the same bytes as the fresh one."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from support.browser import CHROMIUM, assert_page, browse
+
+from eaglezoo.pages import tune_page
+
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (scripts/setup_chromium.sh)")
+
+
+def test_the_verify_page_in_a_browser(cli, tmp_path):
+    report, page = tmp_path / "verify.json", tmp_path / "verify.html"
+    r = cli("verify", "tiny-example-eagle31", "-k", "4", "--max-prompts", "8", "--report", report, "--html", page)
+    assert r.code == 0, r.err
+    dom = assert_page(page, tmp_path, plots=4)  # per position, histogram, by K, drift by depth
+    data = json.loads(report.read_text())
+    assert f"{data['mean_acceptance_length']:.3f}" in dom and "vllm serve" in dom
+    again = tmp_path / "again.html"
+    r = cli("report", report, "--html", again, "--json")
+    assert r.code == 0 and r.json() == {"report": str(report), "kind": "verify", "html": str(again)}, r.err
+    assert again.read_bytes() == page.read_bytes()
+    # with --speedup's block (as the vLLM engine writes it), tokens/s by concurrency is drawn too
+    timing = {"output_tokens_per_s": 100.0}
+    data["speedup"] = {"levels": [{"concurrency": c, "with_drafter": {"output_tokens_per_s": 150.0 * c},
+                                   "without_drafter": {**timing, "output_tokens_per_s": 100.0 * c}, "speedup": 1.5}
+                                  for c in (1, 8)]}
+    report.write_text(json.dumps(data))
+    faster = tmp_path / "speedup.html"
+    assert cli("report", report, "--html", faster).code == 0
+    assert "output tokens/s by concurrency" in assert_page(faster, tmp_path, plots=5)
+
+
+def test_the_compare_page_in_a_browser(cli, tmp_path):
+    page = tmp_path / "compare.html"
+    r = cli("compare", "tiny-example-eagle3", "tiny-example-eagle31", "--max-prompts", "12", "--html", page)
+    assert r.code == 0, r.err
+    dom = assert_page(page, tmp_path, plots=1)
+    assert "B/A =" in dom and "Per bucket" in dom
+
+
+def test_the_tune_page_in_a_browser(tmp_path):
+    """From a tune report of the shape `eaglezoo tune --report` writes (tests/engine/test_tune.py runs the real one)."""
+    grid = [{"k": k, "concurrency": c, "output_tokens_per_s": 100.0 * c / (1 + k), "mean_tpot_ms": 5.0,
+             "acceptance_length": None if k == 0 else 1.5 + k / 4} for k in (0, 1, 2) for c in (1, 4)]
+    report = {"drafter": "d", "target": "t", "engine": {"version": "0.32.0", "device": "cpu", "dtype": "float32"},
+              "k_max": 2, "concurrency": [1, 4], "grid": grid, "basis": "measured",
+              "decision": [{"concurrency": c, "k": 0, "output_tokens_per_s": 100.0 * c, "speedup": 1.0} for c in (1, 4)],
+              "vllm_command": "vllm serve t --speculative-config '{}'", "notes": ["a note"], "eaglezoo_version": "0"}
+    page = tmp_path / "tune.html"
+    page.write_text(tune_page(report))
+    assert "Recommended: concurrency 1: K=0" in assert_page(page, tmp_path, plots=1)
+
+
+def test_the_zoo_site_in_a_browser(cli, tmp_path):
+    """`registry site`: the index lists every entry, every page loads with no console error, every internal link
+    lands on a page of the site, and the entries' recorded reports are drawn."""
+    site = tmp_path / "site"
+    r = cli("registry", "site", site, "--json")
+    assert r.code == 0, r.err
+    entries = cli("registry", "list", "--json").json()
+    assert sorted(r.json()["pages"]) == sorted(["index.html", *(f"entries/{e['id']}.html" for e in entries)])
+    dom, log = browse(site / "index.html", tmp_path / "index.png")
+    assert "CONSOLE" not in log and "Uncaught" not in log, log
+    listed = re.findall(r'<a href="entries/([^"]+)\.html">', dom)
+    assert sorted(listed) == sorted(e["id"] for e in entries)
+    for page in [site / "index.html", *sorted((site / "entries").glob("*.html"))]:
+        html = page.read_text()
+        assert not re.search(r"""(src|href)\s*=\s*["']?//|<link\b|\bsrc\s*=""", html), page
+        for target in re.findall(r'href="(?!https://)([^"#]+)"', html):
+            assert (page.parent / target).resolve().is_file(), (page.name, target)
+    verified = site / "entries" / "tiny-example-eagle31.html"
+    dom, log = browse(verified, tmp_path / "entry.png")
+    assert "CONSOLE" not in log and dom.count("<svg") == 1 and "repo-file" in dom
+    assert "vllm serve" in dom and "sglang.launch_server" in dom
+    unknown = (site / "entries" / "nebius-eagle3-llama-3.3-70b-instruct.html").read_text()
+    assert "aux_layers</td><td>unknown" in unknown  # with its reason beside it
