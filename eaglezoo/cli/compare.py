@@ -11,7 +11,7 @@ from rich.table import Table
 from ..errors import UsageError
 from ..limits import MAX_NEW_TOKENS
 from .common import EnginePythonOpt, JsonOpt, NumSpecTokensOpt, RegistryOpt, ReportOpt, SuiteOpt, app, emit, out, prompts_or_suite, shown
-from .report import HtmlOpt, check_outputs, save, spare_inputs
+from .outputs import HtmlOpt, check_outputs, save, spare_inputs
 from .sources import local_folders, resolve
 from .verify import verify_progress, verify_source
 
