@@ -11,7 +11,7 @@ import math
 from statistics import mean
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, model_validator
 
 from . import __version__
 from .errors import BadInput, UsageError
@@ -19,13 +19,34 @@ from .verify.acceptance import INTERVAL, bootstrap_interval, pooled_length
 from .verify.report import VerifyReport
 
 
+Verdict = Literal["B above A", "B below A", "indistinguishable"]
+
+
+def verdict_of(interval: list[float]) -> Verdict:
+    """At 95%: B/A's interval wholly above 1, wholly below it, or holding it."""
+    low, high = interval
+    return "B above A" if low > 1 else "B below A" if high < 1 else "indistinguishable"
+
+
 class Row(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
     bucket: str
     prompts: int
     a: float  # acceptance length, pooled as vLLM counts it
     b: float
     ratio: float  # b / a
     interval: list[float]  # 95% paired bootstrap over prompts
+    verdict: Verdict | None = None  # from the interval (a report written before verdicts: said when read)
+
+    @model_validator(mode="after")
+    def _said(self) -> Row:
+        if len(self.interval) == 2:
+            said = verdict_of(self.interval)
+            if self.verdict not in (None, said):
+                raise ValueError(f"verdict is {self.verdict!r}; expected {said!r}, which its interval says")
+            self.verdict = said
+        return self
 
 
 class PerPosition(BaseModel):

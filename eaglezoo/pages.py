@@ -112,10 +112,11 @@ def compare_page(r: dict) -> str:
     headline = (f"B/A = <b>{fixed(every['ratio'])}</b> [{fixed(low)}, {fixed(high)}] "
                 f"over {escape(every['prompts'])} prompts ({escape(every['bucket'])})")
     body = "".join(f"<tr><td>{escape(x['bucket'])}</td><td>{escape(x['prompts'])}</td><td>{fixed(x['a'])}</td>"
-                   f"<td>{fixed(x['b'])}</td><td>{fixed(x['ratio'])}</td></tr>" for x in r["rows"])
+                   f"<td>{fixed(x['b'])}</td><td>{fixed(x['ratio'])}</td><td>[{fixed(x['interval'][0])}, "
+                   f"{fixed(x['interval'][1])}]</td><td>{escape(x['verdict'])}</td></tr>" for x in r["rows"])
     note = plotted_note(len(r["rows"]) - 1, len(plots.plotted_rows(r)) - 1, "the most prompts")
     table = (f"<h2>Per bucket</h2>{note}<table><tr><th>bucket</th><th>prompts</th><th>AL A</th><th>AL B</th>"
-             f"<th>B / A</th></tr>{body}</table>")
+             f"<th>B / A</th><th>95% interval</th><th>verdict</th></tr>{body}</table>")
     facts = [("A", r["a"]), ("B", r["b"]), ("target", r["target"]), ("engine", r["engine"]),
              *([("engine B", r["engine_b"])] if r.get("engine_b", r["engine"]) != r["engine"] else []),
              ("interval", r["interval"]), ("eaglezoo", r["eaglezoo_version"])]
