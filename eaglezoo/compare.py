@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import math
 from statistics import mean
+from typing import Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, model_validator
 
 from . import __version__
 from .errors import BadInput, UsageError
@@ -18,16 +19,47 @@ from .verify.acceptance import INTERVAL, bootstrap_interval, pooled_length
 from .verify.report import VerifyReport
 
 
+Verdict = Literal["B above A", "B below A", "indistinguishable"]
+
+
+def verdict_of(interval: list[float]) -> Verdict:
+    """At 95%: B/A's interval wholly above 1, wholly below it, or holding it."""
+    low, high = interval
+    return "B above A" if low > 1 else "B below A" if high < 1 else "indistinguishable"
+
+
 class Row(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
     bucket: str
     prompts: int
     a: float  # acceptance length, pooled as vLLM counts it
     b: float
     ratio: float  # b / a
     interval: list[float]  # 95% paired bootstrap over prompts
+    verdict: Verdict | None = None  # from the interval (a report written before verdicts: said when read)
+
+    @model_validator(mode="after")
+    def _said(self) -> Row:
+        if len(self.interval) == 2:
+            said = verdict_of(self.interval)
+            if self.verdict not in (None, said):
+                raise ValueError(f"verdict is {self.verdict!r}; expected {said!r}, which its interval says")
+            self.verdict = said
+        return self
+
+
+class PerPosition(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    a: list[float]
+    b: list[float]
 
 
 class CompareReport(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["compare"] = "compare"
     a: str
     b: str
     target: str
@@ -35,9 +67,10 @@ class CompareReport(BaseModel):
     engine_b: str  # B's
     num_spec_tokens: int
     rows: list[Row]
-    per_position: dict  # {"a": [...], "b": [...]}
-    peers: dict  # {"a": {definition: value}, "b": {...}}
+    per_position: PerPosition
+    peers: dict[Literal["a", "b"], dict[Literal["vllm", "specforge", "sglang"], float]]  # each side, as each counts
     interval: str = INTERVAL.replace("over prompts", "over prompts, paired")
+    serve: list[str] = []  # B's serving path, as serve-config prints it
     eaglezoo_version: str = __version__
 
 
@@ -45,7 +78,7 @@ def same_target(a: VerifyReport, b: VerifyReport) -> None:
     if a.target != b.target:
         raise UsageError(f"the two drafters were measured against different targets ({a.target} and {b.target})",
                          hint="compare drafters of one target: give --target, or two registry ids of one target")
-    if [p["index"] for p in a.per_prompt] != [p["index"] for p in b.per_prompt]:
+    if [p.index for p in a.per_prompt] != [p.index for p in b.per_prompt]:
         raise UsageError("the two runs measured different prompts (a prompt fits one side's context, not the "
                          "other's)", hint="give prompts both sides' contexts fit (--max-new-tokens, --prompts, "
                                           "--max-model-len)")
@@ -62,7 +95,7 @@ def both_measured(a: VerifyReport, b: VerifyReport) -> None:
 def compare(a: VerifyReport, b: VerifyReport) -> CompareReport:
     same_target(a, b)
     both_measured(a, b)
-    steps = [(p["bucket"], p["accepted"], q["accepted"]) for p, q in zip(a.per_prompt, b.per_prompt)]
+    steps = [(p.bucket, p.accepted, q.accepted) for p, q in zip(a.per_prompt, b.per_prompt)]
     by_bucket: dict[str, list[tuple]] = {}
     for s in steps:
         by_bucket.setdefault(s[0], []).append(s)
@@ -73,11 +106,12 @@ def compare(a: VerifyReport, b: VerifyReport) -> CompareReport:
     return CompareReport(a=a.drafter, b=b.drafter, target=a.target, engine=engine_name(a), engine_b=engine_name(b),
                          num_spec_tokens=a.num_spec_tokens, rows=rows,
                          per_position={"a": a.acceptance_per_position, "b": b.acceptance_per_position},
-                         peers={"a": peers([s[1] for s in steps]), "b": peers([s[2] for s in steps])})
+                         peers={"a": peers([s[1] for s in steps]), "b": peers([s[2] for s in steps])},
+                         serve=b.serve)
 
 
 def engine_name(r: VerifyReport) -> str:
-    return f"{r.engine.get('name', 'native')} {r.engine.get('version') or ''}".strip()
+    return f"{r.engine.name} {r.engine.version or ''}".strip()
 
 
 def row(bucket: str, steps: list[tuple]) -> Row:
@@ -125,7 +159,7 @@ def compare_from(data: dict, where: str) -> CompareReport:
         if len(row.interval) != 2 or not all(map(number, row.interval)) or row.interval[0] > row.interval[1]:
             raise refuse(f"rows[{i}].interval is not [low, high]; expected two numbers, low first")
     for side in ("a", "b"):
-        rates = r.per_position.get(side)
+        rates = getattr(r.per_position, side)
         if not (isinstance(rates, list) and len(rates) == k and all(number(x) and 0 <= x <= 1 for x in rates)):
             raise refuse(f"per_position.{side} is not K ({k}) rates; expected K numbers from 0 to 1")
     return r

@@ -5,12 +5,10 @@ report (`eaglezoo report REPORT.json --html FILE`) renders as a fresh one does."
 
 from __future__ import annotations
 
-import json
-import shlex
 from html import escape as _escape
 
 from . import plots
-from .errors import BadInput
+from .serving import vllm_serve_command, vllm_speculative_config
 
 STYLE = """body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#222}
 h1{font-size:1.4rem}h2{font-size:1.1rem;margin-top:2rem}.plots{display:flex;flex-wrap:wrap;gap:1rem}
@@ -59,20 +57,26 @@ def fixed(value, spec: str = ".3f") -> str:
     return escape(format(value, spec))
 
 
-def page(title: str, headline: str, plots_svg: list[str], facts: list[tuple[str, str]], command: str | None,
+def document(title: str, body: str) -> str:
+    """The one skeleton of every page eaglezoo writes (reports and the zoo site): self-contained, no script."""
+    return (f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{escape(title)}</title>'
+            f"<style>{STYLE}</style></head><body>{body}</body></html>\n")
+
+
+def page(title: str, headline: str, plots_svg: list[str], facts: list[tuple[str, str]], steps: list[str],
          tables: list[str] = ()) -> str:
     figures = "".join(f'<div class="plot">{s}</div>' for s in plots_svg)
     rows = "".join(f"<tr><th>{escape(k)}</th><td>{escape(v)}</td></tr>" for k, v in facts)
-    serve = f"<h2>Serve it</h2><pre><code>{escape(command)}</code></pre>" if command else ""
-    return (f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{escape(title)}</title>'
-            f"<style>{STYLE}</style></head><body><h1>{escape(title)}</h1>"
-            f'<p class="headline">{headline}</p><div class="plots">{figures}</div>{"".join(tables)}'
-            f"<h2>Where it ran</h2><table>{rows}</table>{serve}</body></html>\n")
+    serve = f"<h2>Serve it</h2><pre><code>{escape(chr(10).join(steps))}</code></pre>" if steps else ""
+    return document(title, f"<h1>{escape(title)}</h1>"
+                           f'<p class="headline">{headline}</p><div class="plots">{figures}</div>{"".join(tables)}'
+                           f"<h2>Where it ran</h2><table>{rows}</table>{serve}")
 
 
-def vllm_command(target: str, drafter: str, k: int) -> str:
-    config = {"method": "eagle3", "model": drafter, "num_speculative_tokens": k}
-    return f"vllm serve {shlex.quote(target)} --speculative-config {shlex.quote(json.dumps(config))}"
+def serving_steps(r: dict, drafter: str) -> list[str]:
+    """The report's own serving path (what serve-config prints); for a report written before it kept one, the
+    `vllm serve` command of the drafter as measured."""
+    return r.get("serve") or [vllm_serve_command(r["target"], vllm_speculative_config(drafter, r["num_spec_tokens"]))]
 
 
 def verify_page(r: dict) -> str:
@@ -88,8 +92,7 @@ def verify_page(r: dict) -> str:
              ("engine", f"{engine} {r['engine'].get('version') or ''}".strip()), ("device", r["device"]),
              ("dtype", r["dtype"]), ("temperature", str(r["sampling"]["temperature"])),
              ("eaglezoo", r["eaglezoo_version"]), ("created", r["created"])]
-    return page(f"verify: {r['drafter']}", headline, figures, facts,
-                vllm_command(r["target"], r["drafter"], r["num_spec_tokens"]), bucket_table(r))
+    return page(f"verify: {r['drafter']}", headline, figures, facts, serving_steps(r, r["drafter"]), bucket_table(r))
 
 
 def tune_page(r: dict) -> str:
@@ -99,7 +102,8 @@ def tune_page(r: dict) -> str:
              ("dtype", r["engine"]["dtype"]), ("basis", r["basis"]), ("eaglezoo", r["eaglezoo_version"])]
     notes = "".join(f"<li>{escape(n)}</li>" for n in r["notes"])
     return page(f"tune: {r['drafter']}", f"Recommended: {escape(choices)}", [plots.tune_throughput(r)], facts,
-                r["vllm_command"], [f"<h2>Notes</h2><ul>{notes}</ul>"] if notes else [])
+                [vllm_serve_command(r["target"], r["vllm_speculative_config"])],
+                [f"<h2>Notes</h2><ul>{notes}</ul>"] if notes else [])
 
 
 def compare_page(r: dict) -> str:
@@ -108,31 +112,20 @@ def compare_page(r: dict) -> str:
     headline = (f"B/A = <b>{fixed(every['ratio'])}</b> [{fixed(low)}, {fixed(high)}] "
                 f"over {escape(every['prompts'])} prompts ({escape(every['bucket'])})")
     body = "".join(f"<tr><td>{escape(x['bucket'])}</td><td>{escape(x['prompts'])}</td><td>{fixed(x['a'])}</td>"
-                   f"<td>{fixed(x['b'])}</td><td>{fixed(x['ratio'])}</td></tr>" for x in r["rows"])
+                   f"<td>{fixed(x['b'])}</td><td>{fixed(x['ratio'])}</td><td>[{fixed(x['interval'][0])}, "
+                   f"{fixed(x['interval'][1])}]</td><td>{escape(x['verdict'])}</td></tr>" for x in r["rows"])
     note = plotted_note(len(r["rows"]) - 1, len(plots.plotted_rows(r)) - 1, "the most prompts")
     table = (f"<h2>Per bucket</h2>{note}<table><tr><th>bucket</th><th>prompts</th><th>AL A</th><th>AL B</th>"
-             f"<th>B / A</th></tr>{body}</table>")
+             f"<th>B / A</th><th>95% interval</th><th>verdict</th></tr>{body}</table>")
     facts = [("A", r["a"]), ("B", r["b"]), ("target", r["target"]), ("engine", r["engine"]),
              *([("engine B", r["engine_b"])] if r.get("engine_b", r["engine"]) != r["engine"] else []),
              ("interval", r["interval"]), ("eaglezoo", r["eaglezoo_version"])]
-    return page("compare: A against B", headline, [plots.compare_buckets(r)], facts,
-                vllm_command(r["target"], r["b"], r["num_spec_tokens"]), [table])
+    return page("compare: A against B", headline, [plots.compare_buckets(r)], facts, serving_steps(r, r["b"]), [table])
 
 
-def kind_of(report: dict) -> str:
-    """Which command (verify, tune or compare) wrote this report, by what it holds."""
-    if not isinstance(report, dict):
-        raise BadInput("the report is not a JSON object", hint="give a report written by verify, tune or compare --report")
-    if "grid" in report and "decision" in report:
-        return "tune"
-    if "rows" in report and "peers" in report:
-        return "compare"
-    if "acceptance_per_position" in report and "histogram" in report:
-        return "verify"
-    raise BadInput("the report is none of verify's, tune's or compare's",
-                   hint="give a report written by verify, tune or compare --report")
+PAGES = {"verify": lambda r: verify_page(r), "tune": lambda r: tune_page(r), "compare": lambda r: compare_page(r)}
 
 
 def page_for(report: dict) -> str:
-    """The page of a saved report, by what it holds (read first by the strict reader of its kind)."""
-    return {"tune": tune_page, "compare": compare_page, "verify": verify_page}[kind_of(report)](report)
+    """The page of a report (a typed report's JSON: `kind` says which)."""
+    return PAGES[report["kind"]](report)

@@ -210,6 +210,31 @@ def serve_config(spec: DrafterSpec, engine: str, drafter: str, target: str, k: i
                        notes=[DEV_MODE_NOTE] if engine == "vllm" else [])
 
 
+def serve_entry(entry, engine: str, drafter: str, target: str, k: int, convert_source: list[str],
+                target_layers: int | None = None) -> ServeConfig:
+    """`serve_config` for a registry entry (`registry.schema.Entry`): published ids sit where its dialect writes
+    them; `drafter` and `target` are how the command names them, `convert_source` how convert names the entry."""
+    published_ids = entry.aux_layers.ids is not None
+    result = serve_config(entry.spec(), engine, drafter, target, k, entry.drafter.revision, schema_for(entry.dialect),
+                          has_top_level_ids=published_ids and entry.dialect in TOP_LEVEL_IDS,
+                          has_nested_ids=published_ids and entry.dialect in NESTED_IDS,
+                          target_layers=target_layers, dialect=entry.dialect, convert_source=convert_source)
+    if not published_ids:
+        result.warnings.append("the registry does not know this drafter's aux ids: run eaglezoo lint on it first")
+    return result
+
+
+def serve_drafter(drafter, engine: str, name: str, target: str, k: int, convert_source: list[str] | None,
+                  target_layers: int | None = None) -> ServeConfig:
+    """`serve_config` for a drafter as read (`checkpoint.read.Drafter`): where its config holds its ids tells
+    whether the engine reads them; `name` is how the command names its folder."""
+    cfg, nested = drafter.config, drafter.config.get("eagle_config")
+    return serve_config(drafter.spec, engine, name, target, k, None, schema_for(drafter.dialect),
+                        has_top_level_ids="eagle_aux_hidden_state_layer_ids" in cfg,
+                        has_nested_ids=isinstance(nested, dict) and "eagle_aux_hidden_state_layer_ids" in nested,
+                        target_layers=target_layers, dialect=drafter.dialect, convert_source=convert_source)
+
+
 def _captured(aux: AuxLayers | None, convention: str, target_layers: int | None) -> list[int] | None:
     """The ids the engine captures, in its convention: the drafter's, else its default where L is known."""
     if aux is None:

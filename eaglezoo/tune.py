@@ -13,15 +13,16 @@ from __future__ import annotations
 
 import math
 import shlex
+from typing import Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from . import __version__
 from .errors import BadInput, UsageError
 from .limits import MAX_CONCURRENCY, MAX_LEVELS, MAX_TUNE_K
 from .serving import serve_config, vllm_serve_command
 from .verify.conversation import converse
-from .verify.report import pass_timing
+from .verify.report import PassTiming, pass_timing
 from .verify.vllm_engine import EngineOptions, check_vllm_options, vllm_session
 from .verify.workload import Progress, Workload
 
@@ -42,10 +43,57 @@ class Choice(BaseModel):
     speedup: float  # against K = 0 at this concurrency, measured
 
 
+class TuneEngine(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: Literal["vllm"] = "vllm"
+    version: str | None
+    device: str
+    dtype: str
+
+
+class ConfirmedPass(PassTiming):
+    concurrency: int
+
+
+class StaticPass(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    concurrency: int
+    output_tokens_per_s: float
+
+
+class Confirmation(BaseModel):
+    """One more engine run with the recommended schedule, beside the best static K's cells."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    schedule: list[ConfirmedPass]
+    best_static_k: int
+    best_static: list[StaticPass]
+
+
+class Placement(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    measured: str  # where this ran
+    entry: str | None  # the registry entry's runner class
+
+
+class KFloor(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    per_position: list[float] | None
+    mean_acceptance_length: float | None
+
+
 class TuneReport(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["tune"] = "tune"
     drafter: str
     target: str
-    engine: dict
+    engine: TuneEngine
     k_max: int
     concurrency: list[int]
     num_prompts: int
@@ -58,9 +106,9 @@ class TuneReport(BaseModel):
     vllm_command: str
     sglang_static_k: int
     sglang_command: str | None
-    confirmation: dict
-    hardware: dict = {}  # {"measured": where this ran, "entry": the registry entry's runner class, or null}
-    floors: dict[str, dict] = {}  # by K: the registry entry's floors, checked at every load
+    confirmation: Confirmation
+    hardware: Placement | None = None
+    floors: dict[str, KFloor] = {}  # by K: the registry entry's floors, checked at every load
     failures: list[str] = []  # a measured K below its floor: the drafter is not the one recorded
     notes: list[str] = []
     eaglezoo_version: str = __version__
@@ -116,10 +164,8 @@ def tune(work: Workload, opts: EngineOptions, concurrency: list[int], progress: 
         decision = decide(grid, concurrency)
         schedule = schedule_of(decision)
         confirmed = run(speculative_config(drafter, work.k, schedule), "the recommended schedule")
-    result = report(work, runs[0]["engine"], grid, decision, schedule, confirmed, concurrency)
-    check_floors(result, floors or {})
-    place(result, opts, entry_hardware)
-    return result
+    return report(work, runs[0]["engine"], grid, decision, schedule, confirmed, concurrency, floors or {},
+                  placement(runs[0]["engine"], opts, entry_hardware))
 
 
 def speculative_config(drafter: str, k: int, schedule: list[list[int]] | None = None) -> dict:
@@ -137,30 +183,34 @@ def cell(k: int, p: dict) -> Cell:
                 acceptance_per_position=[n / drafts for n in counters["per_position"]] if drafts else None)
 
 
-def check_floors(r: TuneReport, floors: Floors) -> None:
+def floor_checks(grid: list[Cell], k_max: int, floors: Floors) -> tuple[dict[str, KFloor], list[str], list[str]]:
     """The registry entry's floors at every K tune measured, at every load: a decision made on a drafter that
-    falls below its recorded acceptance (wrong aux ids, a dropped norm) would be a decision about another drafter."""
+    falls below its recorded acceptance (wrong aux ids, a dropped norm) would be a decision about another drafter.
+    (floors checked, failures, notes)."""
+    checked, failures, notes = {}, [], []
     for k, (per_position, al) in sorted(floors.items()):
-        if k > r.k_max:
-            r.notes.append(f"the registry entry's floors at K={k} were not checked: tune measured K up to {r.k_max}")
+        if k > k_max:
+            notes.append(f"the registry entry's floors at K={k} were not checked: tune measured K up to {k_max}")
             continue
-        r.floors[str(k)] = {"per_position": per_position, "mean_acceptance_length": al}
-        for x in (x for x in r.grid if x.k == k):
+        checked[str(k)] = KFloor(per_position=per_position, mean_acceptance_length=al)
+        for x in (x for x in grid if x.k == k):
             where = f"K={k} at concurrency {x.concurrency}"
-            r.failures += [f"{where}: acceptance at position {i + 1} is {rate:.3f} < {floor}"
-                           for i, (rate, floor) in enumerate(zip(x.acceptance_per_position or [], per_position or []))
-                           if rate < floor]
+            failures += [f"{where}: acceptance at position {i + 1} is {rate:.3f} < {floor}"
+                         for i, (rate, floor) in enumerate(zip(x.acceptance_per_position or [], per_position or []))
+                         if rate < floor]
             if al is not None and x.acceptance_length is not None and x.acceptance_length < al:
-                r.failures.append(f"{where}: acceptance length {x.acceptance_length:.3f} < {al}")
+                failures.append(f"{where}: acceptance length {x.acceptance_length:.3f} < {al}")
+    return checked, failures, notes
 
 
-def place(r: TuneReport, opts: EngineOptions, entry_hardware: str | None) -> None:
-    measured = (f"{r.engine['device']} {r.engine['dtype']}, tensor parallel {opts.tensor_parallel_size} x pipeline "
+def placement(engine: dict, opts: EngineOptions, entry_hardware: str | None) -> tuple[Placement, list[str]]:
+    measured = (f"{engine['device']} {engine['dtype']}, tensor parallel {opts.tensor_parallel_size} x pipeline "
                 f"parallel {opts.pipeline_parallel_size}")
-    r.hardware = {"measured": measured, "entry": entry_hardware}
-    if entry_hardware and r.engine["device"].startswith("cpu"):
-        r.notes.append(f"the registry entry serves its target on {entry_hardware}; this decision was measured on "
-                       f"{measured}: which K pays depends on the hardware, so tune where you serve")
+    notes = []
+    if entry_hardware and engine["device"].startswith("cpu"):
+        notes.append(f"the registry entry serves its target on {entry_hardware}; this decision was measured on "
+                     f"{measured}: which K pays depends on the hardware, so tune where you serve")
+    return Placement(measured=measured, entry=entry_hardware), notes
 
 
 def decide(grid: list[Cell], concurrency: list[int]) -> list[Choice]:
@@ -199,7 +249,9 @@ def static_best(grid: list[Cell], concurrency: list[int]) -> int:
 
 
 def report(work: Workload, engine: dict, grid: list[Cell], decision: list[Choice], schedule: list[list[int]],
-           confirmed: dict, concurrency: list[int]) -> TuneReport:
+           confirmed: dict, concurrency: list[int], floors: Floors | None = None,
+           placed: tuple[Placement, list[str]] | None = None) -> TuneReport:
+    """The one report of a tune run, built once: the entry's floors checked and its hardware placed here."""
     target = work.target_name
     config = speculative_config(str(work.drafter.path), work.k, schedule)
     static = static_best(grid, concurrency)
@@ -222,6 +274,8 @@ def report(work: Workload, engine: dict, grid: list[Cell], decision: list[Choice
     if len(concurrency) > 1:
         notes.append("batch sizes between two measured concurrencies take the K measured at the next one up "
                      "(interpolated, not measured); above the highest, its K carries on")
+    checked, failures, floor_notes = floor_checks(grid, work.k, floors or {})
+    hardware, place_notes = placed or (None, [])
     return TuneReport(
         drafter=str(work.drafter.path), target=target,
         engine={"name": "vllm", "version": engine["version"], "device": engine["device"], "dtype": engine["dtype"]},
@@ -231,7 +285,8 @@ def report(work: Workload, engine: dict, grid: list[Cell], decision: list[Choice
               f"{work.max_new_tokens} tokens each, greedy, on this engine",
         vllm_speculative_config=config,
         vllm_command=vllm_serve_command(target, config),
-        sglang_static_k=static, sglang_command=sglang, confirmation=confirmation, notes=notes)
+        sglang_static_k=static, sglang_command=sglang, confirmation=confirmation, hardware=hardware, floors=checked,
+        failures=failures, notes=notes + floor_notes + place_notes)
 
 
 def contradicted(confirmed: list[dict], grid: list[Cell], decision: list[Choice]) -> list[str]:

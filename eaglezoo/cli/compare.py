@@ -11,7 +11,7 @@ from rich.table import Table
 from ..errors import UsageError
 from ..limits import MAX_NEW_TOKENS
 from .common import EnginePythonOpt, JsonOpt, NumSpecTokensOpt, RegistryOpt, ReportOpt, SuiteOpt, app, emit, out, prompts_or_suite, shown
-from .report import HtmlOpt, check_outputs, save, spare_inputs
+from .outputs import HtmlOpt, check_outputs, save, spare_inputs
 from .sources import local_folders, resolve
 from .verify import verify_progress, verify_source
 
@@ -106,12 +106,15 @@ def render_compare(r) -> None:
     engines = r.engine if r.engine == r.engine_b else f"{r.engine} (A) and {r.engine_b} (B)"
     out.print(f"[bold]A[/bold] {shown(r.a)}\n[bold]B[/bold] {shown(r.b)}\nagainst {shown(r.target)} on "
               f"{shown(engines)}, K={r.num_spec_tokens}")
-    table = Table("bucket", "prompts", "AL A", "AL B", "B / A", "95% interval", title="acceptance length, B against A",
-                  title_justify="left")
+    table = Table("bucket", "prompts", "AL A", "AL B", "B / A", "95% interval", "verdict",
+                  title="acceptance length, B against A", title_justify="left")
     for row in r.rows:
         table.add_row(shown(row.bucket), str(row.prompts), f"{row.a:.3f}", f"{row.b:.3f}", f"{row.ratio:.3f}",
-                      f"[{row.interval[0]:.3f}, {row.interval[1]:.3f}]")
+                      f"[{row.interval[0]:.3f}, {row.interval[1]:.3f}]", row.verdict)
     out.print(table)
+    every = r.rows[-1]
+    out.print(f"[bold]verdict[/bold] at 95% over {every.prompts} prompts: {every.verdict} "
+              f"(B/A {every.ratio:.3f} [{every.interval[0]:.3f}, {every.interval[1]:.3f}])")
     for who in ("a", "b"):
         figures = ", ".join(f"{peer} {value:.3f}" for peer, value in r.peers[who].items())
         out.print(f"{who.upper()} as the peers count it: {figures}")

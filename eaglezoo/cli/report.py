@@ -1,114 +1,52 @@
-"""`eaglezoo report REPORT.json --html FILE`: a saved verify, tune or compare report as its page; and the
-`--html` the three commands share. Registered on the app by cli/app.py."""
+"""`eaglezoo report`: a saved verify, tune or compare report shown again (its terminal summary, `--json`, or
+its page with `--html`), and `--schema KIND`, the JSON Schema each kind of report follows."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
 from ..errors import UsageError
-from ..fsutil import atomic_write_text, file_destination, read_json, within
-from .common import JsonOpt, app, emit, out, shown
+from .common import JsonOpt, app, emit, out, print_json, shown
+from .compare import render_compare
+from .outputs import check_outputs, write_html
+from .tune import render_tune
+from .verify import render_verify
 
-HtmlOpt = Annotated[Optional[Path], typer.Option(metavar="FILE", help="Also write a self-contained HTML page with the plots.")]
-
-
-def check_outputs(report: Path | None, html: Path | None, reads: tuple[Path | None, ...] = ()) -> None:
-    """Both destinations refused before a long run, never after it: each must be a writable file name,
-    neither may be a file the command reads, and the two must differ."""
-    named = {"--report": report, "--html": html}
-    for option, path in named.items():
-        if path is not None:
-            file_destination(path, option)
-            _not_an_input(path, option, reads)
-    if report is not None and html is not None and _same_file(report, html):
-        raise UsageError(f"--report and --html both name {html}: the page would replace the report",
-                         hint="give the page another name, e.g. --html report.html")
-
-
-def _not_an_input(path: Path, option: str, reads: tuple[Path | None, ...]) -> None:
-    for given in reads:
-        if given is not None and _same_file(path, given):
-            raise UsageError(f"{option} {path} is a file this command reads: writing it would destroy that input",
-                             hint=f"give {option} another file name")
-
-
-def spare_inputs(outputs: dict[str, Path | None], folders: tuple[Path | None, ...], files: tuple[Path | None, ...]) -> None:
-    """Once the names are resolved, before anything runs: no output inside a folder the command reads (the drafter,
-    the target, the registry) or on a file it reads (the prompts an entry names)."""
-    for option, path in outputs.items():
-        if path is None:
-            continue
-        _not_an_input(path, option, files)
-        for folder in filter(None, folders):
-            if within(path, folder):
-                raise UsageError(f"{option} {path} is inside {folder}, which this command reads: writing there would "
-                                 "change that input", hint=f"give {option} a file outside {folder}")
-
-
-def _same_file(a: Path, b: Path) -> bool:
-    try:
-        return Path(a).resolve() == Path(b).resolve() or (Path(a).exists() and Path(a).samefile(b))
-    except OSError:  # an unreadable path is refused by its own reader
-        return False
-
-
-def save(data: dict, report: Path | None, html: Path | None) -> None:
-    """The JSON report and the page a command was asked for (both checked as destinations before it ran)."""
-    if report:
-        atomic_write_text(report, json.dumps(data, indent=2) + "\n")
-    write_html(html, data)
-
-
-def write_html(path: Path | None, data: dict) -> None:
-    if path is None:
-        return
-    from ..errors import BadInput, printable
-    from ..pages import page_for
-
-    try:
-        page = page_for(data)
-    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:  # an edited tune or compare report
-        which = f"its key {printable(str(exc.args[0]))[:40]!r} is missing" if isinstance(exc, KeyError) and exc.args \
-            else "a value is not of the kind the command writes"
-        raise BadInput(f"the report lacks what its page needs ({which})",
-                       hint="give the JSON that verify, tune or compare --report wrote, unedited") from None
-    atomic_write_text(path, page)
+KINDS = ("verify", "tune", "compare", "all")
+RENDER = {"verify": render_verify, "tune": render_tune, "compare": render_compare}
 
 
 @app.command()
 def report(
-    saved: Annotated[Path, typer.Argument(metavar="REPORT", help="A report written by verify, tune or compare --report.")],
-    html: Annotated[Path, typer.Option(metavar="FILE", help="The HTML page to write.")],
+    saved: Annotated[Optional[Path], typer.Argument(metavar="REPORT", help="A report written by verify, tune or compare --report.")] = None,
+    html: Annotated[Optional[Path], typer.Option(metavar="FILE", help="Write its self-contained HTML page instead of the summary.")] = None,
+    schema: Annotated[Optional[str], typer.Option(metavar="KIND", help="Print the JSON Schema of a kind of report (verify, tune, compare or all), and nothing else.")] = None,
     as_json: JsonOpt = False,
 ):
-    """Render a saved report as one self-contained HTML page (plots inline, no network)."""
-    from ..pages import kind_of
+    """Show a saved report again: its summary as the command printed it, its JSON (--json) or its page (--html)."""
+    if schema is not None:
+        return print_schema(schema, saved, html)
+    if saved is None:
+        raise UsageError("give a saved report (or --schema KIND)", hint="e.g. eaglezoo report out/verify.json")
+    from ..reports import read_saved
 
     check_outputs(None, html, reads=(saved,))
-    data = _saved_report(saved)
-    write_html(html, data)
-    emit({"report": str(saved), "kind": kind_of(data), "html": str(html)}, as_json,
-         lambda: out.print(f"wrote {shown(html)}"))
+    result = read_saved(saved)
+    if html is not None:
+        write_html(html, result.model_dump(mode="json"))
+        return emit({"report": str(saved), "kind": result.kind, "html": str(html)}, as_json,
+                    lambda: out.print(f"wrote {shown(html)}"))
+    emit(result.model_dump(mode="json"), as_json, lambda: RENDER[result.kind](result))
 
 
-def _saved_report(saved: Path) -> dict:
-    """A saved report's JSON, read by the strict reader of its kind (verify/saved.report_from, compare_from,
-    tune_from), so the page is drawn from what the command writes, never from an edited file's values."""
-    from ..pages import kind_of
-    from ..verify.saved import report_from
+def print_schema(kind: str, saved: Path | None, html: Path | None) -> None:
+    if saved is not None or html is not None:
+        raise UsageError("--schema prints a schema and reads no report", hint="drop REPORT and --html")
+    if kind not in KINDS:
+        raise UsageError(f"--schema {kind[:40]!r}: give one of {', '.join(KINDS)}", hint="e.g. --schema verify")
+    from ..reports import schema
 
-    data = read_json(saved, "report")
-    kind, where = kind_of(data), f"report {saved}"
-    if kind == "verify":
-        return report_from(data, where, needs="its page").model_dump(mode="json")
-    if kind == "compare":
-        from ..compare import compare_from
-
-        return compare_from(data, where).model_dump(mode="json")
-    from ..tune import tune_from
-
-    return tune_from(data, where).model_dump(mode="json")
+    print_json(schema(kind))

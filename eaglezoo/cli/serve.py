@@ -77,7 +77,7 @@ def serve_config_for(drafter: str, engine: str, k: int, target: str | None = Non
 
 def _serve_entry(name: str, engine: str, k: int, target: str | None, registry_dir) -> ServeConfig:
     from ..registry.load import lookup
-    from ..serving import NESTED_IDS, TOP_LEVEL_IDS, schema_for, serve_config
+    from ..serving import serve_entry
 
     entry, reg = lookup(name, registry_dir)
     spec = entry.spec()
@@ -88,37 +88,23 @@ def _serve_entry(name: str, engine: str, k: int, target: str | None, registry_di
         layers = _layers(tcfg)
         if tcfg and entry.target_hidden_size and entry.target_vocab_size:  # spec() fills unknown sizes with 1
             _refuse_misfit(spec, tcfg)
-    published_ids = entry.aux_layers.ids is not None
     source = [name, *(["--registry", str(registry_dir)] if registry_dir else [])]
-    result = serve_config(spec, engine, _entry_place(entry.drafter, reg, "drafter"), target_name, k,
-                          entry.drafter.revision, schema_for(entry.dialect),
-                          has_top_level_ids=published_ids and entry.dialect in TOP_LEVEL_IDS,
-                          has_nested_ids=published_ids and entry.dialect in NESTED_IDS,
-                          target_layers=layers, dialect=entry.dialect, convert_source=source)
-    if not published_ids:
-        result.warnings.append("the registry does not know this drafter's aux ids: run eaglezoo lint on it first")
-    return result
+    return serve_entry(entry, engine, _entry_place(entry.drafter, reg, "drafter"), target_name, k, source, layers)
 
 
 def _serve_folder(path, engine: str, k: int, target: str | None) -> ServeConfig:
     from ..checkpoint.formats.base import ReadOptions
     from ..checkpoint.read import read_drafter
-    from ..serving import schema_for, serve_config
+    from ..serving import serve_drafter
 
     if target is None:
         raise UsageError("--target is needed when serving a drafter directory",
                          hint="add --target TARGET (the model the engine serves)")
     target_name, tcfg = _checked_target(target)
     drafter = read_drafter(path, None, ReadOptions(allow_missing_aux=True), strict=False)
-    reading, cfg = drafter.reading, drafter.config
     if tcfg:
-        _refuse_misfit(reading.spec, tcfg)
-    fmt = schema_for(reading.dialect)
-    nested = cfg.get("eagle_config")
-    return serve_config(reading.spec, engine, _from_here(path), target_name, k, None, fmt,
-                        has_top_level_ids="eagle_aux_hidden_state_layer_ids" in cfg,
-                        has_nested_ids=isinstance(nested, dict) and "eagle_aux_hidden_state_layer_ids" in nested,
-                        target_layers=_layers(tcfg), dialect=reading.dialect, convert_source=[_from_here(path)])
+        _refuse_misfit(drafter.spec, tcfg)
+    return serve_drafter(drafter, engine, _from_here(path), target_name, k, [_from_here(path)], _layers(tcfg))
 
 
 def _from_here(path: Path) -> str:

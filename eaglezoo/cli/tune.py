@@ -26,7 +26,7 @@ from .common import (
     read_options,
     shown,
 )
-from .report import HtmlOpt, check_outputs, save, spare_inputs
+from .outputs import HtmlOpt, check_outputs, save, spare_inputs
 from .sources import resolve, target_for
 from .verify import parse_json, parse_levels, verify_progress
 
@@ -117,8 +117,8 @@ def tune_source(drafter: str, target: str | None, *, revision, registry_dir, pro
 
 
 def render_tune(r) -> None:
-    out.print(f"[bold]{shown(r.drafter)}[/bold] on vLLM {r.engine['version']} ({shown(r.engine['device'])}, "
-              f"{r.engine['dtype']}), K 0..{r.k_max}, {r.num_prompts} prompts x {r.max_new_tokens} tokens")
+    out.print(f"[bold]{shown(r.drafter)}[/bold] on vLLM {r.engine.version} ({shown(r.engine.device)}, "
+              f"{r.engine.dtype}), K 0..{r.k_max}, {r.num_prompts} prompts x {r.max_new_tokens} tokens")
     table = Table("concurrency", *[f"K={k}" for k in range(r.k_max + 1)], title="output tokens/s (acceptance length)",
                   title_justify="left")
     for c in r.concurrency:
@@ -133,8 +133,8 @@ def render_tune(r) -> None:
     out.print(f"vLLM:   {shown(r.vllm_command)}")
     out.print(f"SGLang: {shown(r.sglang_command)}" if r.sglang_command else
               "SGLang: no static K beats serving without speculation")
-    conf, static = (_levels(r.confirmation[key]) for key in ("schedule", "best_static"))
-    out.print(f"confirmed with the schedule: {conf} tokens/s; best static K={r.confirmation['best_static_k']}: "
+    conf, static = _levels(r.confirmation.schedule), _levels(r.confirmation.best_static)
+    out.print(f"confirmed with the schedule: {conf} tokens/s; best static K={r.confirmation.best_static_k}: "
               f"{static}")
     for k, floor in r.floors.items():
         out.print(f"registry floors at K={k}: {_floor(floor)}, checked at every load")
@@ -144,14 +144,14 @@ def render_tune(r) -> None:
         out.print(f"[yellow]note[/yellow] {shown(note)}")
 
 
-def _floor(floor: dict) -> str:
-    parts = [f"per position {floor['per_position']}"] if floor["per_position"] else []
-    return ", ".join(parts + ([f"acceptance length {floor['mean_acceptance_length']}"]
-                              if floor["mean_acceptance_length"] is not None else []))
+def _floor(floor) -> str:
+    parts = [f"per position {floor.per_position}"] if floor.per_position else []
+    return ", ".join(parts + ([f"acceptance length {floor.mean_acceptance_length}"]
+                              if floor.mean_acceptance_length is not None else []))
 
 
 def _levels(passes: list[dict]) -> str:
-    return ", ".join(f"c={p['concurrency']} {p['output_tokens_per_s']:.1f}" for p in passes)
+    return ", ".join(f"c={p.concurrency} {p.output_tokens_per_s:.1f}" for p in passes)
 
 
 def _cell(c, best: bool) -> str:

@@ -35,7 +35,7 @@ from .common import (
     read_options,
     shown,
 )
-from .report import HtmlOpt, check_outputs, save, spare_inputs
+from .outputs import HtmlOpt, check_outputs, save, spare_inputs
 from .sources import resolve, target_for
 
 if TYPE_CHECKING:
@@ -162,20 +162,19 @@ def verify_progress():
 
 
 def render_verify(r) -> None:
-    engine = r.engine.get("name", "native")
-    where = shown(f"{engine} {r.engine.get('version') or ''}".strip())
+    where = shown(f"{r.engine.name} {r.engine.version or ''}".strip())
     out.print(f"[bold]{shown(r.drafter)}[/bold] against [bold]{shown(r.target)}[/bold] on {where}, "
               f"{shown(r.device)} ({shown(r.dtype)}), "
               f"K={r.num_spec_tokens}, {r.num_prompts} prompts x {r.max_new_tokens} tokens, "
-              f"temperature {r.sampling['temperature']}" + (f", seed {r.sampling['seed']}" if r.sampling['seed'] is not None else ""))
+              f"temperature {r.sampling.temperature}" + (f", seed {r.sampling.seed}" if r.sampling.seed is not None else ""))
     render_positions(r)
     out.print("accepted-length histogram: " + ", ".join(f"{j}: {c}" for j, c in enumerate(r.histogram)))
-    if r.drift.get("feedback_rms_per_depth"):
-        rms = ", ".join(f"{x:.2f}" for x in r.drift["feedback_rms_per_depth"])
+    if r.drift.feedback_rms_per_depth:
+        rms = ", ".join(f"{x:.2f}" for x in r.drift.feedback_rms_per_depth)
         out.print(f"drift: fed-back hidden RMS per depth [{rms}]")
-    intervals = r.drift.get("mean_acceptance_length_interval_by_bucket", {})
-    for bucket, al in r.drift["mean_acceptance_length_by_bucket"].items():
-        per = ", ".join(f"{x:.2f}" for x in r.drift["acceptance_per_position_by_bucket"][bucket])
+    intervals = r.drift.mean_acceptance_length_interval_by_bucket
+    for bucket, al in r.drift.mean_acceptance_length_by_bucket.items():
+        per = ", ".join(f"{x:.2f}" for x in r.drift.acceptance_per_position_by_bucket[bucket])
         out.print(f"  bucket {shown(bucket)}: acceptance length {al:.3f}{interval_text(intervals.get(bucket))}, "
                   f"per position [{per}]")
     if r.target_distinct_token_ratio is not None:
@@ -195,7 +194,7 @@ def render_verify(r) -> None:
     out.print("time: " + ", ".join(f"{k.removesuffix('_s')} {v:.1f}s" for k, v in r.timing.items()))
     for f in r.failures:
         out.print(f"[red]FAIL[/red] {shown(f)}")
-    if not r.failures and any(r.thresholds.get(key) for key in ("min_acceptance", "min_al", "min_al_by_condition")):
+    if not r.failures and any((r.thresholds.min_acceptance, r.thresholds.min_al, r.thresholds.min_al_by_condition)):
         out.print("[green]PASS[/green] all floors met")
 
 
@@ -203,14 +202,14 @@ def interval_text(interval: list[float] | None) -> str:
     return f" [{interval[0]:.2f}, {interval[1]:.2f}]" if interval else ""
 
 
-def render_skipped(skipped: list[dict]) -> None:
+def render_skipped(skipped) -> None:
     """Skipped prompts by bucket, with the first reason of each (over-long prompts are never truncated)."""
-    by_bucket: dict[str, list[dict]] = {}
+    by_bucket: dict[str, list] = {}
     for s in skipped:
-        by_bucket.setdefault(s["bucket"], []).append(s)
+        by_bucket.setdefault(s.bucket, []).append(s)
     for bucket, rows in by_bucket.items():
-        out.print(f"[yellow]skipped {len(rows)} prompt(s)[/yellow] of {shown(bucket)}: {shown(rows[0]['reason'])}"
-                  + (" (never truncated)" if "exceed the context" in rows[0]["reason"] else ""))
+        out.print(f"[yellow]skipped {len(rows)} prompt(s)[/yellow] of {shown(bucket)}: {shown(rows[0].reason)}"
+                  + (" (never truncated)" if "exceed the context" in rows[0].reason else ""))
 
 
 def render_positions(r) -> None:
@@ -218,16 +217,16 @@ def render_positions(r) -> None:
     columns = ["position", "acceptance (decoding path)", ""] + (["acceptance (all positions)"] if every else [])
     table = Table(*columns, title="per-position acceptance", title_justify="left")
     for i, a in enumerate(r.acceptance_per_position):
-        table.add_row(str(i + 1), f"{a:.3f}", bar(a), *([f"{every['acceptance_per_position'][i]:.3f}"] if every else []))
+        table.add_row(str(i + 1), f"{a:.3f}", bar(a), *([f"{every.acceptance_per_position[i]:.3f}"] if every else []))
     out.print(table)
     per_prompt = (f"; mean of per-prompt values {r.mean_acceptance_length_per_prompt:.3f}"
                   if r.mean_acceptance_length_per_prompt is not None else "")
     out.print(f"mean acceptance length: [bold]{r.mean_acceptance_length:.3f}[/bold]"
               f"{interval_text(r.mean_acceptance_length_interval)} (1 + accepted/drafts over "
-              f"{r.num_drafts} drafts){per_prompt}" + (f"; all positions {every['mean_acceptance_length']:.3f}" if every else ""))
+              f"{r.num_drafts} drafts){per_prompt}" + (f"; all positions {every.mean_acceptance_length:.3f}" if every else ""))
     if r.acceptance_by_k and r.num_spec_tokens > 1:
-        basis = r.acceptance_by_k["basis"].split(":")[0]
-        rows = " · ".join(f"K={x['k']} {x['mean_acceptance_length']:.3f}" for x in r.acceptance_by_k["rows"])
+        basis = r.acceptance_by_k.basis.split(":")[0]
+        rows = " · ".join(f"K={x.k} {x.mean_acceptance_length:.3f}" for x in r.acceptance_by_k.rows)
         out.print(f"acceptance length by K ({basis}): {rows}")
 
 
@@ -237,33 +236,33 @@ def bar(fraction: float, width: int = 20) -> str:
     return "█" * (eighths // 8) + ("▏▎▍▌▋▊▉"[eighths % 8 - 1] if eighths % 8 else "")
 
 
-def render_speedup(s: dict) -> None:
+def render_speedup(s) -> None:
     table = Table("concurrency", "tokens/s with", "tokens/s without", "speedup", "TPOT ms with", "TPOT ms without",
                   "e2e s with", "e2e s without", title="speedup (same engine, same prompts)", title_justify="left")
-    for level in s["levels"]:
-        a, b = level["with_drafter"], level["without_drafter"]
-        table.add_row(str(level["concurrency"]), f"{a['output_tokens_per_s']:.1f}", f"{b['output_tokens_per_s']:.1f}",
-                      f"[bold]{level['speedup']:.2f}x[/bold]", fmt(a["mean_tpot_ms"]), fmt(b["mean_tpot_ms"]),
-                      f"{a['mean_e2e_s']:.2f}", f"{b['mean_e2e_s']:.2f}")
+    for level in s.levels:
+        a, b = level.with_drafter, level.without_drafter
+        table.add_row(str(level.concurrency), f"{a.output_tokens_per_s:.1f}", f"{b.output_tokens_per_s:.1f}",
+                      f"[bold]{level.speedup:.2f}x[/bold]", fmt(a.mean_tpot_ms), fmt(b.mean_tpot_ms),
+                      f"{a.mean_e2e_s:.2f}", f"{b.mean_e2e_s:.2f}")
     out.print(table)
-    start = s["engine_start_s"]
+    start = s.engine_start_s
     out.print(f"engine start (not measured above): {start['with_drafter']:.1f}s with the drafter, "
               f"{start['without_drafter']:.1f}s without")
-    if s["identical_outputs"] is not None:
-        out.print(f"outputs identical with and without the drafter: {100 * s['identical_outputs']:.0f}%")
+    if s.identical_outputs is not None:
+        out.print(f"outputs identical with and without the drafter: {100 * s.identical_outputs:.0f}%")
 
 
-def render_comparison(c: dict) -> None:
-    a, b = c["reference"], c["engine"]
-    table = Table("position", f"{a} ({c['dtype'][a]})", f"{b} ({c['dtype'][b]})", "difference",
+def render_comparison(c) -> None:
+    a, b = c.reference, c.engine
+    table = Table("position", f"{a} ({c.dtype[a]})", f"{b} ({c.dtype[b]})", "difference",
                   title=f"fidelity: {b} against {a}", title_justify="left")
-    for i, (x, y) in enumerate(zip(c["acceptance_per_position"][a], c["acceptance_per_position"][b]), 1):
+    for i, (x, y) in enumerate(zip(c.acceptance_per_position[a], c.acceptance_per_position[b]), 1):
         table.add_row(str(i), f"{x:.3f}", f"{y:.3f}", f"{y - x:+.3f}")
     out.print(table)
-    verdict = "[green]identical[/green]" if c["identical"] else "[yellow]different[/yellow]"
-    out.print(f"{verdict}: {c['prompts_identical']}/{c['prompts_compared']} prompts step for step; drafts "
-              f"{c['num_drafts'][a]} vs {c['num_drafts'][b]}, accepted {c['num_accepted'][a]} vs "
-              f"{c['num_accepted'][b]}; acceptance length difference {c['difference_mean_acceptance_length']:+.3f}")
+    verdict = "[green]identical[/green]" if c.identical else "[yellow]different[/yellow]"
+    out.print(f"{verdict}: {c.prompts_identical}/{c.prompts_compared} prompts step for step; drafts "
+              f"{c.num_drafts[a]} vs {c.num_drafts[b]}, accepted {c.num_accepted[a]} vs "
+              f"{c.num_accepted[b]}; acceptance length difference {c.difference_mean_acceptance_length:+.3f}")
 
 
 def fmt(x: float | None) -> str:
@@ -288,6 +287,7 @@ def verify_source(drafter: str, target: str | None, *, revision: str | None = No
     """Verify what `drafter` names; a registry entry supplies its target, aux ids, floors and prompts. No output
     may land in what the run reads (`outputs`: option -> path)."""
     from ..checkpoint.formats.base import ReadOptions
+    from ..verify.report import Gate, Origin
     from ..verify.run import check_settings, verify
 
     engines = ["endpoint"] if endpoint else parse_engines(engine)
@@ -299,20 +299,19 @@ def verify_source(drafter: str, target: str | None, *, revision: str | None = No
     if tgt is None:
         raise UsageError("--target is required (or give a registry id, whose entry names the target)",
                          hint="add --target DIR (or a Hub repo id)")
-    floors_note = None
+    min_al, condition_floors, notes = kwargs.pop("min_al", None), None, ()
+    k, temperature = kwargs.get("k", 3), kwargs.get("temperature", 0.0)
     if src.entry is not None:
         src.entry.fill_read_options(opts)
-        if min_acceptance is None and kwargs.get("min_al") is None:
-            min_acceptance, kwargs["min_al"], floors_note = src.entry.floors_at(kwargs.get("k", 3), kwargs.get("temperature", 0.0))
-        kwargs.setdefault("condition_floors", src.entry.condition_floors(kwargs.get("k", 3), kwargs.get("temperature", 0.0)))
+        if min_acceptance is None and min_al is None:
+            min_acceptance, min_al, floors_note = src.entry.floors_at(k, temperature)
+            notes = (floors_note,) if floors_note else ()
+        condition_floors = src.entry.condition_floors(k, temperature)
         if prompts_file is None and src.entry.prompts:
             prompts_file = src.registry.path(src.entry.prompts, "prompts")
     spare_inputs(outputs or {}, (src.path, tgt.path, src.registry and src.registry.directory), (prompts_file,))
-    report = verify(src.path, tgt.path, target_name=tgt.repo or str(tgt.path), target_revision=tgt.commit,
-                    prompts_file=prompts_file, min_acceptance=min_acceptance, opts=opts, engines=engines,
-                    endpoint=endpoint, engine_options=engine_options, **kwargs)
-    report.notes += [floors_note] if floors_note else []
-    report.registry_id = src.entry.id if src.entry else None
-    report.drafter_revision = src.commit
-    report.target_revision = tgt.commit
-    return report
+    gate = Gate(min_acceptance=min_acceptance, min_al=min_al, condition_floors=condition_floors)
+    origin = Origin(registry_id=src.entry.id if src.entry else None, drafter_revision=src.commit,
+                    target_revision=tgt.commit, notes=notes)
+    return verify(src.path, tgt.path, target_name=tgt.repo or str(tgt.path), prompts_file=prompts_file, opts=opts,
+                  engines=engines, endpoint=endpoint, engine_options=engine_options, gate=gate, origin=origin, **kwargs)

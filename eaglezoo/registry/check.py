@@ -109,7 +109,7 @@ def _report_problems(entry: Entry, report_path: Path) -> list[str]:
     if entry.status.state == "verified" and report.failures:
         problems.append("status verified, but the report lists failures")
     thresholds = report.thresholds
-    if entry.status.state == "verified" and not (thresholds.get("min_acceptance") or thresholds.get("min_al")):
+    if entry.status.state == "verified" and not (thresholds.min_acceptance or thresholds.min_al):
         problems.append("status verified, but the report applied no floors")
     if report.registry_id not in (None, entry.id):
         problems.append(f"status.report is a report for {report.registry_id}")

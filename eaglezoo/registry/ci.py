@@ -147,7 +147,7 @@ def record(report_path: Path, reg: Registry) -> Recorded:
         raise UsageError(f"{report_path}: the report names no registry entry",
                          hint="verify a registry id, not a folder")
     entry = reg.get(report.registry_id)
-    k, temperature = report.num_spec_tokens, float(report.sampling["temperature"])
+    k, temperature = report.num_spec_tokens, float(report.sampling.temperature)
     _check_same_pair(entry, report, reg)
     floor = entry.floor_for(k, temperature)
     if entry.acceptance_floors and floor is None:
@@ -156,10 +156,10 @@ def record(report_path: Path, reg: Registry) -> Recorded:
                          hint="verify at a K and temperature the entry has floors for (eaglezoo registry show ID)")
     why = list(report.failures) + (below_floor(report, floor) if floor else [])
     passed = None if floor is None else not why
-    engine = report.engine["name"]  # one of verify's engine names (the reader refuses any other)
+    engine = report.engine.name  # one of verify's engine names (the reader refuses any other)
     kept = inside(reg.directory, f"reports/{entry.id}.k{k}.t{temperature:g}.{engine}.json", "the kept report")
     measured = Measured(k=k, temperature=temperature, engine=engine,
-                        engine_version=report.engine.get("version"), hardware=_where(report),
+                        engine_version=report.engine.version, hardware=_where(report),
                         acceptance_per_position=report.acceptance_per_position,
                         mean_acceptance_length=report.mean_acceptance_length, num_drafts=report.num_drafts,
                         passed=passed, date=dt.datetime.fromisoformat(report.created).date(),
@@ -257,7 +257,7 @@ def below_floor(report, floor: Floor) -> list[str]:
 
 
 def _where(report) -> str:
-    parallel = report.engine.get("parallel") or {}
+    parallel = report.engine.parallel.model_dump() if report.engine.parallel else {}
     sizes = ", ".join(f"{k.removesuffix('_parallel_size')} {v}" for k, v in parallel.items()
                       if k.endswith("_parallel_size") and v and v > 1)
     return f"{report.device} {report.dtype}" + (f" ({sizes})" if sizes else "")

@@ -10,8 +10,8 @@ import json
 from pathlib import Path
 
 from ..fsutil import check_out_dir, refuse_overlap, replace_dir, staging
-from ..pages import STYLE, escape, plotted_note  # escape: HTML-escaped, control and bidi characters made visible
-from ..serving import schema_for, serve_config
+from ..pages import document, escape, plotted_note  # escape: HTML-escaped, control and bidi characters made visible
+from ..serving import serve_entry
 from .load import Registry
 from .schema import EVIDENCE_LEVELS, FACTS, Entry
 
@@ -54,11 +54,6 @@ def build(reg: Registry, out: Path, force: bool = False) -> list[str]:
     return sorted(pages)
 
 
-def _doc(title: str, body: str, script: str = "") -> str:
-    return (f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{escape(title)}</title>'
-            f"<style>{STYLE}</style></head><body>{body}{script}</body></html>\n")
-
-
 def _link(text: str) -> str:
     """A source as a link when it is a URL; text otherwise."""
     return f'<a href="{escape(text)}">{escape(text)}</a>' if text.startswith("https://") else escape(text)
@@ -85,7 +80,7 @@ def index(reg: Registry) -> str:
     body = (f"<h1>eaglezoo: {len(reg.entries)} EAGLE-3 / 3.1 drafters</h1>"
             '<p><input id="filter" type="search" placeholder="filter: a target, dialect, status..." size="40"></p>'
             f'<table id="entries"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>')
-    return _doc("eaglezoo: the zoo", body, FILTER)
+    return document("eaglezoo: the zoo", body + FILTER)
 
 
 def entry_page(e: Entry, reg: Registry) -> str:
@@ -94,7 +89,7 @@ def entry_page(e: Entry, reg: Registry) -> str:
             f"<p>{escape(e.drafter.repo or e.drafter.path or '')} for {escape(e.target.repo or e.target.path or '')}"
             f", published by {escape(e.publisher)}; EAGLE {escape(e.eagle_version)}, {escape(e.status.state)}</p>"
             + "".join(sections))
-    return _doc(e.id, body)
+    return document(e.id, body)
 
 
 def _facts(e: Entry) -> str:
@@ -112,11 +107,13 @@ def _facts(e: Entry) -> str:
 
 
 def _serving(e: Entry) -> str:
+    """Each engine's whole path, as serve-config prints it: convert first where the engine would not read the
+    published drafter faithfully."""
     drafter = e.drafter.repo or e.drafter.path or ""
     target = e.target.repo or e.target.path or ""
-    commands = [serve_config(e.spec(), engine, drafter, target, 3, e.drafter.revision, schema_for(e.dialect)).command
-                for engine in ("vllm", "sglang")]
-    return "<h2>Serve it</h2>" + "".join(f"<pre><code>{escape(c)}</code></pre>" for c in commands)
+    paths = [serve_entry(e, engine, drafter, target, 3, [e.id], e.target_num_layers) for engine in ("vllm", "sglang")]
+    return "<h2>Serve it</h2>" + "".join(f"<p>{escape(p.engine)}</p><pre><code>{escape(chr(10).join(p.steps))}</code></pre>"
+                                         for p in paths)
 
 
 def _floors(e: Entry) -> str:

@@ -5,55 +5,367 @@ from __future__ import annotations
 
 import datetime as dt
 from statistics import mean, median
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from .. import __version__
 from ..checkpoint.problems import Finding
+from ..limits import MAX_K, MAX_LEVELS, MAX_NEW_TOKENS, MAX_TEMPERATURE
 from .acceptance import INTERVAL, Tally, bootstrap_interval, by_k_estimate
-from .workload import Measurement, Workload
+from .workload import Measurement, Workload, bucket_problem
+
+TOLERANCE = 1e-6  # floats written by json round-trip exactly; sums of K rates differ by a few ulps
+FUTURE_SLACK = dt.timedelta(days=1)  # another machine's clock
+
+
+def _one_line(text: str) -> str:
+    if not (text.strip() and text.isprintable()):
+        raise ValueError("expected one line of printable text")
+    return text
+
+
+def _bucket(name: str) -> str:
+    problem = bucket_problem(name)  # the prompt reader's own rule: what verify writes, its readers read
+    if problem:
+        raise ValueError(f"a bucket name that {problem}")
+    return name
+
+
+Line = Annotated[str, AfterValidator(_one_line)]
+Bucket = Annotated[str, AfterValidator(_bucket)]
+Rate = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
+Length = Annotated[float, Field(ge=1, le=MAX_K + 1, allow_inf_nan=False)]  # an acceptance length: 1 to K+1
+Count = Annotated[int, Field(ge=0)]
+Seconds = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+Interval = Annotated[list[Annotated[float, Field(allow_inf_nan=False)]], Field(min_length=2, max_length=2)]
+
+
+class Part(BaseModel):
+    """A report's parts hold what the code writes and nothing else: an unknown key is refused when read."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class Tallied(Part):
+    """Acceptance over a set of verify steps."""
+
+    acceptance_per_position: list[Rate]
+    mean_acceptance_length: Length
+    num_drafts: Count
+    num_accepted: Count
+    histogram: list[Count]
+
+
+class ByKRow(Part):
+    k: Annotated[int, Field(ge=1, le=MAX_K)]
+    acceptance_per_position: list[Rate]
+    mean_acceptance_length: Length
+    num_drafts: Count | None = None  # exact rows only
+    num_accepted: Count | None = None
+    histogram: list[Count] | None = None
+
+
+class ByK(Part):
+    basis: Line  # "exact: ..." (replayed) or "estimate: ..." (from one run's rates)
+    rows: list[ByKRow]
+
+
+class Drift(Part):
+    feedback_rms_per_depth: Annotated[list[Annotated[float, Field(allow_inf_nan=False)]], Field(max_length=MAX_K)] \
+        | None = None  # native only
+    acceptance_per_position_by_bucket: dict[Bucket, list[Rate]] = {}  # in the prompt file's order
+    mean_acceptance_length_by_bucket: dict[Bucket, Length] = {}
+    mean_acceptance_length_interval_by_bucket: dict[Bucket, Interval | None] = {}
+    interval: str | None = None  # how the intervals were computed
+
+
+class Quantization(Part):
+    method: Line
+    dequantized: bool
+
+
+class Parallel(Part):
+    tensor_parallel_size: Annotated[int, Field(ge=1)] = 1
+    pipeline_parallel_size: Annotated[int, Field(ge=1)] = 1
+    data_parallel_size: Annotated[int, Field(ge=1)] = 1
+    enable_expert_parallel: bool = False
+    distributed_executor_backend: Line = "default"
+
+
+class ServedConfig(Part):
+    """What a server says of its speculative decoding (/server_info)."""
+
+    method: Line | None = None
+    model: Line | None = None
+    num_speculative_tokens: int | None = None
+    dtype: Line | None = None
+
+
+class Engine(Part):
+    """Which engine measured, and how it ran: native (batch_size, target_quantization), vllm (version, python,
+    parallel, start_s), endpoint (url, model, speculative_config, version)."""
+
+    name: Literal["native", "vllm", "endpoint"] = "native"
+    version: Line | None = None
+    python: Line | None = None
+    parallel: Parallel | None = None
+    trust_remote_code: bool | None = None
+    start_s: Seconds | None = None
+    batch_size: Annotated[int, Field(ge=1)] | None = None
+    target_quantization: Quantization | None = None
+    url: Line | None = None
+    model: Line | None = None
+    speculative_config: ServedConfig | None = None
+
+
+class Sampling(Part):
+    temperature: Annotated[float, Field(ge=0, le=MAX_TEMPERATURE, allow_inf_nan=False)] = 0.0
+    seed: int | None = None  # request i is seeded with seed + its prompt index
+
+
+class PromptResult(Part):
+    index: Count  # the prompt's line in the prompt set
+    bucket: Bucket
+    prompt_tokens: Count | None = None  # absent from reports written before it was recorded
+    answers: list[str] | None = None  # a conversation: the target's own earlier turns
+    accepted: list[Count]  # accepted draft tokens, per verify step
+
+
+class Skipped(Part):
+    index: Count
+    bucket: Bucket
+    reason: str
+    tokens: Count | None = None
+
+
+class PassTiming(Part):
+    output_tokens: Count
+    wall_s: Seconds
+    output_tokens_per_s: Annotated[float, Field(ge=0, allow_inf_nan=False)]
+    mean_tpot_ms: Seconds | None
+    mean_e2e_s: Seconds
+    median_e2e_s: Seconds
+
+
+class SpeedupLevel(Part):
+    concurrency: Annotated[int, Field(ge=1)]
+    with_drafter: PassTiming
+    without_drafter: PassTiming
+    speedup: Annotated[float, Field(ge=0, allow_inf_nan=False)]
+
+
+class Speedup(Part):
+    levels: Annotated[list[SpeedupLevel], Field(min_length=1, max_length=MAX_LEVELS)]
+    identical_outputs: Rate | None  # greedy only: the share of requests with the same tokens both ways
+    engine_start_s: dict[Literal["with_drafter", "without_drafter"], Seconds]
+
+
+class ByKValues(Part):
+    basis: str
+    values: list[Length]
+
+
+class Comparison(Part):
+    """`--engine native,vllm`: the same workload on both, compared count for count."""
+
+    reference: str
+    engine: str
+    dtype: dict[str, str]
+    acceptance_per_position: dict[str, list[Rate]]
+    difference_per_position: list[float]
+    mean_acceptance_length: dict[str, Length]
+    difference_mean_acceptance_length: float
+    num_drafts: dict[str, Count]
+    num_accepted: dict[str, Count]
+    acceptance_length_by_k: dict[str, ByKValues]
+    prompts_compared: Count
+    prompts_identical: Count
+    differing_prompts: list[Count]
+    identical: bool
+
+
+class Thresholds(Part):
+    """The floors the run was gated on (exit 1 below any)."""
+
+    min_acceptance: list[Rate] | None = None
+    min_al: Length | None = None
+    min_al_by_condition: dict[str, Length] | None = None
+
+
+class Gate(BaseModel):
+    """What the run is gated on: per-position floors, a floor on the acceptance length, one per condition."""
+
+    model_config = ConfigDict(frozen=True)
+
+    min_acceptance: list[float] | None = None
+    min_al: float | None = None
+    condition_floors: dict[str, float] | None = None
+
+
+class Origin(BaseModel):
+    """Where the drafter and target came from (a registry entry, Hub commits), and what the resolver noted."""
+
+    model_config = ConfigDict(frozen=True)
+
+    registry_id: str | None = None
+    drafter_revision: str | None = None
+    target_revision: str | None = None
+    notes: tuple[str, ...] = ()
 
 
 class VerifyReport(BaseModel):
-    drafter: str
-    target: str
-    device: str
-    dtype: str
-    num_spec_tokens: int
-    max_new_tokens: int
-    num_prompts: int
-    acceptance_per_position: list[float]
-    mean_acceptance_length: float
-    mean_acceptance_length_per_prompt: float | None
-    mean_acceptance_length_interval: list[float] | None = None  # INTERVAL; per bucket in drift
-    num_drafts: int
-    num_accepted: int
-    histogram: list[int]
-    all_positions: dict | None  # native only: every slot of the continuation, teacher-forced
-    acceptance_by_k: dict | None = None  # {"basis": "exact ..." | "estimate ...", "rows": [{k, ...}]}
-    drift: dict
-    target_distinct_token_ratio: float | None
+    """One verify run, whatever the engine (docs/report.md, generated from this model)."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    kind: Literal["verify"] = "verify"
+    """Which command wrote it."""
+    drafter: Line
+    """The drafter measured: its folder (a Hub drafter: the cached snapshot)."""
+    target: Line
+    """The target as the engine loaded it: a path or a Hub repo id."""
+    device: Line
+    """Where it ran (`remote` for a server)."""
+    dtype: Line
+    """The precision the target and drafter ran in."""
+    num_spec_tokens: Annotated[int, Field(ge=1, le=MAX_K)]
+    """K: tokens drafted per verify step."""
+    max_new_tokens: Annotated[int, Field(ge=1, le=MAX_NEW_TOKENS)]
+    """Tokens generated per prompt."""
+    num_prompts: Count
+    """Prompts measured (after skipping those that do not fit)."""
+    acceptance_per_position: list[Rate]
+    """Accepted at draft position i / drafts (engines: their own counters, as deltas)."""
+    mean_acceptance_length: Length
+    """1 + accepted / drafts, pooled over every verify step, as vLLM counts it."""
+    mean_acceptance_length_per_prompt: Length | None
+    """The mean of the per-prompt acceptance lengths (null without per-request figures)."""
+    mean_acceptance_length_interval: Interval | None = None
+    """The pooled length's bootstrap interval over prompts (drift.interval says how)."""
+    num_drafts: Count
+    """Verify steps that drafted (engines: their counters)."""
+    num_accepted: Count
+    """Draft tokens accepted."""
+    histogram: list[Count]
+    """Verify steps by accepted count 0..K (from per-request figures; empty without them)."""
+    all_positions: Tallied | None
+    """Native only: teacher-forced statistics over every slot of the continuation."""
+    acceptance_by_k: ByK | None = None
+    """The acceptance length at every K up to this one: exact (replayed) or estimated."""
+    drift: Drift
+    """Per prompt bucket, and the fed-back hidden state's RMS per depth (native)."""
+    target_distinct_token_ratio: Rate | None
+    """Output diversity: a target that loops inflates acceptance."""
     lint: list[Finding]
-    timing: dict
-    engine: dict = {"name": "native"}
-    sampling: dict = {"temperature": 0.0, "seed": None}
-    per_prompt: list[dict] = []  # {"index", "bucket", "prompt_tokens", ["answers"], "accepted": [per verify step]}
-    skipped_prompts: list[dict] = []  # prompts that do not fit the context: reported, never truncated
+    """The drafter's lint findings against this target."""
+    timing: dict[str, Seconds]
+    """Seconds: native load/target_generate/drafter/total; vllm engine_start/measure/total; endpoint measure/total."""
+    engine: Engine = Engine()
+    """Which engine measured, and how it ran."""
+    sampling: Sampling = Sampling()
+    """Temperature and seed (request i is seeded with seed + i)."""
+    per_prompt: list[PromptResult] = []
+    """Every measured prompt's accepted length per verify step (engines: with per-request metrics)."""
+    skipped_prompts: list[Skipped] = []
+    """Prompts that do not fit the context or the engine: reported with the reason, never truncated."""
     notes: list[str] = []
-    speedup: dict | None = None
-    comparison: dict | None = None
-    thresholds: dict = {}
-    failures: list[str] = []
-    registry_id: str | None = None  # the entry it measured, for `registry record`
-    drafter_revision: str | None = None  # the Hub commit measured, when the drafter came from the Hub
-    target_revision: str | None = None  # the Hub commit measured, when the target came from the Hub
-    eaglezoo_version: str = __version__
-    created: str = Field(default_factory=lambda: dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"))
+    """What the reader must know (counters moved by another client, no per-request metrics, floors not checked)."""
+    speedup: Speedup | None = None
+    """`--speedup`: the same engine and prompts with and without the drafter, per load."""
+    comparison: Comparison | None = None
+    """`--engine native,vllm`: the two engines compared count for count."""
+    thresholds: Thresholds = Thresholds()
+    """The floors applied."""
+    failures: list[Line] = []
+    """Why the gate failed (exit 1); empty when it passed or applied no floor."""
+    serve: list[Line] = []
+    """How to serve what was measured on vLLM: `eaglezoo convert` first where the engine would not read the drafter
+    as given, then `vllm serve` with what eaglezoo's measurements of the server need."""
+    registry_id: Line | None = None
+    """The registry entry measured, for `registry record`."""
+    drafter_revision: Line | None = None
+    """The Hub commit of the drafter measured."""
+    target_revision: Line | None = None
+    """The Hub commit of the target measured."""
+    eaglezoo_version: Line = __version__
+    """The eaglezoo that measured."""
+    created: Line = Field(default_factory=lambda: dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"))
+    """When the report was written (ISO 8601, UTC)."""
+
+    @model_validator(mode="after")
+    def _consistent(self) -> VerifyReport:
+        problem = consistency_problem(self)
+        if problem:
+            raise ValueError(problem)
+        return self
 
 
+def consistency_problem(r: VerifyReport) -> str | None:
+    """What a schema cannot say: the figures agree with each other (as 'FIELD is ...; expected ...'), or None."""
+    k, al, rates = r.num_spec_tokens, r.mean_acceptance_length, r.acceptance_per_position
+    if len(rates) != k:
+        return f"acceptance_per_position holds {len(rates)} values; expected a list of num_spec_tokens ({k}) rates"
+    if al > k + 1:
+        return f"mean_acceptance_length is {al:g}; expected a number from 1 to K+1 ({k + 1})"
+    # vLLM and an endpoint report counters: a server without the per-position counter leaves the rates at 0
+    uncounted = r.engine.name in ("vllm", "endpoint") and not any(rates)
+    if abs(al - 1 - sum(rates)) > TOLERANCE * k and not uncounted:
+        return (f"mean_acceptance_length is {al:g} but 1 + the sum of acceptance_per_position is "
+                f"{1 + sum(rates):g}; expected them equal")
+    if r.num_accepted > k * r.num_drafts:
+        return f"num_accepted is {r.num_accepted}; expected a whole number from 0 to K x num_drafts ({k * r.num_drafts})"
+    expected_al = 1 + r.num_accepted / r.num_drafts if r.num_drafts else 1.0
+    if abs(al - expected_al) > TOLERANCE:
+        return (f"mean_acceptance_length is {al:g} but 1 + num_accepted / num_drafts is {expected_al:g}; "
+                "expected them equal")
+    if r.histogram and len(r.histogram) != k + 1:
+        return f"histogram holds {len(r.histogram)} counts; expected K+1 ({k + 1}) counts of at least 0, or none"
+    for name, value in (("mean_acceptance_length_per_prompt", r.mean_acceptance_length_per_prompt),):
+        if value is not None and value > k + 1:
+            return f"{name} is {value:g}; expected a number from 1 to K+1 ({k + 1}) or null"
+    return _created_problem(r.created) or _drift_problem(r.drift, k, r.num_prompts) or _by_k_problem(
+        r.acceptance_by_k, k)
 
-def report_for(work: Workload, m: Measurement) -> VerifyReport:
-    """One report from one measurement; the engine's own counters are the headline when it keeps them."""
+
+def _created_problem(created: str) -> str | None:
+    try:
+        when = dt.datetime.fromisoformat(created)
+    except ValueError:
+        when = None
+    if when is None or len(created) < 16:  # a date-time, not a date alone
+        return f"created is {created[:40]!r}; expected an ISO date-time such as 2026-01-31T12:00:00+00:00"
+    now = dt.datetime.now(dt.UTC)
+    if (when if when.tzinfo else when.replace(tzinfo=dt.UTC)) > now + FUTURE_SLACK:
+        return f"created is {created!r}, in the future; expected the time the report was written"
+    return None
+
+
+def _drift_problem(drift: Drift, k: int, num_prompts: int) -> str | None:
+    for name in ("acceptance_per_position_by_bucket", "mean_acceptance_length_by_bucket"):
+        if len(getattr(drift, name)) > max(1, num_prompts):
+            return f"drift.{name} holds more buckets than prompts; expected one value per prompt bucket"
+    for bucket, rates in drift.acceptance_per_position_by_bucket.items():
+        if len(rates) != k:
+            return f"drift.acceptance_per_position_by_bucket[{bucket!r}] holds {len(rates)} rates; expected K ({k})"
+    for bucket, al in drift.mean_acceptance_length_by_bucket.items():
+        if al > k + 1:
+            return f"drift.mean_acceptance_length_by_bucket[{bucket!r}] is {al:g}; expected a number from 1 to {k + 1}"
+    return None
+
+
+def _by_k_problem(table: ByK | None, k: int) -> str | None:
+    if table is None:
+        return None
+    if len(table.rows) > k or any(row.k > k or row.mean_acceptance_length > row.k + 1 for row in table.rows):
+        return f"acceptance_by_k holds a K above {k} or a length above its K + 1; expected what verify writes"
+    return None
+
+
+def report_for(work: Workload, m: Measurement, gate: Gate = Gate(), origin: Origin = Origin(),
+               comparison: Comparison | None = None) -> VerifyReport:
+    """The one report of one measurement, built once: the engine's own counters are the headline when it keeps
+    them; the floors are applied and the provenance recorded here, never patched on afterwards."""
     k, tally, buckets, per_prompt = work.k, Tally(work.k), {}, []
     for i, p, ids, steps in zip(work.indices, work.prompts, work.encoded, m.accepted):
         if steps is None:
@@ -72,6 +384,12 @@ def report_for(work: Workload, m: Measurement) -> VerifyReport:
     for x in per_prompt:
         steps_by_bucket.setdefault(x["bucket"], []).append(x["accepted"])
     new = [t[:work.max_new_tokens] for t in m.tokens]
+    drift = Drift(feedback_rms_per_depth=m.feedback_rms,
+                  acceptance_per_position_by_bucket={b: t.per_position() for b, t in buckets.items()},
+                  mean_acceptance_length_by_bucket={b: t.mean_acceptance_length() for b, t in buckets.items()},
+                  mean_acceptance_length_interval_by_bucket={b: interval(steps_by_bucket[b]) for b in buckets},
+                  interval=INTERVAL)
+    thresholds, failures, gate_notes = gated(gate, s, drift.mean_acceptance_length_by_bucket, work.findings)
     return VerifyReport(
         drafter=str(work.drafter.path), target=work.target_name, device=m.device, dtype=m.dtype, num_spec_tokens=k,
         max_new_tokens=work.max_new_tokens, num_prompts=len(work.prompts),
@@ -79,16 +397,34 @@ def report_for(work: Workload, m: Measurement) -> VerifyReport:
         mean_acceptance_length_per_prompt=sum(als) / len(als) if als else None,
         num_drafts=s["num_drafts"], num_accepted=s["num_accepted"], histogram=s["histogram"],
         all_positions=m.all_positions,
-        mean_acceptance_length_interval=interval([x["accepted"] for x in per_prompt]),
-        drift={"feedback_rms_per_depth": m.feedback_rms,  # buckets (categories, conditions) in the prompt file's order
-               "acceptance_per_position_by_bucket": {b: t.per_position() for b, t in buckets.items()},
-               "mean_acceptance_length_by_bucket": {b: t.mean_acceptance_length() for b, t in buckets.items()},
-               "mean_acceptance_length_interval_by_bucket": {b: interval(steps_by_bucket[b]) for b in buckets},
-               "interval": INTERVAL},
+        mean_acceptance_length_interval=interval([x["accepted"] for x in per_prompt]), drift=drift,
         target_distinct_token_ratio=sum(len(set(t)) / max(1, len(t)) for t in new) / len(new) if new else None,
-        lint=work.findings, timing=m.timing, engine=m.engine, speedup=m.speedup,
+        lint=work.findings, timing=m.timing, engine=m.engine, speedup=m.speedup, comparison=comparison,
         sampling={"temperature": work.temperature, "seed": work.seed}, per_prompt=per_prompt,
-        skipped_prompts=work.skipped, notes=notes, acceptance_by_k=acceptance_by_k(m, s["acceptance_per_position"]))
+        skipped_prompts=work.skipped, notes=notes + gate_notes + list(origin.notes),
+        acceptance_by_k=acceptance_by_k(m, s["acceptance_per_position"]), thresholds=thresholds, failures=failures,
+        registry_id=origin.registry_id, drafter_revision=origin.drafter_revision,
+        target_revision=origin.target_revision, serve=serve_path(work, origin))
+
+
+def serve_path(work: Workload, origin: Origin) -> list[str]:
+    """The serving path `serve-config` prints for this drafter and target (a registry entry's own id converts it)."""
+    from ..checkpoint.config import target_config
+    from ..serving import serve_drafter
+
+    drafter, name = work.drafter, str(work.drafter.path)
+    source = [origin.registry_id] if origin.registry_id else [name, *_stated_ids(drafter)]
+    layers = target_config(work.target_dir).get("num_hidden_layers")
+    return serve_drafter(drafter, "vllm", name, work.target_name, work.k, source,
+                         layers if isinstance(layers, int) else None).steps
+
+
+def _stated_ids(drafter) -> list[str]:
+    """The aux ids a user stated for a folder whose config holds none: convert needs them stated again."""
+    aux = drafter.spec.aux
+    if aux is None or drafter.reading.aux_stated_by == "config":
+        return []
+    return ["--aux-layers", ",".join(map(str, aux.ids)), "--aux-convention", aux.convention]
 
 
 def interval(requests: list[list[int]]) -> list[float] | None:
@@ -133,37 +469,38 @@ def headline_from_counters(c: dict, tally: Tally, k: int) -> tuple[dict, str | N
 
 
 
-def apply_thresholds(report: VerifyReport, min_acceptance: list[float] | None, min_al: float | None,
-                     condition_floors: dict[str, float] | None = None) -> None:
-    report.thresholds = {"min_acceptance": min_acceptance, "min_al": min_al}
-    if condition_floors:
-        report.thresholds["min_al_by_condition"] = condition_floors
-    measured = report.drift["mean_acceptance_length_by_bucket"]
-    for condition, floor in (condition_floors or {}).items():
-        if condition not in measured:
-            report.notes.append(f"no prompt of condition {condition} was measured: its floor ({floor}) was not checked")
-        elif measured[condition] < floor:
-            report.failures.append(f"condition {condition}: acceptance length {measured[condition]:.3f} < {floor}")
-    if report.num_drafts == 0:
-        report.failures.append("no drafts were measured (continuations too short for K)")
-    for i, floor in enumerate(min_acceptance or []):
-        if i < len(report.acceptance_per_position) and report.acceptance_per_position[i] < floor:
-            report.failures.append(f"acceptance at position {i + 1} is {report.acceptance_per_position[i]:.3f} < {floor}")
-    if min_al is not None and report.mean_acceptance_length < min_al:
-        report.failures.append(f"mean acceptance length {report.mean_acceptance_length:.3f} < {min_al}")
-    errors = [f for f in report.lint if f.severity == "error"]
+def gated(gate: Gate, s: dict, by_condition: dict[str, float],
+          findings: list[Finding]) -> tuple[Thresholds, list[str], list[str]]:
+    """The floors applied to the measured figures: (what was applied, why the gate failed, what was not checked)."""
+    thresholds = Thresholds(min_acceptance=gate.min_acceptance, min_al=gate.min_al,
+                            min_al_by_condition=gate.condition_floors or None)
+    failures, notes = [], []
+    for condition, floor in (gate.condition_floors or {}).items():
+        if condition not in by_condition:
+            notes.append(f"no prompt of condition {condition} was measured: its floor ({floor}) was not checked")
+        elif by_condition[condition] < floor:
+            failures.append(f"condition {condition}: acceptance length {by_condition[condition]:.3f} < {floor}")
+    if s["num_drafts"] == 0:
+        failures.append("no drafts were measured (continuations too short for K)")
+    rates = s["acceptance_per_position"]
+    failures += [f"acceptance at position {i + 1} is {rates[i]:.3f} < {floor}"
+                 for i, floor in enumerate(gate.min_acceptance or []) if i < len(rates) and rates[i] < floor]
+    if gate.min_al is not None and s["mean_acceptance_length"] < gate.min_al:
+        failures.append(f"mean acceptance length {s['mean_acceptance_length']:.3f} < {gate.min_al}")
+    errors = [f for f in findings if f.severity == "error"]
     if errors:
-        report.failures.append(f"lint found {len(errors)} error(s): {', '.join(sorted({f.code for f in errors}))}")
+        failures.append(f"lint found {len(errors)} error(s): {', '.join(sorted({f.code for f in errors}))}")
+    return thresholds, failures, notes
 
 
-def compare(ref, other) -> dict:
+def compare(ref: VerifyReport, other: VerifyReport) -> Comparison:
     """ref, other: VerifyReports of the same workload on two engines."""
-    a, b = ref.engine["name"], other.engine["name"]
-    steps = {p["index"]: p["accepted"] for p in ref.per_prompt}
-    both = [p for p in other.per_prompt if p["index"] in steps]
-    differing = [p["index"] for p in both if steps[p["index"]] != p["accepted"]]
+    a, b = ref.engine.name, other.engine.name
+    steps = {p.index: p.accepted for p in ref.per_prompt}
+    both = [p for p in other.per_prompt if p.index in steps]
+    differing = [p.index for p in both if steps[p.index] != p.accepted]
     counts_equal = (ref.num_drafts, ref.num_accepted) == (other.num_drafts, other.num_accepted)
-    return {
+    return Comparison(**{
         "reference": a, "engine": b, "dtype": {a: ref.dtype, b: other.dtype},
         "acceptance_per_position": {a: ref.acceptance_per_position, b: other.acceptance_per_position},
         "difference_per_position": [y - x for x, y in zip(ref.acceptance_per_position, other.acceptance_per_position)],
@@ -171,14 +508,14 @@ def compare(ref, other) -> dict:
         "difference_mean_acceptance_length": other.mean_acceptance_length - ref.mean_acceptance_length,
         "num_drafts": {a: ref.num_drafts, b: other.num_drafts},
         "num_accepted": {a: ref.num_accepted, b: other.num_accepted},
-        "acceptance_length_by_k": {name: {"basis": r.acceptance_by_k["basis"].split(":")[0],
-                                          "values": [x["mean_acceptance_length"] for x in r.acceptance_by_k["rows"]]}
+        "acceptance_length_by_k": {name: {"basis": r.acceptance_by_k.basis.split(":")[0],
+                                          "values": [x.mean_acceptance_length for x in r.acceptance_by_k.rows]}
                                    for name, r in ((a, ref), (b, other)) if r.acceptance_by_k},
         "prompts_compared": len(both), "prompts_identical": len(both) - len(differing),
         "differing_prompts": differing,
         "identical": counts_equal and not differing and len(both) == len(ref.per_prompt)
         and ref.acceptance_per_position == other.acceptance_per_position,
-    }
+    })
 
 
 def speedup_report(with_drafter: dict, without: dict, temperature: float) -> dict:

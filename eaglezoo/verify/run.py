@@ -23,7 +23,7 @@ from ..lint import lint_drafter
 from .conversation import converse
 from .prompting import encode, load_tokenizer
 from .quantization import load_kwargs, quantization_config
-from .report import VerifyReport, apply_thresholds, compare, report_for
+from .report import Gate, Origin, VerifyReport, compare, report_for
 from .workload import (
     Measurement,
     NativeOptions,
@@ -40,17 +40,18 @@ from .workload import (
 def verify(drafter_dir: Path, target_dir: Path, *, engines: list[str] = ("native",), endpoint: str | None = None,
            engine_options=None, device: str = "auto", dtype: str = "auto", k: int = 3, max_new_tokens: int = 64,
            prompts_file: Path | None = None, max_prompts: int | None = None, opts: ReadOptions | None = None,
-           min_acceptance: list[float] | None = None, min_al: float | None = None, temperature: float = 0.0,
+           gate: Gate = Gate(), origin: Origin = Origin(), temperature: float = 0.0,
            seed: int | None = None, speedup: list[int] | None = None, target_name: str | None = None,
-           target_revision: str | None = None, trust_remote_code: bool = False, native: NativeOptions | None = None,
-           condition_floors: dict[str, float] | None = None, progress: Progress = lambda *a, **kw: None) -> VerifyReport:
+           trust_remote_code: bool = False, native: NativeOptions | None = None,
+           progress: Progress = lambda *a, **kw: None) -> VerifyReport:
     engines = list(engines)
     native = native or NativeOptions()
-    check_request(k, max_new_tokens, max_prompts, min_acceptance, temperature, engines, speedup)
+    check_request(k, max_new_tokens, max_prompts, gate.min_acceptance, temperature, engines, speedup)
     check_settings(engines, endpoint, engine_options, device, dtype, native)
     if "native" in engines:
         check_target(target_dir, native)
-    work = prepare(drafter_dir, target_dir, target_name or str(target_dir), target_revision, opts or ReadOptions(),
+    work = prepare(drafter_dir, target_dir, target_name or str(target_dir), origin.target_revision,
+                   opts or ReadOptions(),
                    prompts_file, max_prompts, k, max_new_tokens, temperature, seed, engines,
                    engine_options.max_model_len if engine_options else None, trust_remote_code)
     if "native" in engines:
@@ -61,14 +62,12 @@ def verify(drafter_dir: Path, target_dir: Path, *, engines: list[str] = ("native
     first, *rest = sorted(engines, key=lambda name: name == "native")
     with runs_on(first, work, device, dtype, endpoint, engine_options, native, progress) as measure_first:
         work = converse(work, lambda sub: measure_first(sub, None, answering(progress)), first)
-        measured = {first: report_for(work, measure_first(work, speedup, progress))}
+        measured = {first: measure_first(work, speedup, progress)}
     for name in rest:
-        measured[name] = report_for(work, measure(name, work, device, dtype, endpoint, native, progress))
-    report = measured[engines[-1]]
-    if len(measured) == 2:
-        report.comparison = compare(measured["native"], measured["vllm"])
-    apply_thresholds(report, min_acceptance, min_al, condition_floors)
-    return report
+        measured[name] = measure(name, work, device, dtype, endpoint, native, progress)
+    comparison = compare(report_for(work, measured["native"]), report_for(work, measured["vllm"])) \
+        if len(measured) == 2 else None
+    return report_for(work, measured[engines[-1]], gate, origin, comparison)
 
 
 def answering(progress: Progress) -> Progress:

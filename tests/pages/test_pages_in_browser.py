@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+from html import escape as html_escape
 
 import pytest
 from support.browser import CHROMIUM, assert_page, browse
@@ -28,10 +29,12 @@ def test_the_verify_page_in_a_browser(cli, tmp_path):
     assert r.code == 0 and r.json() == {"report": str(report), "kind": "verify", "html": str(again)}, r.err
     assert again.read_bytes() == page.read_bytes()
     # with --speedup's block (as the vLLM engine writes it), tokens/s by concurrency is drawn too
-    timing = {"output_tokens_per_s": 100.0}
-    data["speedup"] = {"levels": [{"concurrency": c, "with_drafter": {"output_tokens_per_s": 150.0 * c},
-                                   "without_drafter": {**timing, "output_tokens_per_s": 100.0 * c}, "speedup": 1.5}
-                                  for c in (1, 8)]}
+    def timing(rate: float) -> dict:
+        return {"output_tokens": 64, "wall_s": 64 / rate, "output_tokens_per_s": rate, "mean_tpot_ms": 10.0,
+                "mean_e2e_s": 0.5, "median_e2e_s": 0.5}
+    data["speedup"] = {"levels": [{"concurrency": c, "with_drafter": timing(150.0 * c),
+                                   "without_drafter": timing(100.0 * c), "speedup": 1.5} for c in (1, 8)],
+                       "identical_outputs": 1.0, "engine_start_s": {"with_drafter": 9.0, "without_drafter": 8.0}}
     report.write_text(json.dumps(data))
     faster = tmp_path / "speedup.html"
     assert cli("report", report, "--html", faster).code == 0
@@ -53,7 +56,8 @@ def test_the_tune_page_in_a_browser(tmp_path):
     report = {"drafter": "d", "target": "t", "engine": {"version": "0.32.0", "device": "cpu", "dtype": "float32"},
               "k_max": 2, "concurrency": [1, 4], "grid": grid, "basis": "measured",
               "decision": [{"concurrency": c, "k": 0, "output_tokens_per_s": 100.0 * c, "speedup": 1.0} for c in (1, 4)],
-              "vllm_command": "vllm serve t --speculative-config '{}'", "notes": ["a note"], "eaglezoo_version": "0"}
+              "vllm_command": "vllm serve t --speculative-config '{}'", "notes": ["a note"], "eaglezoo_version": "0",
+              "vllm_speculative_config": {"method": "eagle3", "model": "d", "num_speculative_tokens": 2}}
     page = tmp_path / "tune.html"
     page.write_text(tune_page(report))
     assert "Recommended: concurrency 1: K=0" in assert_page(page, tmp_path, plots=1)
@@ -80,5 +84,9 @@ def test_the_zoo_site_in_a_browser(cli, tmp_path):
     dom, log = browse(verified, tmp_path / "entry.png")
     assert "CONSOLE" not in log and dom.count("<svg") == 1 and "repo-file" in dom
     assert "vllm serve" in dom and "sglang.launch_server" in dom
+    # the published SafeAILab folder is not served faithfully as is: the whole path, convert first, as serve-config
+    sc = cli("serve-config", "tiny-example-eagle31", "--json").json()
+    assert html_escape(chr(10).join(sc["steps"])) in verified.read_text()
+    assert sc["steps"][0].startswith("eaglezoo convert tiny-example-eagle31 ")
     unknown = (site / "entries" / "nebius-eagle3-llama-3.3-70b-instruct.html").read_text()
     assert "aux_layers</td><td>unknown" in unknown  # with its reason beside it
