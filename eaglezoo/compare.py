@@ -41,11 +41,12 @@ class Row(BaseModel):
 
     @model_validator(mode="after")
     def _said(self) -> Row:
-        if len(self.interval) == 2:
-            said = verdict_of(self.interval)
-            if self.verdict not in (None, said):
-                raise ValueError(f"verdict is {self.verdict!r}; expected {said!r}, which its interval says")
-            self.verdict = said
+        if len(self.interval) != 2 or not all(map(math.isfinite, self.interval)) or self.interval[0] > self.interval[1]:
+            raise ValueError("interval is not [low, high]; expected two numbers, low first")
+        said = verdict_of(self.interval)
+        if self.verdict not in (None, said):
+            raise ValueError(f"verdict is {self.verdict!r}; expected {said!r}, which its interval says")
+        self.verdict = said
         return self
 
 

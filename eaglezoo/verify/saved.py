@@ -82,6 +82,8 @@ def _worded(e: dict) -> str:
     message = str(e.get("msg", "")).removeprefix("Value error, ")
     if e["type"] == "value_error" and not field:  # a model's own cross-field check says it all
         return message
+    if e["type"] == "value_error" and isinstance(e.get("input"), dict):  # a part's own check names its field
+        return f"{field}.{message}"
     if e["type"] == "value_error":
         return f"{field} is {_shown(e.get('input'))}; {message}"
     if e["type"] == "missing":

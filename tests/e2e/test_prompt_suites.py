@@ -189,7 +189,7 @@ def test_a_conversation_is_measured_after_the_targets_own_answers(cli, tmp_path)
     a1 = greedy_answer(target, [{"role": "user", "content": q1}], 12)
     a2 = greedy_answer(target, [{"role": "user", "content": q1}, {"role": "assistant", "content": a1},
                                 {"role": "user", "content": q2}], 12)
-    assert "answers" not in one and two["answers"] == [a1] and three["answers"] == [a1, a2]
+    assert one["answers"] is None and two["answers"] == [a1] and three["answers"] == [a1, a2]
     tok = AutoTokenizer.from_pretrained(target)
     conversation = tok.apply_chat_template([{"role": "user", "content": q1}, {"role": "assistant", "content": a1},
                                             {"role": "user", "content": q2}], tokenize=False, add_generation_prompt=True)

@@ -13,7 +13,7 @@ from conftest import ROOT, run_inprocess
 from eaglezoo.reports import kind_of, read_saved, schema, schema_markdown
 from eaglezoo.verify.report import VerifyReport
 
-SAVED = Path(__file__).resolve().parents[1] / "support" / "reports"
+SAVED = Path(__file__).resolve().parents[2] / "support" / "reports"
 BEFORE_KIND = {"verify": ROOT / "registry" / "reports" / "tiny-example-eagle31.k3.t0.native.json",
                "tune": SAVED / "tune-before-kind.json", "compare": SAVED / "compare-before-kind.json"}
 
