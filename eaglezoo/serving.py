@@ -180,9 +180,10 @@ def serve_config(spec: DrafterSpec, engine: str, drafter: str, target: str, k: i
     convert = unconverted = None
     if not in_place and convert_source is not None and spec.aux is not None:
         unconverted = _captured(spec.aux if reads_ids else None, convention, target_layers)
-        out = converted_name(convert_source[0], fmt)
+        to = fmt if engine == "vllm" else "eagle31"  # SGLang reads no speculators config
+        out = converted_name(convert_source[0], to)
         convert = shlex.join(["eaglezoo", "convert", convert_source[0], out, *convert_source[1:],
-                              *(["--to", "speculators"] if fmt == "speculators" else [])])
+                              *(["--to", "speculators"] if to == "speculators" else [])])
         drafter, revision, reads_ids = out, None, True
         warnings.append(f"{engine} would capture {unconverted or 'its default'} from the drafter as given"
                         f"{f' ({dialect} dialect)' if dialect else ''}: the path converts it first, then serves "
