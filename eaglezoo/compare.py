@@ -18,7 +18,6 @@ from .errors import BadInput, UsageError
 from .verify.acceptance import INTERVAL, bootstrap_interval, pooled_length
 from .verify.report import VerifyReport
 
-
 Verdict = Literal["B above A", "B below A", "indistinguishable"]
 
 

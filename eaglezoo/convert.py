@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
@@ -18,9 +18,9 @@ from pydantic import BaseModel
 
 from . import __version__
 from .checkpoint import formats
-from .checkpoint.config import target_config, validate_config
+from .checkpoint.config import target_config, target_layers, validate_config
 from .checkpoint.formats.base import ReadOptions
-from .checkpoint.problems import compare_with_target
+from .checkpoint.problems import compare_with_target, refuse_misfit
 from .checkpoint.read import Drafter, read_drafter
 from .checkpoint.spec import DrafterSpec
 from .checkpoint.st_writer import OutTensor, plan_output_order, stream_convert
@@ -70,9 +70,7 @@ class ConvertRequest:
     to: str = "eagle31"
     dialect: str | None = None
     target: Path | None = None
-    aux_layers: list[int] | None = None
-    aux_convention: str | None = None
-    flags: dict[str, bool] = field(default_factory=dict)
+    options: ReadOptions = field(default_factory=ReadOptions)  # the user's statements, the registry's facts
     dtype: str | None = None
     verifier: str | None = None
     origin: str | None = None  # "owner/name@sha" when the source came from the Hub
@@ -94,10 +92,10 @@ def plan(req: ConvertRequest) -> Prepared:
     """Read the source named in `req` and plan its conversion."""
     check_format(req.to)
     tcfg = target_config(req.target) if req.target else None
-    opts = ReadOptions(aux_layers=req.aux_layers, aux_convention=req.aux_convention,  # type: ignore[arg-type]
-                       flags=req.flags, target_config=tcfg)
-    return plan_from(read_drafter(req.source, req.dialect, opts), req.to, dtype=req.dtype, verifier=req.verifier,
-                     origin=req.origin)
+    drafter = read_drafter(req.source, req.dialect, replace(req.options, target_layers=target_layers(tcfg)))
+    if tcfg is not None:
+        refuse_misfit(drafter.spec.aux, drafter.spec.target_hidden_size, drafter.spec.vocab_size, tcfg)
+    return plan_from(drafter, req.to, dtype=req.dtype, verifier=req.verifier, origin=req.origin, target=tcfg)
 
 
 def check_format(to: str) -> None:
@@ -106,13 +104,14 @@ def check_format(to: str) -> None:
 
 
 def plan_from(drafter: Drafter, to: str = "eagle31", *, dtype: str | None = None, verifier: str | None = None,
-              origin: str | None = None) -> Prepared:
-    """The conversion of a drafter already read: config, tensor order, renames, drops, decisions, warnings."""
+              origin: str | None = None, target: dict | None = None) -> Prepared:
+    """The conversion of a drafter already read: config, tensor order, renames, drops, decisions, warnings
+    (`target`: its config, when the conversion was asked against one)."""
     check_format(to)
     spec, reading, ckpt = drafter.spec, drafter.reading, drafter.checkpoint
     warnings = list(reading.warnings)
-    if drafter.options.target_config is not None:
-        warnings += compare_with_target(spec, drafter.options.target_config)
+    if target is not None:
+        warnings += compare_with_target(spec, target)
     names = plan_output_order(ckpt, reading.renames)
     cast = _cast_code(dtype)
     tensors = [OutTensor(reading.renames[n], ckpt.refs[n], cast if cast and ckpt.refs[n].is_float else ckpt.refs[n].dtype)

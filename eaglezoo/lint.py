@@ -6,6 +6,7 @@ Every finding has a severity, a stable code, a message and a hint; errors make `
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Literal, TypeVar
 
@@ -115,7 +116,7 @@ def read_tolerating(read: Callable[[ReadOptions], T], opts: ReadOptions) -> tupl
             relax = TOLERATED.get(exc.code)
             if relax is None or getattr(opts, relax):
                 return None, findings
-            setattr(opts, relax, True)
+            opts = replace(opts, **{relax: True})
 
 
 def lint_drafter(drafter: Drafter, tcfg: dict | None, target_dir: Path | None = None,

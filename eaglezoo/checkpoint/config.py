@@ -271,3 +271,9 @@ def target_config(target: Path) -> dict:
     path = target / "config.json"
     cfg = validate_config(read_json(path, "target config"), str(path), "target")
     return cfg.get("text_config") or cfg  # multimodal targets keep the LM under text_config
+
+
+def target_layers(tcfg: dict | None) -> int | None:
+    """A target config's decoder layer count, or None where it has none to give."""
+    layers = (tcfg or {}).get("num_hidden_layers")
+    return layers if isinstance(layers, int) and not isinstance(layers, bool) and layers > 0 else None

@@ -31,7 +31,7 @@ class Malformed(BadInput):
 MAX_HEADER = 100_000_000  # the library's limit on the JSON header's length
 
 # safetensors dtype code -> (its name, as torch spells it where torch has it; bits per element)
-DTYPE_NAMES: dict[str, tuple[str, int]] = {
+ST_DTYPES: dict[str, tuple[str, int]] = {
     "F64": ("float64", 64), "F32": ("float32", 32), "F16": ("float16", 16), "BF16": ("bfloat16", 16),
     "C64": ("complex64", 64),
     "I64": ("int64", 64), "I32": ("int32", 32), "I16": ("int16", 16), "I8": ("int8", 8),
@@ -59,7 +59,7 @@ class TensorRef:
 
     @property
     def nbytes(self) -> int:
-        return math.prod(self.shape) * DTYPE_NAMES[self.dtype][1] // 8
+        return math.prod(self.shape) * ST_DTYPES[self.dtype][1] // 8
 
     @property
     def is_float(self) -> bool:
@@ -148,7 +148,7 @@ def _entry(name: str, value, where: str) -> _Entry:
         dtype = dtype[0][0]  # serde also reads an enum variant written as {"F16": null}
     if not isinstance(dtype, str):
         raise Malformed(f"{where}: tensor {name!r} has a malformed dtype")
-    if dtype not in DTYPE_NAMES:
+    if dtype not in ST_DTYPES:
         raise Malformed(f"{where}: tensor {name!r} has unknown dtype {dtype!r}")
     if not _unsigned_list(shape):
         raise Malformed(f"{where}: tensor {name!r} has a malformed shape (not a list of non-negative integers)")
@@ -220,7 +220,7 @@ def _byte_size(e: _Entry, where: str) -> int:
         count *= dim
         if count > U64_MAX:
             raise Malformed(f"{what} has too many elements (their count overflows 64 bits)")
-    bits = count * DTYPE_NAMES[e.dtype][1]
+    bits = count * ST_DTYPES[e.dtype][1]
     if bits > U64_MAX:
         raise Malformed(f"{what} is too large (its size in bits overflows 64 bits)")
     if bits % 8:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable
 
 from ..errors import BadInput
-from .st_header import DTYPE_NAMES
+from .st_header import ST_DTYPES
 from .tensors import CHUNK, Checkpoint, TensorRef, torch_dtype
 
 if TYPE_CHECKING:
@@ -29,7 +29,7 @@ class OutTensor:
 
     @property
     def nbytes(self) -> int:
-        return math.prod(self.source.shape) * DTYPE_NAMES[self.dtype][1] // 8
+        return math.prod(self.source.shape) * ST_DTYPES[self.dtype][1] // 8
 
 
 class _Hasher:

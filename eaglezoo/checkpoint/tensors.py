@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import BadInput, printable
 from ..fsutil import child_path, regular_file
-from .st_header import DTYPE_NAMES, TensorRef, read_safetensors_header
+from .st_header import ST_DTYPES, TensorRef, read_safetensors_header
 
 if TYPE_CHECKING:
     import torch
@@ -35,11 +35,11 @@ UNLOADABLE_HINT = "convert it to safetensors with the tool that made it, or re-d
 
 def torch_dtype(code: str) -> "torch.dtype":
     import torch
-    return getattr(torch, DTYPE_NAMES[code][0])
+    return getattr(torch, ST_DTYPES[code][0])
 
 
 def code_of(dtype) -> str | None:
-    return next((code for code, (name, _) in DTYPE_NAMES.items()
+    return next((code for code, (name, _) in ST_DTYPES.items()
                  if code not in TORCHLESS and str(dtype) == f"torch.{name}"), None)
 
 

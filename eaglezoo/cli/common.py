@@ -184,7 +184,8 @@ def parse_flags(items: list[str] | None) -> dict[str, bool]:
 def read_options(aux_layers: str | None, aux_convention: str | None, flag: list[str] | None):
     from ..checkpoint.formats.base import ReadOptions, detect_convention
 
-    return ReadOptions(aux_layers=parse_ids(aux_layers), aux_convention=detect_convention(aux_convention),
+    ids = parse_ids(aux_layers)
+    return ReadOptions(aux_layers=tuple(ids) if ids is not None else None, aux_convention=detect_convention(aux_convention),
                        flags=parse_flags(flag))
 
 

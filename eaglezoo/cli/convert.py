@@ -104,7 +104,6 @@ def convert_request(src: str, target: str | None, opts: ReadOptions, *, revision
 
     source = resolve(src, revision, registry_dir=registry_dir)
     if source.entry:
-        source.entry.fill_read_options(opts)
+        opts = source.entry.read_options(opts)
     target_dir = resolve(target, what="target", registry_ids=False).path if target else None
-    return ConvertRequest(source=source.path, target=target_dir, aux_layers=opts.aux_layers,
-                          aux_convention=opts.aux_convention, flags=opts.flags, origin=source.origin, **choices)
+    return ConvertRequest(source=source.path, target=target_dir, options=opts, origin=source.origin, **choices)

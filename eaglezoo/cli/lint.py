@@ -101,7 +101,7 @@ def lint_source(arg: str, target: str | None = None, *, revision: str | None = N
         from ..registry.load import lookup
 
         entry, reg = lookup(arg, registry_dir)
-        entry.fill_read_options(opts)
+        opts = entry.read_options(opts)
         if entry.drafter.repo:  # headers and small tensors only, never the weights
             return remote_lint(entry.drafter.repo, target or entry.target.repo, revision=revision or entry.drafter.revision,
                                dialect=dialect or entry.dialect, opts=opts)

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
+from ..checkpoint.config import target_layers
 from ..errors import UsageError, printable
 from .common import JsonOpt, NumSpecTokensOpt, RegistryOpt, app, emit, err, out
 
@@ -85,7 +86,7 @@ def _serve_entry(name: str, engine: str, k: int, target: str | None, registry_di
         target_name, layers = _entry_place(entry.target, reg, "target"), entry.target_num_layers
     else:
         target_name, tcfg = _checked_target(target)
-        layers = _layers(tcfg)
+        layers = target_layers(tcfg)
         if tcfg and entry.target_hidden_size and entry.target_vocab_size:  # spec() fills unknown sizes with 1
             _refuse_misfit(spec, tcfg)
     source = [name, *(["--registry", str(registry_dir)] if registry_dir else [])]
@@ -104,7 +105,7 @@ def _serve_folder(path, engine: str, k: int, target: str | None) -> ServeConfig:
     drafter = read_drafter(path, None, ReadOptions(allow_missing_aux=True), strict=False)
     if tcfg:
         _refuse_misfit(drafter.spec, tcfg)
-    return serve_drafter(drafter, engine, _from_here(path), target_name, k, [_from_here(path)], _layers(tcfg))
+    return serve_drafter(drafter, engine, _from_here(path), target_name, k, [_from_here(path)], target_layers(tcfg))
 
 
 def _from_here(path: Path) -> str:
@@ -140,11 +141,6 @@ def _checked_target(target: str) -> tuple[str, dict | None]:
         raise UsageError(f"--target {printable(repr(target))}: no such directory, nor a Hub repo id (owner/name)",
                          hint="give the target model's folder or its Hub repo id (owner/name)")
     return target, None
-
-
-def _layers(tcfg: dict | None) -> int | None:
-    layers = (tcfg or {}).get("num_hidden_layers")
-    return layers if isinstance(layers, int) and not isinstance(layers, bool) and layers > 0 else None
 
 
 def _refuse_misfit(spec, tcfg: dict) -> None:

@@ -28,7 +28,7 @@ from .common import (
 )
 from .outputs import HtmlOpt, check_outputs, save, spare_inputs
 from .sources import resolve, target_for
-from .verify import parse_json, parse_levels, verify_progress
+from .verify import parse_engine_args, parse_levels, verify_progress
 
 ENGINE = "Engine (vLLM)"
 
@@ -72,7 +72,7 @@ def tune(
     options = engine_options(python=engine_python, tensor_parallel_size=tensor_parallel_size or 1,
                              max_model_len=max_model_len, dtype=dtype, trust_remote_code=trust_remote_code,
                              gpu_memory_utilization=gpu_memory_utilization, enforce_eager=enforce_eager,
-                             extra=parse_json(engine_args), timeout_s=engine_timeout)
+                             extra=parse_engine_args(engine_args), timeout_s=engine_timeout)
     with verify_progress() as advance:
         result = tune_source(drafter, target, revision=revision, registry_dir=registry_dir, prompts_file=prompts,
                              max_prompts=max_prompts, max_new_tokens=max_new_tokens, k_max=k_max,
@@ -101,7 +101,7 @@ def tune_source(drafter: str, target: str | None, *, revision, registry_dir, pro
                          hint="add --target DIR (or a Hub repo id)")
     entry, floors = src.entry, {}
     if entry is not None:
-        entry.fill_read_options(opts)
+        opts = entry.read_options(opts)
         if prompts_file is None and entry.prompts:
             prompts_file = src.registry.path(entry.prompts, "prompts")
         floors = {f.k: entry.floors_at(f.k, 0.0)[:2] for f in entry.acceptance_floors or []

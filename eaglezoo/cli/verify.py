@@ -100,7 +100,7 @@ def verify(
         data_parallel_size=data_parallel_size, enable_expert_parallel=enable_expert_parallel,
         distributed_executor_backend=distributed_executor_backend, max_model_len=max_model_len, dtype=dtype,
         quantization=quantization, trust_remote_code=trust_remote_code,
-        gpu_memory_utilization=gpu_memory_utilization, enforce_eager=enforce_eager, extra=parse_json(engine_args),
+        gpu_memory_utilization=gpu_memory_utilization, enforce_eager=enforce_eager, extra=parse_engine_args(engine_args),
         timeout_s=engine_timeout)
     check_engine_only(["endpoint"] if endpoint else parse_engines(engine), options)
     with verify_progress() as advance:
@@ -120,7 +120,7 @@ def verify(
         raise typer.Exit(EXIT_FINDINGS)
 
 
-def parse_json(text: str | None) -> dict:
+def parse_engine_args(text: str | None) -> dict:
     if text is None:
         return {}
     try:
@@ -302,7 +302,7 @@ def verify_source(drafter: str, target: str | None, *, revision: str | None = No
     min_al, condition_floors, notes = kwargs.pop("min_al", None), None, ()
     k, temperature = kwargs.get("k", 3), kwargs.get("temperature", 0.0)
     if src.entry is not None:
-        src.entry.fill_read_options(opts)
+        opts = src.entry.read_options(opts)
         if min_acceptance is None and min_al is None:
             min_acceptance, min_al, floors_note = src.entry.floors_at(k, temperature)
             notes = (floors_note,) if floors_note else ()

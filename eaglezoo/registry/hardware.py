@@ -8,7 +8,7 @@ weights split over the GPUs, the KV cache of the verify workload split over the 
 
 from __future__ import annotations
 
-from ..checkpoint.st_header import DTYPE_NAMES
+from ..checkpoint.st_header import ST_DTYPES
 from .schema import Hardware
 
 GiB = 1024**3
@@ -20,7 +20,7 @@ LAYOUTS = ((80, 1, 1), (80, 2, 1), (80, 4, 1), (80, 8, 1), (141, 8, 1), (141, 8,
 RUNNERS = tuple(Hardware(gpu_memory_gb=m, gpus_per_node=g, nodes=n, tensor_parallel_size=g * n, source="").runner
                 for m, g, n in LAYOUTS)  # the self-hosted runner labels: one per layout
 EXPERT_KEYS = ("num_experts", "n_routed_experts", "num_local_experts")
-DTYPE_BYTES = {name: bits / 8 for name, bits in DTYPE_NAMES.values()}  # target_dtype, as sync names it -> bytes
+DTYPE_BYTES = {name: bits / 8 for name, bits in ST_DTYPES.values()}  # target_dtype, as sync names it -> bytes
 
 
 def kv_bytes_per_token(cfg: dict) -> int:

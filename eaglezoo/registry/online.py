@@ -23,8 +23,7 @@ def _published_config_problems(entry: Entry) -> dict:
     if not entry.drafter.repo:
         return {"problems": [], "skipped": "not published on the Hub"}
     try:
-        opts = ReadOptions()
-        entry.fill_read_options(opts)  # the same reading as `lint ID`, `verify ID`
+        opts = entry.read_options(ReadOptions())  # the same reading as `lint ID`, `verify ID`
         report = remote_lint(entry.drafter.repo, entry.target.repo, entry.drafter.revision, entry.dialect, opts)
     except HubSilent:  # the next entry would wait as long: the command stops
         raise

@@ -277,12 +277,14 @@ class Entry(Strict):
         value = getattr(self, name)
         return None if value in ({}, []) else value
 
-    def fill_read_options(self, opts) -> None:
-        """The registry knows what many published configs omit: the aux ids, with their convention."""
-        opts.registry_convention = self.aux_layers.convention
-        if opts.aux_layers is None and self.aux_layers.ids:
-            opts.aux_layers, opts.aux_convention = list(self.aux_layers.ids), self.aux_layers.convention
-            opts.aux_stated_by = f"registry entry {self.id} (aux_layers)"
+    def read_options(self, opts):
+        """`opts` with what the registry knows and many published configs omit: the aux ids, with their
+        convention, in the fields of their own that the reader consults after the user's (a new value)."""
+        from dataclasses import replace
+
+        ids = tuple(self.aux_layers.ids) if self.aux_layers.ids else None
+        return replace(opts, registry_id=self.id, registry_aux_layers=ids,
+                       registry_convention=self.aux_layers.convention)
 
     def floor_for(self, k: int, temperature: float) -> Floor | None:
         return next((f for f in self.acceptance_floors or []

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..checkpoint.tensors import DTYPE_NAMES
+from ..checkpoint.tensors import ST_DTYPES
 from ..errors import EaglezooError, HubError, HubSilent
 from ..fsutil import atomic_write_text
 from ..hub.state import Snapshot, snapshot
@@ -69,7 +69,7 @@ def sync_entry(entry: Entry) -> EntrySync:
     except EaglezooError as exc:
         result.error = exc.message
         return result
-    result.differences += compare(entry, facts)
+    result.differences += differences_from(entry, facts)
     return result
 
 
@@ -88,11 +88,11 @@ def sync_template(entry: Entry, template: Path, source: str, level: EvidenceLeve
     # a config alone does not settle the dialect: TorchSpec and SpecForge templates share an architecture, and
     # the tensor names (which only the published files have) decide
     facts = [f for f in config_facts(drafter.reading, drafter.config, source, level) if f.field != "dialect"]
-    result.differences += compare(entry, facts)
+    result.differences += differences_from(entry, facts)
     return result
 
 
-def compare(entry: Entry, facts: list[Fact]) -> list[Difference]:
+def differences_from(entry: Entry, facts: list[Fact]) -> list[Difference]:
     stated = entry.model_dump(mode="json")
     return [d for f in facts if (d := _compare(entry, stated, f))]
 
@@ -182,7 +182,7 @@ def _weights(ckpt) -> tuple[int, int, str]:
         params += math.prod(ref.shape)
         by_dtype[ref.dtype] = by_dtype.get(ref.dtype, 0) + ref.nbytes
     main = max(by_dtype, key=by_dtype.get) if by_dtype else "BF16"
-    return params, sum(by_dtype.values()), DTYPE_NAMES.get(main, (main.lower(),))[0]
+    return params, sum(by_dtype.values()), ST_DTYPES.get(main, (main.lower(),))[0]
 
 
 def _keys(obj) -> set[str]:

@@ -51,7 +51,7 @@ def measure_endpoint(work: Workload, url: str, progress: Progress) -> Measuremen
     t0 = time.perf_counter()
     results = run_prompts(base, model, work, progress)
     wall = time.perf_counter() - t0
-    counters = delta(before, scrape(base))
+    counters = scrape_delta(before, scrape(base))
     if counters["drafts"] == 0:
         raise EngineError(f"{base} ran no speculative decoding for these requests (0 drafts)",
                           hint="start it with --speculative-config (vLLM #25250: a missing drafter is silent)")
@@ -221,7 +221,7 @@ def scrape(base: str) -> dict:
     return out
 
 
-def delta(before: dict, after: dict) -> dict:
+def scrape_delta(before: dict, after: dict) -> dict:
     positions = sorted(after["per_position"])
     return {"drafts": after["drafts"] - before["drafts"], "draft_tokens": after["draft_tokens"] - before["draft_tokens"],
             "accepted": after["accepted"] - before["accepted"],

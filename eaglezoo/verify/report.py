@@ -493,7 +493,7 @@ def gated(gate: Gate, s: dict, by_condition: dict[str, float],
     return thresholds, failures, notes
 
 
-def compare(ref: VerifyReport, other: VerifyReport) -> Comparison:
+def compare_engines(ref: VerifyReport, other: VerifyReport) -> Comparison:
     """ref, other: VerifyReports of the same workload on two engines."""
     a, b = ref.engine.name, other.engine.name
     steps = {p.index: p.accepted for p in ref.per_prompt}

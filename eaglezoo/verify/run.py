@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
-from ..checkpoint.config import target_config
+from ..checkpoint.config import target_config, target_layers
 from ..checkpoint.formats.base import ReadOptions
-from ..checkpoint.problems import provenance_findings
+from ..checkpoint.problems import provenance_findings, refuse_misfit
 from ..checkpoint.read import read_drafter
 from ..errors import UsageError
 from ..limits import MAX_TEMPERATURE
@@ -23,7 +24,7 @@ from ..lint import lint_drafter
 from .conversation import converse
 from .prompting import encode, load_tokenizer
 from .quantization import load_kwargs, quantization_config
-from .report import Gate, Origin, VerifyReport, compare, report_for
+from .report import Gate, Origin, VerifyReport, compare_engines, report_for
 from .workload import (
     Measurement,
     NativeOptions,
@@ -65,7 +66,7 @@ def verify(drafter_dir: Path, target_dir: Path, *, engines: list[str] = ("native
         measured = {first: measure_first(work, speedup, progress)}
     for name in rest:
         measured[name] = measure(name, work, device, dtype, endpoint, native, progress)
-    comparison = compare(report_for(work, measured["native"]), report_for(work, measured["vllm"])) \
+    comparison = compare_engines(report_for(work, measured["native"]), report_for(work, measured["vllm"])) \
         if len(measured) == 2 else None
     return report_for(work, measured[engines[-1]], gate, origin, comparison)
 
@@ -142,8 +143,8 @@ def prepare(drafter_dir: Path, target_dir: Path, target_name: str, target_revisi
             seed: int | None, engines: list[str], max_model_len: int | None, trust_remote_code: bool = False) -> Workload:
     prompts = load_prompts(prompts_file)[:max_prompts]
     tcfg = target_config(target_dir)
-    opts.target_config = tcfg
-    drafter = read_drafter(drafter_dir, None, opts)
+    drafter = read_drafter(drafter_dir, None, replace(opts, target_layers=target_layers(tcfg)))
+    refuse_misfit(drafter.spec.aux, drafter.spec.target_hidden_size, drafter.spec.vocab_size, tcfg)
     findings = lint_drafter(drafter, tcfg, target_dir) + provenance_findings(drafter_dir, drafter.spec)
     tokenizer = load_tokenizer(target_dir, trust_remote_code)
     encoded, unfit, notes = encode(tokenizer, prompts)

@@ -93,15 +93,15 @@ class Workload:
         return [self.temperature if p.temperature is None else p.temperature for p in self.prompts]
 
 
-DTYPE_NAMES = {"float32": "float32", "fp32": "float32", "bfloat16": "bfloat16", "bf16": "bfloat16",
+DTYPE_ALIASES = {"float32": "float32", "fp32": "float32", "bfloat16": "bfloat16", "bf16": "bfloat16",
                "float16": "float16", "fp16": "float16", "float64": "float64"}  # --dtype's names, both engines
 
 
 def dtype_name(name: str) -> str:
     """`--dtype`'s name as torch spells it; checked here, without importing torch, so a typo fails at once."""
-    if name not in DTYPE_NAMES:
-        raise UsageError(f"unknown --dtype {name!r}", hint=f"use one of auto, {', '.join(DTYPE_NAMES)}")
-    return DTYPE_NAMES[name]
+    if name not in DTYPE_ALIASES:
+        raise UsageError(f"unknown --dtype {name!r}", hint=f"use one of auto, {', '.join(DTYPE_ALIASES)}")
+    return DTYPE_ALIASES[name]
 
 
 @dataclass

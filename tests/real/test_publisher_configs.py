@@ -19,7 +19,7 @@ from eaglezoo.checkpoint.formats.base import ReadOptions
 from eaglezoo.checkpoint.read import read_config
 from eaglezoo.lint import lint_config
 from eaglezoo.registry.load import load as load_registry
-from eaglezoo.registry.sync import compare, config_facts
+from eaglezoo.registry.sync import config_facts, differences_from
 
 
 @pytest.fixture
@@ -175,6 +175,6 @@ def test_registry_facts_taken_from_a_template_are_what_the_template_states():
             drafter = read_config(CORPUS / by_url[url]["path"], None, ReadOptions(allow_missing_aux=True))
             facts = [f for f in config_facts(drafter.reading, drafter.config, url, "publisher-template")
                      if (held := entry.evidence.get(f.field.split(".")[0])) is not None and held.source == url]
-            assert facts and compare(entry, facts) == [], entry.id
+            assert facts and differences_from(entry, facts) == [], entry.id
             checked += 1
     assert checked >= 9

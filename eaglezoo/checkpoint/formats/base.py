@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ...errors import BadInput, UsageError
-from ..problems import refuse_misfit
 from ..spec import CONVENTIONS, AuxLayers, Convention, DrafterSpec, default_boundary_ids
 from ..tensors import Checkpoint
 
@@ -30,16 +29,30 @@ LEGACY_RENAMES = [  # SGLang's legacy 3.1 names (docs/formats.md#sglang)
 NAME_THE_DIALECT = "name the dialect with --from DIALECT in eaglezoo lint or convert, then use the converted folder"
 
 
-@dataclass
+@dataclass(frozen=True)
 class ReadOptions:
-    aux_layers: list[int] | None = None
+    """How to read a drafter, built once by its caller: what the user stated, what a registry entry knows (in
+    fields of its own), and the one fact of the target reading needs. Reading only reads: whether the drafter
+    fits a target is checked after it (`problems.refuse_misfit`), where a caller needs it."""
+
+    aux_layers: tuple[int, ...] | None = None  # stated by the user (--aux-layers)
     aux_convention: Convention | None = None
     flags: dict[str, bool] = field(default_factory=dict)  # user-stated flag values
-    target_config: dict[str, Any] | None = None
+    target_layers: int | None = None  # the target's layer count: its documented default ids where a config has none
     allow_missing_aux: bool = False  # lint: keep reading a drafter whose ids are missing or of unknown convention
     trust_stored_flags: bool = False  # lint: read a flag this dialect leaves ambiguous as stored (a finding says so)
-    aux_stated_by: str = "--aux-layers"  # who stated aux_layers, for messages
-    registry_convention: Convention | None = None  # a registry entry's, for ids whose dialect documents none
+    registry_id: str | None = None  # the registry entry whose facts follow
+    registry_aux_layers: tuple[int, ...] | None = None  # its aux ids, which many published configs omit
+    registry_convention: Convention | None = None  # their convention, also for ids whose dialect documents none
+
+    def stated_aux(self) -> tuple[tuple[int, ...], Convention | None, str] | None:
+        """The aux ids stated outside the checkpoint, their convention and who stated them: the user's, else the
+        registry entry's; None when neither did."""
+        if self.aux_layers is not None:
+            return self.aux_layers, self.aux_convention, "--aux-layers"
+        if self.registry_aux_layers is not None:
+            return self.registry_aux_layers, self.registry_convention, f"registry entry {self.registry_id} (aux_layers)"
+        return None
 
 
 @dataclass
@@ -103,12 +116,13 @@ def resolve_aux(found: list[tuple[list[int], Convention | None, str]], k_hint: i
                 d: Decisions) -> AuxLayers:
     """Pick the aux ids with their convention. `found` lists (ids, convention or None if the dialect
     does not document one, where they were found)."""
-    stated = None
-    if opts.aux_layers is not None:
-        if opts.aux_convention is None:
+    stated, given = None, opts.stated_aux()
+    if given is not None:
+        ids, convention, stated_by = given
+        if convention is None:
             raise UsageError("--aux-layers needs --aux-convention (boundary or layer-output)",
                              hint="boundary: vLLM/HF hidden_states[i]; layer-output: SGLang/ModelOpt/TRT-LLM")
-        stated = AuxLayers(ids=tuple(opts.aux_layers), convention=opts.aux_convention)
+        stated = AuxLayers(ids=tuple(ids), convention=convention)
     resolved: list[tuple[AuxLayers, str]] = []
     for ids, conv, where in found:
         if conv is None:
@@ -126,19 +140,20 @@ def resolve_aux(found: list[tuple[list[int], Convention | None, str]], k_hint: i
                            code="aux-ids-disagree")
     if stated is not None:
         if resolved and resolved[0][0].boundary() != stated.boundary():
-            raise UsageError(f"{opts.aux_stated_by} selects boundary {stated.boundary()}, but {resolved[0][1]} selects "
+            raise UsageError(f"{stated_by} selects boundary {stated.boundary()}, but {resolved[0][1]} selects "
                              f"{resolved[0][0].boundary()}",
                              hint="fix the checkpoint's config instead of overriding it")
-        d.decide(f"aux ids {list(stated.ids)} ({stated.convention}) as stated by the user "
+        who = "the user" if opts.aux_layers is not None else f"registry entry {opts.registry_id}"
+        d.decide(f"aux ids {list(stated.ids)} ({stated.convention}) as stated by {who} "
                  f"= boundary {stated.boundary()}")
-        d.aux_stated_by = "user"
+        d.aux_stated_by = "user" if opts.aux_layers is not None else "registry"
         return stated
     if resolved:
         aux, where = resolved[0]
         d.decide(f"aux ids {list(aux.ids)} from {where} ({aux.convention} convention) = boundary {aux.boundary()}")
         return aux
-    if opts.target_config is not None and (k_hint in (None, 3)):
-        n = int(opts.target_config["num_hidden_layers"])
+    if opts.target_layers is not None and (k_hint in (None, 3)):
+        n = opts.target_layers
         ids = default_boundary_ids(n)
         if len(set(ids)) != 3 or min(ids) < 1:
             raise UsageError(f"the checkpoint carries no aux-layer ids and the documented default (2, L//2, L-3) "
@@ -314,7 +329,7 @@ def _aux_layers(found, top: dict, fan_k: int | None, g: Geometry, opts: ReadOpti
     if k is not None and (not isinstance(k, int) or k <= 0):
         raise BadInput(f"config.json: num_aux_hidden_states must be a positive integer, found {k!r}",
                        hint="fix num_aux_hidden_states in config.json")
-    if opts.allow_missing_aux and opts.aux_layers is None and (not found or _convention_unknown(found, opts)):
+    if opts.allow_missing_aux and opts.stated_aux() is None and (not found or _convention_unknown(found, opts)):
         return None, k or fan_k or (len(found[0][0]) if found else 3)
     aux = resolve_aux(found, k or fan_k or (len(found[0][0]) if found else None), opts, d)
     k = len(aux.ids) if k is None else k
@@ -324,8 +339,6 @@ def _aux_layers(found, top: dict, fan_k: int | None, g: Geometry, opts: ReadOpti
     if len(set(aux.ids)) != len(aux.ids):
         raise BadInput(f"aux ids {list(aux.ids)} are not distinct (duplicated aux slots)", code="aux-ids-duplicate",
                        hint="each aux slot captures another target layer: fix the ids (--aux-layers) or config.json")
-    if opts.target_config:
-        refuse_misfit(aux, g.target_hidden, g.vocab, opts.target_config)
     return aux, k
 
 

@@ -194,7 +194,7 @@ def test_forward_pass_is_bit_identical_after_conversion(tmp_path, cli):
     embed = torch.randn(spec.vocab_size, spec.hidden_size, generator=torch.Generator().manual_seed(1))
     outputs = []
     for d in (src, tmp_path / "out"):
-        opts = ReadOptions(aux_layers=[1, 2, 3] if d == src else None, aux_convention="boundary" if d == src else None)
+        opts = ReadOptions(aux_layers=(1, 2, 3) if d == src else None, aux_convention="boundary" if d == src else None)
         read = read_drafter(d, None, opts)
         state = {name: read.load(name) for name in read.refs}
         model = build_drafter(read.spec, state, embed=embed)

@@ -21,10 +21,10 @@ from hypothesis import strategies as st
 from safetensors import safe_open
 from support.safetensors_readers import assert_same_verdict, one
 
-from eaglezoo.checkpoint.st_header import DTYPE_NAMES, TensorRef, read_safetensors_header
+from eaglezoo.checkpoint.st_header import ST_DTYPES, TensorRef, read_safetensors_header
 from eaglezoo.checkpoint.st_writer import OutTensor, safetensors_header
 
-CODES = sorted(DTYPE_NAMES)
+CODES = sorted(ST_DTYPES)
 FUZZ = dict(deadline=None, derandomize=True, database=None,
             suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 BIG_DIMS = [2 ** 32, 2 ** 62, 2 ** 63 - 1, 2 ** 63, 2 ** 64 - 1]
@@ -116,7 +116,7 @@ def bit_size(code: str, shape: list[int]) -> int:
     count = 1
     for dim in shape:
         count *= dim
-    return count * DTYPE_NAMES[code][1]
+    return count * ST_DTYPES[code][1]
 
 
 @st.composite

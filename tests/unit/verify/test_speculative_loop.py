@@ -21,7 +21,8 @@ def pair():
     target = Target(EXAMPLE / "target", dtype=torch.float64)
     drafters = {}
     for name in ("eagle3", "eagle31"):
-        opts = ReadOptions(aux_layers=EXAMPLE_AUX, aux_convention="boundary", target_config=target_config(EXAMPLE / "target"))
+        opts = ReadOptions(aux_layers=tuple(EXAMPLE_AUX), aux_convention="boundary",
+                           target_layers=target_config(EXAMPLE / "target")["num_hidden_layers"])
         read = read_drafter(EXAMPLE / f"{name}-safeai", None, opts)
         drafters[name] = build_drafter(read.spec, read.state(), embed=target.input_embeddings().detach(), dtype=torch.float64)
     return target, drafters
