@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import shlex
+from dataclasses import dataclass, field
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -138,6 +139,18 @@ def check_prompts(work: Workload) -> None:
     if sampled:
         raise UsageError(f"tune measures greedy serving (temperature 0), and {sampled} prompt(s) of the set ask for "
                          "their own temperature", hint="give prompts without a \"temperature\" (--prompts FILE)")
+
+
+@dataclass(frozen=True)
+class TuneRequest:
+    """What tune measures, built once by the command: K from 0 to k_max at every load, on this engine."""
+
+    k_max: int
+    levels: tuple[int, ...]
+    max_new_tokens: int = 64
+    max_prompts: int | None = None
+    engine_options: EngineOptions = field(default_factory=EngineOptions)
+    parallel_given: bool = False  # the user chose the parallel sizes: a registry entry's hardware does not
 
 
 Floors = dict[int, tuple[list[float] | None, float | None]]  # K -> (per-position floors, acceptance-length floor)

@@ -43,7 +43,7 @@ def compare(
     bucket each acceptance length and the ratio B/A with its bootstrap interval, and each figure as vLLM,
     SpecForge and SGLang count it."""
     from ..compare import compare as compare_reports
-    from ..verify.run import check_settings
+    from ..verify.run import VerifyRequest, check_settings
     from ..verify.vllm_engine import engine_options
 
     check_outputs(report, html, reads=(prompts,))
@@ -52,18 +52,18 @@ def compare(
     outputs = {"--report": report, "--html": html}
     folders = [f for name in (drafter_a, drafter_b) for f in local_folders(name, registry_dir)]
     spare_inputs(outputs, (*folders, Path(target) if target and Path(target).is_dir() else None), (prompts,))
-    kwargs = {"target": target, "registry_dir": registry_dir, "k": num_spec_tokens, "max_new_tokens": max_new_tokens,
-              "prompts_file": prompts, "max_prompts": max_prompts, "device": device, "dtype": dtype}
-    runs = [(d, one_engine(name), engine_options(python=python, dtype=dtype, max_model_len=max_model_len,
-                                                  enforce_eager=enforce_eager))
+    runs = [(d, VerifyRequest(engines=(one_engine(name),), device=device, dtype=dtype, k=num_spec_tokens,
+                              max_new_tokens=max_new_tokens, max_prompts=max_prompts,
+                              engine_options=engine_options(python=python, dtype=dtype, max_model_len=max_model_len,
+                                                            enforce_eager=enforce_eager)))
             for d, name, python in [(drafter_a, engine, engine_python),
                                     (drafter_b, engine_b or engine, engine_python_b or engine_python)]]
-    for _, name, options in runs:  # both sides' settings refused before A runs
-        check_settings([name], engine_options=options, device=device, dtype=dtype)
+    for _, request in runs:  # both sides' settings refused before A runs
+        check_settings(list(request.engines), engine_options=request.engine_options, device=device, dtype=dtype)
     with verify_progress() as advance:
-        a, b = (verify_source(d, min_acceptance=[], progress=advance, engine=name, engine_options=options,
-                              outputs=outputs, **kwargs)
-                for d, name, options in runs)
+        a, b = (verify_source(d, target, request, registry_dir=registry_dir, prompts_file=prompts, min_acceptance=[],
+                              progress=advance, outputs=outputs)
+                for d, request in runs)
     result = compare_reports(a, b)
     data = result.model_dump(mode="json")
     save(data, report, html)

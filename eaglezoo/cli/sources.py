@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Literal
 from ..errors import UsageError
 
 if TYPE_CHECKING:
+    from ..checkpoint.formats.base import ReadOptions
     from ..registry.load import Entry, Registry, Repo
 
 REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
@@ -120,3 +121,37 @@ def _pull(repo: str, revision: str | None, what: str, weights: bool = True) -> S
     return Source(pulled.path, repo=repo, commit=pulled.commit)
 
 
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """What a command's names resolve to, once, for verify, tune and compare: the drafter's and target's
+    folders, the read options with the registry entry's facts, and the prompts (the entry's by default)."""
+
+    source: Source
+    target: Source
+    options: ReadOptions
+    prompts_file: Path | None
+
+    @property
+    def entry(self):
+        return self.source.entry
+
+
+def resolve_request(drafter: str, target: str | None, opts: ReadOptions, *, revision: str | None = None,
+                    registry_dir: Path | None = None, prompts_file: Path | None = None, weights: bool = True,
+                    outputs: dict[str, Path | None] | None = None) -> Resolved:
+    """Names to folders and the entry's facts to values; no output may land in what the run reads."""
+    from .outputs import spare_inputs
+
+    src = resolve(drafter, revision, registry_dir=registry_dir)
+    tgt = target_for(src, target, registry_dir, weights=weights)
+    if tgt is None:
+        raise UsageError("--target is required (or give a registry id, whose entry names the target)",
+                         hint="add --target DIR (or a Hub repo id)")
+    if src.entry is not None:
+        opts = src.entry.read_options(opts)
+        if prompts_file is None and src.entry.prompts:
+            prompts_file = src.registry.path(src.entry.prompts, "prompts")
+    spare_inputs(outputs or {}, (src.path, tgt.path, src.registry and src.registry.directory), (prompts_file,))
+    return Resolved(src, tgt, opts, prompts_file)

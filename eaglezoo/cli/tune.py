@@ -26,8 +26,8 @@ from .common import (
     read_options,
     shown,
 )
-from .outputs import HtmlOpt, check_outputs, save, spare_inputs
-from .sources import resolve, target_for
+from .outputs import HtmlOpt, check_outputs, save
+from .sources import resolve_request
 from .verify import parse_engine_args, parse_levels, verify_progress
 
 ENGINE = "Engine (vLLM)"
@@ -63,6 +63,7 @@ def tune(
 ):
     """Which K at which load: measure every K (and none) at every concurrency on the engine, print the
     goodput-optimal K per load as vLLM's and SGLang's own config, and confirm it with one more run."""
+    from ..tune import TuneRequest
     from ..verify.vllm_engine import engine_options
 
     if engine != "vllm":
@@ -73,12 +74,13 @@ def tune(
                              max_model_len=max_model_len, dtype=dtype, trust_remote_code=trust_remote_code,
                              gpu_memory_utilization=gpu_memory_utilization, enforce_eager=enforce_eager,
                              extra=parse_engine_args(engine_args), timeout_s=engine_timeout)
+    request = TuneRequest(k_max=k_max, levels=tuple(parse_levels(concurrency)), max_prompts=max_prompts,
+                          max_new_tokens=max_new_tokens, engine_options=options,
+                          parallel_given=tensor_parallel_size is not None)
     with verify_progress() as advance:
-        result = tune_source(drafter, target, revision=revision, registry_dir=registry_dir, prompts_file=prompts,
-                             max_prompts=max_prompts, max_new_tokens=max_new_tokens, k_max=k_max,
-                             levels=parse_levels(concurrency), opts=read_options(aux_layers, aux_convention, flag),
-                             options=options, parallel_given=tensor_parallel_size is not None, progress=advance,
-                             outputs={"--report": report, "--html": html})
+        result = tune_source(drafter, target, request, revision=revision, registry_dir=registry_dir,
+                             prompts_file=prompts, opts=read_options(aux_layers, aux_convention, flag),
+                             progress=advance, outputs={"--report": report, "--html": html})
     data = result.model_dump(mode="json")
     save(data, report, html)
     emit(data, as_json, lambda: render_tune(result))
@@ -86,33 +88,30 @@ def tune(
         raise typer.Exit(EXIT_FINDINGS)
 
 
-def tune_source(drafter: str, target: str | None, *, revision, registry_dir, prompts_file, max_prompts,
-                max_new_tokens, k_max, levels, opts, options, parallel_given, progress, outputs):
-    """Tune what `drafter` names; a registry entry supplies its target, aux ids, prompts, floors and hardware."""
+def tune_source(drafter: str, target: str | None, request, *, revision, registry_dir, prompts_file, opts, progress,
+                outputs):
+    """Tune what `drafter` names, as `request` (a `tune.TuneRequest`) says; a registry entry supplies its target,
+    aux ids, prompts, floors and hardware."""
     from ..tune import check_grid
     from ..tune import tune as run_tune
     from ..verify.run import prepare
 
-    check_grid(levels, k_max, options)
-    src = resolve(drafter, revision, registry_dir=registry_dir)
-    tgt = target_for(src, target, registry_dir, weights=False)
-    if tgt is None:
-        raise UsageError("--target is required (or give a registry id, whose entry names the target)",
-                         hint="add --target DIR (or a Hub repo id)")
-    entry, floors = src.entry, {}
+    r, options = request, request.engine_options
+    check_grid(list(r.levels), r.k_max, options)
+    named = resolve_request(drafter, target, opts, revision=revision, registry_dir=registry_dir,
+                            prompts_file=prompts_file, weights=False, outputs=outputs)
+    entry, floors = named.entry, {}
     if entry is not None:
-        opts = entry.read_options(opts)
-        if prompts_file is None and entry.prompts:
-            prompts_file = src.registry.path(entry.prompts, "prompts")
         floors = {f.k: entry.floors_at(f.k, 0.0)[:2] for f in entry.acceptance_floors or []
                   if f.temperature == 0 and f.condition is None}
-        if entry.hardware and not parallel_given:
+        if entry.hardware and not r.parallel_given:
             options = options.model_copy(update={"tensor_parallel_size": entry.hardware.tensor_parallel_size,
                                                  "pipeline_parallel_size": entry.hardware.pipeline_parallel_size})
-    spare_inputs(outputs, (src.path, tgt.path, src.registry and src.registry.directory), (prompts_file,))
-    work = prepare(src.path, tgt.path, tgt.repo or str(tgt.path), tgt.commit, opts, prompts_file, max_prompts, k_max,
-                   max_new_tokens, 0.0, None, ["vllm"], options.max_model_len, options.trust_remote_code)
-    return run_tune(work, options, levels, progress, floors=floors,
+    src, tgt = named.source, named.target
+    work = prepare(src.path, tgt.path, tgt.repo or str(tgt.path), tgt.commit, named.options, named.prompts_file,
+                   r.max_prompts, r.k_max, r.max_new_tokens, 0.0, None, ["vllm"], options.max_model_len,
+                   options.trust_remote_code)
+    return run_tune(work, options, list(r.levels), progress, floors=floors,
                     entry_hardware=entry.hardware.runner if entry is not None and entry.hardware else None)
 
 

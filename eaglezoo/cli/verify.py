@@ -35,8 +35,8 @@ from .common import (
     read_options,
     shown,
 )
-from .outputs import HtmlOpt, check_outputs, save, spare_inputs
-from .sources import resolve, target_for
+from .outputs import HtmlOpt, check_outputs, save
+from .sources import resolve_request
 
 if TYPE_CHECKING:
     from ..checkpoint.formats.base import ReadOptions
@@ -89,7 +89,7 @@ def verify(
     as_json: JsonOpt = False,
 ):
     """Run the drafter against its target: per-position acceptance, acceptance length, drift, speedup."""
-    from ..verify.run import check_engine_only
+    from ..verify.run import VerifyRequest, check_engine_only
     from ..verify.vllm_engine import engine_options
     from ..verify.workload import NativeOptions
 
@@ -102,17 +102,18 @@ def verify(
         quantization=quantization, trust_remote_code=trust_remote_code,
         gpu_memory_utilization=gpu_memory_utilization, enforce_eager=enforce_eager, extra=parse_engine_args(engine_args),
         timeout_s=engine_timeout)
-    check_engine_only(["endpoint"] if endpoint else parse_engines(engine), options)
+    engines = ("endpoint",) if endpoint else tuple(parse_engines(engine))
+    check_engine_only(list(engines), options)
+    request = VerifyRequest(engines=engines, endpoint=endpoint, engine_options=options, device=device, dtype=dtype,
+                            k=num_spec_tokens, max_new_tokens=max_new_tokens, max_prompts=max_prompts,
+                            temperature=temperature, seed=seed,
+                            speedup=tuple(parse_levels(concurrency)) if speedup else None,
+                            trust_remote_code=trust_remote_code, native=NativeOptions(batch_size, dequantize_mxfp4))
     with verify_progress() as advance:
-        result = verify_source(drafter, target, revision=revision, registry_dir=registry_dir, device=device,
-                               dtype=dtype, k=num_spec_tokens, max_new_tokens=max_new_tokens,
+        result = verify_source(drafter, target, request, revision=revision, registry_dir=registry_dir,
                                prompts_file=prompts_or_suite(prompts, suite),
-                               max_prompts=max_prompts, opts=read_options(aux_layers, aux_convention, flag),
-                               min_acceptance=floors, min_al=min_al, engine=engine, endpoint=endpoint,
-                               engine_options=options, temperature=temperature, seed=seed,
-                               speedup=parse_levels(concurrency) if speedup else None, trust_remote_code=trust_remote_code,
-                               native=NativeOptions(batch_size, dequantize_mxfp4), progress=advance,
-                               outputs={"--report": report, "--html": html})
+                               opts=read_options(aux_layers, aux_convention, flag), min_acceptance=floors,
+                               min_al=min_al, progress=advance, outputs={"--report": report, "--html": html})
     data = result.model_dump(mode="json")
     save(data, report, html)
     emit(data, as_json, lambda: render_verify(result))
@@ -280,38 +281,30 @@ def parse_engines(text: str) -> list[str]:
     return names
 
 
-def verify_source(drafter: str, target: str | None, *, revision: str | None = None, registry_dir: Path | None = None,
-                  prompts_file: Path | None = None, min_acceptance: list[float] | None = None,
-                  opts: ReadOptions | None = None, engine: str = "native", endpoint: str | None = None,
-                  engine_options=None, outputs: dict[str, Path | None] | None = None, **kwargs) -> VerifyReport:
-    """Verify what `drafter` names; a registry entry supplies its target, aux ids, floors and prompts. No output
-    may land in what the run reads (`outputs`: option -> path)."""
+def verify_source(drafter: str, target: str | None, request, *, revision: str | None = None,
+                  registry_dir: Path | None = None, prompts_file: Path | None = None,
+                  min_acceptance: list[float] | None = None, min_al: float | None = None,
+                  opts: ReadOptions | None = None, outputs: dict[str, Path | None] | None = None,
+                  progress=lambda *a, **kw: None) -> VerifyReport:
+    """Verify what `drafter` names, as `request` (a `verify.run.VerifyRequest`) says; a registry entry supplies
+    its target, aux ids, floors and prompts. No output may land in what the run reads (`outputs`: option -> path)."""
     from ..checkpoint.formats.base import ReadOptions
     from ..verify.report import Gate, Origin
     from ..verify.run import check_settings, verify
 
-    engines = ["endpoint"] if endpoint else parse_engines(engine)
-    check_settings(engines, endpoint, engine_options, kwargs.get("device", "auto"), kwargs.get("dtype", "auto"),
-                   kwargs.get("native"))  # before a name is resolved: a typo downloads nothing
-    opts = opts or ReadOptions()
-    src = resolve(drafter, revision, registry_dir=registry_dir)
-    tgt = target_for(src, target, registry_dir, weights="native" in engines)
-    if tgt is None:
-        raise UsageError("--target is required (or give a registry id, whose entry names the target)",
-                         hint="add --target DIR (or a Hub repo id)")
-    min_al, condition_floors, notes = kwargs.pop("min_al", None), None, ()
-    k, temperature = kwargs.get("k", 3), kwargs.get("temperature", 0.0)
-    if src.entry is not None:
-        opts = src.entry.read_options(opts)
+    r = request
+    check_settings(list(r.engines), r.endpoint, r.engine_options, r.device, r.dtype, r.native)  # before any download
+    named = resolve_request(drafter, target, opts or ReadOptions(), revision=revision, registry_dir=registry_dir,
+                            prompts_file=prompts_file, weights="native" in r.engines, outputs=outputs)
+    condition_floors, notes, entry = None, (), named.entry
+    if entry is not None:
         if min_acceptance is None and min_al is None:
-            min_acceptance, min_al, floors_note = src.entry.floors_at(k, temperature)
+            min_acceptance, min_al, floors_note = entry.floors_at(r.k, r.temperature)
             notes = (floors_note,) if floors_note else ()
-        condition_floors = src.entry.condition_floors(k, temperature)
-        if prompts_file is None and src.entry.prompts:
-            prompts_file = src.registry.path(src.entry.prompts, "prompts")
-    spare_inputs(outputs or {}, (src.path, tgt.path, src.registry and src.registry.directory), (prompts_file,))
+        condition_floors = entry.condition_floors(r.k, r.temperature)
+    src, tgt = named.source, named.target
     gate = Gate(min_acceptance=min_acceptance, min_al=min_al, condition_floors=condition_floors)
-    origin = Origin(registry_id=src.entry.id if src.entry else None, drafter_revision=src.commit,
+    origin = Origin(registry_id=entry.id if entry else None, drafter_revision=src.commit,
                     target_revision=tgt.commit, notes=notes)
-    return verify(src.path, tgt.path, target_name=tgt.repo or str(tgt.path), prompts_file=prompts_file, opts=opts,
-                  engines=engines, endpoint=endpoint, engine_options=engine_options, gate=gate, origin=origin, **kwargs)
+    return verify(src.path, tgt.path, r, target_name=tgt.repo or str(tgt.path), prompts_file=named.prompts_file,
+                  opts=named.options, gate=gate, origin=origin, progress=progress)

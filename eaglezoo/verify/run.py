@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from ..checkpoint.config import target_config, target_layers
 from ..checkpoint.formats.base import ReadOptions
@@ -38,23 +39,41 @@ from .workload import (
 )
 
 
-def verify(drafter_dir: Path, target_dir: Path, *, engines: list[str] = ("native",), endpoint: str | None = None,
-           engine_options=None, device: str = "auto", dtype: str = "auto", k: int = 3, max_new_tokens: int = 64,
-           prompts_file: Path | None = None, max_prompts: int | None = None, opts: ReadOptions | None = None,
-           gate: Gate = Gate(), origin: Origin = Origin(), temperature: float = 0.0,
-           seed: int | None = None, speedup: list[int] | None = None, target_name: str | None = None,
-           trust_remote_code: bool = False, native: NativeOptions | None = None,
+@dataclass(frozen=True)
+class VerifyRequest:
+    """How to measure, built once by the command that asks: the engines and their settings, K, the workload's
+    size and the sampling. Where the drafter, target and prompts come from is resolved beside it."""
+
+    engines: tuple[str, ...] = ("native",)
+    endpoint: str | None = None
+    engine_options: Any = None  # vllm_engine.EngineOptions, for --engine vllm
+    device: str = "auto"
+    dtype: str = "auto"
+    k: int = 3
+    max_new_tokens: int = 64
+    max_prompts: int | None = None
+    temperature: float = 0.0
+    seed: int | None = None
+    speedup: tuple[int, ...] | None = None  # the loads --speedup measures
+    trust_remote_code: bool = False
+    native: NativeOptions = field(default_factory=NativeOptions)
+
+
+def verify(drafter_dir: Path, target_dir: Path, request: VerifyRequest = VerifyRequest(), *,
+           prompts_file: Path | None = None, opts: ReadOptions | None = None, gate: Gate = Gate(),
+           origin: Origin = Origin(), target_name: str | None = None,
            progress: Progress = lambda *a, **kw: None) -> VerifyReport:
-    engines = list(engines)
-    native = native or NativeOptions()
-    check_request(k, max_new_tokens, max_prompts, gate.min_acceptance, temperature, engines, speedup)
+    r = request
+    engines, endpoint, engine_options, device, dtype, native = (list(r.engines), r.endpoint, r.engine_options,
+                                                                r.device, r.dtype, r.native)
+    speedup = list(r.speedup) if r.speedup else None
+    check_request(r.k, r.max_new_tokens, r.max_prompts, gate.min_acceptance, r.temperature, engines, speedup)
     check_settings(engines, endpoint, engine_options, device, dtype, native)
     if "native" in engines:
         check_target(target_dir, native)
     work = prepare(drafter_dir, target_dir, target_name or str(target_dir), origin.target_revision,
-                   opts or ReadOptions(),
-                   prompts_file, max_prompts, k, max_new_tokens, temperature, seed, engines,
-                   engine_options.max_model_len if engine_options else None, trust_remote_code)
+                   opts or ReadOptions(), prompts_file, r.max_prompts, r.k, r.max_new_tokens, r.temperature, r.seed,
+                   engines, engine_options.max_model_len if engine_options else None, r.trust_remote_code)
     if "native" in engines:
         from .native import refuse
 

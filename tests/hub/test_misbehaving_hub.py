@@ -66,8 +66,8 @@ def test_a_request_timeout_stops_a_registry_command_not_each_entry(tmp_path):
     assert_clean_failure(r, contains="AngelSlim/Qwen3-8B_eagle3@main: the Hub could not be reached (timed out)")
 
 
-def serve_answer(status: int, body: bytes, ctype: str, headers: dict | None = None):
-    """An HTTP server that answers every request alike."""
+def serve_answers(answer):
+    """An HTTP server whose every answer is `answer(request_headers) -> (status, body, content type, headers)`."""
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -75,17 +75,17 @@ def serve_answer(status: int, body: bytes, ctype: str, headers: dict | None = No
         def log_message(self, *args):
             pass
 
-        def answer(self):
-            length = int(self.headers.get("Content-Length") or 0)
-            self.rfile.read(length)
+        def respond(self):
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            status, body, ctype, headers = answer(self.headers)
             self.send_response(status)
-            for name, value in {"Content-Type": ctype, "Content-Length": str(len(body)), **(headers or {})}.items():
+            for name, value in {"Content-Type": ctype, "Content-Length": str(len(body)), **headers}.items():
                 self.send_header(name, value)
             self.end_headers()
             if self.command != "HEAD":
                 self.wfile.write(body)
 
-        do_GET = do_HEAD = do_POST = do_PUT = answer
+        do_GET = do_HEAD = do_POST = do_PUT = respond
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
@@ -94,16 +94,25 @@ def serve_answer(status: int, body: bytes, ctype: str, headers: dict | None = No
 
 
 @pytest.fixture
-def answering_hub():
+def http_server():
+    """start(answer) -> the URL of a server answering with `answer`; every server stopped after the test."""
     servers = []
 
-    def start(status: int, body: bytes, ctype: str = "application/json", headers: dict | None = None) -> str:
-        servers.append(serve_answer(status, body, ctype, headers))
+    def start(answer) -> str:
+        servers.append(serve_answers(answer))
         return f"http://127.0.0.1:{servers[-1].server_address[1]}"
     yield start
     for server in servers:
         server.shutdown()
         server.server_close()
+
+
+@pytest.fixture
+def answering_hub(http_server):
+    """A Hub (or a proxy in front of one) that answers every request alike."""
+    def start(status: int, body: bytes, ctype: str = "application/json", headers: dict | None = None) -> str:
+        return http_server(lambda _: (status, body, ctype, headers or {}))
+    return start
 
 
 def test_a_hub_asking_to_wait_past_the_deadline_is_not_waited_for(answering_hub, tmp_path):
@@ -162,48 +171,19 @@ def test_a_bad_hub_deadline_setting_is_one_line(cli, value):
 TOKEN = "hf_EchoedBackEchoedBackEchoedBack1234"  # the shape of a real token, so no pattern alone could miss it
 
 
-def serve_echo(status: int, pad: int):
+@pytest.fixture
+def echoing_hub(http_server):
     """A server that answers every request with the request's own headers, Authorization first, after `pad`
     bytes: as some proxies' error pages do."""
-
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, *args):
-            pass
-
-        def answer(self):
-            self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            first = sorted(self.headers.items(), key=lambda header: header[0].lower() != "authorization")
-            echoed = "; ".join(f"{name}: {value}" for name, value in first)
-            body = json.dumps({"error": "A" * pad + echoed}).encode() if status >= 400 else (
-                ("A" * pad + echoed).encode())
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json" if status >= 400 else "text/plain")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            if self.command != "HEAD":
-                self.wfile.write(body)
-
-        do_GET = do_HEAD = do_POST = do_PUT = answer
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server
-
-
-@pytest.fixture
-def echoing_hub():
-    servers = []
-
     def start(status: int, pad: int) -> str:
-        servers.append(serve_echo(status, pad))
-        return f"http://127.0.0.1:{servers[-1].server_address[1]}"
-    yield start
-    for server in servers:
-        server.shutdown()
-        server.server_close()
+        def answer(headers) -> tuple:
+            first = sorted(headers.items(), key=lambda header: header[0].lower() != "authorization")
+            echoed = "A" * pad + "; ".join(f"{name}: {value}" for name, value in first)
+            if status >= 400:
+                return status, json.dumps({"error": echoed}).encode(), "application/json", {}
+            return status, echoed.encode(), "text/plain", {}
+        return http_server(answer)
+    return start
 
 
 PULL, LINT = ["pull", "tester/drafter"], ["lint", "tester/drafter"]
