@@ -64,7 +64,7 @@ class Plan(BaseModel):
     output_files: list[str] = ["config.json", "model.safetensors", "conversion.json"]
 
 
-@dataclass
+@dataclass(frozen=True)
 class ConvertRequest:
     source: Path
     to: str = "eagle31"
