@@ -16,14 +16,17 @@ from pydantic import BaseModel, ConfigDict, model_validator
 from . import __version__
 from .errors import BadInput, UsageError
 from .verify.acceptance import INTERVAL, bootstrap_interval, pooled_length
-from .verify.report import VerifyReport
+from .verify.report import VerifyReport, built
 
 Verdict = Literal["B above A", "B below A", "indistinguishable"]
 
 
-def verdict_of(interval: list[float]) -> Verdict:
-    """At 95%: B/A's interval wholly above 1, wholly below it, or holding it."""
+def verdict_of(interval: list[float], prompts: int) -> Verdict:
+    """At 95%: B/A's interval wholly above 1, wholly below it, or holding it; one prompt settles nothing (its
+    bootstrap interval has no width)."""
     low, high = interval
+    if prompts < 2:
+        return "indistinguishable"
     return "B above A" if low > 1 else "B below A" if high < 1 else "indistinguishable"
 
 
@@ -42,7 +45,7 @@ class Row(BaseModel):
     def _said(self) -> Row:
         if len(self.interval) != 2 or not all(map(math.isfinite, self.interval)) or self.interval[0] > self.interval[1]:
             raise ValueError("interval is not [low, high]; expected two numbers, low first")
-        said = verdict_of(self.interval)
+        said = verdict_of(self.interval, self.prompts)
         if self.verdict not in (None, said):
             raise ValueError(f"verdict is {self.verdict!r}; expected {said!r}, which its interval says")
         self.verdict = said
@@ -103,7 +106,7 @@ def compare(a: VerifyReport, b: VerifyReport) -> CompareReport:
     rows = [row(name, by_bucket[name]) for name in buckets]
     if len(buckets) > 1:  # the row of every prompt, under a name no bucket of the prompts has
         rows.append(row(next(n for n in ("all", "all prompts", "(every prompt)") if n not in buckets), steps))
-    return CompareReport(a=a.drafter, b=b.drafter, target=a.target, engine=engine_name(a), engine_b=engine_name(b),
+    return built(CompareReport, a=a.drafter, b=b.drafter, target=a.target, engine=engine_name(a), engine_b=engine_name(b),
                          num_spec_tokens=a.num_spec_tokens, rows=rows,
                          per_position={"a": a.acceptance_per_position, "b": b.acceptance_per_position},
                          peers={"a": peers([s[1] for s in steps]), "b": peers([s[2] for s in steps])},

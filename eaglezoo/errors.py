@@ -93,7 +93,8 @@ def printable(text: str) -> str:
 
 
 SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|ACCESS_KEY|CREDENTIAL", re.IGNORECASE)
-SECRET_SHAPES = re.compile(r"\bbearer\s+[^\s'\",;]+|\bhf_[A-Za-z0-9]{20,}", re.IGNORECASE)  # a header; an HF token
+SECRET_SHAPES = re.compile(r"\bbearer\s+[^\s'\",;]+|\bhf_[A-Za-z0-9]{20,}|(?<=://)[^/@\s:]+:[^/@\s]+(?=@)",
+                           re.IGNORECASE)  # a header; an HF token; a URL's user:password
 MIN_SECRET = 6  # shorter values are not worth hiding, and would blank out ordinary words
 MIN_CUT = 4  # a secret cut at the end of an excerpt: this many of its first characters are hidden too
 
@@ -126,7 +127,11 @@ def redact(text: str) -> str:
 
 def _hidden(match: re.Match) -> str:
     found = match.group(0)
-    return "hf_***" if found.lower().startswith("hf_") else found.split()[0] + " ***"
+    if found.lower().startswith("hf_"):
+        return "hf_***"
+    if found.lower().startswith("bearer"):
+        return found.split()[0] + " ***"
+    return "***"  # a URL's user:password
 
 
 @dataclass

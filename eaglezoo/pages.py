@@ -8,7 +8,7 @@ from __future__ import annotations
 from html import escape as _escape
 
 from . import plots
-from .serving import vllm_serve_command, vllm_speculative_config
+from .serving import shown_path, vllm_serve_command, vllm_speculative_config
 
 STYLE = """body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#222}
 h1{font-size:1.4rem}h2{font-size:1.1rem;margin-top:2rem}.plots{display:flex;flex-wrap:wrap;gap:1rem}
@@ -67,7 +67,7 @@ def page(title: str, headline: str, plots_svg: list[str], facts: list[tuple[str,
          tables: list[str] = ()) -> str:
     figures = "".join(f'<div class="plot">{s}</div>' for s in plots_svg)
     rows = "".join(f"<tr><th>{escape(k)}</th><td>{escape(v)}</td></tr>" for k, v in facts)
-    serve = f"<h2>Serve it</h2><pre><code>{escape(chr(10).join(steps))}</code></pre>" if steps else ""
+    serve = f"<h2>Serve it</h2><pre><code>{escape(shown_path(steps))}</code></pre>" if steps else ""
     return document(title, f"<h1>{escape(title)}</h1>"
                            f'<p class="headline">{headline}</p><div class="plots">{figures}</div>{"".join(tables)}'
                            f"<h2>Where it ran</h2><table>{rows}</table>{serve}")

@@ -128,6 +128,12 @@ DEV_MODE_NOTE = ("VLLM_SERVER_DEV_MODE=1 lets eaglezoo check which drafter the s
 ENGINE_READS_IDS = {"vllm": TOP_LEVEL_IDS, "sglang": NESTED_IDS}  # the dialects whose configs hold ids where it reads
 
 
+def shown_path(steps: list[str]) -> str:
+    """A serving path as pages, the site and model cards print it: where it starts vLLM in development mode,
+    the note on what that opens goes with it."""
+    return "\n".join([*steps, *(["# " + DEV_MODE_NOTE] if any(VLLM_MEASURED_ENV in s for s in steps) else [])])
+
+
 def vllm_serve_command(target: str, speculative_config: dict) -> str:
     """The one `vllm serve` command eaglezoo prints (serve-config, tune, pages, the site, model cards), with
     what its measurements of the server need."""
@@ -172,7 +178,6 @@ def serve_config(spec: DrafterSpec, engine: str, drafter: str, target: str, k: i
     if engine not in ENGINE_READS_IDS:
         from .errors import UsageError
         raise UsageError(f"unknown --engine {engine!r}", hint="use vllm or sglang")
-    support = {e.engine: e for e in engine_support(spec, fmt)}[engine]
     convention = "boundary" if engine == "vllm" else "layer-output"
     reads_ids = spec.aux is not None and (has_top_level_ids if engine == "vllm" else has_nested_ids)
     in_place = reads_ids and (dialect is None or dialect in ENGINE_READS_IDS[engine])
@@ -180,7 +185,7 @@ def serve_config(spec: DrafterSpec, engine: str, drafter: str, target: str, k: i
     convert = unconverted = None
     if not in_place and convert_source is not None and spec.aux is not None:
         unconverted = _captured(spec.aux if reads_ids else None, convention, target_layers)
-        to = fmt if engine == "vllm" else "eagle31"  # SGLang reads no speculators config
+        to = fmt = fmt if engine == "vllm" else "eagle31"  # SGLang reads no speculators config: it serves eagle31
         out = converted_name(convert_source[0], to)
         convert = shlex.join(["eaglezoo", "convert", convert_source[0], out, *convert_source[1:],
                               *(["--to", "speculators"] if to == "speculators" else [])])
@@ -195,6 +200,7 @@ def serve_config(spec: DrafterSpec, engine: str, drafter: str, target: str, k: i
                  "boundary states")
         warnings.append(f"the drafter config has no {where}; convert it first, stating the ids it was trained "
                         "with (eaglezoo convert DRAFTER OUT --aux-layers IDS --aux-convention CONVENTION)")
+    support = {e.engine: e for e in engine_support(spec, fmt)}[engine]  # of the format the path serves
     if engine == "vllm":
         cfg = vllm_speculative_config(drafter, k, revision)
         command = vllm_serve_command(target, cfg)

@@ -23,7 +23,7 @@ from .errors import BadInput, UsageError
 from .limits import MAX_CONCURRENCY, MAX_LEVELS, MAX_TUNE_K
 from .serving import serve_config, vllm_serve_command
 from .verify.conversation import converse
-from .verify.report import PassTiming, pass_timing
+from .verify.report import PassTiming, built, pass_timing
 from .verify.vllm_engine import EngineOptions, check_vllm_options, vllm_session
 from .verify.workload import Progress, Workload
 
@@ -289,8 +289,8 @@ def report(work: Workload, engine: dict, grid: list[Cell], decision: list[Choice
                      "(interpolated, not measured); above the highest, its K carries on")
     checked, failures, floor_notes = floor_checks(grid, work.k, floors or {})
     hardware, place_notes = placed or (None, [])
-    return TuneReport(
-        drafter=str(work.drafter.path), target=target,
+    return built(
+        TuneReport, drafter=str(work.drafter.path), target=target,
         engine={"name": "vllm", "version": engine["version"], "device": engine["device"], "dtype": engine["dtype"]},
         k_max=work.k, concurrency=concurrency, num_prompts=len(work.encoded), max_new_tokens=work.max_new_tokens,
         grid=grid, decision=decision, schedule=schedule,

@@ -10,7 +10,7 @@ import yaml
 
 from ..checkpoint.formats.base import ReadOptions
 from ..checkpoint.read import read_drafter
-from ..serving import engine_support, schema_for, serve_config
+from ..serving import engine_support, schema_for, serve_config, shown_path
 
 
 def model_card(folder: Path, report: dict | None = None, target: str | None = None, repo: str | None = None) -> str:
@@ -52,7 +52,7 @@ def _serving_section(spec, dialect: str, drafter: str, target: str | None) -> li
     if target:
         for engine in ("vllm", "sglang"):
             sc = serve_config(spec, engine, drafter, target, 3, None, fmt)
-            lines += [f"{engine} (minimum version {sc.min_version or 'unknown'}):", "", "```bash", sc.command, "```", ""]
+            lines += [f"{engine} (minimum version {sc.min_version or 'unknown'}):", "", "```bash", shown_path(sc.steps), "```", ""]
             lines += [f"> warning: {w}" for w in sc.warnings] + ([""] if sc.warnings else [])
     return lines + [f"- **{e.engine} cannot serve this drafter faithfully**: {'; '.join(e.notes)}"
                     for e in engine_support(spec, fmt) if not e.faithful]

@@ -48,23 +48,21 @@ def _bound_the_client() -> None:
     """The client's shared HTTP session has no timeout, and many calls pass `timeout=None` explicitly
     (which disables the session's default). So the session is rebuilt through the client's public factory
     hook: the library's own event hooks (offline mode, request ids), read from the session it made, plus
-    ours, which give every request our limits and the call's deadline, and a transport that stops at the
-    deadline (`deadline.py`)."""
+    ours, which give every request our limits and the call's deadline, in a client that stops at the deadline
+    (`deadline.py`)."""
     global _bounded
     if _bounded:
         return
-    import httpx2
     from huggingface_hub import get_session, set_client_factory
 
     from . import deadline
 
     library_hooks = get_session().event_hooks
 
-    def factory() -> httpx2.Client:
+    def factory():
         hooks = {"request": [*library_hooks.get("request", []), deadline.limit_request],
                  "response": [*library_hooks.get("response", []), deadline.watch_response]}
-        return httpx2.Client(event_hooks=hooks, transport=deadline.BoundedTransport(httpx2.HTTPTransport()),
-                             follow_redirects=True, timeout=None)  # as the library's own session
+        return deadline.BoundedClient(event_hooks=hooks, follow_redirects=True, timeout=None)  # as the library's
 
     set_client_factory(factory)
     _bounded = True

@@ -132,18 +132,13 @@ def _asked_wait_s(response: httpx2.Response) -> int:
                int(retry_after) if retry_after.isdigit() else 0)
 
 
-class BoundedTransport(httpx2.BaseTransport):
-    """Wraps the session's transport: failures while waiting for the headers, after the deadline, end the call."""
+class BoundedClient(httpx2.Client):
+    """The Hub client's session: failures while waiting for the headers, after the deadline, end the call. A
+    subclass rather than a transport of our own, so that httpx still mounts the proxies the environment names."""
 
-    def __init__(self, inner: httpx2.BaseTransport):
-        self._inner = inner
-
-    def handle_request(self, request: httpx2.Request) -> httpx2.Response:
+    def send(self, request: httpx2.Request, **kwargs) -> httpx2.Response:
         with _stopping_at_deadline():
-            return self._inner.handle_request(request)
-
-    def close(self) -> None:
-        self._inner.close()
+            return super().send(request, **kwargs)
 
 
 # --------------------------------------------------------------------------------------------

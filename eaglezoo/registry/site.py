@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ..fsutil import check_out_dir, refuse_overlap, replace_dir, staging
 from ..pages import document, escape, plotted_note  # escape: HTML-escaped, control and bidi characters made visible
-from ..serving import serve_entry
+from ..serving import serve_entry, shown_path
 from .load import Registry
 from .schema import EVIDENCE_LEVELS, FACTS, Entry
 
@@ -112,7 +112,7 @@ def _serving(e: Entry) -> str:
     drafter = e.drafter.repo or e.drafter.path or ""
     target = e.target.repo or e.target.path or ""
     paths = [serve_entry(e, engine, drafter, target, 3, [e.id], e.target_num_layers) for engine in ("vllm", "sglang")]
-    return "<h2>Serve it</h2>" + "".join(f"<p>{escape(p.engine)}</p><pre><code>{escape(chr(10).join(p.steps))}</code></pre>"
+    return "<h2>Serve it</h2>" + "".join(f"<p>{escape(p.engine)}</p><pre><code>{escape(shown_path(p.steps))}</code></pre>"
                                          for p in paths)
 
 

@@ -61,7 +61,7 @@ def measure_endpoint(work: Workload, url: str, progress: Progress) -> Measuremen
         notes.append("the server returns no per-request acceptance: start it with --per-request-spec-decode-metrics "
                      "detailed for per-prompt and per-bucket figures")
     return Measurement(accepted=accepted, tokens=[r["tokens"] for r in results],
-                       engine={"name": "endpoint", "url": base, "model": model,
+                       engine={"name": "endpoint", "url": printable(base), "model": printable(model) or None,
                                "speculative_config": config, "version": server_version(base)},
                        device="remote", dtype=(config or {}).get("dtype") or "unknown", counters=counters,
                        timing={"measure_s": wall, "total_s": time.perf_counter() - t_start}, notes=notes)
@@ -150,7 +150,8 @@ def speculative_config(base: str) -> dict | None:
         return None
     config = info["vllm_config"].get("speculative_config")
     model = info["vllm_config"].get("model_config")
-    dtype = printable(str(model["dtype"])).removeprefix("torch.") if isinstance(model, dict) and model.get("dtype") else None
+    dtype = (printable(str(model["dtype"])).removeprefix("torch.") or None) if isinstance(model, dict) and \
+        model.get("dtype") else None
     if not isinstance(config, dict):
         return {"method": None, "dtype": dtype}
     depth = config.get("num_speculative_tokens")
@@ -186,10 +187,9 @@ def check_drafter(config: dict | None, work: Workload, base: str) -> list[str]:
 
 
 def _target_layers(work: Workload) -> int | None:
-    from ..checkpoint.config import target_config
+    from ..checkpoint.config import target_config, target_layers
 
-    layers = target_config(work.target_dir).get("num_hidden_layers")
-    return layers if isinstance(layers, int) else None
+    return target_layers(target_config(work.target_dir))
 
 
 def scrape(base: str) -> dict:
@@ -293,4 +293,4 @@ def check_depth(results: list[dict], counters: dict, k: int) -> None:
 
 def server_version(base: str) -> str | None:
     body = request(base, "/version", missing_ok=True)
-    return printable(str(body.get("version")))[:40] if isinstance(body, dict) and body.get("version") else None
+    return (printable(str(body.get("version")))[:40] or None) if isinstance(body, dict) and body.get("version") else None

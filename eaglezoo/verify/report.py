@@ -7,10 +7,11 @@ import datetime as dt
 from statistics import mean, median
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from .. import __version__
 from ..checkpoint.problems import Finding
+from ..errors import EngineError
 from ..limits import MAX_K, MAX_LEVELS, MAX_NEW_TOKENS, MAX_TEMPERATURE
 from .acceptance import INTERVAL, Tally, bootstrap_interval, by_k_estimate
 from .workload import Measurement, Workload, bucket_problem
@@ -178,7 +179,7 @@ class Comparison(Part):
     difference_mean_acceptance_length: float
     num_drafts: dict[str, Count]
     num_accepted: dict[str, Count]
-    acceptance_length_by_k: dict[str, ByKValues]
+    acceptance_length_by_k: dict[str, ByKValues] = {}  # absent from reports written before it was compared
     prompts_compared: Count
     prompts_identical: Count
     differing_prompts: list[Count]
@@ -390,8 +391,8 @@ def report_for(work: Workload, m: Measurement, gate: Gate = Gate(), origin: Orig
                   mean_acceptance_length_interval_by_bucket={b: interval(steps_by_bucket[b]) for b in buckets},
                   interval=INTERVAL)
     thresholds, failures, gate_notes = gated(gate, s, drift.mean_acceptance_length_by_bucket, work.findings)
-    return VerifyReport(
-        drafter=str(work.drafter.path), target=work.target_name, device=m.device, dtype=m.dtype, num_spec_tokens=k,
+    return built(
+        VerifyReport, drafter=str(work.drafter.path), target=work.target_name, device=m.device, dtype=m.dtype, num_spec_tokens=k,
         max_new_tokens=work.max_new_tokens, num_prompts=len(work.prompts),
         acceptance_per_position=s["acceptance_per_position"], mean_acceptance_length=s["mean_acceptance_length"],
         mean_acceptance_length_per_prompt=sum(als) / len(als) if als else None,
@@ -407,16 +408,29 @@ def report_for(work: Workload, m: Measurement, gate: Gate = Gate(), origin: Orig
         target_revision=origin.target_revision, serve=serve_path(work, origin))
 
 
+def built(model, **fields):
+    """A report model from what was measured. What it refuses came from an engine or a server (a figure or a
+    name a report cannot hold): one line naming the field, never an internal error."""
+    try:
+        return model(**fields)
+    except ValidationError as exc:
+        e = exc.errors()[0]
+        where = ".".join(map(str, e["loc"])) or "the figures"
+        said = str(e.get("msg", "")).removeprefix("Value error, ")
+        raise EngineError(f"the measurement gives a {model.__name__} eaglezoo could not read back: {where}: {said}",
+                          hint="the engine answered something no report may hold; its log or the server's says "
+                               "why") from None
+
+
 def serve_path(work: Workload, origin: Origin) -> list[str]:
     """The serving path `serve-config` prints for this drafter and target (a registry entry's own id converts it)."""
-    from ..checkpoint.config import target_config
+    from ..checkpoint.config import target_config, target_layers
     from ..serving import serve_drafter
 
     drafter, name = work.drafter, str(work.drafter.path)
     source = [origin.registry_id] if origin.registry_id else [name, *_stated_ids(drafter)]
-    layers = target_config(work.target_dir).get("num_hidden_layers")
     return serve_drafter(drafter, "vllm", name, work.target_name, work.k, source,
-                         layers if isinstance(layers, int) else None).steps
+                         target_layers(target_config(work.target_dir))).steps
 
 
 def _stated_ids(drafter) -> list[str]:

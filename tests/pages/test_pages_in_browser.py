@@ -87,6 +87,7 @@ def test_the_zoo_site_in_a_browser(cli, tmp_path):
     # the published SafeAILab folder is not served faithfully as is: the whole path, convert first, as serve-config
     sc = cli("serve-config", "tiny-example-eagle31", "--json").json()
     assert html_escape(chr(10).join(sc["steps"])) in verified.read_text()
+    assert "development endpoints" in verified.read_text()  # what VLLM_SERVER_DEV_MODE=1 opens, said beside it
     assert sc["steps"][0].startswith("eaglezoo convert tiny-example-eagle31 ")
     unknown = (site / "entries" / "nebius-eagle3-llama-3.3-70b-instruct.html").read_text()
     assert "aux_layers</td><td>unknown" in unknown  # with its reason beside it

@@ -26,6 +26,8 @@ def held(monkeypatch):
     ("hf_ZyxwvutsrqponmlkjihgfedcbaZYXW is not ours", "hf_*** is not ours"),
     ("a\nmulti\tline\x1b[31m text", "a multi line [31m text"),
     ("abc and hf_transfer stay", "abc and hf_transfer stay"),
+    ("http://alice:s3cret@10.0.0.1:8000/v1 refused", "http://***@10.0.0.1:8000/v1 refused"),
+    ("http://10.0.0.1:8000/v1 stays", "http://10.0.0.1:8000/v1 stays"),
 ])
 def test_printable_hides_secrets(text, shown):
     assert printable(text) == shown

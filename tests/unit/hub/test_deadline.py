@@ -11,7 +11,7 @@ import httpx2
 import pytest
 
 from eaglezoo.hub import deadline
-from eaglezoo.hub.deadline import BoundedTransport, DeadlinePassed, limit_request, watch_response
+from eaglezoo.hub.deadline import BoundedClient, DeadlinePassed, limit_request, watch_response
 
 URL = "http://hub.test/api/models/tester/drafter"
 
@@ -25,8 +25,8 @@ def settings(monkeypatch):
 
 
 def client(handler) -> httpx2.Client:
-    return httpx2.Client(event_hooks={"request": [limit_request], "response": [watch_response]},
-                         transport=BoundedTransport(httpx2.MockTransport(handler)), timeout=None)
+    return BoundedClient(event_hooks={"request": [limit_request], "response": [watch_response]},
+                         transport=httpx2.MockTransport(handler), timeout=None)
 
 
 def left(seconds: float) -> None:
