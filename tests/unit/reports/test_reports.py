@@ -59,3 +59,16 @@ def test_an_unknown_kind_or_key_is_named(tmp_path):
         path.write_text(json.dumps(data))
         r = run_inprocess("report", path)
         assert r.code == 2 and says in r.err and len(r.err.strip().splitlines()) == 1, r.err
+
+
+def test_figures_an_engine_sends_that_no_report_may_hold_are_one_line():
+    """A server's name with a control character, or a count that contradicts the rates: never an internal error."""
+    from eaglezoo.errors import EngineError
+    from eaglezoo.verify.report import built
+
+    data = json.loads(BEFORE_KIND["verify"].read_text())
+    for edit, says in (({"engine": {"name": "endpoint", "model": "evil\x1b[2J"}}, "engine.model"),
+                       ({"num_accepted": data["num_accepted"] + 7}, "1 + num_accepted / num_drafts")):
+        with pytest.raises(EngineError) as caught:
+            built(VerifyReport, **{**data, **edit})
+        assert says in caught.value.message and "\n" not in caught.value.message
