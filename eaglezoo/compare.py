@@ -31,15 +31,23 @@ def verdict_of(interval: list[float], prompts: int) -> Verdict:
 
 
 class Row(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """One bucket (or every prompt): A's and B's acceptance lengths, B/A and what it says at 95%."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     bucket: str
     prompts: int
-    a: float  # acceptance length, pooled as vLLM counts it
+    a: float
+    """A's acceptance length, pooled as vLLM counts it."""
     b: float
-    ratio: float  # b / a
-    interval: list[float]  # 95% paired bootstrap over prompts
-    verdict: Verdict | None = None  # from the interval (a report written before verdicts: said when read)
+    """B's."""
+    ratio: float
+    """b / a."""
+    interval: list[float]
+    """B/A's 95% paired bootstrap interval over prompts."""
+    verdict: Verdict | None = None
+    """B above A, below it, or indistinguishable, from the interval (said when a report written before verdicts is
+    read)."""
 
     @model_validator(mode="after")
     def _said(self) -> Row:
@@ -60,21 +68,36 @@ class PerPosition(BaseModel):
 
 
 class CompareReport(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """Two drafters of one target (or one drafter on two engines) on the same prompts."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     kind: Literal["compare"] = "compare"
+    """Which command wrote it."""
     a: str
+    """The reference drafter."""
     b: str
+    """The drafter compared with it."""
     target: str
-    engine: str  # A's: engine name and version
-    engine_b: str  # B's
+    """The target both were measured against."""
+    engine: str
+    """A's engine: name and version."""
+    engine_b: str
+    """B's engine."""
     num_spec_tokens: int
+    """K."""
     rows: list[Row]
+    """Per bucket, then the row of every prompt: each acceptance length, B/A, its interval and the verdict."""
     per_position: PerPosition
-    peers: dict[Literal["a", "b"], dict[Literal["vllm", "specforge", "sglang"], float]]  # each side, as each counts
+    """Each side's per-position acceptance."""
+    peers: dict[Literal["a", "b"], dict[Literal["vllm", "specforge", "sglang"], float]]
+    """Each side's acceptance length as vLLM, SpecForge and SGLang count it."""
     interval: str = INTERVAL.replace("over prompts", "over prompts, paired")
-    serve: list[str] = []  # B's serving path, as serve-config prints it
+    """How the intervals were computed."""
+    serve: list[str] = []
+    """B's serving path, as serve-config prints it."""
     eaglezoo_version: str = __version__
+    """The eaglezoo that measured."""
 
 
 def same_target(a: VerifyReport, b: VerifyReport) -> None:

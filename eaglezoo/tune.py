@@ -89,30 +89,54 @@ class KFloor(BaseModel):
 
 
 class TuneReport(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """One tune run: the grid, the decision as each engine's own config, its confirmation."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     kind: Literal["tune"] = "tune"
+    """Which command wrote it."""
     drafter: str
+    """The drafter measured."""
     target: str
+    """The target as the engine loaded it."""
     engine: TuneEngine
+    """The engine measured on: vLLM's version, device and dtype."""
     k_max: int
+    """Every K from 0 (no drafter) to this was measured."""
     concurrency: list[int]
+    """The loads measured (requests in flight), rising."""
     num_prompts: int
+    """Prompts in each pass."""
     max_new_tokens: int
+    """Tokens generated per prompt."""
     grid: list[Cell]
+    """Every (K, load) cell: output tokens/s, TPOT and the engine's acceptance."""
     decision: list[Choice]
-    schedule: list[list[int]]  # vLLM's [[first batch size, last batch size, K], ...]
+    """Per load, the K with the most output tokens/s (K = 0 where speculation loses)."""
+    schedule: list[list[int]]
+    """vLLM's num_speculative_tokens_per_batch_size: [[first batch size, last batch size, K], ...]."""
     basis: str
+    """What the decision rests on, in words."""
     vllm_speculative_config: dict
+    """The --speculative-config that serves the schedule."""
     vllm_command: str
+    """The vllm serve command with it."""
     sglang_static_k: int
+    """SGLang takes one K: the best over the loads (geometric mean of the speedups)."""
     sglang_command: str | None
+    """The SGLang command at that K (null when it is 0)."""
     confirmation: Confirmation
+    """The schedule run once more, beside the best static K's cells."""
     hardware: Placement | None = None
-    floors: dict[str, KFloor] = {}  # by K: the registry entry's floors, checked at every load
-    failures: list[str] = []  # a measured K below its floor: the drafter is not the one recorded
+    """Where this ran, beside the registry entry's hardware class."""
+    floors: dict[str, KFloor] = {}
+    """By K: the registry entry's floors, checked at every load."""
+    failures: list[str] = []
+    """A measured K below its floor: the drafter is not the one recorded (exit 1)."""
     notes: list[str] = []
+    """What the reader must know (interpolated loads, loads the prompts cannot fill, the dialect served)."""
     eaglezoo_version: str = __version__
+    """The eaglezoo that measured."""
 
 
 def check_grid(concurrency: list[int], k_max: int, opts: EngineOptions) -> None:
