@@ -178,18 +178,12 @@ def check_drafter(config: dict | None, work: Workload, base: str) -> list[str]:
         return [f"the server's drafter {config['model']} is not a folder on this machine: its identity was not checked"]
     from .identity import differences, read_served
 
-    found = differences(read_served(served), work.drafter, _target_layers(work))
+    found = differences(read_served(served), work.drafter, work.target_layers)
     if found:
         raise EngineError(f"the server's drafter ({served}) is not the drafter named "
                           f"({work.drafter.path}): {'; '.join(found)}",
                           hint="restart the server with the drafter named (eaglezoo serve-config prints the command)")
     return []
-
-
-def _target_layers(work: Workload) -> int | None:
-    from ..checkpoint.config import target_config, target_layers
-
-    return target_layers(target_config(work.target_dir))
 
 
 def scrape(base: str) -> dict:

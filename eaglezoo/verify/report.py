@@ -424,13 +424,12 @@ def built(model, **fields):
 
 def serve_path(work: Workload, origin: Origin) -> list[str]:
     """The serving path `serve-config` prints for this drafter and target (a registry entry's own id converts it)."""
-    from ..checkpoint.config import target_config, target_layers
     from ..serving import serve_drafter
 
     drafter, name = work.drafter, str(work.drafter.path)
     source = [origin.registry_id] if origin.registry_id else [name, *_stated_ids(drafter)]
     return serve_drafter(drafter, "vllm", name, work.target_name, work.k, source,
-                         target_layers(target_config(work.target_dir))).steps
+                         work.target_layers).steps
 
 
 def _stated_ids(drafter) -> list[str]:

@@ -162,7 +162,8 @@ def prepare(drafter_dir: Path, target_dir: Path, target_name: str, target_revisi
             seed: int | None, engines: list[str], max_model_len: int | None, trust_remote_code: bool = False) -> Workload:
     prompts = load_prompts(prompts_file)[:max_prompts]
     tcfg = target_config(target_dir)
-    drafter = read_drafter(drafter_dir, None, replace(opts, target_layers=target_layers(tcfg)))
+    layers = target_layers(tcfg)
+    drafter = read_drafter(drafter_dir, None, replace(opts, target_layers=layers))
     refuse_misfit(drafter.spec.aux, drafter.spec.target_hidden_size, drafter.spec.vocab_size, tcfg)
     findings = lint_drafter(drafter, tcfg, target_dir) + provenance_findings(drafter_dir, drafter.spec)
     tokenizer = load_tokenizer(target_dir, trust_remote_code)
@@ -181,7 +182,7 @@ def prepare(drafter_dir: Path, target_dir: Path, target_name: str, target_revisi
                          hint="use shorter prompts, a smaller --max-new-tokens or a larger --max-model-len")
     return Workload(drafter, target_dir, target_name, target_revision, findings,
                     [prompts[i] for i in kept], [encoded[i] for i in kept], skipped, k, max_new_tokens,
-                    temperature, seed, kept, trust_remote_code, notes, context=context)
+                    temperature, seed, kept, trust_remote_code, notes, context=context, target_layers=layers)
 
 
 def sampled_on_native(prompts: list[Prompt], encoded: list, engines: list[str]) -> list[dict]:

@@ -34,10 +34,7 @@ def read_report(path: Path, what: str = "report", needs: str = "eaglezoo") -> Ve
     only what `eaglezoo verify --report` writes. `needs`: who reads it, for the message on missing keys."""
     if not os.path.lexists(path):
         raise BadInput(f"{what} {path}: no such file", hint=REPORT_HINT)
-    data = read_json(Path(path), what)
-    if isinstance(data, dict) and "kind" not in data:  # written before reports said their kind
-        data = {**data, "kind": "verify"}
-    return report_from(data, f"{what} {path}", needs)
+    return report_from(read_json(Path(path), what), f"{what} {path}", needs)
 
 
 def report_from(data: dict, where: str, needs: str = "eaglezoo") -> VerifyReport:

@@ -69,6 +69,7 @@ class Workload:
     notes: list[str] = field(default_factory=list)  # said in every report of this workload
     answers: dict[int, list[str]] = field(default_factory=dict)  # by prompt index: the target's earlier turns
     context: int = 1 << 62  # what every prompt, its new tokens and drafts must fit
+    target_layers: int | None = None  # the target's decoder layers: what an engine captures by default
 
     def reachable(self, levels: list[int]) -> list[int]:
         """The concurrency levels these prompts can fill. Above their number no more requests are ever in flight, so
