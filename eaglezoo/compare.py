@@ -15,7 +15,8 @@ from pydantic import BaseModel, ConfigDict, model_validator
 
 from . import __version__
 from .errors import BadInput, UsageError
-from .verify.acceptance import INTERVAL, bootstrap_interval, pooled_length
+from .reproduce import Reproduction, reproduction
+from .verify.acceptance import INTERVAL, SEED, bootstrap_interval, pooled_length
 from .verify.report import VerifyReport, built
 
 Verdict = Literal["B above A", "B below A", "indistinguishable"]
@@ -96,6 +97,9 @@ class CompareReport(BaseModel):
     """How the intervals were computed."""
     serve: list[str] = []
     """B's serving path, as serve-config prints it."""
+    reproduction: Reproduction | None = None
+    """What it takes to run it again: the command, versions, the prompt set's hash, seeds, the machine (absent from
+    reports written before it)."""
     eaglezoo_version: str = __version__
     """The eaglezoo that measured."""
 
@@ -133,7 +137,14 @@ def compare(a: VerifyReport, b: VerifyReport) -> CompareReport:
                          num_spec_tokens=a.num_spec_tokens, rows=rows,
                          per_position={"a": a.acceptance_per_position, "b": b.acceptance_per_position},
                          peers={"a": peers([s[1] for s in steps]), "b": peers([s[2] for s in steps])},
-                         serve=b.serve)
+                         serve=b.serve, reproduction=compared_reproduction(a, b))
+
+
+def compared_reproduction(a: VerifyReport, b: VerifyReport) -> Reproduction:
+    ps = a.prompt_set
+    engines = engine_name(a) if engine_name(a) == engine_name(b) else f"{engine_name(a)} (A), {engine_name(b)} (B)"
+    return reproduction(engine=engines, prompt_set=ps and ps.name, prompts_sha256=ps and ps.sha256,
+                        seed=a.sampling.seed, bootstrap_seed=SEED)
 
 
 def engine_name(r: VerifyReport) -> str:

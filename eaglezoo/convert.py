@@ -100,7 +100,7 @@ def plan(req: ConvertRequest) -> Prepared:
 
 def check_format(to: str) -> None:
     if to not in formats.WRITERS:
-        raise UsageError(f"unknown --to {to!r}", hint="use eagle31 or speculators")
+        raise UsageError(f"unknown --to {to!r}", hint="use eagle31, speculators, or native (P-EAGLE, DFlash, DSpark)")
 
 
 def plan_from(drafter: Drafter, to: str = "eagle31", *, dtype: str | None = None, verifier: str | None = None,
@@ -116,16 +116,45 @@ def plan_from(drafter: Drafter, to: str = "eagle31", *, dtype: str | None = None
     cast = _cast_code(dtype)
     tensors = [OutTensor(reading.renames[n], ckpt.refs[n], cast if cast and ckpt.refs[n].is_float else ckpt.refs[n].dtype)
                for n in names]
-    out_cfg = _output_config(spec, to, dtype or _config_dtype(spec, tensors, warnings), verifier, warnings)
+    decisions = list(reading.decisions)
+    if spec.family == "eagle3":
+        out_cfg = _output_config(spec, to, dtype or _config_dtype(spec, tensors, warnings), verifier, warnings)
+    else:
+        out_cfg = family_config(spec, to, dtype if spec.family != "peagle" else dtype or _config_dtype(
+            spec, tensors, warnings), verifier, decisions, warnings)
     p = Plan(
         source=str(drafter.path), dialect=reading.dialect, to=to, source_files=[f.name for f in ckpt.files],
         spec=spec, config_diff=config_diff(drafter.config, out_cfg),
         renames=[Rename(source=s, output=reading.renames[s]) for s in names if reading.renames[s] != s],
         drops=[Drop(name=n, reason=r) for n, r in sorted(reading.drops.items())],
-        decisions=reading.decisions, warnings=warnings, dtype=dtype,
+        decisions=decisions, warnings=warnings, dtype=dtype,
         num_tensors=len(tensors), num_bytes=sum(t.nbytes for t in tensors),
     )
     return Prepared(p, ckpt, out_cfg, tensors, {**ckpt.metadata, "format": "pt"}, origin)
+
+
+def family_config(spec: DrafterSpec, to: str, dtype: str | None, verifier: str | None, decisions: list[str],
+                  warnings: list[str]) -> dict:
+    """The config of a P-EAGLE, DFlash or DSpark drafter in its native or speculators form: the same tensors,
+    every family key written where that form keeps it (docs/formats.md#families)."""
+    if to == "eagle31":
+        raise UsageError(f"a {spec.family} drafter has no EAGLE 3.1 form: it would lose its "
+                         f"{'mask token' if spec.family == 'peagle' else 'block drafting'}",
+                         hint="convert it with --to native or --to speculators")
+    if spec.family != "peagle" and dtype is not None:  # (a P-EAGLE's dtype is always given: the weights')
+        raise UsageError(f"--dtype on a {spec.family} drafter: its conversion only moves keys between forms",
+                         hint="convert without --dtype")
+    if spec.family == "peagle":
+        if to == "native":
+            return validate_config(formats.peagle.write_config(spec, dtype), "to be written (--to native)", "drafter")
+        cfg, more = formats.peagle.write_speculators(spec, dtype, verifier)
+        warnings += more
+        return validate_config(cfg, "to be written (--to speculators)", "drafter")
+    native = {"dflash": formats.zlab_dflash, "dspark": formats.deepspec_dspark}[spec.family]
+    if to == "native":
+        return native.write_config(spec, decisions)
+    spec_form = {"dflash": formats.speculators_dflash, "dspark": formats.speculators_dspark}[spec.family]
+    return spec_form.write_config(spec, verifier, decisions, warnings)
 
 
 def _cast_code(dtype: str | None) -> str | None:

@@ -18,7 +18,9 @@ from .checkpoint.formats.base import ReadOptions
 from .checkpoint.problems import (
     Finding,
     Severity,
+    borrowed_head_findings,
     check_tensors,
+    family_findings,
     config_findings,
     provenance_findings,
     target_findings,
@@ -138,14 +140,17 @@ def lint_drafter(drafter: Drafter, tcfg: dict | None, target_dir: Path | None = 
         out += target_findings(spec, tcfg)
     problems = check_tensors(spec, drafter.refs) if drafter.has_weights else []
     out += problems
-    config_findings(drafter.config, drafter.dialect, add)
-    out += trap_findings(drafter.config, tcfg)
-    if drafter.has_weights and not problems:
+    if spec.family == "eagle3":  # the EAGLE-3 config traps; the other families have their own
+        config_findings(drafter.config, drafter.dialect, add)
+        out += trap_findings(drafter.config, tcfg)
+    out += family_findings(spec, drafter.dialect, drafter.config, tcfg) + borrowed_head_findings(spec, drafter.refs)
+    if drafter.has_weights and not problems and spec.family in ("eagle3", "peagle"):
         value_findings(spec, drafter.refs, drafter.load, target_dir, add, max_value_bytes)
     for e in engine_support(spec, schema_for(drafter.dialect)):
         if not e.faithful:
             add("warning", "engine-unfaithful", f"{e.engine} cannot serve this drafter faithfully: {'; '.join(e.notes)}",
-                "serve it with another engine (eaglezoo serve-config lists them), or convert it with --to eagle31")
+                "serve it with another engine (eaglezoo serve-config lists them)" + (
+                ", or convert it with --to eagle31" if spec.family == "eagle3" else ""))
     return out
 
 

@@ -13,7 +13,7 @@ from .serving import shown_path, vllm_serve_command, vllm_speculative_config
 STYLE = """body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#222}
 h1{font-size:1.4rem}h2{font-size:1.1rem;margin-top:2rem}.plots{display:flex;flex-wrap:wrap;gap:1rem}
 .plot{flex:0 1 28rem;max-width:28rem}.plot svg{width:100%;height:auto}table{border-collapse:collapse}
-td,th{border-bottom:1px solid #ddd;padding:.25rem .6rem;text-align:left}code,pre{background:#f4f4f4}
+td,th{border-bottom:1px solid #ddd;padding:.25rem .6rem;text-align:left}a,td{overflow-wrap:anywhere}code,pre{background:#f4f4f4}
 pre{padding:.6rem;white-space:pre-wrap;word-break:break-all}.headline{font-size:1.2rem}"""
 
 
@@ -79,11 +79,73 @@ def serving_steps(r: dict, drafter: str) -> list[str]:
     return r.get("serve") or [vllm_serve_command(r["target"], vllm_speculative_config(drafter, r["num_spec_tokens"]))]
 
 
+def verdict_of(r: dict) -> str:
+    """A verify report's verdict: its gate's (PASS, FAIL, compared, not gated, no floors), or for a report written
+    before it kept one, from its failures and floors."""
+    gate = r.get("gate")
+    if gate:
+        return gate["verdict"]
+    floors = r.get("thresholds") or {}
+    return "FAIL" if r.get("failures") else "PASS" if any(floors.values()) else "no floors"
+
+
+def gate_section(r: dict) -> list[str]:
+    """The verdict, why a registry's floors were compared and not gated, every floor with the figure and the
+    difference, and every failure."""
+    gate, verdict = r.get("gate") or {}, verdict_of(r)
+    parts = [f"<h2>Verdict: {escape(verdict)}</h2>"]
+    if gate.get("entry_floors") == "compared":
+        why = "".join(f"<li>{escape(w)}</li>" for w in gate.get("why_compared") or [])
+        parts.append(f"<p>The registry's floors (measured on {escape(gate.get('measured_on') or 'another basis')}) "
+                     f"are compared, not gated: exit 0.</p><ul>{why}</ul>")
+    rows = "".join(f"<tr><td>{escape(c['what'])}</td><td>{escape(c['source'])}</td><td>{fixed(c['floor'], 'g')}</td>"
+                   f"<td>{'-' if c['measured'] is None else fixed(c['measured'])}</td>"
+                   f"<td>{'-' if c['difference'] is None else fixed(c['difference'], '+.3f')}</td>"
+                   f"<td>{'met' if c['met'] else 'below' if c['met'] is False else 'not measured'}"
+                   f"{'' if c['gated'] else ' (compared)'}</td></tr>" for c in gate.get("checks") or [])
+    if rows:
+        parts.append("<table><tr><th>floor</th><th>source</th><th>floor</th><th>measured</th><th>difference</th>"
+                     f"<th></th></tr>{rows}</table>")
+    failures = "".join(f"<li>FAIL {escape(f)}</li>" for f in r.get("failures") or [])
+    return parts + ([f"<ul>{failures}</ul>"] if failures else [])
+
+
+def skipped_section(r: dict) -> list[str]:
+    rows = "".join(f"<tr><td>{escape(s['index'])}</td><td>{escape(s['bucket'])}</td><td>{escape(s['reason'])}</td>"
+                   "</tr>" for s in r.get("skipped_prompts") or [])
+    head = "<tr><th>row</th><th>condition</th><th>reason</th></tr>"
+    return [f"<h2>Skipped prompts</h2><p>Never measured as something else.</p><table>{head}{rows}</table>"] \
+        if rows else []
+
+
+def reproduction_facts(r: dict) -> list[tuple[str, str]]:
+    """The facts a report's reproduction adds to its page (none for a report written before it kept one)."""
+    rep = r.get("reproduction")
+    if not rep:
+        return []
+    machine = rep.get("machine") or {}
+    versions = ", ".join(f"{name} {rep[name]}" for name in ("eaglezoo", "python", "torch", "transformers")
+                         if rep.get(name))
+    facts = [("rerun", " ".join(rep["command"]) if rep.get("command") else "(built by a library call)"),
+             ("versions", versions + (f"; engine {rep['engine']}" if rep.get("engine") else ""))]
+    if rep.get("prompt_set"):
+        facts.append(("prompts", f"{rep['prompt_set']} (sha256 {rep.get('prompts_sha256') or 'unknown'})"))
+    seeds = [f"{name} {rep[key]}" for name, key in (("sampling", "seed"), ("bootstrap", "bootstrap_seed"))
+             if rep.get(key) is not None]
+    facts += [("seeds", ", ".join(seeds))] if seeds else []
+    if machine:
+        gpus = ", ".join(machine.get("gpus") or []) or "no GPU"
+        facts.append(("machine", f"{machine.get('cpu')}; {gpus}; {machine.get('os')}"))
+    return facts
+
+
 def verify_page(r: dict) -> str:
     engine = r["engine"].get("name", "native")
-    headline = (f"Mean acceptance length <b>{fixed(r['mean_acceptance_length'])}</b> at "
-                f"K={escape(r['num_spec_tokens'])} over {escape(r['num_drafts'])} drafts ({escape(r['num_prompts'])} "
-                f"prompts &times; {escape(r['max_new_tokens'])} tokens)")
+    prompt_set = r.get("prompt_set")
+    taken = f"; prompts: {escape(prompt_set['name'])}, {escape(prompt_set['selection'])}" if prompt_set else ""
+    headline = (f"<b>{escape(verdict_of(r))}</b>: mean acceptance length <b>{fixed(r['mean_acceptance_length'])}</b> "
+                f"at K={escape(r['num_spec_tokens'])} over {escape(r['num_drafts'])} drafts "
+                f"({escape(r['num_prompts'])} prompts &times; {escape(r['max_new_tokens'])} tokens{taken})")
     figures = [plots.per_position(r), plots.histogram(r)]
     figures += [plots.by_k(r)] if r.get("acceptance_by_k") else []
     figures += [plots.drift(r)] if r["drift"].get("feedback_rms_per_depth") else []
@@ -91,26 +153,109 @@ def verify_page(r: dict) -> str:
     facts = [("drafter", r["drafter"]), ("target", r["target"]),
              ("engine", f"{engine} {r['engine'].get('version') or ''}".strip()), ("device", r["device"]),
              ("dtype", r["dtype"]), ("temperature", str(r["sampling"]["temperature"])),
-             ("eaglezoo", r["eaglezoo_version"]), ("created", r["created"])]
-    return page(f"verify: {r['drafter']}", headline, figures, facts, serving_steps(r, r["drafter"]), bucket_table(r))
+             ("eaglezoo", r["eaglezoo_version"]), ("created", r["created"]), *reproduction_facts(r)]
+    return page(f"verify: {r['drafter']}", headline, figures, facts, serving_steps(r, r["drafter"]),
+                gate_section(r) + bucket_table(r) + skipped_section(r))
 
 
 def tune_page(r: dict) -> str:
-    choices = ", ".join(f"concurrency {d['concurrency']}: K={d['k']} ({d['speedup']:.2f}x)" for d in r["decision"])
+    choices = ", ".join(f"concurrency {d['concurrency']}: K={d['k']} ({d['speedup']:.2f}x"
+                        f"{', too close to call' if d.get('too_close') else ''})" for d in r["decision"])
     facts = [("drafter", r["drafter"]), ("target", r["target"]),
              ("engine", f"vLLM {r['engine']['version']}"), ("device", r["engine"]["device"]),
              ("dtype", r["engine"]["dtype"]), ("basis", r["basis"]), ("eaglezoo", r["eaglezoo_version"])]
     notes = "".join(f"<li>{escape(n)}</li>" for n in r["notes"])
-    return page(f"tune: {r['drafter']}", f"Recommended: {escape(choices)}", [plots.tune_throughput(r)], facts,
-                [vllm_serve_command(r["target"], r["vllm_speculative_config"])],
-                [f"<h2>Notes</h2><ul>{notes}</ul>"] if notes else [])
+    failures = "".join(f"<li>{escape(n)}</li>" for n in r.get("failures") or [])
+    steps = ([r["recommended_command"]] if r.get("recommended_command")
+             else [vllm_serve_command(r["target"], r["vllm_speculative_config"])])
+    tables = [tune_grid(r), *tune_confirmation(r), *tune_commands(r),
+              *([f"<h2>Failures</h2><ul>{failures}</ul>"] if failures else []),
+              *([f"<h2>Notes</h2><ul>{notes}</ul>"] if notes else [])]
+    headline = f"Recommended: {escape(choices)}" + (f" &mdash; serve <b>{escape(r['recommended'])}</b>"
+                                                    if r.get("recommended") else "")
+    return page(f"tune: {r['drafter']}", headline, [plots.tune_throughput(r)], facts, steps, tables)
+
+
+def tune_grid(r: dict) -> str:
+    """Every cell: median [interval] over its repeats, spread, latencies, acceptance; the decision per load."""
+    head = ("<tr><th>load</th><th>K</th><th>tokens/s (median)</th><th>interval</th><th>repeats</th><th>spread</th>"
+            "<th>TTFT p50 / p90 ms</th><th>TPOT p50 / p90 ms</th><th>acceptance length</th><th>decision</th></tr>")
+    chosen = {d["concurrency"]: d for d in r["decision"]}
+    body = []
+    for x in sorted(r["grid"], key=lambda x: (x["concurrency"], x["k"])):
+        d, lat = chosen[x["concurrency"]], x.get("latency") or {}
+        said = ("too close to call: chosen" if d.get("too_close") else "chosen") if d["k"] == x["k"] else ""
+        body.append(f"<tr><td>{escape(x['concurrency'])}</td><td>{escape(x['k'])}</td>"
+                    f"<td>{fixed(x['output_tokens_per_s'], '.1f')}</td><td>{_pair(x.get('interval'), '.1f')}</td>"
+                    f"<td>{escape(', '.join(format(v, '.1f') for v in x.get('repeats') or []))}</td>"
+                    f"<td>{_maybe(x.get('spread_pct'), '.1f', '%')}</td>"
+                    f"<td>{_pair((lat.get('ttft_p50_ms'), lat.get('ttft_p90_ms')), '.1f')}</td>"
+                    f"<td>{_pair((lat.get('tpot_p50_ms'), lat.get('tpot_p90_ms')), '.2f')}</td>"
+                    f"<td>{_maybe(x.get('acceptance_length'), '.2f')}</td><td>{escape(said)}</td></tr>")
+    return f"<h2>Every cell</h2><table>{head}{''.join(body)}</table>"
+
+
+def tune_confirmation(r: dict) -> list[str]:
+    """The confirmation and its verdict, the no-speculation column, the adaptive column."""
+    conf = r.get("confirmation") or {}
+    rows = "".join(f"<tr><td>{escape(p['concurrency'])}</td><td>{fixed(p['output_tokens_per_s'], '.1f')}</td>"
+                   f"<td>{_pair(p.get('interval'), '.1f')}</td><td>{escape(p.get('against_no_speculation') or '')}</td>"
+                   f"<td>{escape(p.get('against_best_static') or '')}</td></tr>" for p in conf.get("schedule") or [])
+    if not rows:
+        return []
+    verdict = f": <b>{escape(conf['verdict'])}</b>" if conf.get("verdict") else ""
+    out = [(f"<h2>Confirmation{verdict}</h2><table><tr><th>load</th><th>tokens/s</th><th>interval</th>"
+            f"<th>against no speculation</th><th>against static K={escape(conf['best_static_k'])}</th></tr>"
+            f"{rows}</table>")]
+    nospec = "".join(f"<tr><td>{escape(x['concurrency'])}</td><td>{escape(x['table_k'])}</td>"
+                     f"<td>{fixed(x['table_tokens_per_s'], '.1f')}</td><td>{fixed(x['no_speculation_tokens_per_s'], '.1f')}"
+                     f"</td><td>{fixed(x['ratio'], '.2f')}</td><td>{escape(x['verdict'])}</td></tr>"
+                     for x in r.get("no_speculation") or [])
+    if nospec:
+        out.append("<h2>Against no speculation</h2><table><tr><th>load</th><th>table K</th><th>table tokens/s</th>"
+                   f"<th>no speculation tokens/s</th><th>ratio</th><th>verdict</th></tr>{nospec}</table>")
+    adaptive = (r.get("adaptive") or {}).get("levels") or []
+    if adaptive:
+        out.append("<h2>vLLM adaptive verification</h2><table><tr><th>load</th><th>tokens/s</th><th>interval</th>"
+                   "<th>against no speculation</th></tr>" + "".join(
+                       f"<tr><td>{escape(x['concurrency'])}</td><td>{fixed(x['output_tokens_per_s'], '.1f')}</td>"
+                       f"<td>{_pair(x['interval'], '.1f')}</td><td>{escape(x['against_no_speculation'])}</td></tr>"
+                       for x in adaptive) + "</table>")
+    if r.get("cost"):
+        c = r["cost"]
+        out.append(f"<p>Engine time {fixed(c['engine_s'], '.0f')} s for {escape(c['repeats'])} repeats; one pass per "
+                   f"cell would have cost about {fixed(c['single_pass_s'], '.0f')} s.</p>")
+    return out
+
+
+def tune_commands(r: dict) -> list[str]:
+    """Each engine's own config of the decision: vLLM's table, SGLang's static K and adaptive config."""
+    import json
+
+    out = [f"<h2>vLLM's table</h2><pre><code>{escape(r['vllm_command'])}</code></pre>"] if r.get("vllm_command") else []
+    if r.get("sglang_command"):
+        out.append(f"<h2>SGLang, static K</h2><pre><code>{escape(r['sglang_command'])}</code></pre>")
+    if r.get("sglang_adaptive_config"):
+        out.append(f"<h2>SGLang adaptive</h2><p>sglang-adaptive.json:</p><pre><code>"
+                   f"{escape(json.dumps(r['sglang_adaptive_config']))}</code></pre><pre><code>"
+                   f"{escape(r['sglang_adaptive_command'])}</code></pre>")
+    return out
+
+
+def _pair(values, spec: str) -> str:
+    return "" if not values or any(v is None for v in values) else f"{fixed(values[0], spec)} &ndash; {fixed(values[1], spec)}"
+
+
+def _maybe(value, spec: str, unit: str = "") -> str:
+    return "" if value is None else fixed(value, spec) + unit
 
 
 def compare_page(r: dict) -> str:
     every = r["rows"][-1]
     low, high = every["interval"][0], every["interval"][1]
     headline = (f"B/A = <b>{fixed(every['ratio'])}</b> [{fixed(low)}, {fixed(high)}] "
-                f"over {escape(every['prompts'])} prompts ({escape(every['bucket'])})")
+                f"over {escape(every['prompts'])} prompts ({escape(every['bucket'])}): "
+                f"<b>{escape(every.get('verdict') or '')}</b> at 95%")
     body = "".join(f"<tr><td>{escape(x['bucket'])}</td><td>{escape(x['prompts'])}</td><td>{fixed(x['a'])}</td>"
                    f"<td>{fixed(x['b'])}</td><td>{fixed(x['ratio'])}</td><td>[{fixed(x['interval'][0])}, "
                    f"{fixed(x['interval'][1])}]</td><td>{escape(x['verdict'])}</td></tr>" for x in r["rows"])
@@ -119,11 +264,18 @@ def compare_page(r: dict) -> str:
              f"<th>B / A</th><th>95% interval</th><th>verdict</th></tr>{body}</table>")
     facts = [("A", r["a"]), ("B", r["b"]), ("target", r["target"]), ("engine", r["engine"]),
              *([("engine B", r["engine_b"])] if r.get("engine_b", r["engine"]) != r["engine"] else []),
-             ("interval", r["interval"]), ("eaglezoo", r["eaglezoo_version"])]
+             ("interval", r["interval"]), ("eaglezoo", r["eaglezoo_version"]), *reproduction_facts(r)]
     return page("compare: A against B", headline, [plots.compare_buckets(r)], facts, serving_steps(r, r["b"]), [table])
 
 
-PAGES = {"verify": lambda r: verify_page(r), "tune": lambda r: tune_page(r), "compare": lambda r: compare_page(r)}
+PAGES = {"verify": lambda r: verify_page(r), "tune": lambda r: tune_page(r), "compare": lambda r: compare_page(r),
+         "doctor": lambda r: doctor_page(r)}
+
+
+def doctor_page(r: dict) -> str:
+    from .doctor.page import doctor_page as page  # the doctor's page builds on this module
+
+    return page(r)
 
 
 def page_for(report: dict) -> str:

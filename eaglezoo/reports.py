@@ -13,15 +13,16 @@ from typing import Annotated
 from pydantic import Field, TypeAdapter
 
 from .compare import CompareReport, compare_from
+from .doctor.report import DoctorReport, doctor_from
 from .errors import BadInput
 from .fsutil import read_json
 from .tune import TuneReport, tune_from
 from .verify.report import VerifyReport
 from .verify.saved import report_from
 
-Report = Annotated[VerifyReport | TuneReport | CompareReport, Field(discriminator="kind")]
-MODELS = {"verify": VerifyReport, "tune": TuneReport, "compare": CompareReport}
-HINT = "give a report written by verify, tune or compare --report"
+Report = Annotated[VerifyReport | TuneReport | CompareReport | DoctorReport, Field(discriminator="kind")]
+MODELS = {"verify": VerifyReport, "tune": TuneReport, "compare": CompareReport, "doctor": DoctorReport}
+HINT = "give a report written by verify, tune, compare or doctor --report"
 
 
 def kind_of(data) -> str:
@@ -61,6 +62,8 @@ def from_data(data: dict, kind: str, where: str, needs: str = "its page"):
     data = upgraded(data, kind)
     if kind == "verify":
         return report_from(data, where, needs)
+    if kind == "doctor":
+        return doctor_from(data, where)
     return (tune_from if kind == "tune" else compare_from)(data, where)
 
 
@@ -74,7 +77,7 @@ def schema(kind: str) -> dict:
 def schema_markdown() -> str:
     """docs/report.md: every report's fields with their types and meanings, from the models' own schemas."""
     lines = ["# Reports", "",
-             "Generated from the report models (eaglezoo/reports.py) by `python scripts/write_report_docs.py`; "
+             "Generated from the report models (eaglezoo/reports.py) by `python -m scripts.docs.write_report_docs`; "
              "`eaglezoo report --schema KIND` prints each as JSON Schema. Every report says its `kind`; a field "
              "an engine cannot measure is `null`, never invented. Reports written before `kind` existed are "
              "still read.", ""]

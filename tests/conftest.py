@@ -10,7 +10,7 @@ from pathlib import Path
 
 # One math thread per process: the suite runs three workers on two cores, each starting CLI subprocesses and
 # engines; torch's default (a thread per core, spinning while it waits) made them fight (measured, paired: 122.4 s
-# against 85.1 s for three engine-heavy modules, docs/benchmarks.md). Set before torch is imported anywhere.
+# against 85.1 s for three engine-heavy modules, docs/notes/test-suite.md). Set before torch is imported anywhere.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 # Offline unless HF_HUB_OFFLINE says otherwise, as the CLI's subprocesses run (CLI_ENV), in this process too: the
 # in-process runs and unit tests import huggingface_hub here, and it reads the setting once, at import.
@@ -28,7 +28,7 @@ CLI_ENV = {**os.environ, "TRANSFORMERS_VERBOSITY": "error", "HF_HUB_OFFLINE": os
            "HF_HUB_DISABLE_TELEMETRY": "1", "COLUMNS": "200", "NO_COLOR": "1"}
 
 
-# The longest modules first (measured on this 2-core machine, docs/benchmarks.md): pytest-xdist hands out whole files
+# The longest modules first (measured, docs/notes/test-suite.md): pytest-xdist hands out whole files
 # in collection order, so a long file handed out last would run alone at the end. By module name, every tier: the
 # engine, Hub, end-to-end and docs tiers' longest, then the fast tier's (tests/unit, tests/cli) own longest.
 LONGEST_FIRST = ("test_readme", "test_verify_vllm", "test_tune", "test_native_batching", "test_smollm2_pair",

@@ -74,10 +74,21 @@ def _attention_shapes(spec: DrafterSpec, p: str, width: int) -> dict[str, tuple[
 
 
 def optional_shapes(spec: DrafterSpec) -> dict[str, tuple[int, ...]]:
-    """Engines share a missing embed_tokens from the target and ignore t2d (ModelOpt does not export it)."""
+    """Engines share a missing embed_tokens from the target and ignore t2d (ModelOpt does not export it). A P-EAGLE's
+    mask_hidden (k x target hidden values; speculators saves [1, 1, n], vLLM views any shape as [1, n],
+    model_executor/models/llama_eagle3.py:440) is what vLLM's parallel drafting needs, and the native engine."""
     out = {"embed_tokens.weight": (spec.vocab_size, spec.hidden_size)}
     if spec.has_vocab_map:
         out["t2d"] = (spec.vocab_size,)
+    if spec.family == "peagle":
+        out["mask_hidden"] = (spec.num_aux * spec.target_hidden_size,)
     return out
+
+
+def flat_shape(name: str, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """A shape as checked: mask_hidden's leading ones dropped (see optional_shapes)."""
+    while name == "mask_hidden" and len(shape) > 1 and shape[0] == 1:
+        shape = shape[1:]
+    return tuple(shape)
 
 

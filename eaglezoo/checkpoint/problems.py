@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Callable, Literal
 from pydantic import BaseModel
 
 from ..errors import EaglezooError
-from .layout import expected_shapes, optional_shapes
+from .layout import expected_shapes, flat_shape, optional_shapes
 from .spec import AuxLayers, DrafterSpec, effective_rope
 from .st_header import COMPLEX_CODES
 from .tensors import Checkpoint, TensorRef
@@ -41,6 +41,8 @@ INT_CODES = {"I64", "I32"}
 
 def check_tensors(spec: DrafterSpec, refs: dict[str, TensorRef]) -> list[Finding]:
     """Shapes, dtypes, missing and unexpected tensors (names must already be canonical)."""
+    if spec.family in ("dflash", "dspark"):
+        return block_tensor_problems(spec, refs)
     problems: list[Finding] = []
     want = expected_shapes(spec)
     optional = optional_shapes(spec)
@@ -61,7 +63,7 @@ def check_tensors(spec: DrafterSpec, refs: dict[str, TensorRef]) -> list[Finding
             problems.append(error("shape", f"{name} has shape {list(ref.shape)}, expected {list(shape)} from the config"))
     for name, shape in optional.items():
         ref = refs.get(name)
-        if ref is not None and ref.shape != shape:
+        if ref is not None and flat_shape(name, tuple(ref.shape)) != shape:
             problems.append(error("shape", f"{name} has shape {list(ref.shape)}, expected {list(shape)}"))
     problems += _complex_weights(refs, set(want) | set(optional))
     for name in ("d2t",):
@@ -81,6 +83,33 @@ def check_tensors(spec: DrafterSpec, refs: dict[str, TensorRef]) -> list[Finding
         problems.append(_unexpected(spec, name))
     return problems
 
+
+
+def block_tensor_problems(spec: DrafterSpec, refs: dict[str, TensorRef]) -> list[Finding]:
+    """A DFlash/DSpark body (speculators models/dflash/core.py:122-135): fc over k aux states, hidden_norm, norm,
+    the decoder layers; the borrowed embedding and lm_head, where shipped, must fit the vocabulary."""
+    h, k, ht = spec.hidden_size, spec.num_aux, spec.target_hidden_size
+    want: dict[str, tuple[int, ...]] = {"fc.weight": (h, k * ht), "hidden_norm.weight": (h,), "norm.weight": (h,)}
+    for i in range(spec.num_layers):
+        want.update({f"layers.{i}.input_layernorm.weight": (h,), f"layers.{i}.post_attention_layernorm.weight": (h,)})
+    fields = spec.family_fields
+    if spec.family == "dspark" and fields is not None and (fields.markov_rank or 0) > 0:
+        want["markov_head.markov_w1.weight"] = (spec.vocab_size, fields.markov_rank)
+    problems = [_missing(spec, n) if n not in refs else
+                error("shape", f"{n} has shape {list(refs[n].shape)}, expected {list(shape)} from the config")
+                for n, shape in want.items() if n not in refs or refs[n].shape != shape]
+    lm, embed = refs.get("lm_head.weight"), refs.get("embed_tokens.weight")
+    if lm is not None and lm.shape and lm.shape[0] != spec.draft_vocab_size:
+        problems.append(error("lm-head-rows", f"lm_head.weight has {lm.shape[0]} rows, but the drafter's vocabulary "
+                              f"is {spec.draft_vocab_size}", "ship no lm_head (the target's is used) or one of the "
+                              "target's vocabulary; a wrong one is what vllm-ascend #11374 overwrote silently"))
+    if embed is not None and embed.shape and embed.shape[0] != spec.vocab_size:
+        problems.append(error("shape", f"embed_tokens.weight has {embed.shape[0]} rows, expected vocab_size "
+                              f"{spec.vocab_size}"))
+    if spec.has_vocab_map and "d2t" not in refs:
+        problems.append(error("missing", "d2t is missing: draft_vocab_size is smaller than vocab_size",
+                              "ship d2t (draft id -> target id offsets) or set draft_vocab_size to vocab_size"))
+    return problems
 
 
 def _complex_weights(refs: dict[str, TensorRef], known: set[str]) -> list[Finding]:
@@ -316,3 +345,67 @@ def _embed_findings(embed: torch.Tensor, target_dir: Path, add) -> None:
     elif not torch.equal(theirs.to(embed.dtype), embed):
         add("warning", "embed-differs", "embed_tokens differs from the target's: engines will not share it "
             "(vLLM compares with torch.equal); fine only if the drafter was trained with its own")
+
+
+def family_findings(spec: DrafterSpec, dialect: str | None, config: dict, tcfg: dict | None) -> list[Finding]:
+    """The traps of the parallel families (docs/formats.md#family-traps): the mask token, the block against the
+    context, the target's layer count, a shipped lm_head, and the keys whose default differs between tools."""
+    f = spec.family_fields
+    if spec.family == "eagle3" or f is None:
+        return []
+    out: list[Finding] = []
+    if f.mask_token_id is not None and f.mask_token_id >= spec.vocab_size:
+        out.append(error("mask-token-range", f"mask_token_id {f.mask_token_id} is outside the vocabulary "
+                         f"(0..{spec.vocab_size - 1})", "use the mask token the drafter was trained with"))
+    if f.mask_token_id is not None and tcfg is not None:
+        real = {k: tcfg.get(k) for k in ("bos_token_id", "eos_token_id", "pad_token_id")}
+        hit = [k for k, v in real.items() if v == f.mask_token_id or (isinstance(v, list) and f.mask_token_id in v)]
+        if hit:
+            out.append(Finding(severity="warning", code="mask-token-real", message=f"mask_token_id "
+                               f"{f.mask_token_id} is the target's {', '.join(hit)}, a token its template emits",
+                               hint="the mask slots must hold a token the text never contains"))
+    context = spec.max_position_embeddings
+    if f.block_size is not None and context and f.block_size > context:
+        out.append(error("block-size-context", f"block_size {f.block_size} is above the context "
+                         f"({context} positions)", "fix block_size in config.json"))
+    if tcfg is not None and f.num_target_layers and tcfg.get("num_hidden_layers") not in (None, f.num_target_layers):
+        out.append(Finding(severity="warning", code="target-layers", message=f"the drafter was trained on a "
+                           f"{f.num_target_layers}-layer target; this target has {tcfg['num_hidden_layers']}",
+                           hint="check that this is the drafter's target"))
+    out += _default_traps(spec, dialect, config)
+    return out
+
+
+def _default_traps(spec: DrafterSpec, dialect: str | None, config: dict) -> list[Finding]:
+    f = spec.family_fields
+    out: list[Finding] = []
+    if dialect == "speculators-dspark" and f.sample_from_anchor is None:
+        out.append(Finding(severity="warning", code="anchor-layout", message="sample_from_anchor is unstated: "
+                           "speculators trains with true (models/dspark/config.py), vLLM serves false "
+                           "(speculators/algos.py update_dspark), SGLang true (dspark_config.py)",
+                           hint="write the trained value of sample_from_anchor into config.json"))
+    if dialect == "speculators-dflash" and f.sliding_window_non_causal is None and "sliding_attention" in (
+            spec.layer_config.get("layer_types") or []):
+        out.append(Finding(severity="warning", code="window-causality", message="sliding_window_non_causal is "
+                           "unstated: speculators reads false (causal window), vLLM true (non-causal)",
+                           hint="write the trained value of sliding_window_non_causal into config.json"))
+    if dialect == "speculators-dflash" and f.block_size is not None:
+        out.append(Finding(severity="info", code="engine-ignores", message="vLLM's speculators path does not carry "
+                           "block_size (transformers_utils/configs/speculators/algos.py update_dflash): K comes "
+                           "from num_speculative_tokens alone", hint="serve with K <= block_size - 1"))
+    if dialect == "speculators-peagle" and (spec.fc_norm or spec.norm_output):
+        out.append(error("engine-ignores", "vLLM's speculators path drops fc_norm and norm_output for peagle "
+                         "(speculators/algos.py update_peagle reads neither)",
+                         "convert it with --to native, whose flat config vLLM reads with the flags"))
+    return out
+
+
+def borrowed_head_findings(spec: DrafterSpec, refs: dict[str, TensorRef]) -> list[Finding]:
+    """A block drafter's lm_head is the target's (z-lab ships none); one shipped at full vocabulary is replaced by
+    the target's when identical and kept otherwise (vLLM v1/spec_decode/llm_base_proposer.py:1508-1545)."""
+    lm = refs.get("lm_head.weight")
+    if spec.family not in ("dflash", "dspark") or lm is None or spec.has_vocab_map or lm.shape[:1] != (spec.vocab_size,):
+        return []
+    return [Finding(severity="warning", code="lm-head-borrowed", message="the drafter ships an lm_head over the "
+                    "full vocabulary: vLLM uses the target's if it is identical, this one otherwise",
+                    hint="drop it unless it was trained; lint with --target to compare it with the target's")]

@@ -100,13 +100,15 @@ def interpret(config: dict, checkpoint, dialect: str | None, opts: ReadOptions) 
 
 
 def read_drafter(source: Path, dialect: str | None = None, opts: ReadOptions | None = None,
-                 strict: bool = True) -> Drafter:
-    """Config + headers -> a Drafter; with `strict`, every tensor must fit the config."""
+                 strict: bool = True, view=None) -> Drafter:
+    """Config + headers -> a Drafter; with `strict`, every tensor must fit the config. `view(config)`, where
+    given, is the config as a reader other than eaglezoo's sees it (doctor: the keys an engine reads)."""
     if not source.is_dir():
         raise UsageError(f"{source}: not a directory", hint="name the drafter's folder (with its config.json)")
     opts = opts or ReadOptions()
     path = source / "config.json"
     config = validate_config(read_json(path, "drafter config"), str(path), "drafter")
+    config = view(config) if view else config
     checkpoint = Checkpoint(source)
     checkpoint.check_index()
     drafter = Drafter(source, config, checkpoint, interpret(config, checkpoint, dialect, opts), opts)

@@ -15,6 +15,33 @@ from pydantic import BaseModel, ConfigDict
 
 Convention = Literal["boundary", "layer-output"]
 CONVENTIONS: tuple[str, ...] = ("boundary", "layer-output")
+# eagle3: one token a step; peagle: EAGLE-3 weights drafting K tokens in parallel with a mask token; dflash:
+# a block of mask tokens drafted at once (non-causal); dspark: dflash plus Markov and confidence heads
+# (docs/formats.md#families).
+Family = Literal["eagle3", "peagle", "dflash", "dspark"]
+FAMILIES: tuple[str, ...] = ("eagle3", "peagle", "dflash", "dspark")
+
+
+class FamilyFields(BaseModel):
+    """The keys of the parallel families, as stated (None: the file does not state it; each engine then applies
+    its own default, which lint compares)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    block_size: int | None = None
+    mask_token_id: int | None = None
+    sample_from_anchor: bool | None = None
+    sliding_window_non_causal: bool | None = None
+    num_target_layers: int | None = None
+    markov_rank: int | None = None
+    markov_head_type: str | None = None
+    enable_confidence_head: bool | None = None
+    confidence_head_with_markov: bool | None = None
+    # family keys eaglezoo does not interpret, by the name they had, carried to the other form unchanged
+    extra: dict[str, Any] = {}
+
+    def stated(self) -> dict[str, Any]:
+        return {k: v for k, v in self.model_dump().items() if v is not None and k != "extra"}
 
 
 class AuxLayers(BaseModel):
@@ -55,6 +82,8 @@ class DrafterSpec(BaseModel):
     norm_before_fc: bool = False
     norm_before_residual: bool = False
     dtype: str | None = None
+    family: Family = "eagle3"
+    family_fields: FamilyFields | None = None  # peagle, dflash, dspark
     # Decoder hyper-parameters and any other config key carried through unchanged
     # (head counts, head_dim, rope, eps, context length, MLA ranks, token ids, ...).
     layer_config: dict[str, Any] = {}

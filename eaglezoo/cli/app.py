@@ -16,8 +16,10 @@ import traceback
 import typer
 
 from ..errors import EXIT_USAGE, describe, printable, raise_on_termination
-from . import common, compare, convert, hub, lint, registry, report, serve, tune, verify  # noqa: F401 - each registers its commands
+from . import common, compare, convert, doctor, hub, lint, registry, report, serve, tune, verify  # noqa: F401 - each registers its commands
 from .common import app, err, out, print_json
+
+COMPLETE_VAR = "_EAGLEZOO_COMPLETE"  # set by the script `eaglezoo --show-completion` prints, when the shell asks
 
 
 def json_requested(argv: list[str]) -> bool:
@@ -31,6 +33,8 @@ def run(argv: list[str] | None = None) -> None:
     common.SHOW_PROGRESS = err.is_terminal and not as_json
     raise_on_termination()
     command = typer.main.get_command(app)
+    if os.environ.get(COMPLETE_VAR):
+        command.main(args=argv, prog_name="eaglezoo")  # the shell asks for completions: typer answers, then exits
     try:
         from ..hub.client import configure
 
@@ -42,7 +46,8 @@ def run(argv: list[str] | None = None) -> None:
         code = exc.exit_code
     except typer.TyperException as exc:  # the parser's usage errors
         if type(exc).__name__ == "NoArgsIsHelpError":
-            out.print(exc.ctx.get_help(), markup=False)
+            if exc.format_message():  # rich help was printed as the error was built; plain help is its message
+                out.print(exc.format_message(), markup=False)
             code = EXIT_USAGE
         else:
             code = report_error(exc.format_message(), usage_hint(exc), "usage", EXIT_USAGE, as_json)

@@ -19,7 +19,9 @@ from .. import __version__
 from ..errors import UsageError, printable
 from ..limits import MAX_K
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+# add_completion: --install-completion and --show-completion on the root (cli/app.run answers the shell's requests)
+app = typer.Typer(add_completion=True, no_args_is_help=True, pretty_exceptions_enable=False,
+                  context_settings={"help_option_names": ["-h", "--help"]},
                   help="Convert, lint, verify and publish EAGLE-3 / EAGLE 3.1 drafters.")
 
 
@@ -54,13 +56,13 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result (or the 
 
 
 RegistryOpt = Annotated[Optional[Path], typer.Option(
-    "--registry", metavar="DIR", help="Registry directory for registry ids (default: $EAGLEZOO_REGISTRY, else the "
-    "repository's registry/).")]
+    "--registry", metavar="DIR", help="Your own registry folder, laid over the shipped one (default: "
+    "$EAGLEZOO_REGISTRY).")]
 
 
 
-RevisionOpt = Annotated[Optional[str], typer.Option(help="Drafter revision when it comes from the Hub "
-                                                         "(branch, tag or commit; default: the registry's pin, else main).")]
+RevisionOpt = Annotated[Optional[str], typer.Option(metavar="REV", help="The drafter's Hub branch, tag or commit "
+                                                                       "(default: the registry's pin, else main).")]
 
 
 
@@ -69,13 +71,13 @@ FromOpt = Annotated[Optional[str], typer.Option("--from", metavar="DIALECT", hel
 
 
 AuxLayersOpt = Annotated[Optional[str], typer.Option(
-    metavar="IDS", help="Aux-layer ids, e.g. 2,3,4, when the checkpoint has none (needs --aux-convention).")]
+    metavar="IDS", help="Aux-layer ids, e.g. 2,3,4, where the checkpoint has none (with --aux-convention).")]
 
 
 
 AuxConventionOpt = Annotated[Optional[str], typer.Option(
-    metavar="CONVENTION", help="Convention of --aux-layers: boundary (vLLM, HF hidden_states[i]) or layer-output "
-    "(SGLang, ModelOpt).")]
+    metavar="CONVENTION", help="Of --aux-layers: boundary (vLLM, HF hidden_states) or layer-output (SGLang, "
+    "ModelOpt).")]
 
 
 
@@ -89,10 +91,10 @@ DrafterArg = Annotated[str, typer.Argument(
 
 
 
-NumSpecTokensOpt = Annotated[int, typer.Option("--num-spec-tokens", "-k", min=1, max=MAX_K, help="Draft depth K.")]
+NumSpecTokensOpt = Annotated[int, typer.Option("--num-spec-tokens", "-k", min=1, max=MAX_K, metavar="K", help="Draft depth K.")]
 ReportOpt = Annotated[Optional[Path], typer.Option(metavar="FILE", help="Write the JSON report to this file.")]
 EnginePythonOpt = Annotated[Optional[str], typer.Option(metavar="PATH", rich_help_panel="Engine (vLLM)", help="Python interpreter that has vLLM (default: this one).")]
-SuiteOpt = Annotated[Optional[str], typer.Option(metavar="NAME", help="A shipped prompt suite instead of --prompts: standard (MT-bench's 80 first turns by category, HumanEval's 164) or robustness (MT-bench questions under other system prompts, no template, other role markers, thinking on/off, a context ladder; bucket = condition). Sources and licences: eaglezoo/data/suites.")]
+SuiteOpt = Annotated[Optional[str], typer.Option(metavar="NAME", help="A shipped prompt suite instead of --prompts: standard (MT-bench, HumanEval) or robustness (a bucket per condition); eaglezoo/data/suites.")]
 
 
 def prompts_or_suite(prompts: Path | None, suite: str | None) -> Path | None:
@@ -141,7 +143,11 @@ def byte_progress(description: str, total: int):
 
 def version_callback(value: bool):
     if value:
-        out.print(f"eaglezoo {__version__}")
+        from ..registry.shipped import base_copy
+
+        copy = base_copy()
+        out.print(f"eaglezoo {__version__}", markup=False)
+        out.print(f"registry: {copy.describe() if copy else 'none (this package holds no registry)'}", markup=False)
         raise typer.Exit()
 
 

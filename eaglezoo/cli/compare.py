@@ -39,9 +39,12 @@ def compare(
     registry_dir: RegistryOpt = None,
     as_json: JsonOpt = False,
 ):
-    """Two drafters of one target on the same prompts, or one drafter on two engines or engine versions: per
-    bucket each acceptance length and the ratio B/A with its bootstrap interval, and each figure as vLLM,
-    SpecForge and SGLang count it."""
+    """Compare two drafters of one target, or one drafter on two engines.
+
+    Example: eaglezoo compare tiny-example-eagle3 tiny-example-eagle31 --report compare.json
+
+    Both run on the same prompts: per bucket each acceptance length and B/A with its bootstrap interval.
+    Each figure is also given as vLLM, SpecForge and SGLang count it."""
     from ..compare import compare as compare_reports
     from ..verify.run import VerifyRequest, check_settings
     from ..verify.vllm_engine import engine_options
@@ -61,7 +64,7 @@ def compare(
     for _, request in runs:  # both sides' settings refused before A runs
         check_settings(list(request.engines), engine_options=request.engine_options, device=device, dtype=dtype)
     with verify_progress() as advance:
-        a, b = (verify_source(d, target, request, registry_dir=registry_dir, prompts_file=prompts, min_acceptance=[],
+        a, b = (verify_source(d, target, request, registry_dir=registry_dir, prompts_file=prompts, entry_floors=False,
                               progress=advance, outputs=outputs)
                 for d, request in runs)
     result = compare_reports(a, b)
@@ -120,3 +123,5 @@ def render_compare(r) -> None:
         out.print(f"{who.upper()} as the peers count it: {figures}")
     out.print(f"[dim]{r.interval}; vLLM pools 1 + accepted/drafts, SpecForge averages per-request values, SGLang "
               f"divides completion tokens by verify steps[/dim]")
+    for line in r.reproduction.lines() if r.reproduction else []:
+        out.print(f"[dim]{shown(line)}[/dim]")

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 def convert(
     src: DrafterArg,
     dst: Annotated[Path, typer.Argument(metavar="OUT", help="Output directory (must not exist unless --force).")],
-    to: Annotated[str, typer.Option("--to", metavar="FORMAT", help="Output format: eagle31 or speculators.")] = "eagle31",
+    to: Annotated[str, typer.Option("--to", metavar="FORMAT", help="Output format: eagle31, speculators, or native (a P-EAGLE, DFlash or DSpark drafter's own form).")] = "eagle31",
     from_: FromOpt = None,
     target: Annotated[Optional[str], typer.Option(metavar="TARGET", help="Target model directory (or Hub id) to check against.")] = None,
     aux_layers: AuxLayersOpt = None,
@@ -50,7 +50,9 @@ def convert(
     force: Annotated[bool, typer.Option(help="Replace OUT if it exists.")] = False,
     as_json: JsonOpt = False,
 ):
-    """Convert a drafter to the canonical EAGLE 3.1 schema (or the speculators format), losslessly."""
+    """Convert a drafter to the EAGLE 3.1 schema (or speculators), losslessly.
+
+    Example: eaglezoo convert tiny-example-eagle3 tiny-eagle31"""
     from ..convert import apply, check_destination, plan
 
     req = convert_request(src, target, read_options(aux_layers, aux_convention, flag), revision=revision,

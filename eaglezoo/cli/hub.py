@@ -22,7 +22,11 @@ def pull(
     registry_dir: RegistryOpt = None,
     as_json: JsonOpt = False,
 ):
-    """Download a drafter, checking files against the registry's or conversion.json's sha256."""
+    """Download a drafter, its files checked against their sha256.
+
+    Example: eaglezoo pull nvidia-gpt-oss-120b-eagle3-v3 --local-dir gpt-oss-drafter
+
+    The hashes come from the registry entry, else from the drafter's conversion.json."""
 
     result = pull_source(source, revision=revision, local_dir=local_dir, registry_dir=registry_dir)
     data = {"repo": result.repo, "revision": result.revision, "commit": result.commit, "path": str(result.path),
@@ -53,8 +57,13 @@ def push(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="List what would be uploaded and its size; contact nothing.")] = False,
     as_json: JsonOpt = False,
 ):
-    """Upload exactly the drafter (regular files inside DIR, no hidden files, no symlinks leaving it) with a
-    generated model card; unchanged content makes no new commit."""
+    """Upload a converted drafter with a generated model card.
+
+    Example: eaglezoo push tiny-eagle31 me/tiny-eagle31 --dry-run
+
+    Exactly the drafter: regular files inside DIR, no hidden files, no symlinks leaving it.
+    Unchanged content makes no new commit.
+    --dry-run lists the files and prints the card, contacting nothing."""
     from ..hub.push import check_names
     from ..hub.push import push as hub_push
     from ..verify.saved import read_report
@@ -66,7 +75,7 @@ def push(
     files = [{"path": f.path_in_repo, "size": f.size} for f in result.files]
     data = {"repo": result.repo, "revision": result.revision, "commit": result.commit, "dry_run": result.dry_run,
             "created_commit": result.created_commit, "pull_request": result.pull_request, "files": files,
-            "bytes": sum(f.size for f in result.files), "tag": tag}
+            "bytes": sum(f.size for f in result.files), "tag": tag, **({"card": result.card} if dry_run else {})}
     emit(data, as_json, lambda: render_push(result, tag))
 
 
@@ -77,6 +86,8 @@ def render_push(result, tag) -> None:
             out.print(f"{human_bytes(f.size):>10}  {f.path_in_repo}", markup=False)
         out.print(f"dry run: {len(result.files)} files, {total} would be uploaded to {result.repo}@{result.revision}",
                   markup=False)
+        out.print("\nthe model card it would publish (README.md):\n", markup=False)
+        out.print(result.card, markup=False)
         return
     if result.created_commit:
         out.print(f"[green]pushed[/green] {len(result.files)} files ({total}) to {result.repo}@{result.revision} "

@@ -44,7 +44,9 @@ def lint(
     registry_dir: RegistryOpt = None,
     as_json: JsonOpt = False,
 ):
-    """Static checks: shapes, flags, aux ids, vocab maps, norm and embedding values, engine support."""
+    """Static checks: shapes, flags, aux ids, vocab maps, norms, engine support.
+
+    Example: eaglezoo lint tiny-example-eagle3"""
     report = lint_source(drafter, target, revision=revision, dialect=from_, registry_dir=registry_dir,
                          opts=read_options(aux_layers, aux_convention, flag))
     emit(report.model_dump(mode="json"), as_json, lambda: render_lint(report))

@@ -21,14 +21,39 @@ def registry_list(
     registry_dir: RegistryOpt = None,
     as_json: JsonOpt = False,
 ):
-    """List registry entries (a file that does not load is named on stderr; the others still list)."""
-    from ..registry import load as registry
+    """Which drafter for my target? Each entry's best reported figure, and how engines serve it.
 
-    reg = registry.load(registry_dir)
-    entries = [e for e in reg.entries.values()
-               if not target or target.lower() in (e.target.repo or e.target.path or "").lower()]
+    Example: eaglezoo registry list --target meta-llama/Llama-3.3-70B-Instruct
+
+    A target no entry names gets the nearest targets that some do.
+    A file that does not load is named on stderr; the others still list."""
+    from ..registry import load as registry
+    from ..registry.listing import for_target, nearest_targets
+
+    reg = registry.layered(registry_dir)
+    entries = for_target(list(reg.entries.values()), target)
     warn_skipped(reg)
-    emit([e.model_dump(mode="json") for e in entries], as_json, lambda: render_registry(entries))
+    note_overridden(reg.overridden, reg.mine)
+    if target and not entries:
+        note_nearest(target, nearest_targets(list(reg.entries.values()), target))
+    emit([listed_json(e) for e in entries], as_json, lambda: render_registry(entries))
+
+
+def note_nearest(asked: str, nearest: list[str]) -> None:
+    """No entry's target contains `asked`: the nearest targets that have drafters, said on stderr."""
+    guess = (f"; did you mean {' or '.join(shown(t) for t in nearest)}? (eaglezoo registry list --target NAME)"
+             if nearest else "; eaglezoo registry list shows every target")
+    err.print(f"note: no drafter in the registry names a target containing {shown(asked)}{guess}")
+
+
+def listed_json(entry) -> dict:
+    """The entry as its file states it, and what the listing says of it: the figure shown, each engine's path."""
+    from ..registry.listing import serving, shown_figure
+
+    figure = shown_figure(entry)
+    return {**entry.model_dump(mode="json"),
+            "shown_reported": {**figure.model_dump(mode="json"), "label": figure.label()} if figure else None,
+            "serving": [s.to_json() for s in serving(entry)]}
 
 
 def warn_skipped(reg) -> None:
@@ -37,19 +62,34 @@ def warn_skipped(reg) -> None:
         err.print(f"warning: skipped {message}", markup=False)
 
 
+def note_overridden(ids, mine) -> None:
+    """Said once: the user's entries that replace the base copy's of the same id."""
+    if ids:
+        shown_ids = ", ".join(ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
+        err.print(f"note: {len(ids)} entries of {mine} replace the shipped ones of the same id: {shown_ids}",
+                  markup=False)
+
+
 LEVEL_SHORT = {"hub-file": "hub", "repo-file": "repo", "publisher-template": "template", "model-card": "card",
                "public-quote": "quote", "estimate": "estimate"}
 
 
 def render_registry(entries) -> None:
-    table = Table("id", "target", "dialect", "EAGLE", "aux ids", "facts by evidence", "reported", "status")
+    if not entries:
+        out.print("0 entries")
+        return
+    from ..registry.listing import serving_summary, shown_figure
+
+    table = Table("id", "target", "family", "dialect", "EAGLE", "aux ids", "facts by evidence", "reported AL", "serves",
+                  "status")
     for e in entries:
-        rep = next((f"AL {x.value}" for x in e.reported if x.metric == "acceptance_length" and not isinstance(x.value, list)), "")
+        figure = shown_figure(e)
+        rep = shown(figure.label()) if figure else ""
         aux = e.evidence.get("aux_layers")
         ids = (f"{e.aux_layers.ids} {e.aux_layers.convention} [dim]({LEVEL_SHORT[aux.level]})[/dim]" if e.aux_layers.ids
                else "[red]unknown[/red]")
-        table.add_row(e.id, e.target.repo or e.target.path or "", e.dialect or "?", e.eagle_version, ids,
-                      _levels(e), rep, e.status.state)
+        table.add_row(e.id, e.target.repo or e.target.path or "", e.family, e.dialect or "?", e.eagle_version or "-", ids,
+                      _levels(e), rep, serving_summary(e), e.status.state)
     out.print(table)
     out.print(f"{len(entries)} entries")
 
@@ -65,16 +105,22 @@ def _levels(entry) -> str:
 @registry_app.command("show")
 def registry_show(entry_id: Annotated[str, typer.Argument(metavar="ID", help="Registry id, or the path of its YAML file.")],
                   registry_dir: RegistryOpt = None, as_json: JsonOpt = False):
-    """Show one registry entry: its facts with their evidence, then the rest."""
+    """Show one registry entry: its facts with their evidence, then the rest.
+
+    Example: eaglezoo registry show nvidia-llama-3.3-70b-instruct-eagle3"""
     from ..registry import load as registry
 
-    entry, _ = registry.lookup(entry_id, registry_dir)
+    entry, reg = registry.lookup(entry_id, registry_dir)
+    if registry.replaces_base(entry.id, reg):
+        note_overridden((entry.id,), reg.directory)
 
     def render():
         import yaml
 
         from ..registry.schema import FACTS
 
+        out.print(f"family: {entry.family}" + (f", EAGLE {entry.eagle_version}" if entry.eagle_version else ""),
+                  markup=False)
         facts = Table("fact", "value", "evidence", "source")
         for name in FACTS:
             value, evidence = entry.fact(name), entry.evidence.get(name)
@@ -95,7 +141,9 @@ def registry_site(
     registry_dir: RegistryOpt = None,
     as_json: JsonOpt = False,
 ):
-    """The zoo as a static, self-contained site: a filterable index of every entry and a page per entry."""
+    """The zoo as a static site: a filterable index and a page per entry.
+
+    Example: eaglezoo registry site zoo-site"""
     from ..registry import load as registry
     from ..registry.site import build, check_out
 
@@ -114,7 +162,11 @@ def registry_check(
     registry_dir: RegistryOpt = None,
     as_json: JsonOpt = False,
 ):
-    """Validate every entry: schema (file:line errors), consistency, and with --online the published files."""
+    """Validate every entry: schema, consistency, and (--online) the Hub files.
+
+    Example: eaglezoo registry check tiny-example-eagle3
+
+    Schema errors name file:line. Exit 1 when an entry has problems."""
     from ..registry.check import check_selected
 
     results = check_selected(entries or [], registry_dir, online)
@@ -142,9 +194,13 @@ def registry_sync(
     registry_dir: RegistryOpt = None,
     as_json: JsonOpt = False,
 ):
-    """Read each entry's drafter and target from the Hub (revisions, sha256s, configs, safetensors
-    headers), or one entry's trainer template with --template, and report every difference from the
-    YAML; exit 1 on any left unrecorded. Nothing changes without --write."""
+    """Compare entries with the Hub (or a trainer template); --write records.
+
+    Example: eaglezoo registry sync nvidia-gpt-oss-120b-eagle3-v3 --write
+
+    Reads each entry's drafter and target from the Hub (revisions, sha256s, configs, safetensors headers).
+    With --template, one entry's trainer template instead.
+    Every difference from the YAML is reported; exit 1 on any left unrecorded. Nothing changes without --write."""
     from ..registry.sync import sync_selected
 
     results = sync_selected(entries or [], registry_dir, write, template_request(entries, template, source, level))
@@ -203,8 +259,11 @@ def registry_plan(
     registry_dir: RegistryOpt = None,
     as_json: JsonOpt = False,
 ):
-    """The CI matrix: published entries grouped by hardware class, with the exact verify command each runs; an
-    entry whose class is not known yet waits on `registry sync ID --write` (class waiting-on-sync)."""
+    """The CI matrix: entries by hardware class, with each verify command.
+
+    Example: eaglezoo registry plan --runner gpu-4x80g --commands
+
+    An entry whose class is not known yet waits on `registry sync ID --write` (class waiting-on-sync)."""
     from ..registry import load as registry
     from ..registry.ci import RUNNERS, plan, sync_command
 
@@ -223,7 +282,7 @@ def registry_plan(
             "waiting": {i: {"sync": shlex.join(sync_command(reg.entries[i], registry_arg)), "why": why}
                         for i, why in result.waiting.items()},
             "unplanned": dict(result.waiting),  # earlier plans' key: the entries not in a runner class yet
-            "estimated": result.estimated, "unrunnable": result.unrunnable,
+            "estimated": result.estimated, "unrunnable": result.unrunnable, "unverifiable": result.unverifiable,
             "commands": [j.shell for j in runnable]}
     if commands and not as_json:
         for j in runnable:
@@ -253,6 +312,8 @@ def _render_plan(result) -> None:
         out.print(f"[dim]class computed[/dim] {shown(entry_id)}: {shown(source)}", soft_wrap=True)
     for entry_id, why in result.unrunnable.items():
         out.print(f"[red]no runner[/red] {shown(entry_id)}: {shown(why)}")
+    for entry_id, why in result.unverifiable.items():
+        out.print(f"[dim]not verified[/dim] {shown(entry_id)}: {shown(why)}", soft_wrap=True)
 
 
 @registry_app.command("record")
@@ -261,8 +322,12 @@ def registry_record(
     registry_dir: RegistryOpt = None,
     as_json: JsonOpt = False,
 ):
-    """Write a verify report's measurement into its entry and keep the report under registry/reports/;
-    the status becomes verified only when it passed the entry's floors (exit 1 when it failed them)."""
+    """Record a verify report's measurement in its registry entry.
+
+    Example: eaglezoo registry record verify.json
+
+    The report is kept under registry/reports/.
+    The status becomes verified only when it passed the entry's floors (exit 1 when it failed them)."""
     from ..registry import load as registry
     from ..registry.ci import record
 
@@ -279,3 +344,23 @@ def registry_record(
           "measured": result.measured.model_dump(mode="json")}, as_json, render)
     if result.measured.passed is False:
         raise typer.Exit(EXIT_FINDINGS)
+
+
+@registry_app.command("update")
+def registry_update(
+    repo: Annotated[Optional[str], typer.Option(metavar="REPO", help="The Hub dataset the registry is published to (default: $EAGLEZOO_REGISTRY_REPO, else eaglezoo/registry).")] = None,
+    revision: Annotated[Optional[str], typer.Option(metavar="REV", help="Branch, tag or commit of that dataset (default: main); the commit it resolves to is recorded.")] = None,
+    as_json: JsonOpt = False,
+):
+    """Fetch a newer registry from the Hub and read it from now on.
+
+    Example: eaglezoo registry update --revision main
+
+    Checked as `registry check` does; your own --registry still lies over it. A bad snapshot changes nothing."""
+    from ..registry.shipped import snapshot_home
+    from ..registry.update import update
+
+    snapshot = update(repo, revision)
+    emit({**snapshot.to_json(), "path": str(snapshot_home())}, as_json,
+         lambda: out.print(f"registry updated from {shown(snapshot.repo)} at {snapshot.commit} "
+                           f"({shown(snapshot.revision)}) -> {shown(str(snapshot_home()))}"))

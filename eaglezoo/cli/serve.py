@@ -25,7 +25,11 @@ def serve_config_cmd(
     registry_dir: RegistryOpt = None,
     as_json: JsonOpt = False,
 ):
-    """The exact serving command and --speculative-config JSON, version floor and warnings."""
+    """The exact serving command: convert first where needed, then serve.
+
+    Example: eaglezoo serve-config tiny-example-eagle3 --engine vllm
+
+    With the --speculative-config JSON, the engine's version floor and warnings."""
     result = serve_config_for(drafter, engine, num_spec_tokens, target, registry_dir)
 
     def render():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -10,6 +11,7 @@ from rich.table import Table
 
 from ..errors import EXIT_FINDINGS, UsageError
 from ..limits import MAX_TUNE_K
+from ..tune.rule import MAX_REPEATS, MIN_REPEATS, MIN_SECONDS, MIN_TOKENS
 from .common import (
     AuxConventionOpt,
     AuxLayersOpt,
@@ -31,18 +33,21 @@ from .sources import resolve_request
 from .verify import parse_engine_args, parse_levels, verify_progress
 
 ENGINE = "Engine (vLLM)"
+PASSED = "Engine (vLLM): passed to vLLM as named"  # a table of its own: long names read whole at 80 columns
+MEASURE = "Measuring until settled"
+MAX_REPEATS_LIMIT = 100
 
 
 @app.command()
 def tune(
     drafter: DrafterArg,
-    target: Annotated[Optional[str], typer.Option(metavar="TARGET", help="Target directory or Hub repo id (default: the registry's).")] = None,
+    target: Annotated[Optional[str], typer.Option(metavar="TARGET", help="Target folder or Hub repo id (default: the registry's).")] = None,
     engine: Annotated[str, typer.Option(metavar="ENGINE", help="The engine to tune for: vllm.")] = "vllm",
     concurrency: Annotated[str, typer.Option(metavar="LEVELS", help="Loads to measure, in rising order.")] = "1,4,16,64",
-    k_max: Annotated[int, typer.Option("--k-max", min=1, max=MAX_TUNE_K, help="Measure every K from 1 to this.")] = 4,
-    prompts: Annotated[Optional[Path], typer.Option(metavar="FILE", help="JSONL prompts (default: the registry entry's, else the built-in set).")] = None,
-    max_prompts: Annotated[Optional[int], typer.Option(min=1)] = None,
-    max_new_tokens: Annotated[int, typer.Option(min=1)] = 64,
+    k_max: Annotated[int, typer.Option("--k-max", min=1, max=MAX_TUNE_K, metavar="K", help="Measure every K from 1 to this.")] = 4,
+    prompts: Annotated[Optional[Path], typer.Option(metavar="FILE", help="JSONL prompts (default: the registry entry's, else the shipped set).")] = None,
+    max_prompts: Annotated[Optional[int], typer.Option(min=1, metavar="N", help="Only the first N prompts.")] = None,
+    max_new_tokens: Annotated[int, typer.Option(min=1, metavar="N", help="Tokens generated per prompt.")] = 64,
     aux_layers: AuxLayersOpt = None,
     aux_convention: AuxConventionOpt = None,
     flag: FlagOpt = None,
@@ -51,19 +56,27 @@ def tune(
     revision: RevisionOpt = None,
     registry_dir: RegistryOpt = None,
     engine_python: EnginePythonOpt = None,
-    tensor_parallel_size: Annotated[Optional[int], typer.Option("--tensor-parallel-size", "-tp", min=1, rich_help_panel=ENGINE, help="Default: the registry entry's hardware, else 1.")] = None,
-    max_model_len: Annotated[Optional[int], typer.Option(min=16, rich_help_panel=ENGINE)] = None,
-    dtype: Annotated[str, typer.Option(rich_help_panel=ENGINE)] = "auto",
-    gpu_memory_utilization: Annotated[Optional[float], typer.Option(min=0.01, max=1.0, rich_help_panel=ENGINE)] = None,
-    enforce_eager: Annotated[bool, typer.Option("--enforce-eager", rich_help_panel=ENGINE)] = False,
-    trust_remote_code: Annotated[bool, typer.Option("--trust-remote-code", rich_help_panel=ENGINE)] = False,
+    tensor_parallel_size: Annotated[Optional[int], typer.Option("--tensor-parallel-size", "-tp", min=1, metavar="N", rich_help_panel=ENGINE, help="Default: the registry entry's hardware, else 1.")] = None,
+    max_model_len: Annotated[Optional[int], typer.Option(min=16, metavar="N", rich_help_panel=PASSED)] = None,
+    dtype: Annotated[str, typer.Option(metavar="DTYPE", rich_help_panel=PASSED)] = "auto",
+    gpu_memory_utilization: Annotated[Optional[float], typer.Option(min=0.01, max=1.0, metavar="F", rich_help_panel=PASSED)] = None,
+    enforce_eager: Annotated[bool, typer.Option("--enforce-eager", rich_help_panel=PASSED)] = False,
+    trust_remote_code: Annotated[bool, typer.Option("--trust-remote-code", rich_help_panel=PASSED)] = False,
     engine_args: Annotated[Optional[str], typer.Option(metavar="JSON", rich_help_panel=ENGINE, help="Any other LLM(...) argument, e.g. '{\"max_num_seqs\": 64}'.")] = None,
     engine_timeout: Annotated[float, typer.Option(min=1.0, metavar="SECONDS", rich_help_panel=ENGINE, help="Limit for each engine run (start included).")] = 3600.0,
+    repeats: Annotated[int, typer.Option(min=2, max=MAX_REPEATS_LIMIT, metavar="N", rich_help_panel=MEASURE, help="Repeats of every cell before any decision.")] = MIN_REPEATS,
+    max_repeats: Annotated[int, typer.Option(min=2, max=MAX_REPEATS_LIMIT, metavar="N", rich_help_panel=MEASURE, help="Repeats of a contending cell before the load is called too close.")] = MAX_REPEATS,
+    min_tokens: Annotated[int, typer.Option(min=1, max=1_000_000, metavar="N", rich_help_panel=MEASURE, help="Tokens each repeat generates at least.")] = MIN_TOKENS,
+    min_seconds: Annotated[float, typer.Option(min=0.0, max=3600.0, metavar="SECONDS", rich_help_panel=MEASURE, help="Seconds each repeat lasts at least.")] = MIN_SECONDS,
     as_json: JsonOpt = False,
 ):
-    """Which K at which load: measure every K (and none) at every concurrency on the engine, print the
-    goodput-optimal K per load as vLLM's and SGLang's own config, and confirm it with one more run."""
-    from ..tune import TuneRequest
+    """Which K at which load: measure every K, print each engine's config.
+
+    Example: eaglezoo tune tiny-example-eagle3 --concurrency 1,8 --k-max 3
+
+    Every K (and none) at every concurrency on the engine.
+    The goodput-optimal K per load, as vLLM's and SGLang's own config, confirmed with one more run."""
+    from ..tune import SamplingRule, TuneRequest
     from ..verify.vllm_engine import engine_options
 
     if engine != "vllm":
@@ -76,7 +89,9 @@ def tune(
                              extra=parse_engine_args(engine_args), timeout_s=engine_timeout)
     request = TuneRequest(k_max=k_max, levels=tuple(parse_levels(concurrency)), max_prompts=max_prompts,
                           max_new_tokens=max_new_tokens, engine_options=options,
-                          parallel_given=tensor_parallel_size is not None)
+                          parallel_given=tensor_parallel_size is not None,
+                          sampling=SamplingRule(min_tokens=min_tokens, min_seconds=min_seconds, min_repeats=repeats,
+                                                max_repeats=max_repeats))
     with verify_progress() as advance:
         result = tune_source(drafter, target, request, revision=revision, registry_dir=registry_dir,
                              prompts_file=prompts, opts=read_options(aux_layers, aux_convention, flag),
@@ -97,7 +112,7 @@ def tune_source(drafter: str, target: str | None, request, *, revision, registry
     from ..verify.run import prepare
 
     r, options = request, request.engine_options
-    check_grid(list(r.levels), r.k_max, options)
+    check_grid(list(r.levels), r.k_max, options, r.sampling)
     named = resolve_request(drafter, target, opts, revision=revision, registry_dir=registry_dir,
                             prompts_file=prompts_file, weights=False, outputs=outputs)
     entry, floors = named.entry, {}
@@ -112,35 +127,66 @@ def tune_source(drafter: str, target: str | None, request, *, revision, registry
                    r.max_prompts, r.k_max, r.max_new_tokens, 0.0, None, ["vllm"], options.max_model_len,
                    options.trust_remote_code)
     return run_tune(work, options, list(r.levels), progress, floors=floors,
-                    entry_hardware=entry.hardware.runner if entry is not None and entry.hardware else None)
+                    entry_hardware=entry.hardware.runner if entry is not None and entry.hardware else None,
+                    rule=r.sampling)
 
 
 def render_tune(r) -> None:
     out.print(f"[bold]{shown(r.drafter)}[/bold] on vLLM {r.engine.version} ({shown(r.engine.device)}, "
               f"{r.engine.dtype}), K 0..{r.k_max}, {r.num_prompts} prompts x {r.max_new_tokens} tokens")
-    table = Table("concurrency", *[f"K={k}" for k in range(r.k_max + 1)], title="output tokens/s (acceptance length)",
-                  title_justify="left")
+    table = Table("concurrency", *[f"K={k}" for k in range(r.k_max + 1)],
+                  title="output tokens/s: median \\[interval] x repeats (acceptance length)", title_justify="left")
     for c in r.concurrency:
         cells = {x.k: x for x in r.grid if x.concurrency == c}
         best = next(d.k for d in r.decision if d.concurrency == c)
-        row = [_cell(cells[k], k == best) for k in range(r.k_max + 1)]
-        table.add_row(str(c), *row)
+        table.add_row(str(c), *[_cell(cells[k], k == best) for k in range(r.k_max + 1)])
     out.print(table)
     for d in r.decision:
+        close = f", [yellow]too close to call[/yellow] (K={', K='.join(map(str, d.contenders))})" if d.too_close else ""
         out.print(f"concurrency {d.concurrency}: [bold]K={d.k}[/bold], {d.output_tokens_per_s:.1f} tokens/s, "
-                  f"speedup {d.speedup:.2f}x (measured)")
-    out.print(f"vLLM:   {shown(r.vllm_command)}")
-    out.print(f"SGLang: {shown(r.sglang_command)}" if r.sglang_command else
-              "SGLang: no static K beats serving without speculation")
-    conf, static = _levels(r.confirmation.schedule), _levels(r.confirmation.best_static)
-    out.print(f"confirmed with the schedule: {conf} tokens/s; best static K={r.confirmation.best_static_k}: "
-              f"{static}")
+                  f"speedup {d.speedup:.2f}x (measured){close}")
+    _latencies(r)
+    if r.recommended:
+        out.print(f"recommended: [bold]{r.recommended}[/bold]: {shown(r.recommended_command)}")
+    out.print(f"vLLM table:  {shown(r.vllm_command)}")
+    out.print(f"SGLang:      {shown(r.sglang_command)}" if r.sglang_command else
+              "SGLang:      no static K beats serving without speculation")
+    if r.sglang_adaptive_config:
+        out.print(f"SGLang adaptive ({json.dumps(r.sglang_adaptive_config)} in sglang-adaptive.json): "
+                  f"{shown(r.sglang_adaptive_command)}")
+    _confirmation(r)
+    if r.cost:
+        out.print(f"engine time {r.cost.engine_s:.0f} s for {r.cost.repeats} repeats (one pass per cell: about "
+                  f"{r.cost.single_pass_s:.0f} s)")
     for k, floor in r.floors.items():
         out.print(f"registry floors at K={k}: {_floor(floor)}, checked at every load")
     for failure in r.failures:
-        out.print(f"[red]below the registry's floor[/red] {shown(failure)}")
+        out.print(f"[red]failed[/red] {shown(failure)}")
     for note in r.notes:
         out.print(f"[yellow]note[/yellow] {shown(note)}")
+
+
+def _latencies(r) -> None:
+    for d in r.decision:
+        x = next(x for x in r.grid if x.k == d.k and x.concurrency == d.concurrency)
+        if x.latency:
+            tpot = (f", TPOT p50 {x.latency.tpot_p50_ms:.2f} / p90 {x.latency.tpot_p90_ms:.2f} ms"
+                    if x.latency.tpot_p50_ms is not None else "")
+            out.print(f"  at concurrency {d.concurrency}, K={d.k}: TTFT p50 {x.latency.ttft_p50_ms:.1f} / p90 "
+                      f"{x.latency.ttft_p90_ms:.1f} ms{tpot}")
+
+
+def _confirmation(r) -> None:
+    conf, static = _levels(r.confirmation.schedule), _levels(r.confirmation.best_static)
+    verdict = f" [bold]{r.confirmation.verdict}[/bold]" if r.confirmation.verdict else ""
+    out.print(f"confirmation{verdict}: {conf} tokens/s; best static K={r.confirmation.best_static_k}: {static}")
+    for x in r.no_speculation:
+        out.print(f"  against no speculation at concurrency {x.concurrency} (table K={x.table_k}): "
+                  f"{x.ratio:.2f}x, {x.verdict}")
+    if r.adaptive:
+        out.print("vLLM adaptive verification: " + ", ".join(
+            f"c={x.concurrency} {x.output_tokens_per_s:.1f} ({x.against_no_speculation} against no speculation)"
+            for x in r.adaptive.levels))
 
 
 def _floor(floor) -> str:
@@ -149,11 +195,12 @@ def _floor(floor) -> str:
                               if floor.mean_acceptance_length is not None else []))
 
 
-def _levels(passes: list[dict]) -> str:
+def _levels(passes: list) -> str:
     return ", ".join(f"c={p.concurrency} {p.output_tokens_per_s:.1f}" for p in passes)
 
 
 def _cell(c, best: bool) -> str:
     al = f" ({c.acceptance_length:.2f})" if c.acceptance_length is not None else ""
-    text = f"{c.output_tokens_per_s:.1f}{al}"
+    spread = f" [{c.interval[0]:.0f}, {c.interval[1]:.0f}] x{len(c.repeats)}" if c.interval and c.repeats else ""
+    text = f"{c.output_tokens_per_s:.1f}{spread}{al}"
     return f"[bold green]{text}[/bold green]" if best else text

@@ -42,53 +42,64 @@ if TYPE_CHECKING:
     from ..checkpoint.formats.base import ReadOptions
     from ..verify.report import VerifyReport
 
-ENGINE = "Engine (vLLM): passed through to the engine"
+# Panels of options, each a table of its own: rich gives the option names at most half of what the help leaves,
+# so long names (--distributed-executor-backend) sit apart from wide types, and read whole at 80 columns.
+NATIVE = "Engine (native)"
+VLLM = "Engine (vLLM)"
+PARALLEL = "Engine (vLLM): parallelism, passed to vLLM"
+ENGINE = "Engine (vLLM): passed to vLLM as named"
+NODES = "Engine (vLLM): across nodes"
 
 
 @app.command()
 def verify(
     drafter: DrafterArg,
-    target: Annotated[Optional[str], typer.Option(metavar="TARGET", help="Target model directory or Hub repo id (default: the registry's).")] = None,
+    target: Annotated[Optional[str], typer.Option(metavar="TARGET", help="Target folder or Hub repo id (default: the registry's).")] = None,
     num_spec_tokens: NumSpecTokensOpt = 3,
-    max_new_tokens: Annotated[int, typer.Option(min=1, max=MAX_NEW_TOKENS, help="Tokens generated per prompt.")] = 64,
-    prompts: Annotated[Optional[Path], typer.Option(metavar="FILE", help="JSONL prompts ({\"prompt\", \"bucket\"}); default: the registry entry's, else the shipped set.")] = None,
-    max_prompts: Annotated[Optional[int], typer.Option(min=1, help="Use only the first N prompts.")] = None,
+    max_new_tokens: Annotated[int, typer.Option(min=1, max=MAX_NEW_TOKENS, metavar="N", help="Tokens generated per prompt.")] = 64,
+    prompts: Annotated[Optional[Path], typer.Option(metavar="FILE", help="JSONL prompts (default: the registry entry's, else the shipped set).")] = None,
+    max_prompts: Annotated[Optional[int], typer.Option(min=1, metavar="N", help="Only N prompts (floors then compare, not gate).")] = None,
     suite: SuiteOpt = None,
-    engine: Annotated[str, typer.Option(metavar="ENGINE", help="native (transformers, the fp32 reference), vllm, or native,vllm to compare them.")] = "native",
-    endpoint: Annotated[Optional[str], typer.Option(metavar="URL", help="Measure a running vLLM server (vllm serve ... --speculative-config ...) instead.")] = None,
-    temperature: Annotated[float, typer.Option(min=0.0, max=MAX_TEMPERATURE, help="Sampling temperature; above 0 the engine measures rejection-sampling acceptance.")] = 0.0,
-    seed: Annotated[Optional[int], typer.Option(min=0, help="Sampling seed (request i uses SEED + i).")] = None,
-    speedup: Annotated[bool, typer.Option("--speedup", help="Also run the engine without the drafter: tokens/s, latency and the speedup.")] = False,
-    concurrency: Annotated[str, typer.Option(metavar="LEVELS", help="Concurrency levels for --speedup, e.g. 1,8.")] = "1,8",
-    device: Annotated[str, typer.Option(help="native: auto, cpu, cuda or cuda:N.")] = "auto",
-    dtype: Annotated[str, typer.Option(help="auto (native: fp32 on CPU, bf16 on CUDA; vllm: the model's), float32, bfloat16, float16.")] = "auto",
-    batch_size: Annotated[int, typer.Option(min=1, max=MAX_CONCURRENCY, help="native: prompts generated together by the target (1: one at a time; memory grows with N).")] = 32,
-    dequantize_mxfp4: Annotated[bool, typer.Option("--dequantize-mxfp4", help="native: load an MXFP4 target dequantised (the report says so).")] = False,
-    trust_remote_code: Annotated[bool, typer.Option("--trust-remote-code", help="Both engines: run the code the target ships (tokenizer, config, model).")] = False,
+    engine: Annotated[str, typer.Option(metavar="ENGINE", help="native (the fp32 reference), vllm, or native,vllm.")] = "native",
+    endpoint: Annotated[Optional[str], typer.Option(metavar="URL", help="Measure a running vLLM server instead.")] = None,
+    temperature: Annotated[float, typer.Option(min=0.0, max=MAX_TEMPERATURE, metavar="T", help="Sampling temperature (above 0: rejection sampling).")] = 0.0,
+    seed: Annotated[Optional[int], typer.Option(min=0, metavar="SEED", help="Sampling seed (request i uses SEED + i).")] = None,
+    speedup: Annotated[bool, typer.Option("--speedup", help="Also run without the drafter: tokens/s, latency, speedup.")] = False,
+    concurrency: Annotated[str, typer.Option(metavar="LEVELS", help="Concurrency levels for --speedup.")] = "1,8",
+    device: Annotated[str, typer.Option(metavar="DEVICE", rich_help_panel=NATIVE, help="auto, cpu, cuda or cuda:N.")] = "auto",
+    dtype: Annotated[str, typer.Option(metavar="DTYPE", help="auto, float32, bfloat16 or float16 (auto: native fp32 on CPU, bf16 on CUDA; vllm the model's).")] = "auto",
+    batch_size: Annotated[int, typer.Option(min=1, max=MAX_CONCURRENCY, metavar="N", rich_help_panel=NATIVE, help="Prompts the target generates together (memory grows with N).")] = 32,
+    dequantize_mxfp4: Annotated[bool, typer.Option("--dequantize-mxfp4", rich_help_panel=NATIVE, help="Load an MXFP4 target dequantised (the report says so).")] = False,
+    trust_remote_code: Annotated[bool, typer.Option("--trust-remote-code", help="Run the code the target ships (both engines).")] = False,
     aux_layers: AuxLayersOpt = None,
     aux_convention: AuxConventionOpt = None,
     flag: FlagOpt = None,
-    min_acceptance: Annotated[Optional[str], typer.Option(metavar="FLOORS", help="Per-position floors, e.g. 0.5,0.3,0.2 (default: the registry entry's).")] = None,
-    min_al: Annotated[Optional[float], typer.Option(min=1.0, max=MAX_MIN_AL, help="Floor on the mean acceptance length (at most K + 1).")] = None,
+    min_acceptance: Annotated[Optional[str], typer.Option(metavar="FLOORS", help="Per-position floors, e.g. 0.5,0.3,0.2 (default: the registry's).")] = None,
+    min_al: Annotated[Optional[float], typer.Option(min=1.0, max=MAX_MIN_AL, metavar="AL", help="Acceptance-length floor, added to the registry's (at most K + 1).")] = None,
     report: ReportOpt = None,
     html: HtmlOpt = None,
     revision: RevisionOpt = None,
     registry_dir: RegistryOpt = None,
     engine_python: EnginePythonOpt = None,
-    tensor_parallel_size: Annotated[int, typer.Option("--tensor-parallel-size", "-tp", min=1, rich_help_panel=ENGINE)] = 1,
-    pipeline_parallel_size: Annotated[int, typer.Option("--pipeline-parallel-size", "-pp", min=1, rich_help_panel=ENGINE)] = 1,
-    data_parallel_size: Annotated[int, typer.Option("--data-parallel-size", "-dp", min=1, rich_help_panel=ENGINE)] = 1,
-    enable_expert_parallel: Annotated[bool, typer.Option("--enable-expert-parallel", rich_help_panel=ENGINE)] = False,
-    distributed_executor_backend: Annotated[Optional[str], typer.Option(metavar="mp|ray", rich_help_panel=ENGINE, help="ray spans nodes (start the Ray cluster first).")] = None,
-    max_model_len: Annotated[Optional[int], typer.Option(min=16, rich_help_panel=ENGINE, help="Prompts that do not fit are skipped and reported.")] = None,
-    quantization: Annotated[Optional[str], typer.Option(rich_help_panel=ENGINE)] = None,
-    gpu_memory_utilization: Annotated[Optional[float], typer.Option(min=0.01, max=1.0, rich_help_panel=ENGINE)] = None,
+    tensor_parallel_size: Annotated[int, typer.Option("--tensor-parallel-size", "-tp", min=1, metavar="N", rich_help_panel=PARALLEL)] = 1,
+    pipeline_parallel_size: Annotated[int, typer.Option("--pipeline-parallel-size", "-pp", min=1, metavar="N", rich_help_panel=PARALLEL)] = 1,
+    data_parallel_size: Annotated[int, typer.Option("--data-parallel-size", "-dp", min=1, metavar="N", rich_help_panel=PARALLEL)] = 1,
+    enable_expert_parallel: Annotated[bool, typer.Option("--enable-expert-parallel", rich_help_panel=PARALLEL)] = False,
+    distributed_executor_backend: Annotated[Optional[str], typer.Option(metavar="mp|ray", rich_help_panel=NODES, help="ray spans nodes (start the Ray cluster first).")] = None,
+    max_model_len: Annotated[Optional[int], typer.Option(min=16, metavar="N", rich_help_panel=ENGINE, help="Longer prompts are skipped, and said.")] = None,
+    quantization: Annotated[Optional[str], typer.Option(metavar="METHOD", rich_help_panel=ENGINE)] = None,
+    gpu_memory_utilization: Annotated[Optional[float], typer.Option(min=0.01, max=1.0, metavar="F", rich_help_panel=ENGINE)] = None,
     enforce_eager: Annotated[bool, typer.Option("--enforce-eager", rich_help_panel=ENGINE)] = False,
-    engine_args: Annotated[Optional[str], typer.Option(metavar="JSON", rich_help_panel=ENGINE, help="Any other LLM(...) argument, e.g. '{\"max_num_seqs\": 64}'.")] = None,
-    engine_timeout: Annotated[float, typer.Option(min=1.0, metavar="SECONDS", rich_help_panel=ENGINE, help="Limit for each engine run (start included).")] = 3600.0,
+    engine_args: Annotated[Optional[str], typer.Option(metavar="JSON", rich_help_panel=VLLM, help="Any other LLM(...) argument, e.g. '{\"max_num_seqs\": 64}'.")] = None,
+    engine_timeout: Annotated[float, typer.Option(min=1.0, metavar="SECONDS", rich_help_panel=VLLM, help="Limit for each engine run (start included).")] = 3600.0,
     as_json: JsonOpt = False,
 ):
-    """Run the drafter against its target: per-position acceptance, acceptance length, drift, speedup."""
+    """Measure acceptance: per position, acceptance length, drift, speedup.
+
+    Example: eaglezoo verify tiny-example-eagle3 -k 3 --report verify.json
+
+    DRAFTER is a folder, a registry id or a Hub repo.
+    A registry entry supplies its target, aux ids, prompts and floors; exit 1 when a floor fails."""
     from ..verify.run import VerifyRequest, check_engine_only
     from ..verify.vllm_engine import engine_options
     from ..verify.workload import NativeOptions
@@ -168,16 +179,14 @@ def render_verify(r) -> None:
               f"{shown(r.device)} ({shown(r.dtype)}), "
               f"K={r.num_spec_tokens}, {r.num_prompts} prompts x {r.max_new_tokens} tokens, "
               f"temperature {r.sampling.temperature}" + (f", seed {r.sampling.seed}" if r.sampling.seed is not None else ""))
+    if r.prompt_set:
+        out.print(f"prompts: {shown(r.prompt_set.name)}, {shown(r.prompt_set.selection)}")
     render_positions(r)
     out.print("accepted-length histogram: " + ", ".join(f"{j}: {c}" for j, c in enumerate(r.histogram)))
     if r.drift.feedback_rms_per_depth:
         rms = ", ".join(f"{x:.2f}" for x in r.drift.feedback_rms_per_depth)
         out.print(f"drift: fed-back hidden RMS per depth [{rms}]")
-    intervals = r.drift.mean_acceptance_length_interval_by_bucket
-    for bucket, al in r.drift.mean_acceptance_length_by_bucket.items():
-        per = ", ".join(f"{x:.2f}" for x in r.drift.acceptance_per_position_by_bucket[bucket])
-        out.print(f"  bucket {shown(bucket)}: acceptance length {al:.3f}{interval_text(intervals.get(bucket))}, "
-                  f"per position [{per}]")
+    render_conditions(r)
     if r.target_distinct_token_ratio is not None:
         out.print(f"target output diversity: {r.target_distinct_token_ratio:.2f} distinct-token ratio")
     render_skipped(r.skipped_prompts)
@@ -193,10 +202,61 @@ def render_verify(r) -> None:
               + "".join(f"\n  [red]{f.code}[/red] {shown(f.message)}" for f in errors)
               + "".join(f"\n  [yellow]{f.code}[/yellow] {shown(f.message)}" for f in warns))
     out.print("time: " + ", ".join(f"{k.removesuffix('_s')} {v:.1f}s" for k, v in r.timing.items()))
+    if r.reproduction:
+        for line in r.reproduction.lines():
+            out.print(f"[dim]{shown(line)}[/dim]")
+    render_gate(r)
+
+
+def render_conditions(r) -> None:
+    """Per condition (prompt bucket): prompts, drafts, the acceptance length with its interval, per position."""
+    lengths = r.drift.mean_acceptance_length_by_bucket
+    if not lengths:
+        return
+    intervals = r.drift.mean_acceptance_length_interval_by_bucket
+    prompts: dict[str, int] = {}
+    drafts: dict[str, int] = {}
+    for p in r.per_prompt:
+        prompts[p.bucket] = prompts.get(p.bucket, 0) + 1
+        drafts[p.bucket] = drafts.get(p.bucket, 0) + len(p.accepted)
+    table = Table("condition", "prompts", "drafts", "acceptance length", "95% interval", "per position",
+                  title="per condition (prompt bucket)", title_justify="left")
+    for bucket, al in lengths.items():
+        per = ", ".join(f"{x:.2f}" for x in r.drift.acceptance_per_position_by_bucket.get(bucket, []))
+        table.add_row(shown(bucket), str(prompts.get(bucket, "-")), str(drafts.get(bucket, "-")), f"{al:.3f}",
+                      interval_text(intervals.get(bucket)).strip() or "-", f"[{per}]")
+    out.print(table)
+
+
+def render_gate(r) -> None:
+    """The verdict last: PASS or FAIL where a floor gated; the entry's floors compared, with the difference, and
+    why they did not gate."""
+    g = r.gate
+    if g is not None and g.checks:
+        table = Table("floor", "source", "floor", "measured", "difference", "", title="floors", title_justify="left")
+        for c in g.checks:
+            mark = ("[green]met[/green]" if c.met else "[red]below[/red]" if c.met is False else "not measured") + \
+                ("" if c.gated else " (compared)")
+            table.add_row(shown(c.what), c.source, f"{c.floor:g}", fmt3(c.measured), signed(c.difference), mark)
+        out.print(table)
+    if g is not None and g.entry_floors == "compared":
+        out.print(f"[yellow]compared, not gated[/yellow] (the registry's floors, measured on "
+                  f"{shown(g.measured_on or 'another basis')}): " + "; ".join(shown(w) for w in g.why_compared)
+                  + (" - exit 0" if not r.failures else ""))
     for f in r.failures:
         out.print(f"[red]FAIL[/red] {shown(f)}")
-    if not r.failures and any((r.thresholds.min_acceptance, r.thresholds.min_al, r.thresholds.min_al_by_condition)):
+    gated = g.verdict == "PASS" if g is not None else any(
+        (r.thresholds.min_acceptance, r.thresholds.min_al, r.thresholds.min_al_by_condition))
+    if not r.failures and gated:
         out.print("[green]PASS[/green] all floors met")
+
+
+def fmt3(x: float | None) -> str:
+    return "-" if x is None else f"{x:.3f}"
+
+
+def signed(x: float | None) -> str:
+    return "-" if x is None else f"{x:+.3f}"
 
 
 def interval_text(interval: list[float] | None) -> str:
@@ -204,13 +264,15 @@ def interval_text(interval: list[float] | None) -> str:
 
 
 def render_skipped(skipped) -> None:
-    """Skipped prompts by bucket, with the first reason of each (over-long prompts are never truncated)."""
-    by_bucket: dict[str, list] = {}
+    """Every skipped prompt with its reason: by bucket and reason, each by its row in the prompt set (over-long
+    prompts are never truncated)."""
+    groups: dict[tuple[str, str], list[int]] = {}
     for s in skipped:
-        by_bucket.setdefault(s.bucket, []).append(s)
-    for bucket, rows in by_bucket.items():
-        out.print(f"[yellow]skipped {len(rows)} prompt(s)[/yellow] of {shown(bucket)}: {shown(rows[0].reason)}"
-                  + (" (never truncated)" if "exceed the context" in rows[0].reason else ""))
+        groups.setdefault((s.bucket, s.reason), []).append(s.index)
+    for (bucket, reason), rows in groups.items():
+        out.print(f"[yellow]skipped {len(rows)} prompt(s)[/yellow] of {shown(bucket)}: {shown(reason)}"
+                  + (" (never truncated)" if "exceed the context" in reason else "")
+                  + f" (row{'s' if len(rows) > 1 else ''} {', '.join(map(str, rows))})")
 
 
 def render_positions(r) -> None:
@@ -285,26 +347,64 @@ def verify_source(drafter: str, target: str | None, request, *, revision: str | 
                   registry_dir: Path | None = None, prompts_file: Path | None = None,
                   min_acceptance: list[float] | None = None, min_al: float | None = None,
                   opts: ReadOptions | None = None, outputs: dict[str, Path | None] | None = None,
-                  progress=lambda *a, **kw: None) -> VerifyReport:
+                  entry_floors: bool = True, progress=lambda *a, **kw: None) -> VerifyReport:
     """Verify what `drafter` names, as `request` (a `verify.run.VerifyRequest`) says; a registry entry supplies
-    its target, aux ids, floors and prompts. No output may land in what the run reads (`outputs`: option -> path)."""
+    its target, aux ids, floors (with what they were measured on; `entry_floors=False`: none) and prompts. The
+    floors given here are added to the entry's, never in place of them. No output may land in what the run reads
+    (`outputs`: option -> path)."""
     from ..checkpoint.formats.base import ReadOptions
-    from ..verify.report import Gate, Origin
+    from ..verify.report import Floors, Gate, Origin
     from ..verify.run import check_settings, verify
 
     r = request
     check_settings(list(r.engines), r.endpoint, r.engine_options, r.device, r.dtype, r.native)  # before any download
     named = resolve_request(drafter, target, opts or ReadOptions(), revision=revision, registry_dir=registry_dir,
                             prompts_file=prompts_file, weights="native" in r.engines, outputs=outputs)
-    condition_floors, notes, entry = None, (), named.entry
-    if entry is not None:
-        if min_acceptance is None and min_al is None:
-            min_acceptance, min_al, floors_note = entry.floors_at(r.k, r.temperature)
-            notes = (floors_note,) if floors_note else ()
-        condition_floors = entry.condition_floors(r.k, r.temperature)
+    entry = named.entry
+    gate, notes = Gate(stated=Floors(min_acceptance=min_acceptance or None, min_al=min_al)), ()
+    if entry is not None and entry_floors:
+        gate, notes = entry_gate(named.source, gate, r.k, r.temperature)
     src, tgt = named.source, named.target
-    gate = Gate(min_acceptance=min_acceptance, min_al=min_al, condition_floors=condition_floors)
     origin = Origin(registry_id=entry.id if entry else None, drafter_revision=src.commit,
                     target_revision=tgt.commit, notes=notes)
     return verify(src.path, tgt.path, r, target_name=tgt.repo or str(tgt.path), prompts_file=named.prompts_file,
                   opts=named.options, gate=gate, origin=origin, progress=progress)
+
+
+def entry_gate(src, gate, k: int, temperature: float):
+    """The entry's floors at exactly this K and temperature beside the stated ones, with what they were measured
+    on: (the gate, a note when the entry has none here)."""
+    from ..verify.report import Floors
+
+    entry = src.entry
+    per_position, al, note = entry.floors_at(k, temperature)
+    whole = entry.floor_for(k, temperature)
+    by_condition = entry.condition_floor_list(k, temperature)
+    update = {"entry": Floors(min_acceptance=per_position, min_al=al),
+              "measured_on": floor_basis(src, whole) if whole is not None else None}
+    if by_condition:  # a condition's floor that names no set holds on any set with that condition, taken whole
+        update |= {"conditions": Floors(condition_floors={f.condition: f.mean_acceptance_length for f in by_condition}),
+                   "conditions_measured_on": floor_basis(src, by_condition[0], by_condition=True)}
+    return gate.model_copy(update=update), ((note,) if note else ())
+
+
+def floor_basis(src, floor, by_condition: bool = False):
+    """What a floor was measured on, its prompt set resolved and hashed as a run hashes its own (a floor that
+    records its hash keeps it: the set may have changed since)."""
+    from ..errors import EaglezooError
+    from ..verify.report import Basis
+    from ..verify.workload import DEFAULT_SET, prompt_set_name, prompts_sha256, suite_path
+
+    if by_condition and floor.prompts is None:
+        return Basis(prompt_set=None, engine=floor.engine, k=floor.k, temperature=floor.temperature)
+    name, path, readable = src.entry.floor_prompts(floor), None, True
+    try:
+        if name.startswith("suite:"):
+            path = suite_path(name.removeprefix("suite:"))
+        elif name != DEFAULT_SET:
+            path = src.registry.path(name, "acceptance_floors.prompts")
+        digest = floor.prompts_sha256 or prompts_sha256(path)
+    except (EaglezooError, OSError):
+        digest, readable = floor.prompts_sha256, False  # no run can be shown to match: the floors are compared
+    return Basis(prompt_set=prompt_set_name(path) if readable else name, prompts_sha256=digest if readable else None,
+                 engine=floor.engine, k=floor.k, temperature=floor.temperature)

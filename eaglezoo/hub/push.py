@@ -36,6 +36,12 @@ class Pushed:
     files: list[Upload]
     dry_run: bool = False
 
+    @property
+    def card(self) -> str | None:
+        """The model card this push publishes (README.md, generated: a dry run previews it)."""
+        return next((f.content.decode() for f in self.files if f.path_in_repo == "README.md" and f.content is not None),
+                    None)
+
 
 
 def select_files(folder: Path, include: list[str] | None = None, exclude: list[str] | None = None) -> list[Upload]:

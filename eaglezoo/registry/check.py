@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from ..checkpoint.formats.blocks import max_k
 from ..checkpoint.spec import AuxLayers
 from ..errors import BadInput
 from ..serving import engine_support, schema_for
@@ -48,7 +49,7 @@ def check_entry(entry: Entry, reg: Registry) -> list[str]:
         floor = computed[e.engine].min_version
         if e.min_version and floor and _v(e.min_version) < _v(floor):
             problems.append(f"engines.{e.engine}.min_version {e.min_version} is below {floor}, which its flags need")
-    problems += _null_problems(entry)
+    problems += _null_problems(entry) + _family_problems(entry)
     if entry.hardware and entry.hardware.runner not in RUNNERS:
         problems.append(f"hardware class {entry.hardware.runner} has no CI runner (runners: {', '.join(RUNNERS)})")
     if entry.status.state == "verified" and not any(m.passed and m.report == entry.status.report for m in entry.measured):
@@ -67,7 +68,7 @@ def _path_problems(entry: Entry, reg: Registry) -> list[str]:
     paths |= {f"evidence.{fact}.source": (e.source, Path.exists) for fact, e in entry.evidence.items()
               if e.level == "repo-file"}
     for what, (relative, exists) in paths.items():
-        if relative is None:
+        if relative is None or repository_only(reg, relative):
             continue
         try:
             if not exists(reg.path(relative, what)):
@@ -75,6 +76,12 @@ def _path_problems(entry: Entry, reg: Registry) -> list[str]:
         except BadInput as exc:
             problems.append(exc.message)
     return problems
+
+
+def repository_only(reg: Registry, relative: str) -> bool:
+    """A path outside registry/ in a copy that carries registry/ alone (shipped, updated): it names a folder of
+    the eaglezoo repository (the embedded examples), checked where the repository is, not here."""
+    return not reg.repository and not relative.startswith("registry/")
 
 
 NEEDS_REASON_WHEN_NULL = ("hardware", "acceptance_floors", "aux_layers")
@@ -93,6 +100,25 @@ def _null_problems(entry: Entry) -> list[str]:
     keys = [(f.k, f.temperature, f.condition) for f in entry.acceptance_floors or []]
     if len(set(keys)) != len(keys):
         problems.append("acceptance_floors: two floors for the same K, temperature and condition")
+    return problems
+
+
+def _family_problems(entry: Entry) -> list[str]:
+    """What a parallel drafter's own keys must agree with (docs/formats.md#family-traps): the mask token lies in the
+    vocabulary, the block within the context, and the engine's K within what one block drafts."""
+    if entry.family == "eagle3":
+        return []
+    problems = []
+    if entry.family in ("dflash", "dspark") and entry.fact("flags"):
+        problems.append(f"flags: a {entry.family} drafter has none of EAGLE 3.1's norm flags")
+    if entry.mask_token_id is not None and entry.target_vocab_size and entry.mask_token_id >= entry.target_vocab_size:
+        problems.append(f"mask_token_id {entry.mask_token_id} is outside the vocabulary (0..{entry.target_vocab_size - 1})")
+    if entry.block_size and entry.max_position_embeddings and entry.block_size > entry.max_position_embeddings:
+        problems.append(f"block_size {entry.block_size} exceeds max_position_embeddings {entry.max_position_embeddings}")
+    most = max_k(entry.spec(), entry.dialect)
+    problems += [f"engines.{e.engine}.num_speculative_tokens {e.num_speculative_tokens} is beyond the block: "
+                 f"block_size {entry.block_size} drafts at most {most}" for e in entry.engines
+                 if most is not None and e.num_speculative_tokens > most]
     return problems
 
 

@@ -41,6 +41,7 @@ class Plan:
     waiting: dict[str, str] = field(default_factory=dict)  # entry id -> why its class waits on a sync
     estimated: dict[str, str] = field(default_factory=dict)  # entry id -> the class the plan computed, and from what
     unrunnable: dict[str, str] = field(default_factory=dict)  # entry id -> its class, which no runner has
+    unverifiable: dict[str, str] = field(default_factory=dict)  # entry id -> why verify cannot run it (its family)
 
     @property
     def runners(self) -> list[str]:
@@ -63,6 +64,10 @@ def plan(reg: Registry, only_runner: str | None = None, registry_arg: str | None
     for entry in reg.entries.values():
         if not entry.drafter.repo:
             continue  # the embedded examples run in the test suite
+        if entry.family != "eagle3":  # verify runs EAGLE-3 drafters only (verify/run.py): no job would pass
+            result.unverifiable[entry.id] = (f"a {entry.family} drafter: verify runs EAGLE-3 drafters only; "
+                                             f"serve it with `eaglezoo serve-config {entry.id}`")
+            continue
         hardware, why = entry.hardware, None
         if hardware is None:
             sized = sized_hardware(entry)
@@ -154,6 +159,11 @@ def record(report_path: Path, reg: Registry) -> Recorded:
         have = ", ".join(f"K={f.k} T={f.temperature:g}" for f in entry.acceptance_floors)
         raise UsageError(f"{report_path}: a report at K={k} T={temperature:g}; {entry.id} has floors for {have} only",
                          hint="verify at a K and temperature the entry has floors for (eaglezoo registry show ID)")
+    if floor is not None and report.gate is not None and report.gate.entry_floors == "compared":
+        reasons = "; ".join(report.gate.why_compared) or "another prompt set"
+        raise UsageError(f"{report_path}: the entry's floors were compared with this run, not gated by it ({reasons})",
+                         hint=f"record a run on the prompts the floors were measured on: eaglezoo verify {entry.id} "
+                              "(no --prompts, --suite or --max-prompts)")
     why = list(report.failures) + (below_floor(report, floor) if floor else [])
     passed = None if floor is None else not why
     engine = report.engine.name  # one of verify's engine names (the reader refuses any other)

@@ -1,6 +1,11 @@
 """The registry: one YAML file per published drafter (schema in `schema.py`) loaded with file:line
 errors (a repeated key too); a malformed file is kept aside by name; lookup by id or entry file. The
-consistency checks beyond the schema are in `check.py`."""
+consistency checks beyond the schema are in `check.py`.
+
+Which folder: the user's own (`--registry DIR`, else `$EAGLEZOO_REGISTRY`) is laid over the base copy
+(`shipped.py`: updated, shipped or the checkout's) when an id is looked up or the entries are listed: the
+user's entry wins over the base's of the same id. Commands that maintain one folder (check, site, plan,
+sync, record) act on the user's folder when one is named, else on the base copy."""
 
 from __future__ import annotations
 
@@ -14,12 +19,29 @@ from pydantic import ValidationError
 
 from ..errors import BadInput, UsageError
 from ..fsutil import inside, regular_file
+from . import shipped
 from .schema import Entry, Repo  # noqa: F401  (Repo: re-exported for sources)
+from .shipped import Copy
+
+
+def user_dir(directory: Path | None = None) -> Path | None:
+    """The user's own registry folder: the one named, else $EAGLEZOO_REGISTRY, else none."""
+    env = os.environ.get("EAGLEZOO_REGISTRY")
+    return Path(directory) if directory is not None else Path(env) if env else None
+
+
+def base_copy() -> Copy:
+    copy = shipped.base_copy()
+    if copy is None:
+        raise UsageError("this eaglezoo has no registry: the package holds no eaglezoo/zoo/registry",
+                         hint="reinstall eaglezoo from its wheel, run eaglezoo registry update, or name a folder "
+                              "with --registry DIR")
+    return copy
 
 
 def default_dir() -> Path:
-    env = os.environ.get("EAGLEZOO_REGISTRY")
-    return Path(env) if env else Path(__file__).resolve().parents[2] / "registry"
+    """The one folder a maintaining command acts on when none is named: the user's, else the base copy's."""
+    return user_dir() or base_copy().directory
 
 
 def _line_of(node, loc: tuple) -> int | None:
@@ -135,11 +157,14 @@ def load_entry(path: Path) -> Entry:
 
 @dataclass
 class Registry:
-    """The entries of one registry directory, and the files that failed to load (name -> message)."""
+    """The entries of one registry directory, and the files that failed to load (name -> message).
+    `repository`: its root is a whole repository, so every path an entry names can exist there; False for the
+    shipped and updated copies, which carry registry/ alone (paths elsewhere are repository-only)."""
 
     directory: Path
     entries: dict[str, Entry]
     broken: dict[str, str]
+    repository: bool = True
 
     @property
     def root(self) -> Path:
@@ -152,17 +177,37 @@ class Registry:
             return self.entries[entry_id]
         if entry_id in self.broken:
             raise BadInput(self.broken[entry_id], hint="fix the file (eaglezoo registry check shows the problem)")
-        close = [e for e in self.entries if entry_id.lower() in e.lower()]
+        close = nearest_ids(entry_id, list(self.entries))
         raise UsageError(f"no registry entry {entry_id!r} in {self.directory}",
-                         hint=f"did you mean {', '.join(close[:3])}?" if close else "eaglezoo registry list shows them")
+                         hint=f"did you mean {', '.join(close)}?" if close else "eaglezoo registry list shows them")
 
     def path(self, relative: str, what: str) -> Path:
         return inside(self.root, relative, what)
 
 
+def nearest_ids(asked: str, ids: list[str], n: int = 3) -> list[str]:
+    """The ids a mistyped one most likely meant: those that contain it, then the closest spellings (difflib)."""
+    import difflib
+
+    lower = {i.lower(): i for i in ids}
+    within = [i for i in ids if asked.lower() in i.lower()]
+    spelled = [lower[c] for c in difflib.get_close_matches(asked.lower(), list(lower), n=n, cutoff=0.6)]
+    return list(dict.fromkeys(within + spelled))[:n]
+
+
 def load(directory: Path | None = None) -> Registry:
-    """Every entry of a registry directory; a malformed file is kept aside, by name, not fatal."""
-    directory = Path(directory or default_dir())
+    """Every entry of a registry directory (the one named, else the user's, else the base copy); a malformed
+    file is kept aside, by name, not fatal."""
+    if directory is None and user_dir() is None:
+        return load_copy(base_copy())
+    return _load_dir(Path(directory or default_dir()))
+
+
+def load_copy(copy: Copy) -> Registry:
+    return _load_dir(copy.directory, repository=copy.repository)
+
+
+def _load_dir(directory: Path, repository: bool = True) -> Registry:
     if not directory.is_dir():
         raise UsageError(f"registry directory {directory} not found", hint="set EAGLEZOO_REGISTRY or --registry")
     entries, broken = {}, {}
@@ -173,7 +218,7 @@ def load(directory: Path | None = None) -> Registry:
             broken[path.stem] = exc.message
             continue
         entries[entry.id] = entry
-    return Registry(directory, entries, broken)
+    return Registry(directory, entries, broken, repository)
 
 
 def is_entry_file(arg: str) -> bool:
@@ -186,8 +231,50 @@ def lookup(id_or_file: str, directory: Path | None = None) -> tuple[Entry, Regis
         path = Path(id_or_file)
         reg = load(path.parent)
         return reg.get(path.stem), reg
-    reg = load(directory)
+    mine = user_dir(directory)
+    if mine is None:
+        reg = load_copy(base_copy())
+        return reg.get(id_or_file), reg
+    reg = load(mine)
+    if id_or_file not in reg.entries and id_or_file not in reg.broken:
+        copy = shipped.base_copy()
+        below = load_copy(copy) if copy is not None else None
+        if below is not None and id_or_file in below.entries:
+            return below.entries[id_or_file], below
     return reg.get(id_or_file), reg
+
+
+def replaces_base(entry_id: str, reg: Registry) -> bool:
+    """Whether `reg` (where `lookup` found the id) is a folder of the user's that replaces the base copy's entry."""
+    copy = shipped.base_copy()
+    return (copy is not None and copy.directory.resolve() != reg.directory.resolve()
+            and (copy.directory / f"{entry_id}.yaml").is_file())
+
+
+@dataclass(frozen=True)
+class Layered:
+    """The user's registry laid over the base copy, for listing: every entry by id (the user's wins), the files
+    that failed to load in either, and the ids where the user's entry replaced the base's."""
+
+    entries: dict[str, Entry]
+    broken: dict[str, str]
+    overridden: tuple[str, ...]
+    mine: Path | None
+
+
+def layered(directory: Path | None = None) -> Layered:
+    mine = user_dir(directory)
+    if mine is None:
+        base = load_copy(base_copy())
+        return Layered(base.entries, base.broken, (), None)
+    top, copy = load(mine), shipped.base_copy()
+    if copy is None or copy.directory.resolve() == mine.resolve():
+        return Layered(top.entries, top.broken, (), mine)
+    base = load_copy(copy)
+    overridden = tuple(i for i in top.entries if i in base.entries or i in base.broken)
+    entries = {i: e for i, e in base.entries.items() if i not in top.broken} | top.entries
+    broken = {i: m for i, m in base.broken.items() if i not in top.entries} | top.broken
+    return Layered(dict(sorted(entries.items())), broken, overridden, mine)
 
 
 def select(args: list[str], directory: Path | None = None) -> tuple[Registry, list[str]]:

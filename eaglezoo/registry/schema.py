@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from ..checkpoint.spec import AuxLayers, DrafterSpec
+from ..checkpoint.spec import AuxLayers, DrafterSpec, Family, FamilyFields
 
 GPU_MEMORY_GB = (80, 141)  # the GPU classes CI has runners for: H100/A100-80G, H200
 
@@ -61,7 +61,15 @@ EVIDENCE_LEVELS = ("hub-file", "repo-file", "publisher-template", "model-card", 
 EvidenceLevel = Literal["hub-file", "repo-file", "publisher-template", "model-card", "public-quote", "estimate"]
 FACTS = ("dialect", "arch", "aux_layers", "flags", "draft_vocab_size", "hidden_size", "target_hidden_size",
          "target_vocab_size", "max_position_embeddings", "rope", "target_num_layers", "licence", "files",
-         "target_remote_code", "target_parameters", "target_weight_bytes", "target_dtype")
+         "target_remote_code", "target_parameters", "target_weight_bytes", "target_dtype", "block_size",
+         "mask_token_id")
+# The dialects eaglezoo reads (checkpoint/formats): EAGLE-3's, then those of the families beside it
+# (docs/formats.md#families).
+EAGLE3_DIALECTS = ("safeai", "specforge", "speculators", "modelopt", "nemo", "torchspec", "eagle31", "deepspec-eagle3")
+FAMILY_DIALECTS = {"peagle": ("peagle", "speculators-peagle"), "dflash": ("dflash", "speculators-dflash"),
+                   "dspark": ("dspark", "speculators-dspark")}
+Dialect = Literal["safeai", "specforge", "speculators", "modelopt", "nemo", "torchspec", "eagle31", "deepspec-eagle3",
+                  "peagle", "speculators-peagle", "dflash", "speculators-dflash", "dspark", "speculators-dspark"]
 HUB_SOURCE = re.compile(r"^[\w.-]+/[\w.-]+@[0-9a-f]{7,40}\b")  # repo@sha, as registry sync writes it
 OUTSIDE = re.compile(r"(^|[\s(])(\.\./|/|shared/)|\b(formats|peers|small-models|hub-api)\.md\b")
 SOURCE_FORMS = {  # level -> (is the source in its form, the form in words)
@@ -117,12 +125,52 @@ class Flags(Strict):
 
 
 class Reported(Strict):
+    """A figure someone published about the drafter, with what it was measured under. `setup: broken`: the setup
+    measured is known to be wrong (aux ids guessed, a misread flag), and `why` says how; such a figure is shown
+    labelled, and after every other."""
+
     metric: Literal["acceptance_length", "acceptance_rate", "speedup", "throughput_gain", "per_position_acceptance"]
     value: float | list[float]
     benchmark: str | None = None
     engine: str | None = None
-    k: int | None = None
+    k: int | None = Field(None, ge=1)
+    setup: Literal["broken"] | None = None
+    why: str | None = Field(None, min_length=1)
     source: str
+
+    @model_validator(mode="after")
+    def broken_says_why(self):
+        if (self.setup is None) != (self.why is None):
+            raise ValueError("setup: broken and its why go together")
+        return self
+
+    @property
+    def broken(self) -> bool:
+        return self.setup == "broken"
+
+    def label(self) -> str:
+        """The value with everything that makes it comparable, unknowns said as such: `2.77 (K=3, MT-Bench,
+        vllm)`; a broken setup's figure says so."""
+        value = ", ".join(f"{v:g}" for v in self.value) if isinstance(self.value, list) else f"{self.value:g}"
+        k = self.k if self.k is not None else "?"
+        where = f"K={k}, {self.benchmark or 'benchmark ?'}, {self.engine or 'engine ?'}"
+        return f"{value} ({where})" + (f", BROKEN SETUP: {self.why}" if self.broken else "")
+
+
+# Where most publishers measure, so the figure shown first where an entry has it.
+COMPARABLE_BENCHMARK, COMPARABLE_K = re.compile(r"mt[- ]?bench", re.IGNORECASE), 3
+
+
+def best_first(reported: list[Reported], metric: str = "acceptance_length") -> list[Reported]:
+    """The scalar figures of `metric`, the most comparable first: MT-Bench at K=3, then MT-Bench, then any with
+    its K and benchmark stated, then the rest; a broken setup's always last. Ties keep the file's order."""
+    def rank(x: Reported) -> tuple[int, int]:
+        mt_bench = COMPARABLE_BENCHMARK.fullmatch(re.split(r"[,(]", x.benchmark or "")[0].strip()) is not None
+        stated = x.k is not None and x.benchmark is not None
+        tier = 0 if mt_bench and x.k == COMPARABLE_K else 1 if mt_bench else 2 if stated else 3
+        return int(x.broken), tier
+
+    return sorted((x for x in reported if x.metric == metric and not isinstance(x.value, list)), key=rank)
 
 
 class EngineConfig(Strict):
@@ -170,6 +218,13 @@ class Floor(Strict):
     per_position: list[float] | None = None
     mean_acceptance_length: float | None = None
     condition: str | None = None  # one bucket of the prompts (a category, a robustness condition); null: the whole run
+    # What it was measured on, so that it gates only a run on the same (verify compares any other with it). A floor
+    # without `prompts` was measured on the entry's own `prompts` (the shipped default set where the entry names
+    # none; a condition's floor: any set that holds the condition); without `prompts_sha256`, on that set as it is now;
+    # without `engine`, on any engine.
+    prompts: str | None = None  # a JSONL file in this repository, `suite:NAME` (a shipped suite) or `default`
+    prompts_sha256: str | None = Field(None, pattern=r"^[0-9a-f]{64}$")
+    engine: Literal["native", "vllm", "endpoint"] | None = None
     source: str
 
     @model_validator(mode="after")
@@ -221,8 +276,12 @@ class Entry(Strict):
     drafter: Repo
     target: Repo
     publisher: str
-    dialect: Literal["safeai", "specforge", "speculators", "modelopt", "nemo", "torchspec", "eagle31"] | None = None
-    eagle_version: Literal["3", "3.1", "3.1-variant"]
+    dialect: Dialect | None = None
+    # eagle3 (one token a step) unless stated; peagle, dflash, dspark draft several at once (docs/formats.md#families)
+    family: Family = "eagle3"
+    eagle_version: Literal["3", "3.1", "3.1-variant"] | None = None  # eagle3 and peagle only: their norms
+    block_size: int | None = Field(None, ge=1)  # dflash, dspark: the block drafted in one pass
+    mask_token_id: int | None = Field(None, ge=0)  # peagle, dflash, dspark: the token of the parallel slots
     arch: Literal["llama", "qwen3", "mla"] | None = None
     aux_layers: AuxRecord = AuxRecord()
     target_num_layers: int | None = None
@@ -255,6 +314,24 @@ class Entry(Strict):
     @classmethod
     def sources_cite_originals(cls, sources: list[str]) -> list[str]:
         return [cites_original(s) for s in sources]
+
+    @model_validator(mode="after")
+    def family_fields_fit(self):
+        """EAGLE-3 weights (eagle3, peagle) have an EAGLE version; block drafters have none. The family's own keys
+        belong to the families that have them, and a dialect to its own family."""
+        eagle_weights = self.family in ("eagle3", "peagle")
+        if eagle_weights and self.eagle_version is None:
+            raise ValueError(f"a {self.family} entry needs eagle_version (3, 3.1 or 3.1-variant)")
+        if not eagle_weights and self.eagle_version is not None:
+            raise ValueError(f"eagle_version is for EAGLE-3 weights: a {self.family} drafter has none")
+        if self.block_size is not None and eagle_weights:
+            raise ValueError(f"block_size is a dflash or dspark key: a {self.family} drafter has no block")
+        if self.mask_token_id is not None and self.family == "eagle3":
+            raise ValueError("mask_token_id is a peagle, dflash or dspark key: an eagle3 drafter has none")
+        own = FAMILY_DIALECTS.get(self.family, EAGLE3_DIALECTS)
+        if self.dialect is not None and self.dialect not in own:
+            raise ValueError(f"dialect {self.dialect} is not a {self.family} dialect ({', '.join(own)})")
+        return self
 
     @model_validator(mode="after")
     def every_fact_has_evidence(self):
@@ -290,6 +367,14 @@ class Entry(Strict):
         return next((f for f in self.acceptance_floors or []
                      if f.k == k and f.temperature == temperature and f.condition is None), None)
 
+    def floor_prompts(self, floor: Floor) -> str:
+        """The prompt set a floor was measured on, by name: its own, else the entry's, else the shipped default."""
+        return floor.prompts or self.prompts or "default"
+
+    def condition_floor_list(self, k: int, temperature: float) -> list[Floor]:
+        return [f for f in self.acceptance_floors or []
+                if f.k == k and f.temperature == temperature and f.condition is not None]
+
     def condition_floors(self, k: int, temperature: float) -> dict[str, float]:
         """Acceptance-length floors per condition (prompt bucket) at exactly this K and temperature."""
         return {f.condition: f.mean_acceptance_length for f in self.acceptance_floors or []
@@ -314,6 +399,8 @@ class Entry(Strict):
         else:
             aux = AuxLayers(ids=tuple(self.aux_layers.ids), convention=self.aux_layers.convention)
         h = self.hidden_size or 1
+        fields = (FamilyFields(block_size=self.block_size, mask_token_id=self.mask_token_id)
+                  if self.family != "eagle3" else None)
         return DrafterSpec(arch=self.arch or "llama", architectures=[], num_layers=1, hidden_size=h,
                            target_hidden_size=self.target_hidden_size or h, vocab_size=self.target_vocab_size or 1,
                            draft_vocab_size=self.draft_vocab_size or self.target_vocab_size or 1,
@@ -321,4 +408,4 @@ class Entry(Strict):
                            fc_norm=bool(self.flags.fc_norm), norm_output=bool(self.flags.norm_output),
                            norm_before_fc=bool(self.flags.norm_before_fc),
                            norm_before_residual=bool(self.flags.norm_before_residual),
-                           layer_config={"num_attention_heads": 1})
+                           family=self.family, family_fields=fields, layer_config={"num_attention_heads": 1})

@@ -1,19 +1,22 @@
 """`eaglezoo registry site OUT/`: the zoo as a static, self-contained site. `index.html` lists every entry
-(target, drafter, dialect, EAGLE version, evidence, status, reported and measured acceptance, hardware class)
-with a filter box; `entries/ID.html` gives one entry's facts with their evidence, the serving commands for
-vLLM and SGLang, the floors, the recorded measurements with their plots and the sources. No page fetches
-anything; the only script is the index's filter, inline."""
+(target, drafter, family, dialect, EAGLE version, evidence, status, reported and measured acceptance, how each
+engine serves it, hardware class) with a filter box; `entries/ID.html` gives one entry's facts with their evidence,
+the serving commands for vLLM and SGLang, every reported figure with its K, benchmark and engine, the floors, the
+recorded measurements with their plots and the sources. No page fetches anything; the only script is the index's
+filter, inline."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+from ..errors import EaglezooError
 from ..fsutil import check_out_dir, refuse_overlap, replace_dir, staging
 from ..pages import document, escape, plotted_note  # escape: HTML-escaped, control and bidi characters made visible
 from ..serving import serve_entry, shown_path
+from .listing import serving_summary, shown_figure
 from .load import Registry
-from .schema import EVIDENCE_LEVELS, FACTS, Entry
+from .schema import EVIDENCE_LEVELS, FACTS, Entry, best_first
 
 FILTER = """<script>
 const box = document.getElementById("filter");
@@ -55,39 +58,45 @@ def build(reg: Registry, out: Path, force: bool = False) -> list[str]:
 
 
 def _link(text: str) -> str:
-    """A source as a link when it is a URL; text otherwise."""
-    return f'<a href="{escape(text)}">{escape(text)}</a>' if text.startswith("https://") else escape(text)
+    """A source as a link when it starts with a URL (the words after it stay text); text otherwise."""
+    if not text.startswith("https://"):
+        return escape(text)
+    url, space, words = text.partition(" ")
+    return f'<a href="{escape(url)}">{escape(url)}</a>{escape(space + words)}'
 
 
 def _reported(e: Entry) -> str:
-    return next((f"{x.value}" for x in e.reported if x.metric == "acceptance_length" and not isinstance(x.value, list)),
-                "")
+    """The most comparable reported acceptance length, with its K, benchmark and engine (listing.shown_figure)."""
+    figure = shown_figure(e)
+    return figure.label() if figure else ""
 
 
 def index(reg: Registry) -> str:
-    head = ("<tr><th>entry</th><th>target</th><th>dialect</th><th>EAGLE</th><th>evidence</th><th>status</th>"
-            "<th>reported AL</th><th>measured AL</th><th>hardware</th></tr>")
+    head = ("<tr><th>entry</th><th>target</th><th>family</th><th>dialect</th><th>EAGLE</th><th>evidence</th>"
+            "<th>status</th>"
+            "<th>reported AL</th><th>measured AL</th><th>serves</th><th>hardware</th></tr>")
     rows = []
     for e in sorted(reg.entries.values(), key=lambda e: e.id):
         levels = ", ".join(f"{sum(x.level == lv for x in e.evidence.values())} {lv}" for lv in EVIDENCE_LEVELS
                            if any(x.level == lv for x in e.evidence.values()))
         measured = f"{e.measured[-1].mean_acceptance_length:.3f}" if e.measured else ""
         rows.append(f'<tr><td><a href="entries/{escape(e.id)}.html">{escape(e.id)}</a></td>'
-                    f"<td>{escape(e.target.repo or e.target.path or '')}</td><td>{escape(e.dialect or '?')}</td>"
-                    f"<td>{escape(e.eagle_version)}</td><td>{escape(levels)}</td><td>{escape(e.status.state)}</td>"
-                    f"<td>{escape(_reported(e))}</td><td>{measured}</td>"
+                    f"<td>{escape(e.target.repo or e.target.path or '')}</td><td>{escape(e.family)}</td>"
+                    f"<td>{escape(e.dialect or '?')}</td><td>{escape(e.eagle_version or '-')}</td><td>{escape(levels)}</td><td>{escape(e.status.state)}</td>"
+                    f"<td>{escape(_reported(e))}</td><td>{measured}</td><td>{escape(serving_summary(e))}</td>"
                     f"<td>{escape(e.hardware.runner if e.hardware else 'cpu' if e.target.path else '?')}</td></tr>")
-    body = (f"<h1>eaglezoo: {len(reg.entries)} EAGLE-3 / 3.1 drafters</h1>"
+    body = (f"<h1>eaglezoo: {len(reg.entries)} drafters (EAGLE-3 / 3.1, P-EAGLE, DFlash, DSpark)</h1>"
             '<p><input id="filter" type="search" placeholder="filter: a target, dialect, status..." size="40"></p>'
             f'<table id="entries"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>')
     return document("eaglezoo: the zoo", body + FILTER)
 
 
 def entry_page(e: Entry, reg: Registry) -> str:
-    sections = [_facts(e), _serving(e), _floors(e), _measured(e, reg), _sources(e)]
+    sections = [_facts(e), _serving(e), _reported_figures(e), _floors(e), _measured(e, reg), _sources(e)]
     body = (f'<p><a href="../index.html">all drafters</a></p><h1>{escape(e.id)}</h1>'
             f"<p>{escape(e.drafter.repo or e.drafter.path or '')} for {escape(e.target.repo or e.target.path or '')}"
-            f", published by {escape(e.publisher)}; EAGLE {escape(e.eagle_version)}, {escape(e.status.state)}</p>"
+            f", published by {escape(e.publisher)}; family {escape(e.family)}"
+            + (f", EAGLE {escape(e.eagle_version)}" if e.eagle_version else "") + f", {escape(e.status.state)}</p>"
             + "".join(sections))
     return document(e.id, body)
 
@@ -111,9 +120,30 @@ def _serving(e: Entry) -> str:
     published drafter faithfully."""
     drafter = e.drafter.repo or e.drafter.path or ""
     target = e.target.repo or e.target.path or ""
-    paths = [serve_entry(e, engine, drafter, target, 3, [e.id], e.target_num_layers) for engine in ("vllm", "sglang")]
-    return "<h2>Serve it</h2>" + "".join(f"<p>{escape(p.engine)}</p><pre><code>{escape(shown_path(p.steps))}</code></pre>"
-                                         for p in paths)
+    return "<h2>Serve it</h2>" + "".join(_served_by(e, engine, drafter, target) for engine in ("vllm", "sglang"))
+
+
+def _served_by(e: Entry, engine: str, drafter: str, target: str) -> str:
+    """One engine's path, or why it has none (SGLang has no P-EAGLE path)."""
+    try:
+        path = serve_entry(e, engine, drafter, target, 3, [e.id], e.target_num_layers)
+    except EaglezooError as exc:
+        return f"<p>{escape(engine)}: not served ({escape(exc.message)})</p>"
+    return f"<p>{escape(engine)}</p><pre><code>{escape(shown_path(path.steps))}</code></pre>"
+
+
+def _reported_figures(e: Entry) -> str:
+    """Every figure the entry reports, each with its K, benchmark and engine; acceptance lengths the most comparable
+    first, a broken setup's labelled and last."""
+    if not e.reported:
+        return ""
+    lengths = best_first(e.reported)
+    rest = [x for x in e.reported if x not in lengths]
+    rows = "".join(f"<tr><td>{escape(x.metric)}</td><td>{escape(x.label())}</td><td>{_link(x.source)}</td></tr>"
+                   for x in lengths + rest)
+    return ("<h2>Reported by others</h2><p>Figures from other engines, prompts and K: compare like with like "
+            f"(eaglezoo verify measures this drafter itself).</p><table><tr><th>metric</th><th>value (K, benchmark, "
+            f"engine)</th><th>source</th></tr>{rows}</table>")
 
 
 def _floors(e: Entry) -> str:

@@ -145,6 +145,8 @@ def config_facts(reading, cfg: dict, at: str, level: EvidenceLevel) -> list[Fact
     rope = {k: v for k, v in spec.layer_config.items() if k in ("rope_theta", "rope_scaling", "rope_parameters")}
     if rope:
         facts.append(Fact("rope", rope, at, level))
+    fields = spec.family_fields.stated() if spec.family_fields else {}
+    facts += [Fact(name, fields[name], at, level) for name in ("block_size", "mask_token_id") if name in fields]
     if spec.aux is not None:  # ids in the dialect's own convention, as its config states them
         own = reading.aux_stated_by == "config"  # else the convention is the entry's: compared, never confirmed
         facts += [Fact("aux_layers.ids", list(spec.aux.ids), at, level, own),

@@ -17,6 +17,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -46,12 +47,7 @@ def measure_endpoint(work: Workload, url: str, progress: Progress) -> Measuremen
     model = served_model(base, work)
     config = speculative_config(base)
     notes = check_drafter(config, work, base)
-    before = scrape(base)
-    progress(0, len(work.encoded), phase=f"measuring {base}")
-    t0 = time.perf_counter()
-    results = run_prompts(base, model, work, progress)
-    wall = time.perf_counter() - t0
-    counters = scrape_delta(before, scrape(base))
+    results, counters, wall = measure_requests(base, model, work, progress)
     if counters["drafts"] == 0:
         raise EngineError(f"{base} ran no speculative decoding for these requests (0 drafts)",
                           hint="start it with --speculative-config (vLLM #25250: a missing drafter is silent)")
@@ -65,6 +61,16 @@ def measure_endpoint(work: Workload, url: str, progress: Progress) -> Measuremen
                                "speculative_config": config, "version": server_version(base)},
                        device="remote", dtype=(config or {}).get("dtype") or "unknown", counters=counters,
                        timing={"measure_s": wall, "total_s": time.perf_counter() - t_start}, notes=notes)
+
+
+def measure_requests(base: str, model: str, work: Workload, progress: Progress) -> tuple[list[dict], dict, float]:
+    """The workload's prompts on the server: each response's tokens and acceptance, the counters' deltas, seconds."""
+    before = scrape(base)
+    progress(0, len(work.encoded), phase=f"measuring {base}")
+    t0 = time.perf_counter()
+    results = run_prompts(base, model, work, progress)
+    wall = time.perf_counter() - t0
+    return results, scrape_delta(before, scrape(base)), wall
 
 
 def server_base(url: str) -> str:
@@ -158,6 +164,66 @@ def speculative_config(base: str) -> dict | None:
     method = config.get("method")
     return {"method": printable(str(method)) if method else None, "model": printable(str(config.get("model"))),
             "num_speculative_tokens": depth if isinstance(depth, int) else None, "dtype": dtype}
+
+
+@dataclass(frozen=True)
+class ServerFacts:
+    """What a vLLM server says about itself: `/version`, `/v1/models` and, in dev mode (`VLLM_SERVER_DEV_MODE=1`),
+    `/server_info`'s speculative and model config. Only named fields are kept: the config holds secrets too
+    (`hf_token`)."""
+
+    url: str
+    version: str | None
+    model: str  # the name requests use
+    root: str  # the path or repo the target was loaded from
+    max_model_len: int | None
+    dev_mode: bool  # /server_info answered: the fields below are read, not guessed
+    method: str | None = None
+    drafter: str | None = None
+    k: int | None = None
+    k_table: list[list[int]] | None = None  # num_speculative_tokens_per_batch_size
+    draft_sample_method: str | None = None
+    dtype: str | None = None
+    quantization: str | None = None
+
+    def local(self, path: str | None) -> Path | None:
+        """A path the server named, where it is a folder this machine can read (the server runs here)."""
+        if path is None or urlparse(self.url).hostname not in LOOPBACK or not Path(path).is_dir():
+            return None
+        return Path(path)
+
+
+def server_facts(base: str) -> ServerFacts:
+    model = listed_model(base)
+    info = request(base, "/server_info?config_format=json", missing_ok=True)
+    vllm_config = info.get("vllm_config") if isinstance(info, dict) else None
+    spec = (vllm_config or {}).get("speculative_config")
+    spec = spec if isinstance(spec, dict) else {}
+    target = (vllm_config or {}).get("model_config")
+    target = target if isinstance(target, dict) else {}
+    length = model.get("max_model_len")
+    return ServerFacts(
+        url=printable(base), version=server_version(base), model=str(model["id"]),
+        root=printable(str(model.get("root") or model["id"])), max_model_len=length if isinstance(length, int) else None,
+        dev_mode=isinstance(vllm_config, dict), method=_text(spec.get("method")), drafter=_text(spec.get("model")),
+        k=_count(spec.get("num_speculative_tokens")), k_table=_k_table(spec.get("num_speculative_tokens_per_batch_size")),
+        draft_sample_method=_text(spec.get("draft_sample_method")),
+        dtype=(_text(target.get("dtype")) or "").removeprefix("torch.") or None, quantization=_text(target.get("quantization")))
+
+
+def _text(value) -> str | None:
+    return printable(str(value))[:200] if value not in (None, "") else None
+
+
+def _count(value) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _k_table(value) -> list[list[int]] | None:
+    if not isinstance(value, list):
+        return None
+    rows = [list(row) for row in value if isinstance(row, list | tuple) and len(row) == 3]
+    return rows if rows and all(_count(x) is not None for row in rows for x in row) else None
 
 
 def check_drafter(config: dict | None, work: Workload, base: str) -> list[str]:

@@ -16,21 +16,34 @@ SHOWN = 3  # differing tensors named in a sentence
 
 
 def read_served(served: Path) -> Drafter:
-    """The folder the server loaded, read from its own files alone; unreadable is an error that says why."""
+    """The folder the server loaded, read from its own files alone; unreadable is an error that says why. A folder
+    eaglezoo's strict reader refuses (ids that disagree, keys missing) is read as vLLM reads it: an HF-style EAGLE-3
+    config whose only aux ids are the top-level ones, absent flags false (`llama_eagle3.py`)."""
+    options = ReadOptions(allow_missing_aux=True, trust_stored_flags=True)
     try:
-        return read_drafter(served, None, ReadOptions(allow_missing_aux=True), strict=False)
+        return read_drafter(served, None, options, strict=False)
+    except EaglezooError:
+        pass
+    try:
+        return read_drafter(served, "eagle31", options, strict=False, view=vllm_view)
     except EaglezooError as exc:
         raise EngineError(f"the server's drafter {served} cannot be read here, so it cannot be checked: {exc.message}",
                           hint=exc.hint or "fix that folder, or restart the server with the drafter named") from None
+
+
+def vllm_view(config: dict) -> dict:
+    """The config with only the keys vLLM reads for the aux ids: the top-level list (eagle_config's is SGLang's)."""
+    nested = {k: v for k, v in (config.get("eagle_config") or {}).items() if k != "eagle_aux_hidden_state_layer_ids"}
+    return {**config, "eagle_config": nested}
 
 
 def vllm_capture(drafter: Drafter, target_layers: int | None) -> list[int] | None:
     """The boundary ids vLLM captures for this folder: the top-level list where its dialect writes one, else
     vLLM's default for the target's layer count (docs/formats.md#missing-aux-ids)."""
     spec = drafter.spec
-    if spec.aux is not None and drafter.dialect in TOP_LEVEL_IDS and "eagle_aux_hidden_state_layer_ids" in \
-            drafter.config:
-        return spec.aux.boundary()
+    ids = drafter.config.get("eagle_aux_hidden_state_layer_ids")
+    if drafter.dialect in TOP_LEVEL_IDS and isinstance(ids, list) and all(isinstance(i, int) for i in ids):
+        return list(ids) if drafter.dialect == "eagle31" else spec.aux.boundary()
     return default_boundary_ids(target_layers) if target_layers else None
 
 

@@ -15,11 +15,18 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from ..checkpoint.spec import DrafterSpec
 from ..errors import BadInput, UsageError
 from .acceptance import Tally, accepted_lengths, by_k_exact, decoding_path
 from .drafter import Eagle3Drafter, build_drafter
+from .peagle import build_peagle
 from .target import Generation, Target, resolve_device, resolve_dtype
 from .workload import Measurement, NativeOptions, Progress, Workload
+
+
+# The drafters the native engine runs, by family; each module's draft_chains(aux, next_tokens, K, start=) gives the
+# same Chains, so one judge serves them all.
+BUILDERS = {"eagle3": build_drafter, "peagle": build_peagle}
 
 
 @dataclass
@@ -38,6 +45,15 @@ def refuse(work: Workload) -> None:
     if work.spec.arch == "mla":
         raise BadInput("the native engine cannot run MLA (DeepSeek/Kimi-style) drafters",
                        hint="use --engine vllm, which serves them")
+    if work.spec.family not in BUILDERS:
+        raise BadInput(f"the native engine cannot run {work.spec.family} drafters yet",
+                       hint="serve it (eaglezoo serve-config) and measure it with --engine vllm or --endpoint URL",
+                       code="family-unverified")
+
+
+def build_for(spec: DrafterSpec, state: dict, embed: torch.Tensor, dtype: torch.dtype, device: str):
+    """The drafter module of the spec's family, with its weights."""
+    return BUILDERS[spec.family](spec, state, embed=embed, dtype=dtype, device=device)
 
 
 def measure_native(work: Workload, device: str, dtype: str, options: NativeOptions, progress: Progress) -> Measurement:
@@ -47,8 +63,8 @@ def measure_native(work: Workload, device: str, dtype: str, options: NativeOptio
     target = Target(work.target_dir, device=device, dtype=torch_dtype, trust_remote_code=work.trust_remote_code,
                     dequantize_mxfp4=options.dequantize_mxfp4)
     try:
-        drafter = build_drafter(work.spec, work.drafter.state(), embed=target.input_embeddings().detach(),
-                                dtype=torch_dtype, device=device if device != "cuda" else "cuda:0")
+        drafter = build_for(work.spec, work.drafter.state(), target.input_embeddings().detach(), torch_dtype,
+                            device if device != "cuda" else "cuda:0")
     except ValueError as exc:
         raise BadInput(str(exc), hint="run eaglezoo lint on the drafter: its tensors do not fit its config") from None
     boundary = work.spec.aux.boundary()

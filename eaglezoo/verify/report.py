@@ -13,8 +13,9 @@ from .. import __version__
 from ..checkpoint.problems import Finding
 from ..errors import EngineError
 from ..limits import MAX_K, MAX_LEVELS, MAX_NEW_TOKENS, MAX_TEMPERATURE
-from .acceptance import INTERVAL, Tally, bootstrap_interval, by_k_estimate
-from .workload import Measurement, Workload, bucket_problem
+from ..reproduce import Reproduction, reproduction
+from .acceptance import INTERVAL, SEED, Tally, bootstrap_interval, by_k_estimate
+from .workload import Measurement, PromptSet, Workload, bucket_problem
 
 TOLERANCE = 1e-6  # floats written by json round-trip exactly; sums of K rates differ by a few ulps
 FUTURE_SLACK = dt.timedelta(days=1)  # another machine's clock
@@ -187,21 +188,79 @@ class Comparison(Part):
 
 
 class Thresholds(Part):
-    """The floors the run was gated on (exit 1 below any)."""
+    """The floors held against the run, the highest where two name the same figure: gated (exit 1 below any) or
+    only compared, as `gate` says."""
 
     min_acceptance: list[Rate] | None = None
     min_al: Length | None = None
     min_al_by_condition: dict[str, Length] | None = None
 
 
-class Gate(BaseModel):
-    """What the run is gated on: per-position floors, a floor on the acceptance length, one per condition."""
+class Basis(BaseModel):
+    """What a registry entry's floors were measured on: they gate a run on the same (the whole set, by its hash,
+    and the engine where the floor names one); any other run is compared with them."""
+
+    model_config = ConfigDict(frozen=True)
+
+    prompt_set: str | None  # None: any set that holds the condition (a condition's floor that names no set)
+    prompts_sha256: str | None = None  # None: the set could not be read, so no run can be shown to match it
+    engine: str | None = None  # None: any engine
+    k: int
+    temperature: float
+
+    def words(self) -> str:
+        digest = f" (sha256 {self.prompts_sha256[:12]})" if self.prompts_sha256 else " (unreadable here)"
+        where = f"{self.prompt_set}{digest}" if self.prompt_set else "any whole prompt set holding the condition"
+        return (f"{where}, K={self.k}, T={self.temperature:g}, "
+                f"{'engine ' + self.engine if self.engine else 'any engine'}")
+
+
+class Floors(BaseModel):
+    """Per-position floors, a floor on the acceptance length, one per condition."""
 
     model_config = ConfigDict(frozen=True)
 
     min_acceptance: list[float] | None = None
     min_al: float | None = None
     condition_floors: dict[str, float] | None = None
+
+    def __bool__(self) -> bool:
+        return bool(self.min_acceptance or self.min_al is not None or self.condition_floors)
+
+
+class Gate(BaseModel):
+    """What the run is held to: the floors stated for this run (the command line: they gate whatever it runs on),
+    and a registry entry's, with what they were measured on (they gate a run on the same, else are compared)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    stated: Floors = Floors()
+    entry: Floors = Floors()  # the entry's whole-run floors
+    measured_on: Basis | None = None  # what they were measured on
+    conditions: Floors = Floors()  # the entry's floors per condition
+    conditions_measured_on: Basis | None = None
+
+
+class FloorCheck(Part):
+    """One floor against the run's figure."""
+
+    what: Line
+    floor: float
+    measured: float | None  # null: nothing of that condition was measured
+    difference: float | None  # measured - floor
+    met: bool | None
+    source: Literal["command line", "registry"]
+    gated: bool  # false: compared only (another prompt set, a part of it, another engine)
+
+
+class GateResult(Part):
+    """The verdict: PASS or FAIL where a floor gated the run, else why the entry's floors were compared only."""
+
+    verdict: Literal["PASS", "FAIL", "compared, not gated", "no floors"]
+    entry_floors: Literal["gated", "compared", "none"] = "none"
+    why_compared: list[Line] = []  # why the entry's floors did not gate this run
+    measured_on: Line | None = None  # what the entry's floors were measured on
+    checks: list[FloorCheck] = []
 
 
 class Origin(BaseModel):
@@ -277,9 +336,16 @@ class VerifyReport(BaseModel):
     comparison: Comparison | None = None
     """`--engine native,vllm`: the two engines compared count for count."""
     thresholds: Thresholds = Thresholds()
-    """The floors applied."""
+    """The floors held against the run (whether they gated or were only compared: `gate`)."""
     failures: list[Line] = []
     """Why the gate failed (exit 1); empty when it passed or applied no floor."""
+    gate: GateResult | None = None
+    """PASS or FAIL where a floor gated, or "compared, not gated" and why; every floor with the figure and the
+    difference (absent from reports written before it)."""
+    prompt_set: PromptSet | None = None
+    """The prompt set by name and hash, its size, and which rows this run took."""
+    reproduction: Reproduction | None = None
+    """What it takes to run it again: the command, versions, the prompt set's hash, seeds, the machine."""
     serve: list[Line] = []
     """How to serve what was measured on vLLM: `eaglezoo convert` first where the engine would not read the drafter
     as given, then `vllm serve` with what eaglezoo's measurements of the server need."""
@@ -390,7 +456,9 @@ def report_for(work: Workload, m: Measurement, gate: Gate = Gate(), origin: Orig
                   mean_acceptance_length_by_bucket={b: t.mean_acceptance_length() for b, t in buckets.items()},
                   mean_acceptance_length_interval_by_bucket={b: interval(steps_by_bucket[b]) for b in buckets},
                   interval=INTERVAL)
-    thresholds, failures, gate_notes = gated(gate, s, drift.mean_acceptance_length_by_bucket, work.findings)
+    thresholds, failures, gate_notes, verdict = gated(gate, s, drift.mean_acceptance_length_by_bucket, work.findings,
+                                                      work.prompt_set, m.engine.get("name", "native"))
+    ps = work.prompt_set
     return built(
         VerifyReport, drafter=str(work.drafter.path), target=work.target_name, device=m.device, dtype=m.dtype, num_spec_tokens=k,
         max_new_tokens=work.max_new_tokens, num_prompts=len(work.prompts),
@@ -405,7 +473,13 @@ def report_for(work: Workload, m: Measurement, gate: Gate = Gate(), origin: Orig
         skipped_prompts=work.skipped, notes=notes + gate_notes + list(origin.notes),
         acceptance_by_k=acceptance_by_k(m, s["acceptance_per_position"]), thresholds=thresholds, failures=failures,
         registry_id=origin.registry_id, drafter_revision=origin.drafter_revision,
-        target_revision=origin.target_revision, serve=serve_path(work, origin))
+        target_revision=origin.target_revision, serve=serve_path(work, origin), prompt_set=ps, gate=verdict,
+        reproduction=reproduction(engine=engine_words(m.engine), prompt_set=ps and ps.name,
+                                  prompts_sha256=ps and ps.sha256, seed=work.seed, bootstrap_seed=SEED))
+
+
+def engine_words(engine: dict) -> str:
+    return f"{engine.get('name', 'native')} {engine.get('version') or ''}".strip()
 
 
 def built(model, **fields):
@@ -482,28 +556,95 @@ def headline_from_counters(c: dict, tally: Tally, k: int) -> tuple[dict, str | N
 
 
 
-def gated(gate: Gate, s: dict, by_condition: dict[str, float],
-          findings: list[Finding]) -> tuple[Thresholds, list[str], list[str]]:
-    """The floors applied to the measured figures: (what was applied, why the gate failed, what was not checked)."""
-    thresholds = Thresholds(min_acceptance=gate.min_acceptance, min_al=gate.min_al,
-                            min_al_by_condition=gate.condition_floors or None)
-    failures, notes = [], []
-    for condition, floor in (gate.condition_floors or {}).items():
-        if condition not in by_condition:
-            notes.append(f"no prompt of condition {condition} was measured: its floor ({floor}) was not checked")
-        elif by_condition[condition] < floor:
-            failures.append(f"condition {condition}: acceptance length {by_condition[condition]:.3f} < {floor}")
+def gated(gate: Gate, s: dict, by_condition: dict[str, float], findings: list[Finding], prompt_set: PromptSet | None,
+          engine: str) -> tuple[Thresholds, list[str], list[str], GateResult]:
+    """The floors against the measured figures: (the floors held, why the gate failed, what was not checked, the
+    verdict with every floor's check). The command line's floors gate; the entry's gate a run on what they were
+    measured on and are compared, with the difference, on anything else."""
+    groups = [(f, basis, prefix) for f, basis, prefix in ((gate.entry, gate.measured_on, ""),
+                                                          (gate.conditions, gate.conditions_measured_on,
+                                                           "condition floors: ")) if f]
+    whys = [[prefix + w for w in not_like_with_like(basis, prompt_set, engine)] for _, basis, prefix in groups]
+    checks = floor_checks(gate.stated, s, by_condition, "command line", True)
+    for (floors, _, _), why in zip(groups, whys):
+        checks += floor_checks(floors, s, by_condition, "registry", not why)
+    failures = [failure_of(c) for c in checks if c.gated and c.met is False]
+    notes = [f"no prompt of {c.what.removesuffix(': acceptance length')} was measured: its floor ({c.floor:g}) was "
+             "not checked" for c in checks if c.measured is None]
     if s["num_drafts"] == 0:
         failures.append("no drafts were measured (continuations too short for K)")
-    rates = s["acceptance_per_position"]
-    failures += [f"acceptance at position {i + 1} is {rates[i]:.3f} < {floor}"
-                 for i, floor in enumerate(gate.min_acceptance or []) if i < len(rates) and rates[i] < floor]
-    if gate.min_al is not None and s["mean_acceptance_length"] < gate.min_al:
-        failures.append(f"mean acceptance length {s['mean_acceptance_length']:.3f} < {gate.min_al}")
     errors = [f for f in findings if f.severity == "error"]
     if errors:
         failures.append(f"lint found {len(errors)} error(s): {', '.join(sorted({f.code for f in errors}))}")
-    return thresholds, failures, notes
+    held = [gate.stated, gate.entry, gate.conditions]  # gated or compared: `gate` says which
+    thresholds = Thresholds(min_acceptance=_highest([f.min_acceptance for f in held]),
+                            min_al=max((f.min_al for f in held if f.min_al is not None), default=None),
+                            min_al_by_condition=_highest_by_condition([f.condition_floors for f in held]))
+    verdict = ("FAIL" if failures else "PASS" if any(c.gated for c in checks)
+               else "compared, not gated" if checks else "no floors")
+    why = [w for ws in whys for w in ws]
+    bases = [basis.words() for _, basis, _ in groups if basis is not None]
+    result = GateResult(verdict=verdict, entry_floors="compared" if why else "gated" if groups else "none",
+                        why_compared=why, measured_on="; ".join(dict.fromkeys(bases)) or None, checks=checks)
+    return thresholds, failures, notes, result
+
+
+def not_like_with_like(basis: Basis | None, prompt_set: PromptSet | None, engine: str) -> list[str]:
+    """Why an entry's floors cannot gate this run (empty: they can): another prompt set, a part of one, another
+    engine. K and temperature match already: the entry's floors are looked up at exactly this run's."""
+    if basis is None or prompt_set is None:
+        return ["what the floors or this run measured on is not known"]
+    why = []
+    if basis.prompt_set is None:
+        pass  # a condition's floor naming no set: any set that holds the condition, taken whole
+    elif basis.prompts_sha256 is None:
+        why.append(f"the floors' prompt set {basis.prompt_set} cannot be read here, so no run can be shown to "
+                   "measure the same")
+    elif basis.prompts_sha256 != prompt_set.sha256:
+        why.append(f"the floors were measured on {basis.prompt_set}, this run on {prompt_set.name}"
+                   if basis.prompt_set != prompt_set.name else
+                   f"{prompt_set.name} has changed since the floors were measured on it (sha256 "
+                   f"{basis.prompts_sha256[:12]}, now {prompt_set.sha256[:12]})")
+    if not prompt_set.complete:
+        why.append(f"this run took {prompt_set.taken} of the {prompt_set.rows} rows of {prompt_set.name} "
+                   "(--max-prompts)")
+    if basis.engine is not None and basis.engine != engine:
+        why.append(f"the floors were measured on the {basis.engine} engine, this run on {engine}")
+    return why
+
+
+def floor_checks(floors: Floors, s: dict, by_condition: dict[str, float], source: str,
+                 gates: bool) -> list[FloorCheck]:
+    rates = s["acceptance_per_position"]
+    pairs = [(f"acceptance at position {i + 1}", floor, rates[i])
+             for i, floor in enumerate(floors.min_acceptance or []) if i < len(rates)]
+    if floors.min_al is not None:
+        pairs.append(("mean acceptance length", floors.min_al, s["mean_acceptance_length"]))
+    pairs += [(f"condition {name}: acceptance length", floor, by_condition.get(name))
+              for name, floor in (floors.condition_floors or {}).items()]
+    return [FloorCheck(what=what, floor=floor, measured=value, source=source, gated=gates,
+                       difference=None if value is None else value - floor,
+                       met=None if value is None else value >= floor) for what, floor, value in pairs]
+
+
+def failure_of(check: FloorCheck) -> str:
+    verb = " is" if check.what.startswith("acceptance at position") else ""
+    return f"{check.what}{verb} {check.measured:.3f} < {check.floor}"
+
+
+def _highest(lists: list[list[float] | None]) -> list[float] | None:
+    given = [x for x in lists if x]
+    if not given:
+        return None
+    return [max(x[i] for x in given if i < len(x)) for i in range(max(map(len, given)))]
+
+
+def _highest_by_condition(dicts: list[dict[str, float] | None]) -> dict[str, float] | None:
+    merged: dict[str, float] = {}
+    for d in dicts:
+        for name, floor in (d or {}).items():
+            merged[name] = max(floor, merged.get(name, floor))
+    return merged or None
 
 
 def compare_engines(ref: VerifyReport, other: VerifyReport) -> Comparison:

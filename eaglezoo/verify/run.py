@@ -33,8 +33,8 @@ from .workload import (
     Prompt,
     Workload,
     dtype_name,
-    load_prompts,
     prompt_context,
+    read_prompt_set,
     too_long,
 )
 
@@ -67,7 +67,7 @@ def verify(drafter_dir: Path, target_dir: Path, request: VerifyRequest = VerifyR
     engines, endpoint, engine_options, device, dtype, native = (list(r.engines), r.endpoint, r.engine_options,
                                                                 r.device, r.dtype, r.native)
     speedup = list(r.speedup) if r.speedup else None
-    check_request(r.k, r.max_new_tokens, r.max_prompts, gate.min_acceptance, r.temperature, engines, speedup)
+    check_request(r.k, r.max_new_tokens, r.max_prompts, gate.stated.min_acceptance, r.temperature, engines, speedup)
     check_settings(engines, endpoint, engine_options, device, dtype, native)
     if "native" in engines:
         check_target(target_dir, native)
@@ -160,10 +160,11 @@ def check_target(target_dir: Path, native: NativeOptions) -> None:
 def prepare(drafter_dir: Path, target_dir: Path, target_name: str, target_revision: str | None, opts: ReadOptions,
             prompts_file: Path | None, max_prompts: int | None, k: int, max_new_tokens: int, temperature: float,
             seed: int | None, engines: list[str], max_model_len: int | None, trust_remote_code: bool = False) -> Workload:
-    prompts = load_prompts(prompts_file)[:max_prompts]
+    prompts, rows, prompt_set = read_prompt_set(prompts_file, max_prompts)
     tcfg = target_config(target_dir)
     layers = target_layers(tcfg)
     drafter = read_drafter(drafter_dir, None, replace(opts, target_layers=layers))
+    refuse_family(drafter.spec.family, engines)
     refuse_misfit(drafter.spec.aux, drafter.spec.target_hidden_size, drafter.spec.vocab_size, tcfg)
     findings = lint_drafter(drafter, tcfg, target_dir) + provenance_findings(drafter_dir, drafter.spec)
     tokenizer = load_tokenizer(target_dir, trust_remote_code)
@@ -180,9 +181,25 @@ def prepare(drafter_dir: Path, target_dir: Path, target_name: str, target_revisi
     if not kept:
         raise UsageError(f"every prompt is too long for the context ({context} tokens) with {max_new_tokens} new tokens",
                          hint="use shorter prompts, a smaller --max-new-tokens or a larger --max-model-len")
+    for s in skipped:  # by their row in the prompt set, as the measured ones are
+        s["index"] = rows[s["index"]]
     return Workload(drafter, target_dir, target_name, target_revision, findings,
                     [prompts[i] for i in kept], [encoded[i] for i in kept], skipped, k, max_new_tokens,
-                    temperature, seed, kept, trust_remote_code, notes, context=context, target_layers=layers)
+                    temperature, seed, [rows[i] for i in kept], trust_remote_code, notes, context=context,
+                    target_layers=layers, prompt_set=prompt_set)
+
+
+# The families each engine measures (docs/formats.md#families); the others are read, linted and served only.
+FAMILIES_MEASURED = {"native": ("eagle3", "peagle"), "vllm": ("eagle3",), "endpoint": ("eagle3",)}
+
+
+def refuse_family(family: str, engines: list[str]) -> None:
+    unable = [e for e in engines if family not in FAMILIES_MEASURED.get(e, ("eagle3",))]
+    if unable:
+        able = [e for e, families in FAMILIES_MEASURED.items() if family in families]
+        raise UsageError(f"verify --engine {unable[0]} does not measure {family} drafters",
+                         hint=f"use --engine {able[0]}" if able else "eaglezoo lint, convert and serve-config read it "
+                         "(serve it, then measure it on the engine)", code="family-unverified")
 
 
 def sampled_on_native(prompts: list[Prompt], encoded: list, engines: list[str]) -> list[dict]:

@@ -3,6 +3,7 @@ prompts tokenised once) and one engine's measurement. A leaf: engines import it,
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from dataclasses import dataclass, field
@@ -47,6 +48,75 @@ def suite_path(name: str) -> Path:
     return Path(str(resources.files("eaglezoo").joinpath("data", "suites", f"{name}.jsonl")))
 
 
+DEFAULT_SET = "default"  # the shipped prompt set (eaglezoo/data/prompts.jsonl)
+
+
+def prompt_set_name(path: Path | None) -> str:
+    """A prompt set's name: `default` (the shipped set), `suite:NAME` for a shipped suite, else the file's path."""
+    if path is None:
+        return DEFAULT_SET
+    for name in SUITES:
+        if Path(path).resolve() == suite_path(name).resolve():
+            return f"suite:{name}"
+    return str(path)
+
+
+class PromptSet(BaseModel):
+    """The prompt set a run measured: its name, its hash, its size, and which of its rows were taken."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+    name: str
+    """`default` (the shipped set), `suite:NAME`, or the file's path."""
+    sha256: str
+    """The sha256 of its bytes as read."""
+    rows: int
+    """Its rows."""
+    taken: int
+    """The rows this run took (measured or skipped with their reason)."""
+    selection: str
+    """How they were taken: every row, the first N, or N across its conditions (round robin)."""
+
+    @property
+    def complete(self) -> bool:
+        return self.taken == self.rows
+
+
+def select_rows(prompts: list[Prompt], limit: int | None, spread: bool) -> tuple[list[int], str]:
+    """The rows a run takes, in the set's order, and how they were chosen. `spread` (a suite): round robin over
+    its conditions in the order they first appear (a row of each condition, then a second of each, ...), so
+    that N rows sample every condition they can instead of the first few; deterministic, no randomness."""
+    n = len(prompts)
+    if limit is None or limit >= n:
+        return list(range(n)), f"all {n} rows"
+    if not spread:
+        return list(range(limit)), f"the first {limit} of {n} rows (--max-prompts)"
+    by_bucket: dict[str, list[int]] = {}
+    for i, p in enumerate(prompts):
+        by_bucket.setdefault(p.bucket, []).append(i)
+    queues, taken = list(by_bucket.values()), []
+    depth = 0
+    while len(taken) < limit:
+        taken += [q[depth] for q in queues if depth < len(q)][:limit - len(taken)]
+        depth += 1
+    covered = len({prompts[i].bucket for i in taken})
+    missed = "" if covered == len(queues) else f"; give --max-prompts {len(queues)} or more to take each"
+    return sorted(taken), (f"{limit} of {n} rows (--max-prompts), round robin over its conditions in the order they "
+                           f"first appear: {covered} of {len(queues)} conditions taken{missed}")
+
+
+def read_prompt_set(path: Path | None, limit: int | None = None) -> tuple[list[Prompt], list[int], PromptSet]:
+    """The prompts a run takes, their rows in the set, and the set they come from (a suite is sampled across its
+    conditions, a file taken from the top)."""
+    text = _prompt_text(path)
+    prompts = parse_prompts(text, _where(path))
+    name = prompt_set_name(path)
+    rows, how = select_rows(prompts, limit, spread=name.startswith("suite:"))
+    digest = text_sha256(text)
+    return ([prompts[i] for i in rows], rows,
+            PromptSet(name=name, sha256=digest, rows=len(prompts), taken=len(rows), selection=how))
+
+
 
 @dataclass
 class Workload:
@@ -70,6 +140,7 @@ class Workload:
     answers: dict[int, list[str]] = field(default_factory=dict)  # by prompt index: the target's earlier turns
     context: int = 1 << 62  # what every prompt, its new tokens and drafts must fit
     target_layers: int | None = None  # the target's decoder layers: what an engine captures by default
+    prompt_set: PromptSet | None = None  # the set the prompts were taken from, and how
 
     def reachable(self, levels: list[int]) -> list[int]:
         """The concurrency levels these prompts can fill. Above their number no more requests are ever in flight, so
@@ -134,19 +205,39 @@ class Measurement:
 
 
 
-def load_prompts(path: Path | None) -> list[Prompt]:
+def text_sha256(text: str) -> str:
+    """A prompt set's hash: of its text as read (a file's line endings as Python reads them)."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def prompts_sha256(path: Path | None) -> str:
+    """The hash `read_prompt_set` gives this set, without parsing it (a floor's recorded set, to match a run's)."""
+    return text_sha256(_prompt_text(path))
+
+
+def _where(path: Path | None) -> str:
+    return "default prompt set" if path is None else str(path)
+
+
+def _prompt_text(path: Path | None) -> str:
     if path is None:
-        text = resources.files("eaglezoo").joinpath("data/prompts.jsonl").read_text()
-        where = "default prompt set"
-    else:
-        regular_file(path, "prompts file")
-        try:
-            text, where = path.read_text(encoding="utf-8"), str(path)
-        except UnicodeDecodeError:
-            raise BadInput(f"prompts file {path} is not UTF-8 text", hint="save the prompts file as UTF-8") from None
-        if text.startswith("\ufeff"):
-            raise BadInput(f"prompts file {path} starts with a byte-order mark (BOM), which JSON Lines does not allow",
-                           hint="save the prompts file as UTF-8 without a BOM")
+        return resources.files("eaglezoo").joinpath("data/prompts.jsonl").read_text()
+    regular_file(path, "prompts file")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise BadInput(f"prompts file {path} is not UTF-8 text", hint="save the prompts file as UTF-8") from None
+    if text.startswith("\ufeff"):
+        raise BadInput(f"prompts file {path} starts with a byte-order mark (BOM), which JSON Lines does not allow",
+                       hint="save the prompts file as UTF-8 without a BOM")
+    return text
+
+
+def load_prompts(path: Path | None) -> list[Prompt]:
+    return parse_prompts(_prompt_text(path), _where(path))
+
+
+def parse_prompts(text: str, where: str) -> list[Prompt]:
     prompts = []
     # JSON Lines ends lines with "\n" only (read_text has made "\r\n" one); str.splitlines() would also
     # break at U+2028, U+0085 and the like, which JSON allows unescaped inside a string.

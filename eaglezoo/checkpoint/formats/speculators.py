@@ -15,7 +15,9 @@ TRAINING_ONLY = "speculators training-only verifier copy (excluded from speculat
 
 
 def detect(cfg: dict, names: set[str], metadata: dict) -> bool:
-    return "speculators_config" in cfg or "speculators_model_type" in cfg
+    # the other speculators model types are dialects of their own (peagle, dflash, dspark)
+    return ("speculators_config" in cfg or "speculators_model_type" in cfg) and \
+        cfg.get("speculators_model_type", "eagle3") == "eagle3"
 
 
 def read(cfg: dict, ckpt: Checkpoint, opts: ReadOptions) -> Reading:

@@ -116,3 +116,25 @@ def test_a_bucket_named_all_keeps_its_row_beside_the_row_of_every_prompt(cli, tm
             "--json")
     assert r.code == 0, r.err
     assert [(x["bucket"], x["prompts"]) for x in r.json()["rows"]] == [("all", 1), ("x", 1), ("all prompts", 2)]
+
+
+def test_the_page_shows_each_rows_interval_and_verdict_and_the_report_its_reproduction(compared, tmp_path):
+    """The page's table has the 95% interval and the verdict of every bucket and of all prompts, its headline the
+    overall verdict; the report carries what it takes to run it again, and `report` prints it."""
+    import json
+
+    from eaglezoo.pages import compare_page
+
+    html = compare_page(compared)
+    for r in compared["rows"]:
+        assert f"[{r['interval'][0]:.3f}, {r['interval'][1]:.3f}]</td><td>{r['verdict']}</td>" in html
+    every = compared["rows"][-1]
+    assert f"<b>{every['verdict']}</b> at 95%" in html
+    rep = compared["reproduction"]
+    assert rep["command"][:4] == ["eaglezoo", "compare", "tiny-example-eagle3", "tiny-example-eagle31"]
+    assert rep["prompt_set"].endswith("examples/tiny/prompts.jsonl") and len(rep["prompts_sha256"]) == 64
+    assert "rerun" in html
+    saved = tmp_path / "compare.json"
+    saved.write_text(json.dumps(compared))
+    shown = run_inprocess("report", saved)
+    assert shown.code == 0 and "rerun: eaglezoo compare" in shown.out and "verdict" in shown.out

@@ -33,7 +33,8 @@ def local_registry(tmp_path) -> Path:
 
 
 def verify_report(reg: Path, path: Path, *args) -> dict:
-    r = run_inprocess("verify", "tiny-example-eagle31", "--registry", reg, "--max-prompts", "4", "--report", path,
+    """A run on the whole prompt set the entry's floors were measured on (short continuations: the floors gate it)."""
+    r = run_inprocess("verify", "tiny-example-eagle31", "--registry", reg, "--max-new-tokens", "16", "--report", path,
                       *args)
     assert r.code in (0, 1), r.err
     return json.loads(path.read_text())
@@ -61,6 +62,16 @@ def test_record_a_passing_then_a_failing_report(local_registry, tmp_path):
     assert r.code == 1 and r.json()["state"] == "failed"
     data = yaml.safe_load(path.read_text())
     assert data["status"]["state"] == "failed" and len(data["measured"]) == 1 and data["measured"][0]["passed"] is False
+
+
+def test_record_refuses_a_run_the_floors_only_compared(local_registry, tmp_path):
+    """A part of the prompt set is compared with the floors, not gated by them: it cannot verify the entry."""
+    report = tmp_path / "report.json"
+    verify_report(local_registry, report, "--max-prompts", "4")
+    before = tree_digest(local_registry)
+    assert_clean_failure(run_inprocess("registry", "record", report, "--registry", local_registry),
+                         contains="compared with this run, not gated by it")
+    assert tree_digest(local_registry) == before
 
 
 def test_record_refuses_reports_for_another_drafter_or_k(local_registry, tmp_path):

@@ -20,7 +20,10 @@ BASE = ["tiny-example-eagle31", "--engine-python", VLLM_PY, "--dtype", "float32"
     (["--concurrency", "0"], "--concurrency must be at most 64 comma-separated integers from 1 to 4096"),
     (["--engine-args", '{"max_num_seqs": "x"}'], "max_num_seqs must be a positive integer, got 'x'"),
     (["--engine-args", '{"max_num_seqs": -3}'], "max_num_seqs must be a positive integer, got '-3'"),
-], ids=["not-vllm", "falling-levels", "beyond-max-num-seqs", "zero", "max-num-seqs-a-string", "max-num-seqs-negative"])
+    (["--repeats", "5", "--max-repeats", "3"], "--max-repeats 3 is below --repeats 5"),
+    (["--repeats", "1"], "--repeats"),
+], ids=["not-vllm", "falling-levels", "beyond-max-num-seqs", "zero", "max-num-seqs-a-string", "max-num-seqs-negative",
+        "budget-below-minimum", "one-repeat-has-no-interval"])
 def test_bad_tune_requests_are_refused_before_any_engine_starts(args, message):
     assert_clean_failure(run_inprocess("tune", *BASE, *args), None, contains=message)
 

@@ -4,26 +4,13 @@ tests/engine/test_verify_endpoint.py.)"""
 
 from __future__ import annotations
 
-import json
 import socket
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 
 from conftest import assert_clean_failure, run_inprocess
+from support.bad_servers import SECRET, Garbage, QuotesASecret
 from support.net import free_port
-
-
-class Garbage(BaseHTTPRequestHandler):
-    def do_GET(self):
-        body = b"<html>not a model server</html>"
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
-
 
 
 def test_endpoint_that_is_down_or_answers_garbage():
@@ -45,24 +32,6 @@ def test_endpoint_that_is_down_or_answers_garbage():
         threading.Thread(target=lambda: raw.accept()[0].sendall(b"SSH-2.0-OpenSSH\r\n"), daemon=True).start()
         r = run_inprocess("verify", "tiny-example-eagle31", "--endpoint", f"http://127.0.0.1:{raw.getsockname()[1]}")
     assert_clean_failure(r, contains="not an HTTP server")
-
-
-class QuotesASecret(BaseHTTPRequestHandler):
-    """A server whose error message quotes a secret the client holds (here: HF_TOKEN's value)."""
-
-    def log_message(self, *args):
-        pass
-
-    def do_GET(self):
-        body = json.dumps({"error": {"message": f"bad key {SECRET}, try again"}}).encode()
-        self.send_response(400)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-
-SECRET = "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12"
 
 
 def test_endpoint_error_quoting_a_held_secret_hides_it():

@@ -38,7 +38,7 @@ def test_report_schema_prints_each_kinds_json_schema(kind):
 
 
 def test_docs_report_md_is_generated_from_the_models():
-    """python scripts/write_report_docs.py writes it; a model changed without the page fails here."""
+    """python -m scripts.docs.write_report_docs writes it; a model changed without the page fails here."""
     assert (ROOT / "docs" / "report.md").read_text(encoding="utf-8") == schema_markdown()
 
 

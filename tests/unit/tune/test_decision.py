@@ -1,6 +1,7 @@
 """tune's decision from a measured grid, on grids built by hand: per load the K with the most output tokens per
 second (K = 0 when none beats the target alone, the smaller K on a tie), one static K for SGLang by the geometric
-mean of the speedups, vLLM's batch-size schedule, and the confirmation run said when it contradicts the grid."""
+mean of the speedups, vLLM's batch-size schedule. (Cells measured in repeats, too close to call, the confirmation's
+verdict: test_settled.py.)"""
 
 from __future__ import annotations
 
@@ -18,8 +19,8 @@ def grid_of(rows: dict[tuple[int, int], float]) -> list[Cell]:
 def test_each_load_gets_the_k_with_the_most_tokens_per_second():
     grid = grid_of({(0, 1): 100.0, (1, 1): 150.0, (2, 1): 140.0,
                     (0, 8): 400.0, (1, 8): 380.0, (2, 8): 390.0})
-    assert decide(grid, [1, 8]) == [Choice(concurrency=1, k=1, output_tokens_per_s=150.0, speedup=1.5),
-                                    Choice(concurrency=8, k=0, output_tokens_per_s=400.0, speedup=1.0)]
+    assert [(d.concurrency, d.k, d.output_tokens_per_s, d.speedup) for d in decide(grid, [1, 8])] == [
+        (1, 1, 150.0, 1.5), (8, 0, 400.0, 1.0)]
 
 
 def test_a_tie_goes_to_the_smaller_k_and_only_the_loads_asked_for_are_decided():
@@ -59,20 +60,3 @@ def test_the_schedule_covers_every_batch_size_from_one():
     assert schedule_of([choice(1, 3), choice(4, 3), choice(16, 2), choice(64, 0)]) == [[1, 4, 3], [5, 16, 2],
                                                                                           [17, 64, 0]]
     assert schedule_of([choice(8, 0)]) == [[1, 8, 0]]
-
-
-def test_a_confirmation_below_serving_without_the_drafter_is_said():
-    from eaglezoo.tune import Cell, Choice, contradicted
-
-    grid = [Cell(k=k, concurrency=c, output_tokens_per_s=tps, mean_tpot_ms=None, acceptance_length=None)
-            for k, c, tps in [(0, 1, 126.0), (1, 1, 121.0), (0, 4, 136.0), (1, 4, 140.0), (0, 8, 150.0), (1, 8, 90.0)]]
-    decision = [Choice(concurrency=1, k=0, output_tokens_per_s=126.0, speedup=1.0),
-                Choice(concurrency=4, k=1, output_tokens_per_s=140.0, speedup=140.0 / 136.0),
-                Choice(concurrency=8, k=0, output_tokens_per_s=150.0, speedup=1.0)]
-    confirmed = [{"concurrency": 1, "output_tokens_per_s": 84.0}, {"concurrency": 4, "output_tokens_per_s": 91.4},
-                 {"concurrency": 8, "output_tokens_per_s": 160.0}]
-    assert contradicted(confirmed, grid, decision) == [
-        "at concurrency 4 the confirmation with the schedule measured 91.4 tokens/s, below the 136.0 measured without "
-        "the drafter: the choice of K=1 there is within this machine's noise (measure more prompts or tokens)"]
-    confirmed[1]["output_tokens_per_s"] = 139.0
-    assert contradicted(confirmed, grid, decision) == []  # K=0 loads are the baseline itself: never said

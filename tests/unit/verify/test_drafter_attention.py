@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-import sys
+import importlib.util
+from pathlib import Path
 
 import pytest
 import torch
@@ -14,8 +15,16 @@ from torch.utils._pytree import tree_leaves
 from eaglezoo.verify import drafter as drafter_module
 from eaglezoo.verify.drafter import build_drafter
 
-sys.path.insert(0, str(ROOT / "scripts"))
-from drafter_memory import whole_softmax  # noqa: E402  the attention as first written: the reference
+
+def script_module(relative: str):
+    """A script of the repository's scripts/ loaded from its file (scripts/ is no installed package)."""
+    spec = importlib.util.spec_from_file_location(Path(relative).stem, ROOT / relative)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+whole_softmax = script_module("scripts/bench/drafter_memory.py").whole_softmax  # the attention as first written
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,72 @@
+"""Where each family's config keeps its aux-layer ids, and the exact arithmetic from each key to a boundary id
+(docs/formats.md#aux-id-keys). Five conventions, one table; every reader and writer of the new families goes
+through it, and `tests/unit/checkpoint/test_aux_ids.py` checks it against vLLM's own resolver.
+
+boundary id b = the residual stream after b target layers (HF ``hidden_states[b]``); layer-output id i = the
+output of layer i (0-based) = boundary i + 1.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..spec import Convention
+
+
+@dataclass(frozen=True)
+class AuxKey:
+    """One place a config keeps aux ids: its path and the offset that turns an id there into a boundary id."""
+
+    path: tuple[str, ...]
+    convention: Convention
+
+    @property
+    def name(self) -> str:
+        return ".".join(self.path)
+
+    def to_boundary(self, ids: list[int]) -> list[int]:
+        return list(ids) if self.convention == "boundary" else [i + 1 for i in ids]
+
+    def from_boundary(self, ids: list[int]) -> list[int]:
+        return list(ids) if self.convention == "boundary" else [i - 1 for i in ids]
+
+    def get(self, cfg: dict) -> Any:
+        node: Any = cfg
+        for part in self.path:
+            if not isinstance(node, dict):
+                return None
+            node = node.get(part)
+        return node
+
+
+# 1. EAGLE-3 top level, speculators' aux_hidden_state_layer_ids (dflash, dspark, peagle): boundary, as-is
+#    (vLLM v1/worker/gpu/spec_decode/eagle/eagle3_utils.py:106; transformers_utils/configs/speculators/algos.py:113-120).
+EAGLE_TOP = AuxKey(("eagle_aux_hidden_state_layer_ids",), "boundary")
+SPECULATORS = AuxKey(("aux_hidden_state_layer_ids",), "boundary")
+# 2. z-lab DFlash dflash_config.target_layer_ids: "after layer i", +1 (eagle3_utils.py:108-111).
+DFLASH_TARGET = AuxKey(("dflash_config", "target_layer_ids"), "layer-output")
+# 3. DSpark inside a DeepSeek-V4 target: +1, except a deepseek_v41 target, whose ids are used as-is
+#    (eagle3_utils.py:112-122).
+DSPARK_TARGET = AuxKey(("dspark_target_layer_ids",), "layer-output")
+DSPARK_TARGET_V41 = AuxKey(("dspark_target_layer_ids",), "boundary")
+# 4. DeepSpec (dense DSpark, DeepSpec EAGLE-3) top-level target_layer_ids: +1 (eagle3_utils.py:123-127).
+DEEPSPEC_TARGET = AuxKey(("target_layer_ids",), "layer-output")
+# 5. dflash_config.layer_ids / eagle_config.layer_ids: as-is (eagle3_utils.py:128-134).
+DFLASH_LAYER_IDS = AuxKey(("dflash_config", "layer_ids"), "boundary")
+EAGLE_LAYER_IDS = AuxKey(("eagle_config", "layer_ids"), "boundary")
+
+
+def dspark_target_key(cfg: dict) -> AuxKey:
+    return DSPARK_TARGET_V41 if cfg.get("model_type") == "deepseek_v41" else DSPARK_TARGET
+
+
+def engine_boundary_ids(cfg: dict) -> tuple[int, ...] | None:
+    """The boundary ids vLLM captures for a drafter config, in its own order of precedence
+    (vLLM v1/worker/gpu/spec_decode/eagle/eagle3_utils.py:100-137): the first key that holds a non-empty list."""
+    keys = (EAGLE_TOP, DFLASH_TARGET, dspark_target_key(cfg), DEEPSPEC_TARGET, DFLASH_LAYER_IDS, EAGLE_LAYER_IDS)
+    for key in keys:
+        ids = key.get(cfg)
+        if ids and isinstance(ids, (list, tuple)):
+            return tuple(key.to_boundary(list(ids)))
+    return None

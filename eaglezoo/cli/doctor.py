@@ -1,0 +1,167 @@
+"""`eaglezoo doctor`: its options, and the rendering of its verdict. Registered on the app by cli/app.py."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ..errors import EXIT_FINDINGS, UsageError
+from ..limits import MAX_NEW_TOKENS
+from .common import (
+    EnginePythonOpt,
+    JsonOpt,
+    RegistryOpt,
+    ReportOpt,
+    RevisionOpt,
+    SuiteOpt,
+    app,
+    emit,
+    out,
+    prompts_or_suite,
+    shown,
+)
+from .outputs import HtmlOpt, check_outputs, save
+from .verify import parse_engine_args, verify_progress
+
+ENGINE = "Planned deployment (vLLM started by eaglezoo)"
+
+
+@app.command()
+def doctor(
+    drafter: Annotated[str | None, typer.Argument(metavar="[DRAFTER]", help="The drafter it should serve: a registry id, a folder or a Hub repo id (default: the server's own, read from its folder).")] = None,
+    target: Annotated[str | None, typer.Option(metavar="TARGET", help="The target the drafter was trained for (default: the registry entry's, else the server's).")] = None,
+    endpoint: Annotated[str | None, typer.Option(metavar="URL", help="A running vLLM server to diagnose, e.g. http://127.0.0.1:8000.")] = None,
+    engine: Annotated[str | None, typer.Option(metavar="vllm", help="Diagnose the deployment you are about to start: eaglezoo starts vLLM on the drafter's folder as given.")] = None,
+    speculative_config: Annotated[str | None, typer.Option(metavar="JSON", rich_help_panel=ENGINE, help="What you would pass to vllm serve --speculative-config (e.g. a K table); model and method default to the drafter's.")] = None,
+    num_spec_tokens: Annotated[int | None, typer.Option("--num-spec-tokens", "-k", min=1, max=64, help="Draft depth K of the planned deployment (an endpoint's is its own).")] = None,
+    prompts: Annotated[Path | None, typer.Option(metavar="FILE", help="JSONL prompts like your traffic (default: the registry entry's, else the shipped set).")] = None,
+    suite: SuiteOpt = None,
+    max_prompts: Annotated[int | None, typer.Option(min=1, help="Use only the first N prompts.")] = None,
+    max_new_tokens: Annotated[int, typer.Option(min=1, max=MAX_NEW_TOKENS, help="Tokens generated per prompt.")] = 64,
+    device: Annotated[str, typer.Option(help="The native reference's device: auto, cpu, cuda or cuda:N.")] = "auto",
+    batch_size: Annotated[int, typer.Option(min=1, max=256, help="The native reference's prompts per target batch.")] = 32,
+    engine_python: EnginePythonOpt = None,
+    max_model_len: Annotated[int | None, typer.Option(min=16, rich_help_panel=ENGINE)] = None,
+    dtype: Annotated[str, typer.Option(rich_help_panel=ENGINE, help="auto (the model's), float32, bfloat16, float16.")] = "auto",
+    enforce_eager: Annotated[bool, typer.Option("--enforce-eager", rich_help_panel=ENGINE)] = False,
+    tensor_parallel_size: Annotated[int, typer.Option("--tensor-parallel-size", "-tp", min=1, rich_help_panel=ENGINE)] = 1,
+    engine_args: Annotated[str | None, typer.Option(metavar="JSON", rich_help_panel=ENGINE, help="Any other LLM(...) argument.")] = None,
+    engine_timeout: Annotated[float, typer.Option(min=1.0, metavar="SECONDS", rich_help_panel=ENGINE)] = 3600.0,
+    report: ReportOpt = None,
+    html: HtmlOpt = None,
+    revision: RevisionOpt = None,
+    registry_dir: RegistryOpt = None,
+    as_json: JsonOpt = False,
+):
+    """Why is acceptance low? A verdict, its cause and the exact fix.
+
+    Example: eaglezoo doctor tiny-example-eagle31 --endpoint http://127.0.0.1:8000
+
+    The verdict (healthy, engine-config, drafter, target-mismatch, workload) is shown by measuring what the fix restores.
+    Exit 0 healthy, 1 a problem found, 2 bad input."""
+    from ..doctor.run import DoctorRequest
+    from ..verify.vllm_engine import engine_options
+
+    if (endpoint is None) == (engine is None):
+        raise UsageError("give --endpoint URL (a running server) or --engine vllm (the deployment eaglezoo starts)",
+                         hint="e.g. eaglezoo doctor DRAFTER --endpoint http://127.0.0.1:8000")
+    if engine is not None and engine != "vllm":
+        raise UsageError(f"--engine {engine}: doctor starts vLLM only", hint="use --engine vllm, or --endpoint URL")
+    if endpoint and (speculative_config or num_spec_tokens):
+        raise UsageError("--speculative-config and -k describe a planned deployment; a running server has its own",
+                         hint="drop them: doctor reads the server's K and config")
+    if engine and drafter is None:
+        raise UsageError("name the drafter of the planned deployment", hint="e.g. eaglezoo doctor DRAFTER --engine vllm")
+    check_outputs(report, html, reads=(prompts,))
+    options = engine_options(python=engine_python, max_model_len=max_model_len, dtype=dtype, enforce_eager=enforce_eager,
+                             tensor_parallel_size=tensor_parallel_size, extra=parse_engine_args(engine_args),
+                             timeout_s=engine_timeout) if engine else None
+    request = DoctorRequest(endpoint=endpoint, engine_options=options, k=num_spec_tokens,
+                            speculative_config=parse_config(speculative_config), max_new_tokens=max_new_tokens,
+                            max_prompts=max_prompts, device=device, batch_size=batch_size)
+    with verify_progress() as advance:
+        result = diagnose_source(drafter, target, request, revision=revision, registry_dir=registry_dir,
+                                 prompts_file=prompts_or_suite(prompts, suite), progress=advance,
+                                 outputs={"--report": report, "--html": html})
+    data = result.model_dump(mode="json")
+    save(data, report, html)
+    emit(data, as_json, lambda: render_doctor(result))
+    if result.verdict != "healthy":
+        raise typer.Exit(EXIT_FINDINGS)
+
+
+def parse_config(text: str | None) -> dict | None:
+    if text is None:
+        return None
+    try:
+        config = json.loads(text)
+    except (json.JSONDecodeError, RecursionError):
+        config = None
+    if not isinstance(config, dict):
+        raise UsageError(f"--speculative-config must be a JSON object, got {text[:60]!r}",
+                         hint='e.g. --speculative-config \'{"num_speculative_tokens_per_batch_size": [[1, 4, 3]]}\'')
+    if "model" in config:
+        raise UsageError("--speculative-config: model is the drafter named", hint="drop model from the JSON")
+    return config
+
+
+def diagnose_source(drafter: str | None, target: str | None, request, *, revision=None, registry_dir=None,
+                    prompts_file: Path | None = None, outputs=None, progress=lambda *a, **kw: None):
+    """Names to folders (a registry entry supplies its target, aux ids, floors and prompts), then the diagnosis."""
+    from ..checkpoint.formats.base import ReadOptions
+    from ..doctor.run import diagnose
+    from .sources import resolve_request
+
+    if request.endpoint:
+        from ..verify.endpoint import check_server
+
+        check_server(request.endpoint)  # a wrong address fails before anything is resolved or downloaded
+    if drafter is None:
+        target_dir = local_target(target)
+        return diagnose(request, None, target_dir, prompts_file=prompts_file, target_name=target, progress=progress)
+    named = resolve_request(drafter, target, ReadOptions(), revision=revision, registry_dir=registry_dir,
+                            prompts_file=prompts_file, outputs=outputs)
+    entry, tgt = named.entry, named.target
+    return diagnose(request, named.source.path, tgt.path, prompts_file=named.prompts_file, opts=named.options,
+                    floors_at=(lambda k: entry.floors_at(k, 0.0)[0]) if entry is not None else lambda k: None, entry_prompts=prompts_file is None and entry is not None,
+                    target_name=tgt.repo or str(tgt.path), drafter_name=drafter, progress=progress)
+
+
+def local_target(target: str | None) -> Path | None:
+    if target is None:
+        return None
+    path = Path(target)
+    if not path.is_dir():
+        raise UsageError(f"--target {target}: not a folder here", hint="without DRAFTER, name the target's folder")
+    return path
+
+
+COLOURS = {"healthy": "green", "engine-config": "red", "drafter": "red", "target-mismatch": "red", "workload": "yellow"}
+
+
+def render_doctor(r) -> None:
+    out.print(f"[bold {COLOURS[r.verdict]}]{r.verdict.upper()}[/] {shown(r.summary)}")
+    s = r.server
+    where = shown(s.url or s.engine)
+    out.print(f"server: {where}, vLLM {shown(s.version or '?')}, target {shown(s.target)}, drafter "
+              f"{shown(s.drafter or 'not said')}, K={s.k}" + (f", K table {s.k_table}" if s.k_table else ""))
+    out.print(f"named: drafter {shown(r.drafter)}, target {shown(r.target)}; {r.prompts} prompts x {r.max_new_tokens} "
+              "tokens")
+    for f in r.findings:
+        mark = "confirmed" if f.confirmed else "not confirmed by a trial"
+        out.print(f"\n[bold]{f.cause}[/bold] ({f.verdict}, {mark}): {shown(f.what)}")
+        for line in f.evidence:
+            out.print(f"  {shown(line)}")
+        out.print(f"  [bold]fix[/bold]: {shown(f.fix)}")
+    out.print("\nacceptance length, per position:")
+    for a in r.measured:
+        rates = ", ".join(f"{x:.3f}" for x in a.per_position)
+        out.print(f"  {shown(a.source):<28} {a.mean_acceptance_length:.3f} "
+                  f"[{a.interval[0]:.3f}, {a.interval[1]:.3f}]  [{rates}]")
+    for note in r.notes:
+        out.print(f"[yellow]note[/yellow] {shown(note)}")
+    out.print("time: " + ", ".join(f"{k.removesuffix('_s')} {v:.1f}s" if k.endswith("_s") else f"{k} {v:g}"
+                                   for k, v in r.timing.items()))

@@ -1,0 +1,200 @@
+"""One diagnosis: the server (or the planned deployment) measured, its files read as its engine reads them, the
+native reference run for every hypothesis at once, and the verdict drawn from what the fixes restore."""
+
+from __future__ import annotations
+
+import shlex
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..checkpoint.formats.base import ReadOptions
+from ..errors import EngineError, UsageError
+from ..verify.endpoint import ServerFacts, check_server, measure_requests, server_facts
+from ..verify.identity import read_served
+from ..verify.run import prepare
+from ..verify.workload import Progress, Workload
+from .fit import classify, fingerprint
+from .report import Acceptance, DoctorReport, Server
+from .suspects import Suspect, as_named, as_served, k_table_zero, suspects
+from .trials import Prompts, Variant, acceptance, run_trials
+from .verdict import Evidence, judge
+
+
+@dataclass(frozen=True)
+class DoctorRequest:
+    """What to diagnose: a running server (`endpoint`), or the deployment eaglezoo starts on vLLM
+    (`engine_options`, with `speculative_config` laid over the drafter's own serving config)."""
+
+    endpoint: str | None = None
+    engine_options: object = None  # vllm_engine.EngineOptions, for the planned deployment
+    speculative_config: dict | None = None
+    k: int | None = None  # None: the server's
+    max_new_tokens: int = 64
+    max_prompts: int | None = None
+    device: str = "auto"
+    batch_size: int = 32
+
+
+@dataclass(frozen=True)
+class Sides:
+    """The drafter and target named (what was trained and meant) and served (what the engine loaded)."""
+
+    named_drafter: Path
+    named_target: Path
+    served_drafter: Path | None
+    served_target: Path | None
+
+
+def diagnose(request: DoctorRequest, drafter_dir: Path | None, target_dir: Path | None, *,
+             prompts_file: Path | None = None, opts: ReadOptions | None = None,
+             floors_at: Callable[[int], list[float] | None] = lambda k: None,
+             entry_prompts: bool = False, target_name: str | None = None, drafter_name: str | None = None,
+             progress: Progress = lambda *a, **kw: None) -> DoctorReport:
+    t0 = time.perf_counter()
+    base = check_server(request.endpoint) if request.endpoint else None
+    if base is not None:
+        facts = server_facts(base)
+        sides = endpoint_sides(facts, drafter_dir, target_dir)
+    else:
+        facts, sides = None, Sides(drafter_dir, target_dir, drafter_dir, target_dir)
+    k = (facts.k if facts and facts.k else None) or request.k or 3
+    work = prepare(sides.named_drafter, sides.named_target, target_name or str(sides.named_target), None,
+                   opts or ReadOptions(),
+                   prompts_file, request.max_prompts, k, request.max_new_tokens, 0.0, None, ["native"],
+                   facts.max_model_len if facts else None)
+    refusal = None
+    if facts is not None:
+        requests, counters, seconds = measure_requests(base, facts.model, work, progress)
+    else:
+        from .deployment import measure_deployment
+
+        facts, requests, counters, seconds, refusal = measure_deployment(work, sides.named_drafter, request, progress)
+    found, more = gather_suspects(sides, work, facts, drafter_name)
+    if refusal is not None and not found:
+        raise EngineError(refusal.message, hint=refusal.hint)
+    if refusal is not None:
+        name = shlex.quote(drafter_name or str(sides.named_drafter))
+        found.insert(0, Suspect("engine-refuses", "engine-config",
+                                f"vLLM refuses to serve {sides.served_drafter} as it is ({refusal.message})",
+                                f"serve OUT after `eaglezoo convert {name} OUT` (`eaglezoo serve-config {name}` prints "
+                                "the whole path)"))
+    if refusal is None and counters["drafts"] == 0 and not k_table_zero(facts.k_table):
+        raise EngineError(f"{facts.url} ran no speculative decoding for these requests (0 drafts)",
+                          hint="start it with --speculative-config (vLLM #25250: a missing drafter is silent)")
+    server, notes = server_acceptance(requests, counters, k) if refusal is None else (None, [
+        f"vLLM refused to serve the folder as it is: {refusal.message}"])
+    floors = floors_at(k)
+    trials, reference_s, passes = try_fixes(sides, work, found, request, progress)
+    evidence = Evidence(server=server, requests=requests, trials=trials, suspects=found, floors=floors,
+                        entry_prompts=entry_prompts, k_zero=k_table_zero(facts.k_table), k_table=facts.k_table,
+                        refusal=refusal.message if refusal else None)
+    verdict, summary, findings, said = judge(evidence)
+    return DoctorReport(
+        verdict=verdict, summary=summary, server=server_part(facts, requests, k, request.endpoint),
+        drafter=str(sides.named_drafter), target=target_name or str(sides.named_target), prompts=len(work.encoded),
+        max_new_tokens=work.max_new_tokens, measured=[a for a in (server, *trials.values()) if a is not None],
+        findings=findings,
+        floors=floors, notes=work.notes + notes + more + said,
+        timing={"server_s": seconds, "reference_s": reference_s, "target_passes": passes,
+                "total_s": time.perf_counter() - t0})
+
+
+def endpoint_sides(facts: ServerFacts, drafter_dir: Path | None, target_dir: Path | None) -> Sides:
+    if facts.dev_mode and facts.method is None:
+        raise EngineError(f"the server at {facts.url} runs without speculative decoding (no speculative_config)",
+                          hint="start vllm serve with --speculative-config; doctor diagnoses a drafter's acceptance")
+    served_drafter, served_target = facts.local(facts.drafter), facts.local(facts.root)
+    named_drafter, named_target = drafter_dir or served_drafter, target_dir or served_target
+    if named_drafter is None:
+        raise UsageError(f"the server at {facts.url} does not say which drafter it loaded, or loaded it from a "
+                         "folder this machine cannot read", hint="name the drafter (a registry id or its folder), or "
+                         "start the server with VLLM_SERVER_DEV_MODE=1 on this machine")
+    if named_target is None:
+        raise UsageError(f"the server at {facts.url} serves {facts.root}, which is not a folder this machine can read",
+                         hint="name the target it was trained for with --target (a folder or Hub repo id)")
+    return Sides(named_drafter, named_target, served_drafter, served_target)
+
+
+def server_acceptance(requests: list[dict], counters: dict, k: int) -> tuple[Acceptance, list[str]]:
+    """The server's acceptance from its per-request figures, else from its counters, with the bias that costs."""
+    if requests and all(r["accepted"] is not None for r in requests):
+        return acceptance("server", [r["accepted"] for r in requests], k), []
+    drafts = counters["drafts"]
+    mean = 1 + counters["accepted"] / drafts if drafts else 1.0
+    rates = [n / drafts if drafts else 0.0 for n in counters["per_position"]][:k]
+    return Acceptance(source="server", mean_acceptance_length=mean, interval=[mean, mean], per_position=rates,
+                      prompts=len(requests), drafts=drafts), [
+        "the server gave no per-request acceptance: restart it with --per-request-spec-decode-metrics detailed for "
+        "per-prompt figures and intervals. Read from /metrics instead: vLLM's per-position counter has no "
+        "drafted-per-position twin, so its rates are skewed wherever K varies (a K table)"]
+
+
+def gather_suspects(sides: Sides, work: Workload, facts: ServerFacts,
+                    drafter_name: str | None) -> tuple[list[Suspect], list[str]]:
+    """Every difference between what is served and what was trained, and what could not be compared."""
+    notes, found = [], []
+    if sides.served_drafter is None:
+        notes.append("the server's drafter could not be read here (start it with VLLM_SERVER_DEV_MODE=1, on this "
+                     "machine): its files were not compared with the drafter named")
+    else:
+        found += suspects(read_served(sides.served_drafter), work.drafter, work.target_layers, drafter_name)
+    if sides.served_target is None:
+        notes.append(f"the served target {facts.root} is not a folder here: its fit was not fingerprinted")
+    elif sides.served_target.resolve() != sides.named_target.resolve():
+        fit, parts = classify(fingerprint(sides.served_target), fingerprint(sides.named_target))
+        if fit != "fits":
+            found.append(target_suspect(fit, parts, sides))
+    if facts.k_table is None and facts.dev_mode is False:
+        notes.append("the server's speculative config could not be read (/server_info answers only with "
+                     "VLLM_SERVER_DEV_MODE=1): its K table and sampling were not checked")
+    return found, notes
+
+
+def target_suspect(fit: str, parts: list[str], sides: Sides) -> Suspect:
+    served, named = sides.served_target, sides.named_target
+    what = {"fine-tuned": f"the served target {served} has the config and tokenizer of {named} but other weights",
+            "quantized": f"the served target {served} is {named} quantized differently",
+            "different": f"the served target {served} is not {named}: its {', '.join(parts)} differ"}[fit]
+    fix = ("retrain the drafter on the fine-tuned target (its hidden states moved), or serve the target it was "
+           f"trained for: vllm serve {named}" if fit == "fine-tuned" else f"serve the target the drafter was trained "
+           f"for: vllm serve {named} (or a drafter trained on {served})")
+    return Suspect(f"target-{fit}", "target-mismatch", what, fix)
+
+
+def try_fixes(sides: Sides, work: Workload, found: list[Suspect], request: DoctorRequest,
+              progress: Progress) -> tuple[dict, float, int]:
+    """Native trials: on the served target the drafter as served and with each fix alone; the drafter as named on
+    its own target (the same pass where the targets are one)."""
+    t0 = time.perf_counter()
+    prompts = Prompts(work.encoded, work.k, work.max_new_tokens)
+    reference = as_named(work.drafter)
+    passes: list[tuple[Path, list[Variant]]] = []
+    if sides.served_drafter is not None:
+        served_target = sides.served_target or sides.named_target
+        variants = [as_served(read_served(sides.served_drafter), work.target_layers)]
+        variants += [s.fixed for s in found if s.fixed is not None]
+        if served_target.resolve() == sides.named_target.resolve():
+            variants.append(reference)
+        else:
+            passes.append((sides.named_target, [reference]))
+        passes.insert(0, (served_target, variants))
+    else:
+        passes.append((sides.named_target, [reference]))
+    trials = {}
+    for target_dir, variants in passes:
+        paths = run_trials(target_dir, variants, prompts, request.device, "float32", request.batch_size, progress,
+                           work.trust_remote_code)
+        trials.update({source: acceptance(source, steps, work.k) for source, steps in paths.items()})
+    order = ["as served", *[s for s in trials if s.startswith("fix: ")], "reference"]
+    return {s: trials[s] for s in order if s in trials}, time.perf_counter() - t0, len(passes)
+
+
+def server_part(facts: ServerFacts, requests: list[dict], k: int, endpoint: str | None) -> Server:
+    return Server(url=facts.url if endpoint else None, engine="vllm" if endpoint else "vllm (started by eaglezoo)",
+                  version=facts.version, target=facts.root, drafter=facts.drafter, method=facts.method, k=k,
+                  k_table=facts.k_table, draft_sample_method=facts.draft_sample_method,
+                  max_model_len=facts.max_model_len,
+                  per_request_metrics=bool(requests) and all(r["accepted"] is not None for r in requests),
+                  config_readable=facts.dev_mode)

@@ -1,0 +1,142 @@
+"""From the measurements to findings and one verdict. A suspect is a cause when trying its fix restores the
+acceptance the server lost: the fix trial must win back at least half of the gap between the drafter as served
+and as named, and at least MIN_GAP (two lengths closer than that are one for a diagnosis)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .report import Acceptance, Finding, Verdict
+from .suspects import Suspect
+
+MIN_GAP = 0.05  # acceptance length
+RECOVERED = 0.5  # of the gap, for a fix to count as the cause
+
+
+@dataclass(frozen=True)
+class Evidence:
+    server: Acceptance | None  # None: the engine refused to serve the folder (`refusal` says why)
+    requests: list[dict]
+    trials: dict[str, Acceptance]
+    suspects: list[Suspect]
+    floors: list[float] | None
+    entry_prompts: bool  # the prompts are the ones the entry's floors were measured on
+    k_zero: list[list[int]]
+    k_table: list[list[int]] | None
+    refusal: str | None = None
+
+
+def judge(e: Evidence) -> tuple[Verdict, str, list[Finding], list[str]]:
+    findings = [from_suspect(s, e) for s in e.suspects]
+    if e.k_zero:
+        findings.append(k_zero_finding(e))
+    notes = reproduction_notes(e)
+    if not findings:
+        findings = unexplained(e)
+    if not findings:
+        return "healthy", healthy_summary(e), [], notes
+    findings.sort(key=lambda f: (not f.confirmed, -(f.restores or 0)))
+    first = findings[0]
+    return first.verdict, first.what, findings, notes
+
+
+def figure(a: Acceptance) -> str:
+    low, high = a.interval
+    return f"{a.mean_acceptance_length:.3f} (95% {low:.3f}-{high:.3f}, {a.prompts} prompts)"
+
+
+def from_suspect(s: Suspect, e: Evidence) -> Finding:
+    if s.cause == "engine-refuses":  # seen directly: the engine's own words
+        return Finding(cause=s.cause, verdict=s.verdict, what=s.what, evidence=[f"vLLM: {e.refusal}"], fix=s.fix,
+                       confirmed=True)
+    served, reference = e.trials.get("as served"), e.trials["reference"]
+    fixed = e.trials.get(f"fix: {s.cause}") if s.fixed is not None else reference
+    evidence = [f"server: acceptance length {figure(e.server)}" if e.server else f"vLLM refused it: {e.refusal}"]
+    if served is not None:
+        evidence.append(f"native, drafter and target as served: {figure(served)}")
+    if fixed is not None and fixed is not reference:
+        evidence.append(f"native, as served with this fix alone: {figure(fixed)}")
+    evidence.append(f"native, the drafter and target named: {figure(reference)}")
+    confirmed = False
+    if served is not None and fixed is not None:
+        gap = reference.mean_acceptance_length - served.mean_acceptance_length
+        gain = fixed.mean_acceptance_length - served.mean_acceptance_length
+        confirmed = gain >= max(MIN_GAP, RECOVERED * gap)
+    return Finding(cause=s.cause, verdict=s.verdict, what=s.what, evidence=evidence, fix=s.fix,
+                   restores=fixed.mean_acceptance_length if fixed is not None else None, confirmed=confirmed)
+
+
+def undrafted(requests: list[dict]) -> tuple[int, int]:
+    """(tokens decoded without a draft, tokens decoded) over the requests: each verify step yields 1 + accepted
+    tokens, the prefill one more."""
+    total = sum(len(r["tokens"]) for r in requests)
+    drafted = sum(1 + a for r in requests for a in r["accepted"] or [])
+    return max(0, total - len(requests) - drafted), total
+
+
+def k_zero_finding(e: Evidence) -> Finding:
+    ranges = ", ".join(f"{lo}-{hi}" for lo, hi, _ in e.k_zero)
+    k_max = max(row[2] for row in e.k_table)
+    table = [[lo, hi, k or k_max] for lo, hi, k in e.k_table]
+    idle, total = undrafted(e.requests) if all(r["accepted"] is not None for r in e.requests) else (None, None)
+    seen = f"{idle} of {total} tokens here were decoded without a draft" if idle is not None else \
+        "the server gave no per-request acceptance to count the undrafted steps"
+    return Finding(
+        cause="k-table-zero", verdict="engine-config",
+        what=f"num_speculative_tokens_per_batch_size sends K=0 at batch sizes {ranges}: {seen}, and a step at K=0 "
+             "still pays for the drafter (vLLM #49986)",
+        evidence=[seen, f"the server's table: {e.k_table}"],
+        fix=f'set "num_speculative_tokens_per_batch_size": {table} in --speculative-config (or drop the table); '
+            "where speculation loses at a load, serve that load without --speculative-config: eaglezoo tune "
+            "measures which", confirmed=bool(idle))
+
+
+def unexplained(e: Evidence) -> list[Finding]:
+    """No suspect: the server below the reference is the engine's doing; both below the floors is the drafter's
+    (on its own prompts) or the workload's (on other prompts)."""
+    reference = e.trials["reference"]
+    if e.server is None:
+        return []
+    gap = reference.mean_acceptance_length - e.server.mean_acceptance_length
+    if gap >= MIN_GAP and e.server.mean_acceptance_length < reference.interval[0]:
+        return [Finding(cause="server-below-reference", verdict="engine-config",
+                        what="the server accepts less than the same drafter and target run natively, and its files "
+                             "show no cause",
+                        evidence=[f"server: {figure(e.server)}", f"native reference: {figure(reference)}"],
+                        fix="start the server with VLLM_SERVER_DEV_MODE=1 on this machine so that doctor can read "
+                            "what it loaded, and compare its flags with `eaglezoo serve-config DRAFTER`",
+                        confirmed=False)]
+    below = below_floors(reference, e.floors)
+    if not below:
+        return []
+    on_own = e.entry_prompts
+    return [Finding(
+        cause="below-floors" if on_own else "workload-shift", verdict="drafter" if on_own else "workload",
+        what=("the drafter measures below its entry's floors on the entry's own prompts, natively as on the server"
+              if on_own else "server and reference agree, and both measure below the entry's floors on these "
+              "prompts: this traffic is not what the drafter was measured on"),
+        evidence=[f"server: {figure(e.server)}", f"native reference: {figure(reference)}", *below],
+        fix=("report it to the drafter's publisher, or choose another drafter (eaglezoo registry list --target ...)"
+             if on_own else "measure on the entry's own prompts to compare like with like (eaglezoo verify ID), "
+             "and train or choose a drafter on traffic like this"), confirmed=True)]
+
+
+def below_floors(a: Acceptance, floors: list[float] | None) -> list[str]:
+    return [f"position {i + 1}: {rate:.3f} below the floor {floor:.3f}"
+            for i, (rate, floor) in enumerate(zip(a.per_position, floors or [])) if rate < floor]
+
+
+def reproduction_notes(e: Evidence) -> list[str]:
+    served = e.trials.get("as served")
+    if served is None or e.server is None or abs(served.mean_acceptance_length - e.server.mean_acceptance_length) < MIN_GAP:
+        return []
+    return [f"the native reference of the drafter as served gives {served.mean_acceptance_length:.3f}, the server "
+            f"{e.server.mean_acceptance_length:.3f}: something besides its files also differs (the engine's "
+            "version, dtype or kernels)"]
+
+
+def healthy_summary(e: Evidence) -> str:
+    floors = (f"; per position {[round(r, 3) for r in e.server.per_position]} meet the entry's floors {e.floors}"
+              if e.floors else "; the drafter has no registry floors to hold it to")
+    return (f"the server accepts {figure(e.server)}, the native reference "
+            f"{e.trials['reference'].mean_acceptance_length:.3f}{floors}")

@@ -1,0 +1,134 @@
+"""Measuring a cell until its figure can be trusted: a warm-up pass on every fresh engine, repeats of at least
+MIN_TOKENS tokens and MIN_SECONDS seconds each, taken in rounds (K = 0, 1, ... K_max, then again: each repeat on an
+engine of its own, so that a cell's repeats span the run and see the machine's load drift as every other cell's
+do; back-to-back repeats on one engine measured a spread far narrower than two runs' on a shared machine), and
+more rounds of the cells still contending, until their intervals tell them apart or MAX_REPEATS is spent
+(`settle`)."""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from statistics import median
+
+from ..verify.report import pass_timing
+from ..verify.vllm_engine import VllmSession
+from ..verify.workload import Workload
+from .decide import contenders
+from .model import Cell, Latency
+from .rule import MAX_PASSES_PER_REPEAT, ROUND_REPEATS, SamplingRule
+from .stats import interval, latencies, spread_pct
+
+
+@dataclass
+class Samples:
+    """One (config, load): its repeats so far, every request measured and the engine's counters over them."""
+
+    passes_per_repeat: int
+    repeats: list[float] = field(default_factory=list)
+    pass_walls: list[float] = field(default_factory=list)
+    requests: list[dict] = field(default_factory=list)
+    counters: dict = field(default_factory=lambda: {"drafts": 0, "accepted": 0, "per_position": []})
+
+    def add(self, passes: list[dict]) -> None:
+        tokens = sum(len(r["tokens"]) for p in passes for r in p["requests"])
+        self.repeats.append(tokens / sum(p["wall_s"] for p in passes))
+        for p in passes:
+            self.pass_walls.append(p["wall_s"])
+            self.requests += p["requests"]
+            c = p["counters"]
+            self.counters["drafts"] += c["drafts"]
+            self.counters["accepted"] += c["accepted"]
+            before = self.counters["per_position"] or [0] * len(c["per_position"])
+            self.counters["per_position"] = [a + b for a, b in zip(before, c["per_position"])]
+
+
+class Bench:
+    """The session's runs, counted: engine time, engine starts and the repeats measured."""
+
+    def __init__(self, session: VllmSession, work: Workload, rule: SamplingRule):
+        self.session, self.work, self.rule = session, work, rule
+        self.engine_s = self.starts_s = 0.0
+        self.config: dict | None | str = "none yet"
+        self.engine: dict | None = None
+
+    def _run(self, config: dict | None, label: str, loads: list[int]) -> list[dict]:
+        t0 = time.perf_counter()
+        result = self.session.run(self.work, config, label, loads)
+        self.engine_s += time.perf_counter() - t0
+        if config != self.config:
+            self.starts_s += result["engine"]["start_s"]
+            self.config = config
+        self.engine = self.engine or result["engine"]  # the first engine's version, device and dtype
+        return result["passes"]
+
+    def measure(self, config: dict | None, label: str, loads: list[int], repeats: int,
+                row: dict[int, Samples] | None = None) -> dict[int, Samples]:
+        """`repeats` more repeats of `config` at each load (after a warm-up where the engine is fresh), added to
+        `row` (a new row when None: its passes per repeat set from the warm-up pass)."""
+        row = dict(row or {})
+        if config != self.config or not all(c in row for c in loads):
+            for c, p in zip(loads, self._run(config, f"{label}, warm-up", loads)):
+                row.setdefault(c, Samples(self.passes_for(p)))
+        plan = [c for c in loads for _ in range(row[c].passes_per_repeat * repeats)]
+        passes = iter(self._run(config, label, plan))
+        for c in loads:
+            for _ in range(repeats):
+                row[c].add([next(passes) for _ in range(row[c].passes_per_repeat)])
+        return row
+
+    def passes_for(self, warm_pass: dict) -> int:
+        """Passes of the prompt set a repeat needs for the minimum tokens and seconds (from a warm-up pass)."""
+        tokens = sum(len(r["tokens"]) for r in warm_pass["requests"]) or 1
+        need = max(math.ceil(self.rule.min_tokens / tokens),
+                   math.ceil(self.rule.min_seconds / max(warm_pass["wall_s"], 1e-9)), 1)
+        return min(need, MAX_PASSES_PER_REPEAT)
+
+
+def timing_of(s: Samples) -> dict:
+    """PassTiming's figures over every request measured (as one pass lasting all the repeats)."""
+    return pass_timing({"requests": s.requests, "wall_s": sum(s.pass_walls)})
+
+
+def cell_of(k: int, c: int, s: Samples) -> Cell:
+    drafts = s.counters["drafts"] if k else 0
+    low, high, coverage = interval(s.repeats)
+    timing = timing_of(s)
+    lat = latencies(s.requests)
+    return Cell(k=k, concurrency=c, output_tokens_per_s=median(s.repeats), mean_tpot_ms=timing["mean_tpot_ms"],
+                acceptance_length=1 + s.counters["accepted"] / drafts if drafts else None,
+                acceptance_per_position=[n / drafts for n in s.counters["per_position"]] if drafts else None,
+                repeats=s.repeats, interval=[low, high], interval_coverage=coverage, spread_pct=spread_pct(s.repeats),
+                passes_per_repeat=s.passes_per_repeat, latency=Latency(**lat) if lat else None)
+
+
+def grid_of(rows: dict[int, dict[int, Samples]]) -> list[Cell]:
+    return [cell_of(k, c, s) for k, row in sorted(rows.items()) for c, s in sorted(row.items())]
+
+
+def settle(bench: Bench, rows: dict[int, dict[int, Samples]], loads: list[int], config_of) -> None:
+    """More repeats of the cells still contending (their intervals not told apart from the best's), ROUND_REPEATS
+    at a time, the contending Ks in turn (one engine start each a round), until every load is settled or each
+    contending cell has MAX_REPEATS."""
+    rule = bench.rule
+    while True:
+        grid = grid_of(rows)
+        wanted: dict[int, list[int]] = {}
+        for c in loads:
+            tied = contenders([x for x in grid if x.concurrency == c])
+            if len(tied) > 1:
+                for k in tied:
+                    if len(rows[k][c].repeats) < rule.max_repeats:
+                        wanted.setdefault(k, []).append(c)
+        if not wanted:
+            return
+        for k, at in sorted(wanted.items()):
+            more = min(ROUND_REPEATS, rule.max_repeats - max(len(rows[k][c].repeats) for c in at))
+            rows[k] = bench.measure(config_of(k), f"K={k}, more repeats" if k else "without the drafter, more repeats",
+                                    at, more, rows[k])
+
+
+def single_pass_s(bench: Bench, rows: list[dict[int, Samples]]) -> float:
+    """What one pass per cell would have cost: the same engine starts, one median pass at each load."""
+    return bench.starts_s + sum(median(s.pass_walls) for row in rows for s in row.values())

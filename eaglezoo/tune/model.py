@@ -1,0 +1,303 @@
+"""The tune report and its parts (docs/report.md is generated from these models: each field says what it means).
+Fields added after the first tune reports are optional, so those reports still read."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .. import __version__
+from ..reproduce import Reproduction
+from ..verify.report import PassTiming
+
+Verdict = Literal["wins", "loses", "too close to call"]
+Pair = Annotated[list[float], Field(min_length=2, max_length=2)]  # [low, high]
+
+
+class Latency(BaseModel):
+    """Per-request latencies over every measured repeat, as `vllm bench serve`, GuideLLM and AIPerf name them."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    ttft_p50_ms: float
+    """Time to first token, median (ms): from the request's submission to its first token."""
+    ttft_p90_ms: float
+    """Time to first token, 90th percentile (ms)."""
+    tpot_p50_ms: float | None
+    """Time per output token after the first, median over requests (ms): each request's mean inter-token latency.
+    vLLM 0.32's offline engine keeps no per-token timestamps, so the per-token ITL distribution is not reported."""
+    tpot_p90_ms: float | None
+    """Time per output token after the first, 90th percentile over requests (ms)."""
+    e2e_p50_s: float
+    """End-to-end request latency, median (s)."""
+    e2e_p90_s: float
+    """End-to-end request latency, 90th percentile (s)."""
+
+
+class Cell(BaseModel):
+    """One (K, load) cell: measured in repeats after a warm-up pass."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
+    k: int
+    """Speculative tokens; 0: without the drafter."""
+    concurrency: int
+    """Requests in flight."""
+    output_tokens_per_s: float
+    """The median over the repeats of output tokens per second."""
+    mean_tpot_ms: float | None
+    """Mean time per output token after the first (ms), over every request measured."""
+    acceptance_length: float | None
+    """The engine's own mean acceptance length at this K and load (null at K = 0)."""
+    acceptance_per_position: list[float] | None = None
+    """The engine's acceptance rate at each draft position."""
+    repeats: list[float] | None = None
+    """Output tokens/s of each repeat, in the order measured."""
+    interval: Pair | None = None
+    """The interval of the median (order statistics of the repeats; coverage in interval_coverage)."""
+    interval_coverage: float | None = None
+    """How often such an interval covers the true median (1 - 2 P(Binomial(n, 1/2) < j))."""
+    spread_pct: float | None = None
+    """The repeats' range as a percentage of their median."""
+    passes_per_repeat: int | None = None
+    """Passes of the prompt set in each repeat (enough for the minimum tokens and seconds)."""
+    latency: Latency | None = None
+    """TTFT, TPOT and end-to-end latency percentiles over every request measured."""
+
+
+class Choice(BaseModel):
+    """The decision at one load."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
+    concurrency: int
+    """The load."""
+    k: int
+    """The K chosen: the best median, or where that is too close to call the simpler configuration."""
+    output_tokens_per_s: float
+    """The chosen cell's median output tokens/s."""
+    speedup: float
+    """Against K = 0 at this load, medians."""
+    best_k: int | None = None
+    """The K with the highest median (may differ from k when too close to call)."""
+    too_close: bool = False
+    """The best K's interval is not told apart from another K's: too close to call."""
+    contenders: list[int] = []
+    """The Ks whose intervals are not told apart from the best's (the best included)."""
+    settled_after: int | None = None
+    """Repeats of the contending cells when the decision stopped (settled, or the budget spent)."""
+
+
+class TuneEngine(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: Literal["vllm"] = "vllm"
+    version: str | None
+    device: str
+    dtype: str
+
+
+class ConfirmedPass(PassTiming):
+    """The recommended configuration at one load, measured as the cells are, and judged against their intervals."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
+    concurrency: int
+    """The load."""
+    repeats: list[float] | None = None
+    """Output tokens/s of each repeat (output_tokens_per_s is their median)."""
+    interval: Pair | None = None
+    """The interval of the median."""
+    latency: Latency | None = None
+    """TTFT, TPOT and end-to-end latency percentiles."""
+    against_no_speculation: Verdict | None = None
+    """Against K = 0's interval at this load."""
+    against_best_static: Verdict | None = None
+    """Against the best static K's interval at this load."""
+
+
+class StaticPass(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    concurrency: int
+    output_tokens_per_s: float
+
+
+class Confirmation(BaseModel):
+    """The recommended configuration run once more (with the same repeats), beside the best static K's cells."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    schedule: list[ConfirmedPass]
+    """Per load: the configuration's figures and verdicts."""
+    best_static_k: int
+    """The best single K over every load (geometric mean of the speedups)."""
+    best_static: list[StaticPass]
+    """That K's medians per load."""
+    config: dict | None = None
+    """The --speculative-config that was run (an all-zero table where no speculation is recommended)."""
+    verdict: Literal["confirmed", "failed", "not judged"] | None = None
+    """failed: it loses to no speculation or to the best static K at some load (exit 1, the simpler configuration
+    recommended instead); not judged: no speculation was recommended, so the run only shows what a table costs."""
+
+
+class NoSpeculation(BaseModel):
+    """At one load, the K table's throughput against serving with no speculative config at all."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    concurrency: int
+    """The load."""
+    table_k: int
+    """The K the table gives at this load."""
+    table_tokens_per_s: float
+    """The table's median (the confirmation run)."""
+    no_speculation_tokens_per_s: float
+    """K = 0's median: the engine started without a speculative config."""
+    ratio: float
+    """Table / no speculation."""
+    verdict: Verdict
+    """The table against no speculation, by their intervals; a loss where the table's K is 0 is vLLM #49986."""
+
+
+class AdaptiveLevel(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    concurrency: int
+    output_tokens_per_s: float
+    interval: Pair
+    against_no_speculation: Verdict
+
+
+class Adaptive(BaseModel):
+    """vLLM's online K selection (enable_adaptive_verification) measured as one more column."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    config: dict
+    """The --speculative-config run."""
+    levels: list[AdaptiveLevel]
+    """Per load: its median, interval, and verdict against no speculation."""
+
+
+class Placement(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    measured: str  # where this ran
+    entry: str | None  # the registry entry's runner class
+
+
+class KFloor(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    per_position: list[float] | None
+    mean_acceptance_length: float | None
+
+
+class Sampling(BaseModel):
+    """How every cell was measured: the rule that decides when to stop."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    warmup_passes: int
+    """Passes of the prompt set run and discarded before each cell's repeats."""
+    min_tokens: int
+    """Each repeat generates at least this many tokens (passes of the prompt set added until it does)."""
+    min_seconds: float
+    """Each repeat lasts at least this long (judged on the warm-up pass)."""
+    min_repeats: int
+    """Repeats of every cell before any decision."""
+    max_repeats: int
+    """The budget: a contending cell is repeated up to this many times, then the decision says too close to call."""
+    interval_level: float
+    """The coverage the interval of a median is chosen for, where the repeats allow it."""
+    separation_margin: float
+    """Two intervals are told apart only if they stand this share of the lower median apart."""
+
+
+class Cost(BaseModel):
+    """What measuring until settled cost, beside one pass per cell."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    engine_s: float
+    """Engine time of the whole tune (starts, warm-ups, repeats, confirmation)."""
+    single_pass_s: float
+    """What one pass per cell and per confirmation load would have cost, with the same engine starts."""
+    repeats: int
+    """Repeats measured in all."""
+
+
+class TuneReport(BaseModel):
+    """One tune run: the grid, the decision as each engine's own config, its confirmation."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    kind: Literal["tune"] = "tune"
+    """Which command wrote it."""
+    drafter: str
+    """The drafter measured."""
+    target: str
+    """The target as the engine loaded it."""
+    engine: TuneEngine
+    """The engine measured on: vLLM's version, device and dtype."""
+    k_max: int
+    """Every K from 0 (no drafter) to this was measured."""
+    concurrency: list[int]
+    """The loads measured (requests in flight), rising."""
+    num_prompts: int
+    """Prompts in each pass."""
+    max_new_tokens: int
+    """Tokens generated per prompt."""
+    grid: list[Cell]
+    """Every (K, load) cell: median output tokens/s with its interval and repeats, latencies, the engine's
+    acceptance."""
+    decision: list[Choice]
+    """Per load, the K with the most output tokens/s (K = 0 where speculation loses; the simpler where too close)."""
+    schedule: list[list[int]]
+    """vLLM's num_speculative_tokens_per_batch_size: [[first batch size, last batch size, K], ...]."""
+    basis: str
+    """What the decision rests on, in words."""
+    vllm_speculative_config: dict
+    """The --speculative-config that serves the schedule."""
+    vllm_command: str
+    """The vllm serve command with it."""
+    sglang_static_k: int
+    """SGLang takes one K: the best over the loads (geometric mean of the speedups)."""
+    sglang_command: str | None
+    """The SGLang command at that K (null when it is 0)."""
+    confirmation: Confirmation
+    """The recommended configuration run once more, judged against no speculation and the best static K."""
+    recommended: Literal["no speculation", "static", "table"] | None = None
+    """What to serve: no speculative config, one static K, or the per-batch-size table (the simplest that the
+    measurements support; the simpler one where the table failed its confirmation)."""
+    recommended_command: str | None = None
+    """The vllm serve command of the recommendation (vllm serve without --speculative-config for none)."""
+    no_speculation: list[NoSpeculation] = []
+    """The table against no speculation at all, at every load."""
+    adaptive: Adaptive | None = None
+    """vLLM's online K selection as one more column, where the hardware allows it (the notes say why not)."""
+    sglang_adaptive_config: dict | None = None
+    """SGLang's --speculative-adaptive-config JSON: per batch-size bucket (the smallest batch size it applies
+    to), the candidate_steps the decision allows there."""
+    sglang_adaptive_command: str | None = None
+    """The SGLang command that serves it (the JSON written to sglang-adaptive.json)."""
+    sampling: Sampling | None = None
+    """How the cells were measured: warm-up, minimum tokens and seconds per repeat, repeats and their budget."""
+    cost: Cost | None = None
+    """Engine time spent, beside what a single pass per cell would have cost."""
+    hardware: Placement | None = None
+    """Where this ran, beside the registry entry's hardware class."""
+    floors: dict[str, KFloor] = {}
+    """By K: the registry entry's floors, checked at every load."""
+    failures: list[str] = []
+    """A measured K below its floor, or a confirmation that loses to a simpler configuration (exit 1)."""
+    notes: list[str] = []
+    """What the reader must know (too close to call, interpolated loads, loads the prompts cannot fill, the
+    dialect served, why the adaptive column did not run)."""
+    reproduction: Reproduction | None = None
+    """What it takes to run it again: the command, versions, the prompt set's hash, seeds, the machine (absent from
+    reports written before it)."""
+    eaglezoo_version: str = __version__
+    """The eaglezoo that measured."""

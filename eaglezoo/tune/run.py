@@ -1,0 +1,144 @@
+"""`eaglezoo tune`: which K at which load, as the engine's own config.
+
+On the engine users deploy (vLLM's offline engine, `verify/vllm_engine.py`), one workload runs with the drafter
+at every K = 1..K_max and without it (K = 0), each at every concurrency: a full grid, measured, nothing fitted.
+Every cell is measured until its figure can be trusted (`measure.py`: warm-up, repeats of a minimum length, more
+repeats of the cells still contending until their intervals separate or the budget is spent). Per load the K with
+the most output tokens per second wins where its interval stands apart; otherwise the load is too close to call
+and the simpler configuration is taken (`decide.py`). Batch sizes between two measured concurrencies take the K
+measured at the next one up (said in the report). The decision is written as vLLM's
+`num_speculative_tokens_per_batch_size` table, SGLang's static best and its adaptive config, then confirmed: the
+recommended configuration measured again and judged against no speculation and the best static K.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..errors import EngineError, UsageError
+from ..limits import MAX_TUNE_K
+from ..verify.conversation import converse
+from ..verify.vllm_engine import EngineOptions, check_vllm_options, vllm_session
+from ..verify.workload import Progress, Workload
+from .decide import decide, recommendation, schedule_of, static_best, table_k, verdict
+from .measure import Bench, cell_of, grid_of, settle, single_pass_s, timing_of
+from .model import Adaptive, Cell, Choice, TuneReport
+from .report import Floors, Measured, placement, report, speculative_config
+from .rule import SamplingRule
+
+
+def check_grid(concurrency: list[int], k_max: int, opts: EngineOptions, rule: SamplingRule | None = None) -> None:
+    """What the options alone refuse: checked before anything is read or any engine starts."""
+    if not 1 <= k_max <= MAX_TUNE_K:
+        raise UsageError(f"--k-max {k_max}: give 1 to {MAX_TUNE_K}", hint="e.g. --k-max 4")
+    if len(set(concurrency)) != len(concurrency) or concurrency != sorted(concurrency):
+        raise UsageError(f"--concurrency {','.join(map(str, concurrency))}: give distinct levels in rising order",
+                         hint="e.g. --concurrency 1,4,16")
+    if rule is not None and rule.max_repeats < rule.min_repeats:
+        raise UsageError(f"--max-repeats {rule.max_repeats} is below --repeats {rule.min_repeats}",
+                         hint=f"give --max-repeats of at least {rule.min_repeats}")
+    max_seqs = opts.extra.get("max_num_seqs")
+    if max_seqs is not None and (type(max_seqs) is not int or max_seqs < 1):
+        raise UsageError(f"--engine-args max_num_seqs must be a positive integer, got {str(max_seqs)[:40]!r}",
+                         hint="e.g. --engine-args '{\"max_num_seqs\": 64}'")
+    if max_seqs is not None and concurrency[-1] > max_seqs:
+        raise UsageError(f"--concurrency {concurrency[-1]} exceeds the engine's max_num_seqs ({max_seqs}): it never "
+                         "batches that many", hint=f"measure up to {max_seqs}, or raise max_num_seqs in --engine-args")
+    check_vllm_options(opts)
+
+
+def check_prompts(work: Workload) -> None:
+    if work.temperature != 0:
+        raise UsageError("tune measures greedy serving (temperature 0)", hint="drop --temperature")
+    sampled = sum(t > 0 for t in work.temperatures())
+    if sampled:
+        raise UsageError(f"tune measures greedy serving (temperature 0), and {sampled} prompt(s) of the set ask for "
+                         "their own temperature", hint="give prompts without a \"temperature\" (--prompts FILE)")
+
+
+@dataclass(frozen=True)
+class TuneRequest:
+    """What tune measures, built once by the command: K from 0 to k_max at every load, on this engine."""
+
+    k_max: int
+    levels: tuple[int, ...]
+    max_new_tokens: int = 64
+    max_prompts: int | None = None
+    engine_options: EngineOptions = field(default_factory=EngineOptions)
+    parallel_given: bool = False  # the user chose the parallel sizes: a registry entry's hardware does not
+    sampling: SamplingRule = field(default_factory=SamplingRule)
+
+
+def tune(work: Workload, opts: EngineOptions, concurrency: list[int], progress: Progress, floors: Floors | None = None,
+         entry_hardware: str | None = None, rule: SamplingRule | None = None) -> TuneReport:
+    """The grid measured until settled, the decision, the configs, the confirmation and the adaptive column
+    (work.k is K_max); the registry entry's floors checked on the grid, and its hardware class set beside."""
+    rule = rule or SamplingRule()
+    check_grid(concurrency, work.k, opts, rule)
+    check_prompts(work)
+    concurrency = work.reachable(concurrency)
+    with vllm_session(work, opts, progress) as session:  # one process: vLLM imported once for the whole grid
+        work = converse(work, lambda sub: session.measure(sub, None, progress), "vllm")  # multi-turn rows, answered
+        drafter, bench = str(session.drafter), Bench(session, work, rule)
+
+        def config_of(k: int) -> dict | None:
+            return speculative_config(drafter, k) if k else None
+
+        rows: dict = {}
+        for n in range(rule.min_repeats):  # in rounds: a cell's repeats span the run, as the machine's load drifts
+            for k in range(work.k + 1):
+                label = f"K={k}" if k else "without the drafter"
+                rows[k] = bench.measure(config_of(k), f"{label}, repeat {n + 1}", concurrency, 1, rows.get(k))
+        settle(bench, rows, concurrency, config_of)
+        grid = grid_of(rows)
+        static = static_best(grid, concurrency)
+        decision = decide(grid, concurrency, static)
+        confirm = recommended_config(drafter, work.k, decision)
+        confirmed = bench.measure(confirm, "the recommended configuration", concurrency, rule.min_repeats)
+        adaptive, notes = adaptive_column(bench, drafter, work.k, opts, grid, concurrency)
+    measured = Measured(engine=bench.engine, grid=grid, confirmed=[
+        cell_of(table_k(schedule_of(decision), c), c, s) for c, s in sorted(confirmed.items())],
+        confirmed_timing=[timing_of(s) for _, s in sorted(confirmed.items())], confirmed_config=confirm, adaptive=adaptive, notes=tuple(notes), engine_s=bench.engine_s,
+        single_pass_s=single_pass_s(bench, [*rows.values(), confirmed]),
+        repeats=sum(len(s.repeats) for row in [*rows.values(), confirmed] for s in row.values()))
+    return report(work, measured, concurrency, floors or {}, placement(measured.engine, opts, entry_hardware), rule)
+
+
+def recommended_config(drafter: str, k_max: int, decision: list[Choice]) -> dict:
+    """What the confirmation runs: the static K or the table the decision recommends; where no speculation is
+    recommended, the all-zero table (to show what a table of zeros costs against no speculative config)."""
+    if recommendation(decision) == "static":
+        return speculative_config(drafter, decision[0].k)
+    return speculative_config(drafter, k_max, schedule_of(decision))
+
+
+ADAPTIVE_ON_CPU = ("vLLM's adaptive verification (enable_adaptive_verification) was not measured: vLLM 0.32 runs it "
+                   "only on Model Runner V2's GPU path with full CUDA graphs (vllm/config/vllm.py: "
+                   "_validate_adaptive_verification requires them; _get_v1_model_runner_unsupported_features lists "
+                   "\"adaptive draft verification\"), and the CPU backend's CPUModelRunner is the V1 runner "
+                   "(vllm/v1/worker/cpu_model_runner.py). Its docstring in vllm/config/speculative.py says it is "
+                   "supported only for method=\"dspark\" so far")
+
+
+def adaptive_column(bench: Bench, drafter: str, k_max: int, opts: EngineOptions, grid: list[Cell],
+                    concurrency: list[int]) -> tuple[Adaptive | None, list[str]]:
+    """vLLM's online K selection as one more column where the hardware allows it; otherwise the note says why."""
+    device = (bench.engine or {}).get("device", "")
+    if device.startswith("cpu"):
+        return None, [ADAPTIVE_ON_CPU]
+    if opts.enforce_eager or opts.pipeline_parallel_size > 1:
+        return None, [("vLLM's adaptive verification was not measured: it needs full CUDA graphs and no pipeline "
+                       "parallelism (vllm/config/vllm.py, _validate_adaptive_verification); drop --enforce-eager and "
+                       "pipeline parallelism to measure it")]
+    config = {**speculative_config(drafter, k_max), "enable_adaptive_verification": True}
+    try:
+        row = bench.measure(config, "adaptive verification", concurrency, bench.rule.min_repeats)
+    except EngineError as exc:  # the last run of the session: vLLM's refusal is the column's answer
+        return None, [f"vLLM's adaptive verification was not measured: {exc.message}"]
+    levels = []
+    for c, s in sorted(row.items()):
+        x, none = cell_of(k_max, c, s), next(g for g in grid if g.k == 0 and g.concurrency == c)
+        levels.append({"concurrency": c, "output_tokens_per_s": x.output_tokens_per_s, "interval": x.interval,
+                       "against_no_speculation": verdict(x.interval, x.output_tokens_per_s, none.interval,
+                                                         none.output_tokens_per_s)})
+    return Adaptive(config=config, levels=levels), []

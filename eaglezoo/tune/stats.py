@@ -1,0 +1,63 @@
+"""The figures of a cell measured several times: its median, the interval of that median, whether two cells are
+told apart, and the latencies users compare with `vllm bench serve`."""
+
+from __future__ import annotations
+
+from math import comb
+from statistics import median
+
+INTERVAL_LEVEL = 0.9  # the interval of a median covers the true median at least this often, where repeats allow it
+SEPARATION_MARGIN = 0.03  # two intervals must stand this share of the lower median apart to be told apart
+
+
+def interval(values: list[float]) -> tuple[float, float, float]:
+    """The distribution-free confidence interval of the median (order statistics, the sign test's): the widest
+    pair x(j), x(n+1-j) whose coverage 1 - 2 P(Binomial(n, 1/2) < j) is at least INTERVAL_LEVEL, else the
+    range (too few repeats to reach the level). Returns (low, high, coverage)."""
+    xs, n = sorted(values), len(values)
+    best = 1
+    for j in range(1, n // 2 + 1):
+        if _coverage(n, j) >= INTERVAL_LEVEL:
+            best = j
+    return xs[best - 1], xs[n - best], _coverage(n, best)
+
+
+def _coverage(n: int, j: int) -> float:
+    return 1 - 2 * sum(comb(n, i) for i in range(j)) / 2 ** n
+
+
+def beats(a: tuple[float, float], b: tuple[float, float], b_median: float) -> bool:
+    """Interval a lies above interval b, by more than the margin: a is told apart from b, and better."""
+    return a[0] > b[1] + SEPARATION_MARGIN * b_median
+
+
+def spread_pct(values: list[float]) -> float:
+    """The repeats' range as a percentage of their median."""
+    mid = median(values)
+    return 100 * (max(values) - min(values)) / mid if mid else 0.0
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The q-th percentile, interpolated between order statistics (numpy's default, as `vllm bench serve`)."""
+    xs = sorted(values)
+    at = (len(xs) - 1) * q / 100
+    low = int(at)
+    high = min(low + 1, len(xs) - 1)
+    return xs[low] + (xs[high] - xs[low]) * (at - low)
+
+
+def latencies(requests: list[dict]) -> dict | None:
+    """TTFT and TPOT (each request's time per output token after the first: its mean inter-token latency) at
+    p50 and p90 over the requests, and end-to-end latency; None when no request has a first-token time.
+    vLLM 0.32's offline engine keeps no per-token timestamps (RequestStateStats, vllm/v1/metrics/stats.py, holds
+    the first and last token's only), so the inter-token distribution `vllm bench serve` prints as ITL is not
+    available offline; TPOT is its per-request mean."""
+    ttft = [r["ttft_s"] * 1000 for r in requests if r["ttft_s"] is not None]
+    if not ttft:
+        return None
+    tpot = [(r["e2e_s"] - r["ttft_s"]) * 1000 / (len(r["tokens"]) - 1) for r in requests
+            if r["ttft_s"] is not None and len(r["tokens"]) > 1]
+    e2e = [r["e2e_s"] for r in requests]
+    return {"ttft_p50_ms": percentile(ttft, 50), "ttft_p90_ms": percentile(ttft, 90),
+            "tpot_p50_ms": percentile(tpot, 50) if tpot else None, "tpot_p90_ms": percentile(tpot, 90) if tpot else None,
+            "e2e_p50_s": percentile(e2e, 50), "e2e_p90_s": percentile(e2e, 90)}

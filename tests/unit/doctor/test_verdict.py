@@ -1,0 +1,66 @@
+"""The verdict from the measurements: a suspect is the cause when its fix restores the acceptance; with no
+suspect, the server below the reference is the engine's doing, and both below the floors the drafter's (on its own
+prompts) or the workload's."""
+
+from __future__ import annotations
+
+from eaglezoo.doctor.report import Acceptance
+from eaglezoo.doctor.suspects import Suspect
+from eaglezoo.doctor.verdict import Evidence, judge, undrafted
+
+
+def measured(source: str, length: float, rates=(0.6, 0.4, 0.2), spread: float = 0.1) -> Acceptance:
+    return Acceptance(source=source, mean_acceptance_length=length, interval=[length - spread, length + spread],
+                      per_position=list(rates), prompts=12, drafts=100)
+
+
+def evidence(server: float, trials: dict, suspects=(), floors=None, entry_prompts=True, requests=(), k_table=None):
+    return Evidence(server=measured("server", server), requests=list(requests),
+                    trials={s: measured(s, v) for s, v in trials.items()}, suspects=list(suspects), floors=floors,
+                    entry_prompts=entry_prompts, k_zero=[r for r in k_table or [] if r[2] == 0], k_table=k_table)
+
+
+AUX = Suspect("aux-ids-default", "engine-config", "ids", "set ids", fixed=object())
+FLAGS = Suspect("norm-flags-dropped", "engine-config", "flags", "set flags", fixed=object())
+
+
+def test_the_fix_that_restores_is_the_cause():
+    e = evidence(1.7, {"as served": 1.7, "fix: aux-ids-default": 1.75, "fix: norm-flags-dropped": 2.25,
+                       "reference": 2.26}, [AUX, FLAGS])
+    verdict, summary, findings, _ = judge(e)
+    assert verdict == "engine-config" and summary == "flags"
+    assert [(f.cause, f.confirmed) for f in findings] == [("norm-flags-dropped", True), ("aux-ids-default", False)]
+    assert findings[0].restores == 2.25
+
+
+def test_no_suspect_and_the_server_at_the_reference_is_healthy():
+    verdict, summary, findings, notes = judge(evidence(2.25, {"as served": 2.25, "reference": 2.26},
+                                                       floors=[0.5, 0.3, 0.2]))
+    assert (verdict, findings, notes) == ("healthy", [], [])
+    assert "meet the entry's floors" in summary
+
+
+def test_no_suspect_and_the_server_below_the_reference_is_the_engine():
+    verdict, _, findings, _ = judge(evidence(1.5, {"reference": 2.26}))
+    assert verdict == "engine-config" and findings[0].cause == "server-below-reference"
+
+
+def test_both_below_the_floors_is_the_drafter_on_its_prompts_and_the_workload_on_others():
+    low = {"reference": 2.2}
+    assert judge(evidence(2.2, low, floors=[0.7, 0.5, 0.3]))[0] == "drafter"
+    verdict, _, findings, _ = judge(evidence(2.2, low, floors=[0.7, 0.5, 0.3], entry_prompts=False))
+    assert verdict == "workload" and findings[0].cause == "workload-shift"
+
+
+def test_a_k_table_sending_k_zero_is_seen_in_the_undrafted_tokens():
+    requests = [{"tokens": list(range(33)), "accepted": [1] * 10}, {"tokens": list(range(33)), "accepted": []}]
+    assert undrafted(requests) == (2 * 33 - 2 - 20, 66)
+    verdict, _, findings, _ = judge(evidence(2.0, {"reference": 2.0}, requests=requests,
+                                             k_table=[[1, 2, 0], [3, 256, 3]]))
+    assert verdict == "engine-config" and findings[0].confirmed
+    assert "[[1, 2, 3], [3, 256, 3]]" in findings[0].fix
+
+
+def test_a_server_the_native_as_served_does_not_reproduce_is_noted():
+    _, _, _, notes = judge(evidence(1.5, {"as served": 2.2, "reference": 2.2}))
+    assert "something besides its files also differs" in notes[0]
