@@ -319,4 +319,18 @@ def family_serve_config(spec: DrafterSpec, dialect: str | None, engine: str, dra
                        aux_layers_captured=captured, aux_convention=convention, aux_layers_default=False,
                        target_num_layers=target_layers,
                        min_version={e.engine: e for e in family_engine_support(spec)}[engine].min_version,
-                       warnings=[], notes=[DEV_MODE_NOTE] if engine == "vllm" else [])
+                       warnings=peagle_on_vllm(spec, dialect) if engine == "vllm" else [],
+                       notes=[DEV_MODE_NOTE] if engine == "vllm" else [])
+
+
+def peagle_on_vllm(spec: DrafterSpec, dialect: str | None) -> list[str]:
+    """vLLM 0.32 prefixes `Eagle3` to a drafter's architecture under `method: eagle3`
+    (vllm/transformers_utils/configs/eagle.py:55-64) and has no `Eagle3Peagle...` model: the folder it is given must
+    carry an EAGLE-3 architecture name, as `eaglezoo verify --engine vllm` writes its copy (docs/formats.md#p-eagle)."""
+    if spec.family != "peagle":
+        return []
+    from .checkpoint.formats.eagle31 import ARCH_NAMES
+
+    return [f"vLLM 0.32 does not load this {dialect or 'P-EAGLE'} folder as written: set \"architectures\": "
+            f"[\"{ARCH_NAMES[spec.arch]}\"] in the served copy's config.json (vLLM renames any other under method "
+            "eagle3 and finds no such model)"]

@@ -31,12 +31,12 @@ CLI_ENV = {**os.environ, "TRANSFORMERS_VERBOSITY": "error", "HF_HUB_OFFLINE": os
 # The longest modules first (measured, docs/notes/test-suite.md): pytest-xdist hands out whole files
 # in collection order, so a long file handed out last would run alone at the end. By module name, every tier: the
 # engine, Hub, end-to-end and docs tiers' longest, then the fast tier's (tests/unit, tests/cli) own longest.
-LONGEST_FIRST = ("test_readme", "test_verify_vllm", "test_tune", "test_native_batching", "test_smollm2_pair",
+LONGEST_FIRST = ("test_readme", "test_doctor", "test_verify_vllm", "test_tune", "test_native_batching", "test_smollm2_pair",
                  "test_prompt_suites", "test_vllm_serves_converted", "test_example_pair", "test_vllm_refusals",
                  "test_verify_endpoint", "test_push_pull", "test_misbehaving_hub", "test_compare_engines",
                  "test_pages_in_browser", "test_publish_safety", "test_registry_sync", "test_hub_inputs",
                  "test_verify_native_targets", "test_safetensors_fuzz", "test_registry_record_pinned",
-                 "test_output_contract", "test_compare", "test_input_files")
+                 "test_wheel", "test_output_contract", "test_compare", "test_input_files")
 
 
 def pytest_collection_modifyitems(items):

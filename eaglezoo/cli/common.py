@@ -196,6 +196,17 @@ def read_options(aux_layers: str | None, aux_convention: str | None, flag: list[
 
 
 
+def parse_json_object(text: str, flag: str, example: str) -> dict:
+    """An option whose value is a JSON object (`--engine-args`, `--speculative-config`), or one line saying so."""
+    try:
+        value = json.loads(text)
+    except (json.JSONDecodeError, RecursionError):
+        value = None
+    if not isinstance(value, dict):
+        raise UsageError(f"{flag} must be a JSON object, got {text[:60]!r}", hint=f"e.g. {flag} '{example}'")
+    return value
+
+
 def parse_floors(text: str | None, k: int) -> list[float] | None:
     """--min-acceptance: at most K finite numbers in [0, 1]."""
     if text is None:

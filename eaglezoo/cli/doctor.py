@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
@@ -20,6 +19,7 @@ from .common import (
     app,
     emit,
     out,
+    parse_json_object,
     prompts_or_suite,
     shown,
 )
@@ -36,7 +36,7 @@ def doctor(
     endpoint: Annotated[str | None, typer.Option(metavar="URL", help="A running vLLM server to diagnose, e.g. http://127.0.0.1:8000.")] = None,
     engine: Annotated[str | None, typer.Option(metavar="vllm", help="Diagnose the deployment you are about to start: eaglezoo starts vLLM on the drafter's folder as given.")] = None,
     speculative_config: Annotated[str | None, typer.Option(metavar="JSON", rich_help_panel=ENGINE, help="What you would pass to vllm serve --speculative-config (e.g. a K table); model and method default to the drafter's.")] = None,
-    num_spec_tokens: Annotated[int | None, typer.Option("--num-spec-tokens", "-k", min=1, max=64, help="Draft depth K of the planned deployment (an endpoint's is its own).")] = None,
+    num_spec_tokens: Annotated[int | None, typer.Option("--num-spec-tokens", "-k", min=1, max=64, help="Draft depth K (a server in dev mode says its own).")] = None,
     prompts: Annotated[Path | None, typer.Option(metavar="FILE", help="JSONL prompts like your traffic (default: the registry entry's, else the shipped set).")] = None,
     suite: SuiteOpt = None,
     max_prompts: Annotated[int | None, typer.Option(min=1, help="Use only the first N prompts.")] = None,
@@ -70,9 +70,9 @@ def doctor(
                          hint="e.g. eaglezoo doctor DRAFTER --endpoint http://127.0.0.1:8000")
     if engine is not None and engine != "vllm":
         raise UsageError(f"--engine {engine}: doctor starts vLLM only", hint="use --engine vllm, or --endpoint URL")
-    if endpoint and (speculative_config or num_spec_tokens):
-        raise UsageError("--speculative-config and -k describe a planned deployment; a running server has its own",
-                         hint="drop them: doctor reads the server's K and config")
+    if endpoint and speculative_config:
+        raise UsageError("--speculative-config describes a planned deployment; a running server has its own",
+                         hint="drop it: doctor reads the server's config")
     if engine and drafter is None:
         raise UsageError("name the drafter of the planned deployment", hint="e.g. eaglezoo doctor DRAFTER --engine vllm")
     check_outputs(report, html, reads=(prompts,))
@@ -96,13 +96,7 @@ def doctor(
 def parse_config(text: str | None) -> dict | None:
     if text is None:
         return None
-    try:
-        config = json.loads(text)
-    except (json.JSONDecodeError, RecursionError):
-        config = None
-    if not isinstance(config, dict):
-        raise UsageError(f"--speculative-config must be a JSON object, got {text[:60]!r}",
-                         hint='e.g. --speculative-config \'{"num_speculative_tokens_per_batch_size": [[1, 4, 3]]}\'')
+    config = parse_json_object(text, "--speculative-config", '{"num_speculative_tokens_per_batch_size": [[1, 4, 3]]}')
     if "model" in config:
         raise UsageError("--speculative-config: model is the drafter named", hint="drop model from the JSON")
     return config

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
 
@@ -31,6 +30,7 @@ from .common import (
     err,
     out,
     parse_floors,
+    parse_json_object,
     prompts_or_suite,
     read_options,
     shown,
@@ -133,16 +133,7 @@ def verify(
 
 
 def parse_engine_args(text: str | None) -> dict:
-    if text is None:
-        return {}
-    try:
-        value = json.loads(text)
-    except (json.JSONDecodeError, RecursionError):
-        value = None
-    if not isinstance(value, dict):
-        raise UsageError(f"--engine-args must be a JSON object, got {text[:60]!r}",
-                         hint="e.g. --engine-args '{\"max_num_seqs\": 64}'")
-    return value
+    return {} if text is None else parse_json_object(text, "--engine-args", '{"max_num_seqs": 64}')
 
 
 def parse_levels(text: str) -> list[int]:

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..checkpoint.formats.base import ReadOptions
-from ..errors import EngineError, UsageError
-from ..verify.endpoint import ServerFacts, check_server, measure_requests, server_facts
+from ..errors import EaglezooError, EngineError, UsageError
+from ..verify.endpoint import ServerFacts, check_depth, check_server, measure_requests, server_facts
 from ..verify.identity import read_served
 from ..verify.run import prepare
 from ..verify.workload import Progress, Workload
@@ -47,6 +47,17 @@ class Sides:
     served_target: Path | None
 
 
+@dataclass(frozen=True)
+class Served:
+    """What the server (or the planned deployment) did with the prompts."""
+
+    facts: ServerFacts
+    requests: list[dict]  # each: tokens, accepted per verify step (None without per-request metrics)
+    counters: dict
+    seconds: float
+    refusal: EaglezooError | None = None  # the planned deployment's engine would not serve the folder
+
+
 def diagnose(request: DoctorRequest, drafter_dir: Path | None, target_dir: Path | None, *,
              prompts_file: Path | None = None, opts: ReadOptions | None = None,
              floors_at: Callable[[int], list[float] | None] = lambda k: None,
@@ -54,51 +65,71 @@ def diagnose(request: DoctorRequest, drafter_dir: Path | None, target_dir: Path 
              progress: Progress = lambda *a, **kw: None) -> DoctorReport:
     t0 = time.perf_counter()
     base = check_server(request.endpoint) if request.endpoint else None
-    if base is not None:
-        facts = server_facts(base)
-        sides = endpoint_sides(facts, drafter_dir, target_dir)
-    else:
-        facts, sides = None, Sides(drafter_dir, target_dir, drafter_dir, target_dir)
-    k = (facts.k if facts and facts.k else None) or request.k or 3
+    facts = server_facts(base) if base else None
+    sides = endpoint_sides(facts, drafter_dir, target_dir) if facts else \
+        Sides(drafter_dir, target_dir, drafter_dir, target_dir)
+    k = depth(facts, request.k)
     work = prepare(sides.named_drafter, sides.named_target, target_name or str(sides.named_target), None,
-                   opts or ReadOptions(),
-                   prompts_file, request.max_prompts, k, request.max_new_tokens, 0.0, None, ["native"],
-                   facts.max_model_len if facts else None)
-    refusal = None
-    if facts is not None:
-        requests, counters, seconds = measure_requests(base, facts.model, work, progress)
-    else:
-        from .deployment import measure_deployment
-
-        facts, requests, counters, seconds, refusal = measure_deployment(work, sides.named_drafter, request, progress)
-    found, more = gather_suspects(sides, work, facts, drafter_name)
-    if refusal is not None and not found:
-        raise EngineError(refusal.message, hint=refusal.hint)
-    if refusal is not None:
-        name = shlex.quote(drafter_name or str(sides.named_drafter))
-        found.insert(0, Suspect("engine-refuses", "engine-config",
-                                f"vLLM refuses to serve {sides.served_drafter} as it is ({refusal.message})",
-                                f"serve OUT after `eaglezoo convert {name} OUT` (`eaglezoo serve-config {name}` prints "
-                                "the whole path)"))
-    if refusal is None and counters["drafts"] == 0 and not k_table_zero(facts.k_table):
-        raise EngineError(f"{facts.url} ran no speculative decoding for these requests (0 drafts)",
-                          hint="start it with --speculative-config (vLLM #25250: a missing drafter is silent)")
-    server, notes = server_acceptance(requests, counters, k) if refusal is None else (None, [
-        f"vLLM refused to serve the folder as it is: {refusal.message}"])
-    floors = floors_at(k)
+                   opts or ReadOptions(), prompts_file, request.max_prompts, k, request.max_new_tokens, 0.0, None,
+                   ["native"], facts.max_model_len if facts else None)
+    served = measure(base, facts, work, sides, request, progress)
+    found, notes = gather_suspects(sides, work, served.facts, drafter_name)
+    found = refusal_first(found, served, sides, drafter_name)
+    server, said = observed(served, k)
     trials, reference_s, passes = try_fixes(sides, work, found, request, progress)
-    evidence = Evidence(server=server, requests=requests, trials=trials, suspects=found, floors=floors,
-                        entry_prompts=entry_prompts, k_zero=k_table_zero(facts.k_table), k_table=facts.k_table,
-                        refusal=refusal.message if refusal else None)
-    verdict, summary, findings, said = judge(evidence)
+    floors = floors_at(k)
+    evidence = Evidence(server=server, requests=served.requests, trials=trials, suspects=found, floors=floors,
+                        entry_prompts=entry_prompts, k_zero=k_table_zero(served.facts.k_table),
+                        k_table=served.facts.k_table, refusal=served.refusal.message if served.refusal else None)
+    verdict, summary, findings, judged = judge(evidence)
     return DoctorReport(
-        verdict=verdict, summary=summary, server=server_part(facts, requests, k, request.endpoint),
+        verdict=verdict, summary=summary, server=server_part(served.facts, served.requests, k, request.endpoint),
         drafter=str(sides.named_drafter), target=target_name or str(sides.named_target), prompts=len(work.encoded),
         max_new_tokens=work.max_new_tokens, measured=[a for a in (server, *trials.values()) if a is not None],
-        findings=findings,
-        floors=floors, notes=work.notes + notes + more + said,
-        timing={"server_s": seconds, "reference_s": reference_s, "target_passes": passes,
+        findings=findings, floors=floors, notes=work.notes + said + notes + judged,
+        timing={"server_s": served.seconds, "reference_s": reference_s, "target_passes": passes,
                 "total_s": time.perf_counter() - t0})
+
+
+def depth(facts: ServerFacts | None, asked: int | None) -> int:
+    """K: the server's where it says it, else the one asked (3 by default); checked against what it drafts."""
+    if facts and facts.k and asked and facts.k != asked:
+        raise UsageError(f"the server drafts K={facts.k}, not {asked}", hint=f"run with -k {facts.k}, or without -k")
+    return (facts.k if facts else None) or asked or 3
+
+
+def measure(base: str | None, facts: ServerFacts | None, work: Workload, sides: Sides, request: DoctorRequest,
+            progress: Progress) -> Served:
+    if base is not None:
+        requests, counters, seconds = measure_requests(base, facts.model, work, progress)
+        check_depth(requests, counters, work.k)  # a server that does not say its K shows it in what it drafts
+        return Served(facts, requests, counters, seconds)
+    from .deployment import measure_deployment
+
+    return Served(*measure_deployment(work, sides.named_drafter, request, progress))
+
+
+def refusal_first(found: list[Suspect], served: Served, sides: Sides, drafter_name: str | None) -> list[Suspect]:
+    """The planned deployment's engine refusing the folder is a finding when doctor can say why, else the error."""
+    if served.refusal is None:
+        return found
+    if not found:
+        raise served.refusal
+    name = shlex.quote(drafter_name or str(sides.named_drafter))
+    return [Suspect("engine-refuses", "engine-config",
+                    f"vLLM refuses to serve {sides.served_drafter} as it is ({served.refusal.message})",
+                    f"serve OUT after `eaglezoo convert {name} OUT` (`eaglezoo serve-config {name}` prints the whole "
+                    "path)"), *found]
+
+
+def observed(served: Served, k: int) -> tuple[Acceptance | None, list[str]]:
+    """The server's acceptance (None where the engine refused to serve), with what it could not be read from."""
+    if served.refusal is not None:
+        return None, [f"vLLM refused to serve the folder as it is: {served.refusal.message}"]
+    if served.counters["drafts"] == 0 and not k_table_zero(served.facts.k_table):
+        raise EngineError(f"{served.facts.url} ran no speculative decoding for these requests (0 drafts)",
+                          hint="start it with --speculative-config (vLLM #25250: a missing drafter is silent)")
+    return server_acceptance(served.requests, served.counters, k)
 
 
 def endpoint_sides(facts: ServerFacts, drafter_dir: Path | None, target_dir: Path | None) -> Sides:
@@ -139,17 +170,36 @@ def gather_suspects(sides: Sides, work: Workload, facts: ServerFacts,
         notes.append("the server's drafter could not be read here (start it with VLLM_SERVER_DEV_MODE=1, on this "
                      "machine): its files were not compared with the drafter named")
     else:
-        found += suspects(read_served(sides.served_drafter), work.drafter, work.target_layers, drafter_name)
+        served = read_served(sides.served_drafter)
+        found += suspects(served, work.drafter, work.target_layers, drafter_name)
+        notes += served_lint(served, sides.served_target or sides.named_target)
     if sides.served_target is None:
         notes.append(f"the served target {facts.root} is not a folder here: its fit was not fingerprinted")
     elif sides.served_target.resolve() != sides.named_target.resolve():
         fit, parts = classify(fingerprint(sides.served_target), fingerprint(sides.named_target))
         if fit != "fits":
             found.append(target_suspect(fit, parts, sides))
+    if facts.draft_sample_method:
+        notes.append(f"the server drafts with draft_sample_method={facts.draft_sample_method}: doctor measures at "
+                     "temperature 0, where it plays no part; at T > 0 it moves acceptance (vllm/config/speculative.py)")
     if facts.k_table is None and facts.dev_mode is False:
         notes.append("the server's speculative config could not be read (/server_info answers only with "
                      "VLLM_SERVER_DEV_MODE=1): its K table and sampling were not checked")
     return found, notes
+
+
+def served_lint(served, target_dir: Path) -> list[str]:
+    """What lint says of the served folder against the served target (context, RoPE, keys an engine ignores, engine
+    versions...): said beside the findings, which are only what the trials can try."""
+    from ..checkpoint.config import target_config
+    from ..lint import lint_drafter
+
+    try:
+        findings = lint_drafter(served, target_config(target_dir), target_dir)
+    except EaglezooError as exc:
+        return [f"lint of the served drafter stopped: {exc.message}"]
+    return [f"lint of the served drafter: {f.severity} {f.code}: {f.message}" for f in findings
+            if f.severity in ("error", "warning") and not f.code.startswith("aux-ids")]  # the aux ids: a suspect
 
 
 def target_suspect(fit: str, parts: list[str], sides: Sides) -> Suspect:

@@ -64,9 +64,9 @@ def plan(reg: Registry, only_runner: str | None = None, registry_arg: str | None
     for entry in reg.entries.values():
         if not entry.drafter.repo:
             continue  # the embedded examples run in the test suite
-        if entry.family != "eagle3":  # verify runs EAGLE-3 drafters only (verify/run.py): no job would pass
-            result.unverifiable[entry.id] = (f"a {entry.family} drafter: verify runs EAGLE-3 drafters only; "
-                                             f"serve it with `eaglezoo serve-config {entry.id}`")
+        if entry.family == "dspark":  # verify runs EAGLE-3, P-EAGLE and DFlash (verify/run.py): no job would pass
+            result.unverifiable[entry.id] = (f"a {entry.family} drafter: verify runs EAGLE-3, P-EAGLE and DFlash "
+                                             f"drafters only; serve it with `eaglezoo serve-config {entry.id}`")
             continue
         hardware, why = entry.hardware, None
         if hardware is None:

@@ -275,6 +275,10 @@ def scrape(base: str) -> dict:
     except (ValueError, OverflowError):
         raise EngineError(f"{base}/metrics holds a spec-decode counter that is not a count",
                           hint="point --endpoint at the vLLM server; its /metrics must be on") from None
+    if not found and any(f.name.startswith("sglang:") for f in families):
+        raise EngineError(f"the server at {base} is SGLang: eaglezoo reads a vLLM server's counters and per-request "
+                          "acceptance", hint="measure it on vLLM (vllm serve ... --speculative-config ...); "
+                                             "SGLang servers are not read yet")
     if not found:
         raise EngineError(f"the server at {base} reports no speculative-decoding counters: it serves without a drafter",
                           hint="start vllm serve with --speculative-config")

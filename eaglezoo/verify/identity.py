@@ -32,9 +32,15 @@ def read_served(served: Path) -> Drafter:
 
 
 def vllm_view(config: dict) -> dict:
-    """The config with only the keys vLLM reads for the aux ids: the top-level list (eagle_config's is SGLang's)."""
-    nested = {k: v for k, v in (config.get("eagle_config") or {}).items() if k != "eagle_aux_hidden_state_layer_ids"}
-    return {**config, "eagle_config": nested}
+    """The config as vLLM reads its aux ids: where the top-level list (vLLM's) and eagle_config's (SGLang's, layer
+    outputs) disagree, the top-level one alone."""
+    top = config.get("eagle_aux_hidden_state_layer_ids")
+    eagle = config.get("eagle_config") if isinstance(config.get("eagle_config"), dict) else {}
+    nested = eagle.get("eagle_aux_hidden_state_layer_ids")
+    ints = all(isinstance(x, list) and all(type(i) is int for i in x) for x in (top, nested))
+    if not ints or [i + 1 for i in nested] == top:
+        return config
+    return {**config, "eagle_config": {k: v for k, v in eagle.items() if k != "eagle_aux_hidden_state_layer_ids"}}
 
 
 def vllm_capture(drafter: Drafter, target_layers: int | None) -> list[int] | None:

@@ -18,15 +18,18 @@ import torch.nn.functional as F
 from ..checkpoint.spec import DrafterSpec
 from ..errors import BadInput, UsageError
 from .acceptance import Tally, accepted_lengths, by_k_exact, decoding_path
+from .dflash import build_dflash
 from .drafter import Eagle3Drafter, build_drafter
 from .peagle import build_peagle
 from .target import Generation, Target, resolve_device, resolve_dtype
 from .workload import Measurement, NativeOptions, Progress, Workload
 
-
 # The drafters the native engine runs, by family; each module's draft_chains(aux, next_tokens, K, start=) gives the
 # same Chains, so one judge serves them all.
-BUILDERS = {"eagle3": build_drafter, "peagle": build_peagle}
+BUILDERS = {"eagle3": build_drafter, "peagle": build_peagle, "dflash": build_dflash}
+# Families whose K-token draft is the first K tokens of a longer one (so by_k_exact replays every K from one run);
+# a DFlash block is drafted whole, non-causally: its by-K row is the measured K only.
+PREFIX_DRAFTS = ("eagle3", "peagle")
 
 
 @dataclass
@@ -51,8 +54,12 @@ def refuse(work: Workload) -> None:
                        code="family-unverified")
 
 
-def build_for(spec: DrafterSpec, state: dict, embed: torch.Tensor, dtype: torch.dtype, device: str):
-    """The drafter module of the spec's family, with its weights."""
+def build_for(spec: DrafterSpec, state: dict, target: Target, dtype: torch.dtype, device: str):
+    """The drafter module of the spec's family, with its weights (DFlash borrows the target's lm_head too)."""
+    embed = target.input_embeddings().detach()
+    if spec.family == "dflash":
+        return build_dflash(spec, state, embed=embed, dtype=dtype, device=device,
+                            lm_head=target.model.get_output_embeddings().weight.detach())
     return BUILDERS[spec.family](spec, state, embed=embed, dtype=dtype, device=device)
 
 
@@ -63,7 +70,7 @@ def measure_native(work: Workload, device: str, dtype: str, options: NativeOptio
     target = Target(work.target_dir, device=device, dtype=torch_dtype, trust_remote_code=work.trust_remote_code,
                     dequantize_mxfp4=options.dequantize_mxfp4)
     try:
-        drafter = build_for(work.spec, work.drafter.state(), target.input_embeddings().detach(), torch_dtype,
+        drafter = build_for(work.spec, work.drafter.state(), target, torch_dtype,
                             device if device != "cuda" else "cuda:0")
     except ValueError as exc:
         raise BadInput(str(exc), hint="run eaglezoo lint on the drafter: its tensors do not fit its config") from None
@@ -86,8 +93,13 @@ def measure_native(work: Workload, device: str, dtype: str, options: NativeOptio
         device=device, dtype=str(torch_dtype).replace("torch.", ""),
         timing={"load_s": t_load, "target_generate_s": t_target, "drafter_s": t_drafter,
                 "total_s": time.perf_counter() - t_start},
-        all_positions=every.summary(), by_k=by_k_exact([r.lengths for r in results], work.k, work.max_new_tokens),
+        all_positions=every.summary(), by_k=by_k_rows([r.lengths for r in results], work),
         feedback_rms=[sum(col) / len(results) for col in zip(*(r.feedback_rms for r in results))])
+
+
+def by_k_rows(lengths: list[list[int]], work: Workload) -> list[dict]:
+    rows = by_k_exact(lengths, work.k, work.max_new_tokens)
+    return rows if work.spec.family in PREFIX_DRAFTS else rows[-1:]
 
 
 def run_batches(target: Target, drafter: Eagle3Drafter, boundary: list[int], prompts: list[list[int]], k: int,

@@ -17,6 +17,7 @@ from typing import Any
 
 from ..checkpoint.config import target_config, target_layers
 from ..checkpoint.formats.base import ReadOptions
+from ..checkpoint.formats.blocks import max_k
 from ..checkpoint.problems import provenance_findings, refuse_misfit
 from ..checkpoint.read import read_drafter
 from ..errors import UsageError
@@ -165,6 +166,7 @@ def prepare(drafter_dir: Path, target_dir: Path, target_name: str, target_revisi
     layers = target_layers(tcfg)
     drafter = read_drafter(drafter_dir, None, replace(opts, target_layers=layers))
     refuse_family(drafter.spec.family, engines)
+    refuse_past_block(drafter, k)
     refuse_misfit(drafter.spec.aux, drafter.spec.target_hidden_size, drafter.spec.vocab_size, tcfg)
     findings = lint_drafter(drafter, tcfg, target_dir) + provenance_findings(drafter_dir, drafter.spec)
     tokenizer = load_tokenizer(target_dir, trust_remote_code)
@@ -190,7 +192,15 @@ def prepare(drafter_dir: Path, target_dir: Path, target_name: str, target_revisi
 
 
 # The families each engine measures (docs/formats.md#families); the others are read, linted and served only.
-FAMILIES_MEASURED = {"native": ("eagle3", "peagle"), "vllm": ("eagle3",), "endpoint": ("eagle3",)}
+FAMILIES_MEASURED = {"native": ("eagle3", "peagle", "dflash"), "vllm": ("eagle3", "peagle", "dflash"), "endpoint": ("eagle3",)}
+
+
+def refuse_past_block(drafter, k: int) -> None:
+    """A block drafter drafts at most its block (less the anchor): a longer K measures what no engine serves."""
+    most = max_k(drafter.spec, drafter.dialect) if drafter.spec.family in ("dflash", "dspark") else None
+    if most is not None and k > most:
+        raise UsageError(f"--k {k} is past this {drafter.spec.family} drafter's block: it drafts at most {most} tokens",
+                         hint=f"use --k {most} or less", code="k-beyond-block")
 
 
 def refuse_family(family: str, engines: list[str]) -> None:

@@ -11,6 +11,7 @@ passes the settings through and never distributes anything itself.
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import shutil
 import sys
@@ -24,8 +25,8 @@ from typing import Literal
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from ..errors import EngineError, UsageError
-from ..fsutil import staging
-from ..serving import engine_support, serve_config
+from ..fsutil import atomic_write_text, read_json, staging
+from ..serving import engine_support, family_serve_config, serve_config
 from .vllm_process import WorkerSession, finds_vllm, no_vllm
 from .workload import Measurement, Progress, Workload, dtype_name
 
@@ -137,7 +138,7 @@ class VllmSession:
         return self.worker.run(request, progress)
 
     def measure(self, work: Workload, speedup: list[int] | None, progress: Progress) -> Measurement:
-        config = serve_config(work.spec, "vllm", str(self.drafter), work.target_name, work.k).speculative_config
+        config = engine_config(work, str(self.drafter))
         concurrency = work.reachable(speedup) if speedup else [len(work.encoded)]
         spec_run = self.run(work, config, "with the drafter", concurrency, progress)
         base_run = self.run(work, None, "without the drafter", concurrency, progress) if speedup else None
@@ -178,9 +179,31 @@ def measurement(work: Workload, spec_run: dict, base_run: dict | None, opts: Eng
         speedup=speedup_report(spec_run, base_run, max(work.temperatures())) if base_run else None)
 
 
+def engine_config(work: Workload, drafter: str) -> dict:
+    """vLLM's speculative config for the converted drafter: a family's own (P-EAGLE: eagle3 + parallel_drafting)."""
+    if work.spec.family == "eagle3":
+        return serve_config(work.spec, "vllm", drafter, work.target_name, work.k).speculative_config
+    return family_serve_config(work.spec, work.drafter.dialect, "vllm", drafter, work.target_name,
+                               work.k).speculative_config
+
+
 def engine_drafter(work: Workload, out: Path) -> Path:
-    """The drafter in the canonical eagle31 form vLLM reads (ids at the top level and in eagle_config)."""
+    """The drafter in the canonical eagle31 form vLLM reads (ids at the top level and in eagle_config); a P-EAGLE in
+    its native form (eagle31 plus mask_token_id and mask_hidden) under an EAGLE-3 architecture name, since vLLM 0.32
+    prefixes `Eagle3` to any other under `method: eagle3` (transformers_utils/configs/eagle.py:55-64), and
+    `Eagle3PeagleLlamaForCausalLM` is no model it has (docs/formats.md#p-eagle)."""
     from ..convert import apply, plan_from
 
-    apply(plan_from(work.drafter, "eagle31"), out)
+    if work.spec.family == "dflash":  # vLLM's method dflash reads z-lab's own form
+        apply(plan_from(work.drafter, "native"), out)
+        return out
+    if work.spec.family != "peagle":
+        apply(plan_from(work.drafter, "eagle31"), out)
+        return out
+    from ..checkpoint.formats import eagle31
+
+    apply(plan_from(work.drafter, "native"), out)
+    config = read_json(out / "config.json", "converted drafter config")
+    config["architectures"] = [eagle31.ARCH_NAMES[work.spec.arch]]
+    atomic_write_text(out / "config.json", json.dumps(config, indent=2) + "\n")
     return out

@@ -99,11 +99,12 @@ def test_a_fine_tuned_target(drafter, tmp_path):
 
 
 def test_a_k_table_that_sends_k_zero(drafter, tmp_path):
-    result, report = diagnose(tmp_path, drafter, num_speculative_tokens_per_batch_size=[[1, 2, 0], [3, 256, 3]])
+    """12 prompts at doctor's 8 in flight: the first 8 run at batch size 8 (K=3), the last 4 at 4 or less (K=0)."""
+    result, report = diagnose(tmp_path, drafter, num_speculative_tokens_per_batch_size=[[1, 4, 0], [5, 256, 3]])
     assert result.code == 1, (result.out, result.err)
     assert report["verdict"] == "engine-config"
     finding = next(f for f in report["findings"] if f["cause"] == "k-table-zero")
-    assert finding["confirmed"] and "[[1, 2, 3], [3, 256, 3]]" in finding["fix"]
+    assert finding["confirmed"] and "[[1, 4, 3], [5, 256, 3]]" in finding["fix"]
 
 
 def test_a_planned_deployment_of_an_unconverted_folder(vllm_ready):
@@ -117,6 +118,19 @@ def test_a_planned_deployment_of_an_unconverted_folder(vllm_ready):
     assert causes["aux-ids-default"]["confirmed"]
     assert causes["aux-ids-default"]["restores"] == pytest.approx(trial(report, "reference"))
     assert "eaglezoo convert tiny-example-eagle31 OUT" in causes["engine-refuses"]["fix"]
+
+
+def test_a_server_started_without_the_measurement_flags_is_read_from_its_counters(drafter, tmp_path):
+    """No dev mode, no per-request acceptance: doctor says the exact flags to add, measures from /metrics, and still
+    finds the healthy server healthy (the counters are exact at a fixed K)."""
+    with serving(tmp_path, {"method": "eagle3", "model": str(drafter), "num_speculative_tokens": 3},
+                 measured=False) as url:
+        result, report = doctor("--endpoint", url)
+    assert result.code == 0 and report["verdict"] == "healthy", (result.out, result.err)
+    notes = " ".join(report["notes"])
+    assert "--per-request-spec-decode-metrics detailed" in notes and "VLLM_SERVER_DEV_MODE=1" in notes
+    assert not report["server"]["per_request_metrics"] and not report["server"]["config_readable"]
+    assert trial(report, "server") == pytest.approx(trial(report, "reference"), abs=0.02)
 
 
 def test_a_server_without_speculative_decoding_is_one_line(vllm_ready, tmp_path):

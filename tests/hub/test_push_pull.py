@@ -229,14 +229,14 @@ def test_gpu_workflow_command_verifies_a_registry_entry(hub, tmp_path):
     (reg / "tiny-example.yaml").write_text(yaml.safe_dump(with_evidence(entry)))
     report = tmp_path / "reports" / "tiny-example.json"
     report.parent.mkdir()
-    r = hubcli(hub, "verify", "tiny-example", "--device", "cpu", "--report", report, "--max-prompts", "4",
-               "--prompts", EXAMPLE / "prompts.jsonl", EAGLEZOO_REGISTRY=str(reg))
+    r = hubcli(hub, "verify", "tiny-example", "--device", "cpu", "--report", report, "--max-new-tokens", "8",
+               EAGLEZOO_REGISTRY=str(reg))  # every prompt of the set the floors hold for: they gate
     assert r.code == 0, r.out + r.err
     data = json.loads(report.read_text())
     assert data["thresholds"]["min_acceptance"] == [0.2, 0.05, 0.0] and data["num_drafts"] > 0
     assert data["registry_id"] == "tiny-example" and data["drafter_revision"] == drafter_sha
     entry["acceptance_floors"] = [floor([0.99, 0.99, 0.99])]
     (reg / "tiny-example.yaml").write_text(yaml.safe_dump(with_evidence(entry)))
-    r = hubcli(hub, "verify", "tiny-example", "--device", "cpu", "--report", report, "--max-prompts", "4",
-               "--prompts", EXAMPLE / "prompts.jsonl", EAGLEZOO_REGISTRY=str(reg))
+    r = hubcli(hub, "verify", "tiny-example", "--device", "cpu", "--report", report, "--max-new-tokens", "8",
+               EAGLEZOO_REGISTRY=str(reg))  # every prompt of the set the floors hold for: they gate
     assert r.code == 1 and "FAIL" in r.out

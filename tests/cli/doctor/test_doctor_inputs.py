@@ -4,8 +4,9 @@ tests/engine/test_doctor.py.)"""
 
 from __future__ import annotations
 
+import json
 import threading
-from http.server import ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from conftest import assert_clean_failure, run_inprocess
@@ -17,7 +18,7 @@ from support.net import free_port
     ([], "give --endpoint URL"),
     (["--endpoint", "http://127.0.0.1:1", "--engine", "vllm"], "give --endpoint URL"),
     (["--engine", "sglang"], "doctor starts vLLM only"),
-    (["--endpoint", "http://127.0.0.1:1", "-k", "3"], "describe a planned deployment"),
+    (["--endpoint", "http://127.0.0.1:1", "--speculative-config", "{}"], "describes a planned deployment"),
     (["--engine", "vllm", "--speculative-config", "[1]"], "must be a JSON object"),
     (["--engine", "vllm", "--speculative-config", '{"model": "x"}'], "model is the drafter named"),
     (["--endpoint", "ftp://x"], "http://"),
@@ -56,3 +57,32 @@ def test_a_server_quoting_a_secret_never_prints_it():
         httpd.shutdown()
     assert r.code == 2
     assert SECRET[3:] not in r.err + r.out
+
+
+class SGLangLike(BaseHTTPRequestHandler):
+    """An OpenAI-compatible server whose /metrics are SGLang's (names prefixed `sglang:`)."""
+
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        if self.path.startswith("/v1/models"):
+            body = json.dumps({"data": [{"id": "examples/tiny/target"}]}).encode()
+        elif self.path.startswith("/metrics"):
+            body = b"# TYPE sglang:num_running_reqs gauge\nsglang:num_running_reqs 0.0\n"
+        else:
+            self.send_error(404)
+            return
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+def test_an_sglang_server_is_named_as_such():
+    httpd = serve(SGLangLike)
+    try:
+        r = run_inprocess("doctor", "tiny-example-eagle31", "--endpoint", f"http://127.0.0.1:{httpd.server_port}")
+    finally:
+        httpd.shutdown()
+    assert_clean_failure(r, contains="is SGLang")

@@ -86,12 +86,12 @@ def test_plan_keeps_family_entries_out_of_verify_jobs(listed):
     r = run_inprocess("registry", "plan", "--json")
     assert r.code == 0, r.err
     plan = r.json()
-    family = {i for i, e in listed.items() if e["family"] != "eagle3"}
+    family = {i for i, e in listed.items() if e["family"] == "dspark"}
     assert set(plan["unverifiable"]) == family
     jobs = [j["id"] for c in plan["classes"] for j in c["jobs"]]
     assert family.isdisjoint(jobs) and not any(i in c for c in plan["commands"] for i in family)
     text = run_inprocess("registry", "plan").out
-    assert f"not verified {DFLASH}: a dflash drafter" in text
+    assert f"not verified {DSPARK}: a dspark drafter" in text
 
 
 def test_sync_from_a_template_records_block_size_and_mask_token(tmp_path):

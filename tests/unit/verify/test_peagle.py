@@ -15,7 +15,7 @@ from eaglezoo.verify.peagle import build_peagle
 MASK = 7
 
 
-@pytest.fixture(scope="module", params=[dict(num_layers=2, fc_norm=True, norm_output=True), dict(num_layers=1)])
+@pytest.fixture(scope="module", params=[{"num_layers": 2, "fc_norm": True, "norm_output": True}, {"num_layers": 1}])
 def model(request):
     spec = make_spec(**request.param).model_copy(update={"family": "peagle",
                                                           "family_fields": FamilyFields(mask_token_id=MASK)})
