@@ -133,6 +133,18 @@ def local_target(target: str | None) -> Path | None:
     return path
 
 
+def render_prompts(r) -> None:
+    """Prompt by prompt, the server against the drafter and target named."""
+    sides = {a.source: a.per_prompt for a in r.measured}
+    server, reference = sides.get("server"), sides.get("reference")
+    if not server or not reference or len(server) != len(reference):
+        return
+    below = sum(s < ref - 1e-9 for s, ref in zip(server, reference))
+    above = sum(s > ref + 1e-9 for s, ref in zip(server, reference))
+    out.print(f"prompt by prompt: the server below the reference on {below}, above on {above}, equal on "
+              f"{len(server) - below - above} of {len(server)}")
+
+
 COLOURS = {"healthy": "green", "engine-config": "red", "drafter": "red", "target-mismatch": "red", "workload": "yellow"}
 
 
@@ -155,6 +167,7 @@ def render_doctor(r) -> None:
         rates = ", ".join(f"{x:.3f}" for x in a.per_position)
         out.print(f"  {shown(a.source):<28} {a.mean_acceptance_length:.3f} "
                   f"[{a.interval[0]:.3f}, {a.interval[1]:.3f}]  [{rates}]")
+    render_prompts(r)
     for note in r.notes:
         out.print(f"[yellow]note[/yellow] {shown(note)}")
     out.print("time: " + ", ".join(f"{k.removesuffix('_s')} {v:.1f}s" if k.endswith("_s") else f"{k} {v:g}"

@@ -33,6 +33,8 @@ class Acceptance(_Model):
     prompts: int
     drafts: int
     """Verify steps that drafted."""
+    per_prompt: list[float] = []
+    """Each prompt's acceptance length, in the prompts' order (empty where only counters were read)."""
 
 
 class Finding(_Model):

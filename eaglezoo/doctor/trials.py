@@ -76,7 +76,8 @@ def acceptance(source: str, requests: list[list[int]], k: int) -> Acceptance:
         tally.add(steps)
     return Acceptance(source=source, mean_acceptance_length=pooled_length(requests),
                       interval=bootstrap_interval(requests, pooled_length) if requests else [1.0, 1.0],
-                      per_position=tally.per_position(), prompts=len(requests), drafts=tally.num_drafts)
+                      per_position=tally.per_position(), prompts=len(requests), drafts=tally.num_drafts,
+                      per_prompt=[pooled_length([steps]) for steps in requests])
 
 
 def timed(fn, *args, **kwargs):

@@ -19,7 +19,7 @@ from ..hub.client import hub_call
 from . import shipped
 from .shipped import Snapshot
 
-DEFAULT_REPO = "eaglezoo/registry"  # the dataset the release workflow publishes the registry to
+DEFAULT_REPO = "eaglezoo/registry"  # the dataset the registry workflow publishes main's registry to
 REPO_ENV = "EAGLEZOO_REGISTRY_REPO"
 PATTERNS = ["registry/*.yaml", "registry/reports/*.json"]
 

@@ -59,6 +59,8 @@ def test_a_healthy_server_is_healthy(drafter, tmp_path):
     assert result.code == 0, (result.out, result.err)
     assert report["verdict"] == "healthy" and report["findings"] == []
     assert trial(report, "server") == pytest.approx(trial(report, "reference"), abs=0.02)
+    sides = {a["source"]: a["per_prompt"] for a in report["measured"]}
+    assert len(sides["server"]) == 12 and sides["server"] == pytest.approx(sides["reference"])  # prompt by prompt
     assert "meet the entry's floors" in report["summary"]
     assert json.loads(saved.read_text()) == report and "eaglezoo doctor: healthy" in page.read_text()
     again = run_cli("report", saved)  # the terminal summary again, from the saved report

@@ -134,6 +134,11 @@ def test_workflows_parse_and_call_tested_commands():
     for command in ("eaglezoo registry check --online", "eaglezoo registry sync --json", "eaglezoo registry plan --json"):
         assert command in steps
     assert "--write" not in steps  # the nightly fails on drift; it never edits the registry
+    from eaglezoo.registry.update import DEFAULT_REPO, PATTERNS
+
+    publish = " ".join(s.get("run", "") for s in reg["jobs"]["publish-snapshot"]["steps"])
+    assert f"hf upload {DEFAULT_REPO} registry registry --repo-type dataset" in publish  # the layout update reads
+    assert PATTERNS == ["registry/*.yaml", "registry/reports/*.json"] and "eaglezoo registry check" in publish
     gpu = wf["gpu-verify.yml"]["jobs"]
     assert gpu["verify"]["needs"] == "plan" and gpu["record"]["needs"] == "verify"
     assert gpu["verify"]["strategy"]["matrix"]["runner"] == "${{ fromJSON(needs.plan.outputs.runners) }}"
