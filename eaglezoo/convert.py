@@ -25,7 +25,7 @@ from .checkpoint.read import Drafter, read_drafter
 from .checkpoint.spec import DrafterSpec
 from .checkpoint.st_writer import OutTensor, plan_output_order, stream_convert
 from .checkpoint.tensors import Checkpoint
-from .errors import UsageError
+from .errors import BadInput, UsageError
 from .fsutil import check_out_dir, replace_dir, staging
 
 CONFIG_DTYPE_CODES = {"float32": "F32", "float16": "F16", "bfloat16": "BF16", "float64": "F64"}
@@ -74,6 +74,7 @@ class ConvertRequest:
     dtype: str | None = None
     verifier: str | None = None
     origin: str | None = None  # "owner/name@sha" when the source came from the Hub
+    borrow: bool = False  # fill a block drafter's borrowed tensors from `target` (--borrow-from-target)
 
 
 @dataclass
@@ -86,6 +87,8 @@ class Prepared:
     tensors: list[OutTensor]
     metadata: dict[str, str]
     origin: str | None = None
+    lent: list[OutTensor] = field(default_factory=list)  # the target's tensors written after the drafter's own
+    lender: Checkpoint | None = None
 
 
 def plan(req: ConvertRequest) -> Prepared:
@@ -95,7 +98,54 @@ def plan(req: ConvertRequest) -> Prepared:
     drafter = read_drafter(req.source, req.dialect, replace(req.options, target_layers=target_layers(tcfg)))
     if tcfg is not None:
         refuse_misfit(drafter.spec.aux, drafter.spec.target_hidden_size, drafter.spec.vocab_size, tcfg)
-    return plan_from(drafter, req.to, dtype=req.dtype, verifier=req.verifier, origin=req.origin, target=tcfg)
+    prepared = plan_from(drafter, req.to, dtype=req.dtype, verifier=req.verifier, origin=req.origin, target=tcfg)
+    return borrowing(prepared, drafter, req) if req.borrow else prepared
+
+
+# What a DFlash or DSpark drafter borrows from its target, and where a target keeps it (its lm_head, where the
+# embeddings are tied, is the embedding). speculators' own converter fills these from the verifier.
+LENT = {"embed_tokens.weight": ("model.embed_tokens.weight",),
+        "lm_head.weight": ("lm_head.weight", "model.embed_tokens.weight"),
+        "verifier_norm.weight": ("model.norm.weight",)}
+
+
+def borrowing(prepared: Prepared, drafter: Drafter, req: ConvertRequest) -> Prepared:
+    """The plan with the target's embedding, lm_head and final norm lent to a block drafter that has none, each
+    checked against the drafter's geometry and recorded as a decision."""
+    spec = drafter.spec
+    if spec.family not in ("dflash", "dspark"):
+        raise UsageError(f"--borrow-from-target fills a DFlash or DSpark drafter's borrowed tensors; this is a "
+                         f"{spec.family} drafter", hint="drop --borrow-from-target")
+    if req.to != "speculators":
+        raise UsageError("only the speculators form carries borrowed tensors (the native form takes them from the "
+                         "target when it loads)", hint="add --to speculators")
+    if req.target is None:
+        raise UsageError("--borrow-from-target needs the target to borrow from", hint="add --target TARGET")
+    lender = Checkpoint(req.target)
+    lender.check_index()
+    lent, decisions = [], []
+    for name, sources in LENT.items():
+        if name in drafter.refs:
+            continue  # the drafter's own
+        source = next((s for s in sources if s in lender.refs), None)
+        if source is None:
+            raise BadInput(f"the target {req.target} has no {sources[0]} to lend as {name}",
+                           hint="give the target the drafter was trained for (--target)")
+        ref = lender.refs[source]
+        _check_lent(name, ref.shape, spec)
+        lent.append(OutTensor(name, ref, _cast_code(req.dtype) if req.dtype and ref.is_float else ref.dtype))
+        decisions.append(f"{name} borrowed from the target's {source} {list(ref.shape)} (--borrow-from-target)")
+    plan = prepared.plan.model_copy(update={
+        "decisions": prepared.plan.decisions + decisions, "num_tensors": prepared.plan.num_tensors + len(lent),
+        "num_bytes": prepared.plan.num_bytes + sum(t.nbytes for t in lent)})
+    return replace(prepared, plan=plan, lent=lent, lender=lender)
+
+
+def _check_lent(name: str, shape: tuple[int, ...], spec: DrafterSpec) -> None:
+    want = (spec.target_hidden_size,) if name == "verifier_norm.weight" else (spec.vocab_size, spec.target_hidden_size)
+    if tuple(shape) != want:
+        raise BadInput(f"the target's tensor for {name} is {list(shape)}, the drafter needs {list(want)}",
+                       hint="give the target the drafter was trained for (--target)")
 
 
 def check_format(to: str) -> None:
@@ -213,7 +263,7 @@ def apply(prep: Prepared, out: Path, force: bool = False, progress: Callable[[in
         config_bytes = (json.dumps(prep.config, indent=2) + "\n").encode()
         _write(tmp / "config.json", config_bytes)
         weights_sha, source_sha = stream_convert(prep.checkpoint, prep.tensors, tmp / "model.safetensors",
-                                                 prep.metadata, progress)
+                                                 prep.metadata, progress, prep.lent, prep.lender)
         record = conversion_record(prep, source_sha, {"config.json": _sha(config_bytes), "model.safetensors": weights_sha})
         _write(tmp / "conversion.json", (json.dumps(record, indent=2) + "\n").encode())
         replace_dir(tmp, out, force)

@@ -64,8 +64,10 @@ def safetensors_header(tensors: list[OutTensor], metadata: dict[str, str]) -> by
 
 
 def stream_convert(ckpt: Checkpoint, tensors: list[OutTensor], out_path: Path, metadata: dict[str, str],
-                   progress: Callable[[int], None] = lambda n: None) -> tuple[str, dict[str, str]]:
-    """Write `tensors` (in the order given) to one safetensors file.
+                   progress: Callable[[int], None] = lambda n: None, lent: list[OutTensor] = (),
+                   lender: Checkpoint | None = None) -> tuple[str, dict[str, str]]:
+    """Write `tensors` (in the order given), then `lent` (tensors of another checkpoint, `lender`: a target's
+    embedding lent to a drafter), to one safetensors file.
 
     Returns (sha256 of the output, {source file name: sha256}). When nothing is cast and the
     source is safetensors, every source file is read once: its bytes are hashed as they stream by
@@ -87,7 +89,7 @@ def stream_convert(ckpt: Checkpoint, tensors: list[OutTensor], out_path: Path, m
             out_hash.update(data)
             progress(len(data))
 
-        emit(safetensors_header(tensors, metadata))
+        emit(safetensors_header([*tensors, *lent], metadata))
         for f in ckpt.files:
             src_hash = _Hasher(p_src)
             with open(f, "rb") as fh:
@@ -104,6 +106,8 @@ def stream_convert(ckpt: Checkpoint, tensors: list[OutTensor], out_path: Path, m
         if not copy_mode:
             for t in tensors:
                 emit(_tensor_bytes(ckpt.load(t.source.name), t.dtype))
+        for t in lent:  # one at a time: a large target's embedding is never held with another
+            emit(_tensor_bytes(lender.load(t.source.name), t.dtype))
         digest = out_hash.hexdigest()
         os.fsync(out.fileno())
     return digest, source_hashes

@@ -44,6 +44,7 @@ def convert(
     flag: FlagOpt = None,
     dtype: Annotated[Optional[str], typer.Option(metavar="DTYPE", help="Cast floating tensors (float32, float16, bfloat16); ints and bools never.")] = None,
     verifier: Annotated[Optional[str], typer.Option(metavar="REPO", help="Target repo id written into speculators_config.verifier.")] = None,
+    borrow_from_target: Annotated[bool, typer.Option("--borrow-from-target", help="DFlash/DSpark to speculators: copy the target's embedding, lm_head and final norm in.")] = False,
     revision: RevisionOpt = None,
     registry_dir: RegistryOpt = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the plan; write nothing.")] = False,
@@ -56,7 +57,8 @@ def convert(
     from ..convert import apply, check_destination, plan
 
     req = convert_request(src, target, read_options(aux_layers, aux_convention, flag), revision=revision,
-                      registry_dir=registry_dir, to=to, dialect=from_, dtype=dtype, verifier=verifier)
+                      registry_dir=registry_dir, to=to, dialect=from_, dtype=dtype, verifier=verifier,
+                      borrow=borrow_from_target)
     check_destination(req.source, dst, force)  # a dry run refuses what the real run would refuse
     prepared = plan(req)
     p = prepared.plan

@@ -48,3 +48,69 @@ def test_a_block_drafter_has_no_eagle31_form(tmp_path, cli):
     src = F.deepspec_dspark(tmp_path / "native")
     out = tmp_path / "out"
     assert_clean_failure(cli("convert", src, out, "--to", "eagle31"), out, contains="no EAGLE 3.1 form")
+
+
+def lender(folder, spec, tied: bool = False):
+    """A target with the tensors a block drafter borrows (embedding, final norm, lm_head unless tied)."""
+    import torch
+    from safetensors.torch import save_file
+
+    F.target(folder)
+    g = torch.Generator().manual_seed(7)
+    tensors = {"model.embed_tokens.weight": torch.randn(spec.vocab_size, spec.target_hidden_size, generator=g),
+               "model.norm.weight": torch.rand(spec.target_hidden_size, generator=g)}
+    if not tied:
+        tensors["lm_head.weight"] = torch.randn(spec.vocab_size, spec.target_hidden_size, generator=g)
+    save_file(tensors, folder / "model.safetensors", metadata={"format": "pt"})
+    return tensors
+
+
+@pytest.mark.parametrize("tied", [False, True])
+def test_borrowed_tensors_filled_from_the_target_only_when_asked(tmp_path, cli, tied):
+    from safetensors.torch import load_file
+
+    from eaglezoo.checkpoint.read import read_drafter
+
+    src = F.zlab_dflash(tmp_path / "native")
+    lent = lender(tmp_path / "target", read_drafter(src, strict=False).spec, tied)
+    r = cli("convert", src, tmp_path / "plain", "--to", "speculators", "--target", tmp_path / "target")
+    assert r.code == 0, r.err
+    assert not {"embed_tokens.weight", "lm_head.weight"} & load_file(tmp_path / "plain" / "model.safetensors").keys()
+    r = cli("convert", src, tmp_path / "filled", "--to", "speculators", "--target", tmp_path / "target",
+            "--borrow-from-target", "--json")
+    assert r.code == 0, r.err
+    out = load_file(tmp_path / "filled" / "model.safetensors")
+    assert out["embed_tokens.weight"].equal(lent["model.embed_tokens.weight"])
+    assert out["lm_head.weight"].equal(lent["model.embed_tokens.weight" if tied else "lm_head.weight"])
+    assert out["verifier_norm.weight"].equal(lent["model.norm.weight"])
+    decisions = json.loads((tmp_path / "filled" / "conversion.json").read_text())["decisions"]
+    assert sum("borrowed from the target" in d for d in decisions) == 3
+    plain = load_file(tmp_path / "plain" / "model.safetensors")
+    assert all(out[n].equal(t) for n, t in plain.items())  # the drafter's own tensors untouched
+    r = cli("convert", tmp_path / "filled", tmp_path / "back", "--to", "speculators")  # read back as speculators
+    assert r.code == 0, r.err
+
+
+def test_borrowing_refuses_what_it_cannot_do(tmp_path, cli):
+    from eaglezoo.checkpoint.read import read_drafter
+
+    src = F.zlab_dflash(tmp_path / "native")
+    spec = read_drafter(src, strict=False).spec
+    lender(tmp_path / "target", spec)
+    out = tmp_path / "out"
+    assert_clean_failure(cli("convert", src, out, "--to", "speculators", "--borrow-from-target"), out,
+                         contains="needs the target")
+    assert_clean_failure(cli("convert", src, out, "--to", "native", "--target", tmp_path / "target",
+                             "--borrow-from-target"), out, contains="only the speculators form")
+    peagle = F.peagle_native(tmp_path / "peagle")
+    assert_clean_failure(cli("convert", peagle, out, "--to", "speculators", "--target", tmp_path / "target",
+                             "--borrow-from-target"), out, contains="this is a peagle drafter")
+    small = tmp_path / "small"
+    F.target(small)
+    import torch
+    from safetensors.torch import save_file
+
+    save_file({"model.embed_tokens.weight": torch.zeros(spec.vocab_size // 2, spec.target_hidden_size),
+               "model.norm.weight": torch.ones(spec.target_hidden_size)}, small / "model.safetensors")
+    assert_clean_failure(cli("convert", src, out, "--to", "speculators", "--target", small, "--borrow-from-target"),
+                         out, contains="the drafter needs")
