@@ -144,6 +144,7 @@ def lint_drafter(drafter: Drafter, tcfg: dict | None, target_dir: Path | None = 
         config_findings(drafter.config, drafter.dialect, add)
         out += trap_findings(drafter.config, tcfg)
     out += family_findings(spec, drafter.dialect, drafter.config, tcfg) + borrowed_head_findings(spec, drafter.refs)
+    out += mask_in_template(spec, target_dir)
     if drafter.has_weights and not problems and spec.family in ("eagle3", "peagle"):
         value_findings(spec, drafter.refs, drafter.load, target_dir, add, max_value_bytes)
     for e in engine_support(spec, schema_for(drafter.dialect)):
@@ -152,6 +153,32 @@ def lint_drafter(drafter: Drafter, tcfg: dict | None, target_dir: Path | None = 
                 "serve it with another engine (eaglezoo serve-config lists them)" + (
                 ", or convert it with --to eagle31" if spec.family == "eagle3" else ""))
     return out
+
+
+def mask_in_template(spec: DrafterSpec, target_dir: Path | None) -> list[Finding]:
+    """A mask token the target's chat template writes into every conversation: the mask slots would hold a token
+    the text itself carries (a user and an assistant turn, rendered and tokenised by the target's own tokenizer)."""
+    mask = spec.family_fields.mask_token_id if spec.family_fields else None
+    if mask is None or target_dir is None or not Path(target_dir).is_dir():
+        return []
+    from transformers import AutoTokenizer
+
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(str(target_dir))
+        if not tokenizer.chat_template:
+            return []
+        turns = [{"role": role, "content": "x"} for role in ("user", "assistant")]
+        ids = tokenizer.apply_chat_template(turns, tokenize=True)
+        ids = list(ids if isinstance(ids, list) else ids["input_ids"])  # a list, or a BatchEncoding (transformers 5)
+    except Exception:  # noqa: BLE001 - a target without a usable tokenizer or template has nothing to check here
+        return []
+    if mask not in ids:
+        return []
+    return [Finding(severity="warning", code="mask-token-template",
+                    message=f"mask_token_id {mask} ({tokenizer.convert_ids_to_tokens(mask)!r}) is a token the target's "
+                            "chat template writes into every conversation",
+                    hint="the mask slots must hold a token the text never contains: train with one the template never "
+                         "emits")]
 
 
 SMALL = 4 * 1024 * 1024  # value checks fetch tensors up to this size

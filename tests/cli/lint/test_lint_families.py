@@ -40,3 +40,19 @@ def test_anchor_layout_unstated_in_speculators_dspark(tmp_path):
 def test_a_clean_dflash_drafter(tmp_path):
     r = run_inprocess("lint", F.zlab_dflash(tmp_path / "d"), "--target", F.target(tmp_path / "t"), "--json")
     assert r.code == 0 and not [c for c, s in codes(r).items() if s == "error"], r.out
+
+
+def test_a_mask_token_the_chat_template_writes_is_named(tmp_path):
+    """The DFlash example's mask token (1023, 'gra' in the tiny tokenizer) written by a target's chat template."""
+    import shutil
+
+    from conftest import EXAMPLE
+
+    target = shutil.copytree(EXAMPLE / "target", tmp_path / "target")
+    r = run_inprocess("lint", "tiny-example-dflash", "--target", target, "--json")
+    assert "mask-token-template" not in r.out  # no template: nothing the template writes
+    (target / "chat_template.jinja").write_text("{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}gra"
+                                                "{% endfor %}")
+    r = run_inprocess("lint", "tiny-example-dflash", "--target", target, "--json")
+    found = [f for f in json.loads(r.out)["findings"] if f["code"] == "mask-token-template"]
+    assert found and "1023" in found[0]["message"] and found[0]["severity"] == "warning"
