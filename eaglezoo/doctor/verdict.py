@@ -67,11 +67,11 @@ def from_suspect(s: Suspect, e: Evidence) -> Finding:
 
 
 def undrafted(requests: list[dict]) -> tuple[int, int]:
-    """(tokens decoded without a draft, tokens decoded) over the requests: each verify step yields 1 + accepted
-    tokens, the prefill one more."""
-    total = sum(len(r["tokens"]) for r in requests)
+    """(tokens decoded without a draft, tokens decoded) over the requests, each request's first token (the
+    prefill's) aside: each verify step yields 1 + accepted tokens."""
+    decoded = sum(len(r["tokens"]) - 1 for r in requests)
     drafted = sum(1 + a for r in requests for a in r["accepted"] or [])
-    return max(0, total - len(requests) - drafted), total
+    return max(0, decoded - drafted), decoded
 
 
 def k_zero_finding(e: Evidence) -> Finding:
@@ -79,7 +79,7 @@ def k_zero_finding(e: Evidence) -> Finding:
     k_max = max(row[2] for row in e.k_table)
     table = [[lo, hi, k or k_max] for lo, hi, k in e.k_table]
     idle, total = undrafted(e.requests) if all(r["accepted"] is not None for r in e.requests) else (None, None)
-    seen = f"{idle} of {total} tokens here were decoded without a draft" if idle is not None else \
+    seen = f"{idle} of the {total} tokens decoded here (after each prompt's first) had no draft" if idle is not None else \
         "the server gave no per-request acceptance to count the undrafted steps"
     return Finding(
         cause="k-table-zero", verdict="engine-config",

@@ -338,6 +338,8 @@ def completion(base: str, body: dict) -> dict:
         tokens = [int(t) for t in answer["choices"][0].get("token_ids") or []]
         spec = (answer.get("metrics") or {}).get("speculative_decoding") or {}
         steps = spec.get("per_step_accepted")
+        if steps is None and spec.get("num_spec_steps") == 0:
+            steps = []  # a request that never drafted (K=0 in a K table): vLLM gives its steps as null
         depth = spec.get("num_spec_tokens")
         return {"tokens": tokens, "accepted": [int(x) for x in steps] if steps is not None else None,
                 "num_spec_tokens": int(depth) if depth is not None else None}

@@ -54,7 +54,7 @@ def test_both_below_the_floors_is_the_drafter_on_its_prompts_and_the_workload_on
 
 def test_a_k_table_sending_k_zero_is_seen_in_the_undrafted_tokens():
     requests = [{"tokens": list(range(33)), "accepted": [1] * 10}, {"tokens": list(range(33)), "accepted": []}]
-    assert undrafted(requests) == (2 * 33 - 2 - 20, 66)
+    assert undrafted(requests) == (2 * 32 - 20, 64)
     verdict, _, findings, _ = judge(evidence(2.0, {"reference": 2.0}, requests=requests,
                                              k_table=[[1, 2, 0], [3, 256, 3]]))
     assert verdict == "engine-config" and findings[0].confirmed
