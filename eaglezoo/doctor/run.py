@@ -72,6 +72,9 @@ def diagnose(request: DoctorRequest, drafter_dir: Path | None, target_dir: Path 
     work = prepare(sides.named_drafter, sides.named_target, target_name or str(sides.named_target), None,
                    opts or ReadOptions(), prompts_file, request.max_prompts, k, request.max_new_tokens, 0.0, None,
                    ["native"], facts.max_model_len if facts else None)
+    if work.spec.family != "eagle3":
+        raise UsageError(f"doctor diagnoses EAGLE-3 and EAGLE 3.1 drafters; this is a {work.spec.family} drafter",
+                         hint="measure it with eaglezoo verify DRAFTER --engine vllm (or natively), and lint it")
     served = measure(base, facts, work, sides, request, progress)
     found, notes = gather_suspects(sides, work, served.facts, drafter_name)
     found = refusal_first(found, served, sides, drafter_name)

@@ -199,8 +199,8 @@ def refuse_past_block(drafter, k: int) -> None:
     """A block drafter drafts at most its block (less the anchor): a longer K measures what no engine serves."""
     most = max_k(drafter.spec, drafter.dialect) if drafter.spec.family in ("dflash", "dspark") else None
     if most is not None and k > most:
-        raise UsageError(f"--k {k} is past this {drafter.spec.family} drafter's block: it drafts at most {most} tokens",
-                         hint=f"use --k {most} or less", code="k-beyond-block")
+        raise UsageError(f"K={k} is past this {drafter.spec.family} drafter's block: it drafts at most {most} tokens",
+                         hint=f"use -k {most} or less", code="k-beyond-block")
 
 
 def refuse_family(family: str, engines: list[str]) -> None:

@@ -5,6 +5,7 @@ tests/engine/test_doctor.py.)"""
 from __future__ import annotations
 
 import json
+import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -86,3 +87,10 @@ def test_an_sglang_server_is_named_as_such():
     finally:
         httpd.shutdown()
     assert_clean_failure(r, contains="is SGLang")
+
+
+def test_a_drafter_of_another_family_is_one_line():
+    """doctor's hypotheses are EAGLE-3's (aux ids, norm flags, d2t): a P-EAGLE drafter is refused before any
+    server is measured, with what measures it instead."""
+    r = run_inprocess("doctor", "tiny-example-peagle", "--engine", "vllm", "--engine-python", sys.executable)
+    assert_clean_failure(r, contains="this is a peagle drafter")
