@@ -133,7 +133,7 @@ def borrowing(prepared: Prepared, drafter: Drafter, req: ConvertRequest) -> Prep
                            hint="give the target the drafter was trained for (--target)")
         ref = lender.refs[source]
         _check_lent(name, ref.shape, spec)
-        lent.append(OutTensor(name, ref, _cast_code(req.dtype) if req.dtype and ref.is_float else ref.dtype))
+        lent.append(OutTensor(name, ref, ref.dtype))  # (a block drafter's conversion never casts: family_config)
         decisions.append(f"{name} borrowed from the target's {source} {list(ref.shape)} (--borrow-from-target)")
     plan = prepared.plan.model_copy(update={
         "decisions": prepared.plan.decisions + decisions, "num_tensors": prepared.plan.num_tensors + len(lent),

@@ -94,11 +94,18 @@ def doctor(
 
 
 def parse_config(text: str | None) -> dict | None:
+    from ..verify.endpoint import k_table
+
     if text is None:
         return None
     config = parse_json_object(text, "--speculative-config", '{"num_speculative_tokens_per_batch_size": [[1, 4, 3]]}')
-    if "model" in config:
-        raise UsageError("--speculative-config: model is the drafter named", hint="drop model from the JSON")
+    for key, why in (("model", "the drafter named"), ("method", "eagle3, the drafter's"), ("num_speculative_tokens", "-k")):
+        if key in config:
+            raise UsageError(f"--speculative-config: {key} is {why}", hint=f"drop {key} from the JSON")
+    table = config.get("num_speculative_tokens_per_batch_size")
+    if table is not None and not k_table(table):
+        raise UsageError("--speculative-config: num_speculative_tokens_per_batch_size must be a list of "
+                         "[first batch size, last batch size, K] rows", hint="e.g. [[1, 4, 3], [5, 256, 2]]")
     return config
 
 
@@ -120,7 +127,7 @@ def diagnose_source(drafter: str | None, target: str | None, request, *, revisio
                             prompts_file=prompts_file, outputs=outputs)
     entry, tgt = named.entry, named.target
     return diagnose(request, named.source.path, tgt.path, prompts_file=named.prompts_file, opts=named.options,
-                    floors_at=(lambda k: entry.floors_at(k, 0.0)[0]) if entry is not None else lambda k: None, entry_prompts=prompts_file is None and entry is not None,
+                    floors_at=(lambda k: entry.floors_at(k, 0.0)[0]) if entry is not None else lambda k: None, entry_prompts=prompts_file is None and entry is not None and bool(entry.prompts),
                     target_name=tgt.repo or str(tgt.path), drafter_name=drafter, progress=progress)
 
 

@@ -29,9 +29,6 @@ class Fingerprint:
     template: str | None
     weights: str | None  # None: no safetensors weights here to read
 
-    def short(self) -> dict[str, str | None]:
-        return {name: (value[:12] if value else value) for name, value in self.__dict__.items()}
-
 
 def fingerprint(folder: Path) -> Fingerprint:
     cfg = target_config(folder)

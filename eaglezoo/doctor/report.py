@@ -96,9 +96,6 @@ class DoctorReport(_Model):
     timing: dict[str, float] = {}
     """Seconds: server, reference (every native trial), total; `target_passes` counts the target's native runs."""
 
-    def problems(self) -> list[Finding]:
-        return [f for f in self.findings if f.verdict != "healthy"]
-
 
 def doctor_from(data: dict, where: str) -> DoctorReport:
     """A saved doctor report, read strictly; the first problem named by its field."""

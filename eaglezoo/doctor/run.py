@@ -83,7 +83,8 @@ def diagnose(request: DoctorRequest, drafter_dir: Path | None, target_dir: Path 
     floors = floors_at(k)
     evidence = Evidence(server=server, requests=served.requests, trials=trials, suspects=found, floors=floors,
                         entry_prompts=entry_prompts, k_zero=k_table_zero(served.facts.k_table),
-                        k_table=served.facts.k_table, refusal=served.refusal.message if served.refusal else None)
+                        k_table=served.facts.k_table, refusal=served.refusal.message if served.refusal else None,
+                        k=k, files_read=sides.served_drafter is not None)
     verdict, summary, findings, judged = judge(evidence)
     return DoctorReport(
         verdict=verdict, summary=summary, server=server_part(served.facts, served.requests, k, request.endpoint),
@@ -139,6 +140,9 @@ def endpoint_sides(facts: ServerFacts, drafter_dir: Path | None, target_dir: Pat
     if facts.dev_mode and facts.method is None:
         raise EngineError(f"the server at {facts.url} runs without speculative decoding (no speculative_config)",
                           hint="start vllm serve with --speculative-config; doctor diagnoses a drafter's acceptance")
+    if facts.method not in (None, "eagle3", "eagle"):
+        raise UsageError(f"the server at {facts.url} drafts with method {facts.method}: doctor diagnoses EAGLE-3 "
+                         "drafters", hint="measure it with eaglezoo verify DRAFTER --endpoint URL where verify reads it")
     served_drafter, served_target = facts.local(facts.drafter), facts.local(facts.root)
     named_drafter, named_target = drafter_dir or served_drafter, target_dir or served_target
     if named_drafter is None:
@@ -170,8 +174,10 @@ def gather_suspects(sides: Sides, work: Workload, facts: ServerFacts,
     """Every difference between what is served and what was trained, and what could not be compared."""
     notes, found = [], []
     if sides.served_drafter is None:
-        notes.append("the server's drafter could not be read here (start it with VLLM_SERVER_DEV_MODE=1, on this "
-                     "machine): its files were not compared with the drafter named")
+        notes.append(f"the server's drafter {facts.drafter} is not a folder on this machine: its files were not "
+                     "compared with the drafter named" if facts.drafter else "the server does not say which drafter "
+                     "it loaded (start it with VLLM_SERVER_DEV_MODE=1): its files were not compared with the drafter "
+                     "named")
     else:
         served = read_served(sides.served_drafter)
         found += suspects(served, work.drafter, work.target_layers, drafter_name)
@@ -182,6 +188,9 @@ def gather_suspects(sides: Sides, work: Workload, facts: ServerFacts,
         fit, parts = classify(fingerprint(sides.served_target), fingerprint(sides.named_target))
         if fit != "fits":
             found.append(target_suspect(fit, parts, sides))
+    if facts.quantization:
+        notes.append(f"the server runs its target quantized ({facts.quantization}): a drafter trained on the "
+                     "unquantized target reads other hidden states (docs/doctor.md, target-quantized)")
     if facts.draft_sample_method:
         notes.append(f"the server drafts with draft_sample_method={facts.draft_sample_method}: doctor measures at "
                      "temperature 0, where it plays no part; at T > 0 it moves acceptance (vllm/config/speculative.py)")

@@ -112,7 +112,7 @@ def _vocab_map(base: Variant, ref: Variant, convert: str) -> Suspect | None:
 def _weights(base: Variant, ref: Variant, convert: str) -> list[Suspect]:
     names = sorted(set(ref.state) - set(VOCAB_MAPS))
     changed = [n for n in names if n not in base.state or base.state[n].shape != ref.state[n].shape
-               or not torch.equal(base.state[n].to(ref.state[n].dtype), ref.state[n])]
+               or not torch.equal(base.state[n], ref.state[n].to(base.state[n].dtype))]  # in the served precision
     if not changed:
         return []
     shown = ", ".join(changed[:3]) + (f" and {len(changed) - 3} more" if len(changed) > 3 else "")

@@ -4,7 +4,6 @@ suspected cause fixed alone) drafts from the same states. A fix trial costs a dr
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -78,8 +77,3 @@ def acceptance(source: str, requests: list[list[int]], k: int) -> Acceptance:
                       interval=bootstrap_interval(requests, pooled_length) if requests else [1.0, 1.0],
                       per_position=tally.per_position(), prompts=len(requests), drafts=tally.num_drafts,
                       per_prompt=[pooled_length([steps]) for steps in requests])
-
-
-def timed(fn, *args, **kwargs):
-    t0 = time.perf_counter()
-    return fn(*args, **kwargs), time.perf_counter() - t0

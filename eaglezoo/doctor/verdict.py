@@ -24,6 +24,8 @@ class Evidence:
     k_zero: list[list[int]]
     k_table: list[list[int]] | None
     refusal: str | None = None
+    k: int = 3  # the server's K: what a K=0 row of its table should draft instead
+    files_read: bool = True  # the served drafter's folder was read here
 
 
 def judge(e: Evidence) -> tuple[Verdict, str, list[Finding], list[str]]:
@@ -69,15 +71,14 @@ def from_suspect(s: Suspect, e: Evidence) -> Finding:
 def undrafted(requests: list[dict]) -> tuple[int, int]:
     """(tokens decoded without a draft, tokens decoded) over the requests, each request's first token (the
     prefill's) aside: each verify step yields 1 + accepted tokens."""
-    decoded = sum(len(r["tokens"]) - 1 for r in requests)
-    drafted = sum(1 + a for r in requests for a in r["accepted"] or [])
-    return max(0, decoded - drafted), decoded
+    decoded = [len(r["tokens"]) - 1 for r in requests]
+    drafted = [sum(1 + a for a in r["accepted"] or []) for r in requests]
+    return sum(max(0, n - d) for n, d in zip(decoded, drafted)), sum(decoded)  # a last step cut at max_tokens: 0
 
 
 def k_zero_finding(e: Evidence) -> Finding:
     ranges = ", ".join(f"{lo}-{hi}" for lo, hi, _ in e.k_zero)
-    k_max = max(row[2] for row in e.k_table)
-    table = [[lo, hi, k or k_max] for lo, hi, k in e.k_table]
+    table = [[lo, hi, k or e.k] for lo, hi, k in e.k_table]
     idle, total = undrafted(e.requests) if all(r["accepted"] is not None for r in e.requests) else (None, None)
     seen = f"{idle} of the {total} tokens decoded here (after each prompt's first) had no draft" if idle is not None else \
         "the server gave no per-request acceptance to count the undrafted steps"
@@ -100,11 +101,12 @@ def unexplained(e: Evidence) -> list[Finding]:
     gap = reference.mean_acceptance_length - e.server.mean_acceptance_length
     if gap >= MIN_GAP and e.server.mean_acceptance_length < reference.interval[0]:
         return [Finding(cause="server-below-reference", verdict="engine-config",
-                        what="the server accepts less than the same drafter and target run natively, and its files "
-                             "show no cause",
+                        what="the server accepts less than the same drafter and target run natively"
+                             + ("; its files show no cause" if e.files_read else ", and its files could not be read here"),
                         evidence=[f"server: {figure(e.server)}", f"native reference: {figure(reference)}"],
-                        fix="start the server with VLLM_SERVER_DEV_MODE=1 on this machine so that doctor can read "
-                            "what it loaded, and compare its flags with `eaglezoo serve-config DRAFTER`",
+                        fix=("compare the server's flags and engine version with `eaglezoo serve-config DRAFTER` (its "
+                             "dtype, quantization, kernels)" if e.files_read else "start the server with "
+                             "VLLM_SERVER_DEV_MODE=1 on this machine so that doctor can read what it loaded"),
                         confirmed=False)]
     below = below_floors(reference, e.floors)
     if not below:
@@ -136,7 +138,13 @@ def reproduction_notes(e: Evidence) -> list[str]:
 
 
 def healthy_summary(e: Evidence) -> str:
-    floors = (f"; per position {[round(r, 3) for r in e.server.per_position]} meet the entry's floors {e.floors}"
-              if e.floors else "; the drafter has no registry floors to hold it to")
+    rates = [round(r, 3) for r in e.server.per_position]
+    if not e.floors:
+        floors = "; the drafter has no registry floors to hold it to"
+    elif below_floors(e.server, e.floors):
+        floors = (f"; per position {rates} miss some of the entry's floors {e.floors}, as closely as the reference "
+                  "itself measures")
+    else:
+        floors = f"; per position {rates} meet the entry's floors {e.floors}"
     return (f"the server accepts {figure(e.server)}, the native reference "
             f"{e.trials['reference'].mean_acceptance_length:.3f}{floors}")

@@ -28,7 +28,7 @@ from .workload import Measurement, Progress, Workload
 
 MAX_ANSWER = 64 << 20  # bytes: a server that streams more is not answering a completion
 CONCURRENCY = 8
-LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+LOOPBACK = {"127.0.0.1", "localhost", "::1", "0.0.0.0"}
 
 
 def check_server(url: str) -> str:
@@ -196,6 +196,10 @@ class ServerFacts:
 def server_facts(base: str) -> ServerFacts:
     model = listed_model(base)
     info = request(base, "/server_info?config_format=json", missing_ok=True)
+    if isinstance(info, dict) and "vllm_config" not in info and {"model_path", "speculative_algorithm"} & info.keys():
+        raise EngineError(f"the server at {printable(base)} is SGLang: eaglezoo reads a vLLM server's counters and "
+                          "per-request acceptance", hint="measure it on vLLM (vllm serve ... --speculative-config "
+                                                         "...); SGLang servers are not read yet")
     vllm_config = info.get("vllm_config") if isinstance(info, dict) else None
     spec = (vllm_config or {}).get("speculative_config")
     spec = spec if isinstance(spec, dict) else {}
@@ -206,7 +210,7 @@ def server_facts(base: str) -> ServerFacts:
         url=printable(base), version=server_version(base), model=str(model["id"]),
         root=printable(str(model.get("root") or model["id"])), max_model_len=length if isinstance(length, int) else None,
         dev_mode=isinstance(vllm_config, dict), method=_text(spec.get("method")), drafter=_text(spec.get("model")),
-        k=_count(spec.get("num_speculative_tokens")), k_table=_k_table(spec.get("num_speculative_tokens_per_batch_size")),
+        k=_count(spec.get("num_speculative_tokens")), k_table=k_table(spec.get("num_speculative_tokens_per_batch_size")),
         draft_sample_method=_text(spec.get("draft_sample_method")),
         dtype=(_text(target.get("dtype")) or "").removeprefix("torch.") or None, quantization=_text(target.get("quantization")))
 
@@ -219,7 +223,7 @@ def _count(value) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _k_table(value) -> list[list[int]] | None:
+def k_table(value) -> list[list[int]] | None:
     if not isinstance(value, list):
         return None
     rows = [list(row) for row in value if isinstance(row, list | tuple) and len(row) == 3]

@@ -22,6 +22,10 @@ from support.net import free_port
     (["--endpoint", "http://127.0.0.1:1", "--speculative-config", "{}"], "describes a planned deployment"),
     (["--engine", "vllm", "--speculative-config", "[1]"], "must be a JSON object"),
     (["--engine", "vllm", "--speculative-config", '{"model": "x"}'], "model is the drafter named"),
+    (["--engine", "vllm", "--speculative-config", '{"num_speculative_tokens": 5}'], "num_speculative_tokens is -k"),
+    (["--engine", "vllm", "--speculative-config", '{"method": "ngram"}'], "method is eagle3"),
+    (["--engine", "vllm", "--speculative-config", '{"num_speculative_tokens_per_batch_size": [[1, 4]]}'],
+     "must be a list of [first batch size, last batch size, K] rows"),
     (["--endpoint", "ftp://x"], "http://"),
 ])
 def test_what_to_diagnose_must_be_said_once(args, says):
@@ -69,6 +73,8 @@ class SGLangLike(BaseHTTPRequestHandler):
     def do_GET(self):
         if self.path.startswith("/v1/models"):
             body = json.dumps({"data": [{"id": "examples/tiny/target"}]}).encode()
+        elif self.path.startswith("/server_info"):
+            body = json.dumps({"model_path": "examples/tiny/target", "speculative_algorithm": "EAGLE3"}).encode()
         elif self.path.startswith("/metrics"):
             body = b"# TYPE sglang:num_running_reqs gauge\nsglang:num_running_reqs 0.0\n"
         else:
@@ -81,12 +87,15 @@ class SGLangLike(BaseHTTPRequestHandler):
 
 
 def test_an_sglang_server_is_named_as_such():
+    """By its /server_info, before anything is read or measured, with or without a drafter named."""
     httpd = serve(SGLangLike)
     try:
-        r = run_inprocess("doctor", "tiny-example-eagle31", "--endpoint", f"http://127.0.0.1:{httpd.server_port}")
+        named = run_inprocess("doctor", "tiny-example-eagle31", "--endpoint", f"http://127.0.0.1:{httpd.server_port}")
+        unnamed = run_inprocess("doctor", "--endpoint", f"http://127.0.0.1:{httpd.server_port}")
     finally:
         httpd.shutdown()
-    assert_clean_failure(r, contains="is SGLang")
+    assert_clean_failure(named, contains="is SGLang")
+    assert_clean_failure(unnamed, contains="is SGLang")
 
 
 def test_a_drafter_of_another_family_is_one_line():

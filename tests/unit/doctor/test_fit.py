@@ -3,7 +3,6 @@ another model."""
 
 from __future__ import annotations
 
-import json
 import shutil
 
 from conftest import EXAMPLE
@@ -29,4 +28,3 @@ def test_the_template_is_part_of_the_fit(tmp_path):
     (copy / "chat_template.jinja").write_text("{{ messages }}")
     fit, parts = classify(fingerprint(copy), fingerprint(EXAMPLE / "target"))
     assert parts == ["template"] and fit == "different"
-    json.dumps(fingerprint(copy).short())
