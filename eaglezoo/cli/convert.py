@@ -44,7 +44,7 @@ def convert(
     flag: FlagOpt = None,
     dtype: Annotated[Optional[str], typer.Option(metavar="DTYPE", help="Cast floating tensors (float32, float16, bfloat16); ints and bools never.")] = None,
     verifier: Annotated[Optional[str], typer.Option(metavar="REPO", help="Target repo id written into speculators_config.verifier.")] = None,
-    borrow_from_target: Annotated[bool, typer.Option("--borrow-from-target", help="DFlash/DSpark to speculators: copy the target's embedding, lm_head and final norm in.")] = False,
+    borrow_from_target: Annotated[bool, typer.Option("--borrow-from-target", rich_help_panel="DFlash, DSpark", help="With --to speculators: copy the target's embedding, lm_head and final norm in.")] = False,
     revision: RevisionOpt = None,
     registry_dir: RegistryOpt = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the plan; write nothing.")] = False,
