@@ -9,7 +9,7 @@ from pathlib import Path
 from ..errors import EngineError
 from ..verify.endpoint import ServerFacts
 from ..verify.vllm_engine import EngineOptions, vllm_session
-from ..verify.vllm_process import MEMORY_HINT
+from ..verify.vllm_process import refused_input
 from ..verify.workload import Progress, Workload
 
 
@@ -30,14 +30,9 @@ def measure_deployment(work: Workload, drafter_dir: Path, request, progress: Pro
         with vllm_session(work, options, progress) as session:
             run = session.run(work, config, "the planned deployment", [len(work.encoded)], progress)
     except EngineError as refusal:
-        if not is_refusal(refusal):
+        if not refused_input(refusal):
             raise  # a timeout, memory, a missing interpreter: said as they are, with their own hint
         return facts, [], {"drafts": 0, "draft_tokens": 0, "accepted": 0, "per_position": []}, 0.0, refusal
     first = run["passes"][0]
     facts = replace(facts, version=run["engine"].get("version"), dtype=run["engine"].get("dtype"))
     return facts, first["requests"], first["counters"], first["wall_s"], None
-
-
-def is_refusal(error: EngineError) -> bool:
-    """vLLM stopping on what it was given (its own reason, verify/vllm_process.py), not on memory or time."""
-    return error.message.startswith("vLLM stopped:") and error.hint != MEMORY_HINT

@@ -269,6 +269,11 @@ def worker_error(event: dict, python: str, log_path: Path, log_start: int = 0) -
     return engine_failure(message or log_reason(log_path, log_start))
 
 
+def refused_input(error: EngineError) -> bool:
+    """vLLM stopping on what it was given, in its own words (`engine_failure`): not on memory, time or threads."""
+    return error.message.startswith("vLLM stopped:") and (error.hint or "").startswith(OWN_REASON_HINT)  # + its log
+
+
 def engine_failure(reason: str | None) -> EngineError:
     """vLLM's own reason on one line; where memory is the cause, the settings that budget it."""
     reason = cut(reason or "")

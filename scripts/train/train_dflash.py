@@ -110,18 +110,8 @@ def main():
     ap.add_argument("--log", type=Path, default=Path("examples/tiny/train_log.dflash.txt"))
     args = ap.parse_args()
     torch.manual_seed(tr.SEED)
-    lines: list[str] = []
-
-    def log(msg):
-        print(msg, flush=True)
-        lines.append(msg)
-
-    from transformers import AutoTokenizer, LlamaForCausalLM
-
-    target = LlamaForCausalLM.from_pretrained(TARGET).eval()
-    train_text, _ = tr.corpus_split()
-    stream = torch.tensor(AutoTokenizer.from_pretrained(TARGET)(train_text)["input_ids"], dtype=torch.long)
-    pool = tr.self_distillation_pool(target, stream, args.pool, log)
+    lines, log = tr.logger()
+    target, stream, pool = tr.distillation_data(TARGET, args.pool, log)
     model = train(start_drafter(target), target, pool, args.steps, args.lr, args.batch, log)
     save(model, args.out)
     args.log.write_text("\n".join(lines) + "\n")

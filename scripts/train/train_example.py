@@ -16,6 +16,7 @@ import json
 import math
 import random
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -156,6 +157,27 @@ def self_distillation_pool(target, stream, n: int, log, prompt_len: int = 24, se
     log(f"self-distillation pool: {len(pool)} sequences of {pool.shape[1]} tokens, "
         f"{len(set(pool[:, prompt_len:].flatten().tolist()))} distinct generated tokens")
     return pool
+
+
+def distillation_data(target_dir: Path, pool_size: int, log):
+    """The example target, the training half of the corpus as its tokens, and a pool of the target's own greedy
+    continuations: what every example drafter (EAGLE 3.1, P-EAGLE, DFlash) is trained on."""
+    from transformers import AutoTokenizer, LlamaForCausalLM
+
+    target = LlamaForCausalLM.from_pretrained(target_dir).eval()
+    train_text, _ = corpus_split()
+    stream = torch.tensor(AutoTokenizer.from_pretrained(target_dir)(train_text)["input_ids"], dtype=torch.long)
+    return target, stream, self_distillation_pool(target, stream, pool_size, log)
+
+
+def logger() -> tuple[list[str], Callable[[str], None]]:
+    """Lines printed as they come and kept for the training log."""
+    lines: list[str] = []
+
+    def log(msg: str) -> None:
+        print(msg, flush=True)
+        lines.append(msg)
+    return lines, log
 
 
 def mixed_batches(stream, pool, gen: torch.Generator, corpus=(4, DRAFT_SEQ), pool_batch: int = 16):
