@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 def convert(
     src: DrafterArg,
     dst: Annotated[Path, typer.Argument(metavar="OUT", help="Output directory (must not exist unless --force).")],
-    to: Annotated[str, typer.Option("--to", metavar="FORMAT", help="Output format: eagle31, speculators, or native (a P-EAGLE, DFlash or DSpark drafter's own form).")] = "eagle31",
+    to: Annotated[str, typer.Option("--to", metavar="FORMAT", help="Output format: eagle31, speculators, native (a P-EAGLE, DFlash or DSpark drafter's own form), or gguf (llama.cpp; needs --target).")] = "eagle31",
     from_: FromOpt = None,
     target: Annotated[Optional[str], typer.Option(metavar="TARGET", help="Target model directory (or Hub id) to check against.")] = None,
     aux_layers: AuxLayersOpt = None,
