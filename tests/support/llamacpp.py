@@ -60,3 +60,41 @@ def tensors(path: Path) -> dict:
 
     r = gguf.GGUFReader(path)
     return {t.name: (t.tensor_type.name, [int(n) for n in t.shape], np.asarray(t.data).copy()) for t in r.tensors}
+
+
+def rewrite(src: Path, dst: Path, keys: dict | None = None, drop_tensors: tuple[str, ...] = (),
+            data: dict | None = None, arch: str | None = None) -> Path:
+    """A copy of the GGUF `src` at `dst` with `keys` set (a value of None drops the key; a new key is given as
+    (value, GGUFValueType, sub_type or None)), tensors dropped or their data replaced: one tiny GGUF per lint rule."""
+    import gguf
+    import numpy as np
+
+    r = gguf.GGUFReader(src)
+    keys, data = dict(keys or {}), dict(data or {})
+    w = gguf.GGUFWriter(dst, arch or str(r.fields["general.architecture"].contents()))
+    for name, f in r.fields.items():
+        if name.startswith("GGUF.") or name == "general.architecture":
+            continue
+        if name in keys:
+            new = keys.pop(name)
+            if new is None:
+                continue
+            value = new[0] if isinstance(new, tuple) else new
+        else:
+            value = f.contents()
+        vtype = f.types[0]
+        w.add_key_value(name, value, vtype, sub_type=f.types[-1] if vtype == gguf.GGUFValueType.ARRAY else None)
+    for name, (value, vtype, sub) in keys.items():
+        w.add_key_value(name, value, vtype, sub_type=sub)
+    for t in r.tensors:
+        if t.name in drop_tensors:
+            continue
+        arr = np.asarray(data.pop(t.name, t.data))
+        w.add_tensor(t.name, arr.copy())
+    for name, arr in data.items():
+        w.add_tensor(name, np.asarray(arr))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return dst
