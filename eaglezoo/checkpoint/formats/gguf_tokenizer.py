@@ -1,4 +1,4 @@
-"""The target's tokenizer as GGUF keys, for a drafter GGUF llama.cpp b11434 loads (docs/formats.md#gguf).
+"""The target's tokenizer as GGUF keys, for a drafter GGUF llama.cpp b11434 loads (docs/commands/convert-lint.md#gguf-llamacpp).
 
 llama.cpp loads a vocabulary for every model, the drafter too: `tokenizer.ggml.model` is required
 (src/llama-vocab.cpp:1974), and the EAGLE-3 graph scatters the draft logits into that vocabulary's token count
@@ -38,7 +38,7 @@ def pre_tokenizer(tok: dict) -> str | None:
 
 def tokenizer_keys(target_dir: Path, vocab_size: int) -> dict[str, tuple[str, object]]:
     """tokenizer.* keys from the target's tokenizer, built as llama.cpp's converter builds a GPT-2 style vocabulary
-    (conversion/base.py:1583-1623 tokens and types, 1966-1975 the keys; gguf-py/gguf/vocab.py SpecialVocab)."""
+    (conversion/base.py:1583-1625 tokens and types, 1969-1977 the keys; gguf-py/gguf/vocab.py SpecialVocab)."""
     path = target_dir / "tokenizer.json"
     if not path.is_file():
         raise UsageError(f"{target_dir} has no tokenizer.json: llama.cpp loads a vocabulary with every drafter",
