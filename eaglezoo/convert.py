@@ -160,16 +160,21 @@ def check_format(to: str) -> None:
 def plan_gguf(drafter: Drafter, req: ConvertRequest, tcfg: dict | None) -> Prepared:
     """The drafter as llama.cpp reads it (formats/gguf_eagle3.py): every key written from the Drafter, the target's
     tokenizer, each tensor renamed or dropped with its reason."""
-    from .checkpoint.formats import gguf_eagle3, gguf_tokenizer
+    from .checkpoint.formats import gguf_dflash, gguf_eagle3, gguf_tokenizer
 
     if req.borrow:
         raise UsageError("--borrow-from-target fills a speculators form", hint="drop --borrow-from-target")
-    gguf_eagle3.refuse(drafter.spec)
+    if drafter.spec.family in ("dflash", "dspark"):
+        gguf_dflash.refuse(drafter.spec, drafter.refs)
+        planner = gguf_dflash.plan
+    else:
+        gguf_eagle3.refuse(drafter.spec)
+        planner = gguf_eagle3.plan
     if req.target is None or tcfg is None:
         raise UsageError("--to gguf needs the target: llama.cpp loads its tokenizer with the drafter, and the taps are "
                          "checked against its layers", hint="add --target TARGET")
     spec = drafter.spec
-    gp = gguf_eagle3.plan(spec, drafter.refs, gguf_tokenizer.tokenizer_keys(req.target, spec.vocab_size),
+    gp = planner(spec, drafter.refs, gguf_tokenizer.tokenizer_keys(req.target, spec.vocab_size),
                           tcfg.get("model_type"), target_layers(tcfg), req.dtype and _cast_code(req.dtype),
                           drafter.path.name if isinstance(drafter.path, Path) else str(drafter.path))
     written = {t.canonical: t.name for t in gp.tensors if t.canonical}

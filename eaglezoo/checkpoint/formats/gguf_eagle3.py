@@ -72,7 +72,7 @@ def refusal(spec: DrafterSpec) -> str | None:
     """Why llama.cpp b11434 cannot run this drafter as trained, or None."""
     k = spec.num_aux
     if spec.family != "eagle3":
-        return f"a {spec.family} drafter: eaglezoo writes llama.cpp GGUFs of EAGLE-3 drafters only"
+        return f"a {spec.family} drafter: eaglezoo writes llama.cpp GGUFs of EAGLE-3 and DFlash drafters"
     if k != 3:
         return f"{k} aux layers: llama.cpp {BUILD} reads exactly 3 (src/models/eagle3.cpp:9-11)"
     if spec.fc_norm:
@@ -138,6 +138,7 @@ class GgufPlan:
     tensors: list[GgufTensor]
     decisions: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    arch: str = ARCH
 
     def summary(self) -> dict:
         """The keys as conversion.json records them (token lists by their length)."""
@@ -283,7 +284,7 @@ def write(p: GgufPlan, spec: DrafterSpec, load: Callable, path: Path, progress: 
     import gguf
     import numpy as np
 
-    w = gguf.GGUFWriter(path, ARCH)
+    w = gguf.GGUFWriter(path, p.arch)
     for key, (kind, value) in p.keys.items():
         _add(w, key, kind, value)
     raw = {"F32": (np.float32, None), "F16": (np.float16, None), "I64": (np.int64, None),

@@ -83,11 +83,42 @@ def load_d2t(path: Path):
 def findings(facts: GgufFacts, tcfg: dict | None) -> list[Finding]:
     out = [Finding(severity="info", code="gguf-family",
                    message=f"a llama.cpp {facts.arch} drafter GGUF (checked as llama.cpp {BUILD} reads it)")]
-    if facts.arch != "eagle3":
-        out.append(Finding(severity="info", code="gguf-family-unchecked",
-                           message=f"eaglezoo checks only the family of a {facts.arch} GGUF"))
-        return out
+    if facts.arch == "dflash":
+        return out + dflash(facts, tcfg)
     out += taps(facts, tcfg) + flags(facts) + vocabulary(facts, tcfg) + geometry(facts, tcfg)
+    return out
+
+
+def dflash(facts: GgufFacts, tcfg: dict | None) -> list[Finding]:
+    """A DFlash (or DSpark) GGUF: its taps, block size and mask token (gguf_dflash.py's docstring)."""
+    from . import gguf_dflash
+
+    ids = facts.key("{arch}.target_layers")
+    if ids is None:
+        return [_err("gguf-taps-missing", "no dflash.target_layers: llama.cpp refuses to load the drafter "
+                                          "(src/models/dflash.cpp:37-38)")]
+    ids = [int(i) for i in ids]
+    out = [Finding(severity="info", code="gguf-taps",
+                   message=f"taps {ids}: boundary ids, the input of each tapped target layer "
+                           "(common/speculative.cpp:1115-1118)")]
+    if facts.key("{arch}.block_size") is None:
+        out.append(_warn("gguf-block-size-default", "no dflash.block_size: llama-server drafts blocks of 16 "
+                                                    "(common/speculative.cpp:1039-1045)"))
+    if facts.keys.get("tokenizer.ggml.mask_token_id") is None:
+        out.append(_err("gguf-mask-token-missing", "no tokenizer.ggml.mask_token_id: the block's mask slots have no "
+                                                   "token (common/speculative.cpp:1056)"))
+    if tcfg is None:
+        return out
+    n = int(tcfg.get("num_hidden_layers") or 0)
+    if any(i < 0 or i > n for i in ids):
+        out.append(_err("gguf-taps-out-of-range", f"taps {ids} outside the target's 0..{n}: llama-server aborts "
+                                                  "(src/llama-context.cpp:1242)",
+                        "give the target the drafter was trained for, or " + FIX))
+        return out
+    final = gguf_dflash.final_tap_warning(ids, n, tcfg.get("model_type"))
+    if final:
+        out.append(_err("gguf-tap-final-unfilled", final, "train and convert against taps below the last layer, or "
+                                                          "serve it with vLLM (eaglezoo serve-config)"))
     return out
 
 

@@ -122,7 +122,42 @@ def test_needs_the_target(tmp_path):
     assert_clean_failure(r, out, contains="--to gguf needs the target")
 
 
-def test_refuses_dflash(tmp_path):
+def test_dflash_gguf_matches_llamacpp_converter(src, tmp_path):
+    """The example DFlash drafter: every tensor byte-identical to llama.cpp's converter's; the keys differ only in
+    the cosmetic name and size label (its taps [2, 3, 4] are the z-lab ids + 1 in both: conversion/qwen.py:798-801)."""
+    ref, out = tmp_path / "ref.gguf", tmp_path / "dflash-gguf"
+    r = llamacpp.convert(src, EXAMPLE / "dflash", TARGET, ref)
+    assert r.returncode == 0, r.stderr[-2000:]
+    r = run_cli("convert", EXAMPLE / "dflash", out, "--to", "gguf", "--target", TARGET, "--json")
+    assert r.code == 0, r.err
+    a, b = llamacpp.fields(ref), llamacpp.fields(out / "drafter.gguf")
+    differ = {k: (a.get(k), b.get(k)) for k in a.keys() | b.keys() if a.get(k) != b.get(k)}
+    assert differ == {"general.name": ("Dflash", "dflash"), "general.size_label": ("222K", None)}
+    assert b["dflash.target_layers"] == [2, 3, 4] and b["dflash.block_size"] == 4
+    assert b["tokenizer.ggml.mask_token_id"] == 1023
+    ta, tb = llamacpp.tensors(ref), llamacpp.tensors(out / "drafter.gguf")
+    assert sorted(ta) == sorted(tb)
+    for name, (kind, shape, data) in ta.items():
+        assert (kind, shape) == tb[name][:2], name
+        assert np.array_equal(data, tb[name][2]), name
+    # on this 4-layer Llama target, tap 4 stops llama-server: written, with the finding
+    assert any("layer input tensor is null" in w for w in r.json()["plan"]["warnings"])
+
+
+def test_refuses_dflash_without_block_size(tmp_path):
+    import shutil
+
+    src = tmp_path / "dflash"
+    shutil.copytree(EXAMPLE / "dflash", src)
+    cfg = json.loads((src / "config.json").read_text())
+    del cfg["block_size"]
+    (src / "config.json").write_text(json.dumps(cfg))
     out = tmp_path / "out"
-    r = run_inprocess("convert", EXAMPLE / "dflash", out, "--to", "gguf", "--target", TARGET)
-    assert_clean_failure(r, out, contains="dflash drafter")
+    r = run_inprocess("convert", src, out, "--to", "gguf", "--target", TARGET)
+    assert_clean_failure(r, out, contains="no block_size stated")
+
+
+def test_refuses_peagle(tmp_path):
+    out = tmp_path / "out"
+    r = run_inprocess("convert", EXAMPLE / "peagle", out, "--to", "gguf", "--target", TARGET)
+    assert_clean_failure(r, out, contains="peagle drafter")

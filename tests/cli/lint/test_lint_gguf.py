@@ -104,3 +104,35 @@ def test_not_a_gguf(tmp_path):
     path.write_bytes(b"not a gguf at all")
     r = run_inprocess("lint", path)
     assert_clean_failure(r, contains="not a readable GGUF file")
+
+
+@pytest.fixture(scope="module")
+def ours_dflash(tmp_path_factory):
+    out = tmp_path_factory.mktemp("gguf") / "dflash-gguf"
+    r = run_inprocess("convert", EXAMPLE / "dflash", out, "--to", "gguf", "--target", TARGET)
+    assert r.code == 0, r.err
+    return out / "drafter.gguf"
+
+
+def test_dflash_tap_at_the_last_layer(ours_dflash):
+    """The DFlash example's taps [2, 3, 4]: llama-server asks the 4-layer Llama target for layer 4's input, which
+    its graph never sets, and stops on an assertion."""
+    r, codes = lint(ours_dflash)
+    assert r.code == 1 and "layer input tensor is null" in codes["gguf-tap-final-unfilled"]["message"]
+
+
+@pytest.mark.parametrize("keys, code", [
+    ({"dflash.block_size": None}, "gguf-block-size-default"),
+    ({"tokenizer.ggml.mask_token_id": None}, "gguf-mask-token-missing"),
+    ({"dflash.target_layers": [1, 2, 7]}, "gguf-taps-out-of-range"),
+])
+def test_dflash_rule(ours_dflash, tmp_path, keys, code):
+    path = llamacpp.rewrite(ours_dflash, tmp_path / "d.gguf", keys={"dflash.target_layers": [1, 2, 3], **keys})
+    _, codes = lint(path)
+    assert code in codes, codes
+
+
+def test_dflash_clean(ours_dflash, tmp_path):
+    path = llamacpp.rewrite(ours_dflash, tmp_path / "d.gguf", keys={"dflash.target_layers": [1, 2, 3]})
+    r, codes = lint(path)
+    assert r.code == 0 and not [f for f in codes.values() if f["severity"] != "info"], codes
