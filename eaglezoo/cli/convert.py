@@ -80,7 +80,8 @@ def render_plan(p, outcome: str) -> None:
               f"(EAGLE {s.eagle_version}, {s.arch}, k={s.num_aux}, aux boundary {s.aux.boundary() if s.aux else None}, "
               f"vocab {s.vocab_size}/{s.draft_vocab_size})")
     out.print(f"tensors: {p.num_tensors} kept ({human_bytes(p.num_bytes)}), {len(p.renames)} renamed, "
-              f"{len(p.drops)} dropped" + (f", cast to {p.dtype}" if p.dtype else ", bytes unchanged"))
+              f"{len(p.drops)} dropped" + (f", cast to {p.dtype}" if p.dtype else ", bytes unchanged" if p.to != "gguf"
+                                            else " (conversion.json: each tensor's dtype and transform)"))
     for r in p.renames[:6]:
         out.print(f"  rename {shown(r.source)} -> {shown(r.output)}")
     if len(p.renames) > 6:

@@ -182,7 +182,8 @@ def flags(facts: GgufFacts) -> list[Finding]:
                            message="norm_before_residual false: llama.cpp's converter also writes false when a "
                                    "speculators config omits the key, which vLLM reads as true (conversion/llama.py:96; "
                                    "vllm .../speculators/algos.py:33-34)",
-                           hint="if the source is such a config, " + FIX))
+                           hint="if the source is such a config: " + FIX + " --flag norm_before_residual=true|false "
+                                "(the trained behaviour; vLLM serves it as true)"))
     if nbf is None:
         out.append(_warn("gguf-norm-before-fc-default",
                          f"no {facts.arch}.norm_before_fc: llama.cpp reads false (src/models/eagle3.cpp:33)"))

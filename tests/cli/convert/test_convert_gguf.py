@@ -161,3 +161,15 @@ def test_refuses_peagle(tmp_path):
     out = tmp_path / "out"
     r = run_inprocess("convert", EXAMPLE / "peagle", out, "--to", "gguf", "--target", TARGET)
     assert_clean_failure(r, out, contains="peagle drafter")
+
+
+def test_fp32_gguf_matches_llamacpp_outtype_f32(src, tmp_path):
+    """--dtype float32 against llama.cpp's --outtype f32 (the fp32 pair the fidelity check serves)."""
+    ref, out = tmp_path / "ref.gguf", tmp_path / "f32"
+    assert llamacpp.convert(src, DRAFTER, TARGET, ref, outtype="f32").returncode == 0
+    r = run_inprocess("convert", DRAFTER, out, "--to", "gguf", "--target", TARGET, *EXAMPLE_IDS, "--dtype", "float32")
+    assert r.code == 0, r.err
+    ta, tb = llamacpp.tensors(ref), llamacpp.tensors(out / "drafter.gguf")
+    assert {n: t[0] for n, t in tb.items()} == {n: t[0] for n, t in ta.items()}
+    assert all(np.array_equal(ta[n][2], tb[n][2]) for n in ta)
+    assert llamacpp.fields(out / "drafter.gguf")["general.file_type"] == llamacpp.fields(ref)["general.file_type"] == 0

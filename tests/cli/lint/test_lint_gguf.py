@@ -136,3 +136,29 @@ def test_dflash_clean(ours_dflash, tmp_path):
     path = llamacpp.rewrite(ours_dflash, tmp_path / "d.gguf", keys={"dflash.target_layers": [1, 2, 3]})
     r, codes = lint(path)
     assert r.code == 0 and not [f for f in codes.values() if f["severity"] != "info"], codes
+
+
+def test_speculators_config_without_norm_before_residual(tmp_path):
+    """llama.cpp's converter bakes norm_before_residual false from a speculators config without the key
+    (conversion/llama.py:96), where vLLM reads true: lint names it with the fix, and eaglezoo's convert asks for the
+    trained behaviour instead of guessing, then writes it."""
+    import json
+
+    from support.factory import make_drafter, make_spec
+
+    spec = make_spec(hidden=128, target_hidden=128, vocab=1024, draft_vocab=512, ids=(1, 2, 3))
+    src = make_drafter(tmp_path / "src", "speculators", spec=spec)
+    cfg = json.loads((src / "config.json").read_text())
+    del cfg["norm_before_residual"]
+    (src / "config.json").write_text(json.dumps(cfg))
+    ref = tmp_path / "ref.gguf"
+    assert llamacpp.convert(llamacpp.source_dir(), src, TARGET, ref).returncode == 0
+    assert llamacpp.fields(ref)["eagle3.norm_before_residual"] is False
+    _, codes = lint(ref)
+    assert "--flag norm_before_residual=true|false" in codes["gguf-norm-before-residual-false"]["hint"]
+    out = tmp_path / "out"
+    assert_clean_failure(run_inprocess("convert", src, out, "--to", "gguf", "--target", TARGET), out,
+                         contains="norm_before_residual is absent")
+    r = run_inprocess("convert", src, out, "--to", "gguf", "--target", TARGET, "--flag", "norm_before_residual=true")
+    assert r.code == 0, r.err
+    assert llamacpp.fields(out / "drafter.gguf")["eagle3.norm_before_residual"] is True
