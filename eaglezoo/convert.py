@@ -1,4 +1,4 @@
-"""`eaglezoo convert`: any dialect -> the canonical EAGLE 3.1 schema or the speculators format.
+"""`eaglezoo convert`: any dialect -> the canonical EAGLE 3.1 schema, the speculators format, or llama.cpp's GGUF.
 
 `plan()` reads configs and headers only and decides everything (dialect, config diff, renames,
 drops with reasons, decisions, warnings); `apply()` streams the tensors into a temporary directory
@@ -89,6 +89,7 @@ class Prepared:
     origin: str | None = None
     lent: list[OutTensor] = field(default_factory=list)  # the target's tensors written after the drafter's own
     lender: Checkpoint | None = None
+    gguf: Any = None  # --to gguf: the formats.gguf_eagle3.GgufPlan written in place of config + safetensors
 
 
 def plan(req: ConvertRequest) -> Prepared:
@@ -98,6 +99,8 @@ def plan(req: ConvertRequest) -> Prepared:
     drafter = read_drafter(req.source, req.dialect, replace(req.options, target_layers=target_layers(tcfg)))
     if tcfg is not None:
         refuse_misfit(drafter.spec.aux, drafter.spec.target_hidden_size, drafter.spec.vocab_size, tcfg)
+    if req.to == "gguf":
+        return plan_gguf(drafter, req, tcfg)
     prepared = plan_from(drafter, req.to, dtype=req.dtype, verifier=req.verifier, origin=req.origin, target=tcfg)
     return borrowing(prepared, drafter, req) if req.borrow else prepared
 
@@ -149,8 +152,46 @@ def _check_lent(name: str, shape: tuple[int, ...], spec: DrafterSpec) -> None:
 
 
 def check_format(to: str) -> None:
-    if to not in formats.WRITERS:
-        raise UsageError(f"unknown --to {to!r}", hint="use eagle31, speculators, or native (P-EAGLE, DFlash, DSpark)")
+    if to not in (*formats.WRITERS, "gguf"):
+        raise UsageError(f"unknown --to {to!r}",
+                         hint="use eagle31, speculators, native (P-EAGLE, DFlash, DSpark) or gguf (llama.cpp)")
+
+
+def plan_gguf(drafter: Drafter, req: ConvertRequest, tcfg: dict | None) -> Prepared:
+    """The drafter as llama.cpp reads it (formats/gguf_eagle3.py): every key written from the Drafter, the target's
+    tokenizer, each tensor renamed or dropped with its reason."""
+    from .checkpoint.formats import gguf_dflash, gguf_eagle3, gguf_tokenizer
+
+    if req.borrow:
+        raise UsageError("--borrow-from-target fills a speculators form", hint="drop --borrow-from-target")
+    if drafter.spec.family in ("dflash", "dspark"):
+        gguf_dflash.refuse(drafter.spec, drafter.refs)
+        planner = gguf_dflash.plan
+    else:
+        gguf_eagle3.refuse(drafter.spec)
+        planner = gguf_eagle3.plan
+    if req.target is None or tcfg is None:
+        raise UsageError("--to gguf needs the target: llama.cpp loads its tokenizer with the drafter, and the taps are "
+                         "checked against its layers", hint="add --target TARGET")
+    spec = drafter.spec
+    gp = planner(spec, drafter.refs, gguf_tokenizer.tokenizer_keys(req.target, spec.vocab_size),
+                          tcfg.get("model_type"), target_layers(tcfg), req.dtype and _cast_code(req.dtype),
+                          drafter.path.name if isinstance(drafter.path, Path) else str(drafter.path))
+    written = {t.canonical: t.name for t in gp.tensors if t.canonical}
+    drops = dict(drafter.reading.drops)
+    drops.update({drafter.source_name(c): gguf_eagle3.NOT_READ[c] for c in drafter.refs if c in gguf_eagle3.NOT_READ})
+    p = Plan(source=str(drafter.path), dialect=drafter.reading.dialect, to="gguf",
+             source_files=[f.name for f in drafter.checkpoint.files], spec=spec, config_diff=[],
+             renames=[Rename(source=drafter.source_name(c), output=n) for c, n in written.items()],
+             drops=[Drop(name=n, reason=r) for n, r in sorted(drops.items())],
+             decisions=list(drafter.reading.decisions) + gp.decisions,
+             warnings=list(drafter.reading.warnings) + compare_with_target(spec, tcfg) + gp.warnings,
+             dtype=req.dtype, num_tensors=len(gp.tensors), num_bytes=sum(t.nbytes for t in gp.tensors),
+             output_files=[GGUF_FILE, "conversion.json"])
+    return Prepared(p, drafter.checkpoint, gp.summary(), [], {}, req.origin, gguf=(gp, drafter))
+
+
+GGUF_FILE = "drafter.gguf"
 
 
 def plan_from(drafter: Drafter, to: str = "eagle31", *, dtype: str | None = None, verifier: str | None = None,
@@ -259,12 +300,32 @@ def check_destination(source: Path, out: Path, force: bool) -> None:
 def apply(prep: Prepared, out: Path, force: bool = False, progress: Callable[[int], None] = lambda n: None) -> dict:
     """Write the conversion atomically; returns the conversion record (conversion.json)."""
     check_destination(Path(prep.plan.source), out, force)
+    if prep.gguf is not None:
+        return _apply_gguf(prep, out, force, progress)
     with staging(out) as tmp:  # like `git clone URL a/b`, missing parents are made
         config_bytes = (json.dumps(prep.config, indent=2) + "\n").encode()
         _write(tmp / "config.json", config_bytes)
         weights_sha, source_sha = stream_convert(prep.checkpoint, prep.tensors, tmp / "model.safetensors",
                                                  prep.metadata, progress, prep.lent, prep.lender)
         record = conversion_record(prep, source_sha, {"config.json": _sha(config_bytes), "model.safetensors": weights_sha})
+        _write(tmp / "conversion.json", (json.dumps(record, indent=2) + "\n").encode())
+        replace_dir(tmp, out, force)
+    return record
+
+
+def _apply_gguf(prep: Prepared, out: Path, force: bool, progress: Callable[[int], None]) -> dict:
+    from .checkpoint.formats import gguf_eagle3
+    from .fsutil import sha256_file
+
+    gp, drafter = prep.gguf
+    with staging(out) as tmp:
+        gguf_eagle3.write(gp, drafter.spec, drafter.load, tmp / GGUF_FILE, progress)
+        source_sha = {f.name: sha256_file(f) for f in prep.checkpoint.files}
+        record = conversion_record(prep, source_sha, {GGUF_FILE: sha256_file(tmp / GGUF_FILE)})
+        record["gguf"] = {"llama_cpp": gguf_eagle3.BUILD, "keys": prep.config,
+                          "tensors": {t.name: {"from": t.canonical, "dtype": t.dtype, "shape": list(t.shape),
+                                               **({"transform": t.transform} if t.transform else {})}
+                                      for t in gp.tensors}}
         _write(tmp / "conversion.json", (json.dumps(record, indent=2) + "\n").encode())
         replace_dir(tmp, out, force)
     return record

@@ -68,6 +68,18 @@ def lint(drafter_dir: Path, target_dir: Path | None = None, dialect: str | None 
     return _report(str(drafter_dir), target, drafter, findings)
 
 
+def lint_gguf(path: Path, target_dir: Path | None = None) -> LintReport:
+    """Lint a drafter GGUF as llama.cpp reads it (checkpoint/formats/gguf_read.py): taps against the target's layers,
+    flags against tensors, the vocabulary map, the family."""
+    from .checkpoint.formats import gguf_read
+
+    tcfg = target_config(target_dir) if target_dir else None
+    facts = gguf_read.read(path)
+    return LintReport(drafter=str(path), target=str(target_dir) if target_dir else None, dialect=f"gguf ({facts.arch})",
+                      eagle_version=gguf_read.eagle_version(facts), spec=None, findings=gguf_read.findings(facts, tcfg),
+                      engines=[])
+
+
 def lint_config(config_path: Path, target_dir: Path | None = None, dialect: str | None = None,
                 opts: ReadOptions | None = None) -> LintReport:
     """Lint a drafter's config alone (a trainer's template): its reading, its traps, its fit to the target."""

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 def convert(
     src: DrafterArg,
     dst: Annotated[Path, typer.Argument(metavar="OUT", help="Output directory (must not exist unless --force).")],
-    to: Annotated[str, typer.Option("--to", metavar="FORMAT", help="Output format: eagle31, speculators, or native (a P-EAGLE, DFlash or DSpark drafter's own form).")] = "eagle31",
+    to: Annotated[str, typer.Option("--to", metavar="FORMAT", help="Output format: eagle31, speculators, native (a P-EAGLE, DFlash or DSpark drafter's own form), or gguf (llama.cpp; needs --target).")] = "eagle31",
     from_: FromOpt = None,
     target: Annotated[Optional[str], typer.Option(metavar="TARGET", help="Target model directory (or Hub id) to check against.")] = None,
     aux_layers: AuxLayersOpt = None,
@@ -80,7 +80,8 @@ def render_plan(p, outcome: str) -> None:
               f"(EAGLE {s.eagle_version}, {s.arch}, k={s.num_aux}, aux boundary {s.aux.boundary() if s.aux else None}, "
               f"vocab {s.vocab_size}/{s.draft_vocab_size})")
     out.print(f"tensors: {p.num_tensors} kept ({human_bytes(p.num_bytes)}), {len(p.renames)} renamed, "
-              f"{len(p.drops)} dropped" + (f", cast to {p.dtype}" if p.dtype else ", bytes unchanged"))
+              f"{len(p.drops)} dropped" + (f", cast to {p.dtype}" if p.dtype else ", bytes unchanged" if p.to != "gguf"
+                                            else " (conversion.json: each tensor's dtype and transform)"))
     for r in p.renames[:6]:
         out.print(f"  rename {shown(r.source)} -> {shown(r.output)}")
     if len(p.renames) > 6:

@@ -89,9 +89,14 @@ def lint_source(arg: str, target: str | None = None, *, revision: str | None = N
     from ..checkpoint.formats.base import ReadOptions
     from ..lint import lint as lint_folder
     from ..lint import lint_config, remote_lint
-    from .sources import Source, classify, location, target_for
+    from .sources import Source, classify, location, resolve, target_for
 
     opts = opts or ReadOptions()
+    if arg.endswith(".gguf") and Path(arg).is_file():  # llama.cpp's form: read as llama.cpp reads it
+        from ..lint import lint_gguf
+
+        tgt = resolve(target, what="target", registry_ids=False) if target else None
+        return lint_gguf(Path(arg), tgt.path if tgt else None)
     kind = classify(arg, configs=True)
     if kind == "config":
         tgt = target_for(Source(Path(arg)), target, registry_dir, weights=False)

