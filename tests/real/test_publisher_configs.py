@@ -1,16 +1,15 @@
-"""The real-config corpus as a test tier: every publisher file in ../shared/real-configs (trainer templates,
+"""The real-config corpus as a test tier: every publisher file in tests/data/real-configs (trainer templates,
 configs quoted in public issues, one re-saved target config) is detected, read at config level and linted,
 and what eaglezoo reads is held against the corpus's manifest: dialect, aux ids with their convention, flags,
 vocabularies, sizes, and every oddity the manifest lists as a finding with a stable code and a fix.
 
-The corpus is not part of the project: the tier skips, saying why, where the folder is absent. The rules
-themselves are also tested on small hand-written configs (tests/unit/checkpoint/test_config_traps.py)."""
+The corpus is committed with the tests (each file's source URL: tests/data/real-configs/SOURCES.md), so the tier
+runs, and can fail, on every clone; it never skips. The rules themselves are also tested on small hand-written
+configs (tests/unit/checkpoint/test_config_traps.py)."""
 
 from __future__ import annotations
 
 import json
-import os
-from pathlib import Path
 
 import pytest
 from conftest import ROOT, assert_clean_failure, run_inprocess
@@ -28,9 +27,7 @@ def cli():
     return run_inprocess
 
 
-CORPUS = Path(os.environ.get("EAGLEZOO_REAL_CONFIGS", ROOT.parent / "shared" / "real-configs"))
-if not (CORPUS / "manifest.json").is_file():
-    pytest.skip(f"the real-config corpus is not at {CORPUS} (set EAGLEZOO_REAL_CONFIGS)", allow_module_level=True)
+CORPUS = ROOT / "tests" / "data" / "real-configs"
 MANIFEST = json.loads((CORPUS / "manifest.json").read_text())
 
 # The manifest's dialect (by content) -> what eaglezoo detects from a config alone. Where they differ, who is right:
