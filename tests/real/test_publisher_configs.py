@@ -59,7 +59,7 @@ ODDITY_CODES = {
     "draft_vocab_size == vocab_size": "draft-vocab-full",
     "draft_vocab_size absent": "draft-vocab-full",
     "target_hidden_size present but equal": "target-hidden-redundant",
-    "target_hidden_size: null": "target-hidden-null",
+    "target_hidden_size: null": "target-hidden-null-speculators",  # the corpus's two are speculators configs
     "num_attention_heads×head_dim": "head-dim-explicit",
     "short max_position_embeddings": "context-short",
     "max_position_embeddings ABSENT": "context-unstated",
