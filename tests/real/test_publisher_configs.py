@@ -102,8 +102,11 @@ def test_every_real_config_is_read_as_its_manifest_says(row):
     assert report.level == "config" and report.spec is not None, [f.message for f in report.findings]
     spec, codes = report.spec, {f.code for f in report.findings}
     config = json.loads((CORPUS / row["path"]).read_text())
-    assert report.dialect == (DIALECTS[row["dialect_content"]] if "Eagle3DeepseekV2" not in str(
-        config["architectures"]) or "eagle_config" in config else None)
+    assert report.dialect == (
+        DIALECTS[row["dialect_content"]]
+        if "Eagle3DeepseekV2" not in str(config["architectures"]) or "eagle_config" in config
+        else None
+    )
     assert ("dialect-undetermined" in codes) == (report.dialect is None)
     assert spec.vocab_size == row["vocab_size"] and spec.hidden_size == row["hidden_size"]
     assert spec.draft_vocab_size == (row["draft_vocab_size"] or row["vocab_size"])
@@ -170,8 +173,11 @@ def test_registry_facts_taken_from_a_template_are_what_the_template_states():
     for entry in load_registry(ROOT / "registry").entries.values():
         for url in {e.source for e in entry.evidence.values() if e.level == "publisher-template"} & set(by_url):
             drafter = read_config(CORPUS / by_url[url]["path"], None, ReadOptions(allow_missing_aux=True))
-            facts = [f for f in config_facts(drafter.reading, drafter.config, url, "publisher-template")
-                     if (held := entry.evidence.get(f.field.split(".")[0])) is not None and held.source == url]
+            facts = [
+                f
+                for f in config_facts(drafter.reading, drafter.config, url, "publisher-template")
+                if (held := entry.evidence.get(f.field.split(".")[0])) is not None and held.source == url
+            ]
             assert facts and differences_from(entry, facts) == [], entry.id
             checked += 1
     assert checked >= 9

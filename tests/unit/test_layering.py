@@ -108,10 +108,19 @@ def test_the_rooms_make_no_circle():
 
 def test_nothing_below_the_cli_imports_the_registry_or_the_resolver():
     below = [m for m in modules() if room(m) not in ("cli", "registry", "__main__")]
-    hits = [(_where(m), line, dep) for m in below for dep, line in imports(m)
-            if room(dep) == "registry" or dep.startswith("eaglezoo.cli")]
-    hits += [(_where(m), line, dep) for m in modules() if room(m) == "registry"
-             for dep, line in imports(m) if dep.startswith("eaglezoo.cli")]
+    hits = [
+        (_where(m), line, dep)
+        for m in below
+        for dep, line in imports(m)
+        if room(dep) == "registry" or dep.startswith("eaglezoo.cli")
+    ]
+    hits += [
+        (_where(m), line, dep)
+        for m in modules()
+        if room(m) == "registry"
+        for dep, line in imports(m)
+        if dep.startswith("eaglezoo.cli")
+    ]
     assert hits == []
 
 
@@ -141,8 +150,12 @@ def test_the_scan_sees_imports_inside_functions():
 
 
 def test_importing_the_cli_loads_no_torch():
-    code = ("import sys, eaglezoo.cli, eaglezoo.cli.app; "
-            "print(sorted(m for m in ('torch', 'transformers', 'vllm', 'matplotlib') if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
+    code = (
+        "import sys, eaglezoo.cli, eaglezoo.cli.app; "
+        "print(sorted(m for m in ('torch', 'transformers', 'vllm', 'matplotlib') if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120, check=False
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"

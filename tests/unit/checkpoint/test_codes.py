@@ -16,8 +16,12 @@ from eaglezoo.lint import lint, lint_config
 
 PACKAGE = ROOT / "eaglezoo"
 # The functions that pass a code on rather than name one: each is fed by literal codes found below
-FORWARDERS = {("checkpoint/problems.py", "error"), ("checkpoint/traps.py", "_find"), ("lint.py", "add"),
-              ("lint.py", "read_tolerating")}
+FORWARDERS = {
+    ("checkpoint/problems.py", "error"),
+    ("checkpoint/traps.py", "_find"),
+    ("lint.py", "add"),
+    ("lint.py", "read_tolerating"),
+}
 
 
 def _literal(node: ast.expr | None) -> str | None:
@@ -72,8 +76,11 @@ def static_emissions() -> tuple[list[tuple[str, str, str]], list[str]]:
 def test_every_code_in_the_source_is_catalogued_at_its_severity():
     found, opaque = static_emissions()
     assert len(found) > 80, "the scan finds the findings eaglezoo makes"  # it cannot pass by finding nothing
-    wrong = [(where, severity, code, CODES[code].severity if code in CODES else "not catalogued")
-             for where, severity, code in found if code not in CODES or CODES[code].severity != severity]
+    wrong = [
+        (where, severity, code, CODES[code].severity if code in CODES else "not catalogued")
+        for where, severity, code in found
+        if code not in CODES or CODES[code].severity != severity
+    ]
     assert wrong == []
     assert opaque == [], "a finding whose code or severity is not a literal: name it where it is made"
 
@@ -84,8 +91,9 @@ def test_the_catalogue_holds_no_code_that_is_never_emitted():
 
 
 def _check(findings, where: str) -> list[tuple[str, str, str]]:
-    return [(where, f.code, f.severity) for f in findings
-            if f.code not in CODES or CODES[f.code].severity != f.severity]
+    return [
+        (where, f.code, f.severity) for f in findings if f.code not in CODES or CODES[f.code].severity != f.severity
+    ]
 
 
 EXAMPLES = ["tiny/eagle3-safeai", "tiny/eagle31-safeai", "tiny/peagle", "tiny/dflash", "smollm2/eagle31-safeai"]
