@@ -20,13 +20,6 @@ from eaglezoo.lint import lint_config
 from eaglezoo.registry.load import load as load_registry
 from eaglezoo.registry.sync import config_facts, differences_from
 
-
-@pytest.fixture
-def cli():
-    """The CLI in this process (conftest.run_inprocess): these checks need no process of their own."""
-    return run_inprocess
-
-
 CORPUS = ROOT / "tests" / "data" / "real-configs"
 MANIFEST = json.loads((CORPUS / "manifest.json").read_text())
 
@@ -141,27 +134,27 @@ def test_every_listed_oddity_is_a_finding_with_a_fix(row):
         assert findings[code].hint, f"{code} names no fix"
 
 
-def test_the_resaved_target_config_is_not_a_drafter(cli):
+def test_the_resaved_target_config_is_not_a_drafter():
     row = next(r for r in MANIFEST if r["category"] == "target-copy")
-    r = cli("lint", CORPUS / row["path"], "--json")
+    r = run_inprocess("lint", CORPUS / row["path"], "--json")
     assert r.code == 1
     assert [f["code"] for f in r.json()["findings"]] == ["not-a-drafter"]
 
 
-def test_a_template_through_the_cli(cli):
+def test_a_template_through_the_cli():
     template = CORPUS / "templates/sgl-project__SpecForge/configs/qwen3-235B-A22B-eagle3.json"
     before = template.read_bytes()
-    r = cli("lint", template)
+    r = run_inprocess("lint", template)
     assert r.code == 0, r.err
     assert "dialect specforge" in r.out and "config alone" in r.out
     assert "[1, 46, 90] (layer-output) = boundary [2, 47, 91]" in r.out
     assert template.read_bytes() == before
 
 
-def test_a_corpus_file_that_is_not_json(cli, tmp_path):
+def test_a_corpus_file_that_is_not_json(tmp_path):
     bad = tmp_path / "config.json"
     bad.write_text((CORPUS / "templates/SafeAILab__EAGLE/eagle/traineagle3/config.json").read_text()[:200])
-    r = cli("lint", bad)
+    r = run_inprocess("lint", bad)
     assert_clean_failure(r, code=2, contains="JSON")
 
 
