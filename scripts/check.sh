@@ -16,8 +16,8 @@ check() {
   echo "== $*"
   "$@" || failed+=("$*")
 }
-check "$VENV/bin/ruff" check .
-check "$VENV/bin/ruff" format --check .
+check "$VENV/bin/ruff" check --output-format concise .
+check "$VENV/bin/ruff" format --check --output-format concise .
 check "$VENV/bin/mypy"
 check "$VENV/bin/python" -m pytest -q -p no:cacheprovider tests/unit/test_layering.py
 if [ ${#failed[@]} -gt 0 ]; then
