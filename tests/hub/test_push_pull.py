@@ -153,9 +153,12 @@ def test_network_down_retries_then_fails(hub):
 def test_transient_server_errors_are_retried(hub, big_drafter):
     assert hubcli(hub, "push", big_drafter, "tester/flaky").code == 0
     hub[0].fail_next = 2
+    before = len(hub[0].requests)
     r = hubcli(hub, "pull", "tester/flaky")
     assert r.code == 0, r.err
     assert hub[0].fail_next == 0
+    first, second, third = hub[0].requests[before:before + 3]
+    assert first == second == third, "the request answered 503 is sent again until it succeeds"
 
 
 def test_remote_names_escaping_the_directory_are_refused(hub, big_drafter, tmp_path):
