@@ -236,8 +236,8 @@ CODES: dict[str, Code] = _codes(
         "context-rope",
         WARN,
         "target",
-        "the drafter's context or RoPE differs from the target's",
-        "serve within the shorter context, or state the drafter's trained RoPE",
+        "the drafter's context is shorter than the target's, or its RoPE differs from the target's",
+        "verify at the context you serve; keep the drafter's RoPE if it was trained so",
     ),
     Code(
         "embed-shape",
@@ -559,7 +559,12 @@ CODES: dict[str, Code] = _codes(
     # engines
     Code("aux-ids", INFO, "engines", "the aux ids as read, in each engine's convention", "nothing to fix"),
     Code(
-        "reader", WARN, "engines", "a remark of the dialect's reader (a key it had to interpret)", "as the message says"
+        "reader",
+        WARN,
+        "engines",
+        "what the dialect's reader noticed in the config (e.g. a key the speculators format has no place for, a "
+        "verifier path left null)",
+        "as the message says",
     ),
     Code(
         "dialect-undetermined",
