@@ -164,3 +164,14 @@ def test_unreadable_files_are_bad_input(tmp_path):
     (src / "model.safetensors").write_bytes(b"\x00" * 4)
     assert_clean_failure(run_inprocess("lint", src), None, contains="truncated")
     assert_clean_failure(run_inprocess("lint", tmp_path / "nope"), None, contains="no such directory")
+
+
+def test_identical_fc_norms_are_a_warning_of_their_own_and_identical_fc_columns_an_error(tmp_path):
+    """One code, one severity (docs/lint-codes.md): two trained fc_norm weights alike only suggest a layer captured
+    twice (duplicate-aux-norms, a warning); two slots' fc columns alike prove it (duplicate-aux-slots, an error)."""
+    spec = make_spec(fc_norm=True)
+    state = canonical_state(spec)
+    state["fc_norm.2.weight"] = state["fc_norm.1.weight"].clone()
+    r, found = lint_json(converted(tmp_path, spec=spec, state=state))
+    assert found["duplicate-aux-norms"]["severity"] == "warning" and "duplicate-aux-slots" not in found, found
+    assert "fc_norm.1 and fc_norm.2" in found["duplicate-aux-norms"]["message"]
