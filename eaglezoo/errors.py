@@ -13,6 +13,7 @@ import re
 import signal
 import sys
 from dataclasses import dataclass
+from types import FrameType
 
 EXIT_FINDINGS = 1  # checks ran and found problems
 EXIT_USAGE = 2  # usage error or bad input
@@ -74,7 +75,7 @@ class Terminated(BaseException):
 def raise_on_termination() -> None:
     """SIGTERM and SIGHUP raise `Terminated` in the main thread (SIGINT already raises)."""
 
-    def handler(signum, _frame):
+    def handler(signum: int, _frame: FrameType | None) -> None:
         raise Terminated(signum)
 
     for sig in (signal.SIGTERM, signal.SIGHUP):
@@ -125,8 +126,8 @@ def redact(text: str) -> str:
     return SECRET_SHAPES.sub(_hidden, text)
 
 
-def _hidden(match: re.Match) -> str:
-    found = match.group(0)
+def _hidden(match: re.Match[str]) -> str:
+    found: str = match.group(0)
     if found.lower().startswith("hf_"):
         return "hf_***"
     if found.lower().startswith("bearer"):
@@ -157,7 +158,7 @@ OS_ERRORS = {  # errno -> (sentence, hint)
     errno.ECONNREFUSED: ("the connection was refused", "check the endpoint (HF_ENDPOINT) and your network"),
     errno.ECONNRESET: ("the connection was reset", "retry; check the endpoint and your network"),
 }
-SIGNAL_EXITS = {signal.SIGTERM: 143, signal.SIGHUP: 129}
+SIGNAL_EXITS: dict[int, int] = {signal.SIGTERM: 143, signal.SIGHUP: 129}
 
 
 def describe(exc: BaseException) -> Failure:

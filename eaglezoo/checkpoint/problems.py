@@ -233,8 +233,8 @@ def config_findings(cfg: dict, dialect: str, add: Add) -> None:
             "transformers may overwrite the draft-vocab lm_head", "write tie_word_embeddings: false")
     if "target_hidden_size" in top and top["target_hidden_size"] is None:
         if dialect == "speculators":  # its own way of writing "equal to hidden_size" (docs/formats.md#speculators)
-            add("info", "target-hidden-null", "target_hidden_size is null: the speculators format's way of saying "
-                "hidden_size; copied into an HF-style config it crashes vLLM's HF path (None * k)",
+            add("info", "target-hidden-null-speculators", "target_hidden_size is null: the speculators format's way "
+                "of saying hidden_size; copied into an HF-style config it crashes vLLM's HF path (None * k)",
                 "nothing to fix here; eaglezoo convert drops the key when it writes another schema")
         else:
             add("warning", "target-hidden-null", "target_hidden_size is null: vLLM's HF path computes None * k and "
@@ -292,7 +292,7 @@ def _duplicate_slot_findings(spec: DrafterSpec, load: Load, small: Callable[[str
         for a in range(len(norms)):
             for b in range(a + 1, len(norms)):
                 if torch.equal(norms[a], norms[b]) and not bool((norms[a] == 1).all()):
-                    add("warning", "duplicate-aux-slots", f"fc_norm.{a} and fc_norm.{b} are identical",
+                    add("warning", "duplicate-aux-norms", f"fc_norm.{a} and fc_norm.{b} are identical",
                         "the same aux layer may have been captured twice in training")
     if small("fc.weight"):
         fc = load("fc.weight")
@@ -394,7 +394,7 @@ def _default_traps(spec: DrafterSpec, dialect: str | None, config: dict) -> list
                            "block_size (transformers_utils/configs/speculators/algos.py update_dflash): K comes "
                            "from num_speculative_tokens alone", hint="serve with K <= block_size - 1"))
     if dialect == "speculators-peagle" and (spec.fc_norm or spec.norm_output):
-        out.append(error("engine-ignores", "vLLM's speculators path drops fc_norm and norm_output for peagle "
+        out.append(error("engine-drops-flags", "vLLM's speculators path drops fc_norm and norm_output for peagle "
                          "(speculators/algos.py update_peagle reads neither)",
                          "convert it with --to native, whose flat config vLLM reads with the flags"))
     return out

@@ -10,13 +10,17 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from typing import Any, Literal
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ..checkpoint.spec import AuxLayers, DrafterSpec, Family, FamilyFields
 
-GPU_MEMORY_GB = (80, 141)  # the GPU classes CI has runners for: H100/A100-80G, H200
+if TYPE_CHECKING:
+    from ..checkpoint.formats.base import ReadOptions
+
+GpuMemoryGb = Literal[80, 141]  # the GPU classes CI has runners for: H100/A100-80G, H200
 
 
 class Strict(BaseModel):
@@ -41,13 +45,13 @@ class Repo(Strict):
     def hub_repo_id(cls, repo: str | None) -> str | None:
         from ..hub.client import repo_id_problem  # imports the client late: hub.configure() runs first
 
-        problem = repo_id_problem(repo)
+        problem = repo_id_problem(repo) if repo is not None else None
         if problem:
             raise ValueError(problem)
         return repo
 
     @model_validator(mode="after")
-    def one_location(self):
+    def one_location(self) -> Self:
         if not (self.repo or self.path):
             raise ValueError("needs repo or path")
         return self
@@ -72,12 +76,13 @@ Dialect = Literal["safeai", "specforge", "speculators", "modelopt", "nemo", "tor
                   "peagle", "speculators-peagle", "dflash", "speculators-dflash", "dspark", "speculators-dspark"]
 HUB_SOURCE = re.compile(r"^[\w.-]+/[\w.-]+@[0-9a-f]{7,40}\b")  # repo@sha, as registry sync writes it
 OUTSIDE = re.compile(r"(^|[\s(])(\.\./|/|shared/)|\b(formats|peers|small-models|hub-api)\.md\b")
-SOURCE_FORMS = {  # level -> (is the source in its form, the form in words)
+SourceForm = tuple[Callable[[str], bool], str]
+SOURCE_FORMS: dict[str, SourceForm] = {  # level -> (is the source in its form, the form in words)
     "hub-file": (lambda s: bool(HUB_SOURCE.match(s)), "a Hub file as repo@sha"),
     "repo-file": (lambda s: not s.startswith(("https://", "/", "..")), "a path in this repository"),
     "estimate": (lambda s: s.startswith("estimate: "), "'estimate: ' and what it was inferred from"),
 }
-URL_FORM = (lambda s: s.startswith("https://"), "the original https URL")
+URL_FORM: SourceForm = (lambda s: s.startswith("https://"), "the original https URL")
 
 
 def cites_original(source: str) -> str:
@@ -92,7 +97,7 @@ class Evidence(Strict):
     source: str = Field(min_length=1)
 
     @model_validator(mode="after")
-    def source_in_its_form(self):
+    def source_in_its_form(self) -> Self:
         cites_original(self.source)
         in_form, words = SOURCE_FORMS.get(self.level, URL_FORM)
         if not in_form(self.source):
@@ -109,7 +114,7 @@ class AuxRecord(Strict):
     convention: Literal["boundary", "layer-output"] | None = None
 
     @model_validator(mode="after")
-    def convention_with_ids(self):
+    def convention_with_ids(self) -> Self:
         if self.ids is not None and self.convention is None:
             raise ValueError("aux ids without their convention")
         if self.ids is not None and len(set(self.ids)) != len(self.ids):
@@ -139,7 +144,7 @@ class Reported(Strict):
     source: str
 
     @model_validator(mode="after")
-    def broken_says_why(self):
+    def broken_says_why(self) -> Self:
         if (self.setup is None) != (self.why is None):
             raise ValueError("setup: broken and its why go together")
         return self
@@ -183,7 +188,7 @@ class EngineConfig(Strict):
 class Hardware(Strict):
     """What the target needs to be served for verification: one CI runner class."""
 
-    gpu_memory_gb: Literal[GPU_MEMORY_GB]
+    gpu_memory_gb: GpuMemoryGb
     gpus_per_node: int = Field(ge=1, le=8)
     nodes: int = Field(1, ge=1)
     tensor_parallel_size: int = Field(ge=1)
@@ -193,7 +198,7 @@ class Hardware(Strict):
     source: str  # "registry sync: ..." computed, "estimate: ..." from the name; anything else overrides by hand
 
     @model_validator(mode="after")
-    def parallelism_fills_the_gpus(self):
+    def parallelism_fills_the_gpus(self) -> Self:
         if self.tensor_parallel_size * self.pipeline_parallel_size != self.gpus_per_node * self.nodes:
             raise ValueError("tensor_parallel_size x pipeline_parallel_size must equal gpus_per_node x nodes")
         return self
@@ -228,7 +233,7 @@ class Floor(Strict):
     source: str
 
     @model_validator(mode="after")
-    def consistent(self):
+    def consistent(self) -> Self:
         if self.per_position is None and self.mean_acceptance_length is None:
             raise ValueError("a floor needs per_position or mean_acceptance_length")
         if self.condition is not None and (self.per_position is not None or self.mean_acceptance_length is None):
@@ -265,7 +270,7 @@ class Status(Strict):
     report: str | None = None  # a verify report committed under registry/reports/
 
     @model_validator(mode="after")
-    def evidence(self):
+    def evidence(self) -> Self:
         if self.state != "unverified" and not (self.date and self.eaglezoo_version and self.report):
             raise ValueError(f"status {self.state} needs date, eaglezoo_version and report")
         return self
@@ -316,7 +321,7 @@ class Entry(Strict):
         return [cites_original(s) for s in sources]
 
     @model_validator(mode="after")
-    def family_fields_fit(self):
+    def family_fields_fit(self) -> Self:
         """EAGLE-3 weights (eagle3, peagle) have an EAGLE version; block drafters have none. The family's own keys
         belong to the families that have them, and a dialect to its own family."""
         eagle_weights = self.family in ("eagle3", "peagle")
@@ -334,7 +339,7 @@ class Entry(Strict):
         return self
 
     @model_validator(mode="after")
-    def every_fact_has_evidence(self):
+    def every_fact_has_evidence(self) -> Self:
         stray = sorted(set(self.evidence) - set(FACTS))
         if stray:
             raise ValueError(f"evidence for {', '.join(stray)}: only these facts carry evidence: {', '.join(FACTS)}")
@@ -344,7 +349,7 @@ class Entry(Strict):
                              "source, or leave the fact null with a null_reasons entry")
         return self
 
-    def fact(self, name: str):
+    def fact(self, name: str) -> Any:
         """A fact's value as the entry states it (None when unstated)."""
         if name == "aux_layers":
             return self.aux_layers.ids
@@ -354,7 +359,7 @@ class Entry(Strict):
         value = getattr(self, name)
         return None if value in ({}, []) else value
 
-    def read_options(self, opts):
+    def read_options(self, opts: ReadOptions) -> ReadOptions:
         """`opts` with what the registry knows and many published configs omit: the aux ids, with their
         convention, in the fields of their own that the reader consults after the user's (a new value)."""
         from dataclasses import replace
@@ -378,7 +383,8 @@ class Entry(Strict):
     def condition_floors(self, k: int, temperature: float) -> dict[str, float]:
         """Acceptance-length floors per condition (prompt bucket) at exactly this K and temperature."""
         return {f.condition: f.mean_acceptance_length for f in self.acceptance_floors or []
-                if f.k == k and f.temperature == temperature and f.condition is not None}
+                if f.k == k and f.temperature == temperature and f.condition is not None
+                and f.mean_acceptance_length is not None}  # a condition's floor has one (Floor.consistent)
 
     def floors_at(self, k: int, temperature: float) -> tuple[list[float] | None, float | None, str | None]:
         """(per-position floors, acceptance-length floor, a note when none applies) for exactly this K and

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 from statistics import mean, median
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -16,6 +16,9 @@ from ..limits import MAX_K, MAX_LEVELS, MAX_NEW_TOKENS, MAX_TEMPERATURE
 from ..reproduce import Reproduction, reproduction
 from .acceptance import INTERVAL, SEED, Tally, bootstrap_interval, by_k_estimate
 from .workload import Measurement, PromptSet, Workload, bucket_problem
+
+if TYPE_CHECKING:
+    from ..checkpoint.read import Drafter
 
 TOLERANCE = 1e-6  # floats written by json round-trip exactly; sums of K rates differ by a few ulps
 FUTURE_SLACK = dt.timedelta(days=1)  # another machine's clock
@@ -433,7 +436,9 @@ def report_for(work: Workload, m: Measurement, gate: Gate = Gate(), origin: Orig
                comparison: Comparison | None = None) -> VerifyReport:
     """The one report of one measurement, built once: the engine's own counters are the headline when it keeps
     them; the floors are applied and the provenance recorded here, never patched on afterwards."""
-    k, tally, buckets, per_prompt = work.k, Tally(work.k), {}, []
+    k, tally = work.k, Tally(work.k)
+    buckets: dict[str, Tally] = {}
+    per_prompt: list[dict[str, Any]] = []
     for i, p, ids, steps in zip(work.indices, work.prompts, work.encoded, m.accepted):
         if steps is None:
             continue
@@ -474,15 +479,18 @@ def report_for(work: Workload, m: Measurement, gate: Gate = Gate(), origin: Orig
         acceptance_by_k=acceptance_by_k(m, s["acceptance_per_position"]), thresholds=thresholds, failures=failures,
         registry_id=origin.registry_id, drafter_revision=origin.drafter_revision,
         target_revision=origin.target_revision, serve=serve_path(work, origin), prompt_set=ps, gate=verdict,
-        reproduction=reproduction(engine=engine_words(m.engine), prompt_set=ps and ps.name,
-                                  prompts_sha256=ps and ps.sha256, seed=work.seed, bootstrap_seed=SEED))
+        reproduction=reproduction(engine=engine_words(m.engine), prompt_set=ps.name if ps else None,
+                                  prompts_sha256=ps.sha256 if ps else None, seed=work.seed, bootstrap_seed=SEED))
 
 
-def engine_words(engine: dict) -> str:
+def engine_words(engine: dict[str, Any]) -> str:
     return f"{engine.get('name', 'native')} {engine.get('version') or ''}".strip()
 
 
-def built(model, **fields):
+Model = TypeVar("Model", bound=BaseModel)
+
+
+def built(model: type[Model], **fields: Any) -> Model:
     """A report model from what was measured. What it refuses came from an engine or a server (a figure or a
     name a report cannot hold): one line naming the field, never an internal error."""
     try:
@@ -506,7 +514,7 @@ def serve_path(work: Workload, origin: Origin) -> list[str]:
                          work.target_layers).steps
 
 
-def _stated_ids(drafter) -> list[str]:
+def _stated_ids(drafter: Drafter) -> list[str]:
     """The aux ids a user stated for a folder whose config holds none: convert needs them stated again."""
     aux = drafter.spec.aux
     if aux is None or drafter.reading.aux_stated_by == "config":
@@ -530,7 +538,7 @@ ESTIMATE = ("estimate: 1 + the first K per-position acceptance rates of this K_m
             "not each slot's drafts); a run at K visits other positions")
 
 
-def acceptance_by_k(m: Measurement, per_position: list[float]) -> dict | None:
+def acceptance_by_k(m: Measurement, per_position: list[float]) -> dict[str, Any] | None:
     if m.by_k is not None:
         return {"basis": EXACT, "rows": m.by_k}
     if not per_position:
@@ -539,7 +547,7 @@ def acceptance_by_k(m: Measurement, per_position: list[float]) -> dict | None:
 
 
 
-def headline_from_counters(c: dict, tally: Tally, k: int) -> tuple[dict, str | None]:
+def headline_from_counters(c: dict[str, Any], tally: Tally, k: int) -> tuple[dict[str, Any], str | None]:
     """The engine's counters (deltas over the measured requests) as the report's totals. When the
     per-request metrics add up to something else, another client moved the counters: say so."""
     drafts = c["drafts"]
@@ -556,8 +564,8 @@ def headline_from_counters(c: dict, tally: Tally, k: int) -> tuple[dict, str | N
 
 
 
-def gated(gate: Gate, s: dict, by_condition: dict[str, float], findings: list[Finding], prompt_set: PromptSet | None,
-          engine: str) -> tuple[Thresholds, list[str], list[str], GateResult]:
+def gated(gate: Gate, s: dict[str, Any], by_condition: dict[str, float], findings: list[Finding],
+          prompt_set: PromptSet | None, engine: str) -> tuple[Thresholds, list[str], list[str], GateResult]:
     """The floors against the measured figures: (the floors held, why the gate failed, what was not checked, the
     verdict with every floor's check). The command line's floors gate; the entry's gate a run on what they were
     measured on and are compared, with the difference, on anything else."""
@@ -613,7 +621,7 @@ def not_like_with_like(basis: Basis | None, prompt_set: PromptSet | None, engine
     return why
 
 
-def floor_checks(floors: Floors, s: dict, by_condition: dict[str, float], source: str,
+def floor_checks(floors: Floors, s: dict[str, Any], by_condition: dict[str, float], source: str,
                  gates: bool) -> list[FloorCheck]:
     rates = s["acceptance_per_position"]
     pairs = [(f"acceptance at position {i + 1}", floor, rates[i])
@@ -672,7 +680,7 @@ def compare_engines(ref: VerifyReport, other: VerifyReport) -> Comparison:
     })
 
 
-def speedup_report(with_drafter: dict, without: dict, temperature: float) -> dict:
+def speedup_report(with_drafter: dict[str, Any], without: dict[str, Any], temperature: float) -> dict[str, Any]:
     levels = []
     for spec, base in zip(with_drafter["passes"], without["passes"]):
         a, b = pass_timing(spec), pass_timing(base)
@@ -688,7 +696,7 @@ def speedup_report(with_drafter: dict, without: dict, temperature: float) -> dic
 
 
 
-def pass_timing(p: dict) -> dict:
+def pass_timing(p: dict[str, Any]) -> dict[str, Any]:
     reqs = p["requests"]
     tokens = sum(len(r["tokens"]) for r in reqs)
     # time per output token after the first, as `vllm bench serve` reports TPOT

@@ -3,11 +3,11 @@
 # whose drafter was trained from a template the publisher keeps beside its training code is synced from it.
 # The pairings are the strong and medium ones of the real-config corpus's MANIFEST.md §5; weak ones (a template
 # of a sibling model) are left as open questions in the entries' notes. Usage:
-#   bash scripts/data/sync_templates.sh [CORPUS]        (default ../shared/real-configs; add --write to record)
-# CORPUS is an optional local folder of publisher configs (trainer templates), not part of the repository.
+#   bash scripts/data/sync_templates.sh [CORPUS]        (default tests/data/real-configs; add --write to record)
+# CORPUS is a folder of publisher configs (trainer templates): the copy committed with the tests by default.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-CORPUS=${1:-../shared/real-configs}
+CORPUS=${1:-tests/data/real-configs}
 shift || true
 SPECFORGE=sgl-project/SpecForge/blob/a6b6b0230009d15ec2a97a57384e6f53f0f96946/configs
 while read -r entry template url; do

@@ -1,6 +1,6 @@
 """Writes docs/report.md from the report models (eaglezoo/reports.py); a test keeps the two equal.
 
-    python -m scripts.docs.write_report_docs
+python -m scripts.docs.write_report_docs
 """
 
 from pathlib import Path

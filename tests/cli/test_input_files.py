@@ -14,13 +14,6 @@ import pytest
 from conftest import EXAMPLE, EXAMPLE_IDS, ROOT, assert_clean_failure, run_cli, run_inprocess, tree_digest
 from support.factory import make_drafter, make_spec
 
-
-@pytest.fixture
-def cli():
-    """The CLI in this process (conftest.run_inprocess): these checks need no process of their own."""
-    return run_inprocess
-
-
 TIMEOUT = 60  # a hang fails the test instead of stalling the suite
 
 
@@ -47,23 +40,23 @@ def test_a_fifo_is_refused_by_name_not_read(tmp_path, command, name):
     assert name in r.err and tree_digest(d) == before
 
 
-def test_a_directory_named_like_the_weights_is_refused(tmp_path, cli):
+def test_a_directory_named_like_the_weights_is_refused(tmp_path):
     d = tmp_path / "drafter"
     shutil.copytree(EXAMPLE / "eagle3-safeai", d)
     (d / "pytorch_model.bin").unlink()
     (d / "model.safetensors").mkdir()
-    assert_clean_failure(cli("lint", d), contains="is a directory, not a regular file")
+    assert_clean_failure(run_inprocess("lint", d), contains="is a directory, not a regular file")
 
 
 @pytest.mark.parametrize("shard", ["../outside.safetensors", "/etc/passwd", "sub/../../x.safetensors"])
-def test_an_index_naming_a_shard_outside_its_folder_is_refused(tmp_path, cli, shard):
+def test_an_index_naming_a_shard_outside_its_folder_is_refused(tmp_path, shard):
     d = make_drafter(tmp_path / "d", "speculators", spec=make_spec(), file="sharded")
     index = d / "model.safetensors.index.json"
     data = json.loads(index.read_text())
     first = next(iter(data["weight_map"]))
     data["weight_map"][first] = shard
     index.write_text(json.dumps(data))
-    assert_clean_failure(cli("lint", d), contains="must be a relative path inside")
+    assert_clean_failure(run_inprocess("lint", d), contains="must be a relative path inside")
 
 
 @pytest.mark.parametrize("value", ["abc", "-1", "0", "inf", "nan"])
@@ -80,7 +73,7 @@ def test_a_bad_endpoint_timeout_setting_is_one_line_before_any_request():
     assert_clean_failure(r, contains="EAGLEZOO_ENDPOINT_TIMEOUT='soon'")
 
 
-def test_fp8_weights_get_their_value_checks_not_an_internal_error(tmp_path, cli):
+def test_fp8_weights_get_their_value_checks_not_an_internal_error(tmp_path):
     import torch
     from safetensors.torch import load_file, save_file
 
@@ -88,7 +81,7 @@ def test_fp8_weights_get_their_value_checks_not_an_internal_error(tmp_path, cli)
     state = load_file(d / "model.safetensors")
     fp8 = {n: t.to(torch.float8_e4m3fn) if t.is_floating_point() else t for n, t in state.items()}
     save_file(fp8, str(d / "model.safetensors"), metadata={"format": "pt"})
-    r = cli("lint", d, "--json")
+    r = run_inprocess("lint", d, "--json")
     assert r.code in (0, 1) and "internal error" not in r.out + r.err, r.out + r.err
     assert r.json()["spec"] is not None
 
@@ -125,8 +118,8 @@ VERIFY = ["verify", DRAFTER, "--target", EXAMPLE / "target", *EXAMPLE_IDS]
     (["serve-config", "tiny-example-eagle31", "-k", "-1"], "--num-spec-tokens"),
     (["serve-config", "tiny-example-eagle31", "-k", "1000"], "--num-spec-tokens"),
 ])
-def test_numeric_options_out_of_range_are_one_line(cli, args, message):
-    assert_clean_failure(cli(*args), contains=message)
+def test_numeric_options_out_of_range_are_one_line(args, message):
+    assert_clean_failure(run_inprocess(*args), contains=message)
 
 
 @pytest.mark.parametrize("content, message", [
@@ -135,45 +128,45 @@ def test_numeric_options_out_of_range_are_one_line(cli, args, message):
     (b"[1, 2]\n", "line 1 needs a string field 'prompt'"),
     (b'\xef\xbb\xbf{"prompt": "hi"}\n', "starts with a byte-order mark (BOM)"),
 ])
-def test_prompts_that_are_not_text_too_deep_or_not_objects(cli, tmp_path, content, message):
+def test_prompts_that_are_not_text_too_deep_or_not_objects(tmp_path, content, message):
     prompts = tmp_path / "p.jsonl"
     prompts.write_bytes(content)
-    assert_clean_failure(cli(*VERIFY, "--prompts", prompts), contains=message)
+    assert_clean_failure(run_inprocess(*VERIFY, "--prompts", prompts), contains=message)
 
 
-def test_a_target_given_as_a_file_is_named_as_the_target(cli):
-    r = cli("verify", "tiny-example-eagle31", "--target", EXAMPLE / "target" / "config.json")
+def test_a_target_given_as_a_file_is_named_as_the_target():
+    r = run_inprocess("verify", "tiny-example-eagle31", "--target", EXAMPLE / "target" / "config.json")
     assert_clean_failure(r, contains="config.json: not a directory")
     assert "(hint: give the target's folder, not a file in it)" in r.err
 
 
-def test_reports_that_are_json_lists_are_refused(cli, tmp_path):
+def test_reports_that_are_json_lists_are_refused(tmp_path):
     listed = tmp_path / "report.json"
     listed.write_text("[1, 2]")
-    assert_clean_failure(cli("push", EXAMPLE / "eagle31-safeai", "tester/x", "--report", listed, "--dry-run"),
+    assert_clean_failure(run_inprocess("push", EXAMPLE / "eagle31-safeai", "tester/x", "--report", listed, "--dry-run"),
                          contains="not a JSON object")
-    assert_clean_failure(cli("registry", "record", listed), contains="not a JSON object")
+    assert_clean_failure(run_inprocess("registry", "record", listed), contains="not a JSON object")
 
 
-def test_unwritable_destinations_are_refused_before_any_work(cli, tmp_path):
+def test_unwritable_destinations_are_refused_before_any_work(tmp_path):
     (tmp_path / "dir").mkdir()
-    assert_clean_failure(cli(*VERIFY, "--report", tmp_path / "dir"), contains="is a directory")
-    assert_clean_failure(cli(*VERIFY, "--report", tmp_path / "no" / "r.json"), contains="does not exist")
+    assert_clean_failure(run_inprocess(*VERIFY, "--report", tmp_path / "dir"), contains="is a directory")
+    assert_clean_failure(run_inprocess(*VERIFY, "--report", tmp_path / "no" / "r.json"), contains="does not exist")
     long_name = tmp_path / ("x" * 300)
-    assert_clean_failure(cli("convert", DRAFTER, long_name, *EXAMPLE_IDS), contains="a file name is too long")
+    assert_clean_failure(run_inprocess("convert", DRAFTER, long_name, *EXAMPLE_IDS), contains="a file name is too long")
 
 
-def test_a_non_utf8_registry_file_is_named_while_the_others_list(cli, tmp_path):
+def test_a_non_utf8_registry_file_is_named_while_the_others_list(tmp_path):
     registry = tmp_path / "registry"
     shutil.copytree(ROOT / "registry", registry, ignore=shutil.ignore_patterns("reports"))
     (registry / "garbled.yaml").write_bytes(b"id: \xff\xfe\n")
-    listed = cli("registry", "list", "--registry", registry, "--json")
+    listed = run_inprocess("registry", "list", "--registry", registry, "--json")
     assert listed.code == 0 and len(listed.json()) >= 30 and "garbled" in listed.err
-    assert cli("registry", "show", "tiny-example-eagle31", "--registry", registry).code == 0
-    assert cli("registry", "check", "--registry", registry).code == 1
+    assert run_inprocess("registry", "show", "tiny-example-eagle31", "--registry", registry).code == 0
+    assert run_inprocess("registry", "check", "--registry", registry).code == 1
 
 
-def test_a_fifo_in_the_registry_is_named_and_never_read(cli, tmp_path):
+def test_a_fifo_in_the_registry_is_named_and_never_read(tmp_path):
     registry = tmp_path / "registry"
     shutil.copytree(ROOT / "registry", registry, ignore=shutil.ignore_patterns("reports"))
     os.mkfifo(registry / "fifo.yaml")

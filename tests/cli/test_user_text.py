@@ -14,12 +14,6 @@ import pytest
 import yaml
 from conftest import EXAMPLE, EXAMPLE_IDS, ROOT, assert_clean_failure, run_inprocess
 
-
-@pytest.fixture
-def cli():
-    """The CLI in this process (conftest.run_inprocess): these checks need no process of their own."""
-    return run_inprocess
-
 SAVED = ROOT / "registry" / "reports" / "tiny-example-eagle31.k3.t0.native.json"  # as verify wrote it
 MATHTEXT = ["$$", "$\\frac{1}{2}$", "a$b"]  # what matplotlib would parse as mathtext (or refuse to)
 UNUSUAL = "👩\u200d💻\u00a0team"  # a ZWJ sequence and a no-break space: text, though not str.isprintable()
@@ -76,31 +70,31 @@ def test_verify_html_draws_a_mathtext_bucket_as_its_text(measured):
         assert f"<td>{name}</td>" in html, name  # and the page's table of buckets
 
 
-def test_report_html_of_a_saved_report_with_mathtext_buckets(cli, tmp_path):
+def test_report_html_of_a_saved_report_with_mathtext_buckets(tmp_path):
     saved = tmp_path / "saved.json"
     saved.write_text(json.dumps(renamed(MATHTEXT)))
-    r = cli("report", saved, "--html", tmp_path / "page.html")
+    r = run_inprocess("report", saved, "--html", tmp_path / "page.html")
     assert r.code == 0, r.err
     drawn = svgs((tmp_path / "page.html").read_text(encoding="utf-8"))
     assert all(name in drawn for name in MATHTEXT)
 
 
-def test_registry_site_draws_a_recorded_report_with_mathtext_buckets(cli, tmp_path):
+def test_registry_site_draws_a_recorded_report_with_mathtext_buckets(tmp_path):
     registry = tmp_path / "zoo" / "registry"
     (registry / "reports").mkdir(parents=True)
     shutil.copy(ROOT / "registry" / "tiny-example-eagle31.yaml", registry)
     (registry / "reports" / SAVED.name).write_text(json.dumps(renamed(MATHTEXT)))
-    r = cli("registry", "site", tmp_path / "site", "--registry", registry)
+    r = run_inprocess("registry", "site", tmp_path / "site", "--registry", registry)
     assert r.code == 0, r.err
     drawn = svgs((tmp_path / "site" / "entries" / "tiny-example-eagle31.html").read_text(encoding="utf-8"))
     assert all(name in drawn for name in MATHTEXT)
 
 
-def test_push_dry_run_with_a_report_of_mathtext_buckets(cli, tmp_path, measured):
+def test_push_dry_run_with_a_report_of_mathtext_buckets(tmp_path, measured):
     saved = tmp_path / "saved.json"
     saved.write_text(json.dumps(renamed(MATHTEXT)))
     for report in (saved, measured[1]):  # edited from the registry's, and as this verify wrote it
-        r = cli("push", EXAMPLE / "eagle31-safeai", "tester/x", "--target", "org/target", "--report", report,
+        r = run_inprocess("push", EXAMPLE / "eagle31-safeai", "tester/x", "--target", "org/target", "--report", report,
                 "--dry-run")
         assert r.code == 0, r.err
 
@@ -155,7 +149,7 @@ def test_the_prompt_reader_and_the_saved_reader_share_one_rule(tmp_path):
 # 3. no raw bidi control on any page of the site
 
 
-def test_the_site_neutralises_bidi_controls_in_notes_sources_and_links(cli, tmp_path):
+def test_the_site_neutralises_bidi_controls_in_notes_sources_and_links(tmp_path):
     registry = tmp_path / "zoo" / "registry"
     (registry / "reports").mkdir(parents=True)
     shutil.copy(SAVED, registry / "reports")
@@ -166,7 +160,7 @@ def test_the_site_neutralises_bidi_controls_in_notes_sources_and_links(cli, tmp_
     entry["evidence"]["licence"] = {"level": "model-card", "source": "https://example.org/\u202ecard"}
     entry["null_reasons"]["hardware"] = "runs on \u2067CPU\u2069 only"
     (registry / "tiny-example-eagle31.yaml").write_text(yaml.safe_dump(entry, allow_unicode=True), encoding="utf-8")
-    r = cli("registry", "site", tmp_path / "site", "--registry", registry)
+    r = run_inprocess("registry", "site", tmp_path / "site", "--registry", registry)
     assert r.code == 0, r.err
     pages = sorted((tmp_path / "site").rglob("*.html"))
     assert len(pages) == 2
@@ -181,7 +175,7 @@ def test_the_site_neutralises_bidi_controls_in_notes_sources_and_links(cli, tmp_
 # 4. many buckets: the plot draws the ones with the most drafts and says so; the table lists all
 
 
-def test_a_report_with_many_buckets_plots_the_largest_and_lists_all(cli, tmp_path):
+def test_a_report_with_many_buckets_plots_the_largest_and_lists_all(tmp_path):
     from eaglezoo.plots import MAX_BUCKETS
 
     data = json.loads(SAVED.read_text())
@@ -198,7 +192,7 @@ def test_a_report_with_many_buckets_plots_the_largest_and_lists_all(cli, tmp_pat
     saved = tmp_path / "many.json"
     saved.write_text(json.dumps(data))
     page = tmp_path / "many.html"
-    r = cli("report", saved, "--html", page)
+    r = run_inprocess("report", saved, "--html", page)
     assert r.code == 0, r.err
     html = page.read_text(encoding="utf-8")
     assert (f"{many} buckets; the plot shows the {MAX_BUCKETS} with the most drafts, the table lists all"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import socket
+import threading
 
 import pytest
 import yaml
@@ -127,19 +128,37 @@ def test_hub_errors_are_clear(hub, big_drafter):
 
 
 def test_network_down_retries_then_fails(hub):
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]  # closed again below: nothing listens there
-    r = hubcli(hub, "pull", "tester/anything", HF_ENDPOINT=f"http://127.0.0.1:{port}")
+    """Every connection drops before an answer: the client tries again (each try a connection counted here) before
+    the one line. (A port nothing listens on, where tries cannot be counted: tests/hub/test_registry_update.py.)"""
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        accepted = []
+
+        def drop_each():
+            while True:
+                try:
+                    conn, _ = server.accept()
+                except OSError:  # the socket closed: the test is over
+                    return
+                accepted.append(conn)
+                conn.close()
+
+        threading.Thread(target=drop_each, daemon=True).start()
+        r = hubcli(hub, "pull", "tester/anything", HF_ENDPOINT=f"http://127.0.0.1:{server.getsockname()[1]}")
     one_line_error(r, "could not be reached")
+    assert len(accepted) > 1, "no retry"
 
 
 def test_transient_server_errors_are_retried(hub, big_drafter):
     assert hubcli(hub, "push", big_drafter, "tester/flaky").code == 0
     hub[0].fail_next = 2
+    before = len(hub[0].requests)
     r = hubcli(hub, "pull", "tester/flaky")
     assert r.code == 0, r.err
     assert hub[0].fail_next == 0
+    first, second, third = hub[0].requests[before:before + 3]
+    assert first == second == third, "the request answered 503 is sent again until it succeeds"
 
 
 def test_remote_names_escaping_the_directory_are_refused(hub, big_drafter, tmp_path):

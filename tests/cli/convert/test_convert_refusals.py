@@ -20,13 +20,6 @@ from conftest import CLI_ENV, ROOT, Result, assert_clean_failure, run_inprocess,
 from safetensors.torch import save_file
 from support.factory import make_drafter, make_spec
 
-
-@pytest.fixture
-def cli():
-    """The CLI in this process (conftest.run_inprocess): these checks need no process of their own."""
-    return run_inprocess
-
-
 IDS = ["--aux-layers", "1,2,3", "--aux-convention", "boundary"]
 
 
@@ -100,22 +93,24 @@ CORRUPTIONS = {
 
 
 @pytest.mark.parametrize("case", CORRUPTIONS)
-def test_corrupt_safetensors(tmp_path, cli, case):
+def test_corrupt_safetensors(tmp_path, case):
     src = sf_drafter(tmp_path)
     corrupt, message = CORRUPTIONS[case]
     corrupt(src)
     before = tree_digest(src)
     out = tmp_path / "out"
-    assert_clean_failure(cli("convert", src, out, *IDS), out, contains=message)
+    assert_clean_failure(run_inprocess("convert", src, out, *IDS), out, contains=message)
     assert tree_digest(src) == before
 
 
-def test_pickle_that_is_not_tensors_is_refused_by_weights_only(tmp_path, cli):
+def test_pickle_that_is_not_tensors_is_refused_by_weights_only(tmp_path):
     src = make_drafter(tmp_path / "src", "safeai", file="bin")
     import pathlib
     torch.save({"fc.weight": pathlib.PurePosixPath("/etc/passwd")}, src / "pytorch_model.bin")  # an arbitrary global
     before = tree_digest(src)
-    assert_clean_failure(cli("convert", src, tmp_path / "out", *IDS), tmp_path / "out", contains="weights_only")
+    assert_clean_failure(
+        run_inprocess("convert", src, tmp_path / "out", *IDS), tmp_path / "out", contains="weights_only"
+    )
     assert tree_digest(src) == before
 
 
@@ -147,40 +142,44 @@ UNLOADABLE_BINS = {
 
 
 @pytest.mark.parametrize("case", UNLOADABLE_BINS)
-def test_unloadable_bin_is_named_in_our_words(tmp_path, cli, case):
+def test_unloadable_bin_is_named_in_our_words(tmp_path, case):
     """weights_only refusals in one line that says why, never torch's own (long, coloured) text."""
     content, reason = UNLOADABLE_BINS[case]
     src = make_drafter(tmp_path / "src", "safeai", file="bin")
     (src / "pytorch_model.bin").write_bytes(content())
     expected = f"pytorch_model.bin is not a loadable weights file: {reason}"
-    for result in (cli("lint", src), cli("convert", src, tmp_path / "out", *IDS)):
+    for result in (run_inprocess("lint", src), run_inprocess("convert", src, tmp_path / "out", *IDS)):
         assert_clean_failure(result, tmp_path / "out", contains=expected)
         assert "\x1b" not in result.err and "(hint: convert it to safetensors" in result.err
 
 
-def test_pickle_with_a_non_tensor_value(tmp_path, cli):
+def test_pickle_with_a_non_tensor_value(tmp_path):
     src = make_drafter(tmp_path / "src", "safeai", file="bin")
     torch.save({"fc.weight": [1, 2, 3]}, src / "pytorch_model.bin")
-    assert_clean_failure(cli("convert", src, tmp_path / "out", *IDS), tmp_path / "out", contains="name -> tensor")
+    assert_clean_failure(
+        run_inprocess("convert", src, tmp_path / "out", *IDS), tmp_path / "out", contains="name -> tensor"
+    )
 
 
-@pytest.mark.parametrize("content,message", [(None, "not found"), ("{oops", "not valid json"), ("[1, 2]", "not a json object")])
-def test_missing_or_malformed_config(tmp_path, cli, content, message):
+@pytest.mark.parametrize(
+    "content,message", [(None, "not found"), ("{oops", "not valid json"), ("[1, 2]", "not a json object")]
+)
+def test_missing_or_malformed_config(tmp_path, content, message):
     src = sf_drafter(tmp_path)
     if content is None:
         (src / "config.json").unlink()
     else:
         (src / "config.json").write_text(content)
-    assert_clean_failure(cli("convert", src, tmp_path / "out", *IDS), tmp_path / "out", contains=message)
+    assert_clean_failure(run_inprocess("convert", src, tmp_path / "out", *IDS), tmp_path / "out", contains=message)
 
 
-def test_unknown_dialect(tmp_path, cli):
+def test_unknown_dialect(tmp_path):
     src = tmp_path / "src"
     src.mkdir()
     save_file({"weird.weight": torch.zeros(3)}, str(src / "model.safetensors"))
     (src / "config.json").write_text(json.dumps({"hidden_size": 4}))
-    assert_clean_failure(cli("convert", src, tmp_path / "out"), tmp_path / "out", contains="unknown dialect")
-    assert_clean_failure(cli("convert", src, tmp_path / "out", "--from", "klingon"), tmp_path / "out",
+    assert_clean_failure(run_inprocess("convert", src, tmp_path / "out"), tmp_path / "out", contains="unknown dialect")
+    assert_clean_failure(run_inprocess("convert", src, tmp_path / "out", "--from", "klingon"), tmp_path / "out",
                          contains="unknown dialect")
 
 
@@ -198,45 +197,47 @@ def edit_config(src, **changes):
     ({"fc_norm": True, "norm_before_fc": True}, "mutually exclusive"),
     ({"target_hidden_size": 32}, "fan-in"),
 ])
-def test_config_inconsistent_with_tensors(tmp_path, cli, changes, message):
+def test_config_inconsistent_with_tensors(tmp_path, changes, message):
     src = make_drafter(tmp_path / "src", "safeai")
     edit_config(src, **changes)
-    assert_clean_failure(cli("convert", src, tmp_path / "out", *IDS), tmp_path / "out", contains=message)
+    assert_clean_failure(run_inprocess("convert", src, tmp_path / "out", *IDS), tmp_path / "out", contains=message)
 
 
-def test_tensors_without_their_flag(tmp_path, cli):
+def test_tensors_without_their_flag(tmp_path):
     src = make_drafter(tmp_path / "src", "safeai", spec=make_spec(fc_norm=True))
     edit_config(src, fc_norm=False)
-    assert_clean_failure(cli("convert", src, tmp_path / "out", *IDS), tmp_path / "out", contains="fc_norm.0.weight")
+    assert_clean_failure(
+        run_inprocess("convert", src, tmp_path / "out", *IDS), tmp_path / "out", contains="fc_norm.0.weight"
+    )
 
 
-def test_unmapped_tensor_is_listed(tmp_path, cli):
+def test_unmapped_tensor_is_listed(tmp_path):
     src = make_drafter(tmp_path / "src", "safeai", file="safetensors")
     from safetensors.torch import load_file
     state = load_file(str(src / "model.safetensors"))
     state["midlayer.mystery.weight"] = torch.zeros(2)
     state["extra_head.bias"] = torch.zeros(2)
     save_file(state, str(src / "model.safetensors"))
-    r = cli("convert", src, tmp_path / "out", *IDS)
+    r = run_inprocess("convert", src, tmp_path / "out", *IDS)
     assert_clean_failure(r, tmp_path / "out", contains="neither mapped nor dropped")
     assert "midlayer.mystery.weight" in r.err and "extra_head.bias" in r.err
 
 
-def test_non_integer_d2t(tmp_path, cli):
+def test_non_integer_d2t(tmp_path):
     src = make_drafter(tmp_path / "src", "safeai", file="safetensors")
     from safetensors.torch import load_file
     state = load_file(str(src / "model.safetensors"))
     state["d2t"] = state["d2t"].float()
     save_file(state, str(src / "model.safetensors"))
-    assert_clean_failure(cli("convert", src, tmp_path / "out", *IDS), tmp_path / "out", contains="integer")
+    assert_clean_failure(run_inprocess("convert", src, tmp_path / "out", *IDS), tmp_path / "out", contains="integer")
 
 
-def test_out_exists(tmp_path, cli):
+def test_out_exists(tmp_path):
     src = make_drafter(tmp_path / "src", "safeai")
     out = tmp_path / "out"
     out.mkdir()
     (out / "keep.txt").write_text("mine")
-    r = cli("convert", src, out, *IDS)
+    r = run_inprocess("convert", src, out, *IDS)
     assert_clean_failure(r, None, contains="already exists")
     assert (out / "keep.txt").read_text() == "mine" and len(list(out.iterdir())) == 1
 
@@ -270,19 +271,19 @@ def test_out_written_by_a_racing_convert(tmp_path):
     assert hashlib.sha256((out / "model.safetensors").read_bytes()).hexdigest() == record["output"]["model.safetensors"]
 
 
-def test_out_not_writable(tmp_path, cli):
+def test_out_not_writable(tmp_path):
     src = make_drafter(tmp_path / "src", "safeai")
     blocker = tmp_path / "file"
     blocker.write_text("x")
-    assert_clean_failure(cli("convert", src, blocker / "out", *IDS), None, contains="cannot write")
-    assert_clean_failure(cli("convert", src, "/proc/eaglezoo-out", *IDS), None, contains="cannot write")
+    assert_clean_failure(run_inprocess("convert", src, blocker / "out", *IDS), None, contains="cannot write")
+    assert_clean_failure(run_inprocess("convert", src, "/proc/eaglezoo-out", *IDS), None, contains="cannot write")
 
 
-def test_out_inside_src_is_refused(tmp_path, cli):
+def test_out_inside_src_is_refused(tmp_path):
     src = make_drafter(tmp_path / "src", "safeai")
     before = tree_digest(src)
-    assert_clean_failure(cli("convert", src, src / "out", *IDS), None, contains="overlaps")
-    assert_clean_failure(cli("convert", src, src, *IDS, "--force"), None, contains="overlaps")
+    assert_clean_failure(run_inprocess("convert", src, src / "out", *IDS), None, contains="overlaps")
+    assert_clean_failure(run_inprocess("convert", src, src, *IDS, "--force"), None, contains="overlaps")
     assert tree_digest(src) == before
 
 

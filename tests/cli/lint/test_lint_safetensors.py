@@ -17,12 +17,6 @@ from support.factory import make_drafter
 IDS = ["--aux-layers", "1,2,3", "--aux-convention", "boundary"]
 
 
-@pytest.fixture
-def cli():
-    """The CLI in this process (conftest.run_inprocess): these checks need no process of their own."""
-    return run_inprocess
-
-
 def rewrite(path: Path, corrupt) -> None:
     """`corrupt(items, data)` gives the header's new (key, value) items (repeats allowed) and data."""
     raw = path.read_bytes()
@@ -54,23 +48,23 @@ CLI_CORRUPTIONS = {
 
 
 @pytest.mark.parametrize("case", CLI_CORRUPTIONS)
-def test_lint_refuses_a_corrupt_header_in_one_line(tmp_path, cli, case):
+def test_lint_refuses_a_corrupt_header_in_one_line(tmp_path, case):
     src = make_drafter(tmp_path / "src", "safeai", file="safetensors")
     corrupt, message = CLI_CORRUPTIONS[case]
     rewrite(src / "model.safetensors", corrupt)
     before, files = tree_digest(tmp_path), sorted(tmp_path.rglob("*"))
-    r = cli("lint", src, *IDS)
+    r = run_inprocess("lint", src, *IDS)
     assert_clean_failure(r, contains=message)
     assert "error: model.safetensors: " in r.err
     assert tree_digest(tmp_path) == before and sorted(tmp_path.rglob("*")) == files
 
 
-def test_lint_reads_a_drafter_with_an_f8_e8m0_tensor(tmp_path, cli):
+def test_lint_reads_a_drafter_with_an_f8_e8m0_tensor(tmp_path):
     src = make_drafter(tmp_path / "src", "safeai", file="safetensors")
     state = load_file(str(src / "model.safetensors"))
     state["fc.weight_scale"] = torch.ones(4, dtype=torch.float8_e8m0fnu)
     save_file(state, str(src / "model.safetensors"), metadata={"format": "pt"})
-    r = cli("lint", src, *IDS, "--json")
+    r = run_inprocess("lint", src, *IDS, "--json")
     assert r.code == 1, r.err
     unexpected = [f["message"] for f in r.json()["findings"] if f["code"] == "unexpected"]
     assert unexpected == ["tensor fc.weight_scale does not belong to this drafter's config"]

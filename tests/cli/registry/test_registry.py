@@ -11,21 +11,14 @@ from conftest import ROOT, assert_clean_failure, run_inprocess
 from support.factory import make_drafter
 from support.registry_entries import GOOD
 
-
-@pytest.fixture
-def cli():
-    """The CLI in this process (conftest.run_inprocess): these checks need no process of their own."""
-    return run_inprocess
-
-
 REGISTRY = ROOT / "registry"
 
 
-def test_registry_holds_at_least_30_sourced_entries_that_check(cli):
-    r = cli("registry", "check", "--json")
+def test_registry_holds_at_least_30_sourced_entries_that_check():
+    r = run_inprocess("registry", "check", "--json")
     assert r.code == 0, r.out + r.err
     assert r.json()["checked"] >= 30 and r.json()["failed"] == 0
-    entries = cli("registry", "list", "--json").json()
+    entries = run_inprocess("registry", "list", "--json").json()
     assert len(entries) >= 30
     for e in entries:
         assert e["sources"], e["id"]
@@ -35,12 +28,12 @@ def test_registry_holds_at_least_30_sourced_entries_that_check(cli):
             assert e["aux_layers"]["convention"] and e["evidence"]["aux_layers"]["source"], e["id"]
 
 
-def test_list_filter_and_show(cli):
-    rows = cli("registry", "list", "--target", "Llama-3.3-70B", "--json").json()
+def test_list_filter_and_show():
+    rows = run_inprocess("registry", "list", "--target", "Llama-3.3-70B", "--json").json()
     assert rows and all("Llama-3.3-70B" in r["target"]["repo"] for r in rows)
-    shown = cli("registry", "show", "nvidia-llama-3.3-70b-instruct-eagle3", "--json").json()
+    shown = run_inprocess("registry", "show", "nvidia-llama-3.3-70b-instruct-eagle3", "--json").json()
     assert any("50170" in s for s in shown["sources"])
-    assert_clean_failure(cli("registry", "show", "no-such-entry"), None, contains="no registry entry")
+    assert_clean_failure(run_inprocess("registry", "show", "no-such-entry"), None, contains="no registry entry")
 
 
 def write(tmp_path: Path, name: str, text: str) -> Path:
@@ -50,18 +43,26 @@ def write(tmp_path: Path, name: str, text: str) -> Path:
     return d
 
 
-@pytest.mark.parametrize("text,where", [
-    (GOOD + "  bad: [indent\n", "good.yaml:7"),
-    (GOOD.replace("publisher: tests", "publisher: tests\nmystery_key: 1"), "good.yaml:5: mystery_key"),
-    (GOOD + "aux_layers:\n  ids: [1, 2, 3]\n", "good.yaml:7: aux_layers: Value error, aux ids without their convention"),
-    (GOOD + "status: {state: verified}\n", "good.yaml:7: status: Value error, status verified needs"),
-    (GOOD.replace("id: good", "id: other"), "good.yaml:1: id 'other' must equal the file name"),
-])
-def test_yaml_errors_name_the_file_and_line(tmp_path, cli, text, where):
+@pytest.mark.parametrize(
+    "text,where",
+    [
+        (GOOD + "  bad: [indent\n", "good.yaml:7"),
+        (GOOD.replace("publisher: tests", "publisher: tests\nmystery_key: 1"), "good.yaml:5: mystery_key"),
+        (
+            GOOD + "aux_layers:\n  ids: [1, 2, 3]\n",
+            "good.yaml:7: aux_layers: Value error, aux ids without their convention",
+        ),
+        (GOOD + "status: {state: verified}\n", "good.yaml:7: status: Value error, status verified needs"),
+        (GOOD.replace("id: good", "id: other"), "good.yaml:1: id 'other' must equal the file name"),
+    ],
+)
+def test_yaml_errors_name_the_file_and_line(tmp_path, text, where):
     d = write(tmp_path, "good", text)
-    r = cli("registry", "check", env={"EAGLEZOO_REGISTRY": str(d)})
+    r = run_inprocess("registry", "check", env={"EAGLEZOO_REGISTRY": str(d)})
     assert r.code == 1 and where in r.out, r.out  # reported as the file's problem; other entries still check
-    assert_clean_failure(cli("registry", "show", "good", env={"EAGLEZOO_REGISTRY": str(d)}), None, contains=where)
+    assert_clean_failure(
+        run_inprocess("registry", "show", "good", env={"EAGLEZOO_REGISTRY": str(d)}), None, contains=where
+    )
 
 
 @pytest.mark.parametrize("name,text,where", [
@@ -75,50 +76,55 @@ def test_yaml_errors_name_the_file_and_line(tmp_path, cli, text, where):
     ("deep", GOOD.replace("id: good", "id: deep").replace("org/drafter", "org/drafter/extra"),
      "deep.yaml:2: drafter.repo: Value error, Repo id must be in the form 'repo_name' or 'namespace/repo_name'"),
 ], ids=["duplicate-key", "nested-duplicate-key", "shell-in-repo", "three-part-repo"])
-def test_a_duplicated_key_or_a_bad_repo_id_is_refused_by_file_and_line(tmp_path, cli, name, text, where):
+def test_a_duplicated_key_or_a_bad_repo_id_is_refused_by_file_and_line(tmp_path, name, text, where):
     write(tmp_path, "good", GOOD)
     env = {"EAGLEZOO_REGISTRY": str(write(tmp_path, name, text))}
-    r = cli("registry", "check", "--json", env=env)
+    r = run_inprocess("registry", "check", "--json", env=env)
     assert r.code == 1 and "good" in r.json()["entries"], r.out
     assert any(where in p for p in r.json()["entries"][name]["problems"]), r.out
-    listed = cli("registry", "list", "--json", env=env)
+    listed = run_inprocess("registry", "list", "--json", env=env)
     shipped = {p.stem for p in (ROOT / "registry").glob("*.yaml")}  # the user's registry lies over the shipped one
     assert listed.code == 0 and [e["id"] for e in listed.json() if e["id"] not in shipped] == ["good"]
     assert where in listed.err
-    assert cli("registry", "show", "good", env=env).code == 0
+    assert run_inprocess("registry", "show", "good", env=env).code == 0
     for command in ("registry show", "serve-config"):
-        assert_clean_failure(cli(*command.split(), name, env=env), None, contains=where)
+        assert_clean_failure(run_inprocess(*command.split(), name, env=env), None, contains=where)
 
 
-def test_consistency_problems_exit_1(tmp_path, cli):
+def test_consistency_problems_exit_1(tmp_path):
     text = GOOD.replace('eagle_version: "3"', 'eagle_version: "3.1"') + "flags: {fc_norm: false, norm_output: true}\n"
     text += "evidence: {flags: {level: model-card, source: 'https://huggingface.co/org/drafter'}}\n"
     text += "engines:\n- {engine: vllm, min_version: '0.10.0'}\n"
     d = write(tmp_path, "good", text)
-    r = cli("registry", "check", "--json", env={"EAGLEZOO_REGISTRY": str(d)})
+    r = run_inprocess("registry", "check", "--json", env={"EAGLEZOO_REGISTRY": str(d)})
     assert r.code == 1
     problems = r.json()["entries"]["good"]["problems"]
     assert any("needs fc_norm and norm_output" in p for p in problems)
 
 
-def test_serve_config_from_registry_and_from_a_directory(tmp_path, cli):
-    r = cli("serve-config", "redhatai-llama-4-maverick-17b-128e-instruct-speculator.eagle3", "--json", "-k", "5")
+def test_serve_config_from_registry_and_from_a_directory(tmp_path):
+    r = run_inprocess(
+        "serve-config", "redhatai-llama-4-maverick-17b-128e-instruct-speculator.eagle3", "--json", "-k", "5"
+    )
     assert r.code == 0, r.err
     sc = r.json()
-    assert sc["speculative_config"] == {"method": "eagle3", "model": "RedHatAI/Llama-4-Maverick-17B-128E-Instruct-speculator.eagle3",
-                                        "num_speculative_tokens": 5}
+    assert sc["speculative_config"] == {
+        "method": "eagle3",
+        "model": "RedHatAI/Llama-4-Maverick-17B-128E-Instruct-speculator.eagle3",
+        "num_speculative_tokens": 5,
+    }
     assert sc["aux_layers_captured"] == [1, 23, 44] and "vllm serve meta-llama/" in sc["command"]
     assert sc["steps"] == [sc["command"]] and sc["convert_command"] is None  # served as published
-    r = cli("serve-config", "nvidia-llama-3.3-70b-instruct-eagle3", "--json")
+    r = run_inprocess("serve-config", "nvidia-llama-3.3-70b-instruct-eagle3", "--json")
     assert any("50170" in w for w in r.json()["warnings"])
     src = make_drafter(tmp_path / "src", "specforge")
     out = tmp_path / "out"
-    assert cli("convert", src, out).code == 0
-    r = cli("serve-config", out, "--engine", "sglang", "--target", "org/t", "--json")
+    assert run_inprocess("convert", src, out).code == 0
+    r = run_inprocess("serve-config", out, "--engine", "sglang", "--target", "org/t", "--json")
     sc = r.json()
     assert "--speculative-algorithm EAGLE3" in sc["command"] and sc["aux_layers_captured"] == [0, 1, 2]
     assert sc["min_version"] == "0.5.23" and not sc["warnings"]
-    r = cli("serve-config", src, "--target", "org/t", "--json")
+    r = run_inprocess("serve-config", src, "--target", "org/t", "--json")
     assert r.json()["convert_command"] == f"eaglezoo convert {src} src-eagle31" and "src-eagle31" in r.json()["command"]
 
 
@@ -131,7 +137,11 @@ def test_workflows_parse_and_call_tested_commands():
     triggers = reg[True] if True in reg else reg["on"]  # YAML 1.1 reads the key `on` as True
     assert "pull_request" in triggers and "schedule" in triggers
     steps = " ".join(s.get("run", "") for s in reg["jobs"]["check"]["steps"])
-    for command in ("eaglezoo registry check --online", "eaglezoo registry sync --json", "eaglezoo registry plan --json"):
+    for command in (
+        "eaglezoo registry check --online",
+        "eaglezoo registry sync --json",
+        "eaglezoo registry plan --json",
+    ):
         assert command in steps
     assert "--write" not in steps  # the nightly fails on drift; it never edits the registry
     from eaglezoo.registry.update import DEFAULT_REPO, PATTERNS
@@ -153,7 +163,10 @@ def test_workflows_parse_and_call_tested_commands():
     assert any(s.get("uses", "").startswith("actions/upload-artifact") for s in gpu["verify"]["steps"])
     site = wf["site.yml"]
     site_steps = " ".join(s.get("run", "") for s in site["jobs"]["build"]["steps"])
-    assert "eaglezoo registry site _site" in site_steps and "registry/**" in (site.get(True) or site["on"])["push"]["paths"]
+    assert (
+        "eaglezoo registry site _site" in site_steps
+        and "registry/**" in (site.get(True) or site["on"])["push"]["paths"]
+    )
     assert any(s.get("uses", "").startswith("actions/deploy-pages") for s in site["jobs"]["deploy"]["steps"])
     # the plan's runner classes are the labels the matrix asks for
     from eaglezoo.registry.hardware import RUNNERS

@@ -6,15 +6,8 @@ from __future__ import annotations
 
 import shutil
 
-import pytest
 import yaml
 from conftest import ROOT, run_inprocess
-
-
-@pytest.fixture
-def cli():
-    """The CLI in this process (conftest.run_inprocess): these checks need no process of their own."""
-    return run_inprocess
 
 
 def test_plan_groups_the_shipped_registry_by_runner_with_exact_commands():
@@ -46,7 +39,9 @@ def test_a_hand_set_class_without_a_runner_is_refused(tmp_path):
     data["hardware"].update(gpus_per_node=3, tensor_parallel_size=3, source="hand: a 3-GPU box")
     path.write_text(yaml.safe_dump(data, sort_keys=False))
     r = run_inprocess("registry", "plan", "--registry", reg, "--json")
-    assert r.code == 1 and "gpu-3x80g has no CI runner" in r.json()["unrunnable"]["nvidia-llama-3.3-70b-instruct-eagle3"]
+    assert (
+        r.code == 1 and "gpu-3x80g has no CI runner" in r.json()["unrunnable"]["nvidia-llama-3.3-70b-instruct-eagle3"]
+    )
     r = run_inprocess("registry", "check", "--registry", reg, "nvidia-llama-3.3-70b-instruct-eagle3")
     assert r.code == 1 and "has no CI runner" in r.out
 
@@ -77,9 +72,9 @@ def published() -> set[str]:
     return {e["id"] for e in entries if e["drafter"].get("repo") and e.get("family", "eagle3") != "dspark"}
 
 
-def test_plan_gives_every_published_entry_a_job(cli):
+def test_plan_gives_every_published_entry_a_job():
     """Each entry with a drafter repo: a job in its runner class, or one waiting on its sync, then its verify."""
-    r = cli("registry", "plan", "--json")
+    r = run_inprocess("registry", "plan", "--json")
     assert r.code == 0, r.err
     plan = r.json()
     jobs = {c["runner"]: c["jobs"] for c in plan["classes"]}
@@ -94,14 +89,14 @@ def test_plan_gives_every_published_entry_a_job(cli):
         assert j["command"] not in plan["commands"]  # no runner runs it before the sync gives its class
     runnable = [j["command"] for runner in plan["runners"] for j in jobs[runner]]
     assert plan["commands"] == runnable and all("--tensor-parallel-size" in c for c in runnable)
-    text = cli("registry", "plan")
+    text = run_inprocess("registry", "plan")
     assert text.code == 0 and "not planned" not in text.out
     assert all(f"eaglezoo registry sync {j['id']} --write" in text.out for j in waiting)
     assert ("waiting-on-sync" in text.out) == bool(waiting)
-    assert cli("registry", "plan", "--commands").out.splitlines() == runnable
+    assert run_inprocess("registry", "plan", "--commands").out.splitlines() == runnable
 
 
-def test_a_stated_parameter_count_gives_the_class(cli, tmp_path):
+def test_a_stated_parameter_count_gives_the_class(tmp_path):
     """An entry whose target's size is stated with its evidence (not synced) is planned by the hardware rule: Kimi
     K2's 1.03T FP8 parameters need two 8x141 GB nodes; at 2 bytes no runner holds them."""
     reg = tmp_path / "registry"
@@ -114,7 +109,7 @@ def test_a_stated_parameter_count_gives_the_class(cli, tmp_path):
     data.update(target_parameters=1_026_000_000_000, target_dtype="float8_e4m3fn")
     data["evidence"].update(target_parameters=card, target_dtype=card)
     path.write_text(yaml.safe_dump(data, sort_keys=False))
-    r = cli("registry", "plan", "--registry", reg, "--json")
+    r = run_inprocess("registry", "plan", "--registry", reg, "--json")
     assert r.code == 0, r.err
     (job,) = [j for c in r.json()["classes"] if c["runner"] == "gpu-2x8x141g" for j in c["jobs"]]
     assert job["id"] == entry_id and "after" not in job and entry_id not in r.json()["waiting"]
@@ -122,9 +117,11 @@ def test_a_stated_parameter_count_gives_the_class(cli, tmp_path):
     assert "1026B parameters at 1 bytes" in r.json()["estimated"][entry_id]
     waiting = [j for c in r.json()["classes"] if c["runner"] == "waiting-on-sync" for j in c["jobs"]]
     assert waiting and all(j["after"].endswith(f"--write --registry {reg}") for j in waiting)
-    lines = cli("registry", "plan", "--registry", reg, "--runner", "gpu-2x8x141g", "--commands").out.splitlines()
+    lines = run_inprocess(
+        "registry", "plan", "--registry", reg, "--runner", "gpu-2x8x141g", "--commands"
+    ).out.splitlines()
     assert lines == [job["command"]]
     data["target_dtype"] = "bfloat16"  # 2052 GB: more than 2 x 8 x 141 GB hold
     path.write_text(yaml.safe_dump(data, sort_keys=False))
-    r = cli("registry", "plan", "--registry", reg, "--json")
+    r = run_inprocess("registry", "plan", "--registry", reg, "--json")
     assert r.code == 1 and "do not fit" in r.json()["unrunnable"][entry_id], r.out

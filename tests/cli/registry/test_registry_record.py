@@ -14,12 +14,6 @@ from conftest import EXAMPLE, ROOT, assert_clean_failure, run_inprocess, tree_di
 
 
 @pytest.fixture
-def cli():
-    """The CLI in this process (conftest.run_inprocess): these checks need no process of their own."""
-    return run_inprocess
-
-
-@pytest.fixture
 def local_registry(tmp_path) -> Path:
     """The embedded example's entry in a registry of its own (paths stay inside its root)."""
     shutil.copytree(EXAMPLE, tmp_path / "examples" / "tiny")
@@ -90,7 +84,7 @@ def test_record_refuses_reports_for_another_drafter_or_k(local_registry, tmp_pat
     assert tree_digest(local_registry) == before
 
 
-def test_record_refuses_the_forged_report_for_a_folder_entry(cli, tmp_path):
+def test_record_refuses_the_forged_report_for_a_folder_entry(tmp_path):
     """The shipped report of the example, its drafter renamed to a Hub repo: the entry's drafter is a folder."""
     shutil.copytree(EXAMPLE, tmp_path / "examples" / "tiny")
     reg = tmp_path / "registry"
@@ -104,8 +98,8 @@ def test_record_refuses_the_forged_report_for_a_folder_entry(cli, tmp_path):
     for forged, message in (({"drafter": "evil/other-drafter"}, "drafter evil/other-drafter"),
                             ({"target": "evil/other-target"}, "target evil/other-target")):
         report.write_text(json.dumps({**shipped, **forged}))
-        assert_clean_failure(cli("registry", "record", report, "--registry", reg), contains=message)
+        assert_clean_failure(run_inprocess("registry", "record", report, "--registry", reg), contains=message)
         assert tree_digest(reg) == before
     report.write_text(json.dumps(shipped))  # written in another checkout (/work/main): the same folders
-    r = cli("registry", "record", report, "--registry", reg, "--json")
+    r = run_inprocess("registry", "record", report, "--registry", reg, "--json")
     assert r.code == 0 and r.json()["state"] == "verified", r.out + r.err

@@ -8,13 +8,6 @@ from conftest import EXAMPLE, assert_clean_failure, run_inprocess
 
 from eaglezoo.verify.acceptance import by_k_estimate, by_k_exact
 
-
-@pytest.fixture
-def cli():
-    """The CLI in this process (conftest.run_inprocess): these checks need no process of their own."""
-    return run_inprocess
-
-
 RUN = ["tiny-example-eagle31", "--prompts", EXAMPLE / "prompts.jsonl", "--max-prompts", "6", "--device", "cpu",
        "--dtype", "float32", "--json"]
 
@@ -42,8 +35,8 @@ def test_one_run_at_k_max_equals_a_run_at_each_k(runs):
     assert runs[1]["acceptance_by_k"]["rows"][0]["num_drafts"] == runs[1]["num_drafts"]
 
 
-def test_the_verify_text_shows_the_table(cli):
-    r = cli("verify", *RUN[:-1], "-k", "3")
+def test_the_verify_text_shows_the_table():
+    r = run_inprocess("verify", *RUN[:-1], "-k", "3")
     assert r.code == 0, r.err
     assert "acceptance length by K (exact): K=1 " in r.out and " · K=3 " in r.out
 
@@ -63,8 +56,8 @@ def test_the_estimate_is_labelled_and_sums_the_rates():
     assert [r["mean_acceptance_length"] for r in rows] == [1.5, 1.75, 1.875]
 
 
-def test_floors_beyond_the_measured_k_are_refused(cli):
+def test_floors_beyond_the_measured_k_are_refused():
     """Position floors past K would check positions the run never drafts."""
-    r = cli("verify", "tiny-example-eagle31", "-k", "2", "--min-acceptance", "0.5,0.4,0.3")
+    r = run_inprocess("verify", "tiny-example-eagle31", "-k", "2", "--min-acceptance", "0.5,0.4,0.3")
     assert_clean_failure(r, None, contains="--min-acceptance has 3 floors but K is 2")
     assert "give at most K values" in r.err

@@ -11,13 +11,6 @@ from conftest import assert_clean_failure, run_inprocess
 from eaglezoo.checkpoint.traps import RULES
 from eaglezoo.lint import lint_config
 
-
-@pytest.fixture
-def cli():
-    """The CLI in this process (conftest.run_inprocess): these checks need no process of their own."""
-    return run_inprocess
-
-
 CLEAN = {
     "architectures": ["LlamaForCausalLMEagle3"], "model_type": "llama", "hidden_size": 256,
     "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 64, "intermediate_size": 512,
@@ -107,10 +100,10 @@ def test_each_trap_is_found_with_its_fix(tmp_path, code):
     assert finding.hint and finding.message
 
 
-def test_lint_reads_a_template_through_the_cli(cli, tmp_path):
+def test_lint_reads_a_template_through_the_cli(tmp_path):
     path = tmp_path / "template.json"
     path.write_text(json.dumps(TRAPS["rope-theta-unstated"]))
-    r = cli("lint", path, "--json")
+    r = run_inprocess("lint", path, "--json")
     assert r.code == 0, r.err
     report = r.json()
     assert report["level"] == "config" and report["dialect"] == "specforge"
@@ -118,7 +111,7 @@ def test_lint_reads_a_template_through_the_cli(cli, tmp_path):
     assert report["spec"]["aux"] == {"ids": [1, 5, 9], "convention": "layer-output"}
 
 
-def test_a_template_against_its_target(cli, tmp_path):
+def test_a_template_against_its_target(tmp_path):
     """The config level still checks the drafter against the target: ids past the target's depth are an error."""
     target = tmp_path / "target"
     target.mkdir()
@@ -127,22 +120,22 @@ def test_a_template_against_its_target(cli, tmp_path):
                                                     "num_attention_heads": 4}))
     path = tmp_path / "template.json"
     path.write_text(json.dumps(CLEAN))
-    r = cli("lint", path, "--target", target)
+    r = run_inprocess("lint", path, "--target", target)
     assert r.code == 1 and "aux" in r.out, r.out
 
 
-def test_a_config_file_that_is_not_a_drafter(cli, tmp_path):
+def test_a_config_file_that_is_not_a_drafter(tmp_path):
     path = tmp_path / "config.json"
     path.write_text(json.dumps({"architectures": ["Qwen3ForCausalLM"], "hidden_size": 64, "vocab_size": 10,
                                 "num_attention_heads": 2, "num_hidden_layers": 4}))
-    r = cli("lint", path)
+    r = run_inprocess("lint", path)
     assert r.code == 1 and "not-a-drafter" in r.out and "--target" in r.out
 
 
-def test_a_config_file_that_is_not_json(cli, tmp_path):
+def test_a_config_file_that_is_not_json(tmp_path):
     path = tmp_path / "config.json"
     path.write_text('{"architectures": ["LlamaForCausalLMEagle3"], ')
-    assert_clean_failure(cli("lint", path), code=2, contains="JSON")
+    assert_clean_failure(run_inprocess("lint", path), code=2, contains="JSON")
 
 
 def _target(tmp_path, **keys):
