@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
-from ..errors import EngineError
+from ..errors import EngineError, printable
 from ..limits import MAX_K, MAX_MODEL_LEN
 
 LOOPBACK = {"127.0.0.1", "localhost", "::1", "0.0.0.0"}
@@ -57,7 +57,7 @@ def out_of_bounds(name: str, value, low: int, high: int) -> str | None:
     """What is wrong with a whole number that must lie in [low, high] (None: said nothing, or right)."""
     if value is None or (is_count(value) and low <= value <= high):
         return None
-    return f"{name} is {str(value)[:40]}, not a whole number from {low} to {high}"
+    return f"{name} is {printable(str(value))[:40]}, not a whole number from {low} to {high}"
 
 
 def k_table(value) -> list[list[int]] | None:

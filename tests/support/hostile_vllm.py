@@ -46,11 +46,11 @@ class Hostile:
 
 def hostile(metrics: list[bytes] | None = None, model: dict | None = None, silent: bool = False,
             trickle: float | None = None, redirect_to: str | None = None, slow: float | None = None,
-            error_body: bytes | None = None) -> Hostile:
+            error_body: bytes | None = None, server_info: dict | None = None) -> Hostile:
     """metrics: /metrics answers in turn (the last repeated); model: /v1/models' first entry; silent: accept and
     never answer; trickle: send the answer a byte every `trickle` seconds; redirect_to: answer every request with
     302 to that base URL (same path); slow: answer each request whole after `slow` seconds; error_body: answer
-    /v1/models with HTTP 500 and this body."""
+    /v1/models with HTTP 500 and this body; server_info: /server_info's answer (as in dev mode; else 404)."""
     answers = list(metrics or HEALTHY)
     entry = model or {"id": TARGET, "root": TARGET, "max_model_len": 1024}
 
@@ -86,6 +86,8 @@ def hostile(metrics: list[bytes] | None = None, model: dict | None = None, silen
             path = self.path.split("?")[0]
             if path == "/v1/models":
                 return self.send(json.dumps({"object": "list", "data": [entry]}).encode())
+            if path == "/server_info" and server_info is not None:
+                return self.send(json.dumps(server_info).encode())
             if path == "/version":
                 return self.send(b'{"version": "0.32.0"}')
             if path == "/metrics":

@@ -42,10 +42,24 @@ def test_counters_no_engine_could_have_counted_are_no_measurement(before, after,
     assert "/metrics" in r.err
 
 
-@pytest.mark.parametrize("length", [-5, 0, 10**15, "1024", True])
+@pytest.mark.parametrize("length", [-5, 0, 10**15, "1024", True, "\x1b]0;owned\x07\x1b[2J"])
 def test_a_context_no_model_has_is_refused(length):
     r = doctor(hostile(model={"id": "examples/tiny/target", "root": "examples/tiny/target", "max_model_len": length}))
     assert_clean_failure(r, contains="max_model_len")
+    assert "\x1b" not in r.err + r.out
+
+
+@pytest.mark.parametrize("spec, says", [
+    ({"num_speculative_tokens": -3}, "num_speculative_tokens is -3"),
+    ({"num_speculative_tokens": 3, "num_speculative_tokens_per_batch_size": [[1, 4, -1]]}, "K -1"),
+    ({"num_speculative_tokens": 3, "num_speculative_tokens_per_batch_size": [[0, 4, 2]]}, "batch size"),
+])
+def test_a_speculative_config_vllm_would_not_start_with_is_refused(spec, says):
+    """/server_info (dev mode) stating what vLLM refuses at start (vllm/v1/spec_decode/dynamic/utils.py)."""
+    info = {"vllm_config": {"speculative_config": {"method": "eagle3", "model": "examples/tiny/eagle31-safeai", **spec},
+                            "model_config": {"dtype": "torch.float32"}}}
+    r = doctor(hostile(server_info=info))
+    assert_clean_failure(r, contains=says)
 
 
 def test_a_redirect_to_another_host_is_refused_naming_it():
