@@ -21,6 +21,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from ..errors import EngineError, UsageError, printable
+from ..limits import MAX_K
 from ..settings import endpoint_timeout_s
 from .counters import SpecDecodeCounters
 from .server_facts import LOOPBACK, ServerFacts
@@ -329,12 +330,28 @@ def completion(base: str, body: dict) -> dict:
         if steps is None and spec.get("num_spec_steps") == 0:
             steps = []  # a request that never drafted (K=0 in a K table): vLLM gives its steps as null
         depth = spec.get("num_spec_tokens")
-        return {"tokens": tokens, "accepted": [int(x) for x in steps] if steps is not None else None,
-                "num_spec_tokens": int(depth) if depth is not None else None}
-    except (KeyError, IndexError, TypeError, ValueError, AttributeError):
+        result = {"tokens": tokens, "accepted": [_count(x) for x in steps] if steps is not None else None,
+                  "num_spec_tokens": _count(depth) if depth is not None else None}
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError, OverflowError):
         raise EngineError(f"{base}/v1/completions answered without a well-formed completion: is this a vLLM "
                           "server?", hint="point --endpoint at the vLLM server (vllm serve ... --speculative-config "
                                           "...)") from None
+    check_steps(base, result)
+    return result
+
+
+def check_steps(base: str, result: dict) -> None:
+    """A request's acceptance as a server reports it: its num_spec_tokens (the configured K) from 1 to limits.MAX_K,
+    each step accepting 0 to K tokens (vLLM counts a step in a histogram of K + 1 bins, vllm/v1/metrics/stats.py:
+    375-394)."""
+    depth = result["num_spec_tokens"]
+    bad = f"num_spec_tokens {depth}" if depth is not None and not 1 <= depth <= MAX_K else next(
+        (f"per_step_accepted {a} at K={depth or MAX_K}" for a in result["accepted"] or [] if not 0 <= a <= (depth or MAX_K)),
+        None)
+    if bad:
+        raise EngineError(f"{base}/v1/completions reports {bad}: no engine accepts that, so there is no measurement",
+                          hint="point --endpoint at the vLLM server itself; its per-request metrics are not a "
+                               "measurement")
 
 
 def check_depth(results: list[dict], counters: dict, k: int) -> None:

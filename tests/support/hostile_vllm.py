@@ -46,11 +46,13 @@ class Hostile:
 
 def hostile(metrics: list[bytes] | None = None, model: dict | None = None, silent: bool = False,
             trickle: float | None = None, redirect_to: str | None = None, slow: float | None = None,
-            error_body: bytes | None = None, server_info: dict | None = None) -> Hostile:
+            error_body: bytes | None = None, server_info: dict | None = None,
+            per_request: dict | None = None) -> Hostile:
     """metrics: /metrics answers in turn (the last repeated); model: /v1/models' first entry; silent: accept and
     never answer; trickle: send the answer a byte every `trickle` seconds; redirect_to: answer every request with
     302 to that base URL (same path); slow: answer each request whole after `slow` seconds; error_body: answer
-    /v1/models with HTTP 500 and this body; server_info: /server_info's answer (as in dev mode; else 404)."""
+    /v1/models with HTTP 500 and this body; server_info: /server_info's answer (as in dev mode; else 404); per_request:
+    each completion's metrics.speculative_decoding (as with --per-request-spec-decode-metrics detailed)."""
     answers = list(metrics or HEALTHY)
     entry = model or {"id": TARGET, "root": TARGET, "max_model_len": 1024}
 
@@ -94,7 +96,10 @@ def hostile(metrics: list[bytes] | None = None, model: dict | None = None, silen
                 return self.send(answers.pop(0) if len(answers) > 1 else answers[0], "text/plain")
             if path == "/v1/completions" and body is not None:
                 tokens = list(range(5, 5 + int(body["max_tokens"])))
-                return self.send(json.dumps({"choices": [{"index": 0, "text": "", "token_ids": tokens}]}).encode())
+                answer = {"choices": [{"index": 0, "text": "", "token_ids": tokens}]}
+                if per_request is not None:
+                    answer["metrics"] = {"speculative_decoding": per_request}
+                return self.send(json.dumps(answer).encode())
             self.send(b'{"detail": "Not Found"}', status=404)
 
         def send(self, data: bytes, kind: str = "application/json", status: int = 200):

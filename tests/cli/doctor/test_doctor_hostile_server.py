@@ -42,6 +42,17 @@ def test_counters_no_engine_could_have_counted_are_no_measurement(before, after,
     assert "/metrics" in r.err
 
 
+@pytest.mark.parametrize("metrics, says", [
+    ({"num_spec_tokens": 3, "per_step_accepted": [1, 99, 2]}, "per_step_accepted 99"),
+    ({"num_spec_tokens": 3, "per_step_accepted": [1, -1]}, "per_step_accepted -1"),
+    ({"num_spec_tokens": 3, "per_step_accepted": [1, 1e30]}, "per_step_accepted 1"),
+    ({"num_spec_tokens": -3, "per_step_accepted": [1]}, "num_spec_tokens -3"),
+])
+def test_per_request_acceptance_no_engine_could_have_counted_is_no_measurement(metrics, says):
+    r = doctor(hostile(per_request={"num_spec_steps": 2, **metrics}))
+    assert_clean_failure(r, contains=says)
+
+
 @pytest.mark.parametrize("length", [-5, 0, 10**15, "1024", True, "\x1b]0;owned\x07\x1b[2J"])
 def test_a_context_no_model_has_is_refused(length):
     r = doctor(hostile(model={"id": "examples/tiny/target", "root": "examples/tiny/target", "max_model_len": length}))
@@ -142,3 +153,8 @@ def test_a_k_table_out_of_bounds_is_refused_before_the_engine_starts(row, says):
                       "--speculative-config", f'{{"num_speculative_tokens_per_batch_size": [{row}]}}')
     assert_clean_failure(r, contains=says)
     assert "num_speculative_tokens_per_batch_size" in r.err
+
+
+def test_a_bad_doctor_deadline_setting_is_one_line_before_any_request():
+    r = run_cli("doctor", "tiny-example-eagle31", "--endpoint", "http://127.0.0.1:9", env={"EAGLEZOO_DOCTOR_DEADLINE": "0"})
+    assert_clean_failure(r, contains="EAGLEZOO_DOCTOR_DEADLINE='0'")
