@@ -82,6 +82,7 @@ def k_table_problem(value, k: int | None) -> str | None:
             return (f"num_speculative_tokens_per_batch_size row {row}: its batch sizes must run from 1 up, the first "
                     "no larger than the last")
         if not 0 <= depth <= most:
-            past = f"the deployment's K={k}" if k is not None and depth > k else f"0 to {most}"
-            return f"num_speculative_tokens_per_batch_size row {row}: K {depth} is outside {past} (K at most {MAX_K})"
+            why = f"past the deployment's K={k} (-k, at most {MAX_K})" if k is not None and depth > k else \
+                f"outside 0 to {most}"
+            return f"num_speculative_tokens_per_batch_size row {row}: K {depth} is {why}"
     return None
