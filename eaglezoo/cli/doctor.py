@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from ..errors import EXIT_FINDINGS, UsageError
-from ..limits import MAX_K, MAX_NEW_TOKENS
+from ..limits import MAX_K, MAX_MODEL_LEN, MAX_NEW_TOKENS
 from .common import (
     EnginePythonOpt,
     JsonOpt,
@@ -44,7 +44,7 @@ def doctor(
     device: Annotated[str, typer.Option(help="The native reference's device: auto, cpu, cuda or cuda:N.")] = "auto",
     batch_size: Annotated[int, typer.Option(min=1, max=256, help="The native reference's prompts per target batch.")] = 32,
     engine_python: EnginePythonOpt = None,
-    max_model_len: Annotated[int | None, typer.Option(min=16, rich_help_panel=ENGINE)] = None,
+    max_model_len: Annotated[int | None, typer.Option(min=16, max=MAX_MODEL_LEN, rich_help_panel=ENGINE)] = None,
     dtype: Annotated[str, typer.Option(rich_help_panel=ENGINE, help="auto (the model's), float32, bfloat16, float16.")] = "auto",
     enforce_eager: Annotated[bool, typer.Option("--enforce-eager", rich_help_panel=ENGINE)] = False,
     tensor_parallel_size: Annotated[int, typer.Option("--tensor-parallel-size", "-tp", min=1, rich_help_panel=ENGINE)] = 1,
