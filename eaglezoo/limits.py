@@ -8,3 +8,4 @@ MAX_NEW_TOKENS = 65536  # tokens generated per prompt
 MAX_TEMPERATURE = 100.0
 MAX_CONCURRENCY = 4096  # requests in flight (a load level), and the native engine's batch
 MAX_LEVELS = 64  # load levels in one tune or --speedup run
+MAX_MODEL_LEN = 1 << 24  # tokens of context a server may say it takes: past every published model's (10M at most)

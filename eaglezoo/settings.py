@@ -36,8 +36,16 @@ def hub_deadline_s() -> float:
 
 
 def endpoint_timeout_s() -> float:
-    """Per request to a running server (a long generation takes a while)."""
-    return env_seconds("EAGLEZOO_ENDPOINT_TIMEOUT", 600.0)
+    """The longest one request to a running server may take, from connecting to its last byte: a whole-request
+    deadline, so that a server trickling its answer is cut as one that says nothing. A completion of the default
+    64 tokens answers in seconds; a long generation on a slow server needs more."""
+    return env_seconds("EAGLEZOO_ENDPOINT_TIMEOUT", 60.0)
+
+
+def doctor_deadline_s() -> float:
+    """The longest `doctor` waits on a server in all, every request together (time with none in flight is not
+    counted): with the startup, a server that stalls or trickles stops doctor within 90 s."""
+    return env_seconds("EAGLEZOO_DOCTOR_DEADLINE", 60.0)
 
 
 def cache_dir() -> Path:

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from ..errors import EXIT_FINDINGS, UsageError
-from ..limits import MAX_NEW_TOKENS
+from ..limits import MAX_K, MAX_MODEL_LEN, MAX_NEW_TOKENS
 from .common import (
     EnginePythonOpt,
     JsonOpt,
@@ -36,7 +36,7 @@ def doctor(
     endpoint: Annotated[str | None, typer.Option(metavar="URL", help="A running vLLM server to diagnose, e.g. http://127.0.0.1:8000.")] = None,
     engine: Annotated[str | None, typer.Option(metavar="vllm", help="Diagnose the deployment you are about to start: eaglezoo starts vLLM on the drafter's folder as given.")] = None,
     speculative_config: Annotated[str | None, typer.Option(metavar="JSON", rich_help_panel=ENGINE, help="What you would pass to vllm serve --speculative-config (e.g. a K table); model and method default to the drafter's.")] = None,
-    num_spec_tokens: Annotated[int | None, typer.Option("--num-spec-tokens", "-k", min=1, max=64, help="Draft depth K (a server in dev mode says its own).")] = None,
+    num_spec_tokens: Annotated[int | None, typer.Option("--num-spec-tokens", "-k", min=1, max=MAX_K, help="Draft depth K (a server in dev mode says its own).")] = None,
     prompts: Annotated[Path | None, typer.Option(metavar="FILE", help="JSONL prompts like your traffic (default: the registry entry's, else the shipped set).")] = None,
     suite: SuiteOpt = None,
     max_prompts: Annotated[int | None, typer.Option(min=1, help="Use only the first N prompts.")] = None,
@@ -44,7 +44,7 @@ def doctor(
     device: Annotated[str, typer.Option(help="The native reference's device: auto, cpu, cuda or cuda:N.")] = "auto",
     batch_size: Annotated[int, typer.Option(min=1, max=256, help="The native reference's prompts per target batch.")] = 32,
     engine_python: EnginePythonOpt = None,
-    max_model_len: Annotated[int | None, typer.Option(min=16, rich_help_panel=ENGINE)] = None,
+    max_model_len: Annotated[int | None, typer.Option(min=16, max=MAX_MODEL_LEN, rich_help_panel=ENGINE)] = None,
     dtype: Annotated[str, typer.Option(rich_help_panel=ENGINE, help="auto (the model's), float32, bfloat16, float16.")] = "auto",
     enforce_eager: Annotated[bool, typer.Option("--enforce-eager", rich_help_panel=ENGINE)] = False,
     tensor_parallel_size: Annotated[int, typer.Option("--tensor-parallel-size", "-tp", min=1, rich_help_panel=ENGINE)] = 1,
@@ -62,7 +62,7 @@ def doctor(
 
     The verdict (healthy, engine-config, drafter, target-mismatch, workload) is shown by measuring what the fix restores.
     Exit 0 healthy, 1 a problem found, 2 bad input."""
-    from ..doctor.run import DoctorRequest
+    from ..doctor.run import DEFAULT_K, DoctorRequest
     from ..verify.vllm_engine import engine_options
 
     if (endpoint is None) == (engine is None):
@@ -79,8 +79,9 @@ def doctor(
     options = engine_options(python=engine_python, max_model_len=max_model_len, dtype=dtype, enforce_eager=enforce_eager,
                              tensor_parallel_size=tensor_parallel_size, extra=parse_engine_args(engine_args),
                              timeout_s=engine_timeout) if engine else None
+    config = parse_config(speculative_config, num_spec_tokens or DEFAULT_K)
     request = DoctorRequest(endpoint=endpoint, engine_options=options, k=num_spec_tokens,
-                            speculative_config=parse_config(speculative_config), max_new_tokens=max_new_tokens,
+                            speculative_config=config, max_new_tokens=max_new_tokens,
                             max_prompts=max_prompts, device=device, batch_size=batch_size)
     with verify_progress() as advance:
         result = diagnose_source(drafter, target, request, revision=revision, registry_dir=registry_dir,
@@ -93,8 +94,10 @@ def doctor(
         raise typer.Exit(EXIT_FINDINGS)
 
 
-def parse_config(text: str | None) -> dict | None:
-    from ..verify.endpoint import k_table
+def parse_config(text: str | None, k: int) -> dict | None:
+    """The planned deployment's speculative config, its K table held to vLLM's rules and the deployment's K, before
+    any engine starts (verify/server_facts.k_table_problem)."""
+    from ..verify.server_facts import k_table_problem
 
     if text is None:
         return None
@@ -103,23 +106,33 @@ def parse_config(text: str | None) -> dict | None:
         if key in config:
             raise UsageError(f"--speculative-config: {key} is {why}", hint=f"drop {key} from the JSON")
     table = config.get("num_speculative_tokens_per_batch_size")
-    if table is not None and not k_table(table):
-        raise UsageError("--speculative-config: num_speculative_tokens_per_batch_size must be a list of "
-                         "[first batch size, last batch size, K] rows", hint="e.g. [[1, 4, 3], [5, 256, 2]]")
+    problem = k_table_problem(table, k) if table is not None else None
+    if problem:
+        raise UsageError(f"--speculative-config: {problem}", hint=f"e.g. [[1, 4, {k}], [5, 256, {max(k - 1, 0)}]]")
     return config
 
 
 def diagnose_source(drafter: str | None, target: str | None, request, *, revision=None, registry_dir=None,
                     prompts_file: Path | None = None, outputs=None, progress=lambda *a, **kw: None):
-    """Names to folders (a registry entry supplies its target, aux ids, floors and prompts), then the diagnosis."""
+    """Names to folders (a registry entry supplies its target, aux ids, floors and prompts), then the diagnosis, its
+    requests to a server bounded in all by doctor's total wait (EAGLEZOO_DOCTOR_DEADLINE)."""
+    from ..settings import doctor_deadline_s
+    from ..verify.server_http import waiting_at_most
+
+    if not request.endpoint:
+        return resolve_and_diagnose(drafter, target, request, revision, registry_dir, prompts_file, outputs, progress)
+    with waiting_at_most(doctor_deadline_s(), "EAGLEZOO_DOCTOR_DEADLINE", "doctor's total wait on a server"):
+        from ..verify.endpoint import check_server
+
+        check_server(request.endpoint)  # a wrong address fails before anything is resolved or downloaded
+        return resolve_and_diagnose(drafter, target, request, revision, registry_dir, prompts_file, outputs, progress)
+
+
+def resolve_and_diagnose(drafter, target, request, revision, registry_dir, prompts_file, outputs, progress):
     from ..checkpoint.formats.base import ReadOptions
     from ..doctor.run import diagnose
     from .sources import resolve_request
 
-    if request.endpoint:
-        from ..verify.endpoint import check_server
-
-        check_server(request.endpoint)  # a wrong address fails before anything is resolved or downloaded
     if drafter is None:
         target_dir = local_target(target)
         return diagnose(request, None, target_dir, prompts_file=prompts_file, target_name=target, progress=progress)

@@ -21,6 +21,8 @@ from .suspects import Suspect, as_named, as_served, k_table_zero, suspects
 from .trials import Prompts, Variant, acceptance, run_trials
 from .verdict import Evidence, judge
 
+DEFAULT_K = 3  # the draft depth doctor measures where neither the server nor -k says one
+
 
 @dataclass(frozen=True)
 class DoctorRequest:
@@ -99,7 +101,7 @@ def depth(facts: ServerFacts | None, asked: int | None) -> int:
     """K: the server's where it says it, else the one asked (3 by default); checked against what it drafts."""
     if facts and facts.k and asked and facts.k != asked:
         raise UsageError(f"the server drafts K={facts.k}, not {asked}", hint=f"run with -k {facts.k}, or without -k")
-    return (facts.k if facts else None) or asked or 3
+    return (facts.k if facts else None) or asked or DEFAULT_K
 
 
 def measure(base: str | None, facts: ServerFacts | None, work: Workload, sides: Sides, request: DoctorRequest,

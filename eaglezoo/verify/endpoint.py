@@ -10,25 +10,27 @@ and, where it says which drafter it loaded (`/server_info`, dev mode), the named
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import http.client
 import json
 import queue
 import threading
 import time
 import urllib.error
-import urllib.request
-from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
-from ..errors import EngineError, UsageError, network_problem, printable
+from ..errors import EngineError, UsageError, printable
+from ..limits import MAX_K
 from ..settings import endpoint_timeout_s
+from .counters import SpecDecodeCounters
+from .server_facts import LOOPBACK, ServerFacts
+from .server_http import ABOUT_S, Redirected, TimedOut, fetch
 from .vllm_worker import COUNTERS, PER_POSITION
 from .workload import Measurement, Progress, Workload
 
 MAX_ANSWER = 64 << 20  # bytes: a server that streams more is not answering a completion
 CONCURRENCY = 8
-LOOPBACK = {"127.0.0.1", "localhost", "::1", "0.0.0.0"}
 
 
 def check_server(url: str) -> str:
@@ -70,7 +72,7 @@ def measure_requests(base: str, model: str, work: Workload, progress: Progress) 
     t0 = time.perf_counter()
     results = run_prompts(base, model, work, progress)
     wall = time.perf_counter() - t0
-    return results, scrape_delta(before, scrape(base)), wall
+    return results, scrape_delta(before, scrape(base), base), wall
 
 
 def server_base(url: str) -> str:
@@ -82,24 +84,31 @@ def server_base(url: str) -> str:
 
 
 def request(base: str, path: str, body: dict | None = None, missing_ok: bool = False):
-    """One HTTP call with a timeout and a size limit; any failure is one sentence naming the server."""
+    """One HTTP call, bounded (verify/server_http.py) and size-limited; any failure is one sentence naming the
+    server."""
     data = None if body is None else json.dumps(body).encode()
     try:
-        req = urllib.request.Request(base + path, data=data, headers={"Content-Type": "application/json"})
-        with urllib.request.urlopen(req, timeout=endpoint_timeout_s()) as resp:
-            raw = resp.read(MAX_ANSWER + 1)
+        raw = fetch(base + path, data, MAX_ANSWER)
+    except TimedOut as exc:
+        what = f"did not finish answering within {exc.seconds:g} s, {exc.whose}" if exc.whose else \
+            f"did not answer {path.split('?')[0]} within {exc.seconds:g} s"
+        limit = f"{exc.setting} sets {exc.whose}" if exc.whose else f"{exc.setting} sets the limit of one " \
+            "request (a long generation may need more)" if exc.setting else "a server says what it serves " \
+            f"within {ABOUT_S:g} s"
+        raise EngineError(f"the server at {base} {what}",
+                          hint=f"check that vllm serve is running there and answering; {limit}") from None
+    except Redirected as exc:
+        raise EngineError(f"{base}{path.split('?')[0]} redirected to {printable(exc.location)}: eaglezoo reads the "
+                          "server named, not another", hint="point --endpoint at the vLLM server itself") from None
     except urllib.error.HTTPError as exc:
         if missing_ok and exc.code == 404:
             return None
         raise EngineError(f"{base}{path} answered HTTP {exc.code}",
                           hint=_server_says(exc) or "point --endpoint at the vLLM server's base URL (vllm serve "
                                                     "...); its own log says why it refused") from None
-    except (urllib.error.URLError, OSError, http.client.HTTPException, ValueError) as exc:
-        timed_out = network_problem(getattr(exc, "reason", exc)) == "timed out"
-        problem = "did not answer in time" if timed_out else "cannot be reached (or is not an HTTP server)"
-        raise EngineError(f"the server at {base} {problem}",
-                          hint="check that vllm serve is running there (EAGLEZOO_ENDPOINT_TIMEOUT sets the "
-                               "limit)") from None
+    except (urllib.error.URLError, OSError, http.client.HTTPException, ValueError):
+        raise EngineError(f"the server at {base} cannot be reached (or is not an HTTP server)",
+                          hint="check that vllm serve is running there") from None
     if len(raw) > MAX_ANSWER:
         raise EngineError(f"{base}{path} answered with more than {MAX_ANSWER >> 20} MiB: is this a vLLM server?",
                           hint="point --endpoint at the vLLM server (vllm serve ... --speculative-config ...)")
@@ -115,7 +124,7 @@ def request(base: str, path: str, body: dict | None = None, missing_ok: bool = F
 
 def _server_says(exc: urllib.error.HTTPError) -> str | None:
     try:
-        detail = json.loads(exc.read(1 << 16)).get("error", {})
+        detail = json.loads(getattr(exc, "body", b"")).get("error", {})
         message = detail.get("message") if isinstance(detail, dict) else str(detail)
     except Exception:  # noqa: BLE001 - the body of an error page is optional information
         return None
@@ -166,33 +175,6 @@ def speculative_config(base: str) -> dict | None:
             "num_speculative_tokens": depth if isinstance(depth, int) else None, "dtype": dtype}
 
 
-@dataclass(frozen=True)
-class ServerFacts:
-    """What a vLLM server says about itself: `/version`, `/v1/models` and, in dev mode (`VLLM_SERVER_DEV_MODE=1`),
-    `/server_info`'s speculative and model config. Only named fields are kept: the config holds secrets too
-    (`hf_token`)."""
-
-    url: str
-    version: str | None
-    model: str  # the name requests use
-    root: str  # the path or repo the target was loaded from
-    max_model_len: int | None
-    dev_mode: bool  # /server_info answered: the fields below are read, not guessed
-    method: str | None = None
-    drafter: str | None = None
-    k: int | None = None
-    k_table: list[list[int]] | None = None  # num_speculative_tokens_per_batch_size
-    draft_sample_method: str | None = None
-    dtype: str | None = None
-    quantization: str | None = None
-
-    def local(self, path: str | None) -> Path | None:
-        """A path the server named, where it is a folder this machine can read (the server runs here)."""
-        if path is None or urlparse(self.url).hostname not in LOOPBACK or not Path(path).is_dir():
-            return None
-        return Path(path)
-
-
 def server_facts(base: str) -> ServerFacts:
     model = listed_model(base)
     info = request(base, "/server_info?config_format=json", missing_ok=True)
@@ -205,29 +187,17 @@ def server_facts(base: str) -> ServerFacts:
     spec = spec if isinstance(spec, dict) else {}
     target = (vllm_config or {}).get("model_config")
     target = target if isinstance(target, dict) else {}
-    length = model.get("max_model_len")
-    return ServerFacts(
+    return ServerFacts(  # checks the counts it is given
         url=printable(base), version=server_version(base), model=str(model["id"]),
-        root=printable(str(model.get("root") or model["id"])), max_model_len=length if isinstance(length, int) else None,
+        root=printable(str(model.get("root") or model["id"])), max_model_len=model.get("max_model_len"),
         dev_mode=isinstance(vllm_config, dict), method=_text(spec.get("method")), drafter=_text(spec.get("model")),
-        k=_count(spec.get("num_speculative_tokens")), k_table=k_table(spec.get("num_speculative_tokens_per_batch_size")),
+        k=spec.get("num_speculative_tokens"), k_table=spec.get("num_speculative_tokens_per_batch_size"),
         draft_sample_method=_text(spec.get("draft_sample_method")),
         dtype=(_text(target.get("dtype")) or "").removeprefix("torch.") or None, quantization=_text(target.get("quantization")))
 
 
 def _text(value) -> str | None:
     return printable(str(value))[:200] if value not in (None, "") else None
-
-
-def _count(value) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def k_table(value) -> list[list[int]] | None:
-    if not isinstance(value, list):
-        return None
-    rows = [list(row) for row in value if isinstance(row, list | tuple) and len(row) == 3]
-    return rows if rows and all(_count(x) is not None for row in rows for x in row) else None
 
 
 def check_drafter(config: dict | None, work: Workload, base: str) -> list[str]:
@@ -256,11 +226,13 @@ def check_drafter(config: dict | None, work: Workload, base: str) -> list[str]:
     return []
 
 
-def scrape(base: str) -> dict:
-    """vLLM's spec-decode counters from /metrics (Prometheus text, counters with the _total suffix)."""
+def scrape(base: str) -> SpecDecodeCounters:
+    """vLLM's spec-decode counters from /metrics (Prometheus text, counters with the _total suffix), summed over
+    its engines and checked (verify/counters.py)."""
     from prometheus_client.parser import text_string_to_metric_families
 
-    out = {"drafts": 0, "draft_tokens": 0, "accepted": 0, "per_position": {}}
+    out = {"num_drafts": 0, "num_draft_tokens": 0, "num_accepted_tokens": 0}
+    per_position: dict[int, int] = {}
     found = False
     try:
         families = list(text_string_to_metric_families(request(base, "/metrics")))
@@ -271,11 +243,11 @@ def scrape(base: str) -> dict:
         for sample in (s for family in families for s in family.samples):
             name = sample.name.removesuffix("_total")
             if name in COUNTERS:
-                out[COUNTERS[name]] += int(sample.value)
+                out[FIELDS[COUNTERS[name]]] += _count(sample.value)
                 found = True
             elif name == PER_POSITION:
                 pos = int(sample.labels.get("position", 0))
-                out["per_position"][pos] = out["per_position"].get(pos, 0) + int(sample.value)
+                per_position[pos] = per_position.get(pos, 0) + _count(sample.value)
     except (ValueError, OverflowError):
         raise EngineError(f"{base}/metrics holds a spec-decode counter that is not a count",
                           hint="point --endpoint at the vLLM server; its /metrics must be on") from None
@@ -286,14 +258,26 @@ def scrape(base: str) -> dict:
     if not found:
         raise EngineError(f"the server at {base} reports no speculative-decoding counters: it serves without a drafter",
                           hint="start vllm serve with --speculative-config")
-    return out
+    if sorted(per_position) != list(range(len(per_position))):
+        raise EngineError(f"{base}/metrics reports num_accepted_tokens_per_pos at positions "
+                          f"{sorted(per_position)[:8]}, not 0 to K-1: no engine counts that, so there is no measurement",
+                          hint="point --endpoint at the vLLM server itself; its counters are not a measurement")
+    return SpecDecodeCounters.read(f"{base}/metrics", **out,
+                                   num_accepted_tokens_per_pos=tuple(per_position[p] for p in sorted(per_position)))
 
 
-def scrape_delta(before: dict, after: dict) -> dict:
-    positions = sorted(after["per_position"])
-    return {"drafts": after["drafts"] - before["drafts"], "draft_tokens": after["draft_tokens"] - before["draft_tokens"],
-            "accepted": after["accepted"] - before["accepted"],
-            "per_position": [after["per_position"][p] - before["per_position"].get(p, 0) for p in positions]}
+FIELDS = {"drafts": "num_drafts", "draft_tokens": "num_draft_tokens", "accepted": "num_accepted_tokens"}
+
+
+def _count(value: float) -> int:
+    """A Prometheus sample as a count: a whole number (a negative or huge one is the counters' type's to refuse)."""
+    if not float(value).is_integer():
+        raise ValueError(value)
+    return int(value)
+
+
+def scrape_delta(before: SpecDecodeCounters, after: SpecDecodeCounters, base: str) -> dict:
+    return after.since(before, f"{base}/metrics").counts()
 
 
 def run_prompts(base: str, model: str, work: Workload, progress: Progress) -> list[dict]:
@@ -320,12 +304,13 @@ def run_prompts(base: str, model: str, work: Workload, progress: Progress) -> li
             except Exception as exc:  # raised again in the caller's thread
                 done.put((i, None, exc))
 
-    # Daemon threads: after a failure or Ctrl-C, requests still in flight do not hold the process.
+    # Daemon threads: after a failure or Ctrl-C, requests still in flight do not hold the process. Each runs in a
+    # copy of this context: a command's total wait on the server (server_http.waiting_at_most) is theirs too.
     for _ in range(min(CONCURRENCY, n)):
-        threading.Thread(target=client, daemon=True).start()
+        threading.Thread(target=contextvars.copy_context().run, args=(client,), daemon=True).start()
     results: list = [None] * n
     for count in range(1, n + 1):
-        i, result, exc = done.get()  # each request is bounded by endpoint_timeout_s()
+        i, result, exc = done.get()  # each request is bounded (server_http.fetch)
         if exc is not None:
             with contextlib.suppress(queue.Empty):  # no new requests; those in flight end with their timeout
                 while True:
@@ -345,12 +330,28 @@ def completion(base: str, body: dict) -> dict:
         if steps is None and spec.get("num_spec_steps") == 0:
             steps = []  # a request that never drafted (K=0 in a K table): vLLM gives its steps as null
         depth = spec.get("num_spec_tokens")
-        return {"tokens": tokens, "accepted": [int(x) for x in steps] if steps is not None else None,
-                "num_spec_tokens": int(depth) if depth is not None else None}
-    except (KeyError, IndexError, TypeError, ValueError, AttributeError):
+        result = {"tokens": tokens, "accepted": [_count(x) for x in steps] if steps is not None else None,
+                  "num_spec_tokens": _count(depth) if depth is not None else None}
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError, OverflowError):
         raise EngineError(f"{base}/v1/completions answered without a well-formed completion: is this a vLLM "
                           "server?", hint="point --endpoint at the vLLM server (vllm serve ... --speculative-config "
                                           "...)") from None
+    check_steps(base, result)
+    return result
+
+
+def check_steps(base: str, result: dict) -> None:
+    """A request's acceptance as a server reports it: its num_spec_tokens (the configured K) from 1 to limits.MAX_K,
+    each step accepting 0 to K tokens (vLLM counts a step in a histogram of K + 1 bins, vllm/v1/metrics/stats.py:
+    375-394)."""
+    depth = result["num_spec_tokens"]
+    bad = f"num_spec_tokens {depth}" if depth is not None and not 1 <= depth <= MAX_K else next(
+        (f"per_step_accepted {a} at K={depth or MAX_K}" for a in result["accepted"] or [] if not 0 <= a <= (depth or MAX_K)),
+        None)
+    if bad:
+        raise EngineError(f"{base}/v1/completions reports {bad}: no engine accepts that, so there is no measurement",
+                          hint="point --endpoint at the vLLM server itself; its per-request metrics are not a "
+                               "measurement")
 
 
 def check_depth(results: list[dict], counters: dict, k: int) -> None:

@@ -44,3 +44,23 @@ def test_endpoint_error_quoting_a_held_secret_hides_it():
         httpd.shutdown()
     assert_clean_failure(r, contains="bad key ***, try again")
     assert SECRET[3:] not in r.err + r.out
+
+
+def test_endpoint_counters_no_engine_could_have_counted_and_a_redirect_elsewhere_are_refused():
+    """verify --endpoint reads the server as doctor does (verify/endpoint.py): counters past what its drafts allow
+    are no measurement, and a redirect to another host is not followed (tests/cli/doctor/test_doctor_hostile_server.py
+    for every case)."""
+    from support.hostile_vllm import hostile, metrics_text
+
+    args = ["--max-prompts", "4", "--max-new-tokens", "16"]
+    liar = hostile(metrics=[metrics_text(0, 0, 0, [0, 0, 0]), metrics_text(10, 30, 1e30, [10, 10, 10])])
+    elsewhere = hostile()
+    redirecting = hostile(redirect_to=elsewhere.url)
+    try:
+        lied = run_inprocess("verify", "tiny-example-eagle31", "--endpoint", liar.url, *args)
+        redirected = run_inprocess("verify", "tiny-example-eagle31", "--endpoint", redirecting.url, *args)
+    finally:
+        for server in (liar, elsewhere, redirecting):
+            server.stop()
+    assert_clean_failure(redirected, contains=f"redirected to {elsewhere.url}/v1/models")
+    assert_clean_failure(lied, contains="num_accepted_tokens")
