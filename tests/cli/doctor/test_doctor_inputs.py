@@ -103,3 +103,24 @@ def test_a_drafter_of_another_family_is_one_line():
     server is measured, with what measures it instead."""
     r = run_inprocess("doctor", "tiny-example-peagle", "--engine", "vllm", "--engine-python", sys.executable)
     assert_clean_failure(r, contains="this is a peagle drafter")
+
+
+def test_the_memory_hint_names_a_flag_doctor_has():
+    """vLLM's memory failure names --gpu-memory-utilization (vllm_process.MEMORY_HINT): doctor takes it, and checks
+    it as verify does."""
+    r = run_inprocess("doctor", "tiny-example-eagle31", "--engine", "vllm", "--gpu-memory-utilization", "0.5",
+                      "--engine-python", "/nonexistent/python")
+    assert_clean_failure(r, contains="--engine-python /nonexistent/python")
+    assert_clean_failure(run_inprocess("doctor", "tiny-example-eagle31", "--engine", "vllm",
+                                       "--gpu-memory-utilization", "1.5"), contains="--gpu-memory-utilization")
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--reference-dtype", "float8"], "unknown --dtype 'float8'"),
+    (["--reference-device", "tpu"], "tpu"),
+])
+def test_the_reference_precision_and_device_are_checked_first(args, says):
+    """The native reference's dtype and device, named and checked as verify's --dtype and --device, before a server
+    is asked anything (the endpoint here is down: its error would come second)."""
+    r = run_inprocess("doctor", "tiny-example-eagle31", "--endpoint", f"http://127.0.0.1:{free_port()}", *args)
+    assert_clean_failure(r, contains=says)
