@@ -13,7 +13,7 @@ from ..checkpoint.formats.base import ReadOptions
 from ..errors import EaglezooError, EngineError, UsageError
 from ..verify.endpoint import ServerFacts, ServerFailed, check_depth, check_server, measure_requests, server_facts
 from ..verify.identity import Capture, read_served, vllm_captures
-from ..verify.run import prepare
+from ..verify.run import SAMPLED_ON_NATIVE, prepare
 from ..verify.workload import Progress, Workload
 from .fit import classify, fingerprint
 from .report import Acceptance, DoctorReport, Server
@@ -70,9 +70,15 @@ def diagnose(request: DoctorRequest, drafter_dir: Path | None, target_dir: Path 
     sides = endpoint_sides(facts, drafter_dir, target_dir) if facts else \
         Sides(drafter_dir, target_dir, drafter_dir, target_dir)
     k = depth(facts, request.k)
-    work = prepare(sides.named_drafter, sides.named_target, target_name or str(sides.named_target), None,
-                   opts or ReadOptions(), prompts_file, request.max_prompts, k, request.max_new_tokens, 0.0, None,
-                   ["native"], facts.max_model_len if facts else None)
+    try:
+        work = prepare(sides.named_drafter, sides.named_target, target_name or str(sides.named_target), None,
+                       opts or ReadOptions(), prompts_file, request.max_prompts, k, request.max_new_tokens, 0.0, None,
+                       ["native", "vllm"], server_context(facts, request))  # the server's context bounds the prompts
+    except UsageError as exc:
+        if SAMPLED_ON_NATIVE in exc.message:  # every row sampled: doctor's reason, not the native engine's
+            raise UsageError(f"no prompt can be diagnosed: {DOCTOR_GREEDY}", hint="give rows at temperature 0 "
+                             "(the default) to diagnose the server") from None
+        raise
     if work.spec.family != "eagle3":
         raise UsageError(f"doctor diagnoses EAGLE-3 and EAGLE 3.1 drafters; this is a {work.spec.family} drafter",
                          hint="measure it with eaglezoo verify DRAFTER --engine vllm (or natively), and lint it")
@@ -96,9 +102,30 @@ def diagnose(request: DoctorRequest, drafter_dir: Path | None, target_dir: Path 
         verdict=verdict, summary=summary, server=server_part(served.facts, served.requests, k, request.endpoint),
         drafter=str(sides.named_drafter), target=target_name or str(sides.named_target), prompts=len(work.encoded),
         max_new_tokens=work.max_new_tokens, measured=[a for a in (server, *trials.values()) if a is not None],
-        findings=findings, floors=floors, notes=work.notes + said + notes + judged,
+        findings=findings, floors=floors, notes=work.notes + skipped_notes(work) + said + notes + judged,
         timing={"server_s": served.seconds, "reference_s": reference_s, "target_passes": passes,
                 "total_s": time.perf_counter() - t0})
+
+
+def server_context(facts: ServerFacts | None, request: DoctorRequest) -> int | None:
+    """The server's context (its /v1/models), or the planned deployment's --max-model-len: a prompt that does not fit
+    with its new and draft tokens is skipped with its reason, as verify skips it, never sent to a 400."""
+    if facts is not None:
+        return facts.max_model_len
+    return getattr(request.engine_options, "max_model_len", None)
+
+
+DOCTOR_GREEDY = ("doctor compares the server with the greedy native reference: a row at temperature > 0 is measured "
+                 "on the server by eaglezoo verify DRAFTER --endpoint URL")
+
+
+def skipped_notes(work: Workload) -> list[str]:
+    """The rows not measured, counted by reason (a sampled row's reason is doctor's own, not the native engine's)."""
+    reasons: dict[str, int] = {}
+    for s in work.skipped:
+        reason = DOCTOR_GREEDY if s["reason"] == SAMPLED_ON_NATIVE else s["reason"]
+        reasons[reason] = reasons.get(reason, 0) + 1
+    return [f"{n} prompt{'s' if n > 1 else ''} skipped: {reason}" for reason, n in reasons.items()]
 
 
 def precision_note(dtype: str) -> list[str]:

@@ -147,7 +147,7 @@ def unexplained(e: Evidence) -> list[Finding]:
                              "VLLM_SERVER_DEV_MODE=1 on this machine so that doctor can read what it loaded"),
                         confirmed=False)]
     below = below_floors(reference, e.floors)
-    if not below:
+    if not below or not below_floors(e.server, e.floors):  # both below, or the server meets them: no fault
         return []
     on_own = e.entry_prompts
     return [Finding(

@@ -54,8 +54,16 @@ def assert_named(result, report, verdict: str, cause: str) -> dict:
 
 
 def test_a_healthy_server_is_healthy(drafter, tmp_path):
+    """And, on the same server, a target named that the served one outdoes: the served target is a "fine-tune" of
+    the one named that accepts more, which is no fault (exit 0, said in a note)."""
     saved, page = tmp_path / "doctor.json", tmp_path / "doctor.html"
-    result, report = diagnose(tmp_path, drafter, outputs=["--report", saved, "--html", page])
+    worse = faults.fine_tuned(EXAMPLE / "target", tmp_path / "worse")
+    with serving(tmp_path, {"method": "eagle3", "model": str(drafter), "num_speculative_tokens": 3}) as url:
+        result, report = doctor("--endpoint", url, "--report", saved, "--html", page)
+        above, above_report = doctor("--endpoint", url, "--target", worse)
+    assert above.code == 0 and above_report["verdict"] == "healthy", (above.out, above_report["findings"])
+    assert trial(above_report, "server") > trial(above_report, "reference") + 0.05
+    assert any("not below the drafter and target named" in n and "not a fault" in n for n in above_report["notes"])
     assert result.code == 0, (result.out, result.err)
     assert report["verdict"] == "healthy" and report["findings"] == []
     assert trial(report, "server") == pytest.approx(trial(report, "reference"), abs=0.02)
@@ -139,6 +147,22 @@ def test_a_fine_tuned_target(drafter, tmp_path):
     finding = assert_named(result, report, "target-mismatch", "target-fine-tuned")
     assert "retrain" in finding["fix"]
     assert report["timing"]["target_passes"] == 2
+
+
+def test_a_deep_k_is_held_to_the_floors_it_shares_and_its_tail_flagged(drafter, tmp_path):
+    """K=8 where the entry's floors are at K=3: they hold positions 1-3 (the first three drafts are the same at any
+    K), and the tail positions accepting under 20% are flagged with the K the rates support."""
+    with serving(tmp_path, {"method": "eagle3", "model": str(drafter), "num_speculative_tokens": 8}) as url:
+        result, report = doctor("--endpoint", url)
+    assert result.code == 1, (result.out, result.err)
+    assert report["floors"] == [0.5, 0.3, 0.2] and report["server"]["k"] == 8
+    finding = report["findings"][0]
+    assert finding["cause"] == "k-too-deep" and finding["confirmed"], report["findings"]
+    rates = next(a["per_position"] for a in report["measured"] if a["source"] == "server")
+    supported = next(i for i, r in enumerate(rates) if r < 0.2)
+    assert f"these figures support K={supported}" in finding["what"] and 1 <= supported < 8
+    assert "floors (K=3) cover positions 1-3 only" in finding["evidence"][0]
+    assert f'"num_speculative_tokens": {supported}' in finding["fix"]
 
 
 def test_a_k_table_that_sends_k_zero(drafter, tmp_path):
