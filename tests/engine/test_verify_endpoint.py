@@ -63,8 +63,8 @@ def test_endpoint_serving_the_right_weights_with_other_aux_ids_fails_naming_them
         r = run_cli("verify", "tiny-example-eagle31", "--max-prompts", "1", "--endpoint", url)
     finally:
         stop_server(proc)
-    assert_clean_failure(r, contains="aux ids: the server captures boundary [1, 2, 3], the drafter was trained on "
-                                     "boundary [2, 3, 4]")
+    assert_clean_failure(r, contains="aux ids: vLLM (V1/V2 model runner) reads [1, 2, 3] from "
+                                     "eagle_aux_hidden_state_layer_ids; the drafter was trained on boundary [2, 3, 4]")
     assert "PASS" not in r.out
 
 
