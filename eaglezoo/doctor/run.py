@@ -9,10 +9,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from ..checkpoint.formats.aux_ids import Capture, vllm_captures
 from ..checkpoint.formats.base import ReadOptions
 from ..errors import EaglezooError, EngineError, UsageError
 from ..verify.endpoint import ServerFacts, ServerFailed, check_depth, check_server, measure_requests, server_facts
-from ..verify.identity import Capture, read_served, vllm_captures
+from ..verify.identity import read_served
 from ..verify.run import SAMPLED_ON_NATIVE, prepare
 from ..verify.workload import Progress, Workload
 from .fit import classify, fingerprint

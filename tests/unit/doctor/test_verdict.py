@@ -81,3 +81,18 @@ def test_a_server_above_the_reference_is_no_fault():
     verdict, _, findings, notes = judge(evidence(2.4, {"as served": 2.4, "reference": 2.1}, [target]))
     assert (verdict, findings) == ("healthy", [])
     assert "not a fault" in notes[0]
+
+
+def test_the_servers_acceptance_wins_over_eaglezoos_model_of_the_capture():
+    """Where the server equals the reference prompt by prompt and the drafter as served (by eaglezoo's model of
+    vLLM) does not, no aux-id capture is claimed: the model is what is wrong."""
+    from eaglezoo.doctor.run import trust_server
+
+    def prompts(source, values):
+        return Acceptance(source=source, mean_acceptance_length=sum(values) / len(values), interval=[1.0, 3.0],
+                          per_position=[0.5], prompts=len(values), drafts=10, per_prompt=list(values))
+
+    server, reference, served = prompts("server", [2.0, 2.5]), prompts("reference", [2.0, 2.5]), prompts("s", [1.9, 2.1])
+    kept, notes = trust_server([AUX, FLAGS], {"as served": served, "reference": reference}, server)
+    assert kept == [FLAGS] and "the server captures the layers the drafter was trained on" in notes[0]
+    assert trust_server([AUX], {"as served": served, "reference": reference}, served)[0] == [AUX]  # server below

