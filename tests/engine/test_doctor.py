@@ -177,16 +177,19 @@ def test_a_k_table_that_sends_k_zero(drafter, tmp_path):
 
 
 def test_a_planned_deployment_of_an_unconverted_folder(vllm_ready):
-    """The README's example as `vllm serve` would load it: the SafeAILab folder keeps its ids where vLLM does not
-    look, and vLLM 0.32 does not even load it. Both are named, and the trial shows what converting restores."""
+    """The README's example as `vllm serve` would load it: the SafeAILab folder holds no ids where vLLM reads them, so
+    vLLM captures its default, too few layers for the drafter, and fails. Both are named, and the trial shows what
+    converting restores (the reference here in bfloat16 on the CPU, as --reference-dtype/--reference-device ask)."""
     result, report = doctor("--engine", "vllm", *ENGINE[:2], "--dtype", "float32", "--enforce-eager",
-                            "--max-model-len", "256")
+                            "--max-model-len", "256", "--reference-device", "cpu", "--reference-dtype", "bfloat16")
     assert result.code == 1, (result.out, result.err)
     assert report["verdict"] == "engine-config"
     causes = {f["cause"]: f for f in report["findings"]}
     assert causes["aux-ids-default"]["confirmed"]
     assert causes["aux-ids-default"]["restores"] == pytest.approx(trial(report, "reference"))
     assert "eaglezoo convert tiny-example-eagle31 OUT" in causes["engine-refuses"]["fix"]
+    assert "fails on the first request that drafts" in causes["aux-ids-default"]["what"]
+    assert any("the native reference ran in bfloat16 (--reference-dtype)" in n for n in report["notes"])
 
 
 def test_a_server_started_without_the_measurement_flags_is_read_from_its_counters(drafter, tmp_path):
