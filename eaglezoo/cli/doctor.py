@@ -27,6 +27,7 @@ from .outputs import HtmlOpt, check_outputs, save
 from .verify import parse_engine_args, verify_progress
 
 ENGINE = "Planned deployment (vLLM started by eaglezoo)"
+REFERENCE = "Native reference (the drafter and target run by eaglezoo, beside the server)"
 
 
 @app.command()
@@ -41,12 +42,14 @@ def doctor(
     suite: SuiteOpt = None,
     max_prompts: Annotated[int | None, typer.Option(min=1, help="Use only the first N prompts.")] = None,
     max_new_tokens: Annotated[int, typer.Option(min=1, max=MAX_NEW_TOKENS, help="Tokens generated per prompt.")] = 64,
-    device: Annotated[str, typer.Option(help="The native reference's device: auto, cpu, cuda or cuda:N.")] = "auto",
-    batch_size: Annotated[int, typer.Option(min=1, max=256, help="The native reference's prompts per target batch.")] = 32,
+    device: Annotated[str, typer.Option("--reference-device", "--device", metavar="DEVICE", rich_help_panel=REFERENCE, help="auto, cpu, cuda or cuda:N (auto: the first GPU, else the CPU: beside a server that holds the GPU, cpu or another GPU).")] = "auto",
+    reference_dtype: Annotated[str, typer.Option(metavar="DTYPE", rich_help_panel=REFERENCE, help="float32 (the exact reference: about 4 bytes a parameter, 32 GB for an 8B target), bfloat16, float16 or auto (as verify's --dtype).")] = "float32",
+    batch_size: Annotated[int, typer.Option(min=1, max=256, rich_help_panel=REFERENCE, help="Prompts per target batch.")] = 32,
     engine_python: EnginePythonOpt = None,
     max_model_len: Annotated[int | None, typer.Option(min=16, max=MAX_MODEL_LEN, rich_help_panel=ENGINE)] = None,
     dtype: Annotated[str, typer.Option(rich_help_panel=ENGINE, help="auto (the model's), float32, bfloat16, float16.")] = "auto",
     enforce_eager: Annotated[bool, typer.Option("--enforce-eager", rich_help_panel=ENGINE)] = False,
+    gpu_memory_utilization: Annotated[float | None, typer.Option(min=0.01, max=1.0, metavar="F", rich_help_panel=ENGINE)] = None,
     tensor_parallel_size: Annotated[int, typer.Option("--tensor-parallel-size", "-tp", min=1, rich_help_panel=ENGINE)] = 1,
     engine_args: Annotated[str | None, typer.Option(metavar="JSON", rich_help_panel=ENGINE, help="Any other LLM(...) argument.")] = None,
     engine_timeout: Annotated[float, typer.Option(min=1.0, metavar="SECONDS", rich_help_panel=ENGINE)] = 3600.0,
@@ -63,6 +66,7 @@ def doctor(
     The verdict (healthy, engine-config, drafter, target-mismatch, workload) is shown by measuring what the fix restores.
     Exit 0 healthy, 1 a problem found, 2 bad input."""
     from ..doctor.run import DEFAULT_K, DoctorRequest
+    from ..verify.run import check_settings
     from ..verify.vllm_engine import engine_options
 
     if (endpoint is None) == (engine is None):
@@ -76,13 +80,15 @@ def doctor(
     if engine and drafter is None:
         raise UsageError("name the drafter of the planned deployment", hint="e.g. eaglezoo doctor DRAFTER --engine vllm")
     check_outputs(report, html, reads=(prompts,))
+    check_settings(["native"], device=device, dtype=reference_dtype)  # the reference's, as verify checks its own
     options = engine_options(python=engine_python, max_model_len=max_model_len, dtype=dtype, enforce_eager=enforce_eager,
-                             tensor_parallel_size=tensor_parallel_size, extra=parse_engine_args(engine_args),
-                             timeout_s=engine_timeout) if engine else None
+                             tensor_parallel_size=tensor_parallel_size, gpu_memory_utilization=gpu_memory_utilization,
+                             extra=parse_engine_args(engine_args), timeout_s=engine_timeout) if engine else None
     config = parse_config(speculative_config, num_spec_tokens or DEFAULT_K)
     request = DoctorRequest(endpoint=endpoint, engine_options=options, k=num_spec_tokens,
                             speculative_config=config, max_new_tokens=max_new_tokens,
-                            max_prompts=max_prompts, device=device, batch_size=batch_size)
+                            max_prompts=max_prompts, device=device, reference_dtype=reference_dtype,
+                            batch_size=batch_size)
     with verify_progress() as advance:
         result = diagnose_source(drafter, target, request, revision=revision, registry_dir=registry_dir,
                                  prompts_file=prompts_or_suite(prompts, suite), progress=advance,
@@ -140,8 +146,22 @@ def resolve_and_diagnose(drafter, target, request, revision, registry_dir, promp
                             prompts_file=prompts_file, outputs=outputs)
     entry, tgt = named.entry, named.target
     return diagnose(request, named.source.path, tgt.path, prompts_file=named.prompts_file, opts=named.options,
-                    floors_at=(lambda k: entry.floors_at(k, 0.0)[0]) if entry is not None else lambda k: None, entry_prompts=prompts_file is None and entry is not None and bool(entry.prompts),
+                    floors_at=(lambda k: covering_floors(entry, k)) if entry is not None else lambda k: None,
+                    entry_prompts=prompts_file is None and entry is not None and bool(entry.prompts),
                     target_name=tgt.repo or str(tgt.path), drafter_name=drafter, progress=progress)
+
+
+def covering_floors(entry, k: int) -> list[float] | None:
+    """The entry's per-position floors (T=0) for the positions a K-deep run shares with them: its own K's where it
+    has them, else the deepest shallower K's (positions 1..K' of a deeper run draft exactly as at K'), else a
+    deeper K's first K positions (`Entry.floors_at` at that K)."""
+    ks = sorted({f.k for f in entry.acceptance_floors or [] if f.temperature == 0.0 and f.condition is None
+                 and f.per_position})
+    if not ks:
+        return None
+    shallower = [x for x in ks if x <= k]
+    floors = entry.floors_at(shallower[-1] if shallower else ks[0], 0.0)[0]
+    return list(floors[:k]) if floors else None
 
 
 def local_target(target: str | None) -> Path | None:

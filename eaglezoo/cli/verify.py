@@ -164,12 +164,41 @@ def verify_progress():
         yield advance
 
 
+def by_temperature(r) -> dict[float, list]:
+    """The measured rows by the temperature each was sampled at (its own, else the run's)."""
+    groups: dict[float, list] = {}
+    for p in r.per_prompt:
+        groups.setdefault(r.sampling.temperature if p.temperature is None else p.temperature, []).append(p)
+    return dict(sorted(groups.items()))
+
+
+def temperatures(r) -> str:
+    groups = by_temperature(r)
+    if len(groups) <= 1:
+        return f"{next(iter(groups), r.sampling.temperature)}"
+    return ", ".join(f"{t} ({len(rows)} row{'s' if len(rows) > 1 else ''})" for t, rows in groups.items())
+
+
+def render_temperatures(r) -> None:
+    """Rows at several temperatures: each group's acceptance length, as vLLM pools it (each group measured on its own
+    wave of requests; the headline pools them all)."""
+    groups = by_temperature(r)
+    if len(groups) <= 1:
+        return
+    parts = []
+    for t, rows in groups.items():
+        steps = [s for p in rows for s in p.accepted]
+        parts.append(f"T={t}: {1 + sum(steps) / len(steps):.3f} ({len(rows)} prompts)" if steps else f"T={t}: no drafts")
+    out.print("acceptance length by temperature: " + ", ".join(parts))
+
+
 def render_verify(r) -> None:
     where = shown(f"{r.engine.name} {r.engine.version or ''}".strip())
     out.print(f"[bold]{shown(r.drafter)}[/bold] against [bold]{shown(r.target)}[/bold] on {where}, "
               f"{shown(r.device)} ({shown(r.dtype)}), "
               f"K={r.num_spec_tokens}, {r.num_prompts} prompts x {r.max_new_tokens} tokens, "
-              f"temperature {r.sampling.temperature}" + (f", seed {r.sampling.seed}" if r.sampling.seed is not None else ""))
+              f"temperature {temperatures(r)}" + (f", seed {r.sampling.seed}" if r.sampling.seed is not None else ""))
+    render_temperatures(r)
     if r.prompt_set:
         out.print(f"prompts: {shown(r.prompt_set.name)}, {shown(r.prompt_set.selection)}")
     render_positions(r)

@@ -6,20 +6,21 @@ from __future__ import annotations
 import shlex
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
+from ..checkpoint.formats.aux_ids import Capture, vllm_captures
 from ..checkpoint.formats.base import ReadOptions
 from ..errors import EaglezooError, EngineError, UsageError
-from ..verify.endpoint import ServerFacts, check_depth, check_server, measure_requests, server_facts
+from ..verify.endpoint import ServerFacts, ServerFailed, check_depth, check_server, measure_requests, server_facts
 from ..verify.identity import read_served
-from ..verify.run import prepare
+from ..verify.run import SAMPLED_ON_NATIVE, prepare
 from ..verify.workload import Progress, Workload
 from .fit import classify, fingerprint
 from .report import Acceptance, DoctorReport, Server
 from .suspects import Suspect, as_named, as_served, k_table_zero, suspects
 from .trials import Prompts, Variant, acceptance, run_trials
-from .verdict import Evidence, judge
+from .verdict import MIN_GAP, Evidence, judge
 
 DEFAULT_K = 3  # the draft depth doctor measures where neither the server nor -k says one
 
@@ -35,7 +36,8 @@ class DoctorRequest:
     k: int | None = None  # None: the server's
     max_new_tokens: int = 64
     max_prompts: int | None = None
-    device: str = "auto"
+    device: str = "auto"  # the native reference's
+    reference_dtype: str = "float32"  # the exact reference; bfloat16 halves its memory beside a server's GPU
     batch_size: int = 32
 
 
@@ -71,17 +73,28 @@ def diagnose(request: DoctorRequest, drafter_dir: Path | None, target_dir: Path 
     sides = endpoint_sides(facts, drafter_dir, target_dir) if facts else \
         Sides(drafter_dir, target_dir, drafter_dir, target_dir)
     k = depth(facts, request.k)
-    work = prepare(sides.named_drafter, sides.named_target, target_name or str(sides.named_target), None,
-                   opts or ReadOptions(), prompts_file, request.max_prompts, k, request.max_new_tokens, 0.0, None,
-                   ["native"], facts.max_model_len if facts else None)
+    try:
+        work = prepare(sides.named_drafter, sides.named_target, target_name or str(sides.named_target), None,
+                       opts or ReadOptions(), prompts_file, request.max_prompts, k, request.max_new_tokens, 0.0, None,
+                       ["native", "vllm"], server_context(facts, request))  # the server's context bounds the prompts
+    except UsageError as exc:
+        if SAMPLED_ON_NATIVE in exc.message:  # every row sampled: doctor's reason, not the native engine's
+            raise UsageError(f"no prompt can be diagnosed: {DOCTOR_GREEDY}", hint="give rows at temperature 0 "
+                             "(the default) to diagnose the server") from None
+        raise
     if work.spec.family != "eagle3":
         raise UsageError(f"doctor diagnoses EAGLE-3 and EAGLE 3.1 drafters; this is a {work.spec.family} drafter",
                          hint="measure it with eaglezoo verify DRAFTER --engine vllm (or natively), and lint it")
     served = measure(base, facts, work, sides, request, progress)
-    found, notes = gather_suspects(sides, work, served.facts, drafter_name)
-    found = refusal_first(found, served, sides, drafter_name)
+    readings, others, notes = gather_suspects(sides, work, served.facts, drafter_name)
+    if served.refusal is not None and not (others or any(r.suspects for r in readings)):
+        raise served.refusal  # the engine's failure, which doctor cannot explain from the files
     server, said = observed(served, k)
-    trials, reference_s, passes = try_fixes(sides, work, found, request, progress)
+    chosen, trials, reference_s, passes, reading_notes = try_fixes(sides, work, readings, others, server, request,
+                                                                   progress)
+    found, trusted = trust_server(chosen.suspects, trials, server)
+    found = refusal_first(found + others, served, sides, drafter_name)
+    notes += reading_notes + trusted + precision_note(request.reference_dtype)
     floors = floors_at(k)
     evidence = Evidence(server=server, requests=served.requests, trials=trials, suspects=found, floors=floors,
                         entry_prompts=entry_prompts, k_zero=k_table_zero(served.facts.k_table),
@@ -92,9 +105,37 @@ def diagnose(request: DoctorRequest, drafter_dir: Path | None, target_dir: Path 
         verdict=verdict, summary=summary, server=server_part(served.facts, served.requests, k, request.endpoint),
         drafter=str(sides.named_drafter), target=target_name or str(sides.named_target), prompts=len(work.encoded),
         max_new_tokens=work.max_new_tokens, measured=[a for a in (server, *trials.values()) if a is not None],
-        findings=findings, floors=floors, notes=work.notes + said + notes + judged,
+        findings=findings, floors=floors, notes=work.notes + skipped_notes(work) + said + notes + judged,
         timing={"server_s": served.seconds, "reference_s": reference_s, "target_passes": passes,
                 "total_s": time.perf_counter() - t0})
+
+
+def server_context(facts: ServerFacts | None, request: DoctorRequest) -> int | None:
+    """The server's context (its /v1/models), or the planned deployment's --max-model-len: a prompt that does not fit
+    with its new and draft tokens is skipped with its reason, as verify skips it, never sent to a 400."""
+    if facts is not None:
+        return facts.max_model_len
+    return getattr(request.engine_options, "max_model_len", None)
+
+
+DOCTOR_GREEDY = ("doctor compares the server with the greedy native reference: a row at temperature > 0 is measured "
+                 "on the server by eaglezoo verify DRAFTER --endpoint URL")
+
+
+def skipped_notes(work: Workload) -> list[str]:
+    """The rows not measured, counted by reason (a sampled row's reason is doctor's own, not the native engine's)."""
+    reasons: dict[str, int] = {}
+    for s in work.skipped:
+        reason = DOCTOR_GREEDY if s["reason"] == SAMPLED_ON_NATIVE else s["reason"]
+        reasons[reason] = reasons.get(reason, 0) + 1
+    return [f"{n} prompt{'s' if n > 1 else ''} skipped: {reason}" for reason, n in reasons.items()]
+
+
+def precision_note(dtype: str) -> list[str]:
+    if dtype in ("float32", "fp32"):
+        return []
+    return [(f"the native reference ran in {dtype} (--reference-dtype): its figures come close to a server's, not "
+             "count for count as in float32")]
 
 
 def depth(facts: ServerFacts | None, asked: int | None) -> int:
@@ -107,12 +148,32 @@ def depth(facts: ServerFacts | None, asked: int | None) -> int:
 def measure(base: str | None, facts: ServerFacts | None, work: Workload, sides: Sides, request: DoctorRequest,
             progress: Progress) -> Served:
     if base is not None:
-        requests, counters, seconds = measure_requests(base, facts.model, work, progress)
+        try:
+            requests, counters, seconds = measure_requests(base, facts.model, work, progress)
+        except EngineError as exc:
+            failure = server_failure(base, exc)
+            if failure is None:
+                raise
+            return Served(facts, [], {"drafts": 0, "draft_tokens": 0, "accepted": 0, "per_position": []}, 0.0, failure)
         check_depth(requests, counters, work.k)  # a server that does not say its K shows it in what it drafts
         return Served(facts, requests, counters, seconds)
     from .deployment import measure_deployment
 
     return Served(*measure_deployment(work, sides.named_drafter, request, progress))
+
+
+def server_failure(base: str, exc: EngineError) -> EngineError | None:
+    """A server that failed on the requests (an HTTP 5xx) or died under them: a finding once doctor can say why.
+    A timeout, or a refusal of the request itself (4xx), is the error it is."""
+    if isinstance(exc, ServerFailed):
+        said = f" ({exc.hint})" if exc.hint and not exc.hint.startswith("point --endpoint") else ""
+        return EngineError(f"the server at {base} failed on doctor's requests: {exc.message}{said}", hint=exc.hint)
+    try:
+        check_server(base)
+    except EngineError:
+        return EngineError(f"the server at {base} stopped answering under doctor's requests (it died: its own log "
+                           "says why)", hint=exc.hint)
+    return None
 
 
 def refusal_first(found: list[Suspect], served: Served, sides: Sides, drafter_name: str | None) -> list[Suspect]:
@@ -122,8 +183,10 @@ def refusal_first(found: list[Suspect], served: Served, sides: Sides, drafter_na
     if not found:
         raise served.refusal
     name = shlex.quote(drafter_name or str(sides.named_drafter))
-    return [Suspect("engine-refuses", "engine-config",
-                    f"vLLM refuses to serve {sides.served_drafter} as it is ({served.refusal.message})",
+    started = served.facts.url == "(started by eaglezoo)"  # deployment.measure_deployment's
+    what = (f"vLLM refuses to serve {sides.served_drafter} as it is ({served.refusal.message})" if started else
+            f"{served.refusal.message}: vLLM cannot serve {sides.served_drafter} as it is")
+    return [Suspect("engine-refuses" if started else "server-fails", "engine-config", what,
                     f"serve OUT after `eaglezoo convert {name} OUT` (`eaglezoo serve-config {name}` prints the whole "
                     "path)"), *found]
 
@@ -131,7 +194,7 @@ def refusal_first(found: list[Suspect], served: Served, sides: Sides, drafter_na
 def observed(served: Served, k: int) -> tuple[Acceptance | None, list[str]]:
     """The server's acceptance (None where the engine refused to serve), with what it could not be read from."""
     if served.refusal is not None:
-        return None, [f"vLLM refused to serve the folder as it is: {served.refusal.message}"]
+        return None, [f"vLLM could not serve the folder as it is: {served.refusal.message}"]
     if served.counters["drafts"] == 0 and not k_table_zero(served.facts.k_table):
         raise EngineError(f"{served.facts.url} ran no speculative decoding for these requests (0 drafts)",
                           hint="start it with --speculative-config (vLLM #25250: a missing drafter is silent)")
@@ -171,10 +234,20 @@ def server_acceptance(requests: list[dict], counters: dict, k: int) -> tuple[Acc
         "drafted-per-position twin, so its rates are skewed wherever K varies (a K table)"]
 
 
+@dataclass(frozen=True)
+class Reading:
+    """One way vLLM may run the served folder (a model runner's capture of the aux layers), with the suspects it
+    implies; where vLLM's runners read the folder differently, the server's acceptance says which it ran."""
+
+    capture: Capture | None
+    suspects: list[Suspect]
+
+
 def gather_suspects(sides: Sides, work: Workload, facts: ServerFacts,
-                    drafter_name: str | None) -> tuple[list[Suspect], list[str]]:
-    """Every difference between what is served and what was trained, and what could not be compared."""
-    notes, found = [], []
+                    drafter_name: str | None) -> tuple[list[Reading], list[Suspect], list[str]]:
+    """Every difference between what is served and what was trained (per reading of the served folder, and those of
+    the target), and what could not be compared."""
+    notes, readings, found = [], [], []
     if sides.served_drafter is None:
         notes.append(f"the server's drafter {facts.drafter} is not a folder on this machine: its files were not "
                      "compared with the drafter named" if facts.drafter else "the server does not say which drafter "
@@ -182,7 +255,8 @@ def gather_suspects(sides: Sides, work: Workload, facts: ServerFacts,
                      "named")
     else:
         served = read_served(sides.served_drafter)
-        found += suspects(served, work.drafter, work.target_layers, drafter_name)
+        readings = [Reading(c, suspects(served, work.drafter, c, drafter_name))
+                    for c in vllm_captures(served.config, work.target_layers) or [None]]
         notes += served_lint(served, sides.served_target or sides.named_target)
     if sides.served_target is None:
         notes.append(f"the served target {facts.root} is not a folder here: its fit was not fingerprinted")
@@ -199,7 +273,7 @@ def gather_suspects(sides: Sides, work: Workload, facts: ServerFacts,
     if facts.k_table is None and facts.dev_mode is False:
         notes.append("the server's speculative config could not be read (/server_info answers only with "
                      "VLLM_SERVER_DEV_MODE=1): its K table and sampling were not checked")
-    return found, notes
+    return readings, found, notes
 
 
 def served_lint(served, target_dir: Path) -> list[str]:
@@ -227,18 +301,19 @@ def target_suspect(fit: str, parts: list[str], sides: Sides) -> Suspect:
     return Suspect(f"target-{fit}", "target-mismatch", what, fix)
 
 
-def try_fixes(sides: Sides, work: Workload, found: list[Suspect], request: DoctorRequest,
-              progress: Progress) -> tuple[dict, float, int]:
-    """Native trials: on the served target the drafter as served and with each fix alone; the drafter as named on
-    its own target (the same pass where the targets are one)."""
+def try_fixes(sides: Sides, work: Workload, readings: list[Reading], others: list[Suspect], server: Acceptance | None,
+              request: DoctorRequest, progress: Progress) -> tuple[Reading, dict, float, int, list[str]]:
+    """Native trials: on the served target the drafter as served and with each fix alone, for every reading of the
+    served folder; the drafter as named on its own target (the same pass where the targets are one). The reading
+    whose trial reproduces the server is the one it ran."""
     t0 = time.perf_counter()
     prompts = Prompts(work.encoded, work.k, work.max_new_tokens)
     reference = as_named(work.drafter)
     passes: list[tuple[Path, list[Variant]]] = []
     if sides.served_drafter is not None:
         served_target = sides.served_target or sides.named_target
-        variants = [as_served(read_served(sides.served_drafter), work.target_layers)]
-        variants += [s.fixed for s in found if s.fixed is not None]
+        served = read_served(sides.served_drafter)
+        variants = [v for i, r in enumerate(readings) for v in reading_variants(served, r, others, i, len(readings))]
         if served_target.resolve() == sides.named_target.resolve():
             variants.append(reference)
         else:
@@ -248,11 +323,72 @@ def try_fixes(sides: Sides, work: Workload, found: list[Suspect], request: Docto
         passes.append((sides.named_target, [reference]))
     trials = {}
     for target_dir, variants in passes:
-        paths = run_trials(target_dir, variants, prompts, request.device, "float32", request.batch_size, progress,
-                           work.trust_remote_code)
+        paths = run_trials(target_dir, variants, prompts, request.device, request.reference_dtype, request.batch_size,
+                           progress, work.trust_remote_code)
         trials.update({source: acceptance(source, steps, work.k) for source, steps in paths.items()})
+    chosen, notes = choose(readings, trials, server)
+    prefix = f"{readings.index(chosen)}|" if len(readings) > 1 else ""
+    trials = {source.removeprefix(prefix): a for source, a in trials.items() if "|" not in source or
+              source.startswith(prefix)}
+    trials = {s: a.model_copy(update={"source": s}) for s, a in trials.items()}
     order = ["as served", *[s for s in trials if s.startswith("fix: ")], "reference"]
-    return {s: trials[s] for s in order if s in trials}, time.perf_counter() - t0, len(passes)
+    chosen = chosen or Reading(None, [])
+    return chosen, {s: trials[s] for s in order if s in trials}, time.perf_counter() - t0, len(passes), notes
+
+
+def reading_variants(served, reading: Reading, others: list[Suspect], i: int, n: int) -> list[Variant]:
+    """The drafter as served under one reading and with each of its fixes alone; none vLLM itself could not run
+    (fewer aux states than the drafter's fc takes: the server fails on its first drafting request)."""
+    base = as_served(served, reading.capture)
+    variants = [base, *[s.fixed for s in reading.suspects + others if s.fixed is not None]]
+    if reading.capture is not None and not reading.capture.fits:
+        variants = [v for v in variants if v.boundary != base.boundary]
+    return [replace(v, source=f"{i}|{v.source}") if n > 1 else v for v in variants]
+
+
+def choose(readings: list[Reading], trials: dict, server: Acceptance | None) -> tuple[Reading | None, list[str]]:
+    """The reading the server ran: the one whose native trial reproduces the server's acceptance (prompt by prompt
+    where both are known); a server that failed ran a reading vLLM cannot serve."""
+    if len(readings) <= 1:
+        return (readings[0] if readings else None), []
+    said = "; ".join(r.capture.said() for r in readings)
+    runnable = [i for i, r in enumerate(readings) if f"{i}|as served" in trials]
+    if server is None:
+        failing = [i for i, r in enumerate(readings) if i not in runnable]
+        pick = (failing or runnable or [0])[0]
+        why = (f"the server failed, which the {'/'.join(readings[pick].capture.runners)} runner's reading explains"
+               if failing else "the server gave no acceptance to tell which it ran")
+        return readings[pick], [f"vLLM's model runners read the served folder's aux ids differently ({said}); {why}"]
+    pick = min(runnable, key=lambda i: distance(trials[f"{i}|as served"], server)) if runnable else 0
+    runner = "/".join(readings[pick].capture.runners)
+    return readings[pick], [(f"vLLM's model runners read the served folder's aux ids differently ({said}); the "
+                             f"server's acceptance is that of the {runner} runner's reading")]
+
+
+def distance(trial: Acceptance, server: Acceptance) -> float:
+    if server.per_prompt and len(server.per_prompt) == len(trial.per_prompt):
+        return sum(abs(a - b) for a, b in zip(trial.per_prompt, server.per_prompt))
+    return abs(trial.mean_acceptance_length - server.mean_acceptance_length)
+
+
+def trust_server(found: list[Suspect], trials: dict, server: Acceptance | None) -> tuple[list[Suspect], list[str]]:
+    """The server's own acceptance wins over eaglezoo's model of the engine: where the server equals the reference
+    prompt by prompt and the drafter as served (by that model) does not, no aux-id capture is claimed."""
+    served, reference = trials.get("as served"), trials.get("reference")
+    if server is None or served is None or reference is None or not same(server, reference) or same(server, served):
+        return found, []
+    kept = [s for s in found if not s.cause.startswith("aux-ids")]
+    if len(kept) == len(found):
+        return found, []
+    return kept, [("the server's acceptance equals the reference's prompt by prompt, while the drafter as eaglezoo "
+                   "reads it served does not: the server captures the layers the drafter was trained on, whatever "
+                   "its config seems to say (please report this config: eaglezoo's model of vLLM missed it)")]
+
+
+def same(a: Acceptance, b: Acceptance) -> bool:
+    if a.per_prompt and len(a.per_prompt) == len(b.per_prompt):
+        return all(abs(x - y) < 1e-6 for x, y in zip(a.per_prompt, b.per_prompt))
+    return abs(a.mean_acceptance_length - b.mean_acceptance_length) < MIN_GAP
 
 
 def server_part(facts: ServerFacts, requests: list[dict], k: int, endpoint: str | None) -> Server:

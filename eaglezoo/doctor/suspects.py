@@ -1,8 +1,10 @@
 """What the served files make the engine do, against what the drafter was trained for: each difference is a
 suspect with its fix, and, where the native reference can try the fix, the drafter as served with that fix
-alone. vLLM's reading is the one in its `llama_eagle3.py` (0.32): the top-level `eagle_aux_hidden_state_layer_ids`
-else its default capture; `fc_norm`, `norm_output`, `norm_before_fc`, `norm_before_residual` false when absent;
-a `d2t` missing from the weights leaves its zero-initialised map (every draft id read as itself)."""
+alone. vLLM's reading is the one in its `llama_eagle3.py` (0.32): the aux ids as each model runner reads them
+(`checkpoint.formats.aux_ids.vllm_captures`: the top-level `eagle_aux_hidden_state_layer_ids`, eagle_config's on
+the V1 runner, else its default; each layer once, in ascending order); `fc_norm`, `norm_output`, `norm_before_fc`,
+`norm_before_residual` false when absent; a `d2t` missing from the weights leaves its zero-initialised map (every
+draft id read as itself)."""
 
 from __future__ import annotations
 
@@ -11,8 +13,8 @@ from dataclasses import dataclass, replace
 
 import torch
 
+from ..checkpoint.formats.aux_ids import Capture
 from ..checkpoint.read import Drafter
-from ..verify.identity import vllm_capture
 from .report import Verdict
 from .trials import Variant
 
@@ -27,15 +29,17 @@ class Suspect:
     what: str
     fix: str
     fixed: Variant | None = None  # the drafter as served with this fix alone, where a native trial can try it
+    fails: bool = False  # vLLM cannot run the folder so: it fails on the first request that drafts
 
 
-def as_served(served: Drafter, target_layers: int | None) -> Variant:
-    """The served folder as vLLM runs it."""
+def as_served(served: Drafter, capture: Capture | None) -> Variant:
+    """The served folder as vLLM runs it, on the layers it captures (those the config holds where vLLM cannot
+    say: its depth unknown)."""
     spec, state = served.spec, served.state()
     if spec.has_vocab_map:
         state.setdefault("d2t", torch.zeros(spec.draft_vocab_size, dtype=torch.long))
         state.setdefault("t2d", torch.zeros(spec.vocab_size, dtype=torch.bool))
-    boundary = vllm_capture(served, target_layers) or (spec.aux.boundary() if spec.aux else [])
+    boundary = capture.layers if capture else (spec.aux.boundary() if spec.aux else [])
     return Variant("as served", spec, state, tuple(boundary))
 
 
@@ -43,12 +47,13 @@ def as_named(named: Drafter) -> Variant:
     return Variant("reference", named.spec, named.state(), tuple(named.spec.aux.boundary()))
 
 
-def suspects(served: Drafter, named: Drafter, target_layers: int | None, named_as: str | None = None) -> list[Suspect]:
-    """`named_as`: the drafter as the user named it (a registry id keeps the entry's facts in a convert command)."""
-    base, ref = as_served(served, target_layers), as_named(named)
+def suspects(served: Drafter, named: Drafter, capture: Capture | None, named_as: str | None = None) -> list[Suspect]:
+    """`capture`: what vLLM captures for the served folder (one model runner's reading). `named_as`: the drafter as
+    the user named it (a registry id keeps the entry's facts in a convert command)."""
+    base, ref = as_served(served, capture), as_named(named)
     folder = shlex.quote(str(served.path))
     convert = f"eaglezoo convert {shlex.quote(named_as or str(named.path))} OUT"
-    return [s for s in (_aux(served, base, ref, folder, convert), _flags(base, ref, folder, convert),
+    return [s for s in (_aux(capture, base, ref, folder, convert), _flags(base, ref, folder, convert),
                         _vocab_map(base, ref, convert)) if s is not None] + _weights(base, ref, convert)
 
 
@@ -56,25 +61,28 @@ def _fixed(base: Variant, cause: str, **changes) -> Variant:
     return replace(base, source=f"fix: {cause}", **changes)
 
 
-def _aux(served: Drafter, base: Variant, ref: Variant, folder: str, convert: str) -> Suspect | None:
+def _aux(capture: Capture | None, base: Variant, ref: Variant, folder: str, convert: str) -> Suspect | None:
     captured, trained = list(base.boundary), list(ref.boundary)
-    if captured == trained:
+    if capture is None or (captured == trained and capture.fits):
         return None
     key = f'"eagle_aux_hidden_state_layer_ids": {trained}'
-    if "eagle_aux_hidden_state_layer_ids" not in served.config:
+    if capture.key is None:
         cause = "aux-ids-default"
-        what = (f"the served config holds no eagle_aux_hidden_state_layer_ids where vLLM reads them, so vLLM "
-                f"captures its default boundary {captured}; the drafter was trained on boundary {trained}")
-    elif captured in ([t - 1 for t in trained], [t + 1 for t in trained]):
+        what = (f"the served config holds no aux ids where vLLM reads them, so {capture.said()}; the drafter was "
+                f"trained on boundary {trained}")
+    elif list(capture.read) in ([t - 1 for t in trained], [t + 1 for t in trained]):
         cause = "aux-ids-convention"
-        what = (f"the served config's ids {captured} are the trained layers {trained} written in the other "
-                "convention (layer output vs boundary): vLLM reads boundary ids there")
+        what = (f"{capture.said()}, as boundary ids: they are the trained layers {trained} written in the other "
+                "convention (layer output vs boundary)")
     else:
         cause = "aux-ids-other"
-        what = f"vLLM captures boundary {captured}; the drafter was trained on boundary {trained}"
+        what = f"{capture.said()}; the drafter was trained on boundary {trained}"
+    if not capture.fits:
+        what += (f". That is {len(capture.layers)} aux states where the drafter's fc takes {capture.states}: vLLM "
+                 "fails on the first request that drafts")
     fix = (f"set {key} at the top level of {folder}/config.json (boundary convention), or serve OUT after "
            f"`{convert}`, which writes it")
-    return Suspect(cause, "engine-config", what, fix, _fixed(base, cause, boundary=ref.boundary))
+    return Suspect(cause, "engine-config", what, fix, _fixed(base, cause, boundary=ref.boundary), not capture.fits)
 
 
 def _flags(base: Variant, ref: Variant, folder: str, convert: str) -> Suspect | None:

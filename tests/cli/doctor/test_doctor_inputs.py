@@ -103,3 +103,49 @@ def test_a_drafter_of_another_family_is_one_line():
     server is measured, with what measures it instead."""
     r = run_inprocess("doctor", "tiny-example-peagle", "--engine", "vllm", "--engine-python", sys.executable)
     assert_clean_failure(r, contains="this is a peagle drafter")
+
+
+def test_the_memory_hint_names_a_flag_doctor_has():
+    """vLLM's memory failure names --gpu-memory-utilization (vllm_process.MEMORY_HINT): doctor takes it, and checks
+    it as verify does."""
+    r = run_inprocess("doctor", "tiny-example-eagle31", "--engine", "vllm", "--gpu-memory-utilization", "0.5",
+                      "--engine-python", "/nonexistent/python")
+    assert_clean_failure(r, contains="--engine-python /nonexistent/python")
+    assert_clean_failure(run_inprocess("doctor", "tiny-example-eagle31", "--engine", "vllm",
+                                       "--gpu-memory-utilization", "1.5"), contains="--gpu-memory-utilization")
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--reference-dtype", "float8"], "unknown --dtype 'float8'"),
+    (["--reference-device", "tpu"], "tpu"),
+])
+def test_the_reference_precision_and_device_are_checked_first(args, says):
+    """The native reference's dtype and device, named and checked as verify's --dtype and --device, before a server
+    is asked anything (the endpoint here is down: its error would come second)."""
+    r = run_inprocess("doctor", "tiny-example-eagle31", "--endpoint", f"http://127.0.0.1:{free_port()}", *args)
+    assert_clean_failure(r, contains=says)
+
+
+def rows(tmp_path, *prompts: dict):
+    path = tmp_path / "rows.jsonl"
+    path.write_text("".join(json.dumps(p) + "\n" for p in prompts))
+    return path
+
+
+def test_rows_longer_than_the_servers_context_are_skipped_not_sent(tmp_path):
+    """The deployment's --max-model-len (a server's: its /v1/models) bounds the prompts, as verify's does: every row
+    too long is said before vLLM starts (the interpreter here is missing: it would be the next error)."""
+    long = rows(tmp_path, {"prompt": " ".join(["the context is the server's"] * 40)})
+    r = run_inprocess("doctor", "tiny-example-eagle31", "--engine", "vllm", "--max-model-len", "64", "--prompts", long,
+                      "--engine-python", "/nonexistent/python")
+    assert_clean_failure(r, contains="too long for the context (64 tokens)")
+
+
+def test_sampled_rows_are_not_sent_to_the_endpoint_given(tmp_path):
+    """A row at temperature > 0: doctor's reason (its reference is greedy) and what measures it, not "use
+    --endpoint" to a user who gave one."""
+    sampled = rows(tmp_path, {"prompt": "Explain a list.", "temperature": 1.0})
+    r = run_inprocess("doctor", "tiny-example-eagle31", "--engine", "vllm", "--prompts", sampled,
+                      "--engine-python", "/nonexistent/python")
+    assert_clean_failure(r, contains="doctor compares the server with the greedy native reference")
+    assert "needs --engine vllm or --endpoint" not in r.err

@@ -64,3 +64,35 @@ def test_a_k_table_sending_k_zero_is_seen_in_the_undrafted_tokens():
 def test_a_server_the_native_as_served_does_not_reproduce_is_noted():
     _, _, _, notes = judge(evidence(1.5, {"as served": 2.2, "reference": 2.2}))
     assert "something besides its files also differs" in notes[0]
+
+
+def test_floors_of_a_shallower_k_hold_the_positions_they_share_and_a_thin_tail_is_flagged():
+    rates = (0.6, 0.4, 0.25, 0.16, 0.12, 0.08, 0.06, 0.04)
+    e = evidence(2.7, {"as served": 2.7, "reference": 2.7}, floors=[0.5, 0.3, 0.2])
+    e = Evidence(**{**e.__dict__, "server": measured("server", 2.7, rates), "k": 8})
+    verdict, _, findings, _ = judge(e)
+    assert verdict == "engine-config" and findings[0].cause == "k-too-deep"
+    assert "positions 4-8" in findings[0].what and "support K=3" in findings[0].what
+    assert "cover positions 1-3 only" in findings[0].evidence[0]
+
+
+def test_a_server_above_the_reference_is_no_fault():
+    target = Suspect("target-fine-tuned", "target-mismatch", "the served target has other weights", "retrain")
+    verdict, _, findings, notes = judge(evidence(2.4, {"as served": 2.4, "reference": 2.1}, [target]))
+    assert (verdict, findings) == ("healthy", [])
+    assert "not a fault" in notes[0]
+
+
+def test_the_servers_acceptance_wins_over_eaglezoos_model_of_the_capture():
+    """Where the server equals the reference prompt by prompt and the drafter as served (by eaglezoo's model of
+    vLLM) does not, no aux-id capture is claimed: the model is what is wrong."""
+    from eaglezoo.doctor.run import trust_server
+
+    def prompts(source, values):
+        return Acceptance(source=source, mean_acceptance_length=sum(values) / len(values), interval=[1.0, 3.0],
+                          per_position=[0.5], prompts=len(values), drafts=10, per_prompt=list(values))
+
+    server, reference, served = prompts("server", [2.0, 2.5]), prompts("reference", [2.0, 2.5]), prompts("s", [1.9, 2.1])
+    kept, notes = trust_server([AUX, FLAGS], {"as served": served, "reference": reference}, server)
+    assert kept == [FLAGS] and "the server captures the layers the drafter was trained on" in notes[0]
+    assert trust_server([AUX], {"as served": served, "reference": reference}, served)[0] == [AUX]  # server below
