@@ -230,18 +230,18 @@ def recorded_problems(entry: Entry, reg: Registry) -> list[str]:
 def _status_problems(entry: Entry, rows: dict[str, Measured]) -> list[str]:
     """`registry record` sets the status from the row it writes: verified when it passed, failed when not."""
     status = entry.status
+    row = rows.get(status.report or "")
     if status.state == "unverified":
         return []
-    row = rows.get(status.report or "")
     if row is None:
-        return [f"status {status.state}: status.report {status.report} is not the report of a measured row that "
-                "its report confirms (registry record writes both)"]
-    if {True: "verified", False: "failed"}.get(row.passed) != status.state:
-        return [f"status {status.state}, but the measured row of {status.report} has passed: "
-                f"{str(row.passed).lower() if row.passed is not None else 'null'}"]
-    if (status.date, status.eaglezoo_version) != (row.date, row.eaglezoo_version):
-        return [f"status date and eaglezoo_version are not those of the measured row of {status.report}"]
-    return []
+        why = f"status.report {status.report} is not the report of a measured row its report confirms"
+    elif {True: "verified", False: "failed"}.get(row.passed) != status.state:
+        why = f"its measured row has passed: {'null' if row.passed is None else str(row.passed).lower()}"
+    elif (status.date, status.eaglezoo_version) != (row.date, row.eaglezoo_version):
+        why = "its date and eaglezoo_version are not those of its measured row"
+    else:
+        return []
+    return [f"status {status.state}: {why} (registry record writes both)"]
 
 
 def _write_both(kept: Path, report_text: str, path: Path, text: str) -> None:
