@@ -75,9 +75,14 @@ def _path_problems(entry: Entry, reg: Registry) -> list[str]:
         except BadInput as exc:
             problems.append(exc.message)
             continue
-        if not repository_only(reg, relative) and not exists(path):
+        if not (_may_be_elsewhere(what) and repository_only(reg, relative)) and not exists(path):
             problems.append(f"{what} {relative} does not exist")
     return problems
+
+
+def _may_be_elsewhere(what: str) -> bool:
+    """The paths that may name a folder of the repository (the examples); reports are kept under registry/."""
+    return what in ("drafter.path", "target.path", "prompts") or what.startswith("evidence.")
 
 
 def repository_only(reg: Registry, relative: str) -> bool:

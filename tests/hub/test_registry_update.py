@@ -138,20 +138,40 @@ def test_an_entry_verified_by_a_report_of_another_drafter_and_target_is_refused(
     assert "the report measured drafter" in r.err
 
 
-@pytest.mark.parametrize("field,old,new", [
-    ("mean_acceptance_length", "mean_acceptance_length: 2.2333010648596323", "mean_acceptance_length: 3.9"),
-    ("num_drafts", "num_drafts: 1033", "num_drafts: 99999"),
-    ("acceptance_per_position", "[0.5992255566311714, 0.37850919651500486, 0.25556631171345595]", "[0.9, 0.8, 0.7]"),
-])
-def test_measured_figures_that_are_not_those_of_their_report_are_refused(hub, dataset, tmp_path, field, old, new):
+FABRICATED_ROW = """- k: 5
+  temperature: 0.0
+  engine: native
+  engine_version: null
+  hardware: cpu float32
+  acceptance_per_position: [0.9, 0.9, 0.9, 0.9, 0.9]
+  mean_acceptance_length: 5.5
+  num_drafts: 5000
+  passed: null
+  date: 2026-11-23
+  eaglezoo_version: 0.1.0
+  report: examples/tiny/k5.json
+"""
+FIGURES = {  # TINY's text changed: old -> new, and the start of the line that refuses it
+    "mean_acceptance_length": ("mean_acceptance_length: 2.2333010648596323", "mean_acceptance_length: 3.9",
+                               f"measured.0: mean_acceptance_length not what its report {TINY_REPORT} measured"),
+    "num_drafts": ("num_drafts: 1033", "num_drafts: 99999", "measured.0: num_drafts not what its report"),
+    "acceptance_per_position": ("[0.5992255566311714, 0.37850919651500486, 0.25556631171345595]", "[0.9, 0.8, 0.7]",
+                                "measured.0: acceptance_per_position not what its report"),
+    "a-row-whose-report-is-not-there": ("evidence:\n", FABRICATED_ROW + "evidence:\n",
+                                        "measured.1.report examples/tiny/k5.json does not exist"),
+}
+
+
+@pytest.mark.parametrize("case", FIGURES)
+def test_measured_figures_that_are_not_those_of_their_report_are_refused(hub, dataset, tmp_path, case):
+    old, new, problem = FIGURES[case]
     cache = tmp_path / "cache"
     before = updated(hub, dataset, cache)
     text = entry_text(TINY)
-    assert old in text
+    assert text.count(old) == 1
     commit(hub, dataset, {f"registry/{TINY}.yaml": text.replace(old, new).encode()})
     r = update(hub, dataset, cache)
-    assert_refused_and_unchanged(r, cache, before, f"entry {TINY}: fails registry check: measured.0: {field}")
-    assert f"not what its report {TINY_REPORT} measured" in r.err
+    assert_refused_and_unchanged(r, cache, before, f"entry {TINY}: fails registry check: {problem}")
 
 
 ESCAPING = "../../../../etc"
