@@ -224,6 +224,9 @@ def recorded_problems(entry: Entry, reg: Registry) -> list[str]:
                             f"(registry record writes the row from the report)")
         else:
             rows[row.report] = row
+    keys = [(m.k, m.temperature, m.engine) for m in entry.measured]
+    if len(set(keys)) != len(keys):
+        problems.append("measured: two rows for the same K, temperature and engine (registry record replaces the row)")
     return problems + _status_problems(entry, rows)
 
 

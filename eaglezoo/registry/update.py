@@ -1,10 +1,13 @@
-"""`eaglezoo registry update`: a newer registry from a Hub dataset repo, pinned at the commit its revision
-resolves to, checked as strictly as `registry check` checks the repository's, then swapped in whole.
+"""`eaglezoo registry update`: a newer registry from a Hub dataset repo, pinned at the 40-hex commit its revision
+resolves to, checked by the same checks as `registry check` (record's rule for measured rows and status
+included), then swapped in whole.
 
-The dataset keeps the repository's layout (`registry/*.yaml`, `registry/reports/*.json`). The snapshot is
-downloaded into a temporary folder beside the cached copy (`shipped.snapshot_home()`), loaded and checked
-there, and only then renamed into place: a bad, partial or unreachable snapshot leaves the copy read before
-exactly as it was."""
+The dataset keeps the repository's layout (`registry/*.yaml`, `registry/reports/*.json`). The Hub's listing of
+the commit is bounded (limits.py: files, bytes per file and in all) before anything is fetched; exactly the
+files it names are downloaded, at that commit, into a temporary folder beside the cached copy
+(`shipped.snapshot_home()`), each must have its listed size and blob id, and the folder is loaded and checked
+there; only then is it renamed into place: a bad, partial, oversized or unreachable snapshot leaves the copy
+read before exactly as it was."""
 
 from __future__ import annotations
 

@@ -203,6 +203,8 @@ CHECKED_COPIES = {
     "a-figure-its-report-did-not-measure": (TINY, {f"registry/{TINY}.yaml": entry_text(TINY).replace(
         "num_drafts: 1033", "num_drafts: 1034").encode()}, "measured.0: num_drafts not what its report"),
     "verified-by-another-pairs-report": (PUBLISHED, forged_verified(), "measured.0: the report measured drafter"),
+    "a-row-twice": (TINY, {f"registry/{TINY}.yaml": entry_text(TINY).replace("evidence:\n", entry_text(TINY).split(
+        "measured:\n", 1)[1].split("evidence:\n", 1)[0] + "evidence:\n").encode()}, "measured: two rows for the same K"),
 }
 
 
