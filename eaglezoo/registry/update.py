@@ -12,6 +12,7 @@ read before exactly as it was."""
 from __future__ import annotations
 
 import datetime as dt
+import fnmatch
 import hashlib
 import os
 import re
@@ -28,6 +29,7 @@ from .shipped import Snapshot
 
 DEFAULT_REPO = "eaglezoo/registry"  # the dataset the registry workflow publishes main's registry to
 REPO_ENV = "EAGLEZOO_REGISTRY_REPO"
+PATTERNS = ["registry/*.yaml", "registry/reports/*.json"]  # the layout the dataset keeps (registry.yml uploads it)
 COMMIT = re.compile(r"^[0-9a-f]{40}$")
 UNCHANGED = "the registry read before is unchanged; report it to the dataset's maintainers"
 
@@ -84,7 +86,7 @@ def listed(info, revision: str, what: str) -> Listing:
                        "resolves to: refused", hint="name a branch, tag or commit that exists (--revision)")
     siblings = info.siblings or []
     _refuse_unsafe([s.rfilename for s in siblings], what)
-    wanted = [s for s in siblings if _is_entry(s.rfilename) or _is_report(s.rfilename)]
+    wanted = [s for s in siblings if any(_in_layout(s.rfilename, p) for p in PATTERNS)]
     if not any(_is_entry(s.rfilename) for s in wanted):
         raise BadInput(f"{what}: holds no registry/*.yaml entry (commit {commit})",
                        hint="name the dataset that eaglezoo's registry is published to (--repo)")
@@ -110,14 +112,16 @@ def _listed(sibling, what: str) -> Listed:
     return Listed(sibling.rfilename, size, blob_id, getattr(lfs, "sha256", None) if lfs else None)
 
 
+def _in_layout(name: str, pattern: str) -> bool:
+    """`name` is a file right in the pattern's folder, its name of the pattern's form (fnmatch's * alone would
+    match across folders)."""
+    folder, _, form = pattern.rpartition("/")
+    path = PurePosixPath(name)
+    return str(path.parent) == folder and fnmatch.fnmatch(path.name, form)
+
+
 def _is_entry(name: str) -> bool:
-    path = PurePosixPath(name)
-    return path.parent == PurePosixPath("registry") and path.suffix == ".yaml"
-
-
-def _is_report(name: str) -> bool:
-    path = PurePosixPath(name)
-    return path.parent == PurePosixPath("registry/reports") and path.suffix == ".json"
+    return _in_layout(name, PATTERNS[0])
 
 
 def _refuse_unsafe(names: list[str], what: str) -> None:
