@@ -127,7 +127,7 @@ def _is_entry(name: str) -> bool:
 def _refuse_unsafe(names: list[str], what: str) -> None:
     from ..hub.pull import _safe_name
 
-    bad = [n for n in names if not _safe_name(n)]
+    bad = [n for n in names if not isinstance(n, str) or not _safe_name(n)]
     if bad:
         raise HubError(f"{what}: refusing remote file name {bad[0]!r}: it escapes the download directory",
                        hint="the dataset holds unsafe file names: do not use it")
