@@ -74,17 +74,18 @@ def _server_says(exc: BaseException) -> str:
     return printable(text[0] if text else type(exc).__name__)
 
 
-def hub_call(fn, what: str):
+def hub_call(fn, what: str, max_bytes: int | None = None):
     """Runs one client call and maps its errors to one-line messages. The client itself retries
     connection errors, timeouts, 429 and 5xx with backoff; each request is bounded (`settings.hub_timeout_s`),
-    and so is the whole call's wait for word from the Hub, retries included (`settings.hub_deadline_s`)."""
+    and so is the whole call's wait for word from the Hub, retries included (`settings.hub_deadline_s`).
+    `max_bytes`: what the call's answers may hold in all; past it the call stops (TooLarge)."""
     _bound_the_client()
     from huggingface_hub.utils import logging as hf_logging
 
     from .deadline import start_call
 
     hf_logging.set_verbosity_error()  # the client logs each retry; we report the outcome once
-    start_call()
+    start_call(max_bytes)
     try:
         return fn()
     except Exception as exc:  # a full disk or a bug is not the Hub's: errors.describe words those
@@ -114,8 +115,10 @@ def _hub_error(exc: Exception, what: str) -> Exception | None:
     """The one-line error for a failed client call; None when the failure is not the Hub's."""
     from huggingface_hub import errors as e
 
-    from .deadline import DeadlinePassed, unreadable_answer
+    from .deadline import DeadlinePassed, TooLarge, unreadable_answer
 
+    if isinstance(exc, TooLarge):
+        return HubError(f"{what}: {exc}: refused", hint="the repo holds more than eaglezoo reads from it: do not use it")
     if isinstance(exc, DeadlinePassed):
         return HubSilent(f"{what}: {exc}", hint="check HF_ENDPOINT and your network; EAGLEZOO_HUB_DEADLINE sets "
                                                 "how long a Hub call waits, retries included")

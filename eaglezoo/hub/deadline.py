@@ -38,10 +38,30 @@ class DeadlinePassed(Exception):
         super().__init__(why or f"the Hub did not answer within {hub_deadline_s():g} s")
 
 
-def start_call() -> None:
-    """A Hub call starts: the whole deadline ahead, no answer yet."""
+class TooLarge(Exception):
+    """The call's answers held more bytes than it allows: not an httpx2 error, so the client does not retry it."""
+
+
+_bytes_allowed: int | None = None  # what the answers of the running call may hold in all (None: no bound)
+_bytes_received = 0
+_bytes_lock = threading.Lock()  # a call's downloads may run in threads
+
+
+def start_call(max_bytes: int | None = None) -> None:
+    """A Hub call starts: the whole deadline ahead, no answer yet, and `max_bytes` of answers allowed."""
+    global _bytes_allowed, _bytes_received
     _heard_from_hub()
     _last.response = None
+    with _bytes_lock:
+        _bytes_allowed, _bytes_received = max_bytes, 0
+
+
+def _count(size: int) -> None:
+    global _bytes_received
+    with _bytes_lock:
+        _bytes_received += size
+        if _bytes_allowed is not None and _bytes_received > _bytes_allowed:
+            raise TooLarge(f"the Hub sent more than {_bytes_allowed} bytes, the most this call reads")
 
 
 def _heard_from_hub() -> None:
@@ -80,6 +100,7 @@ class _Received(_Body):
             for chunk in self._inner:
                 if chunk:
                     _heard_from_hub()
+                    _count(len(chunk))
                 yield chunk
         _heard_from_hub()
 

@@ -10,6 +10,7 @@ from ..checkpoint.formats.blocks import max_k
 from ..checkpoint.spec import AuxLayers
 from ..errors import BadInput
 from ..serving import engine_support, schema_for
+from .ci import recorded_problems
 from .hardware import RUNNERS
 from .load import Registry, select
 from .schema import FACTS, Entry
@@ -52,8 +53,7 @@ def check_entry(entry: Entry, reg: Registry) -> list[str]:
     problems += _null_problems(entry) + _family_problems(entry)
     if entry.hardware and entry.hardware.runner not in RUNNERS:
         problems.append(f"hardware class {entry.hardware.runner} has no CI runner (runners: {', '.join(RUNNERS)})")
-    if entry.status.state == "verified" and not any(m.passed and m.report == entry.status.report for m in entry.measured):
-        problems.append("status verified without a passing measurement recorded by `registry record`")
+    problems += recorded_problems(entry, reg)
     if entry.status.state != "unverified" and not any(p.startswith("status.report") for p in problems):
         problems += _report_problems(entry, reg.path(entry.status.report, "status.report"))
     return problems
@@ -68,14 +68,21 @@ def _path_problems(entry: Entry, reg: Registry) -> list[str]:
     paths |= {f"evidence.{fact}.source": (e.source, Path.exists) for fact, e in entry.evidence.items()
               if e.level == "repo-file"}
     for what, (relative, exists) in paths.items():
-        if relative is None or repository_only(reg, relative):
+        if relative is None:
             continue
         try:
-            if not exists(reg.path(relative, what)):
-                problems.append(f"{what} {relative} does not exist")
+            path = reg.path(relative, what)  # in every copy: no path leaves the registry's root
         except BadInput as exc:
             problems.append(exc.message)
+            continue
+        if not (_may_be_elsewhere(what) and repository_only(reg, relative)) and not exists(path):
+            problems.append(f"{what} {relative} does not exist")
     return problems
+
+
+def _may_be_elsewhere(what: str) -> bool:
+    """The paths that may name a folder of the repository (the examples); reports are kept under registry/."""
+    return what in ("drafter.path", "target.path", "prompts") or what.startswith("evidence.")
 
 
 def repository_only(reg: Registry, relative: str) -> bool:

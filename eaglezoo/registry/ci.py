@@ -11,7 +11,7 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import BadInput, UsageError
+from ..errors import BadInput, EaglezooError, UsageError
 from ..fsutil import atomic_write_bytes, atomic_write_text, inside
 from .hardware import RUNNERS, sized_hardware
 from .load import Registry
@@ -144,14 +144,25 @@ def load_report(path: Path):
     return report
 
 
-def record(report_path: Path, reg: Registry) -> Recorded:
-    """Everything is computed and checked first (the report, the entry's new YAML text, the kept report's
-    name and bytes); only then are the two files written, the YAML last, the kept report restored if it fails."""
-    report = load_report(report_path)
-    if not report.registry_id:
-        raise UsageError(f"{report_path}: the report names no registry entry",
+@dataclass(frozen=True)
+class Evidence:
+    """What one verify report proves about one entry: the measured row and the status `registry record` writes
+    from it, and why it did not pass (empty when it did)."""
+
+    measured: Measured
+    state: str
+    why: list[str]
+
+
+def evidence(report, report_path: Path, entry: Entry, reg: Registry) -> Evidence:
+    """The row and status a report gives its entry, or one UsageError / BadInput when it may not be recorded
+    there (another entry's, another drafter or target, a K and temperature without floors, floors compared not
+    gated). The one rule: `registry record` writes what it returns, and `registry check` (so `registry update`
+    too) refuses a row or a status that is not what it returns for the report the row names."""
+    if report.registry_id != entry.id:
+        named = f"entry {report.registry_id}" if report.registry_id else "no registry entry"
+        raise UsageError(f"{report_path}: the report names {named}, not {entry.id}",
                          hint="verify a registry id, not a folder")
-    entry = reg.get(report.registry_id)
     k, temperature = report.num_spec_tokens, float(report.sampling.temperature)
     _check_same_pair(entry, report, reg)
     floor = entry.floor_for(k, temperature)
@@ -175,9 +186,65 @@ def record(report_path: Path, reg: Registry) -> Recorded:
                         passed=passed, date=dt.datetime.fromisoformat(report.created).date(),
                         eaglezoo_version=report.eaglezoo_version, report=kept.relative_to(reg.root).as_posix())
     state = {True: "verified", False: "failed", None: entry.status.state}[passed]
-    path, text = _entry_text(reg, entry, measured, state)
+    return Evidence(measured, state, why if floor else ["the entry has no floors at this K and temperature"])
+
+
+def record(report_path: Path, reg: Registry) -> Recorded:
+    """Everything is computed and checked first (the report, the entry's new YAML text, the kept report's
+    name and bytes); only then are the two files written, the YAML last, the kept report restored if it fails."""
+    report = load_report(report_path)
+    if not report.registry_id:
+        raise UsageError(f"{report_path}: the report names no registry entry",
+                         hint="verify a registry id, not a folder")
+    entry = reg.get(report.registry_id)
+    found = evidence(report, report_path, entry, reg)
+    kept = reg.root / found.measured.report
+    path, text = _entry_text(reg, entry, found.measured, found.state)
     _write_both(kept, report.model_dump_json(indent=2), path, text)
-    return Recorded(entry.id, measured, state, why if floor else ["the entry has no floors at this K and temperature"])
+    return Recorded(entry.id, found.measured, found.state, found.why)
+
+
+def recorded_problems(entry: Entry, reg: Registry) -> list[str]:
+    """Each measured row is the row `registry record` writes from the report it names (`evidence`), and a status
+    other than unverified is the one its report gave: nothing verified or measured that no report measured.
+    A row whose report is missing or outside the copy is left to the path checks, which name it."""
+    problems, rows = [], {}
+    for i, row in enumerate(entry.measured):
+        try:
+            path = reg.path(row.report, f"measured.{i}.report")
+            if not path.is_file():
+                continue
+            found = evidence(load_report(path), Path(row.report), entry, reg)
+        except EaglezooError as exc:
+            problems.append(f"measured.{i}: {exc.message}")
+            continue
+        differs = [name for name in Measured.model_fields if getattr(row, name) != getattr(found.measured, name)]
+        if differs:
+            problems.append(f"measured.{i}: {', '.join(differs)} not what its report {row.report} measured "
+                            f"(registry record writes the row from the report)")
+        else:
+            rows[row.report] = row
+    keys = [(m.k, m.temperature, m.engine) for m in entry.measured]
+    if len(set(keys)) != len(keys):
+        problems.append("measured: two rows for the same K, temperature and engine (registry record replaces the row)")
+    return problems + _status_problems(entry, rows)
+
+
+def _status_problems(entry: Entry, rows: dict[str, Measured]) -> list[str]:
+    """`registry record` sets the status from the row it writes: verified when it passed, failed when not."""
+    status = entry.status
+    row = rows.get(status.report or "")
+    if status.state == "unverified":
+        return []
+    if row is None:
+        why = f"status.report {status.report} is not the report of a measured row its report confirms"
+    elif {True: "verified", False: "failed"}.get(row.passed) != status.state:
+        why = f"its measured row has passed: {'null' if row.passed is None else str(row.passed).lower()}"
+    elif (status.date, status.eaglezoo_version) != (row.date, row.eaglezoo_version):
+        why = "its date and eaglezoo_version are not those of its measured row"
+    else:
+        return []
+    return [f"status {status.state}: {why} (registry record writes both)"]
 
 
 def _write_both(kept: Path, report_text: str, path: Path, text: str) -> None:

@@ -61,6 +61,8 @@ class Hub:
         self.unauthorized: set[str] = set()  # repos that answer 401 to everyone (private, token cannot see them)
         self.trickle_s = 0.0  # pause before each 64 KiB of a file's bytes: a slow download that keeps moving
         self.cut_once_at: int | None = None  # the next full download of a file drops its connection after this many bytes
+        self.info_sha: dict[str, str | None] = {}  # repo -> the commit its info answers claim (a hostile Hub)
+        self.tree_extra: dict[str, list[str]] = {}  # repo -> names its tree lists but its info does not
 
     def commit(self, repo_id: str, add: dict[str, bytes], delete: tuple[str, ...] = (), title: str = "seed") -> str:
         """A commit on main made server-side (tests seed repos with it); *.safetensors files are LFS."""
@@ -199,7 +201,8 @@ class Handler(BaseHTTPRequestHandler):
                 s["lfs"] = {"sha256": f["lfs"], "size": f["size"], "pointerSize": 130}
             siblings.append(s)
         siblings += [{"rfilename": p} for p in self.hub.extra_siblings.get(repo_id, [])]
-        self._send(200, {"id": repo_id, "modelId": repo_id, "sha": sha or "0" * 40, "siblings": siblings,
+        claimed = self.hub.info_sha.get(repo_id, sha or "0" * 40)
+        self._send(200, {"id": repo_id, "modelId": repo_id, "sha": claimed, "siblings": siblings,
                          "private": repo.private, "cardData": self._card_data(repo.files(sha)), "tags": []})
 
     def _card_data(self, files: dict) -> dict:
@@ -227,7 +230,8 @@ class Handler(BaseHTTPRequestHandler):
         files = repo.files(sha)
         prefix = (sub or "").strip("/")
         entries = [self._entry(p, f) for p, f in sorted(files.items()) if not prefix or p.startswith(prefix + "/")]
-        entries += [{"type": "file", "path": p, "size": 1, "oid": "0" * 40} for p in self.hub.extra_siblings.get(repo_id, [])]
+        entries += [{"type": "file", "path": p, "size": 1, "oid": "0" * 40}
+                    for p in self.hub.extra_siblings.get(repo_id, []) + self.hub.tree_extra.get(repo_id, [])]
         self._send(200, entries)
 
     def paths_info(self, repo_id, rev, query):
