@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import math
 from statistics import mean
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from . import __version__
 from .errors import BadInput, UsageError
+from .limits import MAX_K, MAX_PROMPTS
 from .reproduce import Reproduction, reproduction
 from .verify.acceptance import INTERVAL, SEED, bootstrap_interval, pooled_length
 from .verify.report import VerifyReport, built
@@ -96,7 +97,7 @@ class CompareReport(BaseModel):
     """B's engine."""
     num_spec_tokens: int
     """K."""
-    rows: list[Row]
+    rows: Annotated[list[Row], Field(max_length=MAX_PROMPTS + 1)]
     """Per bucket, then the row of every prompt: each acceptance length, B/A, its interval and the verdict."""
     per_position: PerPosition
     """Each side's per-position acceptance."""
@@ -123,8 +124,6 @@ class CompareReport(BaseModel):
 def compare_problem(r: CompareReport) -> str | None:
     """What compare's figures say of each other (as 'FIELD is ...; expected ...'), or None: K in range, a row per
     bucket and the last one over every prompt (the peers' vLLM figure), lengths up to K+1, K rates a side."""
-    from .limits import MAX_K
-
     k = r.num_spec_tokens
     if not 1 <= k <= MAX_K:
         return f"num_spec_tokens is {k}; expected a whole number from 1 to {MAX_K}"

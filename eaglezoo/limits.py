@@ -8,3 +8,5 @@ MAX_NEW_TOKENS = 65536  # tokens generated per prompt
 MAX_TEMPERATURE = 100.0
 MAX_CONCURRENCY = 4096  # requests in flight (a load level), and the native engine's batch
 MAX_LEVELS = 64  # load levels in one tune or --speedup run
+MAX_PROMPTS = 100_000  # prompts in one prompt file, so rows in one report (MT-bench has 80, the largest suite 400)
+MAX_REPORT_BYTES = 128 << 20  # a saved report's file: 1,000 prompts of 65,536 tokens each write about 80 MB

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .. import __version__
 from ..errors import BadInput
-from ..limits import MAX_K
+from ..limits import MAX_K, MAX_PROMPTS
 
 Verdict = Literal["healthy", "engine-config", "drafter", "target-mismatch", "workload"]
 VERDICTS: tuple[Verdict, ...] = ("healthy", "engine-config", "drafter", "target-mismatch", "workload")
@@ -19,6 +19,7 @@ Code = Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]{0,63}$")]  # a stable caus
 Name = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,63}$")]  # a timing's name
 Rate = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
 Count = Annotated[int, Field(ge=0)]
+MAX_SIDES = 64  # sides measured, findings: one per suspect (a handful), far below this
 SLACK = 1e-9  # a figure and its interval, written by json, round-trip exactly; sums differ by a few ulps
 
 
@@ -42,7 +43,7 @@ class Acceptance(_Model):
     prompts: Count
     drafts: Count
     """Verify steps that drafted."""
-    per_prompt: list[float] = []
+    per_prompt: Annotated[list[float], Field(max_length=MAX_PROMPTS)] = []
     """Each prompt's acceptance length, in the prompts' order (empty where only counters were read)."""
 
     @model_validator(mode="after")
@@ -104,8 +105,9 @@ class DoctorReport(_Model):
     """The target named (or the server's own)."""
     prompts: Count
     max_new_tokens: Count
-    measured: list[Acceptance]
-    findings: list[Finding]
+    measured: Annotated[list[Acceptance], Field(max_length=MAX_SIDES)]
+    """The server, the native reference of the drafter as served and as named, and each fix's trial."""
+    findings: Annotated[list[Finding], Field(max_length=MAX_SIDES)]
     floors: Annotated[list[Rate], Field(max_length=MAX_K)] | None = None
     """The registry entry's per-position floors, where the drafter is an entry."""
     notes: list[str] = []

@@ -300,10 +300,10 @@ class TuneReport(BaseModel):
     """Prompts in each pass."""
     max_new_tokens: int
     """Tokens generated per prompt."""
-    grid: list[Cell]
+    grid: Annotated[list[Cell], Field(max_length=(MAX_TUNE_K + 1) * MAX_LEVELS)]
     """Every (K, load) cell: median output tokens/s with its interval and repeats, latencies, the engine's
     acceptance."""
-    decision: list[Choice]
+    decision: Annotated[list[Choice], Field(max_length=MAX_LEVELS)]
     """Per load, the K with the most output tokens/s (K = 0 where speculation loses; the simpler where too close)."""
     schedule: list[list[int]]
     """vLLM's num_speculative_tokens_per_batch_size: [[first batch size, last batch size, K], ...]."""
