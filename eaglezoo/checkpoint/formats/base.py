@@ -99,9 +99,14 @@ def require_int(cfg: dict, key: str, where: str = "config.json") -> int:
 
 
 def parse_ids(value: Any, where: str) -> list[int]:
+    """Aux ids as a config states them: a non-empty list of layer numbers, none negative (an engine indexing its
+    layers with one would count from the end: vLLM takes hidden_states[i] as given)."""
     if not isinstance(value, list) or not value or not all(isinstance(i, int) and not isinstance(i, bool) for i in value):
         raise BadInput(f"{where} must be a non-empty list of integers, found {value!r}",
                        hint="fix that key in config.json")
+    if min(value) < 0:
+        raise BadInput(f"{where} holds a negative layer id: {value[:16]}", code="aux-ids-range",
+                       hint="write the ids of the target layers the drafter was trained on (0 or more)")
     return value
 
 
