@@ -78,3 +78,14 @@ def test_the_same_reports_unedited_are_printed_and_paged(kind, tmp_path):
     assert run_inprocess("report", saved).code == 0
     r = run_inprocess("report", saved, "--html", tmp_path / "r.html")
     assert r.code == 0 and (tmp_path / "r.html").exists(), r.err
+
+
+def test_sglangs_count_may_pass_k_plus_1_by_its_prefill_token(tmp_path):
+    """compare.peers: one request of one fully accepted step at K=3 is 5 tokens in 1 step as SGLang counts."""
+    from eaglezoo.compare import peers
+
+    assert peers([[3]])["sglang"] == 5.0
+    data = compare(lambda row, d: d["peers"]["b"].update(sglang=5.0))
+    assert run_inprocess("report", write(tmp_path / "r.json", data)).code == 0
+    data = compare(lambda row, d: d["peers"]["b"].update(sglang=5.5))
+    assert_clean_failure(run_inprocess("report", write(tmp_path / "r.json", data)), contains="peers.b")
