@@ -148,3 +148,12 @@ def test_borrowing_refuses_a_target_tensor_of_a_dtype_no_drafter_computes_in(tmp
     out = tmp_path / "out"
     r = cli("convert", src, out, "--to", "speculators", "--target", tmp_path / "target", "--borrow-from-target")
     assert_clean_failure(r, out, contains=f"{lent} is {dtype}")
+
+
+def test_negative_aux_ids_given_on_the_command_line_are_refused(tmp_path, cli):
+    from conftest import EXAMPLE
+
+    out = tmp_path / "out"
+    r = cli("convert", EXAMPLE / "eagle3-safeai", out, "--to", "speculators", "--aux-layers=-1,2,3",
+            "--aux-convention", "boundary")
+    assert_clean_failure(r, out, contains="--aux-layers holds a negative layer id")
