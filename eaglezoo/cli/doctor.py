@@ -177,5 +177,5 @@ def render_doctor(r) -> None:
     render_prompts(r)
     for note in r.notes:
         out.print(f"[yellow]note[/yellow] {shown(note)}")
-    out.print("time: " + ", ".join(f"{shown(k.removesuffix('_s'))} {v:.1f}s" if k.endswith("_s") else f"{shown(k)} {v:g}"
-                                   for k, v in r.timing.items()))
+    out.print("time: " + ", ".join(f"{shown(k.removesuffix('_s'))} {v:.1f}s" if k.endswith("_s") else
+                                   f"{shown(k)} {v:g}" for k, v in r.timing.items()))

@@ -58,7 +58,8 @@ def test_a_mask_token_the_chat_template_writes_is_named(tmp_path):
     assert found and "1023" in found[0]["message"] and found[0]["severity"] == "warning"
 
 
-@pytest.mark.parametrize("make", [F.zlab_dflash, F.deepspec_dspark, F.peagle_native], ids=["dflash", "dspark", "peagle"])
+@pytest.mark.parametrize("make", [F.zlab_dflash, F.deepspec_dspark, F.peagle_native],
+                         ids=["dflash", "dspark", "peagle"])
 @pytest.mark.parametrize("value", [float("nan"), float("inf")])
 def test_weights_holding_nan_or_inf_are_an_error_in_every_family(tmp_path, make, value):
     """The same value check as EAGLE-3's (checkpoint/problems.value_findings): one rule for every family."""
