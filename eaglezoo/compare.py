@@ -9,17 +9,19 @@ from __future__ import annotations
 
 import math
 from statistics import mean
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from . import __version__
 from .errors import BadInput, UsageError
+from .limits import MAX_K, MAX_PROMPTS
 from .reproduce import Reproduction, reproduction
 from .verify.acceptance import INTERVAL, SEED, bootstrap_interval, pooled_length
 from .verify.report import VerifyReport, built
 
 Verdict = Literal["B above A", "B below A", "indistinguishable"]
+RELATIVE = 1e-6  # figures written by json round-trip exactly; a ratio recomputed differs by a few ulps
 
 
 def verdict_of(interval: list[float], prompts: int) -> Verdict:
@@ -54,6 +56,14 @@ class Row(BaseModel):
     def _said(self) -> Row:
         if len(self.interval) != 2 or not all(map(math.isfinite, self.interval)) or self.interval[0] > self.interval[1]:
             raise ValueError("interval is not [low, high]; expected two numbers, low first")
+        if not all(map(math.isfinite, (self.a, self.b, self.ratio))) or self.a < 1 or self.b < 1 or self.prompts < 1:
+            raise ValueError(f"a is {self.a:g} and b {self.b:g} over {self.prompts} prompts; expected at least 1 "
+                             "prompt and acceptance lengths of at least 1")
+        if not math.isclose(self.ratio, self.b / self.a, rel_tol=RELATIVE):
+            raise ValueError(f"ratio is {self.ratio:g}; expected b / a ({self.b / self.a:g})")
+        low, high = self.interval
+        if not low * (1 - RELATIVE) <= self.ratio <= high * (1 + RELATIVE):
+            raise ValueError(f"ratio is {self.ratio:g}, outside its interval [{low:g}, {high:g}]; expected it inside")
         said = verdict_of(self.interval, self.prompts)
         if self.verdict not in (None, said):
             raise ValueError(f"verdict is {self.verdict!r}; expected {said!r}, which its interval says")
@@ -87,7 +97,7 @@ class CompareReport(BaseModel):
     """B's engine."""
     num_spec_tokens: int
     """K."""
-    rows: list[Row]
+    rows: Annotated[list[Row], Field(max_length=MAX_PROMPTS + 1)]
     """Per bucket, then the row of every prompt: each acceptance length, B/A, its interval and the verdict."""
     per_position: PerPosition
     """Each side's per-position acceptance."""
@@ -102,6 +112,42 @@ class CompareReport(BaseModel):
     reports written before it)."""
     eaglezoo_version: str = __version__
     """The eaglezoo that measured."""
+
+    @model_validator(mode="after")
+    def _consistent(self) -> CompareReport:
+        problem = compare_problem(self)
+        if problem:
+            raise ValueError(problem)
+        return self
+
+
+def compare_problem(r: CompareReport) -> str | None:
+    """What compare's figures say of each other (as 'FIELD is ...; expected ...'), or None: K in range, a row per
+    bucket and the last one over every prompt (the peers' vLLM figure), lengths up to K+1, K rates a side."""
+    k = r.num_spec_tokens
+    if not 1 <= k <= MAX_K:
+        return f"num_spec_tokens is {k}; expected a whole number from 1 to {MAX_K}"
+    if not r.rows:
+        return "rows is empty; expected a row per bucket and one for all prompts"
+    for i, row in enumerate(r.rows):
+        if max(row.a, row.b) > k + 1:
+            return f"rows[{i}] holds lengths {row.a:g}, {row.b:g}; expected acceptance lengths from 1 to K+1 ({k + 1})"
+    every = r.rows[-1]
+    if len(r.rows) > 1 and every.prompts != sum(row.prompts for row in r.rows[:-1]):
+        return (f"rows[{len(r.rows) - 1}].prompts is {every.prompts}; expected the row of every prompt, the sum of "
+                f"the buckets' ({sum(row.prompts for row in r.rows[:-1])})")
+    for side in ("a", "b"):
+        rates = getattr(r.per_position, side)
+        if len(rates) != k or not all(math.isfinite(x) and 0 <= x <= 1 for x in rates):
+            return f"per_position.{side} is not K ({k}) rates; expected K numbers from 0 to 1"
+        counted, pooled = r.peers.get(side, {}), getattr(every, side)
+        if "vllm" in counted and not math.isclose(counted["vllm"], pooled, rel_tol=RELATIVE):
+            return (f"peers.{side}.vllm is {counted['vllm']:g}; expected the pooled length of every prompt "
+                    f"(rows[{len(r.rows) - 1}].{side}, {pooled:g})")
+        # SGLang's counts each request's prefill token too: up to one more than K+1 (a request of one full step)
+        if not all(math.isfinite(x) and 1 <= x <= k + (2 if peer == "sglang" else 1) for peer, x in counted.items()):
+            return f"peers.{side} holds a length outside 1 to K+1 ({k + 1}; K+2 as SGLang counts); expected lengths"
+    return None
 
 
 def same_target(a: VerifyReport, b: VerifyReport) -> None:
@@ -173,30 +219,11 @@ def peers(requests: list[list[int]]) -> dict:
 
 
 def compare_from(data: dict, where: str) -> CompareReport:
-    """A saved compare report, refused (one BadInput naming the field) unless its figures are ones compare writes:
-    the page is drawn from them."""
-    from .limits import MAX_K
-    from .verify.saved import number, validated
+    """A saved compare report, refused (one BadInput naming the field) unless its figures are ones compare writes
+    (the model's cross-field checks, which its builder meets too): the page is drawn from them."""
+    from .verify.saved import validated
 
     def refuse(what: str) -> BadInput:
         return BadInput(f"{where}: {what}", hint="give the file that eaglezoo compare --report FILE wrote")
 
-    r = validated(CompareReport, data, refuse)
-    k = r.num_spec_tokens
-    if not 1 <= k <= MAX_K:
-        raise refuse(f"num_spec_tokens is {k}; expected a whole number from 1 to {MAX_K}")
-    if not r.rows:
-        raise refuse("rows is empty; expected a row per bucket and one for all prompts")
-    for i, row in enumerate(r.rows):
-        if row.prompts < 1 or not all(number(x) and 1 <= x <= k + 1 for x in (row.a, row.b)):
-            raise refuse(f"rows[{i}] holds {row.prompts} prompts and lengths {row.a:g}, {row.b:g}; expected at "
-                         f"least 1 prompt and acceptance lengths from 1 to K+1 ({k + 1})")
-        if not math.isclose(row.ratio, row.b / row.a, rel_tol=1e-6):
-            raise refuse(f"rows[{i}].ratio is {row.ratio:g}; expected b / a ({row.b / row.a:g})")
-        if len(row.interval) != 2 or not all(map(number, row.interval)) or row.interval[0] > row.interval[1]:
-            raise refuse(f"rows[{i}].interval is not [low, high]; expected two numbers, low first")
-    for side in ("a", "b"):
-        rates = getattr(r.per_position, side)
-        if not (isinstance(rates, list) and len(rates) == k and all(number(x) and 0 <= x <= 1 for x in rates)):
-            raise refuse(f"per_position.{side} is not K ({k}) rates; expected K numbers from 0 to 1")
-    return r
+    return validated(CompareReport, data, refuse)  # the model's own checks: every figure against the others

@@ -23,6 +23,7 @@ from .checkpoint.formats.base import ReadOptions
 from .checkpoint.problems import compare_with_target, refuse_misfit
 from .checkpoint.read import Drafter, read_drafter
 from .checkpoint.spec import DrafterSpec
+from .checkpoint.st_header import FLOAT_CODES, ST_DTYPES, TensorRef
 from .checkpoint.st_writer import OutTensor, plan_output_order, stream_convert
 from .checkpoint.tensors import Checkpoint
 from .errors import BadInput, UsageError
@@ -135,7 +136,7 @@ def borrowing(prepared: Prepared, drafter: Drafter, req: ConvertRequest) -> Prep
             raise BadInput(f"the target {req.target} has no {sources[0]} to lend as {name}",
                            hint="give the target the drafter was trained for (--target)")
         ref = lender.refs[source]
-        _check_lent(name, ref.shape, spec)
+        _check_lent(name, source, ref, spec)
         lent.append(OutTensor(name, ref, ref.dtype))  # (a block drafter's conversion never casts: family_config)
         decisions.append(f"{name} borrowed from the target's {source} {list(ref.shape)} (--borrow-from-target)")
     plan = prepared.plan.model_copy(update={
@@ -144,11 +145,17 @@ def borrowing(prepared: Prepared, drafter: Drafter, req: ConvertRequest) -> Prep
     return replace(prepared, plan=plan, lent=lent, lender=lender)
 
 
-def _check_lent(name: str, shape: tuple[int, ...], spec: DrafterSpec) -> None:
+def _check_lent(name: str, source: str, ref: TensorRef, spec: DrafterSpec) -> None:
+    """A lent tensor is what the drafter computes with: its shape, and a floating dtype (the lent bytes are copied
+    as they are: a complex, integer or bool table would be multiplied as one)."""
     want = (spec.target_hidden_size,) if name == "verifier_norm.weight" else (spec.vocab_size, spec.target_hidden_size)
-    if tuple(shape) != want:
-        raise BadInput(f"the target's tensor for {name} is {list(shape)}, the drafter needs {list(want)}",
+    if tuple(ref.shape) != want:
+        raise BadInput(f"the target's tensor for {name} is {list(ref.shape)}, the drafter needs {list(want)}",
                        hint="give the target the drafter was trained for (--target)")
+    if not ref.is_float:
+        raise BadInput(f"the target's {source} is {ST_DTYPES[ref.dtype][0]}; lent as {name} it must be a floating "
+                       f"dtype ({', '.join(sorted(FLOAT_CODES))})", hint="give the target the drafter was trained for "
+                       "(--target), in its floating-point weights")
 
 
 def check_format(to: str) -> None:

@@ -87,10 +87,18 @@ def first_line(exc: BaseException) -> str:
     return str(exc).splitlines()[0] if str(exc).strip() else type(exc).__name__
 
 
+def terminal_text(text: str) -> str:
+    """Text a terminal shows as itself: every character that is not printable blanked (C0 and C1 controls, so
+    ESC and every escape sequence it opens, and format characters such as bidi overrides), line breaks kept."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() or c == "\n" else " " for c in text)
+
+
 def printable(text: str) -> str:
     """Text from elsewhere (a server, an engine), safe to print: no control characters, one line, and no
     secret this process holds (a server may echo the request's Authorization header back)."""
-    return redact(" ".join("".join(c if c.isprintable() else " " for c in redact(text)).split()))
+    return redact(" ".join(terminal_text(redact(text)).split()))
 
 
 SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|ACCESS_KEY|CREDENTIAL", re.IGNORECASE)

@@ -282,8 +282,13 @@ def parse_json(text: str, where: str):
         raise too_many_digits(where) from None
 
 
-def read_json(path: Path, what: str) -> dict:
+def read_json(path: Path, what: str, max_bytes: int | None = None) -> dict:
+    """A JSON object from a file; `max_bytes`: a larger file is refused before any of it is read."""
     regular_file(path, what)
+    size = path.stat().st_size
+    if max_bytes is not None and size > max_bytes:
+        raise BadInput(f"{what}: {path} holds {size:,} bytes; expected at most {max_bytes:,}",
+                       hint="give a file eaglezoo wrote (none is this large)")
     try:
         value = parse_json(path.read_bytes().decode("utf-8"), f"{what}: {path}")
     except UnicodeDecodeError as exc:

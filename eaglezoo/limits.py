@@ -13,3 +13,5 @@ MAX_MODEL_LEN = 1 << 24  # tokens of context a server may say it takes: past eve
 MAX_REGISTRY_FILES = 10_000  # registry/*.yaml and registry/reports/*.json
 MAX_REGISTRY_FILE_BYTES = 8 * 2**20  # one entry or kept report (a verify report of 80 prompts is ~50 KiB)
 MAX_REGISTRY_BYTES = 64 * 2**20  # the whole snapshot: what its downloads may hold in all
+MAX_PROMPTS = 100_000  # prompts in one prompt file, so rows in one report (MT-bench has 80, the largest suite 400)
+MAX_REPORT_BYTES = 128 << 20  # a saved report's file: 1,000 prompts of 65,536 tokens each write about 80 MB

@@ -157,7 +157,7 @@ def lint_drafter(drafter: Drafter, tcfg: dict | None, target_dir: Path | None = 
         out += trap_findings(drafter.config, tcfg)
     out += family_findings(spec, drafter.dialect, drafter.config, tcfg) + borrowed_head_findings(spec, drafter.refs)
     out += mask_in_template(spec, target_dir)
-    if drafter.has_weights and not problems and spec.family in ("eagle3", "peagle"):
+    if drafter.has_weights and not problems:
         value_findings(spec, drafter.refs, drafter.load, target_dir, add, max_value_bytes)
     for e in engine_support(spec, schema_for(drafter.dialect)):
         if not e.faithful:

@@ -16,6 +16,7 @@ from .compare import CompareReport, compare_from
 from .doctor.report import DoctorReport, doctor_from
 from .errors import BadInput
 from .fsutil import read_json
+from .limits import MAX_REPORT_BYTES
 from .tune import TuneReport, tune_from
 from .verify.report import VerifyReport
 from .verify.saved import report_from
@@ -53,7 +54,7 @@ def upgraded(data: dict, kind: str) -> dict:
 
 def read_saved(path: Path, what: str = "report", needs: str = "its page"):
     """A saved report of any kind, read strictly by its kind's reader; one BadInput naming the field otherwise."""
-    data = read_json(Path(path), what)
+    data = read_json(Path(path), what, MAX_REPORT_BYTES)
     kind = kind_of(data)
     return from_data(data, kind, f"{what} {path}", needs)
 

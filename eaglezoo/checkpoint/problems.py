@@ -243,13 +243,15 @@ def config_findings(cfg: dict, dialect: str, add: Add) -> None:
 
 def value_findings(spec: DrafterSpec, refs: dict[str, TensorRef], load: Load, target_dir: Path | None, add: Add,
                    max_bytes: int | None = None) -> None:
-    """Checks that need tensor values, by canonical name. With `max_bytes` (remote lint) only vectors up to
-    that size are fetched (norms, d2t, t2d): a tiny share of the weights."""
+    """Checks that need tensor values, by canonical name, for a drafter of any family (NaN/Inf and norms in every
+    weight; the aux slots, the vocabulary map and the embedding where the family has them). With `max_bytes`
+    (remote lint) only vectors up to that size are fetched (norms, d2t, t2d): a tiny share of the weights."""
     def small(name: str) -> bool:
         return max_bytes is None or (len(refs[name].shape) <= 1 and refs[name].nbytes <= max_bytes)
 
-    _finite_and_norm_findings(refs, load, small, add)
-    _duplicate_slot_findings(spec, load, small, add)
+    _finite_and_norm_findings(refs, load, small, add)  # every family's weights
+    if spec.family in ("eagle3", "peagle"):  # fc over the aux slots as EAGLE-3 lays it out
+        _duplicate_slot_findings(spec, load, small, add)
     if spec.has_vocab_map and small("d2t"):
         _vocab_map_findings(spec, load("d2t"), load("t2d") if "t2d" in refs else None, add)
     if "embed_tokens.weight" in refs and target_dir is not None and small("embed_tokens.weight"):
@@ -353,10 +355,7 @@ def family_findings(spec: DrafterSpec, dialect: str | None, config: dict, tcfg: 
     f = spec.family_fields
     if spec.family == "eagle3" or f is None:
         return []
-    out: list[Finding] = []
-    if f.mask_token_id is not None and f.mask_token_id >= spec.vocab_size:
-        out.append(error("mask-token-range", f"mask_token_id {f.mask_token_id} is outside the vocabulary "
-                         f"(0..{spec.vocab_size - 1})", "use the mask token the drafter was trained with"))
+    out: list[Finding] = []  # a mask token outside the vocabulary: refused where it is read (formats.blocks)
     if f.mask_token_id is not None and tcfg is not None:
         real = {k: tcfg.get(k) for k in ("bos_token_id", "eos_token_id", "pad_token_id")}
         hit = [k for k, v in real.items() if v == f.mask_token_id or (isinstance(v, list) and f.mask_token_id in v)]

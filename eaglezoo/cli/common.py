@@ -16,7 +16,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
 
 from .. import __version__
-from ..errors import UsageError, printable
+from ..errors import UsageError, printable, terminal_text
 from ..limits import MAX_K
 
 # add_completion: --install-completion and --show-completion on the root (cli/app.run answers the shell's requests)
@@ -36,6 +36,14 @@ class _Console(Console):
         self.quiet = True
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         raise BrokenPipeError
+
+    def _render_buffer(self, buffer) -> str:
+        """The one guard of the terminal: whatever text reaches it (a report's field, a server's answer, a path),
+        no character of it acts on the terminal; rich's own styles and cursor moves (its control segments, and the
+        styles it renders around text) are kept. rich 13-15 turn segments into output here (rich/console.py
+        `Console._render_buffer`)."""
+        return super()._render_buffer(segment if segment.control else segment._replace(text=terminal_text(segment.text))
+                                      for segment in buffer)
 
 
 

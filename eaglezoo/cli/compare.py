@@ -121,7 +121,7 @@ def render_compare(r) -> None:
     for who in ("a", "b"):
         figures = ", ".join(f"{peer} {value:.3f}" for peer, value in r.peers[who].items())
         out.print(f"{who.upper()} as the peers count it: {figures}")
-    out.print(f"[dim]{r.interval}; vLLM pools 1 + accepted/drafts, SpecForge averages per-request values, SGLang "
-              f"divides completion tokens by verify steps[/dim]")
+    out.print(f"[dim]{shown(r.interval)}; vLLM pools 1 + accepted/drafts, SpecForge averages per-request values, "
+              f"SGLang divides completion tokens by verify steps[/dim]")
     for line in r.reproduction.lines() if r.reproduction else []:
         out.print(f"[dim]{shown(line)}[/dim]")

@@ -198,7 +198,7 @@ def render_doctor(r) -> None:
               "tokens")
     for f in r.findings:
         mark = "confirmed" if f.confirmed else "not confirmed by a trial"
-        out.print(f"\n[bold]{f.cause}[/bold] ({f.verdict}, {mark}): {shown(f.what)}")
+        out.print(f"\n[bold]{shown(f.cause)}[/bold] ({f.verdict}, {mark}): {shown(f.what)}")
         for line in f.evidence:
             out.print(f"  {shown(line)}")
         out.print(f"  [bold]fix[/bold]: {shown(f.fix)}")
@@ -210,5 +210,5 @@ def render_doctor(r) -> None:
     render_prompts(r)
     for note in r.notes:
         out.print(f"[yellow]note[/yellow] {shown(note)}")
-    out.print("time: " + ", ".join(f"{k.removesuffix('_s')} {v:.1f}s" if k.endswith("_s") else f"{k} {v:g}"
-                                   for k, v in r.timing.items()))
+    out.print("time: " + ", ".join(f"{shown(k.removesuffix('_s'))} {v:.1f}s" if k.endswith("_s") else
+                                   f"{shown(k)} {v:g}" for k, v in r.timing.items()))

@@ -132,8 +132,8 @@ def tune_source(drafter: str, target: str | None, request, *, revision, registry
 
 
 def render_tune(r) -> None:
-    out.print(f"[bold]{shown(r.drafter)}[/bold] on vLLM {r.engine.version} ({shown(r.engine.device)}, "
-              f"{r.engine.dtype}), K 0..{r.k_max}, {r.num_prompts} prompts x {r.max_new_tokens} tokens")
+    out.print(f"[bold]{shown(r.drafter)}[/bold] on vLLM {shown(r.engine.version)} ({shown(r.engine.device)}, "
+              f"{shown(r.engine.dtype)}), K 0..{r.k_max}, {r.num_prompts} prompts x {r.max_new_tokens} tokens")
     table = Table("concurrency", *[f"K={k}" for k in range(r.k_max + 1)],
                   title="output tokens/s: median \\[interval] x repeats (acceptance length)", title_justify="left")
     for c in r.concurrency:

@@ -221,7 +221,7 @@ def render_verify(r) -> None:
     out.print(f"lint: {len(errors)} error(s), {len(warns)} warning(s)"
               + "".join(f"\n  [red]{f.code}[/red] {shown(f.message)}" for f in errors)
               + "".join(f"\n  [yellow]{f.code}[/yellow] {shown(f.message)}" for f in warns))
-    out.print("time: " + ", ".join(f"{k.removesuffix('_s')} {v:.1f}s" for k, v in r.timing.items()))
+    out.print("time: " + ", ".join(f"{shown(k.removesuffix('_s'))} {v:.1f}s" for k, v in r.timing.items()))
     if r.reproduction:
         for line in r.reproduction.lines():
             out.print(f"[dim]{shown(line)}[/dim]")

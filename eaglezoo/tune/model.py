@@ -1,18 +1,43 @@
 """The tune report and its parts (docs/report.md is generated from these models: each field says what it means).
-Fields added after the first tune reports are optional, so those reports still read."""
+Fields added after the first tune reports are optional, so those reports still read. The figures are checked
+against each other in the models (a median is its repeats' median, inside its interval; the grid is whole and
+the decisions are its cells), so a report tune could not have written is refused when it is read, as when built."""
 
 from __future__ import annotations
 
+import math
+from statistics import median
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .. import __version__
+from ..limits import MAX_CONCURRENCY, MAX_LEVELS, MAX_TUNE_K
 from ..reproduce import Reproduction
 from ..verify.report import PassTiming
+from .stats import spread_pct
 
 Verdict = Literal["wins", "loses", "too close to call"]
-Pair = Annotated[list[float], Field(min_length=2, max_length=2)]  # [low, high]
+Pair = Annotated[list[Annotated[float, Field(allow_inf_nan=False)]], Field(min_length=2, max_length=2)]  # [low, high]
+Throughput = Annotated[float, Field(gt=0, allow_inf_nan=False)]  # output tokens/s
+RELATIVE = 1e-9  # figures written by json round-trip exactly
+
+
+def median_problem(value: float, repeats: list[float] | None, interval: list[float] | None) -> str | None:
+    """A median figure against its repeats and its interval (as 'FIELD is ...; expected ...'), or None."""
+    if interval is not None and interval[0] > interval[1]:
+        return f"interval is {interval}; expected [low, high], low first"
+    if repeats is None:
+        return None
+    if not repeats:
+        return "repeats is empty; expected the tokens/s of each repeat"
+    mid = median(repeats)
+    if not math.isclose(value, mid, rel_tol=RELATIVE):
+        return f"output_tokens_per_s is {value:g}; expected the median of its repeats ({mid:g})"
+    if interval is not None and not (min(repeats) <= interval[0] <= mid <= interval[1] <= max(repeats)):
+        return (f"interval is [{interval[0]:g}, {interval[1]:g}]; expected two of its repeats around their median "
+                f"({mid:g})")
+    return None
 
 
 class Latency(BaseModel):
@@ -44,7 +69,7 @@ class Cell(BaseModel):
     """Speculative tokens; 0: without the drafter."""
     concurrency: int
     """Requests in flight."""
-    output_tokens_per_s: float
+    output_tokens_per_s: Throughput
     """The median over the repeats of output tokens per second."""
     mean_tpot_ms: float | None
     """Mean time per output token after the first (ms), over every request measured."""
@@ -52,7 +77,7 @@ class Cell(BaseModel):
     """The engine's own mean acceptance length at this K and load (null at K = 0)."""
     acceptance_per_position: list[float] | None = None
     """The engine's acceptance rate at each draft position."""
-    repeats: list[float] | None = None
+    repeats: list[Throughput] | None = None
     """Output tokens/s of each repeat, in the order measured."""
     interval: Pair | None = None
     """The interval of the median (order statistics of the repeats; coverage in interval_coverage)."""
@@ -64,6 +89,16 @@ class Cell(BaseModel):
     """Passes of the prompt set in each repeat (enough for the minimum tokens and seconds)."""
     latency: Latency | None = None
     """TTFT, TPOT and end-to-end latency percentiles over every request measured."""
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Cell:
+        problem = median_problem(self.output_tokens_per_s, self.repeats, self.interval)
+        if problem is None and self.repeats and self.spread_pct is not None and not math.isclose(
+                self.spread_pct, spread_pct(self.repeats), rel_tol=RELATIVE, abs_tol=RELATIVE):
+            problem = f"spread_pct is {self.spread_pct:g}; expected its repeats' ({spread_pct(self.repeats):g})"
+        if problem:
+            raise ValueError(problem)
+        return self
 
 
 class Choice(BaseModel):
@@ -105,7 +140,7 @@ class ConfirmedPass(PassTiming):
 
     concurrency: int
     """The load."""
-    repeats: list[float] | None = None
+    repeats: list[Throughput] | None = None
     """Output tokens/s of each repeat (output_tokens_per_s is their median)."""
     interval: Pair | None = None
     """The interval of the median."""
@@ -115,6 +150,13 @@ class ConfirmedPass(PassTiming):
     """Against K = 0's interval at this load."""
     against_best_static: Verdict | None = None
     """Against the best static K's interval at this load."""
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ConfirmedPass:
+        problem = median_problem(self.output_tokens_per_s, self.repeats, self.interval)
+        if problem:
+            raise ValueError(problem)
+        return self
 
 
 class StaticPass(BaseModel):
@@ -159,6 +201,14 @@ class NoSpeculation(BaseModel):
     """Table / no speculation."""
     verdict: Verdict
     """The table against no speculation, by their intervals; a loss where the table's K is 0 is vLLM #49986."""
+
+    @model_validator(mode="after")
+    def _consistent(self) -> NoSpeculation:
+        expected = self.table_tokens_per_s / self.no_speculation_tokens_per_s if self.no_speculation_tokens_per_s else 0
+        if not math.isclose(self.ratio, expected, rel_tol=RELATIVE):
+            raise ValueError(f"ratio is {self.ratio:g}; expected table_tokens_per_s / no_speculation_tokens_per_s "
+                             f"({expected:g})")
+        return self
 
 
 class AdaptiveLevel(BaseModel):
@@ -250,10 +300,10 @@ class TuneReport(BaseModel):
     """Prompts in each pass."""
     max_new_tokens: int
     """Tokens generated per prompt."""
-    grid: list[Cell]
+    grid: Annotated[list[Cell], Field(max_length=(MAX_TUNE_K + 1) * MAX_LEVELS)]
     """Every (K, load) cell: median output tokens/s with its interval and repeats, latencies, the engine's
     acceptance."""
-    decision: list[Choice]
+    decision: Annotated[list[Choice], Field(max_length=MAX_LEVELS)]
     """Per load, the K with the most output tokens/s (K = 0 where speculation loses; the simpler where too close)."""
     schedule: list[list[int]]
     """vLLM's num_speculative_tokens_per_batch_size: [[first batch size, last batch size, K], ...]."""
@@ -301,3 +351,43 @@ class TuneReport(BaseModel):
     reports written before it)."""
     eaglezoo_version: str = __version__
     """The eaglezoo that measured."""
+
+    @model_validator(mode="after")
+    def _consistent(self) -> TuneReport:
+        problem = grid_problem(self) or decision_problem(self)
+        if problem:
+            raise ValueError(problem)
+        return self
+
+
+def grid_problem(r: TuneReport) -> str | None:
+    """The loads rising and bounded, the grid whole: one cell per K (0 to k_max) and load."""
+    levels = r.concurrency
+    if (not 1 <= r.k_max <= MAX_TUNE_K or not 1 <= len(levels) <= MAX_LEVELS or levels != sorted(set(levels))
+            or not 1 <= levels[0] <= levels[-1] <= MAX_CONCURRENCY):
+        return (f"k_max {r.k_max} or concurrency {levels[:8]}; expected K from 1 to {MAX_TUNE_K} and distinct rising "
+                f"levels from 1 to {MAX_CONCURRENCY}")
+    cells = {(c.k, c.concurrency) for c in r.grid}
+    if len(cells) != len(r.grid) or cells != {(k, c) for k in range(r.k_max + 1) for c in levels}:
+        return "grid is not one cell per K (0 to k_max) and concurrency; expected the whole grid"
+    return None
+
+
+def decision_problem(r: TuneReport) -> str | None:
+    """Each decision is its cell's figure; the best static K's figures are its cells'."""
+    grid = {(c.k, c.concurrency): c for c in r.grid}
+    if [d.concurrency for d in r.decision] != r.concurrency:
+        return "decision is not one choice per concurrency, in order"
+    for d in r.decision:
+        cell, base = grid.get((d.k, d.concurrency)), grid[(0, d.concurrency)]
+        if cell is None or d.output_tokens_per_s != cell.output_tokens_per_s or not math.isclose(
+                d.speedup, cell.output_tokens_per_s / base.output_tokens_per_s, rel_tol=1e-6):
+            return (f"decision at concurrency {d.concurrency} (K={d.k}) is not the grid's; expected a K from 0 to "
+                    f"{r.k_max}, its cell's tokens/s and its speedup over K=0")
+    static = r.confirmation.best_static_k
+    for x in r.confirmation.best_static:
+        cell = grid.get((static, x.concurrency))
+        if cell is None or x.output_tokens_per_s != cell.output_tokens_per_s:
+            return (f"confirmation.best_static at concurrency {x.concurrency} is not the grid's cell at K={static}; "
+                    "expected its tokens/s")
+    return None

@@ -12,7 +12,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 from .. import __version__
 from ..checkpoint.problems import Finding
 from ..errors import EngineError
-from ..limits import MAX_K, MAX_LEVELS, MAX_NEW_TOKENS, MAX_TEMPERATURE
+from ..limits import MAX_K, MAX_LEVELS, MAX_NEW_TOKENS, MAX_PROMPTS, MAX_TEMPERATURE
 from ..reproduce import Reproduction, reproduction
 from .acceptance import INTERVAL, SEED, Tally, bootstrap_interval, by_k_estimate
 from .workload import Measurement, PromptSet, Workload, bucket_problem
@@ -330,9 +330,9 @@ class VerifyReport(BaseModel):
     """Which engine measured, and how it ran."""
     sampling: Sampling = Sampling()
     """Temperature and seed (request i is seeded with seed + i)."""
-    per_prompt: list[PromptResult] = []
+    per_prompt: Annotated[list[PromptResult], Field(max_length=MAX_PROMPTS)] = []
     """Every measured prompt's accepted length per verify step (engines: with per-request metrics)."""
-    skipped_prompts: list[Skipped] = []
+    skipped_prompts: Annotated[list[Skipped], Field(max_length=MAX_PROMPTS)] = []
     """Prompts that do not fit the context or the engine: reported with the reason, never truncated."""
     notes: list[str] = []
     """What the reader must know (counters moved by another client, no per-request metrics, floors not checked)."""

@@ -14,7 +14,7 @@ from pydantic import ValidationError
 
 from ..errors import BadInput
 from ..fsutil import read_json
-from ..limits import MAX_K
+from ..limits import MAX_K, MAX_REPORT_BYTES
 from .report import VerifyReport
 
 WRITTEN = ("engine", "sampling", "created", "eaglezoo_version")  # defaulted in the model, always in the file
@@ -34,7 +34,7 @@ def read_report(path: Path, what: str = "report", needs: str = "eaglezoo") -> Ve
     only what `eaglezoo verify --report` writes. `needs`: who reads it, for the message on missing keys."""
     if not os.path.lexists(path):
         raise BadInput(f"{what} {path}: no such file", hint=REPORT_HINT)
-    return report_from(read_json(Path(path), what), f"{what} {path}", needs)
+    return report_from(read_json(Path(path), what, MAX_REPORT_BYTES), f"{what} {path}", needs)
 
 
 def report_from(data: dict, where: str, needs: str = "eaglezoo") -> VerifyReport:
@@ -67,10 +67,19 @@ def validated(model, data: dict, refuse, needs: str = "its page"):
     missing = [name for name, f in model.model_fields.items() if f.is_required() and name not in data]
     if missing:
         raise refuse(f"the report lacks what {needs} needs ({', '.join(missing[:8])})")
+    for name, bound in row_bounds(model).items():  # before the rows are read one by one: refused at once
+        if isinstance(data.get(name), list) and len(data[name]) > bound:
+            raise refuse(f"{name} holds {len(data[name]):,} rows; expected at most {bound:,}")
     try:
         return model.model_validate(data, strict=True)
     except ValidationError as exc:
         raise refuse(_worded(exc.errors()[0])) from None
+
+
+def row_bounds(model) -> dict[str, int]:
+    """The most items each of the model's list fields may hold, as the model states it (Field(max_length=...))."""
+    return {name: bound for name, f in model.model_fields.items()
+            for bound in [next((m.max_length for m in f.metadata if getattr(m, "max_length", None)), None)] if bound}
 
 
 def _worded(e: dict) -> str:

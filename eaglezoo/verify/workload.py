@@ -18,6 +18,7 @@ from ..checkpoint.read import Drafter
 from ..checkpoint.spec import DrafterSpec
 from ..errors import BadInput, UsageError
 from ..fsutil import parse_json, regular_file
+from ..limits import MAX_PROMPTS
 
 Progress = Callable[..., None]  # progress(done, total, phase="...")
 
@@ -255,6 +256,8 @@ def parse_prompts(text: str, where: str) -> list[Prompt]:
             raise BadInput(f"{where}: line {n} needs a string field 'prompt'",
                            hint="give each line as {\"prompt\": \"...\", \"bucket\": \"...\"}")
         _refuse_surrogates(row, where, n)
+        if len(prompts) == MAX_PROMPTS:  # its report could not hold them
+            raise BadInput(f"{where}: more than {MAX_PROMPTS:,} prompts", hint="split the file into smaller sets")
         prompts.append(prompt_of(row, where, n))
     if not prompts:
         raise BadInput(f"{where}: no prompts",

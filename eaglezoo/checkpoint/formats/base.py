@@ -99,10 +99,20 @@ def require_int(cfg: dict, key: str, where: str = "config.json") -> int:
 
 
 def parse_ids(value: Any, where: str) -> list[int]:
+    """Aux ids as a config states them: a non-empty list of layer numbers, none negative (an engine indexing its
+    layers with one would count from the end: vLLM takes hidden_states[i] as given)."""
     if not isinstance(value, list) or not value or not all(isinstance(i, int) and not isinstance(i, bool) for i in value):
         raise BadInput(f"{where} must be a non-empty list of integers, found {value!r}",
                        hint="fix that key in config.json")
-    return value
+    return no_negative(value, where)
+
+
+def no_negative(ids, where: str):
+    """Aux ids wherever they are stated (a config key, --aux-layers, a registry entry): none negative."""
+    if min(ids) < 0:
+        raise BadInput(f"{where} holds a negative layer id: {list(ids)[:16]}", code="aux-ids-range",
+                       hint="give the ids of the target layers the drafter was trained on (0 or more)")
+    return ids
 
 
 def rename(name: str, prefix_renames: list[tuple[str, str]]) -> str:
@@ -122,7 +132,7 @@ def resolve_aux(found: list[tuple[list[int], Convention | None, str]], k_hint: i
         if convention is None:
             raise UsageError("--aux-layers needs --aux-convention (boundary or layer-output)",
                              hint="boundary: vLLM/HF hidden_states[i]; layer-output: SGLang/ModelOpt/TRT-LLM")
-        stated = AuxLayers(ids=tuple(ids), convention=convention)
+        stated = AuxLayers(ids=tuple(no_negative(ids, stated_by)), convention=convention)
     resolved: list[tuple[AuxLayers, str]] = []
     for ids, conv, where in found:
         if conv is None:

@@ -38,6 +38,14 @@ def check_field_types(fields: dict[str, Any], where: str) -> None:
                            hint=f"write true or false for {key} in config.json")
 
 
+def check_mask_token(mask: int | None, vocab: int, where: str) -> None:
+    """The parallel families' mask token (DFlash, DSpark, P-EAGLE): a row of the vocabulary the drafter embeds, or
+    the mask slots hold a token no embedding has (vLLM would index past the table)."""
+    if mask is not None and mask >= vocab:
+        raise BadInput(f"{where}: mask_token_id {mask} is outside the vocabulary (0..{vocab - 1})",
+                       hint="use the mask token the drafter was trained with", code="mask-token-range")
+
+
 def read_block(dialect: str, family: Family, cfg: dict, layer_cfg: dict, ckpt: Checkpoint, *, key: AuxKey,
                fields: dict[str, Any], extra: dict[str, Any], architectures: list[str], draft_vocab: int | None,
                target_hidden: int | None, d: Decisions) -> Reading:
@@ -46,6 +54,7 @@ def read_block(dialect: str, family: Family, cfg: dict, layer_cfg: dict, ckpt: C
     check_field_types(fields, "config.json")
     hidden = require_int(layer_cfg, "hidden_size")
     vocab = require_int(layer_cfg, "vocab_size")
+    check_mask_token(fields.get("mask_token_id"), vocab, "config.json")
     require_int(layer_cfg, "num_attention_heads")
     ids_value = key.get(cfg)
     if ids_value is None:

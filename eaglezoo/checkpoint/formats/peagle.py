@@ -12,7 +12,7 @@ from ..spec import DrafterSpec, FamilyFields
 from ..tensors import Checkpoint
 from . import eagle31, speculators
 from .base import Reading, ReadOptions, read_flat, trivial_vocab_map_drop
-from .blocks import check_field_types
+from .blocks import check_field_types, check_mask_token
 
 NAME = "peagle"
 ARCH_NAMES = {"llama": "PeagleLlamaForCausalLM", "qwen3": "PeagleQwen3ForCausalLM"}
@@ -35,6 +35,7 @@ def as_peagle(reading: Reading, cfg: dict, key: str) -> Reading:
     if mask is None:
         raise BadInput("config.json: a P-EAGLE drafter without mask_token_id (the token of its parallel slots)",
                        hint="write the mask token the drafter was trained with as mask_token_id", code="family-field")
+    check_mask_token(mask, reading.spec.vocab_size, "config.json")
     reading.spec.layer_config.pop(key, None)
     reading.spec.family = "peagle"
     reading.spec.family_fields = FamilyFields(mask_token_id=mask)

@@ -114,3 +114,46 @@ def test_borrowing_refuses_what_it_cannot_do(tmp_path):
         out,
         contains="the drafter needs",
     )
+
+
+@pytest.mark.parametrize("make,ids,to", [
+    (F.zlab_dflash, {"target_layer_ids": (-3, 2)}, "speculators"),
+    (F.deepspec_dspark, {"target_layer_ids": (0, -1, 2)}, "speculators"),
+], ids=["dflash", "dspark"])
+def test_negative_aux_ids_are_refused_not_written(tmp_path, make, ids, to):
+    """A negative id is no target layer (Python would index from the end): refused where the config is read."""
+    src = make(tmp_path / "native", **ids)
+    out = tmp_path / "out"
+    assert_clean_failure(run_inprocess("convert", src, out, "--to", to), out, contains="target_layer_ids")
+    spec = tmp_path / "spec"  # the speculators form's key, read the same way
+    assert run_inprocess("convert", F.zlab_dflash(tmp_path / "ok"), spec, "--to", "speculators").code == 0
+    cfg = json.loads((spec / "config.json").read_text())
+    cfg["aux_hidden_state_layer_ids"] = [-1, 3]
+    (spec / "config.json").write_text(json.dumps(cfg))
+    assert_clean_failure(run_inprocess("convert", spec, out, "--to", "native"), out, contains="aux_hidden_state_layer_ids")
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "int64", "int8", "bool"])
+@pytest.mark.parametrize("lent", ["model.embed_tokens.weight", "lm_head.weight", "model.norm.weight"])
+def test_borrowing_refuses_a_target_tensor_of_a_dtype_no_drafter_computes_in(tmp_path, dtype, lent):
+    import torch
+    from safetensors.torch import save_file
+
+    from eaglezoo.checkpoint.read import read_drafter
+
+    src = F.zlab_dflash(tmp_path / "native")
+    tensors = lender(tmp_path / "target", read_drafter(src, strict=False).spec)
+    tensors[lent] = tensors[lent].to(getattr(torch, dtype))
+    save_file(tensors, tmp_path / "target" / "model.safetensors", metadata={"format": "pt"})
+    out = tmp_path / "out"
+    r = run_inprocess("convert", src, out, "--to", "speculators", "--target", tmp_path / "target", "--borrow-from-target")
+    assert_clean_failure(r, out, contains=f"{lent} is {dtype}")
+
+
+def test_negative_aux_ids_given_on_the_command_line_are_refused(tmp_path):
+    from conftest import EXAMPLE
+
+    out = tmp_path / "out"
+    r = run_inprocess("convert", EXAMPLE / "eagle3-safeai", out, "--to", "speculators", "--aux-layers=-1,2,3",
+            "--aux-convention", "boundary")
+    assert_clean_failure(r, out, contains="--aux-layers holds a negative layer id")

@@ -56,3 +56,21 @@ def test_a_mask_token_the_chat_template_writes_is_named(tmp_path):
     r = run_inprocess("lint", "tiny-example-dflash", "--target", target, "--json")
     found = [f for f in json.loads(r.out)["findings"] if f["code"] == "mask-token-template"]
     assert found and "1023" in found[0]["message"] and found[0]["severity"] == "warning"
+
+
+@pytest.mark.parametrize("make", [F.zlab_dflash, F.deepspec_dspark, F.peagle_native],
+                         ids=["dflash", "dspark", "peagle"])
+@pytest.mark.parametrize("value", [float("nan"), float("inf")])
+def test_weights_holding_nan_or_inf_are_an_error_in_every_family(tmp_path, make, value):
+    """The same value check as EAGLE-3's (checkpoint/problems.value_findings): one rule for every family."""
+    from safetensors.torch import load_file, save_file
+
+    drafter = make(tmp_path / "d")
+    weights = load_file(drafter / "model.safetensors")
+    weights["layers.0.mlp.up_proj.weight"][0, 0] = value
+    save_file(weights, drafter / "model.safetensors", metadata={"format": "pt"})
+    r = run_inprocess("lint", drafter, "--json")
+    found = {f["code"]: f for f in json.loads(r.out)["findings"]}
+    assert found.get("nan-inf", {}).get("severity") == "error", r.out
+    assert "layers.0.mlp.up_proj.weight" in found["nan-inf"]["message"]
+    assert r.code == 1

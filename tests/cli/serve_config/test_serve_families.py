@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from conftest import assert_clean_failure, run_inprocess
 from support import families as F
 
@@ -37,3 +38,14 @@ def test_peagle_is_eagle3_with_parallel_drafting(tmp_path):
     assert r.code == 0, r.err
     cfg = json.loads(r.out)["speculative_config"]
     assert (cfg["method"], cfg["parallel_drafting"]) == ("eagle3", True)
+
+
+@pytest.mark.parametrize("make", [F.zlab_dflash, F.deepspec_dspark, F.peagle_native],
+                         ids=["dflash", "dspark", "peagle"])
+@pytest.mark.parametrize("mask", [F.VOCAB, 10 ** 9])
+def test_a_mask_token_outside_the_vocabulary_is_refused_not_served(tmp_path, make, mask):
+    """The mask slots would hold a token no embedding row has: no command is printed."""
+    drafter = make(tmp_path / "d", mask_token_id=mask)
+    r = run_inprocess("serve-config", drafter, "--target", F.target(tmp_path / "t"), "-k", "2")
+    assert_clean_failure(r, contains=f"mask_token_id {mask} is outside the vocabulary")
+    assert not r.out
