@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ..checkpoint.config import target_layers
 from ..errors import UsageError, printable
 from .common import JsonOpt, NumSpecTokensOpt, RegistryOpt, app, emit, err, out
 
@@ -21,7 +20,7 @@ def serve_config_cmd(
     drafter: Annotated[str, typer.Argument(metavar="DRAFTER", help="Registry id (or its YAML file) or drafter directory.")],
     engine: Annotated[str, typer.Option(help="vllm or sglang.")] = "vllm",
     num_spec_tokens: NumSpecTokensOpt = 3,
-    target: Annotated[Optional[str], typer.Option(metavar="TARGET", help="Target to serve (default: the registry's).")] = None,
+    target: Annotated[str | None, typer.Option(metavar="TARGET", help="Target to serve (default: the registry's).")] = None,
     registry_dir: RegistryOpt = None,
     as_json: JsonOpt = False,
 ):
@@ -81,6 +80,7 @@ def serve_config_for(drafter: str, engine: str, k: int, target: str | None = Non
 
 
 def _serve_entry(name: str, engine: str, k: int, target: str | None, registry_dir) -> ServeConfig:
+    from ..checkpoint.config import target_layers
     from ..registry.load import lookup
     from ..serving import serve_entry
 
@@ -98,6 +98,7 @@ def _serve_entry(name: str, engine: str, k: int, target: str | None, registry_di
 
 
 def _serve_folder(path, engine: str, k: int, target: str | None) -> ServeConfig:
+    from ..checkpoint.config import target_layers
     from ..checkpoint.formats.base import ReadOptions
     from ..checkpoint.read import read_drafter
     from ..serving import serve_drafter
