@@ -166,8 +166,8 @@ def tune_page(r: dict) -> str:
              ("dtype", r["engine"]["dtype"]), ("basis", r["basis"]), ("eaglezoo", r["eaglezoo_version"])]
     notes = "".join(f"<li>{escape(n)}</li>" for n in r["notes"])
     failures = "".join(f"<li>{escape(n)}</li>" for n in r.get("failures") or [])
-    steps = ([r["recommended_command"]] if r.get("recommended_command")
-             else [vllm_serve_command(r["target"], r["vllm_speculative_config"])])
+    steps = [*([r["convert_command"]] if r.get("convert_command") else []),
+             r.get("recommended_command") or vllm_serve_command(r["target"], r["vllm_speculative_config"])]
     tables = [tune_grid(r), *tune_confirmation(r), *tune_commands(r),
               *([f"<h2>Failures</h2><ul>{failures}</ul>"] if failures else []),
               *([f"<h2>Notes</h2><ul>{notes}</ul>"] if notes else [])]
