@@ -132,6 +132,9 @@ VLLM_MEASURED_FLAGS = ("--per-request-spec-decode-metrics", "detailed")
 DIAGNOSE_LABEL = ("to diagnose with eaglezoo doctor (or verify --endpoint), start it this way instead; "
                   "VLLM_SERVER_DEV_MODE=1 exposes /collective_rpc and vLLM's other development endpoints: "
                   "keep it off production")
+# How a hint names dev mode: with where its command is printed and what it opens.
+DEV_MODE = ("VLLM_SERVER_DEV_MODE=1 (serve-config prints the command to diagnose with; it exposes /collective_rpc: "
+            "keep it off production)")
 ENGINE_READS_IDS = {"vllm": TOP_LEVEL_IDS, "sglang": NESTED_IDS}  # the dialects whose configs hold ids where it reads
 
 

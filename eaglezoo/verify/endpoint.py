@@ -22,6 +22,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from ..errors import EngineError, UsageError, network_problem, printable
+from ..serving import DEV_MODE
 from ..settings import endpoint_timeout_s
 from .vllm_worker import COUNTERS, PER_POSITION
 from .workload import Measurement, Progress, Workload
@@ -233,8 +234,8 @@ def k_table(value) -> list[list[int]] | None:
 def check_drafter(config: dict | None, work: Workload, base: str) -> list[str]:
     """The server's drafter must be the named one: the same tensors, when the server runs on this machine."""
     if config is None:
-        return ["the server does not say which drafter it loaded (start it with VLLM_SERVER_DEV_MODE=1 so that "
-                "eaglezoo can check); acceptance is reported for whatever it serves"]
+        return [(f"the server does not say which drafter it loaded (start it with {DEV_MODE} so that "
+                 "eaglezoo can check); acceptance is reported for whatever it serves")]
     if config["method"] is None:
         raise EngineError("the server runs without speculative decoding (no speculative_config)",
                           hint="start vllm serve with --speculative-config")
