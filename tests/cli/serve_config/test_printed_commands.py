@@ -120,3 +120,11 @@ def test_a_folder_drafter_is_printed_whole(tmp_path):
     assert r.code == 0, r.err
     sc = r.json()
     assert os.path.isabs(sc["drafter"]) and os.path.isabs(sc["target"]), sc
+
+
+def test_a_hint_that_turns_dev_mode_on_says_what_it_opens():
+    """verify --endpoint's and doctor's hints name dev mode with where its command is printed and what it opens."""
+    from eaglezoo.verify.endpoint import check_drafter
+
+    note = check_drafter(None, None, "http://127.0.0.1:8000")[0]
+    assert DEV in note and "collective_rpc" in note and "serve-config" in note, note
