@@ -400,8 +400,8 @@ def peagle_copy(spec: DrafterSpec, dialect: str | None, convert_source: list[str
             (f"vLLM 0.32 does not serve this {dialect} folder as it is: the path converts it first (EAGLE 3.1 under "
              f"the architecture {ARCH_NAMES[spec.arch]}, its mask token kept), then serves the converted folder")]
     if loads is None:
-        return None, ["vLLM 0.32 loads a P-EAGLE only under an EAGLE-3 architecture name, and the registry does not "
+        return None, [("vLLM 0.32 loads a P-EAGLE only under an EAGLE-3 architecture name, and the registry does not "
                       "say which this drafter's config.json has: where it is a Peagle* name, serve the copy "
-                      "`eaglezoo convert DRAFTER OUT` writes (its mask token kept)"]
+                      "`eaglezoo convert DRAFTER OUT` writes (its mask token kept)")]
     return None, [(f"vLLM 0.32 does not serve this {dialect} folder as it is: serve the copy `eaglezoo convert "
                    f"DRAFTER OUT` writes (EAGLE 3.1 under {ARCH_NAMES[spec.arch]}, its mask token kept)")]
