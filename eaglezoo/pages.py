@@ -232,7 +232,10 @@ def tune_commands(r: dict) -> list[str]:
     """Each engine's own config of the decision: vLLM's table, SGLang's static K and adaptive config."""
     import json
 
-    out = [f"<h2>vLLM's table</h2><pre><code>{escape(r['vllm_command'])}</code></pre>"] if r.get("vllm_command") else []
+    zeros = "" if "--speculative-config" in (r.get("vllm_command") or "--speculative-config") else \
+        ": every K is 0, so no speculative config"  # (vLLM #49986: a K=0 entry still costs throughput)
+    out = ([f"<h2>vLLM's table{zeros}</h2><pre><code>{escape(r['vllm_command'])}</code></pre>"]
+           if r.get("vllm_command") else [])
     if r.get("sglang_command"):
         out.append(f"<h2>SGLang, static K</h2><pre><code>{escape(r['sglang_command'])}</code></pre>")
     if r.get("sglang_adaptive_config"):

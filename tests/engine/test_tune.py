@@ -201,5 +201,8 @@ def test_prompts_at_their_own_temperature_are_refused_before_any_engine_starts(c
 def test_the_tune_page_in_a_browser(tuned, tmp_path):
     page = tuned[2]
     dom = assert_page(page, tmp_path, plots=1)
-    assert "Recommended: concurrency 1: K=" in dom and "num_speculative_tokens_per_batch_size" in dom
+    drafts = any(k for _, _, k in tuned[0]["schedule"])
+    assert "Recommended: concurrency 1: K=" in dom
+    assert ("num_speculative_tokens_per_batch_size" in dom) == drafts  # a table of zeros: no speculative config
+    assert drafts or "every K is 0, so no speculative config" in dom
     assert "Every cell" in dom and "Confirmation: " in dom and "Against no speculation" in dom
