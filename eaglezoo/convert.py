@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -233,11 +234,11 @@ def plan_from(drafter: Drafter, to: str = "eagle31", *, dtype: str | None = None
 
 def family_config(spec: DrafterSpec, to: str, dtype: str | None, verifier: str | None, decisions: list[str],
                   warnings: list[str]) -> dict:
-    """The config of a P-EAGLE, DFlash or DSpark drafter in its native or speculators form: the same tensors,
-    every family key written where that form keeps it (docs/formats.md#families)."""
-    if to == "eagle31":
-        raise UsageError(f"a {spec.family} drafter has no EAGLE 3.1 form: it would lose its "
-                         f"{'mask token' if spec.family == 'peagle' else 'block drafting'}",
+    """The config of a P-EAGLE, DFlash or DSpark drafter in its native or speculators form (a P-EAGLE also in the
+    EAGLE 3.1 form vLLM 0.32 loads): the same tensors, every family key written where that form keeps it
+    (docs/formats.md#families)."""
+    if to == "eagle31" and spec.family != "peagle":
+        raise UsageError(f"a {spec.family} drafter has no EAGLE 3.1 form: it would lose its block drafting",
                          hint="convert it with --to native or --to speculators")
     if spec.family != "peagle" and dtype is not None:  # (a P-EAGLE's dtype is always given: the weights')
         raise UsageError(f"--dtype on a {spec.family} drafter: its conversion only moves keys between forms",
@@ -245,6 +246,9 @@ def family_config(spec: DrafterSpec, to: str, dtype: str | None, verifier: str |
     if spec.family == "peagle":
         if to == "native":
             return validate_config(formats.peagle.write_config(spec, dtype), "to be written (--to native)", "drafter")
+        if to == "eagle31":  # the copy vLLM 0.32 loads (serving.peagle_copy)
+            return validate_config(formats.peagle.write_vllm_config(spec, dtype), "to be written (--to eagle31)",
+                                   "drafter")
         cfg, more = formats.peagle.write_speculators(spec, dtype, verifier)
         warnings += more
         return validate_config(cfg, "to be written (--to speculators)", "drafter")
@@ -346,7 +350,7 @@ def conversion_record(prep: Prepared, source_sha: dict[str, str], output_sha: di
         source["hub"] = prep.origin
     return {
         "eaglezoo_version": __version__,
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
         "source": source,
         "to": prep.plan.to,
         "dtype": prep.plan.dtype,

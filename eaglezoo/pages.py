@@ -166,8 +166,8 @@ def tune_page(r: dict) -> str:
              ("dtype", r["engine"]["dtype"]), ("basis", r["basis"]), ("eaglezoo", r["eaglezoo_version"])]
     notes = "".join(f"<li>{escape(n)}</li>" for n in r["notes"])
     failures = "".join(f"<li>{escape(n)}</li>" for n in r.get("failures") or [])
-    steps = ([r["recommended_command"]] if r.get("recommended_command")
-             else [vllm_serve_command(r["target"], r["vllm_speculative_config"])])
+    steps = [*([r["convert_command"]] if r.get("convert_command") else []),
+             r.get("recommended_command") or vllm_serve_command(r["target"], r["vllm_speculative_config"])]
     tables = [tune_grid(r), *tune_confirmation(r), *tune_commands(r),
               *([f"<h2>Failures</h2><ul>{failures}</ul>"] if failures else []),
               *([f"<h2>Notes</h2><ul>{notes}</ul>"] if notes else [])]
@@ -232,7 +232,10 @@ def tune_commands(r: dict) -> list[str]:
     """Each engine's own config of the decision: vLLM's table, SGLang's static K and adaptive config."""
     import json
 
-    out = [f"<h2>vLLM's table</h2><pre><code>{escape(r['vllm_command'])}</code></pre>"] if r.get("vllm_command") else []
+    zeros = "" if "--speculative-config" in (r.get("vllm_command") or "--speculative-config") else \
+        ": every K is 0, so no speculative config"  # (vLLM #49986: a K=0 entry still costs throughput)
+    out = ([f"<h2>vLLM's table{zeros}</h2><pre><code>{escape(r['vllm_command'])}</code></pre>"]
+           if r.get("vllm_command") else [])
     if r.get("sglang_command"):
         out.append(f"<h2>SGLang, static K</h2><pre><code>{escape(r['sglang_command'])}</code></pre>")
     if r.get("sglang_adaptive_config"):

@@ -106,7 +106,8 @@ class ServeConfig(BaseModel):
     num_speculative_tokens: int
     steps: list[str]  # the whole path, in order: `convert_command` (when needed), then `command`
     convert_command: str | None  # the drafter as given would not be served faithfully: convert it first
-    command: str
+    command: str  # the command to serve with (production)
+    diagnose_command: str | None = None  # vLLM: the same server as doctor and verify --endpoint need it (dev mode)
     speculative_config: dict | None  # vLLM --speculative-config JSON
     aux_layers_captured: list[int] | None  # in the engine's own convention; None: the engine's default, L unknown
     aux_convention: str | None
@@ -122,27 +123,59 @@ class ServeConfig(BaseModel):
 DEFAULT_CAPTURE = {"boundary": "(2, L//2, L-3)", "layer-output": "(1, L//2-1, L-4)"}
 # What eaglezoo's measurements of a running vLLM server read (verify --endpoint, doctor): the server names the
 # drafter it loaded (/server_info) only in its development mode, and gives each response its own acceptance only
-# when asked (vllm/config/observability.py, per_request_spec_decode_metrics).
+# when asked (vllm/config/observability.py, per_request_spec_decode_metrics). Development mode also registers
+# /collective_rpc (any method on every worker, vllm/entrypoints/serve/dev/rpc/api_router.py:23), /sleep,
+# /reset_prefix_cache and the RL routes (vllm/entrypoints/launchers/api_server/routers.py:40-47): the command
+# printed to serve leaves both out, and the command to diagnose with comes apart, under DIAGNOSE_LABEL.
 VLLM_MEASURED_ENV = "VLLM_SERVER_DEV_MODE=1"
 VLLM_MEASURED_FLAGS = ("--per-request-spec-decode-metrics", "detailed")
-DEV_MODE_NOTE = ("VLLM_SERVER_DEV_MODE=1 lets eaglezoo check which drafter the server loaded; it also opens vLLM's "
-                 "development endpoints, so keep such a server off untrusted networks")
+DIAGNOSE_LABEL = ("to diagnose with eaglezoo doctor (or verify --endpoint), start it this way instead; "
+                  "VLLM_SERVER_DEV_MODE=1 exposes /collective_rpc and vLLM's other development endpoints: "
+                  "keep it off production")
+# How a hint names dev mode: with where its command is printed and what it opens.
+DEV_MODE = ("VLLM_SERVER_DEV_MODE=1 (serve-config prints the command to diagnose with; it exposes /collective_rpc: "
+            "keep it off production)")
 ENGINE_READS_IDS = {"vllm": TOP_LEVEL_IDS, "sglang": NESTED_IDS}  # the dialects whose configs hold ids where it reads
 
 
-def shown_path(steps: list[str]) -> str:
-    """A serving path as pages, the site and model cards print it: where it starts vLLM in development mode,
-    the note on what that opens goes with it."""
-    return "\n".join([*steps, *(["# " + DEV_MODE_NOTE] if any(VLLM_MEASURED_ENV in s for s in steps) else [])])
+def shown_path(steps: list[str], warnings: list[str] = ()) -> str:
+    """A serving path as serve-config, pages, the site and model cards print it: its warnings first, the path, and
+    after a `vllm serve` command the one to diagnose with, labelled (a dev-mode command an older eaglezoo saved
+    in a report is shown the same way)."""
+    lines = [f"# warning: {w}" for w in warnings]
+    for step in steps:
+        served = production_command(step)
+        diagnose = diagnose_command(served)
+        lines += [served, *([f"# {DIAGNOSE_LABEL}", diagnose] if diagnose else [])]
+    return "\n".join(lines)
 
 
 def vllm_serve_command(target: str, speculative_config: dict) -> str:
-    """The one `vllm serve` command eaglezoo prints (serve-config, tune, pages, the site, model cards), with
-    what its measurements of the server need."""
+    """The one `vllm serve` command eaglezoo prints (serve-config, tune, pages, the site, model cards): the one to
+    serve with; `diagnose_command` gives the one to diagnose with."""
     import json
 
-    return shlex.join([VLLM_MEASURED_ENV, "vllm", "serve", target, "--speculative-config",
-                       json.dumps(speculative_config), *VLLM_MEASURED_FLAGS])
+    return shlex.join(["vllm", "serve", target, "--speculative-config", json.dumps(speculative_config)])
+
+
+def diagnose_command(command: str) -> str | None:
+    """A `vllm serve` command as doctor and verify --endpoint need the server: dev mode and per-request acceptance
+    on (None for any other command, and for a server without a drafter)."""
+    words = shlex.split(command)
+    if words[:2] != ["vllm", "serve"] or "--speculative-config" not in words:  # doctor diagnoses a drafter
+        return None
+    return shlex.join([VLLM_MEASURED_ENV, *words, *VLLM_MEASURED_FLAGS])
+
+
+def production_command(command: str) -> str:
+    """A command as `diagnose_command` wrote it (reports of an older eaglezoo saved those), back to the one to
+    serve with; any other command as it is."""
+    words = shlex.split(command)
+    flags = list(VLLM_MEASURED_FLAGS)
+    if words[:3] != [VLLM_MEASURED_ENV, "vllm", "serve"]:
+        return command
+    words = words[1:]
+    return shlex.join(words[:-2] if words[-2:] == flags else words)
 
 
 def sglang_serve_command(target: str, drafter: str, revision: str | None, k: int,
@@ -163,24 +196,26 @@ def vllm_speculative_config(drafter: str, k: int, revision: str | None = None) -
                                                                                  else {})}
 
 
-def converted_name(source: str, fmt: str) -> str:
-    """The folder the printed `eaglezoo convert SOURCE OUT` writes: in the current directory, named for its schema."""
+def converted_name(source: str, fmt: str, into: str | None = None) -> str:
+    """The folder the printed `eaglezoo convert SOURCE OUT` writes, named for its schema: in `into` (the folder the
+    commands are printed for, so that the server names a path doctor reads from anywhere), else relative."""
     from pathlib import PurePath
 
-    return f"{PurePath(source).name.removesuffix('.yaml')}-{fmt}"
+    name = f"{PurePath(source).name.removesuffix('.yaml')}-{fmt}"
+    return str(PurePath(into) / name) if into else name
 
 
 def serve_config(spec: DrafterSpec, engine: str, drafter: str, target: str, k: int = 3,
                  revision: str | None = None, fmt: str = "eagle31", has_top_level_ids: bool = True,
                  has_nested_ids: bool = True, target_layers: int | None = None, dialect: str | None = None,
-                 convert_source: list[str] | None = None) -> ServeConfig:
+                 convert_source: list[str] | None = None, into: str | None = None) -> ServeConfig:
     """The exact serving path. Aux ids are not a serving flag in either engine: each reads them from the
     drafter's config.json (vLLM the top-level boundary list, SGLang the nested layer-output list), so they
     are reported for checking. Where the engine would not read the ids (or the dialect's flags) where they
     are, and `convert_source` names what `eaglezoo convert` can convert (a registry id, or a folder whose ids
     are known: SOURCE, then any options it needs), the path converts it first and serves the converted
     folder; otherwise the engine captures its default for the target's layer count (`target_layers`, None
-    when unknown), and a warning says so."""
+    when unknown), and a warning says so. `into`: where the printed convert writes (`converted_name`)."""
     if engine not in ENGINE_READS_IDS:
         from .errors import UsageError
         raise UsageError(f"unknown --engine {engine!r}", hint="use vllm or sglang")
@@ -192,7 +227,7 @@ def serve_config(spec: DrafterSpec, engine: str, drafter: str, target: str, k: i
     if not in_place and convert_source is not None and spec.aux is not None:
         unconverted = _captured(spec.aux if reads_ids else None, convention, target_layers)
         to = fmt = fmt if engine == "vllm" else "eagle31"  # SGLang reads no speculators config: it serves eagle31
-        out = converted_name(convert_source[0], to)
+        out = converted_name(convert_source[0], to, into)
         convert = shlex.join(["eaglezoo", "convert", convert_source[0], out, *convert_source[1:],
                               *(["--to", "speculators"] if to == "speculators" else [])])
         drafter, revision, reads_ids = out, None, True
@@ -216,40 +251,47 @@ def serve_config(spec: DrafterSpec, engine: str, drafter: str, target: str, k: i
         warnings.append(f"{engine} cannot serve this drafter faithfully: {'; '.join(support.notes)}")
     return ServeConfig(engine=engine, target=target, drafter=drafter, revision=revision, num_speculative_tokens=k,
                        steps=[*([convert] if convert else []), command], convert_command=convert, command=command,
-                       speculative_config=cfg, aux_layers_captured=_captured(spec.aux if reads_ids else None,
-                                                                             convention, target_layers),
+                       diagnose_command=diagnose_command(command), speculative_config=cfg,
+                       aux_layers_captured=_captured(spec.aux if reads_ids else None, convention, target_layers),
                        aux_convention=convention, aux_layers_default=not reads_ids, unconverted_capture=unconverted,
-                       target_num_layers=target_layers, min_version=support.min_version, warnings=warnings,
-                       notes=[DEV_MODE_NOTE] if engine == "vllm" else [])
+                       target_num_layers=target_layers, min_version=support.min_version, warnings=warnings)
+
+
+UNKNOWN_IDS = ("the registry does not know this drafter's aux ids: the command below serves whatever its config "
+               "says (or the engine's default); run eaglezoo lint on it first")
 
 
 def serve_entry(entry, engine: str, drafter: str, target: str, k: int, convert_source: list[str],
-                target_layers: int | None = None) -> ServeConfig:
+                target_layers: int | None = None, into: str | None = None) -> ServeConfig:
     """`serve_config` for a registry entry (`registry.schema.Entry`): published ids sit where its dialect writes
-    them; `drafter` and `target` are how the command names them, `convert_source` how convert names the entry."""
+    them; `drafter` and `target` are how the command names them, `convert_source` how convert names the entry.
+    Where the registry does not know its ids, that warning comes first."""
     if entry.family != "eagle3":
-        return family_serve_config(entry.spec(), entry.dialect, engine, drafter, target, k, target_layers)
+        return family_serve_config(entry.spec(), entry.dialect, engine, drafter, target, k, target_layers,
+                                   convert_source, into)
     published_ids = entry.aux_layers.ids is not None
     result = serve_config(entry.spec(), engine, drafter, target, k, entry.drafter.revision, schema_for(entry.dialect),
                           has_top_level_ids=published_ids and entry.dialect in TOP_LEVEL_IDS,
                           has_nested_ids=published_ids and entry.dialect in NESTED_IDS,
-                          target_layers=target_layers, dialect=entry.dialect, convert_source=convert_source)
+                          target_layers=target_layers, dialect=entry.dialect, convert_source=convert_source, into=into)
     if not published_ids:
-        result.warnings.append("the registry does not know this drafter's aux ids: run eaglezoo lint on it first")
+        result.warnings.insert(0, UNKNOWN_IDS)
     return result
 
 
 def serve_drafter(drafter, engine: str, name: str, target: str, k: int, convert_source: list[str] | None,
-                  target_layers: int | None = None) -> ServeConfig:
+                  target_layers: int | None = None, into: str | None = None) -> ServeConfig:
     """`serve_config` for a drafter as read (`checkpoint.read.Drafter`): where its config holds its ids tells
     whether the engine reads them; `name` is how the command names its folder."""
     if drafter.spec.family != "eagle3":
-        return family_serve_config(drafter.spec, drafter.dialect, engine, name, target, k, target_layers)
+        return family_serve_config(drafter.spec, drafter.dialect, engine, name, target, k, target_layers,
+                                   convert_source, into)
     cfg, nested = drafter.config, drafter.config.get("eagle_config")
     return serve_config(drafter.spec, engine, name, target, k, None, schema_for(drafter.dialect),
                         has_top_level_ids="eagle_aux_hidden_state_layer_ids" in cfg,
                         has_nested_ids=isinstance(nested, dict) and "eagle_aux_hidden_state_layer_ids" in nested,
-                        target_layers=target_layers, dialect=drafter.dialect, convert_source=convert_source)
+                        target_layers=target_layers, dialect=drafter.dialect, convert_source=convert_source,
+                        into=into)
 
 
 def _captured(aux: AuxLayers | None, convention: str, target_layers: int | None) -> list[int] | None:
@@ -282,9 +324,11 @@ def family_engine_support(spec: DrafterSpec) -> list[EngineSupport]:
 
 
 def family_serve_config(spec: DrafterSpec, dialect: str | None, engine: str, drafter: str, target: str, k: int,
-                        target_layers: int | None = None) -> ServeConfig:
-    """P-EAGLE on vLLM is `eagle3` with `parallel_drafting`; DFlash and DSpark are their own methods, with K
-    within the block (`blocks.max_k`); SGLang serves DFlash and DSpark with the block size as its flag."""
+                        target_layers: int | None = None, convert_source: list[str] | None = None,
+                        into: str | None = None) -> ServeConfig:
+    """P-EAGLE on vLLM is `eagle3` with `parallel_drafting`, from a folder vLLM 0.32 loads (`peagle_copy`: convert
+    first where it would not); DFlash and DSpark are their own methods, with K within the block (`blocks.max_k`);
+    SGLang serves DFlash and DSpark with the block size as its flag."""
     from .checkpoint.formats.blocks import max_k
     from .errors import UsageError
 
@@ -296,6 +340,10 @@ def family_serve_config(spec: DrafterSpec, dialect: str | None, engine: str, dra
                          f"{most} tokens a step (acceptance collapses past it, vLLM PR #41834)",
                          hint=f"use -k {most} or less", code="k-beyond-block")
     boundary = spec.aux.boundary() if spec.aux else None
+    convert, warnings = None, []
+    if engine == "vllm" and spec.family == "peagle":
+        convert, warnings = peagle_copy(spec, dialect, convert_source, into)
+        drafter = shlex.split(convert)[3] if convert else drafter
     if engine == "vllm":
         cfg = {"method": VLLM_METHOD[spec.family], "model": drafter, "num_speculative_tokens": k,
                **({"parallel_drafting": True} if spec.family == "peagle" else {})}
@@ -315,22 +363,45 @@ def family_serve_config(spec: DrafterSpec, dialect: str | None, engine: str, dra
                               "--speculative-draft-model-path", drafter, flag, str(value)])
         captured, convention = (spec.aux.layer_output() if spec.aux else None), "layer-output"
     return ServeConfig(engine=engine, target=target, drafter=drafter, revision=None, num_speculative_tokens=k,
-                       steps=[command], convert_command=None, command=command, speculative_config=cfg,
+                       steps=[*([convert] if convert else []), command], convert_command=convert, command=command,
+                       diagnose_command=diagnose_command(command), speculative_config=cfg,
                        aux_layers_captured=captured, aux_convention=convention, aux_layers_default=False,
                        target_num_layers=target_layers,
                        min_version={e.engine: e for e in family_engine_support(spec)}[engine].min_version,
-                       warnings=peagle_on_vllm(spec, dialect) if engine == "vllm" else [],
-                       notes=[DEV_MODE_NOTE] if engine == "vllm" else [])
+                       warnings=warnings)
 
 
-def peagle_on_vllm(spec: DrafterSpec, dialect: str | None) -> list[str]:
-    """vLLM 0.32 prefixes `Eagle3` to a drafter's architecture under `method: eagle3`
-    (vllm/transformers_utils/configs/eagle.py:55-64) and has no `Eagle3Peagle...` model: the folder it is given must
-    carry an EAGLE-3 architecture name, as `eaglezoo verify --engine vllm` writes its copy (docs/formats.md#p-eagle)."""
-    if spec.family != "peagle":
-        return []
+def vllm_loads_peagle(spec: DrafterSpec, dialect: str | None) -> bool | None:
+    """Whether vLLM 0.32 serves a P-EAGLE folder as it is, faithfully (None: unknown, a registry entry that names
+    no dialect). Under `method: eagle3` it prefixes `Eagle3` to every architecture that neither starts nor ends with
+    it (vllm/transformers_utils/configs/eagle.py:55-64) and has no `Eagle3Peagle...` model ("Model architectures
+    ['Eagle3PeagleLlamaForCausalLM'] are not supported for now"), so the native form's `Peagle*ForCausalLM` is
+    refused; the speculators `peagle` form is loaded (a `SpeculatorsConfig` keeps its own architecture,
+    vllm/config/speculative.py:1405-1413) but without fc_norm and norm_output (docs/formats.md#p-eagle)."""
+    if dialect == "speculators-peagle":
+        return not (spec.fc_norm or spec.norm_output)
+    if spec.architectures:
+        return any(a.startswith("Eagle3") or a.endswith("Eagle3") for a in spec.architectures)
+    return False if dialect == "peagle" else None
+
+
+def peagle_copy(spec: DrafterSpec, dialect: str | None, convert_source: list[str] | None,
+                into: str | None) -> tuple[str | None, list[str]]:
+    """(the convert command that writes the copy vLLM 0.32 loads, `convert --to eagle31`: EAGLE 3.1 under its
+    EAGLE-3 architecture name, mask token kept; the warnings). None where the folder is served as it is."""
     from .checkpoint.formats.eagle31 import ARCH_NAMES
 
-    return [f"vLLM 0.32 does not load this {dialect or 'P-EAGLE'} folder as written: set \"architectures\": "
-            f"[\"{ARCH_NAMES[spec.arch]}\"] in the served copy's config.json (vLLM renames any other under method "
-            "eagle3 and finds no such model)"]
+    loads = vllm_loads_peagle(spec, dialect)
+    if loads:
+        return None, []
+    if loads is not None and convert_source is not None:
+        out = converted_name(convert_source[0], "eagle31", into)
+        return shlex.join(["eaglezoo", "convert", convert_source[0], out, *convert_source[1:]]), [
+            (f"vLLM 0.32 does not serve this {dialect} folder as it is: the path converts it first (EAGLE 3.1 under "
+             f"the architecture {ARCH_NAMES[spec.arch]}, its mask token kept), then serves the converted folder")]
+    if loads is None:
+        return None, [("vLLM 0.32 loads a P-EAGLE only under an EAGLE-3 architecture name, and the registry does not "
+                      "say which this drafter's config.json has: where it is a Peagle* name, serve the copy "
+                      "`eaglezoo convert DRAFTER OUT` writes (its mask token kept)")]
+    return None, [(f"vLLM 0.32 does not serve this {dialect} folder as it is: serve the copy `eaglezoo convert "
+                   f"DRAFTER OUT` writes (EAGLE 3.1 under {ARCH_NAMES[spec.arch]}, its mask token kept)")]

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ..checkpoint.config import target_layers
 from ..errors import UsageError, printable
-from .common import JsonOpt, NumSpecTokensOpt, RegistryOpt, app, emit, err, out
+from .common import JsonOpt, NumSpecTokensOpt, RegistryOpt, app, emit, out
 
 if TYPE_CHECKING:
     from ..serving import ServeConfig
@@ -21,7 +20,7 @@ def serve_config_cmd(
     drafter: Annotated[str, typer.Argument(metavar="DRAFTER", help="Registry id (or its YAML file) or drafter directory.")],
     engine: Annotated[str, typer.Option(help="vllm or sglang.")] = "vllm",
     num_spec_tokens: NumSpecTokensOpt = 3,
-    target: Annotated[Optional[str], typer.Option(metavar="TARGET", help="Target to serve (default: the registry's).")] = None,
+    target: Annotated[str | None, typer.Option(metavar="TARGET", help="Target to serve (default: the registry's).")] = None,
     registry_dir: RegistryOpt = None,
     as_json: JsonOpt = False,
 ):
@@ -33,20 +32,24 @@ def serve_config_cmd(
     result = serve_config_for(drafter, engine, num_spec_tokens, target, registry_dir)
 
     def render():
+        for w in result.warnings:  # first, where they are read before any command is copied
+            out.print(f"# warning: {w}", markup=False, soft_wrap=True)
         if result.convert_command:
-            out.print(f"# 1. convert: {engine} would capture {_unconverted_text(result)} from the drafter as given",
-                      markup=False)
+            out.print("# 1. convert (the warning above says why)", markup=False)
             out.print(result.convert_command, markup=False, soft_wrap=True)
             out.print("# 2. serve the converted folder", markup=False)
         out.print(result.command, markup=False, soft_wrap=True)
+        if result.diagnose_command:
+            from ..serving import DIAGNOSE_LABEL
+
+            out.print(f"# {DIAGNOSE_LABEL}", markup=False, soft_wrap=True)
+            out.print(result.diagnose_command, markup=False, soft_wrap=True)
         if result.speculative_config:
             out.print("# --speculative-config: " + json.dumps(result.speculative_config), markup=False)
         out.print(f"# aux layers the engine captures ({result.aux_convention}): {_captured_text(result)}", markup=False)
         out.print(f"# minimum {engine} version: {result.min_version or 'unknown'}", markup=False)
         for note in result.notes:
             out.print(f"# {note}", markup=False)
-        for w in result.warnings:
-            err.print(f"warning: {w}", markup=False)
     emit(result.model_dump(mode="json"), as_json, render)
 
 
@@ -60,10 +63,6 @@ def _captured_text(result: ServeConfig) -> str:
     if result.target_num_layers is None:
         return f"unknown: {default} for the target's layer count L"
     return f"{result.aux_layers_captured}, {default} for the {result.target_num_layers}-layer target"
-
-
-def _unconverted_text(result: ServeConfig) -> str:
-    return str(result.unconverted_capture) if result.unconverted_capture else "its default aux ids"
 
 
 def serve_config_for(drafter: str, engine: str, k: int, target: str | None = None,
@@ -81,6 +80,7 @@ def serve_config_for(drafter: str, engine: str, k: int, target: str | None = Non
 
 
 def _serve_entry(name: str, engine: str, k: int, target: str | None, registry_dir) -> ServeConfig:
+    from ..checkpoint.config import target_layers
     from ..registry.load import lookup
     from ..serving import serve_entry
 
@@ -93,11 +93,13 @@ def _serve_entry(name: str, engine: str, k: int, target: str | None, registry_di
         layers = target_layers(tcfg)
         if tcfg and entry.target_hidden_size and entry.target_vocab_size:  # spec() fills unknown sizes with 1
             _refuse_misfit(spec, tcfg)
-    source = [name, *(["--registry", str(registry_dir)] if registry_dir else [])]
-    return serve_entry(entry, engine, _entry_place(entry.drafter, reg, "drafter"), target_name, k, source, layers)
+    source = [name, *(["--registry", _whole(registry_dir)] if registry_dir else [])]
+    return serve_entry(entry, engine, _entry_place(entry.drafter, reg, "drafter"), target_name, k, source, layers,
+                       into=_whole("."))
 
 
 def _serve_folder(path, engine: str, k: int, target: str | None) -> ServeConfig:
+    from ..checkpoint.config import target_layers
     from ..checkpoint.formats.base import ReadOptions
     from ..checkpoint.read import read_drafter
     from ..serving import serve_drafter
@@ -109,14 +111,17 @@ def _serve_folder(path, engine: str, k: int, target: str | None) -> ServeConfig:
     drafter = read_drafter(path, None, ReadOptions(allow_missing_aux=True), strict=False)
     if tcfg:
         _refuse_misfit(drafter.spec, tcfg)
-    return serve_drafter(drafter, engine, _from_here(path), target_name, k, [_from_here(path)], target_layers(tcfg))
+    return serve_drafter(drafter, engine, _whole(path), target_name, k, [_whole(path)], target_layers(tcfg),
+                         into=_whole("."))
 
 
-def _from_here(path: Path) -> str:
-    """A local path as the engine must be given it from here: relative below the current directory, else
-    absolute (a relative path that does not exist from here would be taken for a Hub repo id)."""
-    real, here = Path(path).resolve(), Path.cwd().resolve()
-    return str(real.relative_to(here)) if real.is_relative_to(here) else str(real)
+def _whole(path) -> str:
+    """A local path as the printed commands name it: whole (absolute), so that it names the same folder wherever
+    the command runs and the server reports it (/server_info gives the speculative config's model as given), and
+    doctor, run from another folder, reads the folder the server loaded (issue 46)."""
+    import os
+
+    return os.path.abspath(path)
 
 
 def _entry_place(repo, reg, what: str) -> str:
@@ -125,7 +130,7 @@ def _entry_place(repo, reg, what: str) -> str:
         return repo.repo
     from .sources import location
 
-    return _from_here(location(repo, reg, None, what).path)
+    return _whole(location(repo, reg, None, what).path)
 
 
 def _checked_target(target: str) -> tuple[str, dict | None]:
@@ -137,7 +142,7 @@ def _checked_target(target: str) -> tuple[str, dict | None]:
 
     path = Path(target)
     if target and path.is_dir():
-        return _from_here(path), target_config(path) if (path / "config.json").exists() else None
+        return _whole(path), target_config(path) if (path / "config.json").exists() else None
     if target and path.exists():
         raise UsageError(f"--target {printable(target)}: not a directory",
                          hint="give the target model's folder (with its config.json) or its Hub repo id (owner/name)")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.table import Table
@@ -41,12 +41,12 @@ MAX_REPEATS_LIMIT = 100
 @app.command()
 def tune(
     drafter: DrafterArg,
-    target: Annotated[Optional[str], typer.Option(metavar="TARGET", help="Target folder or Hub repo id (default: the registry's).")] = None,
+    target: Annotated[str | None, typer.Option(metavar="TARGET", help="Target folder or Hub repo id (default: the registry's).")] = None,
     engine: Annotated[str, typer.Option(metavar="ENGINE", help="The engine to tune for: vllm.")] = "vllm",
     concurrency: Annotated[str, typer.Option(metavar="LEVELS", help="Loads to measure, in rising order.")] = "1,4,16,64",
     k_max: Annotated[int, typer.Option("--k-max", min=1, max=MAX_TUNE_K, metavar="K", help="Measure every K from 1 to this.")] = 4,
-    prompts: Annotated[Optional[Path], typer.Option(metavar="FILE", help="JSONL prompts (default: the registry entry's, else the shipped set).")] = None,
-    max_prompts: Annotated[Optional[int], typer.Option(min=1, metavar="N", help="Only the first N prompts.")] = None,
+    prompts: Annotated[Path | None, typer.Option(metavar="FILE", help="JSONL prompts (default: the registry entry's, else the shipped set).")] = None,
+    max_prompts: Annotated[int | None, typer.Option(min=1, metavar="N", help="Only the first N prompts.")] = None,
     max_new_tokens: Annotated[int, typer.Option(min=1, metavar="N", help="Tokens generated per prompt.")] = 64,
     aux_layers: AuxLayersOpt = None,
     aux_convention: AuxConventionOpt = None,
@@ -56,13 +56,13 @@ def tune(
     revision: RevisionOpt = None,
     registry_dir: RegistryOpt = None,
     engine_python: EnginePythonOpt = None,
-    tensor_parallel_size: Annotated[Optional[int], typer.Option("--tensor-parallel-size", "-tp", min=1, metavar="N", rich_help_panel=ENGINE, help="Default: the registry entry's hardware, else 1.")] = None,
-    max_model_len: Annotated[Optional[int], typer.Option(min=16, metavar="N", rich_help_panel=PASSED)] = None,
+    tensor_parallel_size: Annotated[int | None, typer.Option("--tensor-parallel-size", "-tp", min=1, metavar="N", rich_help_panel=ENGINE, help="Default: the registry entry's hardware, else 1.")] = None,
+    max_model_len: Annotated[int | None, typer.Option(min=16, metavar="N", rich_help_panel=PASSED)] = None,
     dtype: Annotated[str, typer.Option(metavar="DTYPE", rich_help_panel=PASSED)] = "auto",
-    gpu_memory_utilization: Annotated[Optional[float], typer.Option(min=0.01, max=1.0, metavar="F", rich_help_panel=PASSED)] = None,
+    gpu_memory_utilization: Annotated[float | None, typer.Option(min=0.01, max=1.0, metavar="F", rich_help_panel=PASSED)] = None,
     enforce_eager: Annotated[bool, typer.Option("--enforce-eager", rich_help_panel=PASSED)] = False,
     trust_remote_code: Annotated[bool, typer.Option("--trust-remote-code", rich_help_panel=PASSED)] = False,
-    engine_args: Annotated[Optional[str], typer.Option(metavar="JSON", rich_help_panel=ENGINE, help="Any other LLM(...) argument, e.g. '{\"max_num_seqs\": 64}'.")] = None,
+    engine_args: Annotated[str | None, typer.Option(metavar="JSON", rich_help_panel=ENGINE, help="Any other LLM(...) argument, e.g. '{\"max_num_seqs\": 64}'.")] = None,
     engine_timeout: Annotated[float, typer.Option(min=1.0, metavar="SECONDS", rich_help_panel=ENGINE, help="Limit for each engine run (start included).")] = 3600.0,
     repeats: Annotated[int, typer.Option(min=2, max=MAX_REPEATS_LIMIT, metavar="N", rich_help_panel=MEASURE, help="Repeats of every cell before any decision.")] = MIN_REPEATS,
     max_repeats: Annotated[int, typer.Option(min=2, max=MAX_REPEATS_LIMIT, metavar="N", rich_help_panel=MEASURE, help="Repeats of a contending cell before the load is called too close.")] = MAX_REPEATS,
@@ -128,7 +128,17 @@ def tune_source(drafter: str, target: str | None, request, *, revision, registry
                    options.trust_remote_code)
     return run_tune(work, options, list(r.levels), progress, floors=floors,
                     entry_hardware=entry.hardware.runner if entry is not None and entry.hardware else None,
-                    rule=r.sampling)
+                    rule=r.sampling, registry_id=entry.id if entry is not None else None)
+
+
+def _diagnose_with(command: str) -> None:
+    """The recommended server as doctor needs it, labelled (serving.DIAGNOSE_LABEL); none where it drafts nothing."""
+    from ..serving import DIAGNOSE_LABEL, diagnose_command, production_command
+
+    diagnose = diagnose_command(production_command(command))
+    if diagnose:
+        out.print(f"# {DIAGNOSE_LABEL}", markup=False, soft_wrap=True)
+        out.print(diagnose, markup=False, soft_wrap=True)
 
 
 def render_tune(r) -> None:
@@ -146,9 +156,12 @@ def render_tune(r) -> None:
         out.print(f"concurrency {d.concurrency}: [bold]K={d.k}[/bold], {d.output_tokens_per_s:.1f} tokens/s, "
                   f"speedup {d.speedup:.2f}x (measured){close}")
     _latencies(r)
+    if r.convert_command:
+        out.print(f"convert first: {shown(r.convert_command)}")
     if r.recommended:
         out.print(f"recommended: [bold]{r.recommended}[/bold]: {shown(r.recommended_command)}")
     out.print(f"vLLM table:  {shown(r.vllm_command)}")
+    _diagnose_with(r.recommended_command or r.vllm_command)
     out.print(f"SGLang:      {shown(r.sglang_command)}" if r.sglang_command else
               "SGLang:      no static K beats serving without speculation")
     if r.sglang_adaptive_config:

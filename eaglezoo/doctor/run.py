@@ -12,6 +12,7 @@ from pathlib import Path
 from ..checkpoint.formats.aux_ids import Capture, vllm_captures
 from ..checkpoint.formats.base import ReadOptions
 from ..errors import EaglezooError, EngineError, UsageError
+from ..serving import DEV_MODE
 from ..verify.endpoint import ServerFacts, ServerFailed, check_depth, check_server, measure_requests, server_facts
 from ..verify.identity import read_served
 from ..verify.run import SAMPLED_ON_NATIVE, prepare
@@ -213,7 +214,7 @@ def endpoint_sides(facts: ServerFacts, drafter_dir: Path | None, target_dir: Pat
     if named_drafter is None:
         raise UsageError(f"the server at {facts.url} does not say which drafter it loaded, or loaded it from a "
                          "folder this machine cannot read", hint="name the drafter (a registry id or its folder), or "
-                         "start the server with VLLM_SERVER_DEV_MODE=1 on this machine")
+                         f"start the server with {DEV_MODE} on this machine")
     if named_target is None:
         raise UsageError(f"the server at {facts.url} serves {facts.root}, which is not a folder this machine can read",
                          hint="name the target it was trained for with --target (a folder or Hub repo id)")
@@ -251,7 +252,7 @@ def gather_suspects(sides: Sides, work: Workload, facts: ServerFacts,
     if sides.served_drafter is None:
         notes.append(f"the server's drafter {facts.drafter} is not a folder on this machine: its files were not "
                      "compared with the drafter named" if facts.drafter else "the server does not say which drafter "
-                     "it loaded (start it with VLLM_SERVER_DEV_MODE=1): its files were not compared with the drafter "
+                     f"it loaded (start it with {DEV_MODE}): its files were not compared with the drafter "
                      "named")
     else:
         served = read_served(sides.served_drafter)
@@ -272,7 +273,7 @@ def gather_suspects(sides: Sides, work: Workload, facts: ServerFacts,
                      "temperature 0, where it plays no part; at T > 0 it moves acceptance (vllm/config/speculative.py)")
     if facts.k_table is None and facts.dev_mode is False:
         notes.append("the server's speculative config could not be read (/server_info answers only with "
-                     "VLLM_SERVER_DEV_MODE=1): its K table and sampling were not checked")
+                     f"{DEV_MODE}): its K table and sampling were not checked")
     return readings, found, notes
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..serving import DEV_MODE
 from .report import Acceptance, Finding, Verdict
 from .suspects import Suspect
 
@@ -144,7 +145,7 @@ def unexplained(e: Evidence) -> list[Finding]:
                         evidence=[f"server: {figure(e.server)}", f"native reference: {figure(reference)}"],
                         fix=("compare the server's flags and engine version with `eaglezoo serve-config DRAFTER` (its "
                              "dtype, quantization, kernels)" if e.files_read else "start the server with "
-                             "VLLM_SERVER_DEV_MODE=1 on this machine so that doctor can read what it loaded"),
+                             f"{DEV_MODE} on this machine so that doctor can read what it loaded"),
                         confirmed=False)]
     below = below_floors(reference, e.floors)
     if not below or not below_floors(e.server, e.floors):  # both below, or the server meets them: no fault

@@ -52,8 +52,8 @@ def _serving_section(spec, dialect: str, drafter: str, target: str | None) -> li
     if target:
         for engine in ("vllm", "sglang"):
             sc = serve_config(spec, engine, drafter, target, 3, None, fmt)
-            lines += [f"{engine} (minimum version {sc.min_version or 'unknown'}):", "", "```bash", shown_path(sc.steps), "```", ""]
-            lines += [f"> warning: {w}" for w in sc.warnings] + ([""] if sc.warnings else [])
+            lines += [f"{engine} (minimum version {sc.min_version or 'unknown'}):", "", "```bash",
+                      shown_path(sc.steps, sc.warnings), "```", ""]
     return lines + [f"- **{e.engine} cannot serve this drafter faithfully**: {'; '.join(e.notes)}"
                     for e in engine_support(spec, fmt) if not e.faithful]
 
@@ -82,8 +82,8 @@ def _acceptance_section(report: dict) -> list[str]:
              f"![acceptance by draft position]({FIGURE})", ""]
     lines += _plotted(report) + ["| position | acceptance |", "|---|---|"]
     lines += [f"| {i} | {a:.3f} |" for i, a in enumerate(report["acceptance_per_position"], 1)]
-    return lines + ["", f"Mean acceptance length {report['mean_acceptance_length']:.3f} (1 + accepted / drafts, as "
-                        f"vLLM counts; {report['num_drafts']} drafts)."]
+    return lines + ["", (f"Mean acceptance length {report['mean_acceptance_length']:.3f} (1 + accepted / drafts, as "
+                         f"vLLM counts; {report['num_drafts']} drafts).")]
 
 
 def _plotted(report: dict) -> list[str]:

@@ -159,7 +159,8 @@ def load_entry(path: Path) -> Entry:
 class Registry:
     """The entries of one registry directory, and the files that failed to load (name -> message).
     `repository`: its root is a whole repository, so every path an entry names can exist there; False for the
-    shipped and updated copies, which carry registry/ alone (paths elsewhere are repository-only)."""
+    shipped and updated copies, which carry registry/ (and the shipped one examples/tiny) alone (paths elsewhere
+    are repository-only)."""
 
     directory: Path
     entries: dict[str, Entry]

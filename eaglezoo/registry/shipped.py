@@ -9,9 +9,10 @@ Three copies can exist, and the first present wins:
 * **checkout**: the repository's own `registry/`, when eaglezoo runs from a checkout (an editable install).
 
 Each copy keeps the repository's layout below its root (`registry/*.yaml`, `registry/reports/`), so the paths
-in entries (`registry/reports/…`) resolve the same way in every copy. The shipped and updated copies carry
-`registry/` alone: paths into other folders of the repository (the embedded examples under `examples/`) are
-repository-only there (`Copy.repository` is False)."""
+in entries (`registry/reports/…`) resolve the same way in every copy. The shipped copy also carries the embedded
+example, `examples/tiny` (setup.py), so the README's Quick start runs from a wheel; other paths into the repository
+(`examples/smollm2`; every `examples/` path of an updated copy) are repository-only there (`Copy.repository` is
+False)."""
 
 from __future__ import annotations
 

@@ -116,8 +116,8 @@ def _facts(e: Entry) -> str:
 
 
 def _serving(e: Entry) -> str:
-    """Each engine's whole path, as serve-config prints it: convert first where the engine would not read the
-    published drafter faithfully."""
+    """Each engine's whole path, as serve-config prints it: its warnings first, convert first where the engine would
+    not read the published drafter faithfully, the command to diagnose with apart."""
     drafter = e.drafter.repo or e.drafter.path or ""
     target = e.target.repo or e.target.path or ""
     return "<h2>Serve it</h2>" + "".join(_served_by(e, engine, drafter, target) for engine in ("vllm", "sglang"))
@@ -129,7 +129,7 @@ def _served_by(e: Entry, engine: str, drafter: str, target: str) -> str:
         path = serve_entry(e, engine, drafter, target, 3, [e.id], e.target_num_layers)
     except EaglezooError as exc:
         return f"<p>{escape(engine)}: not served ({escape(exc.message)})</p>"
-    return f"<p>{escape(engine)}</p><pre><code>{escape(shown_path(path.steps))}</code></pre>"
+    return f"<p>{escape(engine)}</p><pre><code>{escape(shown_path(path.steps, path.warnings))}</code></pre>"
 
 
 def _reported_figures(e: Entry) -> str:

@@ -312,7 +312,10 @@ class TuneReport(BaseModel):
     vllm_speculative_config: dict
     """The --speculative-config that serves the schedule."""
     vllm_command: str
-    """The vllm serve command with it."""
+    """The vllm serve command with it (without it where every K of the table is 0: no speculation)."""
+    convert_command: str | None = None
+    """`eaglezoo convert` first, where vLLM would not read the drafter as given (as serve-config prints it): the
+    commands serve the folder it writes."""
     sglang_static_k: int
     """SGLang takes one K: the best over the loads (geometric mean of the speedups)."""
     sglang_command: str | None

@@ -7,8 +7,8 @@ import shlex
 from dataclasses import dataclass
 
 from ..reproduce import reproduction
-from ..serving import serve_config, sglang_serve_command, vllm_serve_command
-from ..verify.report import built
+from ..serving import sglang_serve_command, vllm_serve_command
+from ..verify.report import built, serving_path
 from ..verify.vllm_engine import EngineOptions
 from ..verify.workload import Workload
 from .decide import decide, judge, recommendation, schedule_of, sglang_adaptive_config, static_best, table_k, verdict
@@ -47,10 +47,15 @@ def speculative_config(drafter: str, k: int, schedule: list[list[int]] | None = 
 
 
 def report(work: Workload, measured: Measured, concurrency: list[int], floors=None,
-           placed: tuple[Placement, list[str]] | None = None, rule: SamplingRule | None = None) -> TuneReport:
-    """The one report of a tune run, built once."""
+           placed: tuple[Placement, list[str]] | None = None, rule: SamplingRule | None = None,
+           registry_id: str | None = None) -> TuneReport:
+    """The one report of a tune run, built once. Its commands serve the drafter as serve-config does (the folder
+    `convert_command` writes, where the engine would not read it as given; `registry_id` names the entry it was
+    read from, which convert names it by)."""
     rule = rule or SamplingRule()
-    target, drafter, grid = work.target_name, str(work.drafter.path), measured.grid
+    target, grid = work.target_name, measured.grid
+    path = serving_path(work, registry_id)
+    drafter = path.drafter  # what vLLM is given: the converted folder where conversion is needed
     static = static_best(grid, concurrency)
     decision = decide(grid, concurrency, static)
     schedule = schedule_of(decision)
@@ -58,7 +63,8 @@ def report(work: Workload, measured: Measured, concurrency: list[int], floors=No
     decided = recommendation(decision)
     verdicts, confirm_failures, recommended = judge(grid, measured.confirmed, static, schedule, decided)
     rec_k = decision[0].k if recommended == decided else static
-    sglang = None if static == 0 else serve_config(work.spec, "sglang", drafter, target, static).command
+    sglang_path = None if static == 0 else serving_path(work, registry_id, "sglang", static)
+    sglang = sglang_path and sglang_path.command
     adaptive_cfg = sglang_adaptive_config(decision) if any(d.k for d in decision) else None
     notes = list(work.notes) + too_close_notes(decision) + list(measured.notes)
     no_spec = no_speculation(grid, measured.confirmed, schedule)
@@ -69,27 +75,27 @@ def report(work: Workload, measured: Measured, concurrency: list[int], floors=No
     if decided == "no speculation":
         notes.append("speculation loses or is too close to call at every measured load (K = 0 throughout): serve "
                      "without --speculative-config")
-    if work.drafter.dialect not in ("eagle31", "speculators"):
-        notes.append(f"the commands name the drafter folder as given ({work.drafter.dialect} dialect): vLLM and SGLang "
-                     "read the EAGLE 3.1 schema, so serve `eaglezoo convert DRAFTER OUT` instead")
+    if path.convert_command:
+        notes.append(f"the commands serve the folder `{path.convert_command}` writes: {'; '.join(path.warnings)}")
     if len(concurrency) > 1:
         notes.append("batch sizes between two measured concurrencies take the K measured at the next one up "
                      "(interpolated, not measured); above the highest, its K carries on")
     checked, failures, floor_notes = floor_checks(grid, work.k, floors or {})
     hardware, place_notes = placed or (None, [])
     return built(
-        TuneReport, drafter=drafter, target=target,
+        TuneReport, drafter=str(work.drafter.path), target=target, convert_command=path.convert_command,
         engine={"name": "vllm", "version": measured.engine["version"], "device": measured.engine["device"],
                 "dtype": measured.engine["dtype"]},
         k_max=work.k, concurrency=concurrency, num_prompts=len(work.encoded), max_new_tokens=work.max_new_tokens,
         grid=grid, decision=decision, schedule=schedule, basis=basis(work, rule),
-        vllm_speculative_config=config, vllm_command=vllm_serve_command(target, config),
+        vllm_speculative_config=config, vllm_command=table_command(target, config),
         sglang_static_k=static, sglang_command=sglang,
         confirmation=confirmation(measured, grid, static, verdicts, decided, bool(confirm_failures)),
         recommended=recommended, recommended_command=command_of(recommended, target, drafter, rec_k, config),
         no_speculation=no_spec, adaptive=measured.adaptive, sglang_adaptive_config=adaptive_cfg,
         sglang_adaptive_command=None if adaptive_cfg is None else sglang_serve_command(
-            target, drafter, None, max(d.k for d in decision), SGLANG_ADAPTIVE_FILE),
+            target, serving_path(work, registry_id, "sglang").drafter, None, max(d.k for d in decision),
+            SGLANG_ADAPTIVE_FILE),
         sampling={"warmup_passes": WARMUP_PASSES, "min_tokens": rule.min_tokens, "min_seconds": rule.min_seconds,
                   "min_repeats": rule.min_repeats, "max_repeats": rule.max_repeats, "interval_level": INTERVAL_LEVEL,
                   "separation_margin": SEPARATION_MARGIN},
@@ -119,6 +125,15 @@ def command_of(recommended: str, target: str, drafter: str, k: int, table: dict)
     if recommended == "no speculation":
         return shlex.join(["vllm", "serve", target])
     return vllm_serve_command(target, table if recommended == "table" else speculative_config(drafter, k))
+
+
+def table_command(target: str, config: dict) -> str:
+    """vLLM's K table as a command: a table whose every K is 0 drafts nothing and still costs throughput
+    (vLLM #49986), so it is served without a speculative config."""
+    rows = config.get("num_speculative_tokens_per_batch_size")
+    if rows and all(row[2] == 0 for row in rows):
+        return shlex.join(["vllm", "serve", target])
+    return vllm_serve_command(target, config)
 
 
 def confirmation(measured: Measured, grid: list[Cell], static: int, verdicts, decided: str, failed: bool) -> dict:

@@ -70,7 +70,8 @@ class TuneRequest:
 
 
 def tune(work: Workload, opts: EngineOptions, concurrency: list[int], progress: Progress, floors: Floors | None = None,
-         entry_hardware: str | None = None, rule: SamplingRule | None = None) -> TuneReport:
+         entry_hardware: str | None = None, rule: SamplingRule | None = None,
+         registry_id: str | None = None) -> TuneReport:
     """The grid measured until settled, the decision, the configs, the confirmation and the adaptive column
     (work.k is K_max); the registry entry's floors checked on the grid, and its hardware class set beside."""
     rule = rule or SamplingRule()
@@ -101,7 +102,8 @@ def tune(work: Workload, opts: EngineOptions, concurrency: list[int], progress: 
         confirmed_timing=[timing_of(s) for _, s in sorted(confirmed.items())], confirmed_config=confirm, adaptive=adaptive, notes=tuple(notes), engine_s=bench.engine_s,
         single_pass_s=single_pass_s(bench, [*rows.values(), confirmed]),
         repeats=sum(len(s.repeats) for row in [*rows.values(), confirmed] for s in row.values()))
-    return report(work, measured, concurrency, floors or {}, placement(measured.engine, opts, entry_hardware), rule)
+    return report(work, measured, concurrency, floors or {}, placement(measured.engine, opts, entry_hardware), rule,
+                  registry_id)
 
 
 def recommended_config(drafter: str, k_max: int, decision: list[Choice]) -> dict:

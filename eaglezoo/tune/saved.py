@@ -6,9 +6,9 @@ from __future__ import annotations
 import shlex
 
 from ..errors import BadInput
-from ..serving import vllm_serve_command
+from ..serving import diagnose_command, vllm_serve_command
 from .model import TuneReport
-from .report import speculative_config
+from .report import speculative_config, table_command
 
 
 def tune_from(data: dict, where: str) -> TuneReport:
@@ -20,19 +20,11 @@ def tune_from(data: dict, where: str) -> TuneReport:
         return BadInput(f"{where}: {what}", hint="give the file that eaglezoo tune --report FILE wrote")
 
     r = validated(TuneReport, data, refuse)  # the model's own checks: the grid whole, decisions that follow it
-    config = speculative_config(r.drafter, r.k_max, r.schedule)
-    if r.vllm_speculative_config != config or r.vllm_command not in (vllm_serve_command(r.target, config),
-                                                                      _unmeasured_command(r.target, config)):
+    served = shlex.split(r.convert_command)[3] if r.convert_command and len(shlex.split(r.convert_command)) > 3 \
+        else r.drafter  # the folder the convert step writes, else the drafter as tuned
+    config = speculative_config(served, r.k_max, r.schedule)
+    written = table_command(r.target, config)  # older reports: the table as it is, in dev mode (diagnose_command)
+    if r.vllm_speculative_config != config or r.vllm_command not in (
+            written, vllm_serve_command(r.target, config), diagnose_command(vllm_serve_command(r.target, config))):
         raise refuse("vllm_command is not the command its target, drafter and schedule give")
     return r
-
-
-def _unmeasured_command(target: str, config: dict) -> str:
-    """The command tune wrote before it added what eaglezoo's measurements of the server need: still read."""
-    return f"vllm serve {shlex.quote(target)} --speculative-config {shlex.quote(_json(config))}"
-
-
-def _json(value) -> str:
-    import json
-
-    return json.dumps(value, separators=(", ", ": "))

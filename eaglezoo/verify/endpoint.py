@@ -23,6 +23,7 @@ from urllib.parse import urlparse
 
 from ..errors import EngineError, UsageError, printable
 from ..limits import MAX_K
+from ..serving import DEV_MODE
 from ..settings import endpoint_timeout_s
 from .counters import SpecDecodeCounters
 from .server_facts import LOOPBACK, ServerFacts
@@ -214,8 +215,8 @@ def _text(value) -> str | None:
 def check_drafter(config: dict | None, work: Workload, base: str) -> list[str]:
     """The server's drafter must be the named one: the same tensors, when the server runs on this machine."""
     if config is None:
-        return ["the server does not say which drafter it loaded (start it with VLLM_SERVER_DEV_MODE=1 so that "
-                "eaglezoo can check); acceptance is reported for whatever it serves"]
+        return [(f"the server does not say which drafter it loaded (start it with {DEV_MODE} so that "
+                 "eaglezoo can check); acceptance is reported for whatever it serves")]
     if config["method"] is None:
         raise EngineError("the server runs without speculative decoding (no speculative_config)",
                           hint="start vllm serve with --speculative-config")

@@ -353,7 +353,7 @@ class VerifyReport(BaseModel):
     """What it takes to run it again: the command, versions, the prompt set's hash, seeds, the machine."""
     serve: list[Line] = []
     """How to serve what was measured on vLLM: `eaglezoo convert` first where the engine would not read the drafter
-    as given, then `vllm serve` with what eaglezoo's measurements of the server need."""
+    as given, then `vllm serve` (pages add the command to diagnose with, dev mode on, labelled)."""
     registry_id: Line | None = None
     """The registry entry measured, for `registry record`."""
     drafter_revision: Line | None = None
@@ -510,12 +510,20 @@ def built(model: type[Model], **fields: Any) -> Model:
 
 def serve_path(work: Workload, origin: Origin) -> list[str]:
     """The serving path `serve-config` prints for this drafter and target (a registry entry's own id converts it)."""
+    return serving_path(work, origin.registry_id).steps
+
+
+def serving_path(work: Workload, registry_id: str | None, engine: str = "vllm", k: int | None = None):
+    """`serving.serve_drafter` for what was measured (verify, tune): local paths named whole, the converted folder
+    written in the current directory, as serve-config prints them (issue 46)."""
+    import os
+
     from ..serving import serve_drafter
 
-    drafter, name = work.drafter, str(work.drafter.path)
-    source = [origin.registry_id] if origin.registry_id else [name, *_stated_ids(drafter)]
-    return serve_drafter(drafter, "vllm", name, work.target_name, work.k, source,
-                         work.target_layers).steps
+    drafter, name = work.drafter, os.path.abspath(work.drafter.path)
+    source = [registry_id] if registry_id else [name, *_stated_ids(drafter)]
+    return serve_drafter(drafter, engine, name, work.target_name, work.k if k is None else k, source,
+                         work.target_layers, into=os.getcwd())
 
 
 def _stated_ids(drafter: Drafter) -> list[str]:

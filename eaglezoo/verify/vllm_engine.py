@@ -11,7 +11,6 @@ passes the settings through and never distributes anything itself.
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 import shutil
 import sys
@@ -25,7 +24,7 @@ from typing import Literal
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from ..errors import EngineError, UsageError
-from ..fsutil import atomic_write_text, read_json, staging
+from ..fsutil import staging
 from ..serving import engine_support, family_serve_config, serve_config
 from .vllm_process import WorkerSession, finds_vllm, no_vllm
 from .workload import Measurement, Progress, Workload, dtype_name
@@ -188,22 +187,11 @@ def engine_config(work: Workload, drafter: str) -> dict:
 
 
 def engine_drafter(work: Workload, out: Path) -> Path:
-    """The drafter in the canonical eagle31 form vLLM reads (ids at the top level and in eagle_config); a P-EAGLE in
-    its native form (eagle31 plus mask_token_id and mask_hidden) under an EAGLE-3 architecture name, since vLLM 0.32
+    """The drafter in the canonical eagle31 form vLLM reads (ids at the top level and in eagle_config); for a
+    P-EAGLE that form keeps `mask_token_id` and `mask_hidden` under an EAGLE-3 architecture name, since vLLM 0.32
     prefixes `Eagle3` to any other under `method: eagle3` (transformers_utils/configs/eagle.py:55-64), and
-    `Eagle3PeagleLlamaForCausalLM` is no model it has (docs/formats.md#p-eagle)."""
+    `Eagle3PeagleLlamaForCausalLM` is no model it has (docs/formats.md#p-eagle; the copy serve-config prints)."""
     from ..convert import apply, plan_from
 
-    if work.spec.family == "dflash":  # vLLM's method dflash reads z-lab's own form
-        apply(plan_from(work.drafter, "native"), out)
-        return out
-    if work.spec.family != "peagle":
-        apply(plan_from(work.drafter, "eagle31"), out)
-        return out
-    from ..checkpoint.formats import eagle31
-
-    apply(plan_from(work.drafter, "native"), out)
-    config = read_json(out / "config.json", "converted drafter config")
-    config["architectures"] = [eagle31.ARCH_NAMES[work.spec.arch]]
-    atomic_write_text(out / "config.json", json.dumps(config, indent=2) + "\n")
+    apply(plan_from(work.drafter, "native" if work.spec.family == "dflash" else "eagle31"), out)  # dflash: z-lab's
     return out

@@ -4,7 +4,7 @@ registry comes with it, and the main job (convert, lint, verify) works on a draf
 Isolation: the fresh venv is made from the base interpreter without the system's packages; the project's
 dependencies are reached through a `.pth` line naming this venv's site-packages, a line that puts that folder
 on sys.path without running its own .pth files, so the editable install's finder (which maps `eaglezoo` to this
-checkout) never loads. The wheel is installed into the fresh venv itself, the CLI runs with the cwd outside the
+checkout) never loads (run it without PYTHONPATH: the wheel is built from this checkout anyway). The wheel is installed into the fresh venv itself, the CLI runs with the cwd outside the
 repository, no PYTHONPATH, no EAGLEZOO_REGISTRY, and an empty EAGLEZOO_CACHE: if the wheel did not carry the
 registry, `registry list` would find none."""
 
@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -81,7 +83,8 @@ def test_the_registry_ships_in_the_wheel(installed):
 
 
 def test_registry_check_passes_where_entries_name_repository_only_folders(installed):
-    """The embedded examples' entries name examples/, which the wheel does not carry: not a problem there."""
+    """The embedded examples' entries name examples/, which the wheel carries only in part (examples/tiny): not a
+    problem there."""
     checked = json.loads(eaglezoo(installed, "registry", "check", "--json", check=False).stdout)
     examples = [i for i in checked["entries"] if i.startswith("tiny-example")]
     assert examples and all(not checked["entries"][i]["problems"] for i in examples), checked["entries"]
@@ -98,3 +101,25 @@ def test_convert_lint_and_verify_a_drafter_it_is_handed(installed):
                                  tiny / "prompts.jsonl", "--max-prompts", "2", "--max-new-tokens", "16",
                                  "--device", "cpu", "--json").stdout)
     assert report["engine"] and report["mean_acceptance_length"] >= 1.0
+
+
+def quick_start() -> list[list[str]]:
+    """The README's Quick start commands, as printed (its first ```bash block)."""
+    section = (ROOT / "README.md").read_text(encoding="utf-8").split("\n## Quick start", 1)[1].split("\n## ", 1)[0]
+    block = re.search(r"```bash\n(.*?)```", section, re.DOTALL)[1]
+    return [shlex.split(line) for line in block.replace("\\\n", " ").splitlines()
+            if line.strip() and not line.lstrip().startswith("#")]
+
+
+def test_the_readme_quick_start_runs_as_printed(installed):
+    """A pip user has the package and no repository (issue 46): the Quick start runs in a folder outside it, every
+    command as the README prints it, and writes only there."""
+    _, _, work = installed
+    folder = work / "quick-start"
+    folder.mkdir()
+    commands = quick_start()
+    assert len(commands) >= 4 and all(c[0] == "eaglezoo" for c in commands), commands
+    exe, env, _ = installed
+    for argv in commands:
+        _run([exe, *argv[1:]], COMMAND_S, cwd=folder, env=env)
+    assert (folder / "out" / "verify.html").is_file()

@@ -103,8 +103,8 @@ def test_the_confirmation_is_judged_and_the_no_speculation_column_shown(tuned):
     assert (conf["verdict"] == "failed") == bool(failed)
     assert [x["concurrency"] for x in report["no_speculation"]] == [1, 2]
     assert report["adaptive"] is None and any("CPUModelRunner is the V1 runner" in n for n in report["notes"])
-    assert report["recommended_command"].startswith("vllm serve" if report["recommended"] == "no speculation"
-                                                    else "VLLM_SERVER_DEV_MODE=1 vllm serve")
+    assert report["recommended_command"].startswith("vllm serve")  # for production: dev mode only to diagnose with
+    assert ("--speculative-config" in report["recommended_command"]) == (report["recommended"] != "no speculation")
     assert "confirmation" in out and "against no speculation at concurrency 1" in out
 
 
@@ -155,7 +155,12 @@ def test_the_engine_accepts_the_table_it_is_given(tuned):
     assert report["schedule"][0][0] == 1 and report["schedule"][-1][1] == 2
     assert [p["concurrency"] for p in report["confirmation"]["schedule"]] == [1, 2]  # the confirmation run happened
     assert all(p["output_tokens_per_s"] > 0 for p in report["confirmation"]["schedule"])
-    assert "num_speculative_tokens_per_batch_size" in report["vllm_command"]
+    # a table of zeros is no speculation: served without a speculative config (issue 46)
+    drafts = any(k for _, _, k in report["schedule"])
+    assert ("num_speculative_tokens_per_batch_size" in report["vllm_command"]) == drafts, report["vllm_command"]
+    # the SafeAILab example is served as serve-config serves it: converted first, the converted folder named
+    assert report["convert_command"].startswith("eaglezoo convert tiny-example-eagle31 ")
+    assert config["model"] == report["convert_command"].split()[3]
     static = report["sglang_static_k"]
     assert (report["sglang_command"] is None) == (static == 0)
     if static:
@@ -196,5 +201,8 @@ def test_prompts_at_their_own_temperature_are_refused_before_any_engine_starts(c
 def test_the_tune_page_in_a_browser(tuned, tmp_path):
     page = tuned[2]
     dom = assert_page(page, tmp_path, plots=1)
-    assert "Recommended: concurrency 1: K=" in dom and "num_speculative_tokens_per_batch_size" in dom
+    drafts = any(k for _, _, k in tuned[0]["schedule"])
+    assert "Recommended: concurrency 1: K=" in dom
+    assert ("num_speculative_tokens_per_batch_size" in dom) == drafts  # a table of zeros: no speculative config
+    assert drafts or "every K is 0, so no speculative config" in dom
     assert "Every cell" in dom and "Confirmation: " in dom and "Against no speculation" in dom

@@ -20,7 +20,11 @@ ARCHS = ("PeagleLlamaForCausalLM", "PeagleQwen3ForCausalLM", "PEagleDraftModel")
 
 
 def detect(cfg: dict, names: set[str], metadata: dict) -> bool:
-    return any(a in ARCHS for a in cfg.get("architectures") or []) and "speculators_model_type" not in cfg
+    """The native form, or the copy vLLM 0.32 loads (`write_vllm_config`: an EAGLE-3 architecture name with a
+    top-level mask_token_id, which no EAGLE-3 dialect writes)."""
+    archs = cfg.get("architectures") or []
+    vllm_copy = cfg.get("mask_token_id") is not None and any(a in eagle31.ARCH_NAMES.values() for a in archs)
+    return (any(a in ARCHS for a in archs) or vllm_copy) and "speculators_model_type" not in cfg
 
 
 def read(cfg: dict, ckpt: Checkpoint, opts: ReadOptions) -> Reading:
@@ -45,6 +49,15 @@ def as_peagle(reading: Reading, cfg: dict, key: str) -> Reading:
 def write_config(spec: DrafterSpec, dtype: str | None) -> dict:
     cfg = eagle31.write_config(spec, dtype)
     cfg["architectures"] = [next((a for a in spec.architectures if a in ARCHS), ARCH_NAMES.get(spec.arch, ARCHS[0]))]
+    cfg["mask_token_id"] = spec.family_fields.mask_token_id
+    return cfg
+
+
+def write_vllm_config(spec: DrafterSpec, dtype: str | None) -> dict:
+    """`convert --to eagle31`: the native form under the EAGLE-3 architecture name, the copy vLLM 0.32 loads (under
+    method eagle3 it prefixes `Eagle3` to `Peagle*ForCausalLM` and finds no such model,
+    vllm/transformers_utils/configs/eagle.py:55-64); `detect` reads it back as a P-EAGLE."""
+    cfg = eagle31.write_config(spec, dtype)
     cfg["mask_token_id"] = spec.family_fields.mask_token_id
     return cfg
 

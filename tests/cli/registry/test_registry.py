@@ -125,7 +125,8 @@ def test_serve_config_from_registry_and_from_a_directory(tmp_path):
     assert "--speculative-algorithm EAGLE3" in sc["command"] and sc["aux_layers_captured"] == [0, 1, 2]
     assert sc["min_version"] == "0.5.23" and not sc["warnings"]
     r = run_inprocess("serve-config", src, "--target", "org/t", "--json")
-    assert r.json()["convert_command"] == f"eaglezoo convert {src} src-eagle31" and "src-eagle31" in r.json()["command"]
+    converted = ROOT / "src-eagle31"  # in the current directory (cli's cwd is ROOT), named whole (issue 46)
+    assert r.json()["convert_command"] == f"eaglezoo convert {src} {converted}" and str(converted) in r.json()["command"]
 
 
 def test_workflows_parse_and_call_tested_commands():

@@ -45,15 +45,19 @@ def test_an_entrys_local_paths_are_printed_usable_from_the_current_directory(tmp
     r = run_inprocess("serve-config", name, "--registry", root / "registry", "--json")
     assert r.code == 0, r.err
     target, model, drafter = served_paths(r.json())
-    assert (ROOT / target).resolve() == (root / "models" / "target").resolve(), target  # run_inprocess's cwd is ROOT
-    assert model == drafter == f"{ENTRY}-eagle31" and target == r.json()["target"]  # the converted folder
+    assert Path(target).resolve() == (root / "models" / "target").resolve(), target
+    # the converted folder, in the current directory (run_inprocess's cwd is ROOT), named whole
+    assert model == drafter == str(ROOT / f"{ENTRY}-eagle31") and target == r.json()["target"]
     assert r.json()["convert_command"] == shlex.join(["eaglezoo", "convert", str(name), drafter,
                                                       "--registry", str(root / "registry")])
 
 
-def test_paths_below_the_current_directory_stay_relative_and_repo_ids_stay_repo_ids():
+def test_local_paths_are_printed_whole_and_repo_ids_stay_repo_ids():
+    """Whole, even below the current directory: the server reports the path it was given, and doctor, run from
+    another folder, must find it (issue 46)."""
     sc = run_inprocess("serve-config", ENTRY, "--json").json()
-    assert served_paths(sc) == ("examples/tiny/target", f"{ENTRY}-eagle31", f"{ENTRY}-eagle31")
+    converted = str(ROOT / f"{ENTRY}-eagle31")
+    assert served_paths(sc) == (str(ROOT / "examples" / "tiny" / "target"), converted, converted)
     sc = run_inprocess("serve-config", DRAFTER, "--target", "org/target", "--json").json()
     assert served_paths(sc)[0] == "org/target"
 
@@ -108,9 +112,12 @@ def test_an_unconverted_entry_is_served_by_the_whole_path_convert_first(engine, 
     assert sc["unconverted_capture"] == default and sc["aux_layers_captured"] == trained, sc
     assert not sc["aux_layers_default"] and sc["steps"] == [sc["convert_command"], sc["command"]]
     r = run_inprocess("serve-config", ENTRY, "--engine", engine)
-    lines = r.out.splitlines()
-    assert lines[0].startswith("# 1. convert") and str(default) in lines[0], lines
-    assert lines[1] == f"eaglezoo convert {ENTRY} {ENTRY}-eagle31" and lines[2] == "# 2. serve the converted folder"
+    warned = [line for line in r.out.splitlines() if line.startswith("# warning: ")]  # the warnings come first
+    assert r.out.startswith(warned[0]) and any(str(default) in w and "converts it first" in w for w in warned)
+    lines = r.out.splitlines()[len(warned):]
+    assert lines[0] == "# 1. convert (the warning above says why)", lines
+    assert lines[1] == f"eaglezoo convert {ENTRY} {ROOT / ENTRY}-eagle31"
+    assert lines[2] == "# 2. serve the converted folder"
     assert aux_comment(r).endswith(str(trained))
 
 
@@ -119,7 +126,7 @@ def test_the_printed_path_runs_as_printed_and_serves_the_trained_ids(tmp_path):
     needs no conversion, and its command is the one the path printed."""
     def here(*args):
         proc = subprocess.run([sys.executable, "-m", "eaglezoo", *map(str, args)], capture_output=True, text=True,
-                              cwd=tmp_path, env=CLI_ENV, timeout=300)
+                              check=False, cwd=tmp_path, env=CLI_ENV, timeout=300)
         assert proc.returncode == 0, proc.stderr
         return proc.stdout
     sc = json.loads(here("serve-config", ENTRY, "--json"))
@@ -129,7 +136,8 @@ def test_the_printed_path_runs_as_printed_and_serves_the_trained_ids(tmp_path):
     again = json.loads(here("serve-config", sc["drafter"], "--target", sc["target"], "--json"))
     assert again["convert_command"] is None and again["aux_layers_captured"] == [2, 3, 4]
     assert again["command"] == sc["command"]
-    assert "--per-request-spec-decode-metrics detailed" in sc["command"] and "VLLM_SERVER_DEV_MODE=1" in sc["command"]
+    assert "--per-request-spec-decode-metrics detailed" in sc["diagnose_command"]  # the command to diagnose with
+    assert "VLLM_SERVER_DEV_MODE=1" in sc["diagnose_command"] and "VLLM_SERVER_DEV_MODE" not in sc["command"]
 
 
 def test_a_converted_folder_states_its_own_ids(tmp_path):

@@ -4,7 +4,7 @@ drafter as given, judged on the format the path serves."""
 from __future__ import annotations
 
 from eaglezoo.checkpoint.spec import AuxLayers, DrafterSpec
-from eaglezoo.serving import serve_config, shown_path
+from eaglezoo.serving import DIAGNOSE_LABEL, diagnose_command, production_command, serve_config, shown_path
 
 SPEC = DrafterSpec(arch="llama", architectures=["LlamaForCausalLMEagle3"], num_layers=1, hidden_size=64,
                    target_hidden_size=64, vocab_size=100, draft_vocab_size=100, num_aux=3,
@@ -26,8 +26,16 @@ def test_a_speculators_drafter_on_vllm_is_served_as_published():
     assert sc.convert_command is None and sc.steps == [sc.command] and "org/drafter" in sc.command
 
 
-def test_the_printed_path_says_what_development_mode_opens():
+def test_the_printed_path_serves_for_production_and_says_what_development_mode_opens():
     sc = serve_config(SPEC, "vllm", "d", "t", 3, dialect="eagle31", convert_source=["d"])
-    shown = shown_path(sc.steps)
-    assert shown.startswith("VLLM_SERVER_DEV_MODE=1 vllm serve t") and "development endpoints" in shown
+    shown = shown_path(sc.steps).splitlines()
+    assert shown[0].startswith("vllm serve t") and shown[1] == f"# {DIAGNOSE_LABEL}"
+    assert shown[2] == f"VLLM_SERVER_DEV_MODE=1 {shown[0]} --per-request-spec-decode-metrics detailed"
     assert "development endpoints" not in shown_path(serve_config(SPEC, "sglang", "d", "t", 3).steps)
+
+
+def test_a_dev_mode_command_an_older_report_saved_is_shown_as_both():
+    served = "vllm serve t --speculative-config '{}'"
+    old = f"VLLM_SERVER_DEV_MODE=1 {served} --per-request-spec-decode-metrics detailed"
+    assert production_command(old) == served and diagnose_command(served) == old
+    assert shown_path([old]) == shown_path([served])

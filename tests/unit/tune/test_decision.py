@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from eaglezoo.tune import Cell, Choice, decide, schedule_of, static_best
+from eaglezoo.tune import Cell, Choice, schedule_of, static_best
+from eaglezoo.tune.decide import decide
 
 
 def grid_of(rows: dict[tuple[int, int], float]) -> list[Cell]:

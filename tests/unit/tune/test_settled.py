@@ -9,7 +9,8 @@ from statistics import median
 
 import pytest
 
-from eaglezoo.tune import Cell, decide, judge, recommendation, schedule_of, sglang_adaptive_config
+from eaglezoo.tune import Cell, judge, recommendation, schedule_of, sglang_adaptive_config
+from eaglezoo.tune.decide import decide
 from eaglezoo.tune.report import no_speculation
 from eaglezoo.tune.stats import interval, latencies, percentile
 

@@ -1,0 +1,78 @@
+"""The commands a tune report prints (issue 46): a K table of zeros is no speculation, so it is served without a
+speculative config; the drafter is served as serve-config serves it (the converted folder where the engine would
+not read it as given); the command to serve with is the production one, the one to diagnose with comes labelled.
+The report is built from a measured grid in process (no engine: the figures are what a tune run hands `report`),
+saved, and printed by `eaglezoo report` as a user reads it."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from statistics import median
+
+import pytest
+from conftest import EXAMPLE, ROOT, run_inprocess
+
+from eaglezoo.serving import DIAGNOSE_LABEL
+from eaglezoo.tune.model import Cell
+from eaglezoo.tune.stats import interval
+
+ENTRY = "tiny-example-eagle31"
+LEVELS = [1, 2]
+TIMING = {"output_tokens": 640, "wall_s": 4.0, "output_tokens_per_s": 160.0, "mean_tpot_ms": 6.0,
+          "mean_e2e_s": 0.4, "median_e2e_s": 0.4}
+
+
+def cell(k: int, c: int, tokens_per_s: float) -> Cell:
+    repeats = [tokens_per_s - 1, tokens_per_s, tokens_per_s + 1]
+    low, high, coverage = interval(repeats)
+    return Cell(k=k, concurrency=c, output_tokens_per_s=median(repeats), mean_tpot_ms=None,
+                acceptance_length=None if k == 0 else 1.5, repeats=repeats, interval=[low, high],
+                interval_coverage=coverage)
+
+
+@pytest.fixture(scope="module")
+def work():
+    from eaglezoo.checkpoint.formats.base import ReadOptions
+    from eaglezoo.registry.load import lookup
+    from eaglezoo.verify.run import prepare
+
+    entry, _ = lookup(ENTRY, None)
+    return prepare(EXAMPLE / "eagle31-safeai", EXAMPLE / "target", str(EXAMPLE / "target"), None,
+                   entry.read_options(ReadOptions()), EXAMPLE / "prompts.jsonl", 4, 2, 16, 0.0, None, ["vllm"], 256)
+
+
+def tuned(work, best_k: int, tmp_path, registry_id: str | None = ENTRY) -> tuple[dict, str]:
+    """A tune report where `best_k` wins at every load by far, saved, and what `eaglezoo report` prints of it."""
+    from eaglezoo.tune.report import Measured, report
+
+    grid = [cell(k, c, 100.0 * c * (3.0 if k == best_k else 1.0 + 0.1 * k)) for k in range(3) for c in LEVELS]
+    confirmed = [next(x for x in grid if x.k == best_k and x.concurrency == c) for c in LEVELS]
+    measured = Measured(engine={"version": "0.32.0", "device": "cpu", "dtype": "float32"}, grid=grid,
+                        confirmed=confirmed, confirmed_timing=[TIMING] * len(LEVELS), confirmed_config={})
+    saved = tmp_path / f"tune-k{best_k}.json"
+    saved.write_text(report(work, measured, LEVELS, registry_id=registry_id).model_dump_json())
+    shown = run_inprocess("report", saved)
+    assert shown.code == 0, shown.err
+    return json.loads(saved.read_text()), shown.out
+
+
+def test_a_table_of_zeros_is_served_without_a_speculative_config(work, tmp_path):
+    r, out = tuned(work, 0, tmp_path)
+    assert {row[2] for row in r["schedule"]} == {0} and r["recommended"] == "no speculation"
+    assert r["vllm_command"] == shlex.join(["vllm", "serve", r["target"]]) == r["recommended_command"]
+    assert "--speculative-config '" not in out and DIAGNOSE_LABEL not in out, out  # (notes name the flag)
+
+
+def test_the_commands_serve_the_converted_folder_as_serve_config_does(work, tmp_path):
+    r, out = tuned(work, 2, tmp_path)
+    sc = run_inprocess("serve-config", ENTRY, "-k", "2", "--json").json()  # run_inprocess's cwd is ROOT, as here
+    assert r["convert_command"] == sc["convert_command"] and sc["convert_command"]
+    served = shlex.split(r["recommended_command"])
+    assert json.loads(served[served.index("--speculative-config") + 1])["model"] == sc["drafter"]
+    assert r["vllm_speculative_config"]["model"] == sc["drafter"] == str(ROOT / f"{ENTRY}-eagle31")
+    assert r["convert_command"] in out and f"# {DIAGNOSE_LABEL}" in out
+    assert "VLLM_SERVER_DEV_MODE" not in r["recommended_command"] + r["vllm_command"]
+    lines = out.splitlines()
+    dev = [n for n, line in enumerate(lines) if "VLLM_SERVER_DEV_MODE=1 vllm serve" in line]
+    assert dev and all(DIAGNOSE_LABEL in lines[n - 1] or DIAGNOSE_LABEL in lines[n] for n in dev), out
