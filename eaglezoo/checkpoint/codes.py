@@ -12,7 +12,17 @@ from typing import Literal
 Severity = Literal["error", "warning", "info"]
 # Where a code arises, in the order the docs list them
 Group = Literal[
-    "reading", "tensors", "target", "config", "traps", "families", "values", "provenance", "engines", "refusals"
+    "reading",
+    "tensors",
+    "target",
+    "config",
+    "traps",
+    "families",
+    "values",
+    "provenance",
+    "engines",
+    "gguf",
+    "refusals",
 ]
 GROUPS: dict[Group, str] = {
     "reading": "Reading the drafter (the reader refuses; lint reports the refusal as an error and reads on past "
@@ -25,6 +35,9 @@ GROUPS: dict[Group, str] = {
     "values": "Tensor values (a local folder; remote lint reads the small tensors only)",
     "provenance": "Provenance (`conversion.json`)",
     "engines": "Engines and what lint read",
+    "gguf": "llama.cpp's GGUF (`lint DRAFT.gguf`, read as llama.cpp b11434 reads it: "
+    "`checkpoint/formats/gguf_read.py`; `convert --to gguf`'s refusal; SRC in a fix: the drafter's safetensors "
+    "folder)",
     "refusals": "Refusals of verify and serve-config (the stable `code` of the `--json` error)",
 }
 
@@ -43,6 +56,12 @@ def _codes(*codes: Code) -> dict[str, Code]:
     assert len(table) == len(codes), "a code is catalogued twice"
     return table
 
+
+# the fixes most gguf codes share: write the GGUF again from the drafter's safetensors folder SRC (every key
+# written explicitly), or serve that folder with vLLM
+GGUF_CONVERT = "eaglezoo convert SRC OUT --to gguf --target TARGET"
+GGUF_FIX = f"`{GGUF_CONVERT}`"
+GGUF_VLLM = "serve it with vLLM: `eaglezoo serve-config SRC --target TARGET --engine vllm`"
 
 # the three severities, short for the table below
 ERR: Severity = "error"
@@ -121,8 +140,8 @@ CODES: dict[str, Code] = _codes(
         ERR,
         "reading",
         "the config is not an EAGLE drafter's (no draft vocabulary, EAGLE keys or "
-        "EAGLE architecture): often a target's config",
-        "give the drafter's config.json; pass a target with --target",
+        "EAGLE architecture): often a target's config; or a GGUF of another architecture than eagle3 or dflash",
+        "give the drafter's config.json (or its GGUF); pass a target with --target",
     ),
     # tensors
     Code(
@@ -579,6 +598,184 @@ CODES: dict[str, Code] = _codes(
         "engines",
         "an engine cannot serve this drafter faithfully",
         "serve it with another engine (serve-config lists them), or convert it",
+    ),
+    # gguf (checkpoint/formats/gguf_read.py; the llama.cpp source lines are cited in the findings' messages)
+    Code(
+        "gguf-family",
+        INFO,
+        "gguf",
+        "the GGUF's architecture (eagle3 or dflash), checked as llama.cpp b11434 reads it",
+        "nothing to fix",
+    ),
+    Code("gguf-taps", INFO, "gguf", "the taps (`{arch}.target_layers`) as read, boundary ids", "nothing to fix"),
+    Code(
+        "gguf-taps-missing",
+        ERR,
+        "gguf",
+        "no `{arch}.target_layers`: llama.cpp refuses to load the drafter",
+        GGUF_FIX,
+    ),
+    Code(
+        "gguf-taps-count",
+        ERR,
+        "gguf",
+        "an EAGLE-3 GGUF with other than 3 taps: llama.cpp loads one with exactly 3",
+        GGUF_VLLM,
+    ),
+    Code(
+        "gguf-taps-repeated",
+        ERR,
+        "gguf",
+        "the taps repeat a layer (`[2, 2, 1]`: what llama.cpp's converter bakes for a target of 4 or 5 layers)",
+        f"`{GGUF_CONVERT} --aux-layers A,B,C --aux-convention boundary|layer-output` (the ids it was trained on)",
+    ),
+    Code(
+        "gguf-taps-out-of-range",
+        ERR,
+        "gguf",
+        "a tap above the target's layer count: llama-server aborts",
+        "lint against the target the drafter was trained for (`eaglezoo lint DRAFT.gguf --target TARGET`), or "
+        + GGUF_FIX,
+    ),
+    Code(
+        "gguf-taps-default",
+        WARN,
+        "gguf",
+        "the taps are `[2, L//2, L-3]`, what llama.cpp's converter bakes when the drafter's config has no top-level "
+        "aux ids: if the drafter was trained on other layers, acceptance collapses and nothing errors",
+        f"`{GGUF_CONVERT} --aux-layers A,B,C --aux-convention boundary|layer-output` where the config carries no ids",
+    ),
+    Code(
+        "gguf-tap-final-unfilled",
+        ERR,
+        "gguf",
+        "a tap at the target's last layer on a Llama, Qwen2 or Qwen3 target, whose llama.cpp graph never fills "
+        "that state: the drafter gets an input it was not trained on (DFlash: the server stops on an assertion)",
+        "train and convert against taps below the last layer, or serve it with vLLM: "
+        "`eaglezoo serve-config SRC --target TARGET --engine vllm`",
+    ),
+    Code(
+        "gguf-block-size-default",
+        WARN,
+        "gguf",
+        "a DFlash GGUF without `dflash.block_size`: llama-server drafts blocks of 16",
+        GGUF_FIX,
+    ),
+    Code(
+        "gguf-mask-token-missing",
+        ERR,
+        "gguf",
+        "a DFlash GGUF without `tokenizer.ggml.mask_token_id`: the block's mask slots have no token",
+        GGUF_FIX,
+    ),
+    Code(
+        "gguf-norm-before-residual-default",
+        WARN,
+        "gguf",
+        "no `{arch}.norm_before_residual`: llama.cpp reads false, vLLM's speculators reader true",
+        GGUF_FIX,
+    ),
+    Code(
+        "gguf-norm-before-residual-false",
+        INFO,
+        "gguf",
+        "norm_before_residual is false, which is also what llama.cpp's converter bakes from a speculators config "
+        "without the key (where vLLM reads true)",
+        f"if the source is such a config: `{GGUF_CONVERT} --flag norm_before_residual=true|false` (the trained "
+        "behaviour)",
+    ),
+    Code(
+        "gguf-norm-before-fc-default",
+        WARN,
+        "gguf",
+        "no `{arch}.norm_before_fc`: llama.cpp reads false",
+        GGUF_FIX,
+    ),
+    Code(
+        "gguf-norm-before-fc-no-weight",
+        ERR,
+        "gguf",
+        "norm_before_fc is set but `enc.output_norm.weight` is absent: llama.cpp refuses to load the drafter",
+        GGUF_FIX,
+    ),
+    Code(
+        "gguf-norm-before-fc-unused",
+        ERR,
+        "gguf",
+        "`enc.output_norm.weight` is present but norm_before_fc is not set: llama.cpp refuses a tensor it did not "
+        "ask for",
+        GGUF_FIX,
+    ),
+    Code(
+        "gguf-tensor-unknown",
+        ERR,
+        "gguf",
+        "a tensor llama.cpp's eagle3 graph never reads (EAGLE 3.1's fc_norm, say): it refuses to load the file",
+        GGUF_VLLM,
+    ),
+    Code(
+        "gguf-tokenizer-missing",
+        ERR,
+        "gguf",
+        "no `tokenizer.ggml.model`: llama.cpp refuses to load the drafter",
+        GGUF_FIX,
+    ),
+    Code(
+        "gguf-vocab-mismatch",
+        ERR,
+        "gguf",
+        "the drafter's tokenizer has another size than the target's vocabulary: draft logits land on other tokens",
+        "lint against the target the drafter was trained for (`eaglezoo lint DRAFT.gguf --target TARGET`), or "
+        + GGUF_FIX,
+    ),
+    Code(
+        "gguf-d2t-missing",
+        ERR,
+        "gguf",
+        "the draft vocabulary is smaller than the target's and d2t is absent: draft ids are read as target ids",
+        GGUF_FIX,
+    ),
+    Code("gguf-d2t-dtype", ERR, "gguf", "d2t is not I64: llama.cpp asserts I64", GGUF_FIX),
+    Code(
+        "gguf-d2t-size",
+        ERR,
+        "gguf",
+        "d2t's length differs from output.weight's rows: llama.cpp asserts they match",
+        GGUF_FIX,
+    ),
+    Code("gguf-d2t-out-of-range", ERR, "gguf", "d2t holds ids outside the target's vocabulary", GGUF_FIX),
+    Code(
+        "gguf-d2t-offsets",
+        ERR,
+        "gguf",
+        "d2t repeats target ids: it holds the checkpoint's offsets, where llama.cpp reads absolute target ids",
+        GGUF_FIX,
+    ),
+    Code("gguf-vocab-map", INFO, "gguf", "d2t maps the draft tokens to distinct absolute target ids", "nothing to fix"),
+    Code(
+        "gguf-target-hidden-missing",
+        ERR,
+        "gguf",
+        "no `{arch}.target_hidden_size`: llama.cpp refuses to load the drafter",
+        GGUF_FIX,
+    ),
+    Code(
+        "gguf-target-hidden-mismatch",
+        ERR,
+        "gguf",
+        "the GGUF's target_hidden_size is not the target's hidden size",
+        "lint against the target the drafter was trained for (`eaglezoo lint DRAFT.gguf --target TARGET`), or "
+        + GGUF_FIX,
+    ),
+    Code("gguf-fc-shape", ERR, "gguf", "fc.weight's fan-in is not 3 taps x target_hidden_size", GGUF_FIX),
+    Code(
+        "gguf-unsupported",
+        ERR,
+        "gguf",
+        "convert --to gguf refuses a drafter llama.cpp b11434 cannot run as trained: EAGLE 3.1 (fc_norm, "
+        "norm_output), other than 3 taps or one layer, another architecture, biases, RoPE other than default or "
+        "llama3; a DFlash drafter other than the dense z-lab form, or DSpark",
+        GGUF_VLLM,
     ),
     # refusals
     Code(

@@ -1,6 +1,7 @@
 """The catalogue of finding codes (eaglezoo/checkpoint/codes.py) holds every code eaglezoo emits, at the severity it
 is emitted with: read from the source (every literal code, in each of the idioms that make a finding or a coded
-refusal), and from lint run on the examples and on the real-config corpus. docs/lint-codes.md is generated from it."""
+refusal), and from lint run on the examples (the EAGLE-3 one also as a GGUF) and on the real-config corpus.
+docs/lint-codes.md is generated from it."""
 
 from __future__ import annotations
 
@@ -9,19 +10,25 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import EXAMPLE_AUX, ROOT
 
 from eaglezoo.checkpoint.codes import CODES, markdown
-from eaglezoo.lint import lint, lint_config
+from eaglezoo.checkpoint.formats.base import ReadOptions
+from eaglezoo.convert import GGUF_FILE, ConvertRequest, apply, plan
+from eaglezoo.lint import lint, lint_config, lint_gguf
 
 PACKAGE = ROOT / "eaglezoo"
 # The functions that pass a code on rather than name one: each is fed by literal codes found below
 FORWARDERS = {
     ("checkpoint/problems.py", "error"),
+    ("checkpoint/formats/gguf_read.py", "_err"),
+    ("checkpoint/formats/gguf_read.py", "_warn"),
     ("checkpoint/traps.py", "_find"),
     ("lint.py", "add"),
     ("lint.py", "read_tolerating"),
 }
+# Helpers that name the severity and take the code first: gguf_read's _err(code, message, hint), _warn(...)
+SEVERITY_OF_HELPER = {"_err": "error", "_warn": "warning"}
 
 
 def _literal(node: ast.expr | None) -> str | None:
@@ -36,6 +43,8 @@ def _emitted(call: ast.Call) -> tuple[str | None, str | None] | None:
         return _literal(kw.get("severity")), _literal(kw.get("code"))
     if name in ("add", "_find") and len(call.args) >= 2:
         return _literal(call.args[0]), _literal(call.args[1])
+    if name in SEVERITY_OF_HELPER and call.args:
+        return SEVERITY_OF_HELPER[name], _literal(call.args[0])
     if name == "error" and call.args and _literal(call.args[0]):
         return "error", _literal(call.args[0])
     if "code" in kw and _literal(kw["code"]):  # an EaglezooError with a finding code: lint reports it as an error
@@ -105,6 +114,17 @@ def test_lint_of_each_example_emits_catalogued_codes(example):
     report = lint(folder, ROOT / "examples" / "tiny" / "target" if example.startswith("tiny/") else None)
     assert report.findings, "the example gives findings to check"
     assert _check(report.findings, example) == []
+
+
+def test_lint_of_the_example_as_gguf_emits_catalogued_codes(tmp_path):
+    """The example EAGLE-3 drafter converted for llama.cpp, then linted as llama.cpp reads it (lint DRAFT.gguf)."""
+    target = ROOT / "examples" / "tiny" / "target"
+    options = ReadOptions(aux_layers=tuple(EXAMPLE_AUX), aux_convention="boundary")
+    source = ROOT / "examples" / "tiny" / "eagle3-safeai"
+    apply(plan(ConvertRequest(source, to="gguf", target=target, options=options)), tmp_path / "gguf")
+    report = lint_gguf(tmp_path / "gguf" / GGUF_FILE, target)
+    assert {"gguf-family", "gguf-taps", "gguf-tap-final-unfilled"} <= {f.code for f in report.findings}
+    assert _check(report.findings, "eagle3-safeai as gguf") == []
 
 
 def test_lint_of_the_real_config_corpus_emits_catalogued_codes():
