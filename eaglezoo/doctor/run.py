@@ -15,6 +15,7 @@ from ..errors import EaglezooError, EngineError, UsageError
 from ..serving import DEV_MODE
 from ..verify.endpoint import ServerFacts, ServerFailed, check_depth, check_server, measure_requests, server_facts
 from ..verify.identity import read_served
+from ..verify.report import built
 from ..verify.run import SAMPLED_ON_NATIVE, prepare
 from ..verify.workload import Progress, Workload
 from .fit import classify, fingerprint
@@ -102,8 +103,8 @@ def diagnose(request: DoctorRequest, drafter_dir: Path | None, target_dir: Path 
                         k_table=served.facts.k_table, refusal=served.refusal.message if served.refusal else None,
                         k=k, files_read=sides.served_drafter is not None)
     verdict, summary, findings, judged = judge(evidence)
-    return DoctorReport(
-        verdict=verdict, summary=summary, server=server_part(served.facts, served.requests, k, request.endpoint),
+    return built(
+        DoctorReport, verdict=verdict, summary=summary, server=server_part(served.facts, served.requests, k, request.endpoint),
         drafter=str(sides.named_drafter), target=target_name or str(sides.named_target), prompts=len(work.encoded),
         max_new_tokens=work.max_new_tokens, measured=[a for a in (server, *trials.values()) if a is not None],
         findings=findings, floors=floors, notes=work.notes + skipped_notes(work) + said + notes + judged,
