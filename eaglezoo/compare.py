@@ -57,8 +57,10 @@ class Row(BaseModel):
         if len(self.interval) != 2 or not all(map(math.isfinite, self.interval)) or self.interval[0] > self.interval[1]:
             raise ValueError("interval is not [low, high]; expected two numbers, low first")
         if not all(map(math.isfinite, (self.a, self.b, self.ratio))) or self.a < 1 or self.b < 1 or self.prompts < 1:
-            raise ValueError(f"a is {self.a:g} and b {self.b:g} over {self.prompts} prompts; expected at least 1 "
-                             "prompt and acceptance lengths of at least 1")
+            raise ValueError(
+                f"a is {self.a:g} and b {self.b:g} over {self.prompts} prompts; expected at least 1 "
+                "prompt and acceptance lengths of at least 1"
+            )
         if not math.isclose(self.ratio, self.b / self.a, rel_tol=RELATIVE):
             raise ValueError(f"ratio is {self.ratio:g}; expected b / a ({self.b / self.a:g})")
         low, high = self.interval
@@ -134,16 +136,20 @@ def compare_problem(r: CompareReport) -> str | None:
             return f"rows[{i}] holds lengths {row.a:g}, {row.b:g}; expected acceptance lengths from 1 to K+1 ({k + 1})"
     every = r.rows[-1]
     if len(r.rows) > 1 and every.prompts != sum(row.prompts for row in r.rows[:-1]):
-        return (f"rows[{len(r.rows) - 1}].prompts is {every.prompts}; expected the row of every prompt, the sum of "
-                f"the buckets' ({sum(row.prompts for row in r.rows[:-1])})")
+        return (
+            f"rows[{len(r.rows) - 1}].prompts is {every.prompts}; expected the row of every prompt, the sum of "
+            f"the buckets' ({sum(row.prompts for row in r.rows[:-1])})"
+        )
     for side in ("a", "b"):
         rates = getattr(r.per_position, side)
         if len(rates) != k or not all(math.isfinite(x) and 0 <= x <= 1 for x in rates):
             return f"per_position.{side} is not K ({k}) rates; expected K numbers from 0 to 1"
         counted, pooled = r.peers.get(side, {}), getattr(every, side)
         if "vllm" in counted and not math.isclose(counted["vllm"], pooled, rel_tol=RELATIVE):
-            return (f"peers.{side}.vllm is {counted['vllm']:g}; expected the pooled length of every prompt "
-                    f"(rows[{len(r.rows) - 1}].{side}, {pooled:g})")
+            return (
+                f"peers.{side}.vllm is {counted['vllm']:g}; expected the pooled length of every prompt "
+                f"(rows[{len(r.rows) - 1}].{side}, {pooled:g})"
+            )
         # SGLang's counts each request's prefill token too: up to one more than K+1 (a request of one full step)
         if not all(math.isfinite(x) and 1 <= x <= k + (2 if peer == "sglang" else 1) for peer, x in counted.items()):
             return f"peers.{side} holds a length outside 1 to K+1 ({k + 1}; K+2 as SGLang counts); expected lengths"
@@ -152,20 +158,26 @@ def compare_problem(r: CompareReport) -> str | None:
 
 def same_target(a: VerifyReport, b: VerifyReport) -> None:
     if a.target != b.target:
-        raise UsageError(f"the two drafters were measured against different targets ({a.target} and {b.target})",
-                         hint="compare drafters of one target: give --target, or two registry ids of one target")
+        raise UsageError(
+            f"the two drafters were measured against different targets ({a.target} and {b.target})",
+            hint="compare drafters of one target: give --target, or two registry ids of one target",
+        )
     if [p.index for p in a.per_prompt] != [p.index for p in b.per_prompt]:
-        raise UsageError("the two runs measured different prompts (a prompt fits one side's context, not the "
-                         "other's)", hint="give prompts both sides' contexts fit (--max-new-tokens, --prompts, "
-                                          "--max-model-len)")
+        raise UsageError(
+            "the two runs measured different prompts (a prompt fits one side's context, not the other's)",
+            hint="give prompts both sides' contexts fit (--max-new-tokens, --prompts, --max-model-len)",
+        )
 
 
 def both_measured(a: VerifyReport, b: VerifyReport) -> None:
     """A side with no drafts has no acceptance length: a ratio of the 1.0 it would default to is made up."""
     unmeasured = [side for side, r in (("A", a), ("B", b)) if r.num_drafts == 0]
     if unmeasured:
-        raise UsageError(f"no drafts were measured for {' and '.join(unmeasured)}: every continuation is too short "
-                         f"for K={a.num_spec_tokens}", hint="raise --max-new-tokens above -k")
+        raise UsageError(
+            f"no drafts were measured for {' and '.join(unmeasured)}: every continuation is too short "
+            f"for K={a.num_spec_tokens}",
+            hint="raise --max-new-tokens above -k",
+        )
 
 
 def compare(a: VerifyReport, b: VerifyReport) -> CompareReport:
@@ -179,18 +191,32 @@ def compare(a: VerifyReport, b: VerifyReport) -> CompareReport:
     rows = [row(name, by_bucket[name]) for name in buckets]
     if len(buckets) > 1:  # the row of every prompt, under a name no bucket of the prompts has
         rows.append(row(next(n for n in ("all", "all prompts", "(every prompt)") if n not in buckets), steps))
-    return built(CompareReport, a=a.drafter, b=b.drafter, target=a.target, engine=engine_name(a), engine_b=engine_name(b),
-                         num_spec_tokens=a.num_spec_tokens, rows=rows,
-                         per_position={"a": a.acceptance_per_position, "b": b.acceptance_per_position},
-                         peers={"a": peers([s[1] for s in steps]), "b": peers([s[2] for s in steps])},
-                         serve=b.serve, reproduction=compared_reproduction(a, b))
+    return built(
+        CompareReport,
+        a=a.drafter,
+        b=b.drafter,
+        target=a.target,
+        engine=engine_name(a),
+        engine_b=engine_name(b),
+        num_spec_tokens=a.num_spec_tokens,
+        rows=rows,
+        per_position={"a": a.acceptance_per_position, "b": b.acceptance_per_position},
+        peers={"a": peers([s[1] for s in steps]), "b": peers([s[2] for s in steps])},
+        serve=b.serve,
+        reproduction=compared_reproduction(a, b),
+    )
 
 
 def compared_reproduction(a: VerifyReport, b: VerifyReport) -> Reproduction:
     ps = a.prompt_set
     engines = engine_name(a) if engine_name(a) == engine_name(b) else f"{engine_name(a)} (A), {engine_name(b)} (B)"
-    return reproduction(engine=engines, prompt_set=ps and ps.name, prompts_sha256=ps and ps.sha256,
-                        seed=a.sampling.seed, bootstrap_seed=SEED)
+    return reproduction(
+        engine=engines,
+        prompt_set=ps and ps.name,
+        prompts_sha256=ps and ps.sha256,
+        seed=a.sampling.seed,
+        bootstrap_seed=SEED,
+    )
 
 
 def engine_name(r: VerifyReport) -> str:
@@ -203,8 +229,14 @@ def row(bucket: str, steps: list[tuple]) -> Row:
     def ratio(pick: list[tuple]) -> float:
         return pooled_length([s[2] for s in pick]) / pooled_length([s[1] for s in pick])
 
-    return Row(bucket=bucket, prompts=len(steps), a=pooled_length(a), b=pooled_length(b), ratio=ratio(steps),
-               interval=bootstrap_interval(steps, ratio))
+    return Row(
+        bucket=bucket,
+        prompts=len(steps),
+        a=pooled_length(a),
+        b=pooled_length(b),
+        ratio=ratio(steps),
+        interval=bootstrap_interval(steps, ratio),
+    )
 
 
 def peers(requests: list[list[int]]) -> dict:
@@ -212,7 +244,9 @@ def peers(requests: list[list[int]]) -> dict:
     measured = [r for r in requests if r]
     completion = [1 + sum(a + 1 for a in r) for r in measured]
     return {
-        "vllm": pooled_length(measured),  # 1 + accepted / drafts, pooled (also speculators, which reads vLLM's counters)
+        "vllm": pooled_length(
+            measured
+        ),  # 1 + accepted / drafts, pooled (also speculators, which reads vLLM's counters)
         "specforge": mean(1 + sum(r) / len(r) for r in measured) if measured else 1.0,  # mean of per-request ALs
         "sglang": sum(completion) / sum(len(r) for r in measured) if measured else 1.0,  # tokens / verify steps
     }

@@ -109,9 +109,11 @@ def plan(req: ConvertRequest) -> Prepared:
 
 # What a DFlash or DSpark drafter borrows from its target, and where a target keeps it (its lm_head, where the
 # embeddings are tied, is the embedding). speculators' own converter fills these from the verifier.
-LENT = {"embed_tokens.weight": ("model.embed_tokens.weight",),
-        "lm_head.weight": ("lm_head.weight", "model.embed_tokens.weight"),
-        "verifier_norm.weight": ("model.norm.weight",)}
+LENT = {
+    "embed_tokens.weight": ("model.embed_tokens.weight",),
+    "lm_head.weight": ("lm_head.weight", "model.embed_tokens.weight"),
+    "verifier_norm.weight": ("model.norm.weight",),
+}
 
 
 def borrowing(prepared: Prepared, drafter: Drafter, req: ConvertRequest) -> Prepared:
@@ -119,11 +121,17 @@ def borrowing(prepared: Prepared, drafter: Drafter, req: ConvertRequest) -> Prep
     checked against the drafter's geometry and recorded as a decision."""
     spec = drafter.spec
     if spec.family not in ("dflash", "dspark"):
-        raise UsageError(f"--borrow-from-target fills a DFlash or DSpark drafter's borrowed tensors; this is a "
-                         f"{spec.family} drafter", hint="drop --borrow-from-target")
+        raise UsageError(
+            f"--borrow-from-target fills a DFlash or DSpark drafter's borrowed tensors; this is a "
+            f"{spec.family} drafter",
+            hint="drop --borrow-from-target",
+        )
     if req.to != "speculators":
-        raise UsageError("only the speculators form carries borrowed tensors (the native form takes them from the "
-                         "target when it loads)", hint="add --to speculators")
+        raise UsageError(
+            "only the speculators form carries borrowed tensors (the native form takes them from the "
+            "target when it loads)",
+            hint="add --to speculators",
+        )
     if req.target is None:
         raise UsageError("--borrow-from-target needs the target to borrow from", hint="add --target TARGET")
     lender = Checkpoint(req.target)
@@ -134,15 +142,21 @@ def borrowing(prepared: Prepared, drafter: Drafter, req: ConvertRequest) -> Prep
             continue  # the drafter's own
         source = next((s for s in sources if s in lender.refs), None)
         if source is None:
-            raise BadInput(f"the target {req.target} has no {sources[0]} to lend as {name}",
-                           hint="give the target the drafter was trained for (--target)")
+            raise BadInput(
+                f"the target {req.target} has no {sources[0]} to lend as {name}",
+                hint="give the target the drafter was trained for (--target)",
+            )
         ref = lender.refs[source]
         _check_lent(name, source, ref, spec)
         lent.append(OutTensor(name, ref, ref.dtype))  # (a block drafter's conversion never casts: family_config)
         decisions.append(f"{name} borrowed from the target's {source} {list(ref.shape)} (--borrow-from-target)")
-    plan = prepared.plan.model_copy(update={
-        "decisions": prepared.plan.decisions + decisions, "num_tensors": prepared.plan.num_tensors + len(lent),
-        "num_bytes": prepared.plan.num_bytes + sum(t.nbytes for t in lent)})
+    plan = prepared.plan.model_copy(
+        update={
+            "decisions": prepared.plan.decisions + decisions,
+            "num_tensors": prepared.plan.num_tensors + len(lent),
+            "num_bytes": prepared.plan.num_bytes + sum(t.nbytes for t in lent),
+        }
+    )
     return replace(prepared, plan=plan, lent=lent, lender=lender)
 
 
@@ -151,18 +165,24 @@ def _check_lent(name: str, source: str, ref: TensorRef, spec: DrafterSpec) -> No
     as they are: a complex, integer or bool table would be multiplied as one)."""
     want = (spec.target_hidden_size,) if name == "verifier_norm.weight" else (spec.vocab_size, spec.target_hidden_size)
     if tuple(ref.shape) != want:
-        raise BadInput(f"the target's tensor for {name} is {list(ref.shape)}, the drafter needs {list(want)}",
-                       hint="give the target the drafter was trained for (--target)")
+        raise BadInput(
+            f"the target's tensor for {name} is {list(ref.shape)}, the drafter needs {list(want)}",
+            hint="give the target the drafter was trained for (--target)",
+        )
     if not ref.is_float:
-        raise BadInput(f"the target's {source} is {ST_DTYPES[ref.dtype][0]}; lent as {name} it must be a floating "
-                       f"dtype ({', '.join(sorted(FLOAT_CODES))})", hint="give the target the drafter was trained for "
-                       "(--target), in its floating-point weights")
+        raise BadInput(
+            f"the target's {source} is {ST_DTYPES[ref.dtype][0]}; lent as {name} it must be a floating "
+            f"dtype ({', '.join(sorted(FLOAT_CODES))})",
+            hint="give the target the drafter was trained for (--target), in its floating-point weights",
+        )
 
 
 def check_format(to: str) -> None:
     if to not in (*formats.WRITERS, "gguf"):
-        raise UsageError(f"unknown --to {to!r}",
-                         hint="use eagle31, speculators, native (P-EAGLE, DFlash, DSpark) or gguf (llama.cpp)")
+        raise UsageError(
+            f"unknown --to {to!r}",
+            hint="use eagle31, speculators, native (P-EAGLE, DFlash, DSpark) or gguf (llama.cpp)",
+        )
 
 
 def plan_gguf(drafter: Drafter, req: ConvertRequest, tcfg: dict | None) -> Prepared:
@@ -179,31 +199,55 @@ def plan_gguf(drafter: Drafter, req: ConvertRequest, tcfg: dict | None) -> Prepa
         gguf_eagle3.refuse(drafter.spec)
         planner = gguf_eagle3.plan
     if req.target is None or tcfg is None:
-        raise UsageError("--to gguf needs the target: llama.cpp loads its tokenizer with the drafter, and the taps are "
-                         "checked against its layers", hint="add --target TARGET")
+        raise UsageError(
+            "--to gguf needs the target: llama.cpp loads its tokenizer with the drafter, and the taps are "
+            "checked against its layers",
+            hint="add --target TARGET",
+        )
     spec = drafter.spec
-    gp = planner(spec, drafter.refs, gguf_tokenizer.tokenizer_keys(req.target, spec.vocab_size),
-                          tcfg.get("model_type"), target_layers(tcfg), req.dtype and _cast_code(req.dtype),
-                          drafter.path.name if isinstance(drafter.path, Path) else str(drafter.path))
+    gp = planner(
+        spec,
+        drafter.refs,
+        gguf_tokenizer.tokenizer_keys(req.target, spec.vocab_size),
+        tcfg.get("model_type"),
+        target_layers(tcfg),
+        req.dtype and _cast_code(req.dtype),
+        drafter.path.name if isinstance(drafter.path, Path) else str(drafter.path),
+    )
     written = {t.canonical: t.name for t in gp.tensors if t.canonical}
     drops = dict(drafter.reading.drops)
     drops.update({drafter.source_name(c): gguf_eagle3.NOT_READ[c] for c in drafter.refs if c in gguf_eagle3.NOT_READ})
-    p = Plan(source=str(drafter.path), dialect=drafter.reading.dialect, to="gguf",
-             source_files=[f.name for f in drafter.checkpoint.files], spec=spec, config_diff=[],
-             renames=[Rename(source=drafter.source_name(c), output=n) for c, n in written.items()],
-             drops=[Drop(name=n, reason=r) for n, r in sorted(drops.items())],
-             decisions=list(drafter.reading.decisions) + gp.decisions,
-             warnings=list(drafter.reading.warnings) + compare_with_target(spec, tcfg) + gp.warnings,
-             dtype=req.dtype, num_tensors=len(gp.tensors), num_bytes=sum(t.nbytes for t in gp.tensors),
-             output_files=[GGUF_FILE, "conversion.json"])
+    p = Plan(
+        source=str(drafter.path),
+        dialect=drafter.reading.dialect,
+        to="gguf",
+        source_files=[f.name for f in drafter.checkpoint.files],
+        spec=spec,
+        config_diff=[],
+        renames=[Rename(source=drafter.source_name(c), output=n) for c, n in written.items()],
+        drops=[Drop(name=n, reason=r) for n, r in sorted(drops.items())],
+        decisions=list(drafter.reading.decisions) + gp.decisions,
+        warnings=list(drafter.reading.warnings) + compare_with_target(spec, tcfg) + gp.warnings,
+        dtype=req.dtype,
+        num_tensors=len(gp.tensors),
+        num_bytes=sum(t.nbytes for t in gp.tensors),
+        output_files=[GGUF_FILE, "conversion.json"],
+    )
     return Prepared(p, drafter.checkpoint, gp.summary(), [], {}, req.origin, gguf=(gp, drafter))
 
 
 GGUF_FILE = "drafter.gguf"
 
 
-def plan_from(drafter: Drafter, to: str = "eagle31", *, dtype: str | None = None, verifier: str | None = None,
-              origin: str | None = None, target: dict | None = None) -> Prepared:
+def plan_from(
+    drafter: Drafter,
+    to: str = "eagle31",
+    *,
+    dtype: str | None = None,
+    verifier: str | None = None,
+    origin: str | None = None,
+    target: dict | None = None,
+) -> Prepared:
     """The conversion of a drafter already read: config, tensor order, renames, drops, decisions, warnings
     (`target`: its config, when the conversion was asked against one)."""
     check_format(to)
@@ -213,42 +257,63 @@ def plan_from(drafter: Drafter, to: str = "eagle31", *, dtype: str | None = None
         warnings += compare_with_target(spec, target)
     names = plan_output_order(ckpt, reading.renames)
     cast = _cast_code(dtype)
-    tensors = [OutTensor(reading.renames[n], ckpt.refs[n], cast if cast and ckpt.refs[n].is_float else ckpt.refs[n].dtype)
-               for n in names]
+    tensors = [
+        OutTensor(reading.renames[n], ckpt.refs[n], cast if cast and ckpt.refs[n].is_float else ckpt.refs[n].dtype)
+        for n in names
+    ]
     decisions = list(reading.decisions)
     if spec.family == "eagle3":
         out_cfg = _output_config(spec, to, dtype or _config_dtype(spec, tensors, warnings), verifier, warnings)
     else:
-        out_cfg = family_config(spec, to, dtype if spec.family != "peagle" else dtype or _config_dtype(
-            spec, tensors, warnings), verifier, decisions, warnings)
+        out_cfg = family_config(
+            spec,
+            to,
+            dtype if spec.family != "peagle" else dtype or _config_dtype(spec, tensors, warnings),
+            verifier,
+            decisions,
+            warnings,
+        )
     p = Plan(
-        source=str(drafter.path), dialect=reading.dialect, to=to, source_files=[f.name for f in ckpt.files],
-        spec=spec, config_diff=config_diff(drafter.config, out_cfg),
+        source=str(drafter.path),
+        dialect=reading.dialect,
+        to=to,
+        source_files=[f.name for f in ckpt.files],
+        spec=spec,
+        config_diff=config_diff(drafter.config, out_cfg),
         renames=[Rename(source=s, output=reading.renames[s]) for s in names if reading.renames[s] != s],
         drops=[Drop(name=n, reason=r) for n, r in sorted(reading.drops.items())],
-        decisions=decisions, warnings=warnings, dtype=dtype,
-        num_tensors=len(tensors), num_bytes=sum(t.nbytes for t in tensors),
+        decisions=decisions,
+        warnings=warnings,
+        dtype=dtype,
+        num_tensors=len(tensors),
+        num_bytes=sum(t.nbytes for t in tensors),
     )
     return Prepared(p, ckpt, out_cfg, tensors, {**ckpt.metadata, "format": "pt"}, origin)
 
 
-def family_config(spec: DrafterSpec, to: str, dtype: str | None, verifier: str | None, decisions: list[str],
-                  warnings: list[str]) -> dict:
+def family_config(
+    spec: DrafterSpec, to: str, dtype: str | None, verifier: str | None, decisions: list[str], warnings: list[str]
+) -> dict:
     """The config of a P-EAGLE, DFlash or DSpark drafter in its native or speculators form (a P-EAGLE also in the
     EAGLE 3.1 form vLLM 0.32 loads): the same tensors, every family key written where that form keeps it
     (docs/formats.md#families)."""
     if to == "eagle31" and spec.family != "peagle":
-        raise UsageError(f"a {spec.family} drafter has no EAGLE 3.1 form: it would lose its block drafting",
-                         hint="convert it with --to native or --to speculators")
+        raise UsageError(
+            f"a {spec.family} drafter has no EAGLE 3.1 form: it would lose its block drafting",
+            hint="convert it with --to native or --to speculators",
+        )
     if spec.family != "peagle" and dtype is not None:  # (a P-EAGLE's dtype is always given: the weights')
-        raise UsageError(f"--dtype on a {spec.family} drafter: its conversion only moves keys between forms",
-                         hint="convert without --dtype")
+        raise UsageError(
+            f"--dtype on a {spec.family} drafter: its conversion only moves keys between forms",
+            hint="convert without --dtype",
+        )
     if spec.family == "peagle":
         if to == "native":
             return validate_config(formats.peagle.write_config(spec, dtype), "to be written (--to native)", "drafter")
         if to == "eagle31":  # the copy vLLM 0.32 loads (serving.peagle_copy)
-            return validate_config(formats.peagle.write_vllm_config(spec, dtype), "to be written (--to eagle31)",
-                                   "drafter")
+            return validate_config(
+                formats.peagle.write_vllm_config(spec, dtype), "to be written (--to eagle31)", "drafter"
+            )
         cfg, more = formats.peagle.write_speculators(spec, dtype, verifier)
         warnings += more
         return validate_config(cfg, "to be written (--to speculators)", "drafter")
@@ -286,8 +351,11 @@ def _config_dtype(spec: DrafterSpec, tensors: list[OutTensor], warnings: list[st
 
 def config_diff(before: dict, after: dict) -> list[Change]:
     a, b = _flatten(before), _flatten(after)
-    return [Change(key=k, before=a.get(k), after=b.get(k)) for k in sorted(a.keys() | b.keys()) if a.get(k) != b.get(k)
-            or (k in a) != (k in b)]
+    return [
+        Change(key=k, before=a.get(k), after=b.get(k))
+        for k in sorted(a.keys() | b.keys())
+        if a.get(k) != b.get(k) or (k in a) != (k in b)
+    ]
 
 
 def _flatten(d: dict, prefix: str = "") -> dict[str, Any]:
@@ -316,9 +384,12 @@ def apply(prep: Prepared, out: Path, force: bool = False, progress: Callable[[in
     with staging(out) as tmp:  # like `git clone URL a/b`, missing parents are made
         config_bytes = (json.dumps(prep.config, indent=2) + "\n").encode()
         _write(tmp / "config.json", config_bytes)
-        weights_sha, source_sha = stream_convert(prep.checkpoint, prep.tensors, tmp / "model.safetensors",
-                                                 prep.metadata, progress, prep.lent, prep.lender)
-        record = conversion_record(prep, source_sha, {"config.json": _sha(config_bytes), "model.safetensors": weights_sha})
+        weights_sha, source_sha = stream_convert(
+            prep.checkpoint, prep.tensors, tmp / "model.safetensors", prep.metadata, progress, prep.lent, prep.lender
+        )
+        record = conversion_record(
+            prep, source_sha, {"config.json": _sha(config_bytes), "model.safetensors": weights_sha}
+        )
         _write(tmp / "conversion.json", (json.dumps(record, indent=2) + "\n").encode())
         replace_dir(tmp, out, force)
     return record
@@ -333,10 +404,19 @@ def _apply_gguf(prep: Prepared, out: Path, force: bool, progress: Callable[[int]
         gguf_eagle3.write(gp, drafter.spec, drafter.load, tmp / GGUF_FILE, progress)
         source_sha = {f.name: sha256_file(f) for f in prep.checkpoint.files}
         record = conversion_record(prep, source_sha, {GGUF_FILE: sha256_file(tmp / GGUF_FILE)})
-        record["gguf"] = {"llama_cpp": gguf_eagle3.BUILD, "keys": prep.config,
-                          "tensors": {t.name: {"from": t.canonical, "dtype": t.dtype, "shape": list(t.shape),
-                                               **({"transform": t.transform} if t.transform else {})}
-                                      for t in gp.tensors}}
+        record["gguf"] = {
+            "llama_cpp": gguf_eagle3.BUILD,
+            "keys": prep.config,
+            "tensors": {
+                t.name: {
+                    "from": t.canonical,
+                    "dtype": t.dtype,
+                    "shape": list(t.shape),
+                    **({"transform": t.transform} if t.transform else {}),
+                }
+                for t in gp.tensors
+            },
+        }
         _write(tmp / "conversion.json", (json.dumps(record, indent=2) + "\n").encode())
         replace_dir(tmp, out, force)
     return record
@@ -372,4 +452,5 @@ def _write(path: Path, data: bytes) -> None:
 
 def _sha(data: bytes) -> str:
     import hashlib
+
     return hashlib.sha256(data).hexdigest()

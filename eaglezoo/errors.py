@@ -102,8 +102,9 @@ def printable(text: str) -> str:
 
 
 SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|ACCESS_KEY|CREDENTIAL", re.IGNORECASE)
-SECRET_SHAPES = re.compile(r"\bbearer\s+[^\s'\",;]+|\bhf_[A-Za-z0-9]{20,}|(?<=://)[^/@\s:]+:[^/@\s]+(?=@)",
-                           re.IGNORECASE)  # a header; an HF token; a URL's user:password
+SECRET_SHAPES = re.compile(
+    r"\bbearer\s+[^\s'\",;]+|\bhf_[A-Za-z0-9]{20,}|(?<=://)[^/@\s:]+:[^/@\s]+(?=@)", re.IGNORECASE
+)  # a header; an HF token; a URL's user:password
 MIN_SECRET = 6  # shorter values are not worth hiding, and would blank out ordinary words
 MIN_CUT = 4  # a secret cut at the end of an excerpt: this many of its first characters are hidden too
 
@@ -189,12 +190,16 @@ def describe(exc: BaseException) -> Failure:
     network = _network_failure(exc)
     if network:
         return network
-    return Failure(f"internal error ({type(exc).__name__})", "rerun with EAGLEZOO_DEBUG=1 and report the traceback",
-                   "internal", EXIT_USAGE)
+    return Failure(
+        f"internal error ({type(exc).__name__})",
+        "rerun with EAGLEZOO_DEBUG=1 and report the traceback",
+        "internal",
+        EXIT_USAGE,
+    )
 
 
 def network_problem(exc: BaseException) -> str | None:
-    """"timed out" or "connection failed" for a transport failure, else None. httpx (the Hub client's
+    """ "timed out" or "connection failed" for a transport failure, else None. httpx (the Hub client's
     transport) raises its own types: matched by name, so this module imports neither."""
     names = {t.__name__ for t in type(exc).__mro__}
     if names & {"TimeoutException", "TimeoutError"}:
@@ -207,11 +212,19 @@ def network_problem(exc: BaseException) -> str | None:
 def _network_failure(exc: BaseException) -> Failure | None:
     problem = network_problem(exc)
     if problem == "timed out":
-        return Failure("the server did not answer in time", "retry later; EAGLEZOO_HUB_TIMEOUT sets the limit",
-                       "network", EXIT_USAGE)
+        return Failure(
+            "the server did not answer in time",
+            "retry later; EAGLEZOO_HUB_TIMEOUT sets the limit",
+            "network",
+            EXIT_USAGE,
+        )
     if problem:
-        return Failure("the connection to the server failed", "check the endpoint (HF_ENDPOINT) and your network",
-                       "network", EXIT_USAGE)
+        return Failure(
+            "the connection to the server failed",
+            "check the endpoint (HF_ENDPOINT) and your network",
+            "network",
+            EXIT_USAGE,
+        )
     if "HFValidationError" in {t.__name__ for t in type(exc).__mro__}:
         return Failure("not a valid Hub repo id or revision", "repo ids look like owner/name", "usage", EXIT_USAGE)
     return None

@@ -49,13 +49,17 @@ def file_destination(path: Path, what: str = "output") -> Path:
     directory or its folder does not exist."""
     path = Path(path)
     if path.is_dir():
-        raise UsageError(f"{what} {path} is a directory; give a file name",
-                         hint="give a file name, e.g. DIR/report.json")
+        raise UsageError(
+            f"{what} {path} is a directory; give a file name", hint="give a file name, e.g. DIR/report.json"
+        )
     if not path.parent.is_dir():
-        raise UsageError(f"{what} {path}: folder {path.parent} does not exist",
-                         hint="create the folder first, or write elsewhere")
+        raise UsageError(
+            f"{what} {path}: folder {path.parent} does not exist", hint="create the folder first, or write elsewhere"
+        )
     if path.exists() and not path.is_file():  # a FIFO or a device: replacing it would destroy it
-        raise UsageError(f"{what} {path} exists and is not a regular file", hint="give the name of a new or regular file")
+        raise UsageError(
+            f"{what} {path} exists and is not a regular file", hint="give the name of a new or regular file"
+        )
     return path
 
 
@@ -66,8 +70,10 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     try:
         fd, tmp = tempfile.mkstemp(prefix=_prefix(path), suffix=TMP_SUFFIX, dir=parent)
     except OSError as exc:
-        raise UsageError(f"cannot write {path}: {exc.strerror or exc}",
-                         hint="check the permissions and free space there, or write elsewhere") from None
+        raise UsageError(
+            f"cannot write {path}: {exc.strerror or exc}",
+            hint="check the permissions and free space there, or write elsewhere",
+        ) from None
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -90,8 +96,10 @@ def temp_dir_beside(dest: Path) -> Path:
     try:
         tmp = Path(tempfile.mkdtemp(prefix=_prefix(dest), suffix=TMP_SUFFIX, dir=dest.parent))
     except OSError as exc:
-        raise UsageError(f"cannot write {dest}: {exc.strerror or exc}",
-                         hint="check the permissions and free space there, or write elsewhere") from None
+        raise UsageError(
+            f"cannot write {dest}: {exc.strerror or exc}",
+            hint="check the permissions and free space there, or write elsewhere",
+        ) from None
     os.chmod(tmp, DIR_MODE)  # mkdtemp makes 0700; the output must be readable as the umask allows
     return tmp
 
@@ -152,8 +160,10 @@ def relative_name(root: Path, relative: str, what: str) -> PurePosixPath:
     """`relative` as a path under `root`: refused when empty, absolute or written with backslashes."""
     name = PurePosixPath(str(relative))
     if not str(relative) or name.is_absolute() or "\\" in str(relative):
-        raise BadInput(f"{what} {relative!r} must be a relative path inside {root}",
-                       hint="give a path relative to the registry's repository")
+        raise BadInput(
+            f"{what} {relative!r} must be a relative path inside {root}",
+            hint="give a path relative to the registry's repository",
+        )
     return name
 
 
@@ -172,13 +182,19 @@ def child_path(root: Path, relative: str, what: str) -> Path:
     symlink to elsewhere (the Hub cache's snapshots link every file to its blob), which reading allows."""
     name = relative_name(root, relative, what)
     if ".." in name.parts:
-        raise BadInput(f"{what} {relative!r} must be a relative path inside {root}",
-                       hint="give a path relative to the folder")
+        raise BadInput(
+            f"{what} {relative!r} must be a relative path inside {root}", hint="give a path relative to the folder"
+        )
     return Path(root) / name
 
 
-FILE_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a device"),
-              (stat.S_ISBLK, "a device"), (stat.S_ISSOCK, "a socket"))
+FILE_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a device"),
+    (stat.S_ISBLK, "a device"),
+    (stat.S_ISSOCK, "a socket"),
+)
 
 
 def regular_file(path: Path, what: str) -> Path:
@@ -187,13 +203,15 @@ def regular_file(path: Path, what: str) -> Path:
     try:
         mode = path.stat().st_mode
     except (FileNotFoundError, NotADirectoryError):
-        raise BadInput(f"{what}: {path} not found",
-                       hint="correct the path, or download or create the missing file") from None
+        raise BadInput(
+            f"{what}: {path} not found", hint="correct the path, or download or create the missing file"
+        ) from None
     except OSError as exc:
         if exc.errno != errno.ELOOP:
             raise
-        raise BadInput(f"{what}: {path} is a symlink loop (too many levels of symbolic links)",
-                       hint="fix or remove that symlink") from None
+        raise BadInput(
+            f"{what}: {path} is a symlink loop (too many levels of symbolic links)", hint="fix or remove that symlink"
+        ) from None
     if not stat.S_ISREG(mode):
         kind = next((name for test, name in FILE_KINDS if test(mode)), "not a file")
         raise BadInput(f"{what}: {path} is {kind}, not a regular file", hint="give a regular file")
@@ -211,8 +229,10 @@ def within(path: Path, folder: Path) -> bool:
 def refuse_overlap(out: Path, source: Path, source_name: str) -> None:
     """A folder OUT written whole is never `source` (what the command reads), inside it or above it."""
     if within(out, source) or within(source, out):
-        raise UsageError(f"OUT {out} overlaps {source_name} {source}: {source_name} is never modified",
-                         hint=f"choose an OUT outside {source_name} (and not one of its parents)")
+        raise UsageError(
+            f"OUT {out} overlaps {source_name} {source}: {source_name} is never modified",
+            hint=f"choose an OUT outside {source_name} (and not one of its parents)",
+        )
 
 
 def check_out_dir(out: Path, force: bool, source: Path, source_name: str) -> None:
@@ -227,8 +247,9 @@ def check_out_dir(out: Path, force: bool, source: Path, source_name: str) -> Non
         raise UsageError(f"{out} exists and is not a directory", hint="choose a new OUT, or remove that file")
     existing = next(p for p in out.absolute().parents if p.exists())
     if not existing.is_dir():
-        raise UsageError(f"cannot write {out}: {existing} is not a directory",
-                         hint="choose an OUT whose parent is a folder")
+        raise UsageError(
+            f"cannot write {out}: {existing} is not a directory", hint="choose an OUT whose parent is a folder"
+        )
 
 
 def replace_dir(tmp: Path, out: Path, force: bool) -> None:
@@ -267,8 +288,10 @@ def move_into(tmp: Path, dest: Path) -> None:
 def too_many_digits(where: str) -> BadInput:
     """The refusal of a number longer than Python reads from text (`sys.get_int_max_str_digits()`, 4,300 by
     default): the limit stays, it guards against quadratic-time parsing; no count or size is that long."""
-    return BadInput(f"{where} holds a number with too many digits (over {sys.get_int_max_str_digits()})",
-                    hint="correct that number: no count or size has that many digits")
+    return BadInput(
+        f"{where} holds a number with too many digits (over {sys.get_int_max_str_digits()})",
+        hint="correct that number: no count or size has that many digits",
+    )
 
 
 def parse_json(text: str, where: str):
@@ -287,18 +310,22 @@ def read_json(path: Path, what: str, max_bytes: int | None = None) -> dict:
     regular_file(path, what)
     size = path.stat().st_size
     if max_bytes is not None and size > max_bytes:
-        raise BadInput(f"{what}: {path} holds {size:,} bytes; expected at most {max_bytes:,}",
-                       hint="give a file eaglezoo wrote (none is this large)")
+        raise BadInput(
+            f"{what}: {path} holds {size:,} bytes; expected at most {max_bytes:,}",
+            hint="give a file eaglezoo wrote (none is this large)",
+        )
     try:
         value = parse_json(path.read_bytes().decode("utf-8"), f"{what}: {path}")
     except UnicodeDecodeError as exc:
         raise BadInput(f"{what}: {path} is not valid UTF-8 text (byte {exc.start})", hint="save it as UTF-8") from None
     except json.JSONDecodeError as exc:
-        raise BadInput(f"{what}: {path} is not valid JSON ({exc.args[0]})",
-                       hint="fix the JSON (the position is in the message)") from None
+        raise BadInput(
+            f"{what}: {path} is not valid JSON ({exc.args[0]})", hint="fix the JSON (the position is in the message)"
+        ) from None
     except RecursionError:
-        raise BadInput(f"{what}: {path} is nested too deeply to read",
-                       hint="give a file holding one JSON object") from None
+        raise BadInput(
+            f"{what}: {path} is nested too deeply to read", hint="give a file holding one JSON object"
+        ) from None
     if not isinstance(value, dict):
         raise BadInput(f"{what}: {path} is not a JSON object", hint="give a file holding one JSON object")
     return value

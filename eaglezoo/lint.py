@@ -34,8 +34,10 @@ from .errors import EaglezooError
 from .serving import EngineSupport, engine_support, schema_for
 
 T = TypeVar("T")
-AUX_MISSING_HINT = ("engines then fall back to a default guess and acceptance silently collapses (vLLM #50170); "
-                    "write eagle_aux_hidden_state_layer_ids explicitly")
+AUX_MISSING_HINT = (
+    "engines then fall back to a default guess and acceptance silently collapses (vLLM #50170); "
+    "write eagle_aux_hidden_state_layer_ids explicitly"
+)
 
 
 class LintReport(BaseModel):
@@ -55,15 +57,24 @@ class LintReport(BaseModel):
         return [f for f in self.findings if f.severity == "error"]
 
 
-def lint(drafter_dir: Path, target_dir: Path | None = None, dialect: str | None = None,
-         opts: ReadOptions | None = None) -> LintReport:
+def lint(
+    drafter_dir: Path, target_dir: Path | None = None, dialect: str | None = None, opts: ReadOptions | None = None
+) -> LintReport:
     tcfg = target_config(target_dir) if target_dir else None
     target = str(target_dir) if target_dir else None
-    drafter, findings = read_tolerating(lambda o: read_drafter(drafter_dir, dialect, o, strict=False),
-                                        opts or ReadOptions())
+    drafter, findings = read_tolerating(
+        lambda o: read_drafter(drafter_dir, dialect, o, strict=False), opts or ReadOptions()
+    )
     if drafter is None:
-        return LintReport(drafter=str(drafter_dir), target=target, dialect=None, eagle_version=None, spec=None,
-                          findings=findings, engines=[])
+        return LintReport(
+            drafter=str(drafter_dir),
+            target=target,
+            dialect=None,
+            eagle_version=None,
+            spec=None,
+            findings=findings,
+            engines=[],
+        )
     findings += lint_drafter(drafter, tcfg, target_dir) + provenance_findings(drafter_dir, drafter.spec)
     return _report(str(drafter_dir), target, drafter, findings)
 
@@ -75,25 +86,45 @@ def lint_gguf(path: Path, target_dir: Path | None = None) -> LintReport:
 
     tcfg = target_config(target_dir) if target_dir else None
     facts = gguf_read.read(path)
-    return LintReport(drafter=str(path), target=str(target_dir) if target_dir else None, dialect=f"gguf ({facts.arch})",
-                      eagle_version=gguf_read.eagle_version(facts), spec=None, findings=gguf_read.findings(facts, tcfg),
-                      engines=[])
+    return LintReport(
+        drafter=str(path),
+        target=str(target_dir) if target_dir else None,
+        dialect=f"gguf ({facts.arch})",
+        eagle_version=gguf_read.eagle_version(facts),
+        spec=None,
+        findings=gguf_read.findings(facts, tcfg),
+        engines=[],
+    )
 
 
-def lint_config(config_path: Path, target_dir: Path | None = None, dialect: str | None = None,
-                opts: ReadOptions | None = None) -> LintReport:
+def lint_config(
+    config_path: Path, target_dir: Path | None = None, dialect: str | None = None, opts: ReadOptions | None = None
+) -> LintReport:
     """Lint a drafter's config alone (a trainer's template): its reading, its traps, its fit to the target."""
     tcfg = target_config(target_dir) if target_dir else None
     target = str(target_dir) if target_dir else None
     drafter, findings = read_tolerating(lambda o: read_config(config_path, dialect, o), opts or ReadOptions())
     if drafter is None:
-        return LintReport(drafter=str(config_path), target=target, dialect=None, eagle_version=None, spec=None,
-                          findings=findings, engines=[], level="config")
+        return LintReport(
+            drafter=str(config_path),
+            target=target,
+            dialect=None,
+            eagle_version=None,
+            spec=None,
+            findings=findings,
+            engines=[],
+            level="config",
+        )
     if drafter.dialect is None:
-        findings.append(Finding(severity="info", code="dialect-undetermined",
-                                message="the config names no dialect eaglezoo knows: read as a flat Llama-style "
-                                        "EAGLE-3 config; the weights' tensor names decide the dialect",
-                                hint="lint the drafter's folder, or name the dialect with --from DIALECT"))
+        findings.append(
+            Finding(
+                severity="info",
+                code="dialect-undetermined",
+                message="the config names no dialect eaglezoo knows: read as a flat Llama-style "
+                "EAGLE-3 config; the weights' tensor names decide the dialect",
+                hint="lint the drafter's folder, or name the dialect with --from DIALECT",
+            )
+        )
     findings += lint_drafter(drafter, tcfg, target_dir)
     return _report(str(config_path), target, drafter, findings, level="config")
 
@@ -105,13 +136,24 @@ def _report(name: str, target: str | None, drafter: Drafter, findings: list[Find
     for e in engines if complex_weights else []:  # the config is fine; the weights are what no engine loads
         e.faithful = False
         e.notes.append(f"loads {', '.join(complex_weights)} as real numbers, dropping the imaginary part")
-    return LintReport(drafter=name, target=target, dialect=drafter.dialect, eagle_version=spec.eagle_version,
-                      spec=spec, findings=findings, engines=engines, **remote)
+    return LintReport(
+        drafter=name,
+        target=target,
+        dialect=drafter.dialect,
+        eagle_version=spec.eagle_version,
+        spec=spec,
+        findings=findings,
+        engines=engines,
+        **remote,
+    )
 
 
 # What a lint may read past, each a finding: how the read is relaxed to run every other check
-TOLERATED = {"aux-ids-missing": "allow_missing_aux", "aux-convention-unknown": "allow_missing_aux",
-             "flag-ambiguous": "trust_stored_flags"}
+TOLERATED = {
+    "aux-ids-missing": "allow_missing_aux",
+    "aux-convention-unknown": "allow_missing_aux",
+    "flag-ambiguous": "trust_stored_flags",
+}
 
 
 def read_tolerating(read: Callable[[ReadOptions], T], opts: ReadOptions) -> tuple[T | None, list[Finding]]:
@@ -133,8 +175,9 @@ def read_tolerating(read: Callable[[ReadOptions], T], opts: ReadOptions) -> tupl
             opts = replace(opts, **{relax: True})
 
 
-def lint_drafter(drafter: Drafter, tcfg: dict | None, target_dir: Path | None = None,
-                 max_value_bytes: int | None = None) -> list[Finding]:
+def lint_drafter(
+    drafter: Drafter, tcfg: dict | None, target_dir: Path | None = None, max_value_bytes: int | None = None
+) -> list[Finding]:
     """All checks on a read drafter. `max_value_bytes` (remote lint) limits value checks to tensors
     up to that size, so that only norms, d2t/t2d and other small tensors are fetched."""
     spec = drafter.spec
@@ -146,8 +189,12 @@ def lint_drafter(drafter: Drafter, tcfg: dict | None, target_dir: Path | None = 
     for w in drafter.reading.warnings:
         add("warning", "reader", w)
     if spec.aux is not None:
-        add("info", "aux-ids", f"aux ids {list(spec.aux.ids)} ({spec.aux.convention}) = boundary {spec.aux.boundary()}; "
-                               f"written for vLLM as {spec.aux.boundary()}, for SGLang/TRT-LLM as {spec.aux.layer_output()}")
+        add(
+            "info",
+            "aux-ids",
+            f"aux ids {list(spec.aux.ids)} ({spec.aux.convention}) = boundary {spec.aux.boundary()}; "
+            f"written for vLLM as {spec.aux.boundary()}, for SGLang/TRT-LLM as {spec.aux.layer_output()}",
+        )
     if tcfg is not None:
         out += target_findings(spec, tcfg)
     problems = check_tensors(spec, drafter.refs) if drafter.has_weights else []
@@ -161,9 +208,13 @@ def lint_drafter(drafter: Drafter, tcfg: dict | None, target_dir: Path | None = 
         value_findings(spec, drafter.refs, drafter.load, target_dir, add, max_value_bytes)
     for e in engine_support(spec, schema_for(drafter.dialect)):
         if not e.faithful:
-            add("warning", "engine-unfaithful", f"{e.engine} cannot serve this drafter faithfully: {'; '.join(e.notes)}",
-                "serve it with another engine (eaglezoo serve-config lists them)" + (
-                ", or convert it with --to eagle31" if spec.family == "eagle3" else ""))
+            add(
+                "warning",
+                "engine-unfaithful",
+                f"{e.engine} cannot serve this drafter faithfully: {'; '.join(e.notes)}",
+                "serve it with another engine (eaglezoo serve-config lists them)"
+                + (", or convert it with --to eagle31" if spec.family == "eagle3" else ""),
+            )
     return out
 
 
@@ -186,18 +237,27 @@ def mask_in_template(spec: DrafterSpec, target_dir: Path | None) -> list[Finding
         return []
     if mask not in ids:
         return []
-    return [Finding(severity="warning", code="mask-token-template",
-                    message=f"mask_token_id {mask} ({tokenizer.convert_ids_to_tokens(mask)!r}) is a token the target's "
-                            "chat template writes into every conversation",
-                    hint="the mask slots must hold a token the text never contains: train with one the template never "
-                         "emits")]
+    return [
+        Finding(
+            severity="warning",
+            code="mask-token-template",
+            message=f"mask_token_id {mask} ({tokenizer.convert_ids_to_tokens(mask)!r}) is a token the target's "
+            "chat template writes into every conversation",
+            hint="the mask slots must hold a token the text never contains: train with one the template never emits",
+        )
+    ]
 
 
 SMALL = 4 * 1024 * 1024  # value checks fetch tensors up to this size
 
 
-def remote_lint(repo: str, target: str | None, revision: str | None = None, dialect: str | None = None,
-                opts: ReadOptions | None = None):
+def remote_lint(
+    repo: str,
+    target: str | None,
+    revision: str | None = None,
+    dialect: str | None = None,
+    opts: ReadOptions | None = None,
+):
     """Lint a drafter on the Hub from its config, safetensors headers and small tensors (range requests)."""
     from .hub.remote import RemoteCheckpoint, remote_target_config
 
@@ -206,11 +266,20 @@ def remote_lint(repo: str, target: str | None, revision: str | None = None, dial
     tcfg = remote_target_config(target, ckpt) if target else None
     dialect = dialect or formats.detect(ckpt.config, set(ckpt.refs), ckpt.metadata)
     drafter, findings = read_tolerating(
-        lambda o: Drafter(repo, ckpt.config, ckpt, interpret(ckpt.config, ckpt, dialect, o), o), opts or ReadOptions())
+        lambda o: Drafter(repo, ckpt.config, ckpt, interpret(ckpt.config, ckpt, dialect, o), o), opts or ReadOptions()
+    )
     counted = {"bytes_read": ckpt.bytes_read, "weights_bytes": ckpt.weights_bytes}
     if drafter is None:
-        return LintReport(drafter=repo, target=target, dialect=dialect, eagle_version=None, spec=None,
-                          findings=findings, engines=[], **counted)
+        return LintReport(
+            drafter=repo,
+            target=target,
+            dialect=dialect,
+            eagle_version=None,
+            spec=None,
+            findings=findings,
+            engines=[],
+            **counted,
+        )
     findings += lint_drafter(drafter, tcfg, None, max_value_bytes=SMALL)
     counted["bytes_read"] = ckpt.bytes_read
     return _report(repo, target, drafter, findings, **counted)

@@ -68,11 +68,13 @@ def legend(ax, handles: list) -> None:
 def quietly(draw):
     """A plot drawn without the plotting library's warnings (a glyph missing from the font, a value it cannot
     place): they are not the user's to read, and the figure is drawn as well as it can be."""
+
     @functools.wraps(draw)
     def drawn(report: dict) -> str:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             return draw(report)
+
     return drawn
 
 
@@ -80,7 +82,7 @@ def svg(fig: Figure) -> str:
     buf = io.StringIO()
     fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
     text = buf.getvalue()
-    return text[text.index("<svg"):]  # inline: no XML prolog or doctype
+    return text[text.index("<svg") :]  # inline: no XML prolog or doctype
 
 
 def _axes(title: str, xlabel: str, ylabel: str, width: float = 5.2):
@@ -123,7 +125,9 @@ def histogram(report: dict) -> str:
 def by_k(report: dict) -> str:
     table = report["acceptance_by_k"]
     ks = [row["k"] for row in table["rows"]]
-    fig, ax = _axes(f"acceptance length by K ({literal(table['basis'].split(':')[0])})", "K (draft tokens)", "acceptance length")
+    fig, ax = _axes(
+        f"acceptance length by K ({literal(table['basis'].split(':')[0])})", "K (draft tokens)", "acceptance length"
+    )
     ax.plot(ks, [row["mean_acceptance_length"] for row in table["rows"]], marker="o", color=BLUE)
     ax.set_xticks(ks)
     return svg(fig)
@@ -146,13 +150,30 @@ def speedup(report: dict) -> str:
     levels = report["speedup"]["levels"]
     xs = [lv["concurrency"] for lv in levels]
     fig, ax = _axes("output tokens/s by concurrency", "concurrency", "output tokens/s")
-    ax.plot(xs, [lv["with_drafter"]["output_tokens_per_s"] for lv in levels], marker="o", color=BLUE,
-            label="with the drafter")
-    ax.plot(xs, [lv["without_drafter"]["output_tokens_per_s"] for lv in levels], marker="o", color=GREY,
-            linestyle="--", label="without")
+    ax.plot(
+        xs,
+        [lv["with_drafter"]["output_tokens_per_s"] for lv in levels],
+        marker="o",
+        color=BLUE,
+        label="with the drafter",
+    )
+    ax.plot(
+        xs,
+        [lv["without_drafter"]["output_tokens_per_s"] for lv in levels],
+        marker="o",
+        color=GREY,
+        linestyle="--",
+        label="without",
+    )
     for x, lv in zip(xs, levels):
-        ax.annotate(f"{lv['speedup']:.2f}x", (x, lv["with_drafter"]["output_tokens_per_s"]), fontsize=7,
-                    textcoords="offset points", xytext=(0, 6), ha="center")
+        ax.annotate(
+            f"{lv['speedup']:.2f}x",
+            (x, lv["with_drafter"]["output_tokens_per_s"]),
+            fontsize=7,
+            textcoords="offset points",
+            xytext=(0, 6),
+            ha="center",
+        )
     ax.set_xscale("log", base=2)
     ax.set_xticks(xs, [str(x) for x in xs])
     ax.legend(fontsize=7, frameon=False)
@@ -165,12 +186,25 @@ def tune_throughput(report: dict) -> str:
     fig, ax = _axes("output tokens/s by load", "concurrency", "output tokens/s")
     for k in range(report["k_max"] + 1):
         cells = sorted((c for c in report["grid"] if c["k"] == k), key=lambda c: c["concurrency"])
-        ax.plot([c["concurrency"] for c in cells], [c["output_tokens_per_s"] for c in cells], marker="o",
-                color=GREY if k == 0 else None, linestyle="--" if k == 0 else "-",
-                label="without the drafter" if k == 0 else f"K={k}")
+        ax.plot(
+            [c["concurrency"] for c in cells],
+            [c["output_tokens_per_s"] for c in cells],
+            marker="o",
+            color=GREY if k == 0 else None,
+            linestyle="--" if k == 0 else "-",
+            label="without the drafter" if k == 0 else f"K={k}",
+        )
     chosen = report["decision"]
-    ax.scatter([d["concurrency"] for d in chosen], [d["output_tokens_per_s"] for d in chosen], s=160,
-               facecolors="none", edgecolors="red", linewidths=1.5, label="recommended K", zorder=3)
+    ax.scatter(
+        [d["concurrency"] for d in chosen],
+        [d["output_tokens_per_s"] for d in chosen],
+        s=160,
+        facecolors="none",
+        edgecolors="red",
+        linewidths=1.5,
+        label="recommended K",
+        zorder=3,
+    )
     ax.set_xscale("log", base=2)
     ax.set_xticks(report["concurrency"], [str(c) for c in report["concurrency"]])
     ax.legend(fontsize=7, frameon=False)

@@ -77,11 +77,15 @@ def schema(kind: str) -> dict:
 
 def schema_markdown() -> str:
     """docs/report.md: every report's fields with their types and meanings, from the models' own schemas."""
-    lines = ["# Reports", "",
-             "Generated from the report models (eaglezoo/reports.py) by `python -m scripts.docs.write_report_docs`; "
-             "`eaglezoo report --schema KIND` prints each as JSON Schema. Every report says its `kind`; a field "
-             "an engine cannot measure is `null`, never invented. Reports written before `kind` existed are "
-             "still read.", ""]
+    lines = [
+        "# Reports",
+        "",
+        "Generated from the report models (eaglezoo/reports.py) by `python -m scripts.docs.write_report_docs`; "
+        "`eaglezoo report --schema KIND` prints each as JSON Schema. Every report says its `kind`; a field "
+        "an engine cannot measure is `null`, never invented. Reports written before `kind` existed are "
+        "still read.",
+        "",
+    ]
     for kind, model in MODELS.items():
         lines += _model_tables(f"`{kind}` report", model.model_json_schema())
     return "\n".join(lines).rstrip() + "\n"
@@ -122,6 +126,9 @@ def _type(prop: dict) -> str:
         return f"list of {_type(prop.get('items', {}))}"
     if kind == "object" and "additionalProperties" in prop and isinstance(prop["additionalProperties"], dict):
         return f"map to {_type(prop['additionalProperties'])}"
-    bounds = [f"{sym} {prop[key]}" for key, sym in (("minimum", "≥"), ("maximum", "≤"), ("exclusiveMinimum", ">"))
-              if key in prop]
+    bounds = [
+        f"{sym} {prop[key]}"
+        for key, sym in (("minimum", "≥"), ("maximum", "≤"), ("exclusiveMinimum", ">"))
+        if key in prop
+    ]
     return kind + (f" ({', '.join(bounds)})" if bounds else "")

@@ -60,16 +60,27 @@ class Reproduction(BaseModel):
     def lines(self) -> list[str]:
         """The terminal's reproduction lines (verify, tune, compare and `eaglezoo report`)."""
         m = self.machine
-        versions = ", ".join(f"{name} {value}" for name, value in (
-            ("eaglezoo", self.eaglezoo), ("python", self.python), ("torch", self.torch),
-            ("transformers", self.transformers)) if value)
-        said = [f"rerun: {' '.join(self.command)}" if self.command else "rerun: (built by a library call)",
-                f"versions: {versions}" + (f"; engine {self.engine}" if self.engine else "")]
+        versions = ", ".join(
+            f"{name} {value}"
+            for name, value in (
+                ("eaglezoo", self.eaglezoo),
+                ("python", self.python),
+                ("torch", self.torch),
+                ("transformers", self.transformers),
+            )
+            if value
+        )
+        said = [
+            f"rerun: {' '.join(self.command)}" if self.command else "rerun: (built by a library call)",
+            f"versions: {versions}" + (f"; engine {self.engine}" if self.engine else ""),
+        ]
         if self.prompt_set:
-            said.append(f"prompts: {self.prompt_set}" + (f" (sha256 {self.prompts_sha256[:12]})"
-                                                        if self.prompts_sha256 else ""))
-        seeds = ([f"sampling {self.seed}"] if self.seed is not None else []) + \
-                ([f"bootstrap {self.bootstrap_seed}"] if self.bootstrap_seed is not None else [])
+            said.append(
+                f"prompts: {self.prompt_set}" + (f" (sha256 {self.prompts_sha256[:12]})" if self.prompts_sha256 else "")
+            )
+        seeds = ([f"sampling {self.seed}"] if self.seed is not None else []) + (
+            [f"bootstrap {self.bootstrap_seed}"] if self.bootstrap_seed is not None else []
+        )
         if seeds:
             said.append("seeds: " + ", ".join(seeds))
         if m is not None:
@@ -77,13 +88,27 @@ class Reproduction(BaseModel):
         return said
 
 
-def reproduction(*, engine: str | None = None, prompt_set: str | None = None, prompts_sha256: str | None = None,
-                 seed: int | None = None, bootstrap_seed: int | None = None) -> Reproduction:
+def reproduction(
+    *,
+    engine: str | None = None,
+    prompt_set: str | None = None,
+    prompts_sha256: str | None = None,
+    seed: int | None = None,
+    bootstrap_seed: int | None = None,
+) -> Reproduction:
     """This run's reproduction: the command from the command line that is running, the versions installed, this
     machine."""
-    return Reproduction(command=command_line(), torch=_version("torch"), transformers=_version("transformers"),
-                        engine=engine, prompt_set=prompt_set and printable(prompt_set), prompts_sha256=prompts_sha256, seed=seed,
-                        bootstrap_seed=bootstrap_seed, machine=machine())
+    return Reproduction(
+        command=command_line(),
+        torch=_version("torch"),
+        transformers=_version("transformers"),
+        engine=engine,
+        prompt_set=prompt_set and printable(prompt_set),
+        prompts_sha256=prompts_sha256,
+        seed=seed,
+        bootstrap_seed=bootstrap_seed,
+        machine=machine(),
+    )
 
 
 def _version(package: str) -> str | None:
@@ -116,8 +141,14 @@ def gpu_names() -> list[str]:
     names = []
     try:
         for info in sorted(NVIDIA_GPUS.glob("*/information")):
-            model = next((line.split(":", 1)[1] for line in info.read_text(errors="replace").splitlines()
-                          if line.startswith("Model:")), "")
+            model = next(
+                (
+                    line.split(":", 1)[1]
+                    for line in info.read_text(errors="replace").splitlines()
+                    if line.startswith("Model:")
+                ),
+                "",
+            )
             names.append(printable(model) or "NVIDIA GPU")
     except OSError:
         names = []

@@ -59,8 +59,10 @@ def _vllm(spec: DrafterSpec, fmt: str) -> EngineSupport:
         notes.append("Eagle3Qwen3ForCausalLM first seen in 0.33.0")
     if fmt == "speculators" and (spec.fc_norm or spec.norm_output):
         floor = max(floor, "0.25.0", key=_v)
-        notes.append("speculators-format fc_norm/norm_output propagated only from 0.25.0 (PR #46488); "
-                     "older releases silently run EAGLE-3")
+        notes.append(
+            "speculators-format fc_norm/norm_output propagated only from 0.25.0 (PR #46488); "
+            "older releases silently run EAGLE-3"
+        )
     if fmt == "speculators" and spec.arch not in ("llama", "qwen3"):
         faithful = False
         notes.append("the speculators path serves llama and qwen3 drafters only")
@@ -74,12 +76,16 @@ def _sglang(spec: DrafterSpec, fmt: str) -> EngineSupport:
         notes.append("SGLang does not read the speculators format; serve the eagle31 output")
     if spec.norm_before_residual:
         faithful = False
-        notes.append("norm_before_residual=true is never read: SGLang 0.5.23 always takes the residual "
-                     "before hidden_norm, see docs/formats.md#sglang")
+        notes.append(
+            "norm_before_residual=true is never read: SGLang 0.5.23 always takes the residual "
+            "before hidden_norm, see docs/formats.md#sglang"
+        )
     if spec.fc_norm or spec.norm_output:
         notes.append("fc_norm/norm_output read in 0.5.23 (the release read for this table)")
-    notes.append("captures aux ids only from eagle_config (layer-output, +1 on load; check the target "
-                 "model's heuristic, see docs/formats.md#aux-layer-conventions)")
+    notes.append(
+        "captures aux ids only from eagle_config (layer-output, +1 on load; check the target "
+        "model's heuristic, see docs/formats.md#aux-layer-conventions)"
+    )
     return EngineSupport(engine="sglang", min_version="0.5.23" if faithful else None, faithful=faithful, notes=notes)
 
 
@@ -129,12 +135,16 @@ DEFAULT_CAPTURE = {"boundary": "(2, L//2, L-3)", "layer-output": "(1, L//2-1, L-
 # printed to serve leaves both out, and the command to diagnose with comes apart, under DIAGNOSE_LABEL.
 VLLM_MEASURED_ENV = "VLLM_SERVER_DEV_MODE=1"
 VLLM_MEASURED_FLAGS = ("--per-request-spec-decode-metrics", "detailed")
-DIAGNOSE_LABEL = ("to diagnose with eaglezoo doctor (or verify --endpoint), start it this way instead; "
-                  "VLLM_SERVER_DEV_MODE=1 exposes /collective_rpc and vLLM's other development endpoints: "
-                  "keep it off production")
+DIAGNOSE_LABEL = (
+    "to diagnose with eaglezoo doctor (or verify --endpoint), start it this way instead; "
+    "VLLM_SERVER_DEV_MODE=1 exposes /collective_rpc and vLLM's other development endpoints: "
+    "keep it off production"
+)
 # How a hint names dev mode: with where its command is printed and what it opens.
-DEV_MODE = ("VLLM_SERVER_DEV_MODE=1 (serve-config prints the command to diagnose with; it exposes /collective_rpc: "
-            "keep it off production)")
+DEV_MODE = (
+    "VLLM_SERVER_DEV_MODE=1 (serve-config prints the command to diagnose with; it exposes /collective_rpc: "
+    "keep it off production)"
+)
 ENGINE_READS_IDS = {"vllm": TOP_LEVEL_IDS, "sglang": NESTED_IDS}  # the dialects whose configs hold ids where it reads
 
 
@@ -178,22 +188,42 @@ def production_command(command: str) -> str:
     return shlex.join(words[:-2] if words[-2:] == flags else words)
 
 
-def sglang_serve_command(target: str, drafter: str, revision: str | None, k: int,
-                         adaptive_config: str | None = None) -> str:
+def sglang_serve_command(
+    target: str, drafter: str, revision: str | None, k: int, adaptive_config: str | None = None
+) -> str:
     """With `adaptive_config` (a JSON file's path), SGLang's adaptive steps: `k` must then be the largest of its
     candidate_steps, which sizes the draft tokens (sglang/srt/speculative/spec_info.py; topk 1 only)."""
-    parts = ["python", "-m", "sglang.launch_server", "--model-path", target, "--speculative-algorithm", "EAGLE3",
-             "--speculative-draft-model-path", drafter]
+    parts = [
+        "python",
+        "-m",
+        "sglang.launch_server",
+        "--model-path",
+        target,
+        "--speculative-algorithm",
+        "EAGLE3",
+        "--speculative-draft-model-path",
+        drafter,
+    ]
     parts += ["--speculative-draft-model-revision", revision] if revision else []
-    parts += ["--speculative-num-steps", str(k), "--speculative-eagle-topk", "1",
-              "--speculative-num-draft-tokens", str(k + 1)]
+    parts += [
+        "--speculative-num-steps",
+        str(k),
+        "--speculative-eagle-topk",
+        "1",
+        "--speculative-num-draft-tokens",
+        str(k + 1),
+    ]
     parts += ["--speculative-adaptive", "--speculative-adaptive-config", adaptive_config] if adaptive_config else []
     return shlex.join(parts)
 
 
 def vllm_speculative_config(drafter: str, k: int, revision: str | None = None) -> dict:
-    return {"method": "eagle3", "model": drafter, "num_speculative_tokens": k, **({"revision": revision} if revision
-                                                                                 else {})}
+    return {
+        "method": "eagle3",
+        "model": drafter,
+        "num_speculative_tokens": k,
+        **({"revision": revision} if revision else {}),
+    }
 
 
 def converted_name(source: str, fmt: str, into: str | None = None) -> str:
@@ -205,10 +235,21 @@ def converted_name(source: str, fmt: str, into: str | None = None) -> str:
     return str(PurePath(into) / name) if into else name
 
 
-def serve_config(spec: DrafterSpec, engine: str, drafter: str, target: str, k: int = 3,
-                 revision: str | None = None, fmt: str = "eagle31", has_top_level_ids: bool = True,
-                 has_nested_ids: bool = True, target_layers: int | None = None, dialect: str | None = None,
-                 convert_source: list[str] | None = None, into: str | None = None) -> ServeConfig:
+def serve_config(
+    spec: DrafterSpec,
+    engine: str,
+    drafter: str,
+    target: str,
+    k: int = 3,
+    revision: str | None = None,
+    fmt: str = "eagle31",
+    has_top_level_ids: bool = True,
+    has_nested_ids: bool = True,
+    target_layers: int | None = None,
+    dialect: str | None = None,
+    convert_source: list[str] | None = None,
+    into: str | None = None,
+) -> ServeConfig:
     """The exact serving path. Aux ids are not a serving flag in either engine: each reads them from the
     drafter's config.json (vLLM the top-level boundary list, SGLang the nested layer-output list), so they
     are reported for checking. Where the engine would not read the ids (or the dialect's flags) where they
@@ -218,6 +259,7 @@ def serve_config(spec: DrafterSpec, engine: str, drafter: str, target: str, k: i
     when unknown), and a warning says so. `into`: where the printed convert writes (`converted_name`)."""
     if engine not in ENGINE_READS_IDS:
         from .errors import UsageError
+
         raise UsageError(f"unknown --engine {engine!r}", hint="use vllm or sglang")
     convention = "boundary" if engine == "vllm" else "layer-output"
     reads_ids = spec.aux is not None and (has_top_level_ids if engine == "vllm" else has_nested_ids)
@@ -228,19 +270,34 @@ def serve_config(spec: DrafterSpec, engine: str, drafter: str, target: str, k: i
         unconverted = _captured(spec.aux if reads_ids else None, convention, target_layers)
         to = fmt = fmt if engine == "vllm" else "eagle31"  # SGLang reads no speculators config: it serves eagle31
         out = converted_name(convert_source[0], to, into)
-        convert = shlex.join(["eaglezoo", "convert", convert_source[0], out, *convert_source[1:],
-                              *(["--to", "speculators"] if to == "speculators" else [])])
+        convert = shlex.join(
+            [
+                "eaglezoo",
+                "convert",
+                convert_source[0],
+                out,
+                *convert_source[1:],
+                *(["--to", "speculators"] if to == "speculators" else []),
+            ]
+        )
         drafter, revision, reads_ids = out, None, True
-        warnings.append(f"{engine} would capture {unconverted or 'its default'} from the drafter as given"
-                        f"{f' ({dialect} dialect)' if dialect else ''}: the path converts it first, then serves "
-                        "the converted folder")
+        warnings.append(
+            f"{engine} would capture {unconverted or 'its default'} from the drafter as given"
+            f"{f' ({dialect} dialect)' if dialect else ''}: the path converts it first, then serves "
+            "the converted folder"
+        )
     elif not reads_ids:
-        where = ("top-level eagle_aux_hidden_state_layer_ids: vLLM's Model Runner V2 then captures its default "
-                 "(2, L//2, L-3) (vLLM #50170)" if engine == "vllm" else
-                 "eagle_config.eagle_aux_hidden_state_layer_ids: SGLang then captures its default (2, L//2, L-3) "
-                 "boundary states")
-        warnings.append(f"the drafter config has no {where}; convert it first, stating the ids it was trained "
-                        "with (eaglezoo convert DRAFTER OUT --aux-layers IDS --aux-convention CONVENTION)")
+        where = (
+            "top-level eagle_aux_hidden_state_layer_ids: vLLM's Model Runner V2 then captures its default "
+            "(2, L//2, L-3) (vLLM #50170)"
+            if engine == "vllm"
+            else "eagle_config.eagle_aux_hidden_state_layer_ids: SGLang then captures its default (2, L//2, L-3) "
+            "boundary states"
+        )
+        warnings.append(
+            f"the drafter config has no {where}; convert it first, stating the ids it was trained "
+            "with (eaglezoo convert DRAFTER OUT --aux-layers IDS --aux-convention CONVENTION)"
+        )
     support = {e.engine: e for e in engine_support(spec, fmt)}[engine]  # of the format the path serves
     if engine == "vllm":
         cfg = vllm_speculative_config(drafter, k, revision)
@@ -249,49 +306,103 @@ def serve_config(spec: DrafterSpec, engine: str, drafter: str, target: str, k: i
         cfg, command = None, sglang_serve_command(target, drafter, revision, k)
     if not support.faithful:
         warnings.append(f"{engine} cannot serve this drafter faithfully: {'; '.join(support.notes)}")
-    return ServeConfig(engine=engine, target=target, drafter=drafter, revision=revision, num_speculative_tokens=k,
-                       steps=[*([convert] if convert else []), command], convert_command=convert, command=command,
-                       diagnose_command=diagnose_command(command), speculative_config=cfg,
-                       aux_layers_captured=_captured(spec.aux if reads_ids else None, convention, target_layers),
-                       aux_convention=convention, aux_layers_default=not reads_ids, unconverted_capture=unconverted,
-                       target_num_layers=target_layers, min_version=support.min_version, warnings=warnings)
+    return ServeConfig(
+        engine=engine,
+        target=target,
+        drafter=drafter,
+        revision=revision,
+        num_speculative_tokens=k,
+        steps=[*([convert] if convert else []), command],
+        convert_command=convert,
+        command=command,
+        diagnose_command=diagnose_command(command),
+        speculative_config=cfg,
+        aux_layers_captured=_captured(spec.aux if reads_ids else None, convention, target_layers),
+        aux_convention=convention,
+        aux_layers_default=not reads_ids,
+        unconverted_capture=unconverted,
+        target_num_layers=target_layers,
+        min_version=support.min_version,
+        warnings=warnings,
+    )
 
 
-UNKNOWN_IDS = ("the registry does not know this drafter's aux ids: the command below serves whatever its config "
-               "says (or the engine's default); run eaglezoo lint on it first")
+UNKNOWN_IDS = (
+    "the registry does not know this drafter's aux ids: the command below serves whatever its config "
+    "says (or the engine's default); run eaglezoo lint on it first"
+)
 
 
-def serve_entry(entry, engine: str, drafter: str, target: str, k: int, convert_source: list[str],
-                target_layers: int | None = None, into: str | None = None) -> ServeConfig:
+def serve_entry(
+    entry,
+    engine: str,
+    drafter: str,
+    target: str,
+    k: int,
+    convert_source: list[str],
+    target_layers: int | None = None,
+    into: str | None = None,
+) -> ServeConfig:
     """`serve_config` for a registry entry (`registry.schema.Entry`): published ids sit where its dialect writes
     them; `drafter` and `target` are how the command names them, `convert_source` how convert names the entry.
     Where the registry does not know its ids, that warning comes first."""
     if entry.family != "eagle3":
-        return family_serve_config(entry.spec(), entry.dialect, engine, drafter, target, k, target_layers,
-                                   convert_source, into)
+        return family_serve_config(
+            entry.spec(), entry.dialect, engine, drafter, target, k, target_layers, convert_source, into
+        )
     published_ids = entry.aux_layers.ids is not None
-    result = serve_config(entry.spec(), engine, drafter, target, k, entry.drafter.revision, schema_for(entry.dialect),
-                          has_top_level_ids=published_ids and entry.dialect in TOP_LEVEL_IDS,
-                          has_nested_ids=published_ids and entry.dialect in NESTED_IDS,
-                          target_layers=target_layers, dialect=entry.dialect, convert_source=convert_source, into=into)
+    result = serve_config(
+        entry.spec(),
+        engine,
+        drafter,
+        target,
+        k,
+        entry.drafter.revision,
+        schema_for(entry.dialect),
+        has_top_level_ids=published_ids and entry.dialect in TOP_LEVEL_IDS,
+        has_nested_ids=published_ids and entry.dialect in NESTED_IDS,
+        target_layers=target_layers,
+        dialect=entry.dialect,
+        convert_source=convert_source,
+        into=into,
+    )
     if not published_ids:
         result.warnings.insert(0, UNKNOWN_IDS)
     return result
 
 
-def serve_drafter(drafter, engine: str, name: str, target: str, k: int, convert_source: list[str] | None,
-                  target_layers: int | None = None, into: str | None = None) -> ServeConfig:
+def serve_drafter(
+    drafter,
+    engine: str,
+    name: str,
+    target: str,
+    k: int,
+    convert_source: list[str] | None,
+    target_layers: int | None = None,
+    into: str | None = None,
+) -> ServeConfig:
     """`serve_config` for a drafter as read (`checkpoint.read.Drafter`): where its config holds its ids tells
     whether the engine reads them; `name` is how the command names its folder."""
     if drafter.spec.family != "eagle3":
-        return family_serve_config(drafter.spec, drafter.dialect, engine, name, target, k, target_layers,
-                                   convert_source, into)
+        return family_serve_config(
+            drafter.spec, drafter.dialect, engine, name, target, k, target_layers, convert_source, into
+        )
     cfg, nested = drafter.config, drafter.config.get("eagle_config")
-    return serve_config(drafter.spec, engine, name, target, k, None, schema_for(drafter.dialect),
-                        has_top_level_ids="eagle_aux_hidden_state_layer_ids" in cfg,
-                        has_nested_ids=isinstance(nested, dict) and "eagle_aux_hidden_state_layer_ids" in nested,
-                        target_layers=target_layers, dialect=drafter.dialect, convert_source=convert_source,
-                        into=into)
+    return serve_config(
+        drafter.spec,
+        engine,
+        name,
+        target,
+        k,
+        None,
+        schema_for(drafter.dialect),
+        has_top_level_ids="eagle_aux_hidden_state_layer_ids" in cfg,
+        has_nested_ids=isinstance(nested, dict) and "eagle_aux_hidden_state_layer_ids" in nested,
+        target_layers=target_layers,
+        dialect=drafter.dialect,
+        convert_source=convert_source,
+        into=into,
+    )
 
 
 def _captured(aux: AuxLayers | None, convention: str, target_layers: int | None) -> list[int] | None:
@@ -314,18 +425,39 @@ def family_engine_support(spec: DrafterSpec) -> list[EngineSupport]:
     (method dflash/dspark, P-EAGLE through eagle3 + parallel_drafting) and SGLang 0.5.23 (DFLASH, DSPARK; no
     parallel EAGLE-3). Earlier releases were not read, so these are the floors eaglezoo can vouch for."""
     read = "the earliest release eaglezoo read the source of; earlier ones unverified"
-    sglang = (EngineSupport(engine="sglang", min_version=None, faithful=False,
-                            notes=["no P-EAGLE path: its EAGLE3 drafts one token a step"])
-              if spec.family == "peagle" else EngineSupport(engine="sglang", min_version="0.5.23", faithful=True,
-                                                            notes=[read]))
-    return [EngineSupport(engine="vllm", min_version="0.32.0", faithful=True, notes=[read]), sglang,
-            EngineSupport(engine="tensorrt-llm", min_version=None, faithful=False,
-                          notes=[f"eaglezoo has not read TensorRT-LLM's {spec.family} support: unverified"])]
+    sglang = (
+        EngineSupport(
+            engine="sglang",
+            min_version=None,
+            faithful=False,
+            notes=["no P-EAGLE path: its EAGLE3 drafts one token a step"],
+        )
+        if spec.family == "peagle"
+        else EngineSupport(engine="sglang", min_version="0.5.23", faithful=True, notes=[read])
+    )
+    return [
+        EngineSupport(engine="vllm", min_version="0.32.0", faithful=True, notes=[read]),
+        sglang,
+        EngineSupport(
+            engine="tensorrt-llm",
+            min_version=None,
+            faithful=False,
+            notes=[f"eaglezoo has not read TensorRT-LLM's {spec.family} support: unverified"],
+        ),
+    ]
 
 
-def family_serve_config(spec: DrafterSpec, dialect: str | None, engine: str, drafter: str, target: str, k: int,
-                        target_layers: int | None = None, convert_source: list[str] | None = None,
-                        into: str | None = None) -> ServeConfig:
+def family_serve_config(
+    spec: DrafterSpec,
+    dialect: str | None,
+    engine: str,
+    drafter: str,
+    target: str,
+    k: int,
+    target_layers: int | None = None,
+    convert_source: list[str] | None = None,
+    into: str | None = None,
+) -> ServeConfig:
     """P-EAGLE on vLLM is `eagle3` with `parallel_drafting`, from a folder vLLM 0.32 loads (`peagle_copy`: convert
     first where it would not); DFlash and DSpark are their own methods, with K within the block (`blocks.max_k`);
     SGLang serves DFlash and DSpark with the block size as its flag."""
@@ -336,39 +468,71 @@ def family_serve_config(spec: DrafterSpec, dialect: str | None, engine: str, dra
         raise UsageError(f"unknown --engine {engine!r}", hint="use vllm or sglang")
     block, most = (spec.family_fields.block_size if spec.family_fields else None), max_k(spec, dialect)
     if most is not None and k > most:
-        raise UsageError(f"K={k} is beyond the {spec.family} drafter's block: block_size {block} drafts at most "
-                         f"{most} tokens a step (acceptance collapses past it, vLLM PR #41834)",
-                         hint=f"use -k {most} or less", code="k-beyond-block")
+        raise UsageError(
+            f"K={k} is beyond the {spec.family} drafter's block: block_size {block} drafts at most "
+            f"{most} tokens a step (acceptance collapses past it, vLLM PR #41834)",
+            hint=f"use -k {most} or less",
+            code="k-beyond-block",
+        )
     boundary = spec.aux.boundary() if spec.aux else None
     convert, warnings = None, []
     if engine == "vllm" and spec.family == "peagle":
         convert, warnings = peagle_copy(spec, dialect, convert_source, into)
         drafter = shlex.split(convert)[3] if convert else drafter
     if engine == "vllm":
-        cfg = {"method": VLLM_METHOD[spec.family], "model": drafter, "num_speculative_tokens": k,
-               **({"parallel_drafting": True} if spec.family == "peagle" else {})}
+        cfg = {
+            "method": VLLM_METHOD[spec.family],
+            "model": drafter,
+            "num_speculative_tokens": k,
+            **({"parallel_drafting": True} if spec.family == "peagle" else {}),
+        }
         command = vllm_serve_command(target, cfg)
         captured, convention = boundary, "boundary"
     else:
         if spec.family not in SGLANG_ALGORITHM:
-            raise UsageError("SGLang has no P-EAGLE (parallel EAGLE-3) path: its EAGLE3 drafts one token a step",
-                             hint="serve it with --engine vllm (method eagle3 with parallel_drafting)")
+            raise UsageError(
+                "SGLang has no P-EAGLE (parallel EAGLE-3) path: its EAGLE3 drafts one token a step",
+                hint="serve it with --engine vllm (method eagle3 with parallel_drafting)",
+            )
         cfg = None
         # DFLASH's block flag is the verify window (= block_size); DSPARK's is gamma, the tokens drafted
         # (sglang srt/arg_groups/speculative_hook.py:368-386 and 806-830)
         flag = "--speculative-dflash-block-size" if spec.family == "dflash" else "--speculative-dspark-block-size"
         value = (k + 1) if spec.family == "dflash" else k
-        command = shlex.join(["python", "-m", "sglang.launch_server", "--model-path", target,
-                              "--speculative-algorithm", SGLANG_ALGORITHM[spec.family],
-                              "--speculative-draft-model-path", drafter, flag, str(value)])
+        command = shlex.join(
+            [
+                "python",
+                "-m",
+                "sglang.launch_server",
+                "--model-path",
+                target,
+                "--speculative-algorithm",
+                SGLANG_ALGORITHM[spec.family],
+                "--speculative-draft-model-path",
+                drafter,
+                flag,
+                str(value),
+            ]
+        )
         captured, convention = (spec.aux.layer_output() if spec.aux else None), "layer-output"
-    return ServeConfig(engine=engine, target=target, drafter=drafter, revision=None, num_speculative_tokens=k,
-                       steps=[*([convert] if convert else []), command], convert_command=convert, command=command,
-                       diagnose_command=diagnose_command(command), speculative_config=cfg,
-                       aux_layers_captured=captured, aux_convention=convention, aux_layers_default=False,
-                       target_num_layers=target_layers,
-                       min_version={e.engine: e for e in family_engine_support(spec)}[engine].min_version,
-                       warnings=warnings)
+    return ServeConfig(
+        engine=engine,
+        target=target,
+        drafter=drafter,
+        revision=None,
+        num_speculative_tokens=k,
+        steps=[*([convert] if convert else []), command],
+        convert_command=convert,
+        command=command,
+        diagnose_command=diagnose_command(command),
+        speculative_config=cfg,
+        aux_layers_captured=captured,
+        aux_convention=convention,
+        aux_layers_default=False,
+        target_num_layers=target_layers,
+        min_version={e.engine: e for e in family_engine_support(spec)}[engine].min_version,
+        warnings=warnings,
+    )
 
 
 def vllm_loads_peagle(spec: DrafterSpec, dialect: str | None) -> bool | None:
@@ -385,8 +549,9 @@ def vllm_loads_peagle(spec: DrafterSpec, dialect: str | None) -> bool | None:
     return False if dialect == "peagle" else None
 
 
-def peagle_copy(spec: DrafterSpec, dialect: str | None, convert_source: list[str] | None,
-                into: str | None) -> tuple[str | None, list[str]]:
+def peagle_copy(
+    spec: DrafterSpec, dialect: str | None, convert_source: list[str] | None, into: str | None
+) -> tuple[str | None, list[str]]:
     """(the convert command that writes the copy vLLM 0.32 loads, `convert --to eagle31`: EAGLE 3.1 under its
     EAGLE-3 architecture name, mask token kept; the warnings). None where the folder is served as it is."""
     from .checkpoint.formats.eagle31 import ARCH_NAMES
@@ -397,11 +562,22 @@ def peagle_copy(spec: DrafterSpec, dialect: str | None, convert_source: list[str
     if loads is not None and convert_source is not None:
         out = converted_name(convert_source[0], "eagle31", into)
         return shlex.join(["eaglezoo", "convert", convert_source[0], out, *convert_source[1:]]), [
-            (f"vLLM 0.32 does not serve this {dialect} folder as it is: the path converts it first (EAGLE 3.1 under "
-             f"the architecture {ARCH_NAMES[spec.arch]}, its mask token kept), then serves the converted folder")]
+            (
+                f"vLLM 0.32 does not serve this {dialect} folder as it is: the path converts it first (EAGLE 3.1 under "
+                f"the architecture {ARCH_NAMES[spec.arch]}, its mask token kept), then serves the converted folder"
+            )
+        ]
     if loads is None:
-        return None, [("vLLM 0.32 loads a P-EAGLE only under an EAGLE-3 architecture name, and the registry does not "
-                      "say which this drafter's config.json has: where it is a Peagle* name, serve the copy "
-                      "`eaglezoo convert DRAFTER OUT` writes (its mask token kept)")]
-    return None, [(f"vLLM 0.32 does not serve this {dialect} folder as it is: serve the copy `eaglezoo convert "
-                   f"DRAFTER OUT` writes (EAGLE 3.1 under {ARCH_NAMES[spec.arch]}, its mask token kept)")]
+        return None, [
+            (
+                "vLLM 0.32 loads a P-EAGLE only under an EAGLE-3 architecture name, and the registry does not "
+                "say which this drafter's config.json has: where it is a Peagle* name, serve the copy "
+                "`eaglezoo convert DRAFTER OUT` writes (its mask token kept)"
+            )
+        ]
+    return None, [
+        (
+            f"vLLM 0.32 does not serve this {dialect} folder as it is: serve the copy `eaglezoo convert "
+            f"DRAFTER OUT` writes (EAGLE 3.1 under {ARCH_NAMES[spec.arch]}, its mask token kept)"
+        )
+    ]

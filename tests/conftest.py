@@ -24,19 +24,46 @@ EXAMPLE_AUX = [2, 3, 4]  # boundary ids the example drafters were trained on (Sa
 EXAMPLE_IDS = ["--aux-layers", ",".join(map(str, EXAMPLE_AUX)), "--aux-convention", "boundary"]
 sys.path.insert(0, str(Path(__file__).parent))  # conftest and the package `support` (tests/support/)
 
-CLI_ENV = {**os.environ, "TRANSFORMERS_VERBOSITY": "error", "HF_HUB_OFFLINE": os.environ.get("HF_HUB_OFFLINE", "1"),
-           "HF_HUB_DISABLE_TELEMETRY": "1", "COLUMNS": "200", "NO_COLOR": "1"}
+CLI_ENV = {
+    **os.environ,
+    "TRANSFORMERS_VERBOSITY": "error",
+    "HF_HUB_OFFLINE": os.environ.get("HF_HUB_OFFLINE", "1"),
+    "HF_HUB_DISABLE_TELEMETRY": "1",
+    "COLUMNS": "200",
+    "NO_COLOR": "1",
+}
 
 
 # The longest modules first (measured, docs/notes/test-suite.md): pytest-xdist hands out whole files
 # in collection order, so a long file handed out last would run alone at the end. By module name, every tier: the
 # engine, Hub, end-to-end and docs tiers' longest, then the fast tier's (tests/unit, tests/cli) own longest.
-LONGEST_FIRST = ("test_readme", "test_doctor", "test_verify_vllm", "test_tune", "test_native_batching", "test_smollm2_pair",
-                 "test_prompt_suites", "test_vllm_serves_converted", "test_example_pair", "test_vllm_refusals",
-                 "test_verify_endpoint", "test_push_pull", "test_misbehaving_hub", "test_compare_engines",
-                 "test_pages_in_browser", "test_publish_safety", "test_registry_sync", "test_hub_inputs",
-                 "test_verify_native_targets", "test_safetensors_fuzz", "test_registry_record_pinned",
-                 "test_wheel", "test_output_contract", "test_compare", "test_input_files")
+LONGEST_FIRST = (
+    "test_readme",
+    "test_doctor",
+    "test_verify_vllm",
+    "test_tune",
+    "test_native_batching",
+    "test_smollm2_pair",
+    "test_prompt_suites",
+    "test_vllm_serves_converted",
+    "test_example_pair",
+    "test_vllm_refusals",
+    "test_verify_endpoint",
+    "test_push_pull",
+    "test_misbehaving_hub",
+    "test_compare_engines",
+    "test_pages_in_browser",
+    "test_publish_safety",
+    "test_registry_sync",
+    "test_hub_inputs",
+    "test_verify_native_targets",
+    "test_safetensors_fuzz",
+    "test_registry_record_pinned",
+    "test_wheel",
+    "test_output_contract",
+    "test_compare",
+    "test_input_files",
+)
 
 
 def pytest_collection_modifyitems(items):
@@ -55,8 +82,14 @@ class Result:
 
 
 def run_cli(*args, env: dict | None = None, timeout: float = 600) -> Result:
-    proc = subprocess.run([sys.executable, "-m", "eaglezoo", *map(str, args)], capture_output=True, text=True,
-                          env={**CLI_ENV, **(env or {})}, timeout=timeout, cwd=ROOT)
+    proc = subprocess.run(
+        [sys.executable, "-m", "eaglezoo", *map(str, args)],
+        capture_output=True,
+        text=True,
+        env={**CLI_ENV, **(env or {})},
+        timeout=timeout,
+        cwd=ROOT,
+    )
     return Result(proc.returncode, proc.stdout, proc.stderr)
 
 
@@ -130,8 +163,13 @@ def hub(tmp_path_factory):
 
     state, endpoint, server = serve()
     home = tmp_path_factory.mktemp("hf-home")
-    env = {"HF_ENDPOINT": endpoint, "HF_TOKEN": TOKEN, "HF_HOME": str(home), "HF_HUB_DISABLE_XET": "1",
-           "HF_HUB_OFFLINE": "0"}
+    env = {
+        "HF_ENDPOINT": endpoint,
+        "HF_TOKEN": TOKEN,
+        "HF_HOME": str(home),
+        "HF_HUB_DISABLE_XET": "1",
+        "HF_HUB_OFFLINE": "0",
+    }
     yield state, env
     server.shutdown()
 
@@ -166,10 +204,10 @@ def with_evidence(entry: dict, source: str = "https://huggingface.co/tests/draft
     """A test's registry entry, each fact it states given model-card evidence, and its unknown aux ids a reason."""
     from eaglezoo.registry.schema import FACTS
 
-    stated = [f for f in FACTS if entry.get(f) not in (None, {}, []) and
-              (f != "aux_layers" or entry[f].get("ids"))]
-    entry.setdefault("evidence", {}).update({f: {"level": "model-card", "source": source} for f in stated
-                                             if f not in entry["evidence"]})
+    stated = [f for f in FACTS if entry.get(f) not in (None, {}, []) and (f != "aux_layers" or entry[f].get("ids"))]
+    entry.setdefault("evidence", {}).update(
+        {f: {"level": "model-card", "source": source} for f in stated if f not in entry["evidence"]}
+    )
     if not (entry.get("aux_layers") or {}).get("ids"):
         entry.setdefault("null_reasons", {}).setdefault("aux_layers", "a test")
     return entry

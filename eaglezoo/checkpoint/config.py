@@ -28,11 +28,32 @@ from ..errors import BadInput, UsageError
 from ..fsutil import read_json
 
 # The dtype names transformers resolves with getattr(torch, name), plus its "auto".
-TORCH_DTYPES = frozenset({
-    "auto", "float32", "float", "float16", "half", "bfloat16", "float64", "double",
-    "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu", "float4_e2m1fn_x2",
-    "int8", "uint8", "int16", "int32", "int64", "bool", "complex64", "complex128",
-})
+TORCH_DTYPES = frozenset(
+    {
+        "auto",
+        "float32",
+        "float",
+        "float16",
+        "half",
+        "bfloat16",
+        "float64",
+        "double",
+        "float8_e4m3fn",
+        "float8_e4m3fnuz",
+        "float8_e5m2",
+        "float8_e5m2fnuz",
+        "float8_e8m0fnu",
+        "float4_e2m1fn_x2",
+        "int8",
+        "uint8",
+        "int16",
+        "int32",
+        "int64",
+        "bool",
+        "complex64",
+        "complex128",
+    }
+)
 ERROR = "config_value"
 FLAT, PER_LAYER_TYPE = "<flat>", "<per layer type>"  # union tags pydantic puts in an error's location
 SHOWN_CHARS = 60
@@ -41,11 +62,13 @@ MAX_DEPTH = 32  # real configs nest a handful of levels (quantization_config.con
 
 def described(what: str) -> WrapValidator:
     """Any failure of the wrapped type reads as one phrase, what the value must be."""
+
     def wrap(value: Any, handler):
         try:
             return handler(value)
         except ValidationError:
             raise PydanticCustomError(ERROR, what) from None
+
     return WrapValidator(wrap)
 
 
@@ -67,12 +90,17 @@ Number = Annotated[_Number, described("a finite number")]
 Numbers = Annotated[list[_Number], described("a list of numbers")]
 Name = Annotated[_Name, described("a non-empty string")]
 BoolOrNull = Annotated[Annotated[bool, Strict()] | None, described("true, false or null")]
-Architectures = Annotated[Annotated[list[_Name], Field(min_length=1)] | None,
-                          described("a non-empty list of non-empty strings")]
-LayerIds = Annotated[Annotated[list[Annotated[int, Strict()]], Field(min_length=1)] | None,
-                     described("a non-empty list of integers or null")]
-Dtype = Annotated[Literal[tuple(sorted(TORCH_DTYPES))] | None,  # type: ignore[misc]
-                  described("a dtype name transformers knows (float16, bfloat16, float32, ...) or null")]
+Architectures = Annotated[
+    Annotated[list[_Name], Field(min_length=1)] | None, described("a non-empty list of non-empty strings")
+]
+LayerIds = Annotated[
+    Annotated[list[Annotated[int, Strict()]], Field(min_length=1)] | None,
+    described("a non-empty list of integers or null"),
+]
+Dtype = Annotated[
+    Literal[tuple(sorted(TORCH_DTYPES))] | None,  # type: ignore[misc]
+    described("a dtype name transformers knows (float16, bfloat16, float32, ...) or null"),
+]
 
 
 class Block(BaseModel):
@@ -120,8 +148,9 @@ def _rope_form(value: Any) -> str:
 
 # transformers 5 keys models with several attention kinds by layer type (Gemma 3: full_attention, sliding_attention).
 _RopeForms = Annotated[RopeParameters, Tag(FLAT)] | Annotated[dict[str, RopeParameters], Tag(PER_LAYER_TYPE)]
-RopeParametersField = Annotated[Annotated[_RopeForms, Discriminator(_rope_form)] | None,
-                                BeforeValidator(object_or_null)]
+RopeParametersField = Annotated[
+    Annotated[_RopeForms, Discriminator(_rope_form)] | None, BeforeValidator(object_or_null)
+]
 RopeScalingField = Annotated[RopeScaling | None, BeforeValidator(object_or_null)]
 
 
@@ -218,16 +247,20 @@ def _check_values(raw: dict, label: str) -> None:
     while stack:
         path, value = stack.pop()
         if len(path) > MAX_DEPTH:
-            raise BadInput(f"{label}: key {path[0]!r} is nested more than {MAX_DEPTH} levels deep",
-                           hint="flatten that key: a model config is a few levels deep")
+            raise BadInput(
+                f"{label}: key {path[0]!r} is nested more than {MAX_DEPTH} levels deep",
+                hint="flatten that key: a model config is a few levels deep",
+            )
         items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
         for key, item in items:
             child = (*path, key)
             for text in (key, item):
                 if isinstance(text, str) and not _encodable(text):
                     where = ".".join(map(str, child))
-                    raise BadInput(f"{label}: key {where!r} holds text that is not valid Unicode ({shown(text)})",
-                                   hint="re-save the file as valid UTF-8 JSON")
+                    raise BadInput(
+                        f"{label}: key {where!r} holds text that is not valid Unicode ({shown(text)})",
+                        hint="re-save the file as valid UTF-8 JSON",
+                    )
             stack.append((child, item))
 
 
@@ -245,8 +278,10 @@ def _check(model: type[BaseModel], raw: dict, label: str, prefix: str = "") -> N
     except ValidationError as exc:
         errors = exc.errors()
         more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
-        raise BadInput(f"{label}: {sentence(errors[0], prefix)}{more}",
-                       hint="fix that key in the file (it is read as transformers reads it)") from None
+        raise BadInput(
+            f"{label}: {sentence(errors[0], prefix)}{more}",
+            hint="fix that key in the file (it is read as transformers reads it)",
+        ) from None
 
 
 def sentence(error: dict, prefix: str = "") -> str:
@@ -261,13 +296,15 @@ def sentence(error: dict, prefix: str = "") -> str:
 
 def shown(value: Any) -> str:
     text = repr(value)
-    return text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS - 3] + "..."
+    return text if len(text) <= SHOWN_CHARS else text[: SHOWN_CHARS - 3] + "..."
 
 
 def target_config(target: Path) -> dict:
     if not target.is_dir():
-        raise UsageError(f"target {target}: not a directory",
-                         hint="name the target model's folder (with its config.json), or a Hub repo id")
+        raise UsageError(
+            f"target {target}: not a directory",
+            hint="name the target model's folder (with its config.json), or a Hub repo id",
+        )
     path = target / "config.json"
     cfg = validate_config(read_json(path, "target config"), str(path), "target")
     return cfg.get("text_config") or cfg  # multimodal targets keep the LM under text_config

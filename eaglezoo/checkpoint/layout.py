@@ -53,8 +53,13 @@ def _attention_shapes(spec: DrafterSpec, p: str, width: int) -> dict[str, tuple[
             p + "o_proj.weight": (spec.hidden_size, n_h * v_head) if v_head else None,
         }
         if q_rank:
-            shapes.update({p + "q_a_proj.weight": (q_rank, width), p + "q_a_layernorm.weight": (q_rank,),
-                           p + "q_b_proj.weight": (n_h * qk, q_rank) if qk else None})
+            shapes.update(
+                {
+                    p + "q_a_proj.weight": (q_rank, width),
+                    p + "q_a_layernorm.weight": (q_rank,),
+                    p + "q_b_proj.weight": (n_h * qk, q_rank) if qk else None,
+                }
+            )
         else:
             shapes[p + "q_proj.weight"] = (n_h * qk, width) if qk else None
         return shapes
@@ -90,5 +95,3 @@ def flat_shape(name: str, shape: tuple[int, ...]) -> tuple[int, ...]:
     while name == "mask_hidden" and len(shape) > 1 and shape[0] == 1:
         shape = shape[1:]
     return tuple(shape)
-
-

@@ -31,7 +31,9 @@ def packaged_target(requirement: str, gguf: str) -> Path:
     if installed != version:
         raise UsageError(f"the target's package {name} is {installed}, the registry measured {version}", hint=install)
     spec = importlib.util.find_spec(name.replace("-", "_"))
-    source = Path(next(iter(spec.submodule_search_locations)), gguf) if spec and spec.submodule_search_locations else None
+    source = (
+        Path(next(iter(spec.submodule_search_locations)), gguf) if spec and spec.submodule_search_locations else None
+    )
     if source is None or not source.is_file():
         raise UsageError(f"{name} {version} has no {gguf}", hint=f"reinstall it: {install}")
     out = cache_dir() / "targets" / f"{name}-{version}" / Path(gguf).stem
@@ -51,11 +53,13 @@ def _convert(gguf: Path, out: Path, install: str) -> None:
     try:
         loaded = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
         tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
-    except (OSError, ValueError, KeyError) as exc:
+    except (OSError, ValueError, KeyError):
         import transformers
 
-        raise BadInput(f"{gguf} could not be read as a GGUF model by transformers {transformers.__version__}",
-                       hint=f"reinstall the package: {install}") from None
+        raise BadInput(
+            f"{gguf} could not be read as a GGUF model by transformers {transformers.__version__}",
+            hint=f"reinstall the package: {install}",
+        ) from None
     # The tensors come back dequantized, but the model stays flagged as GGUF-quantized and will not
     # save: rebuild a plain model from its config and state dict.
     config = loaded.config

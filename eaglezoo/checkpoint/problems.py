@@ -38,7 +38,6 @@ def error(code: str, message: str, hint: str = "") -> Finding:
 INT_CODES = {"I64", "I32"}
 
 
-
 def check_tensors(spec: DrafterSpec, refs: dict[str, TensorRef]) -> list[Finding]:
     """Shapes, dtypes, missing and unexpected tensors (names must already be canonical)."""
     if spec.family in ("dflash", "dspark"):
@@ -49,18 +48,30 @@ def check_tensors(spec: DrafterSpec, refs: dict[str, TensorRef]) -> list[Finding
     k, ht = spec.num_aux, spec.target_hidden_size
     fc = refs.get("fc.weight")
     if fc is not None and len(fc.shape) == 2 and fc.shape[1] != k * ht:
-        problems.append(error("fc-fan-in", f"fc.weight fan-in is {fc.shape[1]}, but k x target_hidden_size = "
-                                f"{k} x {ht} = {k * ht}", "the aux count or target_hidden_size in the config is wrong"))
+        problems.append(
+            error(
+                "fc-fan-in",
+                f"fc.weight fan-in is {fc.shape[1]}, but k x target_hidden_size = {k} x {ht} = {k * ht}",
+                "the aux count or target_hidden_size in the config is wrong",
+            )
+        )
     lm = refs.get("lm_head.weight")
     if lm is not None and lm.shape and lm.shape[0] != spec.draft_vocab_size:
-        problems.append(error("lm-head-rows", f"lm_head.weight has {lm.shape[0]} rows, but draft_vocab_size is "
-                                f"{spec.draft_vocab_size}", "set draft_vocab_size to the lm_head rows (SafeAILab #249)"))
+        problems.append(
+            error(
+                "lm-head-rows",
+                f"lm_head.weight has {lm.shape[0]} rows, but draft_vocab_size is {spec.draft_vocab_size}",
+                "set draft_vocab_size to the lm_head rows (SafeAILab #249)",
+            )
+        )
     for name, shape in want.items():
         ref = refs.get(name)
         if ref is None:
             problems.append(_missing(spec, name))
         elif shape is not None and ref.shape != shape and name not in ("fc.weight", "lm_head.weight"):
-            problems.append(error("shape", f"{name} has shape {list(ref.shape)}, expected {list(shape)} from the config"))
+            problems.append(
+                error("shape", f"{name} has shape {list(ref.shape)}, expected {list(shape)} from the config")
+            )
     for name, shape in optional.items():
         ref = refs.get(name)
         if ref is not None and flat_shape(name, tuple(ref.shape)) != shape:
@@ -69,20 +80,29 @@ def check_tensors(spec: DrafterSpec, refs: dict[str, TensorRef]) -> list[Finding
     for name in ("d2t",):
         ref = refs.get(name)
         if ref is not None and ref.dtype not in INT_CODES:
-            problems.append(error("d2t-dtype", f"d2t must hold integer offsets, found {ref.dtype}",
-                                    "d2t is int64 offsets: target_id = draft_id + d2t[draft_id] "
-                                    "(see docs/formats.md#vocabulary-maps)"))
+            problems.append(
+                error(
+                    "d2t-dtype",
+                    f"d2t must hold integer offsets, found {ref.dtype}",
+                    "d2t is int64 offsets: target_id = draft_id + d2t[draft_id] (see docs/formats.md#vocabulary-maps)",
+                )
+            )
     ref = refs.get("t2d")
     if ref is not None and ref.dtype not in ("BOOL", "U8"):
         problems.append(error("t2d-dtype", f"t2d must be a bool mask, found {ref.dtype}"))
     if "embed_tokens.weight" not in refs and spec.hidden_size != spec.target_hidden_size:
-        problems.append(error("embed-missing", "hidden_size differs from target_hidden_size, so the drafter must "
-                                "ship its own embed_tokens.weight, and it has none", "vLLM #18906"))
+        problems.append(
+            error(
+                "embed-missing",
+                "hidden_size differs from target_hidden_size, so the drafter must "
+                "ship its own embed_tokens.weight, and it has none",
+                "vLLM #18906",
+            )
+        )
     extra = sorted(set(refs) - set(want) - set(optional))
     for name in extra:
         problems.append(_unexpected(spec, name))
     return problems
-
 
 
 def block_tensor_problems(spec: DrafterSpec, refs: dict[str, TensorRef]) -> list[Finding]:
@@ -95,54 +115,80 @@ def block_tensor_problems(spec: DrafterSpec, refs: dict[str, TensorRef]) -> list
     fields = spec.family_fields
     if spec.family == "dspark" and fields is not None and (fields.markov_rank or 0) > 0:
         want["markov_head.markov_w1.weight"] = (spec.vocab_size, fields.markov_rank)
-    problems = [_missing(spec, n) if n not in refs else
-                error("shape", f"{n} has shape {list(refs[n].shape)}, expected {list(shape)} from the config")
-                for n, shape in want.items() if n not in refs or refs[n].shape != shape]
+    problems = [
+        _missing(spec, n)
+        if n not in refs
+        else error("shape", f"{n} has shape {list(refs[n].shape)}, expected {list(shape)} from the config")
+        for n, shape in want.items()
+        if n not in refs or refs[n].shape != shape
+    ]
     lm, embed = refs.get("lm_head.weight"), refs.get("embed_tokens.weight")
     if lm is not None and lm.shape and lm.shape[0] != spec.draft_vocab_size:
-        problems.append(error("lm-head-rows", f"lm_head.weight has {lm.shape[0]} rows, but the drafter's vocabulary "
-                              f"is {spec.draft_vocab_size}", "ship no lm_head (the target's is used) or one of the "
-                              "target's vocabulary; a wrong one is what vllm-ascend #11374 overwrote silently"))
+        problems.append(
+            error(
+                "lm-head-rows",
+                f"lm_head.weight has {lm.shape[0]} rows, but the drafter's vocabulary is {spec.draft_vocab_size}",
+                "ship no lm_head (the target's is used) or one of the "
+                "target's vocabulary; a wrong one is what vllm-ascend #11374 overwrote silently",
+            )
+        )
     if embed is not None and embed.shape and embed.shape[0] != spec.vocab_size:
-        problems.append(error("shape", f"embed_tokens.weight has {embed.shape[0]} rows, expected vocab_size "
-                              f"{spec.vocab_size}"))
+        problems.append(
+            error("shape", f"embed_tokens.weight has {embed.shape[0]} rows, expected vocab_size {spec.vocab_size}")
+        )
     if spec.has_vocab_map and "d2t" not in refs:
-        problems.append(error("missing", "d2t is missing: draft_vocab_size is smaller than vocab_size",
-                              "ship d2t (draft id -> target id offsets) or set draft_vocab_size to vocab_size"))
+        problems.append(
+            error(
+                "missing",
+                "d2t is missing: draft_vocab_size is smaller than vocab_size",
+                "ship d2t (draft id -> target id offsets) or set draft_vocab_size to vocab_size",
+            )
+        )
     return problems
 
 
 def _complex_weights(refs: dict[str, TensorRef], known: set[str]) -> list[Finding]:
     """A drafter's weights are real: engines' loaders copy a complex tensor into a real parameter,
     keeping the real part only, so the drafter would run with other weights than it ships."""
-    return [error("dtype-complex", f"{name} is complex ({ref.dtype}): a drafter's weights are real, and "
-                  "engines would drop the imaginary part", "export the drafter again with real float weights, "
-                  "e.g. bfloat16")
-            for name, ref in refs.items() if name in known and ref.dtype in COMPLEX_CODES]
+    return [
+        error(
+            "dtype-complex",
+            f"{name} is complex ({ref.dtype}): a drafter's weights are real, and engines would drop the imaginary part",
+            "export the drafter again with real float weights, e.g. bfloat16",
+        )
+        for name, ref in refs.items()
+        if name in known and ref.dtype in COMPLEX_CODES
+    ]
 
 
 def _missing(spec: DrafterSpec, name: str) -> Finding:
     if name.startswith("fc_norm."):
-        return error("flag-without-tensors", f"fc_norm is true but {name} is missing",
-                       "never switch fc_norm on without its trained tensors "
-                       "(see docs/formats.md#no-weight-level-conversion)")
+        return error(
+            "flag-without-tensors",
+            f"fc_norm is true but {name} is missing",
+            "never switch fc_norm on without its trained tensors (see docs/formats.md#no-weight-level-conversion)",
+        )
     if name == "input_norm.weight":
         return error("flag-without-tensors", "norm_before_fc is true but input_norm.weight is missing")
     if name in ("d2t", "t2d"):
-        return error("vocab-map-missing", f"draft_vocab_size {spec.draft_vocab_size} < vocab_size "
-                       f"{spec.vocab_size}, but {name} is missing", "the draft->target vocabulary map is mandatory")
+        return error(
+            "vocab-map-missing",
+            f"draft_vocab_size {spec.draft_vocab_size} < vocab_size {spec.vocab_size}, but {name} is missing",
+            "the draft->target vocabulary map is mandatory",
+        )
     return error("missing", f"tensor {name} is missing")
-
 
 
 def _unexpected(spec: DrafterSpec, name: str) -> Finding:
     if name.startswith("fc_norm."):
-        return error("tensors-without-flag", f"{name} is present but fc_norm is false or k is smaller",
-                       "trained fc_norm tensors need fc_norm: true in the config")
+        return error(
+            "tensors-without-flag",
+            f"{name} is present but fc_norm is false or k is smaller",
+            "trained fc_norm tensors need fc_norm: true in the config",
+        )
     if name == "input_norm.weight":
         return error("tensors-without-flag", "input_norm.weight is present but norm_before_fc is false")
     return error("unexpected", f"tensor {name} does not belong to this drafter's config")
-
 
 
 def refuse_misfit(aux: AuxLayers | None, target_hidden: int, vocab: int, tcfg: dict) -> None:
@@ -151,8 +197,11 @@ def refuse_misfit(aux: AuxLayers | None, target_hidden: int, vocab: int, tcfg: d
 
     problems = target_problems(aux, target_hidden, vocab, tcfg)
     if problems:
-        raise BadInput(problems[0].message, code=problems[0].code,
-                       hint=problems[0].hint or "give --target the model this drafter was trained for")
+        raise BadInput(
+            problems[0].message,
+            code=problems[0].code,
+            hint=problems[0].hint or "give --target the model this drafter was trained for",
+        )
 
 
 def target_problems(aux: AuxLayers | None, target_hidden: int, vocab: int, tcfg: dict) -> list[Finding]:
@@ -160,15 +209,29 @@ def target_problems(aux: AuxLayers | None, target_hidden: int, vocab: int, tcfg:
     n = int(tcfg["num_hidden_layers"])
     problems = []
     if aux is not None and any(not 0 <= i <= n for i in aux.boundary()):
-        problems.append(error("aux-ids-range", f"aux ids select boundary {aux.boundary()}, outside the target's "
-                                f"0..{n} ({n} layers)", "check the convention: layer-output ids are boundary ids "
-                                "minus one (see docs/formats.md#aux-layer-conventions)"))
+        problems.append(
+            error(
+                "aux-ids-range",
+                f"aux ids select boundary {aux.boundary()}, outside the target's 0..{n} ({n} layers)",
+                "check the convention: layer-output ids are boundary ids "
+                "minus one (see docs/formats.md#aux-layer-conventions)",
+            )
+        )
     if int(tcfg["hidden_size"]) != target_hidden:
-        problems.append(error("target-hidden-mismatch", f"target hidden_size is {tcfg['hidden_size']}, but the "
-                                f"drafter's target_hidden_size is {target_hidden}"))
+        problems.append(
+            error(
+                "target-hidden-mismatch",
+                f"target hidden_size is {tcfg['hidden_size']}, but the drafter's target_hidden_size is {target_hidden}",
+            )
+        )
     if int(tcfg["vocab_size"]) != vocab:
-        problems.append(error("vocab-mismatch", f"target vocab_size is {tcfg['vocab_size']}, but the drafter's "
-                                f"vocab_size is {vocab}", "draft and target must share one tokenizer (SafeAILab #258)"))
+        problems.append(
+            error(
+                "vocab-mismatch",
+                f"target vocab_size is {tcfg['vocab_size']}, but the drafter's vocab_size is {vocab}",
+                "draft and target must share one tokenizer (SafeAILab #258)",
+            )
+        )
     return problems
 
 
@@ -176,9 +239,14 @@ def target_findings(spec: DrafterSpec, tcfg: dict) -> list[Finding]:
     """The drafter against its target's config: errors where engines would misread it, warnings otherwise."""
     out = target_problems(spec.aux, spec.target_hidden_size, spec.vocab_size, tcfg)
     if spec.aux is not None and 0 in spec.aux.boundary():
-        out.append(Finding(severity="warning", code="aux-ids-embedding",
-                           message="boundary id 0 captures the embedding output, not a layer",
-                           hint="check the ids' convention: in the layer-output convention 0 is the first layer"))
+        out.append(
+            Finding(
+                severity="warning",
+                code="aux-ids-embedding",
+                message="boundary id 0 captures the embedding output, not a layer",
+                hint="check the ids' convention: in the layer-output convention 0 is the first layer",
+            )
+        )
     out += [Finding(severity="warning", code="context-rope", message=w) for w in compare_with_target(spec, tcfg)]
     return out
 
@@ -187,12 +255,16 @@ def compare_with_target(spec: DrafterSpec, tcfg: dict) -> list[str]:
     warnings = []
     d_ctx, t_ctx = spec.max_position_embeddings, tcfg.get("max_position_embeddings")
     if d_ctx and t_ctx and d_ctx < t_ctx:
-        warnings.append(f"drafter max_position_embeddings {d_ctx} < target's {t_ctx}: long prompts run the drafter "
-                        "past its trained context (vLLM #48894)")
+        warnings.append(
+            f"drafter max_position_embeddings {d_ctx} < target's {t_ctx}: long prompts run the drafter "
+            "past its trained context (vLLM #48894)"
+        )
     d_rope, t_rope = effective_rope(spec.layer_config), effective_rope(tcfg)
     if d_rope != t_rope:
-        warnings.append(f"drafter RoPE {d_rope} differs from the target's {t_rope} (kept: the drafter was trained "
-                        "with it; speculators #574)")
+        warnings.append(
+            f"drafter RoPE {d_rope} differs from the target's {t_rope} (kept: the drafter was trained "
+            "with it; speculators #574)"
+        )
     return warnings
 
 
@@ -207,45 +279,77 @@ def provenance_findings(drafter_dir: Path, spec: DrafterSpec) -> list[Finding]:
         return [Finding(severity="warning", code="provenance-unreadable", message="conversion.json is not readable")]
     out = []
     if recorded.aux and spec.aux and recorded.aux.boundary() != spec.aux.boundary():
-        out.append(Finding(severity="error", code="aux-ids-changed",
-                           message=f"the config selects boundary {spec.aux.boundary()}, but conversion.json recorded "
-                                   f"{recorded.aux.boundary()}: the ids were edited after conversion",
-                           hint="ids copied across conventions are off by one (vLLM #43671, #50170)"))
+        out.append(
+            Finding(
+                severity="error",
+                code="aux-ids-changed",
+                message=f"the config selects boundary {spec.aux.boundary()}, but conversion.json recorded "
+                f"{recorded.aux.boundary()}: the ids were edited after conversion",
+                hint="ids copied across conventions are off by one (vLLM #43671, #50170)",
+            )
+        )
     changed = [f for f, v in spec.flags().items() if recorded.flags().get(f) != v]
     if changed:
-        out.append(Finding(severity="error", code="flags-changed",
-                           message=f"{', '.join(changed)} differ from what conversion.json recorded",
-                           hint="a flag edited after conversion changes what the drafter computes: restore the "
-                                "recorded value, or convert again from the source with --flag NAME=VALUE"))
+        out.append(
+            Finding(
+                severity="error",
+                code="flags-changed",
+                message=f"{', '.join(changed)} differ from what conversion.json recorded",
+                hint="a flag edited after conversion changes what the drafter computes: restore the "
+                "recorded value, or convert again from the source with --flag NAME=VALUE",
+            )
+        )
     return out
-
 
 
 def config_findings(cfg: dict, dialect: str, add: Add) -> None:
     top = cfg
     if "norm_before_residual" not in top:
-        add("warning", "norm-before-residual-implicit", "norm_before_residual is not written: vLLM's HF path reads "
-            "false, its speculators path true", "convert writes it explicitly "
-            "(see docs/formats.md#residual-norm-default)")
+        add(
+            "warning",
+            "norm-before-residual-implicit",
+            "norm_before_residual is not written: vLLM's HF path reads false, its speculators path true",
+            "convert writes it explicitly (see docs/formats.md#residual-norm-default)",
+        )
     layer = cfg.get("transformer_layer_config", cfg)
     if layer.get("tie_word_embeddings") or top.get("tie_word_embeddings"):
-        add("error", "tie-word-embeddings", "tie_word_embeddings is true: SGLang ties lm_head to embed_tokens and "
-            "transformers may overwrite the draft-vocab lm_head", "write tie_word_embeddings: false")
+        add(
+            "error",
+            "tie-word-embeddings",
+            "tie_word_embeddings is true: SGLang ties lm_head to embed_tokens and "
+            "transformers may overwrite the draft-vocab lm_head",
+            "write tie_word_embeddings: false",
+        )
     if "target_hidden_size" in top and top["target_hidden_size"] is None:
         if dialect == "speculators":  # its own way of writing "equal to hidden_size" (docs/formats.md#speculators)
-            add("info", "target-hidden-null-speculators", "target_hidden_size is null: the speculators format's way "
+            add(
+                "info",
+                "target-hidden-null-speculators",
+                "target_hidden_size is null: the speculators format's way "
                 "of saying hidden_size; copied into an HF-style config it crashes vLLM's HF path (None * k)",
-                "nothing to fix here; eaglezoo convert drops the key when it writes another schema")
+                "nothing to fix here; eaglezoo convert drops the key when it writes another schema",
+            )
         else:
-            add("warning", "target-hidden-null", "target_hidden_size is null: vLLM's HF path computes None * k and "
-                "crashes", "write target_hidden_size, or drop the key (eaglezoo convert does)")
+            add(
+                "warning",
+                "target-hidden-null",
+                "target_hidden_size is null: vLLM's HF path computes None * k and crashes",
+                "write target_hidden_size, or drop the key (eaglezoo convert does)",
+            )
 
 
-def value_findings(spec: DrafterSpec, refs: dict[str, TensorRef], load: Load, target_dir: Path | None, add: Add,
-                   max_bytes: int | None = None) -> None:
+def value_findings(
+    spec: DrafterSpec,
+    refs: dict[str, TensorRef],
+    load: Load,
+    target_dir: Path | None,
+    add: Add,
+    max_bytes: int | None = None,
+) -> None:
     """Checks that need tensor values, by canonical name, for a drafter of any family (NaN/Inf and norms in every
     weight; the aux slots, the vocabulary map and the embedding where the family has them). With `max_bytes`
     (remote lint) only vectors up to that size are fetched (norms, d2t, t2d): a tiny share of the weights."""
+
     def small(name: str) -> bool:
         return max_bytes is None or (len(refs[name].shape) <= 1 and refs[name].nbytes <= max_bytes)
 
@@ -273,17 +377,33 @@ def _finite_and_norm_findings(refs: dict[str, TensorRef], load: Load, small: Cal
             nonfinite.append(name)
         if name.endswith(".weight") and "norm" in name and t.numel():
             if bool((t == 1).all()):
-                add("warning", "norm-untrained", f"{name} is all ones: never trained, or defaulted by a converter "
-                    "(speculators #812)", "check the training run's checkpoint; a converter must copy the norm")
+                add(
+                    "warning",
+                    "norm-untrained",
+                    f"{name} is all ones: never trained, or defaulted by a converter (speculators #812)",
+                    "check the training run's checkpoint; a converter must copy the norm",
+                )
             elif bool((t == 0).all()):
-                add("error", "norm-zero", f"{name} is all zeros: the norm erases its input",
-                    "the checkpoint is broken: re-export it from training")
+                add(
+                    "error",
+                    "norm-zero",
+                    f"{name} is all zeros: the norm erases its input",
+                    "the checkpoint is broken: re-export it from training",
+                )
     if nonfinite:
-        add("error", "nan-inf", f"NaN or Inf values in {', '.join(nonfinite)}",
-            "the checkpoint is broken: re-export it from training")
+        add(
+            "error",
+            "nan-inf",
+            f"NaN or Inf values in {', '.join(nonfinite)}",
+            "the checkpoint is broken: re-export it from training",
+        )
     if skipped:
-        add("info", "values-skipped", f"remote lint: values of {len(skipped)} large tensor(s) not downloaded "
-            "(NaN/Inf and duplicated-slot checks need a local copy)")
+        add(
+            "info",
+            "values-skipped",
+            f"remote lint: values of {len(skipped)} large tensor(s) not downloaded "
+            "(NaN/Inf and duplicated-slot checks need a local copy)",
+        )
 
 
 def _duplicate_slot_findings(spec: DrafterSpec, load: Load, small: Callable[[str], bool], add: Add) -> None:
@@ -294,16 +414,24 @@ def _duplicate_slot_findings(spec: DrafterSpec, load: Load, small: Callable[[str
         for a in range(len(norms)):
             for b in range(a + 1, len(norms)):
                 if torch.equal(norms[a], norms[b]) and not bool((norms[a] == 1).all()):
-                    add("warning", "duplicate-aux-norms", f"fc_norm.{a} and fc_norm.{b} are identical",
-                        "the same aux layer may have been captured twice in training")
+                    add(
+                        "warning",
+                        "duplicate-aux-norms",
+                        f"fc_norm.{a} and fc_norm.{b} are identical",
+                        "the same aux layer may have been captured twice in training",
+                    )
     if small("fc.weight"):
         fc = load("fc.weight")
         blocks = fc.reshape(fc.shape[0], spec.num_aux, spec.target_hidden_size)
         for a in range(spec.num_aux):
             for b in range(a + 1, spec.num_aux):
                 if torch.equal(blocks[:, a], blocks[:, b]):
-                    add("error", "duplicate-aux-slots", f"fc columns of aux slots {a} and {b} are identical",
-                        "the same aux layer was captured twice in training: retrain with distinct aux ids")
+                    add(
+                        "error",
+                        "duplicate-aux-slots",
+                        f"fc columns of aux slots {a} and {b} are identical",
+                        "the same aux layer was captured twice in training: retrain with distinct aux ids",
+                    )
 
 
 def _vocab_map_findings(spec: DrafterSpec, d2t: torch.Tensor, t2d: torch.Tensor | None, add) -> None:
@@ -312,8 +440,12 @@ def _vocab_map_findings(spec: DrafterSpec, d2t: torch.Tensor, t2d: torch.Tensor 
     d2t = d2t.long()
     ids = torch.arange(spec.draft_vocab_size) + d2t
     if bool((d2t == 0).all()):
-        add("warning", "vocab-map-trivial", f"d2t is all zeros: draft ids map to target ids 0..{spec.draft_vocab_size - 1}",
-            "a real map keeps the most frequent tokens (SafeAILab #222, verl-SpeCo #66)")
+        add(
+            "warning",
+            "vocab-map-trivial",
+            f"d2t is all zeros: draft ids map to target ids 0..{spec.draft_vocab_size - 1}",
+            "a real map keeps the most frequent tokens (SafeAILab #222, verl-SpeCo #66)",
+        )
     problems = []
     if (ids < 0).any() or (ids >= spec.vocab_size).any():
         problems.append("arange(V_d) + d2t leaves [0, vocab_size)")
@@ -329,7 +461,6 @@ def _vocab_map_findings(spec: DrafterSpec, d2t: torch.Tensor, t2d: torch.Tensor 
         add("error", "vocab-map-invalid", p, "see the invariants in docs/formats.md#vocabulary-maps")
 
 
-
 def _embed_findings(embed: torch.Tensor, target_dir: Path, add) -> None:
     import torch
 
@@ -337,16 +468,26 @@ def _embed_findings(embed: torch.Tensor, target_dir: Path, add) -> None:
         target = Checkpoint(target_dir)
     except EaglezooError:
         return
-    name = next((n for n in ("model.embed_tokens.weight", "embed_tokens.weight", "model.language_model.embed_tokens.weight")
-                 if n in target.refs), None)
+    name = next(
+        (
+            n
+            for n in ("model.embed_tokens.weight", "embed_tokens.weight", "model.language_model.embed_tokens.weight")
+            if n in target.refs
+        ),
+        None,
+    )
     if name is None:
         return
     theirs = target.load(name)
     if theirs.shape != embed.shape:
         add("error", "embed-shape", f"embed_tokens {list(embed.shape)} vs the target's {list(theirs.shape)}")
     elif not torch.equal(theirs.to(embed.dtype), embed):
-        add("warning", "embed-differs", "embed_tokens differs from the target's: engines will not share it "
-            "(vLLM compares with torch.equal); fine only if the drafter was trained with its own")
+        add(
+            "warning",
+            "embed-differs",
+            "embed_tokens differs from the target's: engines will not share it "
+            "(vLLM compares with torch.equal); fine only if the drafter was trained with its own",
+        )
 
 
 def family_findings(spec: DrafterSpec, dialect: str | None, config: dict, tcfg: dict | None) -> list[Finding]:
@@ -360,17 +501,34 @@ def family_findings(spec: DrafterSpec, dialect: str | None, config: dict, tcfg: 
         real = {k: tcfg.get(k) for k in ("bos_token_id", "eos_token_id", "pad_token_id")}
         hit = [k for k, v in real.items() if v == f.mask_token_id or (isinstance(v, list) and f.mask_token_id in v)]
         if hit:
-            out.append(Finding(severity="warning", code="mask-token-real", message=f"mask_token_id "
-                               f"{f.mask_token_id} is the target's {', '.join(hit)}, a token its template emits",
-                               hint="the mask slots must hold a token the text never contains"))
+            out.append(
+                Finding(
+                    severity="warning",
+                    code="mask-token-real",
+                    message=f"mask_token_id "
+                    f"{f.mask_token_id} is the target's {', '.join(hit)}, a token its template emits",
+                    hint="the mask slots must hold a token the text never contains",
+                )
+            )
     context = spec.max_position_embeddings
     if f.block_size is not None and context and f.block_size > context:
-        out.append(error("block-size-context", f"block_size {f.block_size} is above the context "
-                         f"({context} positions)", "fix block_size in config.json"))
+        out.append(
+            error(
+                "block-size-context",
+                f"block_size {f.block_size} is above the context ({context} positions)",
+                "fix block_size in config.json",
+            )
+        )
     if tcfg is not None and f.num_target_layers and tcfg.get("num_hidden_layers") not in (None, f.num_target_layers):
-        out.append(Finding(severity="warning", code="target-layers", message=f"the drafter was trained on a "
-                           f"{f.num_target_layers}-layer target; this target has {tcfg['num_hidden_layers']}",
-                           hint="check that this is the drafter's target"))
+        out.append(
+            Finding(
+                severity="warning",
+                code="target-layers",
+                message=f"the drafter was trained on a "
+                f"{f.num_target_layers}-layer target; this target has {tcfg['num_hidden_layers']}",
+                hint="check that this is the drafter's target",
+            )
+        )
     out += _default_traps(spec, dialect, config)
     return out
 
@@ -379,23 +537,50 @@ def _default_traps(spec: DrafterSpec, dialect: str | None, config: dict) -> list
     f = spec.family_fields
     out: list[Finding] = []
     if dialect == "speculators-dspark" and f.sample_from_anchor is None:
-        out.append(Finding(severity="warning", code="anchor-layout", message="sample_from_anchor is unstated: "
-                           "speculators trains with true (models/dspark/config.py), vLLM serves false "
-                           "(speculators/algos.py update_dspark), SGLang true (dspark_config.py)",
-                           hint="write the trained value of sample_from_anchor into config.json"))
-    if dialect == "speculators-dflash" and f.sliding_window_non_causal is None and "sliding_attention" in (
-            spec.layer_config.get("layer_types") or []):
-        out.append(Finding(severity="warning", code="window-causality", message="sliding_window_non_causal is "
-                           "unstated: speculators reads false (causal window), vLLM true (non-causal)",
-                           hint="write the trained value of sliding_window_non_causal into config.json"))
+        out.append(
+            Finding(
+                severity="warning",
+                code="anchor-layout",
+                message="sample_from_anchor is unstated: "
+                "speculators trains with true (models/dspark/config.py), vLLM serves false "
+                "(speculators/algos.py update_dspark), SGLang true (dspark_config.py)",
+                hint="write the trained value of sample_from_anchor into config.json",
+            )
+        )
+    if (
+        dialect == "speculators-dflash"
+        and f.sliding_window_non_causal is None
+        and "sliding_attention" in (spec.layer_config.get("layer_types") or [])
+    ):
+        out.append(
+            Finding(
+                severity="warning",
+                code="window-causality",
+                message="sliding_window_non_causal is "
+                "unstated: speculators reads false (causal window), vLLM true (non-causal)",
+                hint="write the trained value of sliding_window_non_causal into config.json",
+            )
+        )
     if dialect == "speculators-dflash" and f.block_size is not None:
-        out.append(Finding(severity="info", code="engine-ignores", message="vLLM's speculators path does not carry "
-                           "block_size (transformers_utils/configs/speculators/algos.py update_dflash): K comes "
-                           "from num_speculative_tokens alone", hint="serve with K <= block_size - 1"))
+        out.append(
+            Finding(
+                severity="info",
+                code="engine-ignores",
+                message="vLLM's speculators path does not carry "
+                "block_size (transformers_utils/configs/speculators/algos.py update_dflash): K comes "
+                "from num_speculative_tokens alone",
+                hint="serve with K <= block_size - 1",
+            )
+        )
     if dialect == "speculators-peagle" and (spec.fc_norm or spec.norm_output):
-        out.append(error("engine-drops-flags", "vLLM's speculators path drops fc_norm and norm_output for peagle "
-                         "(speculators/algos.py update_peagle reads neither)",
-                         "convert it with --to native, whose flat config vLLM reads with the flags"))
+        out.append(
+            error(
+                "engine-drops-flags",
+                "vLLM's speculators path drops fc_norm and norm_output for peagle "
+                "(speculators/algos.py update_peagle reads neither)",
+                "convert it with --to native, whose flat config vLLM reads with the flags",
+            )
+        )
     return out
 
 
@@ -403,8 +588,19 @@ def borrowed_head_findings(spec: DrafterSpec, refs: dict[str, TensorRef]) -> lis
     """A block drafter's lm_head is the target's (z-lab ships none); one shipped at full vocabulary is replaced by
     the target's when identical and kept otherwise (vLLM v1/spec_decode/llm_base_proposer.py:1508-1545)."""
     lm = refs.get("lm_head.weight")
-    if spec.family not in ("dflash", "dspark") or lm is None or spec.has_vocab_map or lm.shape[:1] != (spec.vocab_size,):
+    if (
+        spec.family not in ("dflash", "dspark")
+        or lm is None
+        or spec.has_vocab_map
+        or lm.shape[:1] != (spec.vocab_size,)
+    ):
         return []
-    return [Finding(severity="warning", code="lm-head-borrowed", message="the drafter ships an lm_head over the "
-                    "full vocabulary: vLLM uses the target's if it is identical, this one otherwise",
-                    hint="drop it unless it was trained; lint with --target to compare it with the target's")]
+    return [
+        Finding(
+            severity="warning",
+            code="lm-head-borrowed",
+            message="the drafter ships an lm_head over the "
+            "full vocabulary: vLLM uses the target's if it is identical, this one otherwise",
+            hint="drop it unless it was trained; lint with --target to compare it with the target's",
+        )
+    ]

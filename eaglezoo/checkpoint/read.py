@@ -90,8 +90,11 @@ def interpret(config: dict, checkpoint, dialect: str | None, opts: ReadOptions) 
         name = dialect or formats.detect_config(config)
     else:
         name = dialect or formats.detect(config, set(checkpoint.refs), checkpoint.metadata)
-    reading = formats.get(name).read(config, checkpoint, opts) if name else formats.read_undetermined(
-        config, checkpoint, opts)
+    reading = (
+        formats.get(name).read(config, checkpoint, opts)
+        if name
+        else formats.read_undetermined(config, checkpoint, opts)
+    )
     spec = reading.spec
     if "model_type" not in spec.layer_config:
         spec.layer_config["model_type"] = {"mla": "deepseek_v3"}.get(spec.arch, spec.arch)
@@ -99,8 +102,9 @@ def interpret(config: dict, checkpoint, dialect: str | None, opts: ReadOptions) 
     return reading
 
 
-def read_drafter(source: Path, dialect: str | None = None, opts: ReadOptions | None = None,
-                 strict: bool = True, view=None) -> Drafter:
+def read_drafter(
+    source: Path, dialect: str | None = None, opts: ReadOptions | None = None, strict: bool = True, view=None
+) -> Drafter:
     """Config + headers -> a Drafter; with `strict`, every tensor must fit the config. `view(config)`, where
     given, is the config as a reader other than eaglezoo's sees it (doctor: the keys an engine reads)."""
     if not source.is_dir():
@@ -123,9 +127,11 @@ def read_config(path: Path, dialect: str | None = None, opts: ReadOptions | None
     opts = opts or ReadOptions()
     config = validate_config(read_json(path, "drafter config"), str(path), "drafter")
     if not formats.looks_like_drafter(config):
-        raise BadInput(f"{path}: not an EAGLE drafter config (no draft vocabulary, EAGLE keys or EAGLE architecture)",
-                       hint="give a drafter's config.json; a target model's config is passed with --target",
-                       code="not-a-drafter")
+        raise BadInput(
+            f"{path}: not an EAGLE drafter config (no draft vocabulary, EAGLE keys or EAGLE architecture)",
+            hint="give a drafter's config.json; a target model's config is passed with --target",
+            code="not-a-drafter",
+        )
     checkpoint = NoWeights()
     return Drafter(path, config, checkpoint, interpret(config, checkpoint, dialect, opts), opts)
 
@@ -136,9 +142,11 @@ def _refuse_misfits(drafter: Drafter) -> None:
         return
     unexpected = [p.message.split()[1] for p in problems if p.code == "unexpected"]
     if unexpected:
-        raise BadInput(f"{len(unexpected)} tensor(s) neither mapped nor dropped with a reason: "
-                       f"{', '.join(drafter.source_name(n) for n in unexpected)}",
-                       hint=f"if the dialect was misdetected, {NAME_THE_DIALECT}")
+        raise BadInput(
+            f"{len(unexpected)} tensor(s) neither mapped nor dropped with a reason: "
+            f"{', '.join(drafter.source_name(n) for n in unexpected)}",
+            hint=f"if the dialect was misdetected, {NAME_THE_DIALECT}",
+        )
     first = problems[0]
     more = f" (and {len(problems) - 1} more problem(s))" if len(problems) > 1 else ""
     raise BadInput(first.message + more, hint=first.hint or None)

@@ -24,21 +24,38 @@ class Malformed(BadInput):
     """A safetensors file the library itself refuses to load: damaged, cut short or not written by it."""
 
     def __init__(self, message: str):
-        super().__init__(message, hint="the file is damaged or was not written by a safetensors writer: download it "
-                                       "again, or re-export the weights with safetensors.torch.save_file")
+        super().__init__(
+            message,
+            hint="the file is damaged or was not written by a safetensors writer: download it "
+            "again, or re-export the weights with safetensors.torch.save_file",
+        )
 
 
 MAX_HEADER = 100_000_000  # the library's limit on the JSON header's length
 
 # safetensors dtype code -> (its name, as torch spells it where torch has it; bits per element)
 ST_DTYPES: dict[str, tuple[str, int]] = {
-    "F64": ("float64", 64), "F32": ("float32", 32), "F16": ("float16", 16), "BF16": ("bfloat16", 16),
+    "F64": ("float64", 64),
+    "F32": ("float32", 32),
+    "F16": ("float16", 16),
+    "BF16": ("bfloat16", 16),
     "C64": ("complex64", 64),
-    "I64": ("int64", 64), "I32": ("int32", 32), "I16": ("int16", 16), "I8": ("int8", 8),
-    "U64": ("uint64", 64), "U32": ("uint32", 32), "U16": ("uint16", 16), "U8": ("uint8", 8), "BOOL": ("bool", 8),
-    "F8_E4M3": ("float8_e4m3fn", 8), "F8_E5M2": ("float8_e5m2", 8), "F8_E8M0": ("float8_e8m0fnu", 8),
-    "F8_E4M3FNUZ": ("float8_e4m3fnuz", 8), "F8_E5M2FNUZ": ("float8_e5m2fnuz", 8),
-    "F6_E2M3": ("float6_e2m3fn", 6), "F6_E3M2": ("float6_e3m2fn", 6),
+    "I64": ("int64", 64),
+    "I32": ("int32", 32),
+    "I16": ("int16", 16),
+    "I8": ("int8", 8),
+    "U64": ("uint64", 64),
+    "U32": ("uint32", 32),
+    "U16": ("uint16", 16),
+    "U8": ("uint8", 8),
+    "BOOL": ("bool", 8),
+    "F8_E4M3": ("float8_e4m3fn", 8),
+    "F8_E5M2": ("float8_e5m2", 8),
+    "F8_E8M0": ("float8_e8m0fnu", 8),
+    "F8_E4M3FNUZ": ("float8_e4m3fnuz", 8),
+    "F8_E5M2FNUZ": ("float8_e5m2fnuz", 8),
+    "F6_E2M3": ("float6_e2m3fn", 6),
+    "F6_E3M2": ("float6_e3m2fn", 6),
     "F4": ("float4_e2m1fn_x2", 4),  # torch packs two values in each element
 }
 FLOAT_CODES = {"F64", "F32", "F16", "BF16", "F8_E4M3", "F8_E5M2"}
@@ -188,8 +205,10 @@ def _check_layout(entries: list[_Entry], data_size: int, where: str) -> None:
         if e.begin > offset and previous is None:
             raise Malformed(f"{where}: a gap of {_bytes(e.begin)} at offset 0, before tensor {e.name!r}")
         if e.begin > offset:
-            raise Malformed(f"{where}: tensors {previous.name!r} and {e.name!r} leave a gap of "
-                           f"{_bytes(e.begin - offset)} at offset {offset}")
+            raise Malformed(
+                f"{where}: tensors {previous.name!r} and {e.name!r} leave a gap of "
+                f"{_bytes(e.begin - offset)} at offset {offset}"
+            )
         if e.begin < offset:
             raise Malformed(f"{where}: tensors {previous.name!r} and {e.name!r} have overlapping byte ranges")
         offset, previous = e.end, e
@@ -203,12 +222,16 @@ def _check_extent(e: _Entry, data_size: int, where: str) -> None:
     if e.end < e.begin:
         raise Malformed(f"{where}: tensor {e.name!r} data_offsets [{e.begin}, {e.end}] end before they begin")
     if e.end > data_size:
-        raise Malformed(f"{where}: tensor {e.name!r} offsets [{e.begin}, {e.end}] are out of bounds "
-                       f"(data section is {data_size} bytes; truncated file?)")
+        raise Malformed(
+            f"{where}: tensor {e.name!r} offsets [{e.begin}, {e.end}] are out of bounds "
+            f"(data section is {data_size} bytes; truncated file?)"
+        )
     size = _byte_size(e, where)
     if e.end - e.begin != size:
-        raise Malformed(f"{where}: tensor {e.name!r} holds {e.end - e.begin} bytes, but shape {list(e.shape)} "
-                       f"of {e.dtype} needs {size}")
+        raise Malformed(
+            f"{where}: tensor {e.name!r} holds {e.end - e.begin} bytes, but shape {list(e.shape)} "
+            f"of {e.dtype} needs {size}"
+        )
 
 
 def _byte_size(e: _Entry, where: str) -> int:

@@ -15,8 +15,8 @@ import math
 import re
 
 MAX_DEPTH = 127  # serde_json refuses the 128th nested array or object
-U64_MAX = 2 ** 64 - 1
-I32_MIN, I32_MAX = -2 ** 31, 2 ** 31 - 1
+U64_MAX = 2**64 - 1
+I32_MIN, I32_MAX = -(2**31), 2**31 - 1
 NUMBER = re.compile(r"(-?)(\d+)(?:\.(\d+))?(?:[eE]([-+]?)(\d+))?")
 POW10 = [float(f"1e{i}") for i in range(309)]
 LONE_SURROGATE = re.compile("[\ud800-\udfff]")
@@ -32,8 +32,9 @@ class JsonObject(tuple):
 
 def loads(text: str):
     try:
-        value = json.loads(text, object_pairs_hook=JsonObject, parse_int=_integer, parse_float=serde_float,
-                           parse_constant=_constant)
+        value = json.loads(
+            text, object_pairs_hook=JsonObject, parse_int=_integer, parse_float=serde_float, parse_constant=_constant
+        )
     except json.JSONDecodeError as exc:
         raise JsonError(f"{exc.msg}: line {exc.lineno} column {exc.colno}") from None
     except RecursionError:

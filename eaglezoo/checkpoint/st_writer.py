@@ -63,9 +63,15 @@ def safetensors_header(tensors: list[OutTensor], metadata: dict[str, str]) -> by
     return struct.pack("<Q", len(raw)) + raw
 
 
-def stream_convert(ckpt: Checkpoint, tensors: list[OutTensor], out_path: Path, metadata: dict[str, str],
-                   progress: Callable[[int], None] = lambda n: None, lent: list[OutTensor] = (),
-                   lender: Checkpoint | None = None) -> tuple[str, dict[str, str]]:
+def stream_convert(
+    ckpt: Checkpoint,
+    tensors: list[OutTensor],
+    out_path: Path,
+    metadata: dict[str, str],
+    progress: Callable[[int], None] = lambda n: None,
+    lent: list[OutTensor] = (),
+    lender: Checkpoint | None = None,
+) -> tuple[str, dict[str, str]]:
     """Write `tensors` (in the order given), then `lent` (tensors of another checkpoint, `lender`: a target's
     embedding lent to a drafter), to one safetensors file.
 
@@ -94,10 +100,12 @@ def stream_convert(ckpt: Checkpoint, tensors: list[OutTensor], out_path: Path, m
             src_hash = _Hasher(p_src)
             with open(f, "rb") as fh:
                 if copy_mode:
+
                     def keep(chunk, offset, fd=fh.fileno()):
                         copier.copy(fd, offset, chunk)
                         out_hash.update(chunk)
                         progress(len(chunk))
+
                     for ref in sorted((r for r in ckpt.refs.values() if r.file == f), key=lambda r: r.start):
                         _stream_range(fh, fh.tell(), ref.start, src_hash)  # the header, before the first tensor
                         _stream_range(fh, ref.start, ref.end, src_hash, keep if ref.name in wanted else None)
@@ -123,7 +131,7 @@ class _Copier:
     def write(self, data) -> None:
         view = memoryview(data)
         while view:
-            view = view[self.out.write(view):]
+            view = view[self.out.write(view) :]
 
     def copy(self, src_fd: int, offset: int, chunk: bytes) -> None:
         if self.kernel_copy:
@@ -153,8 +161,10 @@ def _stream_range(fh, start: int, end: int | None, hasher: _Hasher, sink=None) -
         chunk = fh.read(CHUNK if remaining is None else min(CHUNK, remaining))
         if not chunk:
             if remaining:
-                raise BadInput(f"{Path(fh.name).name}: file is truncated",
-                               hint="the source changed or was cut short while converting: download it again and rerun")
+                raise BadInput(
+                    f"{Path(fh.name).name}: file is truncated",
+                    hint="the source changed or was cut short while converting: download it again and rerun",
+                )
             break
         hasher.update(chunk)
         if sink is not None:

@@ -25,7 +25,7 @@ DAMAGED = "the file is damaged or incomplete: download it again, or re-export th
 NO_TORCH_DTYPE = "re-export the drafter in a dtype torch loads (bfloat16, float16 or float32)"
 
 CHUNK = 16 * 1024 * 1024
-I64_MAX = 2 ** 63 - 1
+I64_MAX = 2**63 - 1
 TORCHLESS = {"F6_E2M3", "F6_E3M2"}  # safetensors dtypes that torch has no dtype for
 ZIP_MAGIC = b"PK\x03\x04"
 # How a legacy (pre-zip) torch.save file begins: its first pickle holds torch's MAGIC_NUMBER as a LONG1.
@@ -35,19 +35,23 @@ UNLOADABLE_HINT = "convert it to safetensors with the tool that made it, or re-d
 
 def torch_dtype(code: str) -> "torch.dtype":
     import torch
+
     return getattr(torch, ST_DTYPES[code][0])
 
 
 def code_of(dtype) -> str | None:
-    return next((code for code, (name, _) in ST_DTYPES.items()
-                 if code not in TORCHLESS and str(dtype) == f"torch.{name}"), None)
+    return next(
+        (code for code, (name, _) in ST_DTYPES.items() if code not in TORCHLESS and str(dtype) == f"torch.{name}"), None
+    )
 
 
 def read_safetensors_refs(path: Path) -> tuple[dict[str, TensorRef], dict[str, str]]:
     with open(path, "rb") as f:
+
         def read(start: int, end: int) -> bytes:
             f.seek(start)
             return f.read(end - start)
+
         header = read_safetensors_header(read, os.fstat(f.fileno()).st_size, path)
     return header.refs, header.metadata
 
@@ -62,8 +66,10 @@ def tensor_from_bytes(ref: TensorRef, data: bytearray) -> "torch.Tensor":
     shape = list(ref.shape)
     if ref.dtype == "F4":  # torch's float4_e2m1fn_x2 holds two values in each element
         if shape[-1] % 2:
-            raise BadInput(f"{where} is F4 with an odd last dimension: torch packs F4 values in pairs along it",
-                           hint=NO_TORCH_DTYPE)
+            raise BadInput(
+                f"{where} is F4 with an odd last dimension: torch packs F4 values in pairs along it",
+                hint=NO_TORCH_DTYPE,
+            )
         shape[-1] //= 2
     if any(dim > I64_MAX for dim in shape):
         raise BadInput(f"{where} has a dimension beyond torch's 64-bit sizes", hint=DAMAGED)
@@ -71,8 +77,9 @@ def tensor_from_bytes(ref: TensorRef, data: bytearray) -> "torch.Tensor":
     try:
         return raw.view(torch_dtype(ref.dtype)).reshape(shape)
     except RuntimeError:  # an empty tensor's strides can still overflow torch's 64-bit arithmetic
-        raise BadInput(f"{where} has shape {list(ref.shape)}, whose strides torch cannot lay out",
-                       hint=DAMAGED) from None
+        raise BadInput(
+            f"{where} has shape {list(ref.shape)}, whose strides torch cannot lay out", hint=DAMAGED
+        ) from None
 
 
 def load_bin(path: Path) -> dict[str, "torch.Tensor"]:
@@ -82,17 +89,19 @@ def load_bin(path: Path) -> dict[str, "torch.Tensor"]:
     try:
         obj = _torch_load(path)
     except Exception:  # noqa: BLE001 - any unpickling failure is bad input
-        raise BadInput(f"{path.name} is not a loadable weights file: {_unloadable_reason(path)}",
-                       hint=UNLOADABLE_HINT) from None
+        raise BadInput(
+            f"{path.name} is not a loadable weights file: {_unloadable_reason(path)}", hint=UNLOADABLE_HINT
+        ) from None
     if isinstance(obj, dict) and "state_dict" in obj and isinstance(obj["state_dict"], dict):
         obj = obj["state_dict"]
-    if not isinstance(obj, dict) or not all(isinstance(k, str) and isinstance(v, torch.Tensor)
-                                            for k, v in obj.items()):
+    if not isinstance(obj, dict) or not all(isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in obj.items()):
         raise BadInput(f"{path.name}: does not hold a name -> tensor mapping", hint=DAMAGED)
     for name, t in obj.items():
         if t.layout != torch.strided or t.is_quantized or t.is_nested:
-            raise BadInput(f"{path.name}: tensor {name!r} is not a plain dense tensor ({t.layout}); "
-                           "a drafter's weights are dense", hint=DAMAGED)
+            raise BadInput(
+                f"{path.name}: tensor {name!r} is not a plain dense tensor ({t.layout}); a drafter's weights are dense",
+                hint=DAMAGED,
+            )
     return obj
 
 
@@ -157,8 +166,10 @@ class Checkpoint:
                 refs = {n: _bin_ref(n, t, f) for n, t in tensors.items()}
             dup = refs.keys() & self.refs.keys()
             if dup:
-                raise BadInput(f"tensor {sorted(dup)[0]!r} appears in more than one weight file",
-                               hint="keep one copy of each tensor: remove the stray weight file from the folder")
+                raise BadInput(
+                    f"tensor {sorted(dup)[0]!r} appears in more than one weight file",
+                    hint="keep one copy of each tensor: remove the stray weight file from the folder",
+                )
             self.refs.update(refs)
 
     def _discover(self) -> list[Path]:
@@ -173,24 +184,31 @@ class Checkpoint:
         if len(found) == 1:
             return [regular_file(found[0], "weights")]
         if not found:
-            raise BadInput(f"{d}: no weights found (expected model.safetensors, pytorch_model.bin or a *.index.json)",
-                           hint="name the drafter's own folder, the one with config.json and its weights")
-        raise BadInput(f"{d}: several .safetensors files and no index",
-                       hint="keep the drafter's files alone in its folder, or add the model.safetensors.index.json")
+            raise BadInput(
+                f"{d}: no weights found (expected model.safetensors, pytorch_model.bin or a *.index.json)",
+                hint="name the drafter's own folder, the one with config.json and its weights",
+            )
+        raise BadInput(
+            f"{d}: several .safetensors files and no index",
+            hint="keep the drafter's files alone in its folder, or add the model.safetensors.index.json",
+        )
 
     def _from_index(self, index: Path) -> list[Path]:
         try:
             weight_map = json.loads(index.read_bytes().decode("utf-8"))["weight_map"]
             files = sorted(set(weight_map.values()))
         except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
-            raise BadInput(f"{index.name}: malformed index (needs a weight_map object of shard names)",
-                           hint=DAMAGED) from None
+            raise BadInput(
+                f"{index.name}: malformed index (needs a weight_map object of shard names)", hint=DAMAGED
+            ) from None
         paths = []
         for name in files:
             path = child_path(self.dir, name, f"{index.name}: shard")
             if not path.exists():
-                raise BadInput(f"{index.name}: shard {name!r} is missing",
-                               hint="download the missing shard (eaglezoo pull fetches every file of a repo)")
+                raise BadInput(
+                    f"{index.name}: shard {name!r} is missing",
+                    hint="download the missing shard (eaglezoo pull fetches every file of a repo)",
+                )
             paths.append(regular_file(path, f"{index.name}: shard"))
         self._index_map = weight_map
         return paths

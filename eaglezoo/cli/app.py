@@ -23,7 +23,7 @@ COMPLETE_VAR = "_EAGLEZOO_COMPLETE"  # set by the script `eaglezoo --show-comple
 
 
 def json_requested(argv: list[str]) -> bool:
-    return "--json" in (argv[:argv.index("--")] if "--" in argv else argv)
+    return "--json" in (argv[: argv.index("--")] if "--" in argv else argv)
 
 
 def run(argv: list[str] | None = None) -> None:

@@ -20,14 +20,16 @@ from ..errors import UsageError, printable, terminal_text
 from ..limits import MAX_K
 
 # add_completion: --install-completion and --show-completion on the root (cli/app.run answers the shell's requests)
-app = typer.Typer(add_completion=True, no_args_is_help=True, pretty_exceptions_enable=False,
-                  context_settings={"help_option_names": ["-h", "--help"]},
-                  help="Convert, lint, verify and publish EAGLE-3 / EAGLE 3.1 drafters.")
-
+app = typer.Typer(
+    add_completion=True,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    help="Convert, lint, verify and publish EAGLE-3 / EAGLE 3.1 drafters.",
+)
 
 
 PIPED_WIDTH = 100_000  # a pipe has no width: render at natural width instead of cutting at 80 columns
-
 
 
 class _Console(Console):
@@ -42,67 +44,96 @@ class _Console(Console):
         no character of it acts on the terminal; rich's own styles and cursor moves (its control segments, and the
         styles it renders around text) are kept. rich 13-15 turn segments into output here (rich/console.py
         `Console._render_buffer`)."""
-        return super()._render_buffer(segment if segment.control else segment._replace(text=terminal_text(segment.text))
-                                      for segment in buffer)
-
+        return super()._render_buffer(
+            segment if segment.control else segment._replace(text=terminal_text(segment.text)) for segment in buffer
+        )
 
 
 out = _Console(highlight=False, emoji=False, soft_wrap=True, width=None if sys.stdout.isatty() else PIPED_WIDTH)
 
 
-
-err = _Console(stderr=True, highlight=False, emoji=False, soft_wrap=True, width=None if sys.stderr.isatty() else PIPED_WIDTH)
-
+err = _Console(
+    stderr=True, highlight=False, emoji=False, soft_wrap=True, width=None if sys.stderr.isatty() else PIPED_WIDTH
+)
 
 
 SHOW_PROGRESS = False  # set by run(): stderr is a terminal and --json was not asked for
 
 
-
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result (or the error) as JSON on stdout.")]
 
 
-
-RegistryOpt = Annotated[Optional[Path], typer.Option(
-    "--registry", metavar="DIR", help="Your own registry folder, laid over the shipped one (default: "
-    "$EAGLEZOO_REGISTRY).")]
-
-
-
-RevisionOpt = Annotated[Optional[str], typer.Option(metavar="REV", help="The drafter's Hub branch, tag or commit "
-                                                                       "(default: the registry's pin, else main).")]
-
+RegistryOpt = Annotated[
+    Optional[Path],
+    typer.Option(
+        "--registry",
+        metavar="DIR",
+        help="Your own registry folder, laid over the shipped one (default: $EAGLEZOO_REGISTRY).",
+    ),
+]
 
 
-FromOpt = Annotated[Optional[str], typer.Option("--from", metavar="DIALECT", help="Source dialect (default: detected).")]
+RevisionOpt = Annotated[
+    Optional[str],
+    typer.Option(
+        metavar="REV", help="The drafter's Hub branch, tag or commit (default: the registry's pin, else main)."
+    ),
+]
 
 
-
-AuxLayersOpt = Annotated[Optional[str], typer.Option(
-    metavar="IDS", help="Aux-layer ids, e.g. 2,3,4, where the checkpoint has none (with --aux-convention).")]
-
-
-
-AuxConventionOpt = Annotated[Optional[str], typer.Option(
-    metavar="CONVENTION", help="Of --aux-layers: boundary (vLLM, HF hidden_states) or layer-output (SGLang, "
-    "ModelOpt).")]
+FromOpt = Annotated[
+    Optional[str], typer.Option("--from", metavar="DIALECT", help="Source dialect (default: detected).")
+]
 
 
-
-FlagOpt = Annotated[Optional[list[str]], typer.Option(
-    metavar="NAME=BOOL", help="State an ambiguous flag, e.g. norm_output=true (repeatable).")]
-
-
-
-DrafterArg = Annotated[str, typer.Argument(
-    metavar="DRAFTER", help="Drafter directory, registry id (or its YAML file) or Hub repo id, in any dialect.")]
+AuxLayersOpt = Annotated[
+    Optional[str],
+    typer.Option(
+        metavar="IDS", help="Aux-layer ids, e.g. 2,3,4, where the checkpoint has none (with --aux-convention)."
+    ),
+]
 
 
+AuxConventionOpt = Annotated[
+    Optional[str],
+    typer.Option(
+        metavar="CONVENTION",
+        help="Of --aux-layers: boundary (vLLM, HF hidden_states) or layer-output (SGLang, ModelOpt).",
+    ),
+]
 
-NumSpecTokensOpt = Annotated[int, typer.Option("--num-spec-tokens", "-k", min=1, max=MAX_K, metavar="K", help="Draft depth K.")]
+
+FlagOpt = Annotated[
+    Optional[list[str]],
+    typer.Option(metavar="NAME=BOOL", help="State an ambiguous flag, e.g. norm_output=true (repeatable)."),
+]
+
+
+DrafterArg = Annotated[
+    str,
+    typer.Argument(
+        metavar="DRAFTER", help="Drafter directory, registry id (or its YAML file) or Hub repo id, in any dialect."
+    ),
+]
+
+
+NumSpecTokensOpt = Annotated[
+    int, typer.Option("--num-spec-tokens", "-k", min=1, max=MAX_K, metavar="K", help="Draft depth K.")
+]
 ReportOpt = Annotated[Optional[Path], typer.Option(metavar="FILE", help="Write the JSON report to this file.")]
-EnginePythonOpt = Annotated[Optional[str], typer.Option(metavar="PATH", rich_help_panel="Engine (vLLM)", help="Python interpreter that has vLLM (default: this one).")]
-SuiteOpt = Annotated[Optional[str], typer.Option(metavar="NAME", help="A shipped prompt suite instead of --prompts: standard (MT-bench, HumanEval) or robustness (a bucket per condition); eaglezoo/data/suites.")]
+EnginePythonOpt = Annotated[
+    Optional[str],
+    typer.Option(
+        metavar="PATH", rich_help_panel="Engine (vLLM)", help="Python interpreter that has vLLM (default: this one)."
+    ),
+]
+SuiteOpt = Annotated[
+    Optional[str],
+    typer.Option(
+        metavar="NAME",
+        help="A shipped prompt suite instead of --prompts: standard (MT-bench, HumanEval) or robustness (a bucket per condition); eaglezoo/data/suites.",
+    ),
+]
 
 
 def prompts_or_suite(prompts: Path | None, suite: str | None) -> Path | None:
@@ -116,7 +147,6 @@ def prompts_or_suite(prompts: Path | None, suite: str | None) -> Path | None:
     return suite_path(suite)
 
 
-
 def shown(text) -> str:
     """Text from a file, a path or a server, for rich: markup escaped, control characters blanked (one line)."""
     return escape(printable(str(text)))
@@ -124,7 +154,6 @@ def shown(text) -> str:
 
 def print_json(data) -> None:
     sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
-
 
 
 def emit(data, as_json: bool, render) -> None:
@@ -135,18 +164,22 @@ def emit(data, as_json: bool, render) -> None:
         render()
 
 
-
 @contextlib.contextmanager
 def byte_progress(description: str, total: int):
     """A progress bar on stderr for work measured in bytes (large inputs only)."""
     if not SHOW_PROGRESS or total < 32 * 1024 * 1024:
         yield lambda n: None
         return
-    columns = [TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn()]
+    columns = [
+        TextColumn("{task.description}"),
+        BarColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        TimeRemainingColumn(),
+    ]
     with Progress(*columns, console=err, transient=True) as progress:
         task = progress.add_task(description, total=total)
         yield lambda n: progress.advance(task, n)
-
 
 
 def version_callback(value: bool):
@@ -159,12 +192,13 @@ def version_callback(value: bool):
         raise typer.Exit()
 
 
-
 @app.callback()
-def main(version: Annotated[bool, typer.Option("--version", callback=version_callback, is_eager=True,
-                                               help="Show the version and exit.")] = False):
+def main(
+    version: Annotated[
+        bool, typer.Option("--version", callback=version_callback, is_eager=True, help="Show the version and exit.")
+    ] = False,
+):
     pass
-
 
 
 def parse_ids(text: str | None) -> list[int] | None:
@@ -173,12 +207,12 @@ def parse_ids(text: str | None) -> list[int] | None:
     try:
         ids = [int(x) for x in text.replace(" ", "").split(",") if x]
     except ValueError:
-        raise UsageError(f"--aux-layers must be comma-separated integers, got {text!r}",
-                         hint="give ids such as --aux-layers 2,3,4") from None
+        raise UsageError(
+            f"--aux-layers must be comma-separated integers, got {text!r}", hint="give ids such as --aux-layers 2,3,4"
+        ) from None
     if not ids:
         raise UsageError("--aux-layers is empty", hint="give ids such as --aux-layers 2,3,4")
     return ids
-
 
 
 def parse_flags(items: list[str] | None) -> dict[str, bool]:
@@ -188,20 +222,23 @@ def parse_flags(items: list[str] | None) -> dict[str, bool]:
     for item in items or []:
         name, _, value = item.partition("=")
         if name not in FLAGS or value.lower() not in ("true", "false"):
-            raise UsageError(f"--flag takes NAME=true|false with NAME one of {', '.join(FLAGS)}; got {item!r}",
-                             hint="e.g. --flag norm_output=true")
+            raise UsageError(
+                f"--flag takes NAME=true|false with NAME one of {', '.join(FLAGS)}; got {item!r}",
+                hint="e.g. --flag norm_output=true",
+            )
         flags[name] = value.lower() == "true"
     return flags
-
 
 
 def read_options(aux_layers: str | None, aux_convention: str | None, flag: list[str] | None):
     from ..checkpoint.formats.base import ReadOptions, detect_convention
 
     ids = parse_ids(aux_layers)
-    return ReadOptions(aux_layers=tuple(ids) if ids is not None else None, aux_convention=detect_convention(aux_convention),
-                       flags=parse_flags(flag))
-
+    return ReadOptions(
+        aux_layers=tuple(ids) if ids is not None else None,
+        aux_convention=detect_convention(aux_convention),
+        flags=parse_flags(flag),
+    )
 
 
 def parse_json_object(text: str, flag: str, example: str) -> dict:
@@ -224,12 +261,13 @@ def parse_floors(text: str | None, k: int) -> list[float] | None:
     except ValueError:
         floors = []
     if not floors or any(not 0 <= x <= 1 for x in floors):  # NaN fails both comparisons
-        raise UsageError(f"--min-acceptance must be comma-separated numbers in [0, 1], got {text!r}",
-                         hint="e.g. --min-acceptance 0.6,0.4,0.3 (one floor per position, at most K)")
+        raise UsageError(
+            f"--min-acceptance must be comma-separated numbers in [0, 1], got {text!r}",
+            hint="e.g. --min-acceptance 0.6,0.4,0.3 (one floor per position, at most K)",
+        )
     if len(floors) > k:
         raise UsageError(f"--min-acceptance has {len(floors)} floors but K is {k}", hint="give at most K values")
     return floors
-
 
 
 def human_bytes(n: int) -> str:

@@ -36,15 +36,36 @@ if TYPE_CHECKING:
 def convert(
     src: DrafterArg,
     dst: Annotated[Path, typer.Argument(metavar="OUT", help="Output directory (must not exist unless --force).")],
-    to: Annotated[str, typer.Option("--to", metavar="FORMAT", help="Output format: eagle31, speculators, native (a P-EAGLE, DFlash or DSpark drafter's own form), or gguf (llama.cpp; needs --target).")] = "eagle31",
+    to: Annotated[
+        str,
+        typer.Option(
+            "--to",
+            metavar="FORMAT",
+            help="Output format: eagle31, speculators, native (a P-EAGLE, DFlash or DSpark drafter's own form), or gguf (llama.cpp; needs --target).",
+        ),
+    ] = "eagle31",
     from_: FromOpt = None,
-    target: Annotated[Optional[str], typer.Option(metavar="TARGET", help="Target model directory (or Hub id) to check against.")] = None,
+    target: Annotated[
+        Optional[str], typer.Option(metavar="TARGET", help="Target model directory (or Hub id) to check against.")
+    ] = None,
     aux_layers: AuxLayersOpt = None,
     aux_convention: AuxConventionOpt = None,
     flag: FlagOpt = None,
-    dtype: Annotated[Optional[str], typer.Option(metavar="DTYPE", help="Cast floating tensors (float32, float16, bfloat16); ints and bools never.")] = None,
-    verifier: Annotated[Optional[str], typer.Option(metavar="REPO", help="Target repo id written into speculators_config.verifier.")] = None,
-    borrow_from_target: Annotated[bool, typer.Option("--borrow-from-target", rich_help_panel="DFlash, DSpark", help="With --to speculators: copy the target's embedding, lm_head and final norm in.")] = False,
+    dtype: Annotated[
+        Optional[str],
+        typer.Option(metavar="DTYPE", help="Cast floating tensors (float32, float16, bfloat16); ints and bools never."),
+    ] = None,
+    verifier: Annotated[
+        Optional[str], typer.Option(metavar="REPO", help="Target repo id written into speculators_config.verifier.")
+    ] = None,
+    borrow_from_target: Annotated[
+        bool,
+        typer.Option(
+            "--borrow-from-target",
+            rich_help_panel="DFlash, DSpark",
+            help="With --to speculators: copy the target's embedding, lm_head and final norm in.",
+        ),
+    ] = False,
     revision: RevisionOpt = None,
     registry_dir: RegistryOpt = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the plan; write nothing.")] = False,
@@ -56,32 +77,59 @@ def convert(
     Example: eaglezoo convert tiny-example-eagle3 tiny-eagle31"""
     from ..convert import apply, check_destination, plan
 
-    req = convert_request(src, target, read_options(aux_layers, aux_convention, flag), revision=revision,
-                      registry_dir=registry_dir, to=to, dialect=from_, dtype=dtype, verifier=verifier,
-                      borrow=borrow_from_target)
+    req = convert_request(
+        src,
+        target,
+        read_options(aux_layers, aux_convention, flag),
+        revision=revision,
+        registry_dir=registry_dir,
+        to=to,
+        dialect=from_,
+        dtype=dtype,
+        verifier=verifier,
+        borrow=borrow_from_target,
+    )
     check_destination(req.source, dst, force)  # a dry run refuses what the real run would refuse
     prepared = plan(req)
     p = prepared.plan
     if dry_run:
-        emit({"dry_run": True, "plan": p.model_dump(mode="json"), "config": prepared.config}, as_json,
-             lambda: render_plan(p, "[dim]dry run: nothing written[/dim]"))
+        emit(
+            {"dry_run": True, "plan": p.model_dump(mode="json"), "config": prepared.config},
+            as_json,
+            lambda: render_plan(p, "[dim]dry run: nothing written[/dim]"),
+        )
         return
     with byte_progress("converting", p.num_bytes) as advance:
         record = apply(prepared, dst, force=force, progress=advance)
-    emit({"dry_run": False, "out": str(dst), "plan": p.model_dump(mode="json"), "record": record}, as_json,
-         lambda: render_plan(p, f"[green]wrote[/green] {shown(dst)} ({p.num_tensors} tensors, {human_bytes(p.num_bytes)}; "
-                                "conversion.json records every decision)"))
-
+    emit(
+        {"dry_run": False, "out": str(dst), "plan": p.model_dump(mode="json"), "record": record},
+        as_json,
+        lambda: render_plan(
+            p,
+            f"[green]wrote[/green] {shown(dst)} ({p.num_tensors} tensors, {human_bytes(p.num_bytes)}; "
+            "conversion.json records every decision)",
+        ),
+    )
 
 
 def render_plan(p, outcome: str) -> None:
     s = p.spec
-    out.print(f"[bold]{shown(p.source)}[/bold]: dialect [cyan]{p.dialect}[/cyan] -> [cyan]{p.to}[/cyan]  "
-              f"(EAGLE {s.eagle_version}, {s.arch}, k={s.num_aux}, aux boundary {s.aux.boundary() if s.aux else None}, "
-              f"vocab {s.vocab_size}/{s.draft_vocab_size})")
-    out.print(f"tensors: {p.num_tensors} kept ({human_bytes(p.num_bytes)}), {len(p.renames)} renamed, "
-              f"{len(p.drops)} dropped" + (f", cast to {p.dtype}" if p.dtype else ", bytes unchanged" if p.to != "gguf"
-                                            else " (conversion.json: each tensor's dtype and transform)"))
+    out.print(
+        f"[bold]{shown(p.source)}[/bold]: dialect [cyan]{p.dialect}[/cyan] -> [cyan]{p.to}[/cyan]  "
+        f"(EAGLE {s.eagle_version}, {s.arch}, k={s.num_aux}, aux boundary {s.aux.boundary() if s.aux else None}, "
+        f"vocab {s.vocab_size}/{s.draft_vocab_size})"
+    )
+    out.print(
+        f"tensors: {p.num_tensors} kept ({human_bytes(p.num_bytes)}), {len(p.renames)} renamed, "
+        f"{len(p.drops)} dropped"
+        + (
+            f", cast to {p.dtype}"
+            if p.dtype
+            else ", bytes unchanged"
+            if p.to != "gguf"
+            else " (conversion.json: each tensor's dtype and transform)"
+        )
+    )
     for r in p.renames[:6]:
         out.print(f"  rename {shown(r.source)} -> {shown(r.output)}")
     if len(p.renames) > 6:
@@ -100,8 +148,15 @@ def render_plan(p, outcome: str) -> None:
     out.print(outcome)
 
 
-def convert_request(src: str, target: str | None, opts: ReadOptions, *, revision: str | None = None,
-                    registry_dir: Path | None = None, **choices) -> ConvertRequest:
+def convert_request(
+    src: str,
+    target: str | None,
+    opts: ReadOptions,
+    *,
+    revision: str | None = None,
+    registry_dir: Path | None = None,
+    **choices,
+) -> ConvertRequest:
     """The request for what `src` and `target` name (a folder, a registry entry or a Hub repo), with the
     registry's aux ids where the command line gives none."""
     from ..convert import ConvertRequest

@@ -32,26 +32,90 @@ REFERENCE = "Native reference (the drafter and target run by eaglezoo, beside th
 
 @app.command()
 def doctor(
-    drafter: Annotated[str | None, typer.Argument(metavar="[DRAFTER]", help="The drafter it should serve: a registry id, a folder or a Hub repo id (default: the server's own, read from its folder).")] = None,
-    target: Annotated[str | None, typer.Option(metavar="TARGET", help="The target the drafter was trained for (default: the registry entry's, else the server's).")] = None,
-    endpoint: Annotated[str | None, typer.Option(metavar="URL", help="A running vLLM server to diagnose, e.g. http://127.0.0.1:8000.")] = None,
-    engine: Annotated[str | None, typer.Option(metavar="vllm", help="Diagnose the deployment you are about to start: eaglezoo starts vLLM on the drafter's folder as given.")] = None,
-    speculative_config: Annotated[str | None, typer.Option(metavar="JSON", rich_help_panel=ENGINE, help="What you would pass to vllm serve --speculative-config (e.g. a K table); model and method default to the drafter's.")] = None,
-    num_spec_tokens: Annotated[int | None, typer.Option("--num-spec-tokens", "-k", min=1, max=MAX_K, help="Draft depth K (a server in dev mode says its own).")] = None,
-    prompts: Annotated[Path | None, typer.Option(metavar="FILE", help="JSONL prompts like your traffic (default: the registry entry's, else the shipped set).")] = None,
+    drafter: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="[DRAFTER]",
+            help="The drafter it should serve: a registry id, a folder or a Hub repo id (default: the server's own, read from its folder).",
+        ),
+    ] = None,
+    target: Annotated[
+        str | None,
+        typer.Option(
+            metavar="TARGET",
+            help="The target the drafter was trained for (default: the registry entry's, else the server's).",
+        ),
+    ] = None,
+    endpoint: Annotated[
+        str | None, typer.Option(metavar="URL", help="A running vLLM server to diagnose, e.g. http://127.0.0.1:8000.")
+    ] = None,
+    engine: Annotated[
+        str | None,
+        typer.Option(
+            metavar="vllm",
+            help="Diagnose the deployment you are about to start: eaglezoo starts vLLM on the drafter's folder as given.",
+        ),
+    ] = None,
+    speculative_config: Annotated[
+        str | None,
+        typer.Option(
+            metavar="JSON",
+            rich_help_panel=ENGINE,
+            help="What you would pass to vllm serve --speculative-config (e.g. a K table); model and method default to the drafter's.",
+        ),
+    ] = None,
+    num_spec_tokens: Annotated[
+        int | None,
+        typer.Option(
+            "--num-spec-tokens", "-k", min=1, max=MAX_K, help="Draft depth K (a server in dev mode says its own)."
+        ),
+    ] = None,
+    prompts: Annotated[
+        Path | None,
+        typer.Option(
+            metavar="FILE",
+            help="JSONL prompts like your traffic (default: the registry entry's, else the shipped set).",
+        ),
+    ] = None,
     suite: SuiteOpt = None,
     max_prompts: Annotated[int | None, typer.Option(min=1, help="Use only the first N prompts.")] = None,
     max_new_tokens: Annotated[int, typer.Option(min=1, max=MAX_NEW_TOKENS, help="Tokens generated per prompt.")] = 64,
-    device: Annotated[str, typer.Option("--reference-device", "--device", metavar="DEVICE", rich_help_panel=REFERENCE, help="auto, cpu, cuda or cuda:N (auto: the first GPU, else the CPU: beside a server that holds the GPU, cpu or another GPU).")] = "auto",
-    reference_dtype: Annotated[str, typer.Option(metavar="DTYPE", rich_help_panel=REFERENCE, help="float32 (the exact reference: about 4 bytes a parameter, 32 GB for an 8B target), bfloat16, float16 or auto (as verify's --dtype).")] = "float32",
-    batch_size: Annotated[int, typer.Option(min=1, max=256, rich_help_panel=REFERENCE, help="Prompts per target batch.")] = 32,
+    device: Annotated[
+        str,
+        typer.Option(
+            "--reference-device",
+            "--device",
+            metavar="DEVICE",
+            rich_help_panel=REFERENCE,
+            help="auto, cpu, cuda or cuda:N (auto: the first GPU, else the CPU: beside a server that holds the GPU, cpu or another GPU).",
+        ),
+    ] = "auto",
+    reference_dtype: Annotated[
+        str,
+        typer.Option(
+            metavar="DTYPE",
+            rich_help_panel=REFERENCE,
+            help="float32 (the exact reference: about 4 bytes a parameter, 32 GB for an 8B target), bfloat16, float16 or auto (as verify's --dtype).",
+        ),
+    ] = "float32",
+    batch_size: Annotated[
+        int, typer.Option(min=1, max=256, rich_help_panel=REFERENCE, help="Prompts per target batch.")
+    ] = 32,
     engine_python: EnginePythonOpt = None,
     max_model_len: Annotated[int | None, typer.Option(min=16, max=MAX_MODEL_LEN, rich_help_panel=ENGINE)] = None,
-    dtype: Annotated[str, typer.Option(rich_help_panel=ENGINE, help="auto (the model's), float32, bfloat16, float16.")] = "auto",
+    dtype: Annotated[
+        str, typer.Option(rich_help_panel=ENGINE, help="auto (the model's), float32, bfloat16, float16.")
+    ] = "auto",
     enforce_eager: Annotated[bool, typer.Option("--enforce-eager", rich_help_panel=ENGINE)] = False,
-    gpu_memory_utilization: Annotated[float | None, typer.Option(min=0.01, max=1.0, metavar="F", rich_help_panel=ENGINE)] = None,
-    tensor_parallel_size: Annotated[int, typer.Option("--tensor-parallel-size", "-tp", min=1, rich_help_panel=ENGINE)] = 1,
-    engine_args: Annotated[str | None, typer.Option(metavar="JSON", rich_help_panel=ENGINE, help="Any other LLM(...) argument.")] = None,
+    gpu_memory_utilization: Annotated[
+        float | None, typer.Option(min=0.01, max=1.0, metavar="F", rich_help_panel=ENGINE)
+    ] = None,
+    tensor_parallel_size: Annotated[
+        int, typer.Option("--tensor-parallel-size", "-tp", min=1, rich_help_panel=ENGINE)
+    ] = 1,
+    engine_args: Annotated[
+        str | None, typer.Option(metavar="JSON", rich_help_panel=ENGINE, help="Any other LLM(...) argument.")
+    ] = None,
     engine_timeout: Annotated[float, typer.Option(min=1.0, metavar="SECONDS", rich_help_panel=ENGINE)] = 3600.0,
     report: ReportOpt = None,
     html: HtmlOpt = None,
@@ -70,29 +134,60 @@ def doctor(
     from ..verify.vllm_engine import engine_options
 
     if (endpoint is None) == (engine is None):
-        raise UsageError("give --endpoint URL (a running server) or --engine vllm (the deployment eaglezoo starts)",
-                         hint="e.g. eaglezoo doctor DRAFTER --endpoint http://127.0.0.1:8000")
+        raise UsageError(
+            "give --endpoint URL (a running server) or --engine vllm (the deployment eaglezoo starts)",
+            hint="e.g. eaglezoo doctor DRAFTER --endpoint http://127.0.0.1:8000",
+        )
     if engine is not None and engine != "vllm":
         raise UsageError(f"--engine {engine}: doctor starts vLLM only", hint="use --engine vllm, or --endpoint URL")
     if endpoint and speculative_config:
-        raise UsageError("--speculative-config describes a planned deployment; a running server has its own",
-                         hint="drop it: doctor reads the server's config")
+        raise UsageError(
+            "--speculative-config describes a planned deployment; a running server has its own",
+            hint="drop it: doctor reads the server's config",
+        )
     if engine and drafter is None:
-        raise UsageError("name the drafter of the planned deployment", hint="e.g. eaglezoo doctor DRAFTER --engine vllm")
+        raise UsageError(
+            "name the drafter of the planned deployment", hint="e.g. eaglezoo doctor DRAFTER --engine vllm"
+        )
     check_outputs(report, html, reads=(prompts,))
     check_settings(["native"], device=device, dtype=reference_dtype)  # the reference's, as verify checks its own
-    options = engine_options(python=engine_python, max_model_len=max_model_len, dtype=dtype, enforce_eager=enforce_eager,
-                             tensor_parallel_size=tensor_parallel_size, gpu_memory_utilization=gpu_memory_utilization,
-                             extra=parse_engine_args(engine_args), timeout_s=engine_timeout) if engine else None
+    options = (
+        engine_options(
+            python=engine_python,
+            max_model_len=max_model_len,
+            dtype=dtype,
+            enforce_eager=enforce_eager,
+            tensor_parallel_size=tensor_parallel_size,
+            gpu_memory_utilization=gpu_memory_utilization,
+            extra=parse_engine_args(engine_args),
+            timeout_s=engine_timeout,
+        )
+        if engine
+        else None
+    )
     config = parse_config(speculative_config, num_spec_tokens or DEFAULT_K)
-    request = DoctorRequest(endpoint=endpoint, engine_options=options, k=num_spec_tokens,
-                            speculative_config=config, max_new_tokens=max_new_tokens,
-                            max_prompts=max_prompts, device=device, reference_dtype=reference_dtype,
-                            batch_size=batch_size)
+    request = DoctorRequest(
+        endpoint=endpoint,
+        engine_options=options,
+        k=num_spec_tokens,
+        speculative_config=config,
+        max_new_tokens=max_new_tokens,
+        max_prompts=max_prompts,
+        device=device,
+        reference_dtype=reference_dtype,
+        batch_size=batch_size,
+    )
     with verify_progress() as advance:
-        result = diagnose_source(drafter, target, request, revision=revision, registry_dir=registry_dir,
-                                 prompts_file=prompts_or_suite(prompts, suite), progress=advance,
-                                 outputs={"--report": report, "--html": html})
+        result = diagnose_source(
+            drafter,
+            target,
+            request,
+            revision=revision,
+            registry_dir=registry_dir,
+            prompts_file=prompts_or_suite(prompts, suite),
+            progress=advance,
+            outputs={"--report": report, "--html": html},
+        )
     data = result.model_dump(mode="json")
     save(data, report, html)
     emit(data, as_json, lambda: render_doctor(result))
@@ -108,7 +203,11 @@ def parse_config(text: str | None, k: int) -> dict | None:
     if text is None:
         return None
     config = parse_json_object(text, "--speculative-config", '{"num_speculative_tokens_per_batch_size": [[1, 4, 3]]}')
-    for key, why in (("model", "the drafter named"), ("method", "eagle3, the drafter's"), ("num_speculative_tokens", "-k")):
+    for key, why in (
+        ("model", "the drafter named"),
+        ("method", "eagle3, the drafter's"),
+        ("num_speculative_tokens", "-k"),
+    ):
         if key in config:
             raise UsageError(f"--speculative-config: {key} is {why}", hint=f"drop {key} from the JSON")
     table = config.get("num_speculative_tokens_per_batch_size")
@@ -118,8 +217,17 @@ def parse_config(text: str | None, k: int) -> dict | None:
     return config
 
 
-def diagnose_source(drafter: str | None, target: str | None, request, *, revision=None, registry_dir=None,
-                    prompts_file: Path | None = None, outputs=None, progress=lambda *a, **kw: None):
+def diagnose_source(
+    drafter: str | None,
+    target: str | None,
+    request,
+    *,
+    revision=None,
+    registry_dir=None,
+    prompts_file: Path | None = None,
+    outputs=None,
+    progress=lambda *a, **kw: None,
+):
     """Names to folders (a registry entry supplies its target, aux ids, floors and prompts), then the diagnosis, its
     requests to a server bounded in all by doctor's total wait (EAGLEZOO_DOCTOR_DEADLINE)."""
     from ..settings import doctor_deadline_s
@@ -142,21 +250,37 @@ def resolve_and_diagnose(drafter, target, request, revision, registry_dir, promp
     if drafter is None:
         target_dir = local_target(target)
         return diagnose(request, None, target_dir, prompts_file=prompts_file, target_name=target, progress=progress)
-    named = resolve_request(drafter, target, ReadOptions(), revision=revision, registry_dir=registry_dir,
-                            prompts_file=prompts_file, outputs=outputs)
+    named = resolve_request(
+        drafter,
+        target,
+        ReadOptions(),
+        revision=revision,
+        registry_dir=registry_dir,
+        prompts_file=prompts_file,
+        outputs=outputs,
+    )
     entry, tgt = named.entry, named.target
-    return diagnose(request, named.source.path, tgt.path, prompts_file=named.prompts_file, opts=named.options,
-                    floors_at=(lambda k: covering_floors(entry, k)) if entry is not None else lambda k: None,
-                    entry_prompts=prompts_file is None and entry is not None and bool(entry.prompts),
-                    target_name=tgt.repo or str(tgt.path), drafter_name=drafter, progress=progress)
+    return diagnose(
+        request,
+        named.source.path,
+        tgt.path,
+        prompts_file=named.prompts_file,
+        opts=named.options,
+        floors_at=(lambda k: covering_floors(entry, k)) if entry is not None else lambda k: None,
+        entry_prompts=prompts_file is None and entry is not None and bool(entry.prompts),
+        target_name=tgt.repo or str(tgt.path),
+        drafter_name=drafter,
+        progress=progress,
+    )
 
 
 def covering_floors(entry, k: int) -> list[float] | None:
     """The entry's per-position floors (T=0) for the positions a K-deep run shares with them: its own K's where it
     has them, else the deepest shallower K's (positions 1..K' of a deeper run draft exactly as at K'), else a
     deeper K's first K positions (`Entry.floors_at` at that K)."""
-    ks = sorted({f.k for f in entry.acceptance_floors or [] if f.temperature == 0.0 and f.condition is None
-                 and f.per_position})
+    ks = sorted(
+        {f.k for f in entry.acceptance_floors or [] if f.temperature == 0.0 and f.condition is None and f.per_position}
+    )
     if not ks:
         return None
     shallower = [x for x in ks if x <= k]
@@ -181,8 +305,10 @@ def render_prompts(r) -> None:
         return
     below = sum(s < ref - 1e-9 for s, ref in zip(server, reference))
     above = sum(s > ref + 1e-9 for s, ref in zip(server, reference))
-    out.print(f"prompt by prompt: the server below the reference on {below}, above on {above}, equal on "
-              f"{len(server) - below - above} of {len(server)}")
+    out.print(
+        f"prompt by prompt: the server below the reference on {below}, above on {above}, equal on "
+        f"{len(server) - below - above} of {len(server)}"
+    )
 
 
 COLOURS = {"healthy": "green", "engine-config": "red", "drafter": "red", "target-mismatch": "red", "workload": "yellow"}
@@ -192,10 +318,13 @@ def render_doctor(r) -> None:
     out.print(f"[bold {COLOURS[r.verdict]}]{r.verdict.upper()}[/] {shown(r.summary)}")
     s = r.server
     where = shown(s.url or s.engine)
-    out.print(f"server: {where}, vLLM {shown(s.version or '?')}, target {shown(s.target)}, drafter "
-              f"{shown(s.drafter or 'not said')}, K={s.k}" + (f", K table {s.k_table}" if s.k_table else ""))
-    out.print(f"named: drafter {shown(r.drafter)}, target {shown(r.target)}; {r.prompts} prompts x {r.max_new_tokens} "
-              "tokens")
+    out.print(
+        f"server: {where}, vLLM {shown(s.version or '?')}, target {shown(s.target)}, drafter "
+        f"{shown(s.drafter or 'not said')}, K={s.k}" + (f", K table {s.k_table}" if s.k_table else "")
+    )
+    out.print(
+        f"named: drafter {shown(r.drafter)}, target {shown(r.target)}; {r.prompts} prompts x {r.max_new_tokens} tokens"
+    )
     for f in r.findings:
         mark = "confirmed" if f.confirmed else "not confirmed by a trial"
         out.print(f"\n[bold]{shown(f.cause)}[/bold] ({f.verdict}, {mark}): {shown(f.what)}")
@@ -205,10 +334,17 @@ def render_doctor(r) -> None:
     out.print("\nacceptance length, per position:")
     for a in r.measured:
         rates = ", ".join(f"{x:.3f}" for x in a.per_position)
-        out.print(f"  {shown(a.source):<28} {a.mean_acceptance_length:.3f} "
-                  f"[{a.interval[0]:.3f}, {a.interval[1]:.3f}]  [{rates}]")
+        out.print(
+            f"  {shown(a.source):<28} {a.mean_acceptance_length:.3f} "
+            f"[{a.interval[0]:.3f}, {a.interval[1]:.3f}]  [{rates}]"
+        )
     render_prompts(r)
     for note in r.notes:
         out.print(f"[yellow]note[/yellow] {shown(note)}")
-    out.print("time: " + ", ".join(f"{shown(k.removesuffix('_s'))} {v:.1f}s" if k.endswith("_s") else
-                                   f"{shown(k)} {v:g}" for k, v in r.timing.items()))
+    out.print(
+        "time: "
+        + ", ".join(
+            f"{shown(k.removesuffix('_s'))} {v:.1f}s" if k.endswith("_s") else f"{shown(k)} {v:g}"
+            for k, v in r.timing.items()
+        )
+    )

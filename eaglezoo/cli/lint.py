@@ -35,7 +35,9 @@ SEVERITY_STYLE = {"error": "red", "warning": "yellow", "info": "blue"}
 @app.command()
 def lint(
     drafter: DrafterArg,
-    target: Annotated[Optional[str], typer.Option(metavar="TARGET", help="Target directory or Hub repo id (default: the registry's).")] = None,
+    target: Annotated[
+        Optional[str], typer.Option(metavar="TARGET", help="Target directory or Hub repo id (default: the registry's).")
+    ] = None,
     from_: FromOpt = None,
     aux_layers: AuxLayersOpt = None,
     aux_convention: AuxConventionOpt = None,
@@ -47,12 +49,17 @@ def lint(
     """Static checks: shapes, flags, aux ids, vocab maps, norms, engine support.
 
     Example: eaglezoo lint tiny-example-eagle3"""
-    report = lint_source(drafter, target, revision=revision, dialect=from_, registry_dir=registry_dir,
-                         opts=read_options(aux_layers, aux_convention, flag))
+    report = lint_source(
+        drafter,
+        target,
+        revision=revision,
+        dialect=from_,
+        registry_dir=registry_dir,
+        opts=read_options(aux_layers, aux_convention, flag),
+    )
     emit(report.model_dump(mode="json"), as_json, lambda: render_lint(report))
     if report.errors:
         raise typer.Exit(EXIT_FINDINGS)
-
 
 
 def render_lint(report) -> None:
@@ -75,15 +82,24 @@ def render_lint(report) -> None:
         out.print(f"[dim]engine[/dim]  {e.engine}: {floor}, {status}")
     if report.bytes_read is not None:
         share = 100 * report.bytes_read / max(1, report.weights_bytes or 1)
-        out.print(f"remote: downloaded {human_bytes(report.bytes_read)} of {human_bytes(report.weights_bytes or 0)} "
-                  f"of weights ({share:.3f}%)")
+        out.print(
+            f"remote: downloaded {human_bytes(report.bytes_read)} of {human_bytes(report.weights_bytes or 0)} "
+            f"of weights ({share:.3f}%)"
+        )
     n_err, n_warn = len(report.errors), sum(f.severity == "warning" for f in report.findings)
     colour = "red" if n_err else "green"
     out.print(f"[{colour}]{n_err} error(s)[/{colour}], {n_warn} warning(s)")
 
 
-def lint_source(arg: str, target: str | None = None, *, revision: str | None = None, dialect: str | None = None,
-                registry_dir: Path | None = None, opts: ReadOptions | None = None) -> LintReport:
+def lint_source(
+    arg: str,
+    target: str | None = None,
+    *,
+    revision: str | None = None,
+    dialect: str | None = None,
+    registry_dir: Path | None = None,
+    opts: ReadOptions | None = None,
+) -> LintReport:
     """Lint what `arg` names: a folder, a config file alone, a registry entry (remotely when it is on the Hub)
     or a Hub repo."""
     from ..checkpoint.formats.base import ReadOptions
@@ -110,8 +126,13 @@ def lint_source(arg: str, target: str | None = None, *, revision: str | None = N
         entry, reg = lookup(arg, registry_dir)
         opts = entry.read_options(opts)
         if entry.drafter.repo:  # headers and small tensors only, never the weights
-            return remote_lint(entry.drafter.repo, target or entry.target.repo, revision=revision or entry.drafter.revision,
-                               dialect=dialect or entry.dialect, opts=opts)
+            return remote_lint(
+                entry.drafter.repo,
+                target or entry.target.repo,
+                revision=revision or entry.drafter.revision,
+                dialect=dialect or entry.dialect,
+                opts=opts,
+            )
         src = location(entry.drafter, reg, None, "drafter")
         src.entry, src.registry = entry, reg
     tgt = target_for(src, target, registry_dir)

@@ -12,7 +12,9 @@ import typer
 from ..errors import UsageError
 from ..fsutil import atomic_write_text, file_destination, within
 
-HtmlOpt = Annotated[Optional[Path], typer.Option(metavar="FILE", help="Also write a self-contained HTML page with the plots.")]
+HtmlOpt = Annotated[
+    Optional[Path], typer.Option(metavar="FILE", help="Also write a self-contained HTML page with the plots.")
+]
 
 
 def check_outputs(report: Path | None, html: Path | None, reads: tuple[Path | None, ...] = ()) -> None:
@@ -24,18 +26,24 @@ def check_outputs(report: Path | None, html: Path | None, reads: tuple[Path | No
             file_destination(path, option)
             _not_an_input(path, option, reads)
     if report is not None and html is not None and _same_file(report, html):
-        raise UsageError(f"--report and --html both name {html}: the page would replace the report",
-                         hint="give the page another name, e.g. --html report.html")
+        raise UsageError(
+            f"--report and --html both name {html}: the page would replace the report",
+            hint="give the page another name, e.g. --html report.html",
+        )
 
 
 def _not_an_input(path: Path, option: str, reads: tuple[Path | None, ...]) -> None:
     for given in reads:
         if given is not None and _same_file(path, given):
-            raise UsageError(f"{option} {path} is a file this command reads: writing it would destroy that input",
-                             hint=f"give {option} another file name")
+            raise UsageError(
+                f"{option} {path} is a file this command reads: writing it would destroy that input",
+                hint=f"give {option} another file name",
+            )
 
 
-def spare_inputs(outputs: dict[str, Path | None], folders: tuple[Path | None, ...], files: tuple[Path | None, ...]) -> None:
+def spare_inputs(
+    outputs: dict[str, Path | None], folders: tuple[Path | None, ...], files: tuple[Path | None, ...]
+) -> None:
     """Once the names are resolved, before anything runs: no output inside a folder the command reads (the drafter,
     the target, the registry) or on a file it reads (the prompts an entry names)."""
     for option, path in outputs.items():
@@ -44,8 +52,11 @@ def spare_inputs(outputs: dict[str, Path | None], folders: tuple[Path | None, ..
         _not_an_input(path, option, files)
         for folder in filter(None, folders):
             if within(path, folder):
-                raise UsageError(f"{option} {path} is inside {folder}, which this command reads: writing there would "
-                                 "change that input", hint=f"give {option} a file outside {folder}")
+                raise UsageError(
+                    f"{option} {path} is inside {folder}, which this command reads: writing there would "
+                    "change that input",
+                    hint=f"give {option} a file outside {folder}",
+                )
 
 
 def _same_file(a: Path, b: Path) -> bool:

@@ -14,10 +14,17 @@ from .common import JsonOpt, RegistryOpt, app, emit, err, out, shown
 
 registry_app = typer.Typer(no_args_is_help=True, help="The registry of published drafters (registry/*.yaml).")
 app.add_typer(registry_app, name="registry")
-EntriesArg = Annotated[Optional[list[str]], typer.Argument(metavar="[ID|FILE]...", help="Only these entries (default: all).")]
+EntriesArg = Annotated[
+    Optional[list[str]], typer.Argument(metavar="[ID|FILE]...", help="Only these entries (default: all).")
+]
+
+
 @registry_app.command("list")
 def registry_list(
-    target: Annotated[Optional[str], typer.Option(metavar="TARGET", help="Only drafters for this target (substring, case-insensitive).")] = None,
+    target: Annotated[
+        Optional[str],
+        typer.Option(metavar="TARGET", help="Only drafters for this target (substring, case-insensitive)."),
+    ] = None,
     registry_dir: RegistryOpt = None,
     as_json: JsonOpt = False,
 ):
@@ -41,8 +48,11 @@ def registry_list(
 
 def note_nearest(asked: str, nearest: list[str]) -> None:
     """No entry's target contains `asked`: the nearest targets that have drafters, said on stderr."""
-    guess = (f"; did you mean {' or '.join(shown(t) for t in nearest)}? (eaglezoo registry list --target NAME)"
-             if nearest else "; eaglezoo registry list shows every target")
+    guess = (
+        f"; did you mean {' or '.join(shown(t) for t in nearest)}? (eaglezoo registry list --target NAME)"
+        if nearest
+        else "; eaglezoo registry list shows every target"
+    )
     err.print(f"note: no drafter in the registry names a target containing {shown(asked)}{guess}")
 
 
@@ -51,9 +61,11 @@ def listed_json(entry) -> dict:
     from ..registry.listing import serving, shown_figure
 
     figure = shown_figure(entry)
-    return {**entry.model_dump(mode="json"),
-            "shown_reported": {**figure.model_dump(mode="json"), "label": figure.label()} if figure else None,
-            "serving": [s.to_json() for s in serving(entry)]}
+    return {
+        **entry.model_dump(mode="json"),
+        "shown_reported": {**figure.model_dump(mode="json"), "label": figure.label()} if figure else None,
+        "serving": [s.to_json() for s in serving(entry)],
+    }
 
 
 def warn_skipped(reg) -> None:
@@ -66,12 +78,19 @@ def note_overridden(ids, mine) -> None:
     """Said once: the user's entries that replace the base copy's of the same id."""
     if ids:
         shown_ids = ", ".join(ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
-        err.print(f"note: {len(ids)} entries of {mine} replace the shipped ones of the same id: {shown_ids}",
-                  markup=False)
+        err.print(
+            f"note: {len(ids)} entries of {mine} replace the shipped ones of the same id: {shown_ids}", markup=False
+        )
 
 
-LEVEL_SHORT = {"hub-file": "hub", "repo-file": "repo", "publisher-template": "template", "model-card": "card",
-               "public-quote": "quote", "estimate": "estimate"}
+LEVEL_SHORT = {
+    "hub-file": "hub",
+    "repo-file": "repo",
+    "publisher-template": "template",
+    "model-card": "card",
+    "public-quote": "quote",
+    "estimate": "estimate",
+}
 
 
 def render_registry(entries) -> None:
@@ -80,16 +99,30 @@ def render_registry(entries) -> None:
         return
     from ..registry.listing import serving_summary, shown_figure
 
-    table = Table("id", "target", "family", "dialect", "EAGLE", "aux ids", "facts by evidence", "reported AL", "serves",
-                  "status")
+    table = Table(
+        "id", "target", "family", "dialect", "EAGLE", "aux ids", "facts by evidence", "reported AL", "serves", "status"
+    )
     for e in entries:
         figure = shown_figure(e)
         rep = shown(figure.label()) if figure else ""
         aux = e.evidence.get("aux_layers")
-        ids = (f"{e.aux_layers.ids} {e.aux_layers.convention} [dim]({LEVEL_SHORT[aux.level]})[/dim]" if e.aux_layers.ids
-               else "[red]unknown[/red]")
-        table.add_row(e.id, e.target.repo or e.target.path or "", e.family, e.dialect or "?", e.eagle_version or "-", ids,
-                      _levels(e), rep, serving_summary(e), e.status.state)
+        ids = (
+            f"{e.aux_layers.ids} {e.aux_layers.convention} [dim]({LEVEL_SHORT[aux.level]})[/dim]"
+            if e.aux_layers.ids
+            else "[red]unknown[/red]"
+        )
+        table.add_row(
+            e.id,
+            e.target.repo or e.target.path or "",
+            e.family,
+            e.dialect or "?",
+            e.eagle_version or "-",
+            ids,
+            _levels(e),
+            rep,
+            serving_summary(e),
+            e.status.state,
+        )
     out.print(table)
     out.print(f"{len(entries)} entries")
 
@@ -103,8 +136,11 @@ def _levels(entry) -> str:
 
 
 @registry_app.command("show")
-def registry_show(entry_id: Annotated[str, typer.Argument(metavar="ID", help="Registry id, or the path of its YAML file.")],
-                  registry_dir: RegistryOpt = None, as_json: JsonOpt = False):
+def registry_show(
+    entry_id: Annotated[str, typer.Argument(metavar="ID", help="Registry id, or the path of its YAML file.")],
+    registry_dir: RegistryOpt = None,
+    as_json: JsonOpt = False,
+):
     """Show one registry entry: its facts with their evidence, then the rest.
 
     Example: eaglezoo registry show nvidia-llama-3.3-70b-instruct-eagle3"""
@@ -119,8 +155,9 @@ def registry_show(entry_id: Annotated[str, typer.Argument(metavar="ID", help="Re
 
         from ..registry.schema import FACTS
 
-        out.print(f"family: {entry.family}" + (f", EAGLE {entry.eagle_version}" if entry.eagle_version else ""),
-                  markup=False)
+        out.print(
+            f"family: {entry.family}" + (f", EAGLE {entry.eagle_version}" if entry.eagle_version else ""), markup=False
+        )
         facts = Table("fact", "value", "evidence", "source")
         for name in FACTS:
             value, evidence = entry.fact(name), entry.evidence.get(name)
@@ -131,12 +168,15 @@ def registry_show(entry_id: Annotated[str, typer.Argument(metavar="ID", help="Re
         out.print(facts)
         rest = entry.model_dump(mode="json", exclude_none=True, exclude={"evidence"})
         out.print(yaml.safe_dump(rest, sort_keys=False), markup=False)
+
     emit(entry.model_dump(mode="json"), as_json, render)
 
 
 @registry_app.command("site")
 def registry_site(
-    out_dir: Annotated[Path, typer.Argument(metavar="OUT", help="The folder to write the site into (must not exist unless --force).")],
+    out_dir: Annotated[
+        Path, typer.Argument(metavar="OUT", help="The folder to write the site into (must not exist unless --force).")
+    ],
     force: Annotated[bool, typer.Option(help="Replace OUT if it exists.")] = False,
     registry_dir: RegistryOpt = None,
     as_json: JsonOpt = False,
@@ -151,14 +191,21 @@ def registry_site(
     check_out(reg, out_dir, force)  # before the warnings: a refused OUT is the one line said
     warn_skipped(reg)
     pages = build(reg, out_dir, force)
-    emit({"out": str(out_dir), "pages": pages}, as_json,
-         lambda: out.print(f"wrote {len(pages)} pages to {shown(str(out_dir))} (open {shown(str(out_dir))}/index.html)"))
+    emit(
+        {"out": str(out_dir), "pages": pages},
+        as_json,
+        lambda: out.print(f"wrote {len(pages)} pages to {shown(str(out_dir))} (open {shown(str(out_dir))}/index.html)"),
+    )
 
 
 @registry_app.command("check")
 def registry_check(
-    entries: Annotated[Optional[list[str]], typer.Argument(metavar="[ID|FILE]...", help="Only these entries (default: all).")] = None,
-    online: Annotated[bool, typer.Option(help="Also fetch configs and safetensors headers from the Hub and lint remotely.")] = False,
+    entries: Annotated[
+        Optional[list[str]], typer.Argument(metavar="[ID|FILE]...", help="Only these entries (default: all).")
+    ] = None,
+    online: Annotated[
+        bool, typer.Option(help="Also fetch configs and safetensors headers from the Hub and lint remotely.")
+    ] = False,
     registry_dir: RegistryOpt = None,
     as_json: JsonOpt = False,
 ):
@@ -177,20 +224,31 @@ def registry_check(
             mark = "[red]FAIL[/red]" if r["problems"] else "[green]ok[/green]"
             out.print(f"{mark} {entry_id}" + "".join(f"\n     {p}" for p in r["problems"]))
         out.print(f"{len(results)} checked, {len(bad)} with problems")
+
     emit({"checked": len(results), "failed": len(bad), "entries": results}, as_json, render)
     if bad:
         raise typer.Exit(EXIT_FINDINGS)
 
 
-
-
 @registry_app.command("sync")
 def registry_sync(
     entries: EntriesArg = None,
-    write: Annotated[bool, typer.Option("--write", help="Record the files' values (with their evidence) in the YAML files.")] = False,
-    template: Annotated[Optional[Path], typer.Option(metavar="CONFIG", help="Read this trainer template (a drafter config alone) instead of the Hub; one entry.")] = None,
-    source: Annotated[Optional[str], typer.Option(metavar="URL", help="With --template: the template's original URL, cited as its evidence.")] = None,
-    level: Annotated[str, typer.Option(metavar="LEVEL", help="With --template: publisher-template, model-card or public-quote.")] = "publisher-template",
+    write: Annotated[
+        bool, typer.Option("--write", help="Record the files' values (with their evidence) in the YAML files.")
+    ] = False,
+    template: Annotated[
+        Optional[Path],
+        typer.Option(
+            metavar="CONFIG", help="Read this trainer template (a drafter config alone) instead of the Hub; one entry."
+        ),
+    ] = None,
+    source: Annotated[
+        Optional[str],
+        typer.Option(metavar="URL", help="With --template: the template's original URL, cited as its evidence."),
+    ] = None,
+    level: Annotated[
+        str, typer.Option(metavar="LEVEL", help="With --template: publisher-template, model-card or public-quote.")
+    ] = "publisher-template",
     registry_dir: RegistryOpt = None,
     as_json: JsonOpt = False,
 ):
@@ -204,8 +262,11 @@ def registry_sync(
     from ..registry.sync import sync_selected
 
     results = sync_selected(entries or [], registry_dir, write, template_request(entries, template, source, level))
-    drift = [r for r in results if r.error or (r.differences and not r.written)
-             or any(d.kind == "disagrees" for d in r.differences)]  # --write leaves none but these
+    drift = [
+        r
+        for r in results
+        if r.error or (r.differences and not r.written) or any(d.kind == "disagrees" for d in r.differences)
+    ]  # --write leaves none but these
 
     def render():
         for r in results:
@@ -214,11 +275,17 @@ def registry_sync(
             if r.error:
                 out.print(f"     {shown(r.error)}")
             for d in r.differences:
-                out.print(f"     {d.kind:8} {shown(d.field)}: {shown(_short(d.registry))} -> {shown(_short(d.hub))}"
-                          f"  [dim]({d.level}: {shown(d.source)})[/dim]")
+                out.print(
+                    f"     {d.kind:8} {shown(d.field)}: {shown(_short(d.registry))} -> {shown(_short(d.hub))}"
+                    f"  [dim]({d.level}: {shown(d.source)})[/dim]"
+                )
         out.print(f"{len(results)} synced, {len(drift)} with differences" + (", written" if write else ""))
-    emit({"synced": len(results), "drifted": len(drift), "written": write,
-          "entries": [_sync_json(r) for r in results]}, as_json, render)
+
+    emit(
+        {"synced": len(results), "drifted": len(drift), "written": write, "entries": [_sync_json(r) for r in results]},
+        as_json,
+        render,
+    )
     if drift:
         raise typer.Exit(EXIT_FINDINGS)
 
@@ -232,13 +299,19 @@ def template_request(entries: list[str] | None, template: Path | None, source: s
             raise UsageError("--source goes with --template", hint="name the template: --template CONFIG --source URL")
         return None
     if not entries or len(entries) != 1:
-        raise UsageError("--template syncs one entry", hint="name the entry: eaglezoo registry sync ID --template CONFIG")
+        raise UsageError(
+            "--template syncs one entry", hint="name the entry: eaglezoo registry sync ID --template CONFIG"
+        )
     if not source or not source.startswith("https://"):
-        raise UsageError("--template needs --source: the template's original https URL",
-                         hint="cite where the publisher keeps it, e.g. https://github.com/ORG/REPO/blob/COMMIT/PATH")
+        raise UsageError(
+            "--template needs --source: the template's original https URL",
+            hint="cite where the publisher keeps it, e.g. https://github.com/ORG/REPO/blob/COMMIT/PATH",
+        )
     if level not in TEMPLATE_LEVELS:
-        raise UsageError(f"--level {level!r}: a template is {', '.join(TEMPLATE_LEVELS)}",
-                         hint="hub-file is for what registry sync reads from the Hub itself")
+        raise UsageError(
+            f"--level {level!r}: a template is {', '.join(TEMPLATE_LEVELS)}",
+            hint="hub-file is for what registry sync reads from the Hub itself",
+        )
     return template, source, level
 
 
@@ -248,14 +321,21 @@ def _short(value) -> str:
 
 
 def _sync_json(r) -> dict:
-    return {"id": r.entry_id, "error": r.error, "written": r.written,
-            "differences": [vars(d) for d in r.differences]}
+    return {"id": r.entry_id, "error": r.error, "written": r.written, "differences": [vars(d) for d in r.differences]}
 
 
 @registry_app.command("plan")
 def registry_plan(
-    runner: Annotated[Optional[str], typer.Option(metavar="LABEL", help="Only the jobs of this runner class, e.g. gpu-4x80g.")] = None,
-    commands: Annotated[bool, typer.Option("--commands", help="Print only the verify command lines, one per line (with --json: the plan's JSON, whose \"commands\" lists them).")] = False,
+    runner: Annotated[
+        Optional[str], typer.Option(metavar="LABEL", help="Only the jobs of this runner class, e.g. gpu-4x80g.")
+    ] = None,
+    commands: Annotated[
+        bool,
+        typer.Option(
+            "--commands",
+            help='Print only the verify command lines, one per line (with --json: the plan\'s JSON, whose "commands" lists them).',
+        ),
+    ] = False,
     registry_dir: RegistryOpt = None,
     as_json: JsonOpt = False,
 ):
@@ -274,16 +354,35 @@ def registry_plan(
     registry_arg = str(registry_dir) if registry_dir is not None else None
     result = plan(reg, runner, registry_arg)
     runnable = [j for r in result.runners for j in result.classes[r]]  # what --commands prints: none waiting
-    data = {"classes": [{"runner": r, "jobs": [{"id": j.entry_id, "k": j.k, "temperature": j.temperature,
-                                                "report": j.report, "command": j.shell,
-                                                **({"after": shlex.join(j.after)} if j.after else {})} for j in jobs]}
-                        for r, jobs in result.classes.items()],
-            "runners": result.runners,  # the runner labels (the workflow's matrix): every class but waiting-on-sync
-            "waiting": {i: {"sync": shlex.join(sync_command(reg.entries[i], registry_arg)), "why": why}
-                        for i, why in result.waiting.items()},
-            "unplanned": dict(result.waiting),  # earlier plans' key: the entries not in a runner class yet
-            "estimated": result.estimated, "unrunnable": result.unrunnable, "unverifiable": result.unverifiable,
-            "commands": [j.shell for j in runnable]}
+    data = {
+        "classes": [
+            {
+                "runner": r,
+                "jobs": [
+                    {
+                        "id": j.entry_id,
+                        "k": j.k,
+                        "temperature": j.temperature,
+                        "report": j.report,
+                        "command": j.shell,
+                        **({"after": shlex.join(j.after)} if j.after else {}),
+                    }
+                    for j in jobs
+                ],
+            }
+            for r, jobs in result.classes.items()
+        ],
+        "runners": result.runners,  # the runner labels (the workflow's matrix): every class but waiting-on-sync
+        "waiting": {
+            i: {"sync": shlex.join(sync_command(reg.entries[i], registry_arg)), "why": why}
+            for i, why in result.waiting.items()
+        },
+        "unplanned": dict(result.waiting),  # earlier plans' key: the entries not in a runner class yet
+        "estimated": result.estimated,
+        "unrunnable": result.unrunnable,
+        "unverifiable": result.unverifiable,
+        "commands": [j.shell for j in runnable],
+    }
     if commands and not as_json:
         for j in runnable:
             print(j.shell)
@@ -298,15 +397,19 @@ def _render_plan(result) -> None:
 
     for runner, jobs in result.classes.items():
         if runner == WAITING:
-            out.print(f"[bold yellow]{WAITING}[/bold yellow] ({len(jobs)} jobs of {len(result.waiting)} entries: "
-                      "the sync records the target's weight bytes and config, and with them the runner class; the "
-                      "next plan lists the verify there, with its parallel sizes)")
+            out.print(
+                f"[bold yellow]{WAITING}[/bold yellow] ({len(jobs)} jobs of {len(result.waiting)} entries: "
+                "the sync records the target's weight bytes and config, and with them the runner class; the "
+                "next plan lists the verify there, with its parallel sizes)"
+            )
         else:
             out.print(f"[bold]{runner}[/bold] ({len(jobs)} jobs)")
         for j in jobs:
             if j.after:
-                out.print(f"  waits on: {shown(shlex.join(j.after))}  [dim]({shown(result.waiting[j.entry_id])})[/dim]",
-                          soft_wrap=True)
+                out.print(
+                    f"  waits on: {shown(shlex.join(j.after))}  [dim]({shown(result.waiting[j.entry_id])})[/dim]",
+                    soft_wrap=True,
+                )
             out.print(f"  {'then: ' if j.after else ''}{shown(j.shell)}", soft_wrap=True)
     for entry_id, source in result.estimated.items():
         out.print(f"[dim]class computed[/dim] {shown(entry_id)}: {shown(source)}", soft_wrap=True)
@@ -318,7 +421,9 @@ def _render_plan(result) -> None:
 
 @registry_app.command("record")
 def registry_record(
-    report: Annotated[Path, typer.Argument(metavar="REPORT.json", help="A report written by `eaglezoo verify ID --report`.")],
+    report: Annotated[
+        Path, typer.Argument(metavar="REPORT.json", help="A report written by `eaglezoo verify ID --report`.")
+    ],
     registry_dir: RegistryOpt = None,
     as_json: JsonOpt = False,
 ):
@@ -336,20 +441,43 @@ def registry_record(
     def render():
         colour = {"verified": "green", "failed": "red"}.get(result.state, "yellow")
         m = result.measured
-        out.print(f"[{colour}]{result.state}[/{colour}] {shown(result.entry_id)}: K={m.k} T={m.temperature:g} "
-                  f"AL {m.mean_acceptance_length:.3f} on {shown(m.engine)} ({shown(m.hardware)}) -> {shown(m.report)}")
+        out.print(
+            f"[{colour}]{result.state}[/{colour}] {shown(result.entry_id)}: K={m.k} T={m.temperature:g} "
+            f"AL {m.mean_acceptance_length:.3f} on {shown(m.engine)} ({shown(m.hardware)}) -> {shown(m.report)}"
+        )
         for why in result.why:
             out.print(f"     {shown(why)}")
-    emit({"id": result.entry_id, "state": result.state, "why": result.why,
-          "measured": result.measured.model_dump(mode="json")}, as_json, render)
+
+    emit(
+        {
+            "id": result.entry_id,
+            "state": result.state,
+            "why": result.why,
+            "measured": result.measured.model_dump(mode="json"),
+        },
+        as_json,
+        render,
+    )
     if result.measured.passed is False:
         raise typer.Exit(EXIT_FINDINGS)
 
 
 @registry_app.command("update")
 def registry_update(
-    repo: Annotated[Optional[str], typer.Option(metavar="REPO", help="The Hub dataset the registry is published to (default: $EAGLEZOO_REGISTRY_REPO, else eaglezoo/registry).")] = None,
-    revision: Annotated[Optional[str], typer.Option(metavar="REV", help="Branch, tag or commit of that dataset (default: main); the commit it resolves to is recorded.")] = None,
+    repo: Annotated[
+        Optional[str],
+        typer.Option(
+            metavar="REPO",
+            help="The Hub dataset the registry is published to (default: $EAGLEZOO_REGISTRY_REPO, else eaglezoo/registry).",
+        ),
+    ] = None,
+    revision: Annotated[
+        Optional[str],
+        typer.Option(
+            metavar="REV",
+            help="Branch, tag or commit of that dataset (default: main); the commit it resolves to is recorded.",
+        ),
+    ] = None,
     as_json: JsonOpt = False,
 ):
     """Fetch a newer registry from the Hub and read it from now on.
@@ -361,6 +489,11 @@ def registry_update(
     from ..registry.update import update
 
     snapshot = update(repo, revision)
-    emit({**snapshot.to_json(), "path": str(snapshot_home())}, as_json,
-         lambda: out.print(f"registry updated from {shown(snapshot.repo)} at {snapshot.commit} "
-                           f"({shown(snapshot.revision)}) -> {shown(str(snapshot_home()))}"))
+    emit(
+        {**snapshot.to_json(), "path": str(snapshot_home())},
+        as_json,
+        lambda: out.print(
+            f"registry updated from {shown(snapshot.repo)} at {snapshot.commit} "
+            f"({shown(snapshot.revision)}) -> {shown(str(snapshot_home()))}"
+        ),
+    )

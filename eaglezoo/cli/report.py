@@ -22,9 +22,20 @@ RENDER = {"verify": render_verify, "tune": render_tune, "compare": render_compar
 
 @app.command()
 def report(
-    saved: Annotated[Optional[Path], typer.Argument(metavar="REPORT", help="A report written by verify, tune, compare or doctor --report.")] = None,
-    html: Annotated[Optional[Path], typer.Option(metavar="FILE", help="Write its self-contained HTML page instead of the summary.")] = None,
-    schema: Annotated[Optional[str], typer.Option(metavar="KIND", help="Print the JSON Schema of a kind of report (verify, tune, compare, doctor or all), and nothing else.")] = None,
+    saved: Annotated[
+        Optional[Path],
+        typer.Argument(metavar="REPORT", help="A report written by verify, tune, compare or doctor --report."),
+    ] = None,
+    html: Annotated[
+        Optional[Path], typer.Option(metavar="FILE", help="Write its self-contained HTML page instead of the summary.")
+    ] = None,
+    schema: Annotated[
+        Optional[str],
+        typer.Option(
+            metavar="KIND",
+            help="Print the JSON Schema of a kind of report (verify, tune, compare, doctor or all), and nothing else.",
+        ),
+    ] = None,
     as_json: JsonOpt = False,
 ):
     """Show a saved report again: its summary, its JSON or its page.
@@ -40,8 +51,11 @@ def report(
     result = read_saved(saved)
     if html is not None:
         write_html(html, result.model_dump(mode="json"))
-        return emit({"report": str(saved), "kind": result.kind, "html": str(html)}, as_json,
-                    lambda: out.print(f"wrote {shown(html)}"))
+        return emit(
+            {"report": str(saved), "kind": result.kind, "html": str(html)},
+            as_json,
+            lambda: out.print(f"wrote {shown(html)}"),
+        )
     emit(result.model_dump(mode="json"), as_json, lambda: summary(result))
 
 

@@ -17,10 +17,14 @@ if TYPE_CHECKING:
 
 @app.command("serve-config")
 def serve_config_cmd(
-    drafter: Annotated[str, typer.Argument(metavar="DRAFTER", help="Registry id (or its YAML file) or drafter directory.")],
+    drafter: Annotated[
+        str, typer.Argument(metavar="DRAFTER", help="Registry id (or its YAML file) or drafter directory.")
+    ],
     engine: Annotated[str, typer.Option(help="vllm or sglang.")] = "vllm",
     num_spec_tokens: NumSpecTokensOpt = 3,
-    target: Annotated[str | None, typer.Option(metavar="TARGET", help="Target to serve (default: the registry's).")] = None,
+    target: Annotated[
+        str | None, typer.Option(metavar="TARGET", help="Target to serve (default: the registry's).")
+    ] = None,
     registry_dir: RegistryOpt = None,
     as_json: JsonOpt = False,
 ):
@@ -50,6 +54,7 @@ def serve_config_cmd(
         out.print(f"# minimum {engine} version: {result.min_version or 'unknown'}", markup=False)
         for note in result.notes:
             out.print(f"# {note}", markup=False)
+
     emit(result.model_dump(mode="json"), as_json, render)
 
 
@@ -65,8 +70,7 @@ def _captured_text(result: ServeConfig) -> str:
     return f"{result.aux_layers_captured}, {default} for the {result.target_num_layers}-layer target"
 
 
-def serve_config_for(drafter: str, engine: str, k: int, target: str | None = None,
-                     registry_dir=None) -> ServeConfig:
+def serve_config_for(drafter: str, engine: str, k: int, target: str | None = None, registry_dir=None) -> ServeConfig:
     """`eaglezoo serve-config`: for a drafter folder (read from its files) or a registry entry."""
     from .sources import classify
 
@@ -74,8 +78,10 @@ def serve_config_for(drafter: str, engine: str, k: int, target: str | None = Non
     if kind == "dir":
         return _serve_folder(Path(drafter), engine, k, target)
     if kind == "hub":
-        raise UsageError(f"{drafter}: give a registry id or a drafter folder",
-                         hint="pull it first (eaglezoo pull), or add it to the registry")
+        raise UsageError(
+            f"{drafter}: give a registry id or a drafter folder",
+            hint="pull it first (eaglezoo pull), or add it to the registry",
+        )
     return _serve_entry(drafter, engine, k, target, registry_dir)
 
 
@@ -94,8 +100,9 @@ def _serve_entry(name: str, engine: str, k: int, target: str | None, registry_di
         if tcfg and entry.target_hidden_size and entry.target_vocab_size:  # spec() fills unknown sizes with 1
             _refuse_misfit(spec, tcfg)
     source = [name, *(["--registry", _whole(registry_dir)] if registry_dir else [])]
-    return serve_entry(entry, engine, _entry_place(entry.drafter, reg, "drafter"), target_name, k, source, layers,
-                       into=_whole("."))
+    return serve_entry(
+        entry, engine, _entry_place(entry.drafter, reg, "drafter"), target_name, k, source, layers, into=_whole(".")
+    )
 
 
 def _serve_folder(path, engine: str, k: int, target: str | None) -> ServeConfig:
@@ -105,14 +112,17 @@ def _serve_folder(path, engine: str, k: int, target: str | None) -> ServeConfig:
     from ..serving import serve_drafter
 
     if target is None:
-        raise UsageError("--target is needed when serving a drafter directory",
-                         hint="add --target TARGET (the model the engine serves)")
+        raise UsageError(
+            "--target is needed when serving a drafter directory",
+            hint="add --target TARGET (the model the engine serves)",
+        )
     target_name, tcfg = _checked_target(target)
     drafter = read_drafter(path, None, ReadOptions(allow_missing_aux=True), strict=False)
     if tcfg:
         _refuse_misfit(drafter.spec, tcfg)
-    return serve_drafter(drafter, engine, _whole(path), target_name, k, [_whole(path)], target_layers(tcfg),
-                         into=_whole("."))
+    return serve_drafter(
+        drafter, engine, _whole(path), target_name, k, [_whole(path)], target_layers(tcfg), into=_whole(".")
+    )
 
 
 def _whole(path) -> str:
@@ -144,11 +154,15 @@ def _checked_target(target: str) -> tuple[str, dict | None]:
     if target and path.is_dir():
         return _whole(path), target_config(path) if (path / "config.json").exists() else None
     if target and path.exists():
-        raise UsageError(f"--target {printable(target)}: not a directory",
-                         hint="give the target model's folder (with its config.json) or its Hub repo id (owner/name)")
+        raise UsageError(
+            f"--target {printable(target)}: not a directory",
+            hint="give the target model's folder (with its config.json) or its Hub repo id (owner/name)",
+        )
     if "/" not in target or repo_id_problem(target):
-        raise UsageError(f"--target {printable(repr(target))}: no such directory, nor a Hub repo id (owner/name)",
-                         hint="give the target model's folder or its Hub repo id (owner/name)")
+        raise UsageError(
+            f"--target {printable(repr(target))}: no such directory, nor a Hub repo id (owner/name)",
+            hint="give the target model's folder or its Hub repo id (owner/name)",
+        )
     return target, None
 
 

@@ -51,12 +51,21 @@ def classify(arg: str, configs: bool = False, what: str = "drafter") -> Literal[
         return "hub"
     if REGISTRY_ID.match(arg):
         return "registry"
-    raise UsageError(f"{arg}: no such directory, registry id or Hub repo id (owner/name)",
-                     hint="check the spelling: eaglezoo registry list shows the registry ids")
+    raise UsageError(
+        f"{arg}: no such directory, registry id or Hub repo id (owner/name)",
+        hint="check the spelling: eaglezoo registry list shows the registry ids",
+    )
 
 
-def resolve(arg: str, revision: str | None = None, *, what: str = "drafter",
-            registry_dir: Path | None = None, registry_ids: bool = True, weights: bool = True) -> Source:
+def resolve(
+    arg: str,
+    revision: str | None = None,
+    *,
+    what: str = "drafter",
+    registry_dir: Path | None = None,
+    registry_ids: bool = True,
+    weights: bool = True,
+) -> Source:
     """A local directory for `arg`: as given, from the registry (pinned location) or pulled from the Hub."""
     kind = classify(arg, what=what)
     if kind == "dir":
@@ -64,8 +73,10 @@ def resolve(arg: str, revision: str | None = None, *, what: str = "drafter",
     if kind == "hub":
         return _pull(arg, revision, what, weights)
     if not registry_ids:
-        raise UsageError(f"{what} {arg}: no such directory (nor a Hub repo id of the form owner/name)",
-                         hint="give the target's folder or Hub repo id (owner/name)")
+        raise UsageError(
+            f"{what} {arg}: no such directory (nor a Hub repo id of the form owner/name)",
+            hint="give the target's folder or Hub repo id (owner/name)",
+        )
     from ..registry.load import lookup
 
     entry, reg = lookup(arg, registry_dir)
@@ -88,8 +99,9 @@ def local_folders(arg: str, registry_dir: Path | None = None) -> list[Path]:
     return [reg.directory] + [reg.path(repo.path, "path") for repo in (entry.drafter, entry.target) if repo.path]
 
 
-def target_for(src: Source, target: str | None, registry_dir: Path | None = None,
-               weights: bool = True) -> Source | None:
+def target_for(
+    src: Source, target: str | None, registry_dir: Path | None = None, weights: bool = True
+) -> Source | None:
     """The target named on the command line, else the registry entry's, else None. weights=False:
     an engine loads the weights itself; from the Hub only the config and tokenizer are fetched."""
     if target is not None:
@@ -108,8 +120,10 @@ def location(repo: Repo, reg: Registry, revision: str | None, what: str, weights
     if repo.path:
         path = reg.path(repo.path, f"{what}.path")
         if not path.is_dir():
-            raise UsageError(f"{what}.path {repo.path}: no such directory in {reg.root}",
-                             hint="fix the entry's path, or run eaglezoo registry check")
+            raise UsageError(
+                f"{what}.path {repo.path}: no such directory in {reg.root}",
+                hint="fix the entry's path, or run eaglezoo registry check",
+            )
         return Source(path)
     return _pull(repo.repo, revision or repo.revision, what, weights)
 
@@ -119,8 +133,6 @@ def _pull(repo: str, revision: str | None, what: str, weights: bool = True) -> S
 
     pulled = pull(repo, revision=revision, patterns=None if weights else METADATA_FILES)
     return Source(pulled.path, repo=repo, commit=pulled.commit)
-
-
 
 
 @dataclass(frozen=True)
@@ -138,17 +150,27 @@ class Resolved:
         return self.source.entry
 
 
-def resolve_request(drafter: str, target: str | None, opts: ReadOptions, *, revision: str | None = None,
-                    registry_dir: Path | None = None, prompts_file: Path | None = None, weights: bool = True,
-                    outputs: dict[str, Path | None] | None = None) -> Resolved:
+def resolve_request(
+    drafter: str,
+    target: str | None,
+    opts: ReadOptions,
+    *,
+    revision: str | None = None,
+    registry_dir: Path | None = None,
+    prompts_file: Path | None = None,
+    weights: bool = True,
+    outputs: dict[str, Path | None] | None = None,
+) -> Resolved:
     """Names to folders and the entry's facts to values; no output may land in what the run reads."""
     from .outputs import spare_inputs
 
     src = resolve(drafter, revision, registry_dir=registry_dir)
     tgt = target_for(src, target, registry_dir, weights=weights)
     if tgt is None:
-        raise UsageError("--target is required (or give a registry id, whose entry names the target)",
-                         hint="add --target DIR (or a Hub repo id)")
+        raise UsageError(
+            "--target is required (or give a registry id, whose entry names the target)",
+            hint="add --target DIR (or a Hub repo id)",
+        )
     if src.entry is not None:
         opts = src.entry.read_options(opts)
         if prompts_file is None and src.entry.prompts:

@@ -41,11 +41,20 @@ MAX_REPEATS_LIMIT = 100
 @app.command()
 def tune(
     drafter: DrafterArg,
-    target: Annotated[str | None, typer.Option(metavar="TARGET", help="Target folder or Hub repo id (default: the registry's).")] = None,
+    target: Annotated[
+        str | None, typer.Option(metavar="TARGET", help="Target folder or Hub repo id (default: the registry's).")
+    ] = None,
     engine: Annotated[str, typer.Option(metavar="ENGINE", help="The engine to tune for: vllm.")] = "vllm",
-    concurrency: Annotated[str, typer.Option(metavar="LEVELS", help="Loads to measure, in rising order.")] = "1,4,16,64",
-    k_max: Annotated[int, typer.Option("--k-max", min=1, max=MAX_TUNE_K, metavar="K", help="Measure every K from 1 to this.")] = 4,
-    prompts: Annotated[Path | None, typer.Option(metavar="FILE", help="JSONL prompts (default: the registry entry's, else the shipped set).")] = None,
+    concurrency: Annotated[
+        str, typer.Option(metavar="LEVELS", help="Loads to measure, in rising order.")
+    ] = "1,4,16,64",
+    k_max: Annotated[
+        int, typer.Option("--k-max", min=1, max=MAX_TUNE_K, metavar="K", help="Measure every K from 1 to this.")
+    ] = 4,
+    prompts: Annotated[
+        Path | None,
+        typer.Option(metavar="FILE", help="JSONL prompts (default: the registry entry's, else the shipped set)."),
+    ] = None,
     max_prompts: Annotated[int | None, typer.Option(min=1, metavar="N", help="Only the first N prompts.")] = None,
     max_new_tokens: Annotated[int, typer.Option(min=1, metavar="N", help="Tokens generated per prompt.")] = 64,
     aux_layers: AuxLayersOpt = None,
@@ -56,18 +65,68 @@ def tune(
     revision: RevisionOpt = None,
     registry_dir: RegistryOpt = None,
     engine_python: EnginePythonOpt = None,
-    tensor_parallel_size: Annotated[int | None, typer.Option("--tensor-parallel-size", "-tp", min=1, metavar="N", rich_help_panel=ENGINE, help="Default: the registry entry's hardware, else 1.")] = None,
+    tensor_parallel_size: Annotated[
+        int | None,
+        typer.Option(
+            "--tensor-parallel-size",
+            "-tp",
+            min=1,
+            metavar="N",
+            rich_help_panel=ENGINE,
+            help="Default: the registry entry's hardware, else 1.",
+        ),
+    ] = None,
     max_model_len: Annotated[int | None, typer.Option(min=16, metavar="N", rich_help_panel=PASSED)] = None,
     dtype: Annotated[str, typer.Option(metavar="DTYPE", rich_help_panel=PASSED)] = "auto",
-    gpu_memory_utilization: Annotated[float | None, typer.Option(min=0.01, max=1.0, metavar="F", rich_help_panel=PASSED)] = None,
+    gpu_memory_utilization: Annotated[
+        float | None, typer.Option(min=0.01, max=1.0, metavar="F", rich_help_panel=PASSED)
+    ] = None,
     enforce_eager: Annotated[bool, typer.Option("--enforce-eager", rich_help_panel=PASSED)] = False,
     trust_remote_code: Annotated[bool, typer.Option("--trust-remote-code", rich_help_panel=PASSED)] = False,
-    engine_args: Annotated[str | None, typer.Option(metavar="JSON", rich_help_panel=ENGINE, help="Any other LLM(...) argument, e.g. '{\"max_num_seqs\": 64}'.")] = None,
-    engine_timeout: Annotated[float, typer.Option(min=1.0, metavar="SECONDS", rich_help_panel=ENGINE, help="Limit for each engine run (start included).")] = 3600.0,
-    repeats: Annotated[int, typer.Option(min=2, max=MAX_REPEATS_LIMIT, metavar="N", rich_help_panel=MEASURE, help="Repeats of every cell before any decision.")] = MIN_REPEATS,
-    max_repeats: Annotated[int, typer.Option(min=2, max=MAX_REPEATS_LIMIT, metavar="N", rich_help_panel=MEASURE, help="Repeats of a contending cell before the load is called too close.")] = MAX_REPEATS,
-    min_tokens: Annotated[int, typer.Option(min=1, max=1_000_000, metavar="N", rich_help_panel=MEASURE, help="Tokens each repeat generates at least.")] = MIN_TOKENS,
-    min_seconds: Annotated[float, typer.Option(min=0.0, max=3600.0, metavar="SECONDS", rich_help_panel=MEASURE, help="Seconds each repeat lasts at least.")] = MIN_SECONDS,
+    engine_args: Annotated[
+        str | None,
+        typer.Option(
+            metavar="JSON", rich_help_panel=ENGINE, help="Any other LLM(...) argument, e.g. '{\"max_num_seqs\": 64}'."
+        ),
+    ] = None,
+    engine_timeout: Annotated[
+        float,
+        typer.Option(
+            min=1.0, metavar="SECONDS", rich_help_panel=ENGINE, help="Limit for each engine run (start included)."
+        ),
+    ] = 3600.0,
+    repeats: Annotated[
+        int,
+        typer.Option(
+            min=2,
+            max=MAX_REPEATS_LIMIT,
+            metavar="N",
+            rich_help_panel=MEASURE,
+            help="Repeats of every cell before any decision.",
+        ),
+    ] = MIN_REPEATS,
+    max_repeats: Annotated[
+        int,
+        typer.Option(
+            min=2,
+            max=MAX_REPEATS_LIMIT,
+            metavar="N",
+            rich_help_panel=MEASURE,
+            help="Repeats of a contending cell before the load is called too close.",
+        ),
+    ] = MAX_REPEATS,
+    min_tokens: Annotated[
+        int,
+        typer.Option(
+            min=1, max=1_000_000, metavar="N", rich_help_panel=MEASURE, help="Tokens each repeat generates at least."
+        ),
+    ] = MIN_TOKENS,
+    min_seconds: Annotated[
+        float,
+        typer.Option(
+            min=0.0, max=3600.0, metavar="SECONDS", rich_help_panel=MEASURE, help="Seconds each repeat lasts at least."
+        ),
+    ] = MIN_SECONDS,
     as_json: JsonOpt = False,
 ):
     """Which K at which load: measure every K, print each engine's config.
@@ -80,22 +139,45 @@ def tune(
     from ..verify.vllm_engine import engine_options
 
     if engine != "vllm":
-        raise UsageError(f"--engine {engine}: tune measures on vLLM, the engine here that switches K by load",
-                         hint="use --engine vllm (with --engine-python PATH where vLLM is installed)")
+        raise UsageError(
+            f"--engine {engine}: tune measures on vLLM, the engine here that switches K by load",
+            hint="use --engine vllm (with --engine-python PATH where vLLM is installed)",
+        )
     check_outputs(report, html, reads=(prompts,))
-    options = engine_options(python=engine_python, tensor_parallel_size=tensor_parallel_size or 1,
-                             max_model_len=max_model_len, dtype=dtype, trust_remote_code=trust_remote_code,
-                             gpu_memory_utilization=gpu_memory_utilization, enforce_eager=enforce_eager,
-                             extra=parse_engine_args(engine_args), timeout_s=engine_timeout)
-    request = TuneRequest(k_max=k_max, levels=tuple(parse_levels(concurrency)), max_prompts=max_prompts,
-                          max_new_tokens=max_new_tokens, engine_options=options,
-                          parallel_given=tensor_parallel_size is not None,
-                          sampling=SamplingRule(min_tokens=min_tokens, min_seconds=min_seconds, min_repeats=repeats,
-                                                max_repeats=max_repeats))
+    options = engine_options(
+        python=engine_python,
+        tensor_parallel_size=tensor_parallel_size or 1,
+        max_model_len=max_model_len,
+        dtype=dtype,
+        trust_remote_code=trust_remote_code,
+        gpu_memory_utilization=gpu_memory_utilization,
+        enforce_eager=enforce_eager,
+        extra=parse_engine_args(engine_args),
+        timeout_s=engine_timeout,
+    )
+    request = TuneRequest(
+        k_max=k_max,
+        levels=tuple(parse_levels(concurrency)),
+        max_prompts=max_prompts,
+        max_new_tokens=max_new_tokens,
+        engine_options=options,
+        parallel_given=tensor_parallel_size is not None,
+        sampling=SamplingRule(
+            min_tokens=min_tokens, min_seconds=min_seconds, min_repeats=repeats, max_repeats=max_repeats
+        ),
+    )
     with verify_progress() as advance:
-        result = tune_source(drafter, target, request, revision=revision, registry_dir=registry_dir,
-                             prompts_file=prompts, opts=read_options(aux_layers, aux_convention, flag),
-                             progress=advance, outputs={"--report": report, "--html": html})
+        result = tune_source(
+            drafter,
+            target,
+            request,
+            revision=revision,
+            registry_dir=registry_dir,
+            prompts_file=prompts,
+            opts=read_options(aux_layers, aux_convention, flag),
+            progress=advance,
+            outputs={"--report": report, "--html": html},
+        )
     data = result.model_dump(mode="json")
     save(data, report, html)
     emit(data, as_json, lambda: render_tune(result))
@@ -103,8 +185,9 @@ def tune(
         raise typer.Exit(EXIT_FINDINGS)
 
 
-def tune_source(drafter: str, target: str | None, request, *, revision, registry_dir, prompts_file, opts, progress,
-                outputs):
+def tune_source(
+    drafter: str, target: str | None, request, *, revision, registry_dir, prompts_file, opts, progress, outputs
+):
     """Tune what `drafter` names, as `request` (a `tune.TuneRequest`) says; a registry entry supplies its target,
     aux ids, prompts, floors and hardware."""
     from ..tune import check_grid
@@ -113,22 +196,57 @@ def tune_source(drafter: str, target: str | None, request, *, revision, registry
 
     r, options = request, request.engine_options
     check_grid(list(r.levels), r.k_max, options, r.sampling)
-    named = resolve_request(drafter, target, opts, revision=revision, registry_dir=registry_dir,
-                            prompts_file=prompts_file, weights=False, outputs=outputs)
+    named = resolve_request(
+        drafter,
+        target,
+        opts,
+        revision=revision,
+        registry_dir=registry_dir,
+        prompts_file=prompts_file,
+        weights=False,
+        outputs=outputs,
+    )
     entry, floors = named.entry, {}
     if entry is not None:
-        floors = {f.k: entry.floors_at(f.k, 0.0)[:2] for f in entry.acceptance_floors or []
-                  if f.temperature == 0 and f.condition is None}
+        floors = {
+            f.k: entry.floors_at(f.k, 0.0)[:2]
+            for f in entry.acceptance_floors or []
+            if f.temperature == 0 and f.condition is None
+        }
         if entry.hardware and not r.parallel_given:
-            options = options.model_copy(update={"tensor_parallel_size": entry.hardware.tensor_parallel_size,
-                                                 "pipeline_parallel_size": entry.hardware.pipeline_parallel_size})
+            options = options.model_copy(
+                update={
+                    "tensor_parallel_size": entry.hardware.tensor_parallel_size,
+                    "pipeline_parallel_size": entry.hardware.pipeline_parallel_size,
+                }
+            )
     src, tgt = named.source, named.target
-    work = prepare(src.path, tgt.path, tgt.repo or str(tgt.path), tgt.commit, named.options, named.prompts_file,
-                   r.max_prompts, r.k_max, r.max_new_tokens, 0.0, None, ["vllm"], options.max_model_len,
-                   options.trust_remote_code)
-    return run_tune(work, options, list(r.levels), progress, floors=floors,
-                    entry_hardware=entry.hardware.runner if entry is not None and entry.hardware else None,
-                    rule=r.sampling, registry_id=entry.id if entry is not None else None)
+    work = prepare(
+        src.path,
+        tgt.path,
+        tgt.repo or str(tgt.path),
+        tgt.commit,
+        named.options,
+        named.prompts_file,
+        r.max_prompts,
+        r.k_max,
+        r.max_new_tokens,
+        0.0,
+        None,
+        ["vllm"],
+        options.max_model_len,
+        options.trust_remote_code,
+    )
+    return run_tune(
+        work,
+        options,
+        list(r.levels),
+        progress,
+        floors=floors,
+        entry_hardware=entry.hardware.runner if entry is not None and entry.hardware else None,
+        rule=r.sampling,
+        registry_id=entry.id if entry is not None else None,
+    )
 
 
 def _diagnose_with(command: str) -> None:
@@ -142,10 +260,16 @@ def _diagnose_with(command: str) -> None:
 
 
 def render_tune(r) -> None:
-    out.print(f"[bold]{shown(r.drafter)}[/bold] on vLLM {shown(r.engine.version)} ({shown(r.engine.device)}, "
-              f"{shown(r.engine.dtype)}), K 0..{r.k_max}, {r.num_prompts} prompts x {r.max_new_tokens} tokens")
-    table = Table("concurrency", *[f"K={k}" for k in range(r.k_max + 1)],
-                  title="output tokens/s: median \\[interval] x repeats (acceptance length)", title_justify="left")
+    out.print(
+        f"[bold]{shown(r.drafter)}[/bold] on vLLM {shown(r.engine.version)} ({shown(r.engine.device)}, "
+        f"{shown(r.engine.dtype)}), K 0..{r.k_max}, {r.num_prompts} prompts x {r.max_new_tokens} tokens"
+    )
+    table = Table(
+        "concurrency",
+        *[f"K={k}" for k in range(r.k_max + 1)],
+        title="output tokens/s: median \\[interval] x repeats (acceptance length)",
+        title_justify="left",
+    )
     for c in r.concurrency:
         cells = {x.k: x for x in r.grid if x.concurrency == c}
         best = next(d.k for d in r.decision if d.concurrency == c)
@@ -153,8 +277,10 @@ def render_tune(r) -> None:
     out.print(table)
     for d in r.decision:
         close = f", [yellow]too close to call[/yellow] (K={', K='.join(map(str, d.contenders))})" if d.too_close else ""
-        out.print(f"concurrency {d.concurrency}: [bold]K={d.k}[/bold], {d.output_tokens_per_s:.1f} tokens/s, "
-                  f"speedup {d.speedup:.2f}x (measured){close}")
+        out.print(
+            f"concurrency {d.concurrency}: [bold]K={d.k}[/bold], {d.output_tokens_per_s:.1f} tokens/s, "
+            f"speedup {d.speedup:.2f}x (measured){close}"
+        )
     _latencies(r)
     if r.convert_command:
         out.print(f"convert first: {shown(r.convert_command)}")
@@ -162,15 +288,22 @@ def render_tune(r) -> None:
         out.print(f"recommended: [bold]{r.recommended}[/bold]: {shown(r.recommended_command)}")
     out.print(f"vLLM table:  {shown(r.vllm_command)}")
     _diagnose_with(r.recommended_command or r.vllm_command)
-    out.print(f"SGLang:      {shown(r.sglang_command)}" if r.sglang_command else
-              "SGLang:      no static K beats serving without speculation")
+    out.print(
+        f"SGLang:      {shown(r.sglang_command)}"
+        if r.sglang_command
+        else "SGLang:      no static K beats serving without speculation"
+    )
     if r.sglang_adaptive_config:
-        out.print(f"SGLang adaptive ({json.dumps(r.sglang_adaptive_config)} in sglang-adaptive.json): "
-                  f"{shown(r.sglang_adaptive_command)}")
+        out.print(
+            f"SGLang adaptive ({json.dumps(r.sglang_adaptive_config)} in sglang-adaptive.json): "
+            f"{shown(r.sglang_adaptive_command)}"
+        )
     _confirmation(r)
     if r.cost:
-        out.print(f"engine time {r.cost.engine_s:.0f} s for {r.cost.repeats} repeats (one pass per cell: about "
-                  f"{r.cost.single_pass_s:.0f} s)")
+        out.print(
+            f"engine time {r.cost.engine_s:.0f} s for {r.cost.repeats} repeats (one pass per cell: about "
+            f"{r.cost.single_pass_s:.0f} s)"
+        )
     for k, floor in r.floors.items():
         out.print(f"registry floors at K={k}: {_floor(floor)}, checked at every load")
     for failure in r.failures:
@@ -183,10 +316,15 @@ def _latencies(r) -> None:
     for d in r.decision:
         x = next(x for x in r.grid if x.k == d.k and x.concurrency == d.concurrency)
         if x.latency:
-            tpot = (f", TPOT p50 {x.latency.tpot_p50_ms:.2f} / p90 {x.latency.tpot_p90_ms:.2f} ms"
-                    if x.latency.tpot_p50_ms is not None else "")
-            out.print(f"  at concurrency {d.concurrency}, K={d.k}: TTFT p50 {x.latency.ttft_p50_ms:.1f} / p90 "
-                      f"{x.latency.ttft_p90_ms:.1f} ms{tpot}")
+            tpot = (
+                f", TPOT p50 {x.latency.tpot_p50_ms:.2f} / p90 {x.latency.tpot_p90_ms:.2f} ms"
+                if x.latency.tpot_p50_ms is not None
+                else ""
+            )
+            out.print(
+                f"  at concurrency {d.concurrency}, K={d.k}: TTFT p50 {x.latency.ttft_p50_ms:.1f} / p90 "
+                f"{x.latency.ttft_p90_ms:.1f} ms{tpot}"
+            )
 
 
 def _confirmation(r) -> None:
@@ -194,18 +332,26 @@ def _confirmation(r) -> None:
     verdict = f" [bold]{r.confirmation.verdict}[/bold]" if r.confirmation.verdict else ""
     out.print(f"confirmation{verdict}: {conf} tokens/s; best static K={r.confirmation.best_static_k}: {static}")
     for x in r.no_speculation:
-        out.print(f"  against no speculation at concurrency {x.concurrency} (table K={x.table_k}): "
-                  f"{x.ratio:.2f}x, {x.verdict}")
+        out.print(
+            f"  against no speculation at concurrency {x.concurrency} (table K={x.table_k}): "
+            f"{x.ratio:.2f}x, {x.verdict}"
+        )
     if r.adaptive:
-        out.print("vLLM adaptive verification: " + ", ".join(
-            f"c={x.concurrency} {x.output_tokens_per_s:.1f} ({x.against_no_speculation} against no speculation)"
-            for x in r.adaptive.levels))
+        out.print(
+            "vLLM adaptive verification: "
+            + ", ".join(
+                f"c={x.concurrency} {x.output_tokens_per_s:.1f} ({x.against_no_speculation} against no speculation)"
+                for x in r.adaptive.levels
+            )
+        )
 
 
 def _floor(floor) -> str:
     parts = [f"per position {floor.per_position}"] if floor.per_position else []
-    return ", ".join(parts + ([f"acceptance length {floor.mean_acceptance_length}"]
-                              if floor.mean_acceptance_length is not None else []))
+    return ", ".join(
+        parts
+        + ([f"acceptance length {floor.mean_acceptance_length}"] if floor.mean_acceptance_length is not None else [])
+    )
 
 
 def _levels(passes: list) -> str:

@@ -22,10 +22,19 @@ def measure_deployment(work: Workload, drafter_dir: Path, request, progress: Pro
     when it would not serve the folder as it is: that is a finding too, once doctor has read why)."""
     config = planned_config(drafter_dir, work.k, request.speculative_config)
     options = request.engine_options or EngineOptions()
-    facts = ServerFacts(url="(started by eaglezoo)", version=None, model=work.target_name, root=work.target_name,
-                        max_model_len=options.max_model_len, dev_mode=True, method=config["method"],
-                        drafter=str(drafter_dir), k=work.k, k_table=config.get("num_speculative_tokens_per_batch_size"),
-                        draft_sample_method=config.get("draft_sample_method"))
+    facts = ServerFacts(
+        url="(started by eaglezoo)",
+        version=None,
+        model=work.target_name,
+        root=work.target_name,
+        max_model_len=options.max_model_len,
+        dev_mode=True,
+        method=config["method"],
+        drafter=str(drafter_dir),
+        k=work.k,
+        k_table=config.get("num_speculative_tokens_per_batch_size"),
+        draft_sample_method=config.get("draft_sample_method"),
+    )
     try:
         with vllm_session(work, options, progress) as session:
             run = session.run(work, config, "the planned deployment", [len(work.encoded)], progress)

@@ -40,16 +40,22 @@ def fingerprint(folder: Path) -> Fingerprint:
     for name in TOKENIZER_FILES:
         if (folder / name).is_file():
             tokenizer.update(name.encode() + (folder / name).read_bytes())
-    return Fingerprint(config=_digest(shaping), quantization=_digest(quant) if quant else None,
-                       tokenizer=tokenizer.hexdigest(),
-                       template=hashlib.sha256(str(template).encode()).hexdigest() if template else None,
-                       weights=_weights(folder))
+    return Fingerprint(
+        config=_digest(shaping),
+        quantization=_digest(quant) if quant else None,
+        tokenizer=tokenizer.hexdigest(),
+        template=hashlib.sha256(str(template).encode()).hexdigest() if template else None,
+        weights=_weights(folder),
+    )
 
 
 def classify(served: Fingerprint, named: Fingerprint) -> tuple[Fit, list[str]]:
     """How the served target relates to the named one, with the parts that differ."""
-    parts = [name for name in ("config", "quantization", "tokenizer", "template", "weights")
-             if getattr(served, name) != getattr(named, name)]
+    parts = [
+        name
+        for name in ("config", "quantization", "tokenizer", "template", "weights")
+        if getattr(served, name) != getattr(named, name)
+    ]
     if not parts:
         return "fits", []
     if "config" in parts or "tokenizer" in parts:
@@ -66,6 +72,7 @@ def _weights(folder: Path) -> str | None:
     digest = hashlib.sha256()
     for file in files:
         with open(file, "rb") as f:
+
             def read(start: int, end: int, f=f) -> bytes:
                 f.seek(start)
                 return f.read(end - start)

@@ -116,8 +116,9 @@ class DoctorReport(_Model):
 
     @model_validator(mode="after")
     def _consistent(self) -> DoctorReport:
-        problem = next((f"measured[{i}].{p}" for i, a in enumerate(self.measured)
-                        if (p := _depth_problem(a, self.server.k))), None)
+        problem = next(
+            (f"measured[{i}].{p}" for i, a in enumerate(self.measured) if (p := _depth_problem(a, self.server.k))), None
+        )
         if problem:
             raise ValueError(problem)
         return self

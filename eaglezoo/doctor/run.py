@@ -64,52 +64,102 @@ class Served:
     refusal: EaglezooError | None = None  # the planned deployment's engine would not serve the folder
 
 
-def diagnose(request: DoctorRequest, drafter_dir: Path | None, target_dir: Path | None, *,
-             prompts_file: Path | None = None, opts: ReadOptions | None = None,
-             floors_at: Callable[[int], list[float] | None] = lambda k: None,
-             entry_prompts: bool = False, target_name: str | None = None, drafter_name: str | None = None,
-             progress: Progress = lambda *a, **kw: None) -> DoctorReport:
+def diagnose(
+    request: DoctorRequest,
+    drafter_dir: Path | None,
+    target_dir: Path | None,
+    *,
+    prompts_file: Path | None = None,
+    opts: ReadOptions | None = None,
+    floors_at: Callable[[int], list[float] | None] = lambda k: None,
+    entry_prompts: bool = False,
+    target_name: str | None = None,
+    drafter_name: str | None = None,
+    progress: Progress = lambda *a, **kw: None,
+) -> DoctorReport:
     t0 = time.perf_counter()
     base = check_server(request.endpoint) if request.endpoint else None
     facts = server_facts(base) if base else None
-    sides = endpoint_sides(facts, drafter_dir, target_dir) if facts else \
-        Sides(drafter_dir, target_dir, drafter_dir, target_dir)
+    sides = (
+        endpoint_sides(facts, drafter_dir, target_dir)
+        if facts
+        else Sides(drafter_dir, target_dir, drafter_dir, target_dir)
+    )
     k = depth(facts, request.k)
     try:
-        work = prepare(sides.named_drafter, sides.named_target, target_name or str(sides.named_target), None,
-                       opts or ReadOptions(), prompts_file, request.max_prompts, k, request.max_new_tokens, 0.0, None,
-                       ["native", "vllm"], server_context(facts, request))  # the server's context bounds the prompts
+        work = prepare(
+            sides.named_drafter,
+            sides.named_target,
+            target_name or str(sides.named_target),
+            None,
+            opts or ReadOptions(),
+            prompts_file,
+            request.max_prompts,
+            k,
+            request.max_new_tokens,
+            0.0,
+            None,
+            ["native", "vllm"],
+            server_context(facts, request),
+        )  # the server's context bounds the prompts
     except UsageError as exc:
         if SAMPLED_ON_NATIVE in exc.message:  # every row sampled: doctor's reason, not the native engine's
-            raise UsageError(f"no prompt can be diagnosed: {DOCTOR_GREEDY}", hint="give rows at temperature 0 "
-                             "(the default) to diagnose the server") from None
+            raise UsageError(
+                f"no prompt can be diagnosed: {DOCTOR_GREEDY}",
+                hint="give rows at temperature 0 (the default) to diagnose the server",
+            ) from None
         raise
     if work.spec.family != "eagle3":
-        raise UsageError(f"doctor diagnoses EAGLE-3 and EAGLE 3.1 drafters; this is a {work.spec.family} drafter",
-                         hint="measure it with eaglezoo verify DRAFTER --engine vllm (or natively), and lint it")
+        raise UsageError(
+            f"doctor diagnoses EAGLE-3 and EAGLE 3.1 drafters; this is a {work.spec.family} drafter",
+            hint="measure it with eaglezoo verify DRAFTER --engine vllm (or natively), and lint it",
+        )
     served = measure(base, facts, work, sides, request, progress)
     readings, others, notes = gather_suspects(sides, work, served.facts, drafter_name)
     if served.refusal is not None and not (others or any(r.suspects for r in readings)):
         raise served.refusal  # the engine's failure, which doctor cannot explain from the files
     server, said = observed(served, k)
-    chosen, trials, reference_s, passes, reading_notes = try_fixes(sides, work, readings, others, server, request,
-                                                                   progress)
+    chosen, trials, reference_s, passes, reading_notes = try_fixes(
+        sides, work, readings, others, server, request, progress
+    )
     found, trusted = trust_server(chosen.suspects, trials, server)
     found = refusal_first(found + others, served, sides, drafter_name)
     notes += reading_notes + trusted + precision_note(request.reference_dtype)
     floors = floors_at(k)
-    evidence = Evidence(server=server, requests=served.requests, trials=trials, suspects=found, floors=floors,
-                        entry_prompts=entry_prompts, k_zero=k_table_zero(served.facts.k_table),
-                        k_table=served.facts.k_table, refusal=served.refusal.message if served.refusal else None,
-                        k=k, files_read=sides.served_drafter is not None)
+    evidence = Evidence(
+        server=server,
+        requests=served.requests,
+        trials=trials,
+        suspects=found,
+        floors=floors,
+        entry_prompts=entry_prompts,
+        k_zero=k_table_zero(served.facts.k_table),
+        k_table=served.facts.k_table,
+        refusal=served.refusal.message if served.refusal else None,
+        k=k,
+        files_read=sides.served_drafter is not None,
+    )
     verdict, summary, findings, judged = judge(evidence)
     return built(
-        DoctorReport, verdict=verdict, summary=summary, server=server_part(served.facts, served.requests, k, request.endpoint),
-        drafter=str(sides.named_drafter), target=target_name or str(sides.named_target), prompts=len(work.encoded),
-        max_new_tokens=work.max_new_tokens, measured=[a for a in (server, *trials.values()) if a is not None],
-        findings=findings, floors=floors, notes=work.notes + skipped_notes(work) + said + notes + judged,
-        timing={"server_s": served.seconds, "reference_s": reference_s, "target_passes": passes,
-                "total_s": time.perf_counter() - t0})
+        DoctorReport,
+        verdict=verdict,
+        summary=summary,
+        server=server_part(served.facts, served.requests, k, request.endpoint),
+        drafter=str(sides.named_drafter),
+        target=target_name or str(sides.named_target),
+        prompts=len(work.encoded),
+        max_new_tokens=work.max_new_tokens,
+        measured=[a for a in (server, *trials.values()) if a is not None],
+        findings=findings,
+        floors=floors,
+        notes=work.notes + skipped_notes(work) + said + notes + judged,
+        timing={
+            "server_s": served.seconds,
+            "reference_s": reference_s,
+            "target_passes": passes,
+            "total_s": time.perf_counter() - t0,
+        },
+    )
 
 
 def server_context(facts: ServerFacts | None, request: DoctorRequest) -> int | None:
@@ -120,8 +170,10 @@ def server_context(facts: ServerFacts | None, request: DoctorRequest) -> int | N
     return getattr(request.engine_options, "max_model_len", None)
 
 
-DOCTOR_GREEDY = ("doctor compares the server with the greedy native reference: a row at temperature > 0 is measured "
-                 "on the server by eaglezoo verify DRAFTER --endpoint URL")
+DOCTOR_GREEDY = (
+    "doctor compares the server with the greedy native reference: a row at temperature > 0 is measured "
+    "on the server by eaglezoo verify DRAFTER --endpoint URL"
+)
 
 
 def skipped_notes(work: Workload) -> list[str]:
@@ -136,8 +188,12 @@ def skipped_notes(work: Workload) -> list[str]:
 def precision_note(dtype: str) -> list[str]:
     if dtype in ("float32", "fp32"):
         return []
-    return [(f"the native reference ran in {dtype} (--reference-dtype): its figures come close to a server's, not "
-             "count for count as in float32")]
+    return [
+        (
+            f"the native reference ran in {dtype} (--reference-dtype): its figures come close to a server's, not "
+            "count for count as in float32"
+        )
+    ]
 
 
 def depth(facts: ServerFacts | None, asked: int | None) -> int:
@@ -147,8 +203,14 @@ def depth(facts: ServerFacts | None, asked: int | None) -> int:
     return (facts.k if facts else None) or asked or DEFAULT_K
 
 
-def measure(base: str | None, facts: ServerFacts | None, work: Workload, sides: Sides, request: DoctorRequest,
-            progress: Progress) -> Served:
+def measure(
+    base: str | None,
+    facts: ServerFacts | None,
+    work: Workload,
+    sides: Sides,
+    request: DoctorRequest,
+    progress: Progress,
+) -> Served:
     if base is not None:
         try:
             requests, counters, seconds = measure_requests(base, facts.model, work, progress)
@@ -173,8 +235,10 @@ def server_failure(base: str, exc: EngineError) -> EngineError | None:
     try:
         check_server(base)
     except EngineError:
-        return EngineError(f"the server at {base} stopped answering under doctor's requests (it died: its own log "
-                           "says why)", hint=exc.hint)
+        return EngineError(
+            f"the server at {base} stopped answering under doctor's requests (it died: its own log says why)",
+            hint=exc.hint,
+        )
     return None
 
 
@@ -186,11 +250,20 @@ def refusal_first(found: list[Suspect], served: Served, sides: Sides, drafter_na
         raise served.refusal
     name = shlex.quote(drafter_name or str(sides.named_drafter))
     started = served.facts.url == "(started by eaglezoo)"  # deployment.measure_deployment's
-    what = (f"vLLM refuses to serve {sides.served_drafter} as it is ({served.refusal.message})" if started else
-            f"{served.refusal.message}: vLLM cannot serve {sides.served_drafter} as it is")
-    return [Suspect("engine-refuses" if started else "server-fails", "engine-config", what,
-                    f"serve OUT after `eaglezoo convert {name} OUT` (`eaglezoo serve-config {name}` prints the whole "
-                    "path)"), *found]
+    what = (
+        f"vLLM refuses to serve {sides.served_drafter} as it is ({served.refusal.message})"
+        if started
+        else f"{served.refusal.message}: vLLM cannot serve {sides.served_drafter} as it is"
+    )
+    return [
+        Suspect(
+            "engine-refuses" if started else "server-fails",
+            "engine-config",
+            what,
+            f"serve OUT after `eaglezoo convert {name} OUT` (`eaglezoo serve-config {name}` prints the whole path)",
+        ),
+        *found,
+    ]
 
 
 def observed(served: Served, k: int) -> tuple[Acceptance | None, list[str]]:
@@ -198,27 +271,37 @@ def observed(served: Served, k: int) -> tuple[Acceptance | None, list[str]]:
     if served.refusal is not None:
         return None, [f"vLLM could not serve the folder as it is: {served.refusal.message}"]
     if served.counters["drafts"] == 0 and not k_table_zero(served.facts.k_table):
-        raise EngineError(f"{served.facts.url} ran no speculative decoding for these requests (0 drafts)",
-                          hint="start it with --speculative-config (vLLM #25250: a missing drafter is silent)")
+        raise EngineError(
+            f"{served.facts.url} ran no speculative decoding for these requests (0 drafts)",
+            hint="start it with --speculative-config (vLLM #25250: a missing drafter is silent)",
+        )
     return server_acceptance(served.requests, served.counters, k)
 
 
 def endpoint_sides(facts: ServerFacts, drafter_dir: Path | None, target_dir: Path | None) -> Sides:
     if facts.dev_mode and facts.method is None:
-        raise EngineError(f"the server at {facts.url} runs without speculative decoding (no speculative_config)",
-                          hint="start vllm serve with --speculative-config; doctor diagnoses a drafter's acceptance")
+        raise EngineError(
+            f"the server at {facts.url} runs without speculative decoding (no speculative_config)",
+            hint="start vllm serve with --speculative-config; doctor diagnoses a drafter's acceptance",
+        )
     if facts.method not in (None, "eagle3", "eagle"):
-        raise UsageError(f"the server at {facts.url} drafts with method {facts.method}: doctor diagnoses EAGLE-3 "
-                         "drafters", hint="measure it with eaglezoo verify DRAFTER --endpoint URL where verify reads it")
+        raise UsageError(
+            f"the server at {facts.url} drafts with method {facts.method}: doctor diagnoses EAGLE-3 drafters",
+            hint="measure it with eaglezoo verify DRAFTER --endpoint URL where verify reads it",
+        )
     served_drafter, served_target = facts.local(facts.drafter), facts.local(facts.root)
     named_drafter, named_target = drafter_dir or served_drafter, target_dir or served_target
     if named_drafter is None:
-        raise UsageError(f"the server at {facts.url} does not say which drafter it loaded, or loaded it from a "
-                         "folder this machine cannot read", hint="name the drafter (a registry id or its folder), or "
-                         f"start the server with {DEV_MODE} on this machine")
+        raise UsageError(
+            f"the server at {facts.url} does not say which drafter it loaded, or loaded it from a "
+            "folder this machine cannot read",
+            hint=f"name the drafter (a registry id or its folder), or start the server with {DEV_MODE} on this machine",
+        )
     if named_target is None:
-        raise UsageError(f"the server at {facts.url} serves {facts.root}, which is not a folder this machine can read",
-                         hint="name the target it was trained for with --target (a folder or Hub repo id)")
+        raise UsageError(
+            f"the server at {facts.url} serves {facts.root}, which is not a folder this machine can read",
+            hint="name the target it was trained for with --target (a folder or Hub repo id)",
+        )
     return Sides(named_drafter, named_target, served_drafter, served_target)
 
 
@@ -229,11 +312,18 @@ def server_acceptance(requests: list[dict], counters: dict, k: int) -> tuple[Acc
     drafts = counters["drafts"]
     mean = 1 + counters["accepted"] / drafts if drafts else 1.0
     rates = [n / drafts if drafts else 0.0 for n in counters["per_position"]][:k]
-    return Acceptance(source="server", mean_acceptance_length=mean, interval=[mean, mean], per_position=rates,
-                      prompts=len(requests), drafts=drafts), [
+    return Acceptance(
+        source="server",
+        mean_acceptance_length=mean,
+        interval=[mean, mean],
+        per_position=rates,
+        prompts=len(requests),
+        drafts=drafts,
+    ), [
         "the server gave no per-request acceptance: restart it with --per-request-spec-decode-metrics detailed for "
         "per-prompt figures and intervals. Read from /metrics instead: vLLM's per-position counter has no "
-        "drafted-per-position twin, so its rates are skewed wherever K varies (a K table)"]
+        "drafted-per-position twin, so its rates are skewed wherever K varies (a K table)"
+    ]
 
 
 @dataclass(frozen=True)
@@ -245,20 +335,27 @@ class Reading:
     suspects: list[Suspect]
 
 
-def gather_suspects(sides: Sides, work: Workload, facts: ServerFacts,
-                    drafter_name: str | None) -> tuple[list[Reading], list[Suspect], list[str]]:
+def gather_suspects(
+    sides: Sides, work: Workload, facts: ServerFacts, drafter_name: str | None
+) -> tuple[list[Reading], list[Suspect], list[str]]:
     """Every difference between what is served and what was trained (per reading of the served folder, and those of
     the target), and what could not be compared."""
     notes, readings, found = [], [], []
     if sides.served_drafter is None:
-        notes.append(f"the server's drafter {facts.drafter} is not a folder on this machine: its files were not "
-                     "compared with the drafter named" if facts.drafter else "the server does not say which drafter "
-                     f"it loaded (start it with {DEV_MODE}): its files were not compared with the drafter "
-                     "named")
+        notes.append(
+            f"the server's drafter {facts.drafter} is not a folder on this machine: its files were not "
+            "compared with the drafter named"
+            if facts.drafter
+            else "the server does not say which drafter "
+            f"it loaded (start it with {DEV_MODE}): its files were not compared with the drafter "
+            "named"
+        )
     else:
         served = read_served(sides.served_drafter)
-        readings = [Reading(c, suspects(served, work.drafter, c, drafter_name))
-                    for c in vllm_captures(served.config, work.target_layers) or [None]]
+        readings = [
+            Reading(c, suspects(served, work.drafter, c, drafter_name))
+            for c in vllm_captures(served.config, work.target_layers) or [None]
+        ]
         notes += served_lint(served, sides.served_target or sides.named_target)
     if sides.served_target is None:
         notes.append(f"the served target {facts.root} is not a folder here: its fit was not fingerprinted")
@@ -267,14 +364,20 @@ def gather_suspects(sides: Sides, work: Workload, facts: ServerFacts,
         if fit != "fits":
             found.append(target_suspect(fit, parts, sides))
     if facts.quantization:
-        notes.append(f"the server runs its target quantized ({facts.quantization}): a drafter trained on the "
-                     "unquantized target reads other hidden states (docs/doctor.md, target-quantized)")
+        notes.append(
+            f"the server runs its target quantized ({facts.quantization}): a drafter trained on the "
+            "unquantized target reads other hidden states (docs/doctor.md, target-quantized)"
+        )
     if facts.draft_sample_method:
-        notes.append(f"the server drafts with draft_sample_method={facts.draft_sample_method}: doctor measures at "
-                     "temperature 0, where it plays no part; at T > 0 it moves acceptance (vllm/config/speculative.py)")
+        notes.append(
+            f"the server drafts with draft_sample_method={facts.draft_sample_method}: doctor measures at "
+            "temperature 0, where it plays no part; at T > 0 it moves acceptance (vllm/config/speculative.py)"
+        )
     if facts.k_table is None and facts.dev_mode is False:
-        notes.append("the server's speculative config could not be read (/server_info answers only with "
-                     f"{DEV_MODE}): its K table and sampling were not checked")
+        notes.append(
+            "the server's speculative config could not be read (/server_info answers only with "
+            f"{DEV_MODE}): its K table and sampling were not checked"
+        )
     return readings, found, notes
 
 
@@ -288,23 +391,38 @@ def served_lint(served, target_dir: Path) -> list[str]:
         findings = lint_drafter(served, target_config(target_dir), target_dir)
     except EaglezooError as exc:
         return [f"lint of the served drafter stopped: {exc.message}"]
-    return [f"lint of the served drafter: {f.severity} {f.code}: {f.message}" for f in findings
-            if f.severity in ("error", "warning") and not f.code.startswith("aux-ids")]  # the aux ids: a suspect
+    return [
+        f"lint of the served drafter: {f.severity} {f.code}: {f.message}"
+        for f in findings
+        if f.severity in ("error", "warning") and not f.code.startswith("aux-ids")
+    ]  # the aux ids: a suspect
 
 
 def target_suspect(fit: str, parts: list[str], sides: Sides) -> Suspect:
     served, named = sides.served_target, sides.named_target
-    what = {"fine-tuned": f"the served target {served} has the config and tokenizer of {named} but other weights",
-            "quantized": f"the served target {served} is {named} quantized differently",
-            "different": f"the served target {served} is not {named}: its {', '.join(parts)} differ"}[fit]
-    fix = ("retrain the drafter on the fine-tuned target (its hidden states moved), or serve the target it was "
-           f"trained for: vllm serve {named}" if fit == "fine-tuned" else f"serve the target the drafter was trained "
-           f"for: vllm serve {named} (or a drafter trained on {served})")
+    what = {
+        "fine-tuned": f"the served target {served} has the config and tokenizer of {named} but other weights",
+        "quantized": f"the served target {served} is {named} quantized differently",
+        "different": f"the served target {served} is not {named}: its {', '.join(parts)} differ",
+    }[fit]
+    fix = (
+        "retrain the drafter on the fine-tuned target (its hidden states moved), or serve the target it was "
+        f"trained for: vllm serve {named}"
+        if fit == "fine-tuned"
+        else f"serve the target the drafter was trained for: vllm serve {named} (or a drafter trained on {served})"
+    )
     return Suspect(f"target-{fit}", "target-mismatch", what, fix)
 
 
-def try_fixes(sides: Sides, work: Workload, readings: list[Reading], others: list[Suspect], server: Acceptance | None,
-              request: DoctorRequest, progress: Progress) -> tuple[Reading, dict, float, int, list[str]]:
+def try_fixes(
+    sides: Sides,
+    work: Workload,
+    readings: list[Reading],
+    others: list[Suspect],
+    server: Acceptance | None,
+    request: DoctorRequest,
+    progress: Progress,
+) -> tuple[Reading, dict, float, int, list[str]]:
     """Native trials: on the served target the drafter as served and with each fix alone, for every reading of the
     served folder; the drafter as named on its own target (the same pass where the targets are one). The reading
     whose trial reproduces the server is the one it ran."""
@@ -325,13 +443,22 @@ def try_fixes(sides: Sides, work: Workload, readings: list[Reading], others: lis
         passes.append((sides.named_target, [reference]))
     trials = {}
     for target_dir, variants in passes:
-        paths = run_trials(target_dir, variants, prompts, request.device, request.reference_dtype, request.batch_size,
-                           progress, work.trust_remote_code)
+        paths = run_trials(
+            target_dir,
+            variants,
+            prompts,
+            request.device,
+            request.reference_dtype,
+            request.batch_size,
+            progress,
+            work.trust_remote_code,
+        )
         trials.update({source: acceptance(source, steps, work.k) for source, steps in paths.items()})
     chosen, notes = choose(readings, trials, server)
     prefix = f"{readings.index(chosen)}|" if len(readings) > 1 else ""
-    trials = {source.removeprefix(prefix): a for source, a in trials.items() if "|" not in source or
-              source.startswith(prefix)}
+    trials = {
+        source.removeprefix(prefix): a for source, a in trials.items() if "|" not in source or source.startswith(prefix)
+    }
     trials = {s: a.model_copy(update={"source": s}) for s, a in trials.items()}
     order = ["as served", *[s for s in trials if s.startswith("fix: ")], "reference"]
     chosen = chosen or Reading(None, [])
@@ -358,13 +485,20 @@ def choose(readings: list[Reading], trials: dict, server: Acceptance | None) -> 
     if server is None:
         failing = [i for i, r in enumerate(readings) if i not in runnable]
         pick = (failing or runnable or [0])[0]
-        why = (f"the server failed, which the {'/'.join(readings[pick].capture.runners)} runner's reading explains"
-               if failing else "the server gave no acceptance to tell which it ran")
+        why = (
+            f"the server failed, which the {'/'.join(readings[pick].capture.runners)} runner's reading explains"
+            if failing
+            else "the server gave no acceptance to tell which it ran"
+        )
         return readings[pick], [f"vLLM's model runners read the served folder's aux ids differently ({said}); {why}"]
     pick = min(runnable, key=lambda i: distance(trials[f"{i}|as served"], server)) if runnable else 0
     runner = "/".join(readings[pick].capture.runners)
-    return readings[pick], [(f"vLLM's model runners read the served folder's aux ids differently ({said}); the "
-                             f"server's acceptance is that of the {runner} runner's reading")]
+    return readings[pick], [
+        (
+            f"vLLM's model runners read the served folder's aux ids differently ({said}); the "
+            f"server's acceptance is that of the {runner} runner's reading"
+        )
+    ]
 
 
 def distance(trial: Acceptance, server: Acceptance) -> float:
@@ -382,9 +516,13 @@ def trust_server(found: list[Suspect], trials: dict, server: Acceptance | None) 
     kept = [s for s in found if not s.cause.startswith("aux-ids")]
     if len(kept) == len(found):
         return found, []
-    return kept, [("the server's acceptance equals the reference's prompt by prompt, while the drafter as eaglezoo "
-                   "reads it served does not: the server captures the layers the drafter was trained on, whatever "
-                   "its config seems to say (please report this config: eaglezoo's model of vLLM missed it)")]
+    return kept, [
+        (
+            "the server's acceptance equals the reference's prompt by prompt, while the drafter as eaglezoo "
+            "reads it served does not: the server captures the layers the drafter was trained on, whatever "
+            "its config seems to say (please report this config: eaglezoo's model of vLLM missed it)"
+        )
+    ]
 
 
 def same(a: Acceptance, b: Acceptance) -> bool:
@@ -394,9 +532,17 @@ def same(a: Acceptance, b: Acceptance) -> bool:
 
 
 def server_part(facts: ServerFacts, requests: list[dict], k: int, endpoint: str | None) -> Server:
-    return Server(url=facts.url if endpoint else None, engine="vllm" if endpoint else "vllm (started by eaglezoo)",
-                  version=facts.version, target=facts.root, drafter=facts.drafter, method=facts.method, k=k,
-                  k_table=facts.k_table, draft_sample_method=facts.draft_sample_method,
-                  max_model_len=facts.max_model_len,
-                  per_request_metrics=bool(requests) and all(r["accepted"] is not None for r in requests),
-                  config_readable=facts.dev_mode)
+    return Server(
+        url=facts.url if endpoint else None,
+        engine="vllm" if endpoint else "vllm (started by eaglezoo)",
+        version=facts.version,
+        target=facts.root,
+        drafter=facts.drafter,
+        method=facts.method,
+        k=k,
+        k_table=facts.k_table,
+        draft_sample_method=facts.draft_sample_method,
+        max_model_len=facts.max_model_len,
+        per_request_metrics=bool(requests) and all(r["accepted"] is not None for r in requests),
+        config_readable=facts.dev_mode,
+    )

@@ -53,8 +53,15 @@ def suspects(served: Drafter, named: Drafter, capture: Capture | None, named_as:
     base, ref = as_served(served, capture), as_named(named)
     folder = shlex.quote(str(served.path))
     convert = f"eaglezoo convert {shlex.quote(named_as or str(named.path))} OUT"
-    return [s for s in (_aux(capture, base, ref, folder, convert), _flags(base, ref, folder, convert),
-                        _vocab_map(base, ref, convert)) if s is not None] + _weights(base, ref, convert)
+    return [
+        s
+        for s in (
+            _aux(capture, base, ref, folder, convert),
+            _flags(base, ref, folder, convert),
+            _vocab_map(base, ref, convert),
+        )
+        if s is not None
+    ] + _weights(base, ref, convert)
 
 
 def _fixed(base: Variant, cause: str, **changes) -> Variant:
@@ -68,20 +75,28 @@ def _aux(capture: Capture | None, base: Variant, ref: Variant, folder: str, conv
     key = f'"eagle_aux_hidden_state_layer_ids": {trained}'
     if capture.key is None:
         cause = "aux-ids-default"
-        what = (f"the served config holds no aux ids where vLLM reads them, so {capture.said()}; the drafter was "
-                f"trained on boundary {trained}")
+        what = (
+            f"the served config holds no aux ids where vLLM reads them, so {capture.said()}; the drafter was "
+            f"trained on boundary {trained}"
+        )
     elif list(capture.read) in ([t - 1 for t in trained], [t + 1 for t in trained]):
         cause = "aux-ids-convention"
-        what = (f"{capture.said()}, as boundary ids: they are the trained layers {trained} written in the other "
-                "convention (layer output vs boundary)")
+        what = (
+            f"{capture.said()}, as boundary ids: they are the trained layers {trained} written in the other "
+            "convention (layer output vs boundary)"
+        )
     else:
         cause = "aux-ids-other"
         what = f"{capture.said()}; the drafter was trained on boundary {trained}"
     if not capture.fits:
-        what += (f". That is {len(capture.layers)} aux states where the drafter's fc takes {capture.states}: vLLM "
-                 "fails on the first request that drafts")
-    fix = (f"set {key} at the top level of {folder}/config.json (boundary convention), or serve OUT after "
-           f"`{convert}`, which writes it")
+        what += (
+            f". That is {len(capture.layers)} aux states where the drafter's fc takes {capture.states}: vLLM "
+            "fails on the first request that drafts"
+        )
+    fix = (
+        f"set {key} at the top level of {folder}/config.json (boundary convention), or serve OUT after "
+        f"`{convert}`, which writes it"
+    )
     return Suspect(cause, "engine-config", what, fix, _fixed(base, cause, boundary=ref.boundary), not capture.fits)
 
 
@@ -96,9 +111,13 @@ def _flags(base: Variant, ref: Variant, folder: str, convert: str) -> Suspect | 
     trained = ", ".join(f'"{flag}": {str(value).lower()}' for flag, value in differ.items())
     wanted = ", ".join(f"{flag}={str(value).lower()}" for flag, value in differ.items())
     what = f"vLLM runs the drafter with {served} (absent keys read as false); it was trained with {wanted}"
-    return Suspect(cause, "engine-config", what, f"set {trained} in {folder}/config.json, or serve OUT after "
-                   f"`{convert}`",
-                   _fixed(base, cause, spec=base.spec.model_copy(update=differ)))
+    return Suspect(
+        cause,
+        "engine-config",
+        what,
+        f"set {trained} in {folder}/config.json, or serve OUT after `{convert}`",
+        _fixed(base, cause, spec=base.spec.model_copy(update=differ)),
+    )
 
 
 def _vocab_map(base: Variant, ref: Variant, convert: str) -> Suspect | None:
@@ -109,28 +128,47 @@ def _vocab_map(base: Variant, ref: Variant, convert: str) -> Suspect | None:
         return None
     missing = not served_map.any()
     cause = "d2t-missing" if missing else "d2t-wrong"
-    what = ("the served weights hold no d2t: vLLM keeps its zero map and reads every draft id as the target id "
-            "of the same number" if missing else "the served d2t (draft-to-target vocabulary map) differs from the "
-            f"drafter's own: {int((served_map != ref.state['d2t']).sum())} of {served_map.numel()} ids map elsewhere")
+    what = (
+        "the served weights hold no d2t: vLLM keeps its zero map and reads every draft id as the target id "
+        "of the same number"
+        if missing
+        else "the served d2t (draft-to-target vocabulary map) differs from the "
+        f"drafter's own: {int((served_map != ref.state['d2t']).sum())} of {served_map.numel()} ids map elsewhere"
+    )
     maps = {name: ref.state[name] for name in VOCAB_MAPS if name in ref.state}
-    return Suspect(cause, "drafter", what, f"serve the drafter's own vocabulary map: serve OUT after `{convert}`",
-                   _fixed(base, cause, state={**base.state, **maps}))
+    return Suspect(
+        cause,
+        "drafter",
+        what,
+        f"serve the drafter's own vocabulary map: serve OUT after `{convert}`",
+        _fixed(base, cause, state={**base.state, **maps}),
+    )
 
 
 def _weights(base: Variant, ref: Variant, convert: str) -> list[Suspect]:
     names = sorted(set(ref.state) - set(VOCAB_MAPS))
-    changed = [n for n in names if n not in base.state or base.state[n].shape != ref.state[n].shape
-               or not torch.equal(base.state[n], ref.state[n].to(base.state[n].dtype))]  # in the served precision
+    changed = [
+        n
+        for n in names
+        if n not in base.state
+        or base.state[n].shape != ref.state[n].shape
+        or not torch.equal(base.state[n], ref.state[n].to(base.state[n].dtype))
+    ]  # in the served precision
     if not changed:
         return []
     shown = ", ".join(changed[:3]) + (f" and {len(changed) - 3} more" if len(changed) > 3 else "")
     state = {**base.state, **{n: ref.state[n] for n in names}}
-    return [Suspect("weights-differ", "drafter", f"the served drafter's tensors differ from the drafter named: {shown}",
-                    f"serve the drafter named: serve OUT after `{convert}`",
-                    _fixed(base, "weights-differ", state=state))]
+    return [
+        Suspect(
+            "weights-differ",
+            "drafter",
+            f"the served drafter's tensors differ from the drafter named: {shown}",
+            f"serve the drafter named: serve OUT after `{convert}`",
+            _fixed(base, "weights-differ", state=state),
+        )
+    ]
 
 
 def k_table_zero(k_table: list[list[int]] | None) -> list[list[int]]:
     """The rows of vLLM's num_speculative_tokens_per_batch_size that send K=0."""
     return [row for row in k_table or [] if row[2] == 0]
-

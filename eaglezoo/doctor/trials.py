@@ -37,9 +37,16 @@ class Prompts:
     max_new_tokens: int
 
 
-def run_trials(target_dir: Path, variants: list[Variant], prompts: Prompts, device: str = "auto",
-               dtype: str = "float32", batch_size: int = 32, progress: Progress = lambda *a, **kw: None,
-               trust_remote_code: bool = False) -> dict[str, list[list[int]]]:
+def run_trials(
+    target_dir: Path,
+    variants: list[Variant],
+    prompts: Prompts,
+    device: str = "auto",
+    dtype: str = "float32",
+    batch_size: int = 32,
+    progress: Progress = lambda *a, **kw: None,
+    trust_remote_code: bool = False,
+) -> dict[str, list[list[int]]]:
     """Each variant's accepted draft tokens at every verify step of every prompt, keyed by its source."""
     device = resolve_device(device)
     torch_dtype = resolve_dtype(dtype, device)
@@ -48,11 +55,14 @@ def run_trials(target_dir: Path, variants: list[Variant], prompts: Prompts, devi
     drafters = {}
     for v in variants:
         try:
-            drafters[v.source] = build_drafter(v.spec, v.state, embed=embed, dtype=torch_dtype,
-                                               device=device if device != "cuda" else "cuda:0")
+            drafters[v.source] = build_drafter(
+                v.spec, v.state, embed=embed, dtype=torch_dtype, device=device if device != "cuda" else "cuda:0"
+            )
         except ValueError as exc:
-            raise BadInput(f"the drafter {v.source} cannot run natively: {exc}",
-                           hint="run eaglezoo lint on it: its tensors do not fit its config") from None
+            raise BadInput(
+                f"the drafter {v.source} cannot run natively: {exc}",
+                hint="run eaglezoo lint on it: its tensors do not fit its config",
+            ) from None
     union = sorted({b for v in variants for b in v.boundary})
     paths: dict[str, list] = {v.source: [None] * len(prompts.encoded) for v in variants}
     n_new, k = prompts.max_new_tokens, prompts.k
@@ -73,7 +83,12 @@ def acceptance(source: str, requests: list[list[int]], k: int) -> Acceptance:
     tally = Tally(k)
     for steps in requests:
         tally.add(steps)
-    return Acceptance(source=source, mean_acceptance_length=pooled_length(requests),
-                      interval=bootstrap_interval(requests, pooled_length) if requests else [1.0, 1.0],
-                      per_position=tally.per_position(), prompts=len(requests), drafts=tally.num_drafts,
-                      per_prompt=[pooled_length([steps]) for steps in requests])
+    return Acceptance(
+        source=source,
+        mean_acceptance_length=pooled_length(requests),
+        interval=bootstrap_interval(requests, pooled_length) if requests else [1.0, 1.0],
+        per_position=tally.per_position(),
+        prompts=len(requests),
+        drafts=tally.num_drafts,
+        per_prompt=[pooled_length([steps]) for steps in requests],
+    )

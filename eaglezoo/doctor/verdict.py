@@ -54,8 +54,12 @@ def not_below(e: Evidence, findings: list[Finding]) -> tuple[list[Finding], list
     if e.server is None or e.server.mean_acceptance_length < reference.mean_acceptance_length:
         return findings, []
     kept = [f for f in findings if f.confirmed or f.cause in ("engine-refuses", "server-fails")]
-    return kept, [f"{f.what}; but the server accepts {figure(e.server)}, not below the drafter and target named "
-                  f"({reference.mean_acceptance_length:.3f}): not a fault" for f in findings if f not in kept]
+    return kept, [
+        f"{f.what}; but the server accepts {figure(e.server)}, not below the drafter and target named "
+        f"({reference.mean_acceptance_length:.3f}): not a fault"
+        for f in findings
+        if f not in kept
+    ]
 
 
 def too_deep(e: Evidence) -> list[Finding]:
@@ -68,15 +72,23 @@ def too_deep(e: Evidence) -> list[Finding]:
     if supported == 0 or supported == len(rates):
         return []  # the first position low is no question of depth; none low, no finding
     tail = ", ".join(f"{rate:.3f}" for rate in rates[supported:])
-    covered = (f"; the entry's floors (K={len(e.floors)}) cover positions 1-{min(len(e.floors), len(rates))} only"
-               if e.floors and len(e.floors) < len(rates) else "")
-    return [Finding(cause="k-too-deep", verdict="engine-config",
-                    what=f"at K={len(rates)} positions {supported + 1}-{len(rates)} accept {tail}, each below "
-                         f"{TAIL_RATE:.0%}: a drafter step each, rarely kept; these figures support K={supported}",
-                    evidence=[(f"server: {figure(e.server)}, per position "
-                               f"{[round(r, 3) for r in rates]}{covered}")],
-                    fix=f'serve with "num_speculative_tokens": {supported} in --speculative-config, or measure the '
-                        "best K at your load with eaglezoo tune", confirmed=True)]
+    covered = (
+        f"; the entry's floors (K={len(e.floors)}) cover positions 1-{min(len(e.floors), len(rates))} only"
+        if e.floors and len(e.floors) < len(rates)
+        else ""
+    )
+    return [
+        Finding(
+            cause="k-too-deep",
+            verdict="engine-config",
+            what=f"at K={len(rates)} positions {supported + 1}-{len(rates)} accept {tail}, each below "
+            f"{TAIL_RATE:.0%}: a drafter step each, rarely kept; these figures support K={supported}",
+            evidence=[(f"server: {figure(e.server)}, per position {[round(r, 3) for r in rates]}{covered}")],
+            fix=f'serve with "num_speculative_tokens": {supported} in --speculative-config, or measure the '
+            "best K at your load with eaglezoo tune",
+            confirmed=True,
+        )
+    ]
 
 
 def figure(a: Acceptance) -> str:
@@ -86,8 +98,9 @@ def figure(a: Acceptance) -> str:
 
 def from_suspect(s: Suspect, e: Evidence) -> Finding:
     if s.cause in ("engine-refuses", "server-fails"):  # seen directly: the engine's own words
-        return Finding(cause=s.cause, verdict=s.verdict, what=s.what, evidence=[f"vLLM: {e.refusal}"], fix=s.fix,
-                       confirmed=True)
+        return Finding(
+            cause=s.cause, verdict=s.verdict, what=s.what, evidence=[f"vLLM: {e.refusal}"], fix=s.fix, confirmed=True
+        )
     served, reference = e.trials.get("as served"), e.trials["reference"]
     fixed = e.trials.get(f"fix: {s.cause}") if s.fixed is not None else reference
     evidence = [f"server: acceptance length {figure(e.server)}" if e.server else f"vLLM: {e.refusal}"]
@@ -103,8 +116,15 @@ def from_suspect(s: Suspect, e: Evidence) -> Finding:
         gap = reference.mean_acceptance_length - served.mean_acceptance_length
         gain = fixed.mean_acceptance_length - served.mean_acceptance_length
         confirmed = gain >= max(MIN_GAP, RECOVERED * gap)
-    return Finding(cause=s.cause, verdict=s.verdict, what=s.what, evidence=evidence, fix=s.fix,
-                   restores=fixed.mean_acceptance_length if fixed is not None else None, confirmed=confirmed)
+    return Finding(
+        cause=s.cause,
+        verdict=s.verdict,
+        what=s.what,
+        evidence=evidence,
+        fix=s.fix,
+        restores=fixed.mean_acceptance_length if fixed is not None else None,
+        confirmed=confirmed,
+    )
 
 
 def undrafted(requests: list[dict]) -> tuple[int, int]:
@@ -119,16 +139,22 @@ def k_zero_finding(e: Evidence) -> Finding:
     ranges = ", ".join(f"{lo}-{hi}" for lo, hi, _ in e.k_zero)
     table = [[lo, hi, k or e.k] for lo, hi, k in e.k_table]
     idle, total = undrafted(e.requests) if all(r["accepted"] is not None for r in e.requests) else (None, None)
-    seen = f"{idle} of the {total} tokens decoded here (after each prompt's first) had no draft" if idle is not None else \
-        "the server gave no per-request acceptance to count the undrafted steps"
+    seen = (
+        f"{idle} of the {total} tokens decoded here (after each prompt's first) had no draft"
+        if idle is not None
+        else "the server gave no per-request acceptance to count the undrafted steps"
+    )
     return Finding(
-        cause="k-table-zero", verdict="engine-config",
+        cause="k-table-zero",
+        verdict="engine-config",
         what=f"num_speculative_tokens_per_batch_size sends K=0 at batch sizes {ranges}: {seen}, and a step at K=0 "
-             "still pays for the drafter (vLLM #49986)",
+        "still pays for the drafter (vLLM #49986)",
         evidence=[seen, f"the server's table: {e.k_table}"],
         fix=f'set "num_speculative_tokens_per_batch_size": {table} in --speculative-config (or drop the table); '
-            "where speculation loses at a load, serve that load without --speculative-config: eaglezoo tune "
-            "measures which", confirmed=bool(idle))
+        "where speculation loses at a load, serve that load without --speculative-config: eaglezoo tune "
+        "measures which",
+        confirmed=bool(idle),
+    )
 
 
 def unexplained(e: Evidence) -> list[Finding]:
@@ -139,53 +165,86 @@ def unexplained(e: Evidence) -> list[Finding]:
         return []
     gap = reference.mean_acceptance_length - e.server.mean_acceptance_length
     if gap >= MIN_GAP and e.server.mean_acceptance_length < reference.interval[0]:
-        return [Finding(cause="server-below-reference", verdict="engine-config",
-                        what="the server accepts less than the same drafter and target run natively"
-                             + ("; its files show no cause" if e.files_read else ", and its files could not be read here"),
-                        evidence=[f"server: {figure(e.server)}", f"native reference: {figure(reference)}"],
-                        fix=("compare the server's flags and engine version with `eaglezoo serve-config DRAFTER` (its "
-                             "dtype, quantization, kernels)" if e.files_read else "start the server with "
-                             f"{DEV_MODE} on this machine so that doctor can read what it loaded"),
-                        confirmed=False)]
+        return [
+            Finding(
+                cause="server-below-reference",
+                verdict="engine-config",
+                what="the server accepts less than the same drafter and target run natively"
+                + ("; its files show no cause" if e.files_read else ", and its files could not be read here"),
+                evidence=[f"server: {figure(e.server)}", f"native reference: {figure(reference)}"],
+                fix=(
+                    "compare the server's flags and engine version with `eaglezoo serve-config DRAFTER` (its "
+                    "dtype, quantization, kernels)"
+                    if e.files_read
+                    else f"start the server with {DEV_MODE} on this machine so that doctor can read what it loaded"
+                ),
+                confirmed=False,
+            )
+        ]
     below = below_floors(reference, e.floors)
     if not below or not below_floors(e.server, e.floors):  # both below, or the server meets them: no fault
         return []
     on_own = e.entry_prompts
-    return [Finding(
-        cause="below-floors" if on_own else "workload-shift", verdict="drafter" if on_own else "workload",
-        what=("the drafter measures below its entry's floors on the entry's own prompts, natively as on the server"
-              if on_own else "server and reference agree, and both measure below the entry's floors on these "
-              "prompts: this traffic is not what the drafter was measured on"),
-        evidence=[f"server: {figure(e.server)}", f"native reference: {figure(reference)}", *below],
-        fix=("report it to the drafter's publisher, or choose another drafter (eaglezoo registry list --target ...)"
-             if on_own else "measure on the entry's own prompts to compare like with like (eaglezoo verify ID), "
-             "and train or choose a drafter on traffic like this"), confirmed=True)]
+    return [
+        Finding(
+            cause="below-floors" if on_own else "workload-shift",
+            verdict="drafter" if on_own else "workload",
+            what=(
+                "the drafter measures below its entry's floors on the entry's own prompts, natively as on the server"
+                if on_own
+                else "server and reference agree, and both measure below the entry's floors on these "
+                "prompts: this traffic is not what the drafter was measured on"
+            ),
+            evidence=[f"server: {figure(e.server)}", f"native reference: {figure(reference)}", *below],
+            fix=(
+                "report it to the drafter's publisher, or choose another drafter (eaglezoo registry list --target ...)"
+                if on_own
+                else "measure on the entry's own prompts to compare like with like (eaglezoo verify ID), "
+                "and train or choose a drafter on traffic like this"
+            ),
+            confirmed=True,
+        )
+    ]
 
 
 def below_floors(a: Acceptance, floors: list[float] | None) -> list[str]:
-    return [f"position {i + 1}: {rate:.3f} below the floor {floor:.3f}"
-            for i, (rate, floor) in enumerate(zip(a.per_position, floors or [])) if rate < floor]
+    return [
+        f"position {i + 1}: {rate:.3f} below the floor {floor:.3f}"
+        for i, (rate, floor) in enumerate(zip(a.per_position, floors or []))
+        if rate < floor
+    ]
 
 
 def reproduction_notes(e: Evidence) -> list[str]:
     served = e.trials.get("as served")
-    if served is None or e.server is None or abs(served.mean_acceptance_length - e.server.mean_acceptance_length) < MIN_GAP:
+    if (
+        served is None
+        or e.server is None
+        or abs(served.mean_acceptance_length - e.server.mean_acceptance_length) < MIN_GAP
+    ):
         return []
-    return [f"the native reference of the drafter as served gives {served.mean_acceptance_length:.3f}, the server "
-            f"{e.server.mean_acceptance_length:.3f}: something besides its files also differs (the engine's "
-            "version, dtype or kernels)"]
+    return [
+        f"the native reference of the drafter as served gives {served.mean_acceptance_length:.3f}, the server "
+        f"{e.server.mean_acceptance_length:.3f}: something besides its files also differs (the engine's "
+        "version, dtype or kernels)"
+    ]
 
 
 def healthy_summary(e: Evidence) -> str:
     rates = [round(r, 3) for r in e.server.per_position]
     k = len(rates)
-    which = (f"the entry's floors {e.floors}" if not e.floors or len(e.floors) == k else
-             f"the entry's K={len(e.floors)} floors {e.floors} (positions 1-{min(k, len(e.floors))})")
+    which = (
+        f"the entry's floors {e.floors}"
+        if not e.floors or len(e.floors) == k
+        else f"the entry's K={len(e.floors)} floors {e.floors} (positions 1-{min(k, len(e.floors))})"
+    )
     if not e.floors:
         floors = "; the drafter has no registry floors to hold it to"
     elif below_floors(e.server, e.floors):
         floors = f"; per position {rates} miss some of {which}, as closely as the reference itself measures"
     else:
         floors = f"; per position {rates} meet {which}"
-    return (f"the server accepts {figure(e.server)}, the native reference "
-            f"{e.trials['reference'].mean_acceptance_length:.3f}{floors}")
+    return (
+        f"the server accepts {figure(e.server)}, the native reference "
+        f"{e.trials['reference'].mean_acceptance_length:.3f}{floors}"
+    )

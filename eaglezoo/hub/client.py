@@ -60,8 +60,10 @@ def _bound_the_client() -> None:
     library_hooks = get_session().event_hooks
 
     def factory():
-        hooks = {"request": [*library_hooks.get("request", []), deadline.limit_request],
-                 "response": [*library_hooks.get("response", []), deadline.watch_response]}
+        hooks = {
+            "request": [*library_hooks.get("request", []), deadline.limit_request],
+            "response": [*library_hooks.get("response", []), deadline.watch_response],
+        }
         return deadline.BoundedClient(event_hooks=hooks, follow_redirects=True, timeout=None)  # as the library's
 
     set_client_factory(factory)
@@ -100,14 +102,22 @@ def _client_errors() -> list[tuple[type | tuple[type, ...], str, str]]:
     from huggingface_hub import errors as e
 
     return [
-        (e.GatedRepoError, "the repository is gated; accept its terms on the Hub first",
-         "accept the terms on the repo's Hub page, then retry with HF_TOKEN set"),
-        (e.RepositoryNotFoundError, "repository not found (or private, and the token cannot see it)",
-         "check the repo id; for a private repo set HF_TOKEN"),
+        (
+            e.GatedRepoError,
+            "the repository is gated; accept its terms on the Hub first",
+            "accept the terms on the repo's Hub page, then retry with HF_TOKEN set",
+        ),
+        (
+            e.RepositoryNotFoundError,
+            "repository not found (or private, and the token cannot see it)",
+            "check the repo id; for a private repo set HF_TOKEN",
+        ),
         (e.RevisionNotFoundError, "revision not found", "check --revision (a branch, tag or commit of that repo)"),
-        ((e.LocalEntryNotFoundError, e.OfflineModeIsEnabled),
-         "not in the local cache, and offline mode (HF_HUB_OFFLINE) forbids downloading it",
-         "run once without HF_HUB_OFFLINE=1 to download it"),
+        (
+            (e.LocalEntryNotFoundError, e.OfflineModeIsEnabled),
+            "not in the local cache, and offline mode (HF_HUB_OFFLINE) forbids downloading it",
+            "run once without HF_HUB_OFFLINE=1 to download it",
+        ),
     ]
 
 
@@ -118,10 +128,15 @@ def _hub_error(exc: Exception, what: str) -> Exception | None:
     from .deadline import DeadlinePassed, TooLarge, unreadable_answer
 
     if isinstance(exc, TooLarge):
-        return HubError(f"{what}: {exc}: refused", hint="the repo holds more than eaglezoo reads from it: do not use it")
+        return HubError(
+            f"{what}: {exc}: refused", hint="the repo holds more than eaglezoo reads from it: do not use it"
+        )
     if isinstance(exc, DeadlinePassed):
-        return HubSilent(f"{what}: {exc}", hint="check HF_ENDPOINT and your network; EAGLEZOO_HUB_DEADLINE sets "
-                                                "how long a Hub call waits, retries included")
+        return HubSilent(
+            f"{what}: {exc}",
+            hint="check HF_ENDPOINT and your network; EAGLEZOO_HUB_DEADLINE sets "
+            "how long a Hub call waits, retries included",
+        )
     for kinds, happened, to_do in _client_errors():
         if isinstance(exc, kinds):
             return HubError(f"{what}: {happened}", hint=to_do)
@@ -137,29 +152,39 @@ def _hub_error(exc: Exception, what: str) -> Exception | None:
     answer = unreadable_answer(exc)
     if answer is None:
         return None
-    return HubError(f"{what}: {answer}", hint="HF_ENDPOINT must name a Hugging Face Hub or a mirror of its API; "
-                                              "a proxy or login page answers like this")
+    return HubError(
+        f"{what}: {answer}",
+        hint="HF_ENDPOINT must name a Hugging Face Hub or a mirror of its API; a proxy or login page answers like this",
+    )
 
 
 def _http_error(exc: Exception, what: str) -> Exception:
     status = getattr(getattr(exc, "response", None), "status_code", None)
     if status == 401:
-        return HubError(f"{what}: authentication failed (401): the token is missing, wrong or expired",
-                        hint="set HF_TOKEN to a valid token (huggingface-cli login)")
+        return HubError(
+            f"{what}: authentication failed (401): the token is missing, wrong or expired",
+            hint="set HF_TOKEN to a valid token (huggingface-cli login)",
+        )
     if status == 403:
-        return HubError(f"{what}: forbidden (403): the token may not write to this repository",
-                        hint="use a token with write access to that namespace")
+        return HubError(
+            f"{what}: forbidden (403): the token may not write to this repository",
+            hint="use a token with write access to that namespace",
+        )
     if status is not None and status < 500 and status != 429:
-        return HubError(f"{what}: the Hub answered {status}: {_server_says(exc)}",
-                        hint="see the Hub's message; check the repo id and --revision")
+        return HubError(
+            f"{what}: the Hub answered {status}: {_server_says(exc)}",
+            hint="see the Hub's message; check the repo id and --revision",
+        )
     return _unreachable(what, f"the Hub answered {status}")
 
 
 def _unreachable(what: str, problem: str) -> HubError | HubSilent:
     # a Hub that does not answer stops the command: each later call would wait as long
     error = HubSilent if problem == "timed out" else HubError
-    return error(f"{what}: the Hub could not be reached ({problem})",
-                 hint="check HF_ENDPOINT and your network; EAGLEZOO_HUB_TIMEOUT sets the per-request limit")
+    return error(
+        f"{what}: the Hub could not be reached ({problem})",
+        hint="check HF_ENDPOINT and your network; EAGLEZOO_HUB_TIMEOUT sets the per-request limit",
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -168,5 +193,3 @@ def _unreachable(what: str, problem: str) -> HubError | HubSilent:
 
 # --------------------------------------------------------------------------------------------
 # push
-
-

@@ -128,8 +128,9 @@ def limit_request(request: httpx2.Request) -> None:
     if left <= 0:
         raise DeadlinePassed()
     limits = request.extensions.get("timeout") or {}
-    request.extensions["timeout"] = {k: min(limits.get(k) or hub_timeout_s(), left)
-                                     for k in ("connect", "read", "write", "pool")}
+    request.extensions["timeout"] = {
+        k: min(limits.get(k) or hub_timeout_s(), left) for k in ("connect", "read", "write", "pool")
+    }
     if not isinstance(request.stream, _Sent):  # a redirect sends the same stream again
         request.stream = _Sent(request.stream)
 
@@ -138,8 +139,10 @@ def watch_response(response: httpx2.Response) -> None:
     """Response hook, before the body is read (headers alone are no word from the Hub)."""
     wait = _asked_wait_s(response) if response.status_code in RETRIED_STATUSES else 0
     if wait and wait >= _time_left():  # the client would sleep past the deadline before its next try
-        raise DeadlinePassed(f"the Hub answered {response.status_code} and asked to wait {wait} s before "
-                             f"a retry, past the {hub_deadline_s():g} s deadline")
+        raise DeadlinePassed(
+            f"the Hub answered {response.status_code} and asked to wait {wait} s before "
+            f"a retry, past the {hub_deadline_s():g} s deadline"
+        )
     response.stream = _Received(response.stream)
     _last.response = response
 
@@ -149,8 +152,10 @@ def _asked_wait_s(response: httpx2.Response) -> int:
 
     limit = parse_ratelimit_headers(response.headers)
     retry_after = response.headers.get("Retry-After", "").strip()
-    return max(limit.reset_in_seconds if limit and limit.remaining == 0 else 0,
-               int(retry_after) if retry_after.isdigit() else 0)
+    return max(
+        limit.reset_in_seconds if limit and limit.remaining == 0 else 0,
+        int(retry_after) if retry_after.isdigit() else 0,
+    )
 
 
 class BoundedClient(httpx2.Client):
@@ -165,9 +170,15 @@ class BoundedClient(httpx2.Client):
 # --------------------------------------------------------------------------------------------
 # answers the client could not read
 
-EXPECTED = {"tree": "the repo's file list", "paths-info": "the files' details", "refs": "the repo's branches and tags",
-            "preupload": "the files' upload modes", "commit": "the new commit", "branch": "the new branch",
-            "tag": "the new tag"}
+EXPECTED = {
+    "tree": "the repo's file list",
+    "paths-info": "the files' details",
+    "refs": "the repo's branches and tags",
+    "preupload": "the files' upload modes",
+    "commit": "the new commit",
+    "branch": "the new branch",
+    "tag": "the new tag",
+}
 
 
 def unreadable_answer(exc: BaseException) -> str | None:
@@ -182,8 +193,10 @@ def unreadable_answer(exc: BaseException) -> str | None:
         sent = "JSON of another shape"
     else:
         return None
-    return (f"the Hub at {response.url.copy_with(query=None)} answered {response.status_code} with {sent} "
-            f"({_excerpt(response)}), expected {_expected_answer(response.url.path)}")
+    return (
+        f"the Hub at {response.url.copy_with(query=None)} answered {response.status_code} with {sent} "
+        f"({_excerpt(response)}), expected {_expected_answer(response.url.path)}"
+    )
 
 
 def _expected_answer(path: str) -> str:
@@ -197,7 +210,7 @@ def _expected_answer(path: str) -> str:
 
 def _excerpt(response: httpx2.Response, size: int = 60) -> str:
     try:
-        text = printable(response.content[:4 * size].decode("utf-8", "replace"))
+        text = printable(response.content[: 4 * size].decode("utf-8", "replace"))
     except httpx2.ResponseNotRead:
         return "a body not read"
     if not text:

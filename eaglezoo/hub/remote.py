@@ -29,21 +29,25 @@ class RemoteCheckpoint:
         what = f"{repo}@{revision or 'main'}"
         names = hub_call(lambda: HfApi().list_repo_files(repo, revision=revision), what)
         if "config.json" not in names:
-            raise HubError(f"{what}: no config.json",
-                           hint="give the drafter's repo (with its config.json), or check --revision")
+            raise HubError(
+                f"{what}: no config.json", hint="give the drafter's repo (with its config.json), or check --revision"
+            )
         self.config = self._json("config.json")
         weights = [n for n in names if n.endswith(".safetensors")]
         if not weights and need_weights:
-            raise HubError(f"{what}: remote lint reads safetensors only (found {', '.join(names) or 'no files'})",
-                           hint="pull it and lint the folder: eaglezoo pull REPO --local-dir DIR; eaglezoo lint DIR")
+            raise HubError(
+                f"{what}: remote lint reads safetensors only (found {', '.join(names) or 'no files'})",
+                hint="pull it and lint the folder: eaglezoo pull REPO --local-dir DIR; eaglezoo lint DIR",
+            )
         self.refs: dict[str, TensorRef] = {}
         self.metadata: dict[str, str] = {}
         self.files = []
         self.weights_bytes = 0
         for name in sorted(weights):
             size = self._size(name)
-            header = read_safetensors_header(lambda start, end, name=name: self._get(name, start, end - 1), size,
-                                             Path(name))
+            header = read_safetensors_header(
+                lambda start, end, name=name: self._get(name, start, end - 1), size, Path(name)
+            )
             self.metadata.update(header.metadata)
             self.files.append(Path(name))
             self.weights_bytes += size
@@ -53,29 +57,35 @@ class RemoteCheckpoint:
         try:
             value = json.loads(self._get(name))
         except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
-            raise BadInput(f"{self.repo}/{name}: not valid JSON",
-                           hint="the repo's file is broken: tell its publisher") from None
+            raise BadInput(
+                f"{self.repo}/{name}: not valid JSON", hint="the repo's file is broken: tell its publisher"
+            ) from None
         if not isinstance(value, dict):
-            raise BadInput(f"{self.repo}/{name}: not a JSON object",
-                           hint="the repo's file is broken: tell its publisher")
+            raise BadInput(
+                f"{self.repo}/{name}: not a JSON object", hint="the repo's file is broken: tell its publisher"
+            )
         return value
 
     def _url(self, name: str) -> str:
         from huggingface_hub import hf_hub_url
+
         return hf_hub_url(self.repo, name, revision=self.revision)
 
     def _request(self, name: str, method: str, headers: dict):
         from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status
 
         def call():
-            r = get_session().request(method, self._url(name), headers={**build_hf_headers(), **headers},
-                                      follow_redirects=True)
+            r = get_session().request(
+                method, self._url(name), headers={**build_hf_headers(), **headers}, follow_redirects=True
+            )
             hf_raise_for_status(r)
             return r
+
         return hub_call(call, f"{self.repo}/{name}")
 
     def _size(self, name: str) -> int:
         from huggingface_hub import get_hf_file_metadata
+
         meta = hub_call(lambda: get_hf_file_metadata(self._url(name)), f"{self.repo}/{name}")
         return int(meta.size)
 
@@ -89,8 +99,10 @@ class RemoteCheckpoint:
         ref = self.refs[name]
         data = bytearray(self._get(ref.file.name, ref.start, ref.end - 1)) if ref.nbytes else bytearray()
         if len(data) != ref.nbytes:
-            raise BadInput(f"{ref.file.name}: tensor {name!r} is truncated on the Hub",
-                           hint="the repo's file is broken: tell its publisher")
+            raise BadInput(
+                f"{ref.file.name}: tensor {name!r} is truncated on the Hub",
+                hint="the repo's file is broken: tell its publisher",
+            )
         return tensor_from_bytes(ref, data)
 
     def check_index(self) -> None:
@@ -102,9 +114,8 @@ def remote_target_config(target: str, ckpt: RemoteCheckpoint) -> dict:
     if path.is_dir():
         return target_config(path)
     from huggingface_hub import hf_hub_download
+
     local = hub_call(lambda: hf_hub_download(target, "config.json"), f"{target}/config.json")
     ckpt.bytes_read += Path(local).stat().st_size
     cfg = validate_config(read_json(Path(local), f"target config of {target}"), f"{target}/config.json", "target")
     return cfg.get("text_config") or cfg
-
-

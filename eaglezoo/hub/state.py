@@ -47,8 +47,9 @@ class Snapshot:
 def snapshot(repo: str, revision: str | None) -> Snapshot:
     from huggingface_hub import HfApi
 
-    info = hub_call(lambda: HfApi().model_info(repo, revision=revision, files_metadata=True),
-                    f"{repo}@{revision or 'main'}")
+    info = hub_call(
+        lambda: HfApi().model_info(repo, revision=revision, files_metadata=True), f"{repo}@{revision or 'main'}"
+    )
     files = {s.rfilename: HubFile(s.size, s.lfs.sha256 if s.lfs else None) for s in info.siblings or []}
     card = info.card_data.to_dict() if info.card_data else {}
     licence = card.get("license")

@@ -62,11 +62,18 @@ def check_entry(entry: Entry, reg: Registry) -> list[str]:
 def _path_problems(entry: Entry, reg: Registry) -> list[str]:
     """Every path in an entry must stay inside the registry's repository and exist."""
     problems = []
-    paths = {"drafter.path": (entry.drafter.path, Path.is_dir), "target.path": (entry.target.path, Path.is_dir),
-             "prompts": (entry.prompts, Path.is_file), "status.report": (entry.status.report, Path.is_file)}
+    paths = {
+        "drafter.path": (entry.drafter.path, Path.is_dir),
+        "target.path": (entry.target.path, Path.is_dir),
+        "prompts": (entry.prompts, Path.is_file),
+        "status.report": (entry.status.report, Path.is_file),
+    }
     paths |= {f"measured.{i}.report": (m.report, Path.is_file) for i, m in enumerate(entry.measured)}
-    paths |= {f"evidence.{fact}.source": (e.source, Path.exists) for fact, e in entry.evidence.items()
-              if e.level == "repo-file"}
+    paths |= {
+        f"evidence.{fact}.source": (e.source, Path.exists)
+        for fact, e in entry.evidence.items()
+        if e.level == "repo-file"
+    }
     for what, (relative, exists) in paths.items():
         if relative is None:
             continue
@@ -100,10 +107,14 @@ def _value(entry: Entry, name: str):
 
 def _null_problems(entry: Entry) -> list[str]:
     """A null that matters says why; a reason for a field that is set is stale."""
-    problems = [f"{name} is null and null_reasons.{name} does not say why" for name in NEEDS_REASON_WHEN_NULL
-                if _value(entry, name) is None and name not in entry.null_reasons]
-    problems += [f"null_reasons.{name}: {name} is set" for name in entry.null_reasons
-                 if _value(entry, name) is not None]
+    problems = [
+        f"{name} is null and null_reasons.{name} does not say why"
+        for name in NEEDS_REASON_WHEN_NULL
+        if _value(entry, name) is None and name not in entry.null_reasons
+    ]
+    problems += [
+        f"null_reasons.{name}: {name} is set" for name in entry.null_reasons if _value(entry, name) is not None
+    ]
     keys = [(f.k, f.temperature, f.condition) for f in entry.acceptance_floors or []]
     if len(set(keys)) != len(keys):
         problems.append("acceptance_floors: two floors for the same K, temperature and condition")
@@ -119,13 +130,20 @@ def _family_problems(entry: Entry) -> list[str]:
     if entry.family in ("dflash", "dspark") and entry.fact("flags"):
         problems.append(f"flags: a {entry.family} drafter has none of EAGLE 3.1's norm flags")
     if entry.mask_token_id is not None and entry.target_vocab_size and entry.mask_token_id >= entry.target_vocab_size:
-        problems.append(f"mask_token_id {entry.mask_token_id} is outside the vocabulary (0..{entry.target_vocab_size - 1})")
+        problems.append(
+            f"mask_token_id {entry.mask_token_id} is outside the vocabulary (0..{entry.target_vocab_size - 1})"
+        )
     if entry.block_size and entry.max_position_embeddings and entry.block_size > entry.max_position_embeddings:
-        problems.append(f"block_size {entry.block_size} exceeds max_position_embeddings {entry.max_position_embeddings}")
+        problems.append(
+            f"block_size {entry.block_size} exceeds max_position_embeddings {entry.max_position_embeddings}"
+        )
     most = max_k(entry.spec(), entry.dialect)
-    problems += [f"engines.{e.engine}.num_speculative_tokens {e.num_speculative_tokens} is beyond the block: "
-                 f"block_size {entry.block_size} drafts at most {most}" for e in entry.engines
-                 if most is not None and e.num_speculative_tokens > most]
+    problems += [
+        f"engines.{e.engine}.num_speculative_tokens {e.num_speculative_tokens} is beyond the block: "
+        f"block_size {entry.block_size} drafts at most {most}"
+        for e in entry.engines
+        if most is not None and e.num_speculative_tokens > most
+    ]
     return problems
 
 

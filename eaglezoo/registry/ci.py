@@ -65,8 +65,10 @@ def plan(reg: Registry, only_runner: str | None = None, registry_arg: str | None
         if not entry.drafter.repo:
             continue  # the embedded examples run in the test suite
         if entry.family == "dspark":  # verify runs EAGLE-3, P-EAGLE and DFlash (verify/run.py): no job would pass
-            result.unverifiable[entry.id] = (f"a {entry.family} drafter: verify runs EAGLE-3, P-EAGLE and DFlash "
-                                             f"drafters only; serve it with `eaglezoo serve-config {entry.id}`")
+            result.unverifiable[entry.id] = (
+                f"a {entry.family} drafter: verify runs EAGLE-3, P-EAGLE and DFlash "
+                f"drafters only; serve it with `eaglezoo serve-config {entry.id}`"
+            )
             continue
         hardware, why = entry.hardware, None
         if hardware is None:
@@ -77,7 +79,8 @@ def plan(reg: Registry, only_runner: str | None = None, registry_arg: str | None
                     after = sync_command(entry, registry_arg)
                     result.classes.setdefault(WAITING, []).extend(
                         Job(j.entry_id, j.k, j.temperature, j.report, j.command, after)
-                        for j in jobs_for(entry, registry_arg))
+                        for j in jobs_for(entry, registry_arg)
+                    )
                 continue
             hardware, why = sized
             if hardware is not None:
@@ -85,8 +88,9 @@ def plan(reg: Registry, only_runner: str | None = None, registry_arg: str | None
         if hardware is None:
             result.unrunnable[entry.id] = f"no runner class holds its target: {why}"
         elif hardware.runner not in RUNNERS:
-            result.unrunnable[entry.id] = (f"hardware class {hardware.runner} has no CI runner "
-                                          f"(runners: {', '.join(RUNNERS)})")
+            result.unrunnable[entry.id] = (
+                f"hardware class {hardware.runner} has no CI runner (runners: {', '.join(RUNNERS)})"
+            )
         elif only_runner in (None, hardware.runner):
             result.classes.setdefault(hardware.runner, []).extend(jobs_for(entry, registry_arg, hardware))
     result.classes = {r: result.classes[r] for r in (*RUNNERS, WAITING) if r in result.classes}
@@ -103,15 +107,29 @@ def jobs_for(entry: Entry, registry_arg: str | None = None, hardware: Hardware |
     return [job(entry, k, temperature, registry_arg, hardware) for k, temperature in settings]
 
 
-def job(entry: Entry, k: int, temperature: float, registry_arg: str | None = None,
-        hardware: Hardware | None = None) -> Job:
+def job(
+    entry: Entry, k: int, temperature: float, registry_arg: str | None = None, hardware: Hardware | None = None
+) -> Job:
     hw = hardware or entry.hardware
     report = f"reports/{entry.id}.k{k}.t{temperature:g}.json"
-    cmd = ["eaglezoo", "verify", entry.id, "--engine", "vllm", "--num-spec-tokens", str(k),
-           "--temperature", f"{temperature:g}"]
+    cmd = [
+        "eaglezoo",
+        "verify",
+        entry.id,
+        "--engine",
+        "vllm",
+        "--num-spec-tokens",
+        str(k),
+        "--temperature",
+        f"{temperature:g}",
+    ]
     if hw is not None:
-        cmd += ["--tensor-parallel-size", str(hw.tensor_parallel_size),
-                "--pipeline-parallel-size", str(hw.pipeline_parallel_size)]
+        cmd += [
+            "--tensor-parallel-size",
+            str(hw.tensor_parallel_size),
+            "--pipeline-parallel-size",
+            str(hw.pipeline_parallel_size),
+        ]
     cmd += ["--max-model-len", str(min(MAX_MODEL_LEN, entry.max_position_embeddings or MAX_MODEL_LEN))]
     cmd += ["--enable-expert-parallel"] if hw is not None and hw.expert_parallel else []
     cmd += ["--distributed-executor-backend", "ray"] if hw is not None and hw.nodes > 1 else []
@@ -139,8 +157,11 @@ def load_report(path: Path):
 
     report = read_report(path, "report", needs="registry record")
     if report.num_drafts < 1:
-        raise BadInput(f"report {path}: num_drafts is {report.num_drafts}; a run that drafted nothing measured "
-                       "nothing, and is never recorded", hint="verify again with prompts long enough for K drafts")
+        raise BadInput(
+            f"report {path}: num_drafts is {report.num_drafts}; a run that drafted nothing measured "
+            "nothing, and is never recorded",
+            hint="verify again with prompts long enough for K drafts",
+        )
     return report
 
 
@@ -161,30 +182,43 @@ def evidence(report, report_path: Path, entry: Entry, reg: Registry) -> Evidence
     too) refuses a row or a status that is not what it returns for the report the row names."""
     if report.registry_id != entry.id:
         named = f"entry {report.registry_id}" if report.registry_id else "no registry entry"
-        raise UsageError(f"{report_path}: the report names {named}, not {entry.id}",
-                         hint="verify a registry id, not a folder")
+        raise UsageError(
+            f"{report_path}: the report names {named}, not {entry.id}", hint="verify a registry id, not a folder"
+        )
     k, temperature = report.num_spec_tokens, float(report.sampling.temperature)
     _check_same_pair(entry, report, reg)
     floor = entry.floor_for(k, temperature)
     if entry.acceptance_floors and floor is None:
         have = ", ".join(f"K={f.k} T={f.temperature:g}" for f in entry.acceptance_floors)
-        raise UsageError(f"{report_path}: a report at K={k} T={temperature:g}; {entry.id} has floors for {have} only",
-                         hint="verify at a K and temperature the entry has floors for (eaglezoo registry show ID)")
+        raise UsageError(
+            f"{report_path}: a report at K={k} T={temperature:g}; {entry.id} has floors for {have} only",
+            hint="verify at a K and temperature the entry has floors for (eaglezoo registry show ID)",
+        )
     if floor is not None and report.gate is not None and report.gate.entry_floors == "compared":
         reasons = "; ".join(report.gate.why_compared) or "another prompt set"
-        raise UsageError(f"{report_path}: the entry's floors were compared with this run, not gated by it ({reasons})",
-                         hint=f"record a run on the prompts the floors were measured on: eaglezoo verify {entry.id} "
-                              "(no --prompts, --suite or --max-prompts)")
+        raise UsageError(
+            f"{report_path}: the entry's floors were compared with this run, not gated by it ({reasons})",
+            hint=f"record a run on the prompts the floors were measured on: eaglezoo verify {entry.id} "
+            "(no --prompts, --suite or --max-prompts)",
+        )
     why = list(report.failures) + (below_floor(report, floor) if floor else [])
     passed = None if floor is None else not why
     engine = report.engine.name  # one of verify's engine names (the reader refuses any other)
     kept = inside(reg.directory, f"reports/{entry.id}.k{k}.t{temperature:g}.{engine}.json", "the kept report")
-    measured = Measured(k=k, temperature=temperature, engine=engine,
-                        engine_version=report.engine.version, hardware=_where(report),
-                        acceptance_per_position=report.acceptance_per_position,
-                        mean_acceptance_length=report.mean_acceptance_length, num_drafts=report.num_drafts,
-                        passed=passed, date=dt.datetime.fromisoformat(report.created).date(),
-                        eaglezoo_version=report.eaglezoo_version, report=kept.relative_to(reg.root).as_posix())
+    measured = Measured(
+        k=k,
+        temperature=temperature,
+        engine=engine,
+        engine_version=report.engine.version,
+        hardware=_where(report),
+        acceptance_per_position=report.acceptance_per_position,
+        mean_acceptance_length=report.mean_acceptance_length,
+        num_drafts=report.num_drafts,
+        passed=passed,
+        date=dt.datetime.fromisoformat(report.created).date(),
+        eaglezoo_version=report.eaglezoo_version,
+        report=kept.relative_to(reg.root).as_posix(),
+    )
     state = {True: "verified", False: "failed", None: entry.status.state}[passed]
     return Evidence(measured, state, why if floor else ["the entry has no floors at this K and temperature"])
 
@@ -194,8 +228,9 @@ def record(report_path: Path, reg: Registry) -> Recorded:
     name and bytes); only then are the two files written, the YAML last, the kept report restored if it fails."""
     report = load_report(report_path)
     if not report.registry_id:
-        raise UsageError(f"{report_path}: the report names no registry entry",
-                         hint="verify a registry id, not a folder")
+        raise UsageError(
+            f"{report_path}: the report names no registry entry", hint="verify a registry id, not a folder"
+        )
     entry = reg.get(report.registry_id)
     found = evidence(report, report_path, entry, reg)
     kept = reg.root / found.measured.report
@@ -220,8 +255,10 @@ def recorded_problems(entry: Entry, reg: Registry) -> list[str]:
             continue
         differs = [name for name in Measured.model_fields if getattr(row, name) != getattr(found.measured, name)]
         if differs:
-            problems.append(f"measured.{i}: {', '.join(differs)} not what its report {row.report} measured "
-                            f"(registry record writes the row from the report)")
+            problems.append(
+                f"measured.{i}: {', '.join(differs)} not what its report {row.report} measured "
+                f"(registry record writes the row from the report)"
+            )
         else:
             rows[row.report] = row
     keys = [(m.k, m.temperature, m.engine) for m in entry.measured]
@@ -270,18 +307,28 @@ def _check_same_pair(entry: Entry, report, reg: Registry) -> None:
     the report does not state is not measured. Else one UsageError naming what differs."""
     drafter = _measured(report.drafter, entry.drafter, reg)
     if drafter is None:
-        raise UsageError(f"the report measured drafter {report.drafter}; {entry.id}'s drafter is "
-                         f"{entry.drafter.path or entry.drafter.repo}", hint=MEASURE_AGAIN)
+        raise UsageError(
+            f"the report measured drafter {report.drafter}; {entry.id}'s drafter is "
+            f"{entry.drafter.path or entry.drafter.repo}",
+            hint=MEASURE_AGAIN,
+        )
     folder_sha = drafter[1]
     if folder_sha and report.drafter_revision and folder_sha != report.drafter_revision:
-        raise UsageError(f"the report measured drafter {entry.drafter.repo} from its folder at {folder_sha}, but "
-                         f"states drafter_revision {report.drafter_revision}", hint=MEASURE_AGAIN)
+        raise UsageError(
+            f"the report measured drafter {entry.drafter.repo} from its folder at {folder_sha}, but "
+            f"states drafter_revision {report.drafter_revision}",
+            hint=MEASURE_AGAIN,
+        )
     _check_revision(entry, "drafter", entry.drafter, report.drafter_revision)
     if _measured(report.target, entry.target, reg) is None:
-        want = (f"{entry.target.package.pypi} ({entry.target.package.gguf})" if entry.target.package
-                else entry.target.path or entry.target.repo)
-        raise UsageError(f"the report measured target {report.target}; {entry.id}'s target is {want}",
-                         hint=MEASURE_AGAIN)
+        want = (
+            f"{entry.target.package.pypi} ({entry.target.package.gguf})"
+            if entry.target.package
+            else entry.target.path or entry.target.repo
+        )
+        raise UsageError(
+            f"the report measured target {report.target}; {entry.id}'s target is {want}", hint=MEASURE_AGAIN
+        )
     # verify states the target's revision as target_revision (None in a report written before it did)
     _check_revision(entry, "target", entry.target, getattr(report, "target_revision", None))
 
@@ -290,8 +337,10 @@ def _check_revision(entry: Entry, role: str, repo: Repo, measured: str | None) -
     pinned = repo.revision if repo.repo and not (repo.path or repo.package) else None  # what verify pulls
     if pinned and measured != pinned:
         at = f"@{measured}" if measured else " at no stated revision"
-        raise UsageError(f"the report measured {role} {repo.repo}{at}; {entry.id} pins {role} {repo.repo}@{pinned}",
-                         hint="verify the pinned revision (eaglezoo verify ID --report FILE), or registry sync first")
+        raise UsageError(
+            f"the report measured {role} {repo.repo}{at}; {entry.id} pins {role} {repo.repo}@{pinned}",
+            hint="verify the pinned revision (eaglezoo verify ID --report FILE), or registry sync first",
+        )
 
 
 def _measured(reported: str, repo: Repo, reg: Registry) -> tuple[str, str | None] | None:
@@ -320,14 +369,16 @@ HUB_SNAPSHOT = re.compile(r"(^|/)models--(?P<owner>[^/]+?)--(?P<name>[^/]+)/snap
 
 def _ends_with(reported: str, parts: tuple[str, ...]) -> bool:
     have = Path(reported).parts
-    return bool(parts) and have[-len(parts):] == tuple(parts)
+    return bool(parts) and have[-len(parts) :] == tuple(parts)
 
 
 def below_floor(report, floor: Floor) -> list[str]:
     """The entry's own floors, applied here: whatever floors the run was given."""
-    why = [f"acceptance at position {i + 1} is {got:.3f} < {want}"
-           for i, (got, want) in enumerate(zip(report.acceptance_per_position, floor.per_position or []))
-           if got < want]
+    why = [
+        f"acceptance at position {i + 1} is {got:.3f} < {want}"
+        for i, (got, want) in enumerate(zip(report.acceptance_per_position, floor.per_position or []))
+        if got < want
+    ]
     if floor.mean_acceptance_length is not None and report.mean_acceptance_length < floor.mean_acceptance_length:
         why.append(f"mean acceptance length {report.mean_acceptance_length:.3f} < {floor.mean_acceptance_length}")
     return why
@@ -335,8 +386,11 @@ def below_floor(report, floor: Floor) -> list[str]:
 
 def _where(report) -> str:
     parallel = report.engine.parallel.model_dump() if report.engine.parallel else {}
-    sizes = ", ".join(f"{k.removesuffix('_parallel_size')} {v}" for k, v in parallel.items()
-                      if k.endswith("_parallel_size") and v and v > 1)
+    sizes = ", ".join(
+        f"{k.removesuffix('_parallel_size')} {v}"
+        for k, v in parallel.items()
+        if k.endswith("_parallel_size") and v and v > 1
+    )
     return f"{report.device} {report.dtype}" + (f" ({sizes})" if sizes else "")
 
 
@@ -344,11 +398,18 @@ def _entry_text(reg: Registry, entry: Entry, measured: Measured, state: str) -> 
     """The entry's YAML file and its new text (nothing written)."""
     from .yaml_edit import set_values
 
-    kept = [m for m in entry.measured if (m.k, m.temperature, m.engine) != (measured.k, measured.temperature,
-                                                                            measured.engine)]
+    kept = [
+        m
+        for m in entry.measured
+        if (m.k, m.temperature, m.engine) != (measured.k, measured.temperature, measured.engine)
+    ]
     changes = {("measured",): [m.model_dump() for m in [*kept, measured]]}
     if state != entry.status.state or measured.passed is not None:
-        changes[("status",)] = {"state": state, "date": measured.date,
-                                "eaglezoo_version": measured.eaglezoo_version, "report": measured.report}
+        changes[("status",)] = {
+            "state": state,
+            "date": measured.date,
+            "eaglezoo_version": measured.eaglezoo_version,
+            "report": measured.report,
+        }
     path = reg.directory / f"{entry.id}.yaml"
     return path, set_values(path.read_text(encoding="utf-8"), changes, str(path))

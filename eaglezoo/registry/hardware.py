@@ -17,8 +17,10 @@ OVERHEAD = 4 * GiB
 KV_TOKENS = 8 * 8192  # verify's heaviest default workload: 8 sequences in flight at --max-model-len 8192
 # (GPU memory GB, GPUs per node, nodes), smallest first: the runner classes CI has.
 LAYOUTS = ((80, 1, 1), (80, 2, 1), (80, 4, 1), (80, 8, 1), (141, 8, 1), (141, 8, 2))
-RUNNERS = tuple(Hardware(gpu_memory_gb=m, gpus_per_node=g, nodes=n, tensor_parallel_size=g * n, source="").runner
-                for m, g, n in LAYOUTS)  # the self-hosted runner labels: one per layout
+RUNNERS = tuple(
+    Hardware(gpu_memory_gb=m, gpus_per_node=g, nodes=n, tensor_parallel_size=g * n, source="").runner
+    for m, g, n in LAYOUTS
+)  # the self-hosted runner labels: one per layout
 EXPERT_KEYS = ("num_experts", "n_routed_experts", "num_local_experts")
 DTYPE_BYTES = {name: bits / 8 for name, bits in ST_DTYPES.values()}  # target_dtype, as sync names it -> bytes
 
@@ -55,12 +57,21 @@ def plan_hardware(weight_bytes: int, cfg: dict, source: str) -> tuple[Hardware |
         need = (weight_bytes + kv) / gpus + OVERHEAD
         if need <= UTILISATION * memory_gb * 1e9:
             tp, pp = parallel_sizes(gpus, cfg)
-            return Hardware(gpu_memory_gb=memory_gb, gpus_per_node=per_node, nodes=nodes, tensor_parallel_size=tp,
-                            pipeline_parallel_size=pp, expert_parallel=is_moe(cfg) and gpus > 1,
-                            quantization=quantization(cfg), source=source), None
+            return Hardware(
+                gpu_memory_gb=memory_gb,
+                gpus_per_node=per_node,
+                nodes=nodes,
+                tensor_parallel_size=tp,
+                pipeline_parallel_size=pp,
+                expert_parallel=is_moe(cfg) and gpus > 1,
+                quantization=quantization(cfg),
+                source=source,
+            ), None
     biggest = LAYOUTS[-1]
-    return None, (f"{weight_bytes / 1e9:.0f} GB of weights do not fit {biggest[2]}x{biggest[1]}x{biggest[0]} GB "
-                  "GPUs, the largest runner class")
+    return None, (
+        f"{weight_bytes / 1e9:.0f} GB of weights do not fit {biggest[2]}x{biggest[1]}x{biggest[0]} GB "
+        "GPUs, the largest runner class"
+    )
 
 
 def sized_hardware(entry) -> tuple[Hardware | None, str | None] | None:
@@ -79,8 +90,10 @@ def sized_hardware(entry) -> tuple[Hardware | None, str | None] | None:
         return None
     evidence = entry.evidence[fact]  # the schema refuses the fact without it
     name = entry.target.repo or entry.target.path
-    source = (f"estimate: {name}'s {how} of weights ({fact}, {evidence.level}: {evidence.source}), by the "
-              "docs/registry.md rule without its KV term; `registry sync` replaces it with the target's header bytes")
+    source = (
+        f"estimate: {name}'s {how} of weights ({fact}, {evidence.level}: {evidence.source}), by the "
+        "docs/registry.md rule without its KV term; `registry sync` replaces it with the target's header bytes"
+    )
     return plan_hardware(nbytes, {}, source)
 
 

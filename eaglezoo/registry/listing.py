@@ -75,8 +75,10 @@ def for_target(entries: list[Entry], asked: str | None) -> list[Entry]:
 
 # Suffixes that name a packaging of the same weights, not another model: a drafter trained on the bf16 target
 # is the one to try on its FP8 or AWQ copy (`verify` says how well it holds).
-PACKAGING = re.compile(r"[-_.](fp8|fp4|nvfp4|mxfp4|int4|int8|w4a16|w8a8|w4a8|awq|gptq|bf16|fp16|gguf|dynamic|"
-                       r"quantized|quant)(?=$|[-_.])")
+PACKAGING = re.compile(
+    r"[-_.](fp8|fp4|nvfp4|mxfp4|int4|int8|w4a16|w8a8|w4a8|awq|gptq|bf16|fp16|gguf|dynamic|"
+    r"quantized|quant)(?=$|[-_.])"
+)
 
 
 def _normal(name: str) -> str:
@@ -94,11 +96,15 @@ def nearest_targets(entries: list[Entry], asked: str, n: int = 3) -> list[str]:
     targets = sorted({target_name(e) for e in entries if target_name(e)})
     normal = {t: _normal(t) for t in targets}
     want = _normal(asked)
+
     def likeness(t: str) -> float:
         return difflib.SequenceMatcher(None, want, normal[t]).ratio()
 
-    same = sorted((t for t in targets if want and normal[t] and (want in normal[t] or normal[t] in want)),
-                  key=likeness, reverse=True)
+    same = sorted(
+        (t for t in targets if want and normal[t] and (want in normal[t] or normal[t] in want)),
+        key=likeness,
+        reverse=True,
+    )
     if same:
         return same[:n]
     close = difflib.get_close_matches(want, list(normal.values()), n=n, cutoff=0.6)

@@ -33,9 +33,11 @@ def user_dir(directory: Path | None = None) -> Path | None:
 def base_copy() -> Copy:
     copy = shipped.base_copy()
     if copy is None:
-        raise UsageError("this eaglezoo has no registry: the package holds no eaglezoo/zoo/registry",
-                         hint="reinstall eaglezoo from its wheel, run eaglezoo registry update, or name a folder "
-                              "with --registry DIR")
+        raise UsageError(
+            "this eaglezoo has no registry: the package holds no eaglezoo/zoo/registry",
+            hint="reinstall eaglezoo from its wheel, run eaglezoo registry update, or name a folder "
+            "with --registry DIR",
+        )
     return copy
 
 
@@ -79,7 +81,8 @@ class _UniqueKeyLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
             key = self.construct_object(key_node)
             if key in first_line:
                 raise yaml.constructor.ConstructorError(
-                    None, None, f"duplicate key {key!r}, first on line {first_line[key]}", key_node.start_mark)
+                    None, None, f"duplicate key {key!r}, first on line {first_line[key]}", key_node.start_mark
+                )
             first_line[key] = key_node.start_mark.line + 1
 
     def construct_object(self, node, deep=False):
@@ -126,19 +129,26 @@ def load_entry(path: Path) -> Entry:
     try:
         node, data = parse(text)
     except RecursionError:
-        raise BadInput(f"{path}: nested too deeply",
-                       hint="flatten the entry: registry entries are a few levels deep") from None
+        raise BadInput(
+            f"{path}: nested too deeply", hint="flatten the entry: registry entries are a few levels deep"
+        ) from None
     except _BadValue as exc:
-        raise BadInput(f"{path}:{exc.problem_mark.line + 1}: {exc.problem}",
-                       hint="correct the value at that line (eaglezoo registry check names every broken file)") from None
+        raise BadInput(
+            f"{path}:{exc.problem_mark.line + 1}: {exc.problem}",
+            hint="correct the value at that line (eaglezoo registry check names every broken file)",
+        ) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark else str(path)
-        raise BadInput(f"{where}: invalid YAML ({getattr(exc, 'problem', None) or exc})",
-                       hint="fix the YAML at that line (eaglezoo registry check names every broken file)") from None
+        raise BadInput(
+            f"{where}: invalid YAML ({getattr(exc, 'problem', None) or exc})",
+            hint="fix the YAML at that line (eaglezoo registry check names every broken file)",
+        ) from None
     if not isinstance(data, dict):
-        raise BadInput(f"{path}:1: a registry entry must be a mapping",
-                       hint="write the entry as key: value lines (see any file in registry/)")
+        raise BadInput(
+            f"{path}:1: a registry entry must be a mapping",
+            hint="write the entry as key: value lines (see any file in registry/)",
+        )
     try:
         entry = Entry.model_validate(data)
     except ValidationError as exc:
@@ -147,11 +157,14 @@ def load_entry(path: Path) -> Entry:
         line = _line_of(node, loc) or 1
         field = ".".join(str(x) for x in loc) or "entry"
         more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-        raise BadInput(f"{path}:{line}: {field}: {err['msg']}{more}",
-                       hint="fix that key (docs/registry.md lists every field)") from None
+        raise BadInput(
+            f"{path}:{line}: {field}: {err['msg']}{more}", hint="fix that key (docs/registry.md lists every field)"
+        ) from None
     if entry.id != path.stem:
-        raise BadInput(f"{path}:{_line_of(node, ('id',)) or 1}: id {entry.id!r} must equal the file name {path.stem!r}",
-                       hint=f"rename the file to {entry.id}.yaml, or set id: {path.stem}")
+        raise BadInput(
+            f"{path}:{_line_of(node, ('id',)) or 1}: id {entry.id!r} must equal the file name {path.stem!r}",
+            hint=f"rename the file to {entry.id}.yaml, or set id: {path.stem}",
+        )
     return entry
 
 
@@ -179,8 +192,10 @@ class Registry:
         if entry_id in self.broken:
             raise BadInput(self.broken[entry_id], hint="fix the file (eaglezoo registry check shows the problem)")
         close = nearest_ids(entry_id, list(self.entries))
-        raise UsageError(f"no registry entry {entry_id!r} in {self.directory}",
-                         hint=f"did you mean {', '.join(close)}?" if close else "eaglezoo registry list shows them")
+        raise UsageError(
+            f"no registry entry {entry_id!r} in {self.directory}",
+            hint=f"did you mean {', '.join(close)}?" if close else "eaglezoo registry list shows them",
+        )
 
     def path(self, relative: str, what: str) -> Path:
         return inside(self.root, relative, what)
@@ -248,8 +263,11 @@ def lookup(id_or_file: str, directory: Path | None = None) -> tuple[Entry, Regis
 def replaces_base(entry_id: str, reg: Registry) -> bool:
     """Whether `reg` (where `lookup` found the id) is a folder of the user's that replaces the base copy's entry."""
     copy = shipped.base_copy()
-    return (copy is not None and copy.directory.resolve() != reg.directory.resolve()
-            and (copy.directory / f"{entry_id}.yaml").is_file())
+    return (
+        copy is not None
+        and copy.directory.resolve() != reg.directory.resolve()
+        and (copy.directory / f"{entry_id}.yaml").is_file()
+    )
 
 
 @dataclass(frozen=True)
@@ -284,13 +302,13 @@ def select(args: list[str], directory: Path | None = None) -> tuple[Registry, li
     files = [a for a in args if is_entry_file(a)]
     folders = {Path(f).resolve().parent for f in files}
     if len(folders) > 1 or (files and len(files) != len(args)):
-        raise UsageError("name entry files from one registry folder at a time (or ids only)",
-                         hint="give ids only, or entry files from one folder")
+        raise UsageError(
+            "name entry files from one registry folder at a time (or ids only)",
+            hint="give ids only, or entry files from one folder",
+        )
     reg = load(Path(files[0]).parent if files else directory)
     only = [Path(a).stem if a in files else a for a in args]
     for entry_id in only:
         if entry_id not in reg.entries and entry_id not in reg.broken:
             reg.get(entry_id)  # raises: no such entry, with suggestions
     return reg, only
-
-

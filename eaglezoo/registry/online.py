@@ -32,16 +32,24 @@ def _published_config_problems(entry: Entry) -> dict:
     problems += [f"lint {f.code}: {f.message}" for f in report.errors]
     spec = report.spec
     if spec is not None:
-        facts = {"draft_vocab_size": spec.draft_vocab_size, "target_vocab_size": spec.vocab_size,
-                 "hidden_size": spec.hidden_size, "family": spec.family,
-                 **({"eagle_version": spec.eagle_version} if spec.family in ("eagle3", "peagle") else {}),
-                 **(spec.family_fields.stated() if spec.family_fields else {})}
+        facts = {
+            "draft_vocab_size": spec.draft_vocab_size,
+            "target_vocab_size": spec.vocab_size,
+            "hidden_size": spec.hidden_size,
+            "family": spec.family,
+            **({"eagle_version": spec.eagle_version} if spec.family in ("eagle3", "peagle") else {}),
+            **(spec.family_fields.stated() if spec.family_fields else {}),
+        }
         for key, actual in facts.items():
             stated = getattr(entry, key, None)
             if stated is not None and stated != actual:
                 problems.append(f"registry says {key}={stated}, the published config says {actual}")
-    return {"problems": problems, "bytes_read": report.bytes_read, "weights_bytes": report.weights_bytes,
-            "findings": [f.model_dump() for f in report.findings]}
+    return {
+        "problems": problems,
+        "bytes_read": report.bytes_read,
+        "weights_bytes": report.weights_bytes,
+        "findings": [f.model_dump() for f in report.findings],
+    }
 
 
 def pin_problems(entry: Entry) -> list[str]:

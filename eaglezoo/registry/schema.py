@@ -63,17 +63,51 @@ class Repo(Strict):
 # issue, PR or third-party document; estimate: inferred, and the source says from what.
 EVIDENCE_LEVELS = ("hub-file", "repo-file", "publisher-template", "model-card", "public-quote", "estimate")
 EvidenceLevel = Literal["hub-file", "repo-file", "publisher-template", "model-card", "public-quote", "estimate"]
-FACTS = ("dialect", "arch", "aux_layers", "flags", "draft_vocab_size", "hidden_size", "target_hidden_size",
-         "target_vocab_size", "max_position_embeddings", "rope", "target_num_layers", "licence", "files",
-         "target_remote_code", "target_parameters", "target_weight_bytes", "target_dtype", "block_size",
-         "mask_token_id")
+FACTS = (
+    "dialect",
+    "arch",
+    "aux_layers",
+    "flags",
+    "draft_vocab_size",
+    "hidden_size",
+    "target_hidden_size",
+    "target_vocab_size",
+    "max_position_embeddings",
+    "rope",
+    "target_num_layers",
+    "licence",
+    "files",
+    "target_remote_code",
+    "target_parameters",
+    "target_weight_bytes",
+    "target_dtype",
+    "block_size",
+    "mask_token_id",
+)
 # The dialects eaglezoo reads (checkpoint/formats): EAGLE-3's, then those of the families beside it
 # (docs/formats.md#families).
 EAGLE3_DIALECTS = ("safeai", "specforge", "speculators", "modelopt", "nemo", "torchspec", "eagle31", "deepspec-eagle3")
-FAMILY_DIALECTS = {"peagle": ("peagle", "speculators-peagle"), "dflash": ("dflash", "speculators-dflash"),
-                   "dspark": ("dspark", "speculators-dspark")}
-Dialect = Literal["safeai", "specforge", "speculators", "modelopt", "nemo", "torchspec", "eagle31", "deepspec-eagle3",
-                  "peagle", "speculators-peagle", "dflash", "speculators-dflash", "dspark", "speculators-dspark"]
+FAMILY_DIALECTS = {
+    "peagle": ("peagle", "speculators-peagle"),
+    "dflash": ("dflash", "speculators-dflash"),
+    "dspark": ("dspark", "speculators-dspark"),
+}
+Dialect = Literal[
+    "safeai",
+    "specforge",
+    "speculators",
+    "modelopt",
+    "nemo",
+    "torchspec",
+    "eagle31",
+    "deepspec-eagle3",
+    "peagle",
+    "speculators-peagle",
+    "dflash",
+    "speculators-dflash",
+    "dspark",
+    "speculators-dspark",
+]
 HUB_SOURCE = re.compile(r"^[\w.-]+/[\w.-]+@[0-9a-f]{7,40}\b")  # repo@sha, as registry sync writes it
 OUTSIDE = re.compile(r"(^|[\s(])(\.\./|/|shared/)|\b(formats|peers|small-models|hub-api)\.md\b")
 SourceForm = tuple[Callable[[str], bool], str]
@@ -169,6 +203,7 @@ COMPARABLE_BENCHMARK, COMPARABLE_K = re.compile(r"mt[- ]?bench", re.IGNORECASE),
 def best_first(reported: list[Reported], metric: str = "acceptance_length") -> list[Reported]:
     """The scalar figures of `metric`, the most comparable first: MT-Bench at K=3, then MT-Bench, then any with
     its K and benchmark stated, then the rest; a broken setup's always last. Ties keep the file's order."""
+
     def rank(x: Reported) -> tuple[int, int]:
         mt_bench = COMPARABLE_BENCHMARK.fullmatch(re.split(r"[,(]", x.benchmark or "")[0].strip()) is not None
         stated = x.k is not None and x.benchmark is not None
@@ -238,8 +273,9 @@ class Floor(Strict):
             raise ValueError("a floor needs per_position or mean_acceptance_length")
         if self.condition is not None and (self.per_position is not None or self.mean_acceptance_length is None):
             raise ValueError("a condition's floor is a mean_acceptance_length (per-position floors are for whole runs)")
-        if self.per_position is not None and (len(self.per_position) > self.k
-                                              or any(not 0 <= x <= 1 for x in self.per_position)):
+        if self.per_position is not None and (
+            len(self.per_position) > self.k or any(not 0 <= x <= 1 for x in self.per_position)
+        ):
             raise ValueError("per_position: at most K values, each in [0, 1]")
         if self.mean_acceptance_length is not None and not 1 <= self.mean_acceptance_length <= self.k + 1:
             raise ValueError("mean_acceptance_length must lie in [1, K + 1]")
@@ -345,8 +381,10 @@ class Entry(Strict):
             raise ValueError(f"evidence for {', '.join(stray)}: only these facts carry evidence: {', '.join(FACTS)}")
         missing = [f for f in FACTS if self.fact(f) is not None and f not in self.evidence]
         if missing:
-            raise ValueError(f"{', '.join(missing)} stated without evidence: add evidence.<fact> with its level and "
-                             "source, or leave the fact null with a null_reasons entry")
+            raise ValueError(
+                f"{', '.join(missing)} stated without evidence: add evidence.<fact> with its level and "
+                "source, or leave the fact null with a null_reasons entry"
+            )
         return self
 
     def fact(self, name: str) -> Any:
@@ -365,26 +403,41 @@ class Entry(Strict):
         from dataclasses import replace
 
         ids = tuple(self.aux_layers.ids) if self.aux_layers.ids else None
-        return replace(opts, registry_id=self.id, registry_aux_layers=ids,
-                       registry_convention=self.aux_layers.convention)
+        return replace(
+            opts, registry_id=self.id, registry_aux_layers=ids, registry_convention=self.aux_layers.convention
+        )
 
     def floor_for(self, k: int, temperature: float) -> Floor | None:
-        return next((f for f in self.acceptance_floors or []
-                     if f.k == k and f.temperature == temperature and f.condition is None), None)
+        return next(
+            (
+                f
+                for f in self.acceptance_floors or []
+                if f.k == k and f.temperature == temperature and f.condition is None
+            ),
+            None,
+        )
 
     def floor_prompts(self, floor: Floor) -> str:
         """The prompt set a floor was measured on, by name: its own, else the entry's, else the shipped default."""
         return floor.prompts or self.prompts or "default"
 
     def condition_floor_list(self, k: int, temperature: float) -> list[Floor]:
-        return [f for f in self.acceptance_floors or []
-                if f.k == k and f.temperature == temperature and f.condition is not None]
+        return [
+            f
+            for f in self.acceptance_floors or []
+            if f.k == k and f.temperature == temperature and f.condition is not None
+        ]
 
     def condition_floors(self, k: int, temperature: float) -> dict[str, float]:
         """Acceptance-length floors per condition (prompt bucket) at exactly this K and temperature."""
-        return {f.condition: f.mean_acceptance_length for f in self.acceptance_floors or []
-                if f.k == k and f.temperature == temperature and f.condition is not None
-                and f.mean_acceptance_length is not None}  # a condition's floor has one (Floor.consistent)
+        return {
+            f.condition: f.mean_acceptance_length
+            for f in self.acceptance_floors or []
+            if f.k == k
+            and f.temperature == temperature
+            and f.condition is not None
+            and f.mean_acceptance_length is not None
+        }  # a condition's floor has one (Floor.consistent)
 
     def floors_at(self, k: int, temperature: float) -> tuple[list[float] | None, float | None, str | None]:
         """(per-position floors, acceptance-length floor, a note when none applies) for exactly this K and
@@ -405,13 +458,26 @@ class Entry(Strict):
         else:
             aux = AuxLayers(ids=tuple(self.aux_layers.ids), convention=self.aux_layers.convention)
         h = self.hidden_size or 1
-        fields = (FamilyFields(block_size=self.block_size, mask_token_id=self.mask_token_id)
-                  if self.family != "eagle3" else None)
-        return DrafterSpec(arch=self.arch or "llama", architectures=[], num_layers=1, hidden_size=h,
-                           target_hidden_size=self.target_hidden_size or h, vocab_size=self.target_vocab_size or 1,
-                           draft_vocab_size=self.draft_vocab_size or self.target_vocab_size or 1,
-                           num_aux=len(self.aux_layers.ids or [0, 0, 0]), aux=aux,
-                           fc_norm=bool(self.flags.fc_norm), norm_output=bool(self.flags.norm_output),
-                           norm_before_fc=bool(self.flags.norm_before_fc),
-                           norm_before_residual=bool(self.flags.norm_before_residual),
-                           family=self.family, family_fields=fields, layer_config={"num_attention_heads": 1})
+        fields = (
+            FamilyFields(block_size=self.block_size, mask_token_id=self.mask_token_id)
+            if self.family != "eagle3"
+            else None
+        )
+        return DrafterSpec(
+            arch=self.arch or "llama",
+            architectures=[],
+            num_layers=1,
+            hidden_size=h,
+            target_hidden_size=self.target_hidden_size or h,
+            vocab_size=self.target_vocab_size or 1,
+            draft_vocab_size=self.draft_vocab_size or self.target_vocab_size or 1,
+            num_aux=len(self.aux_layers.ids or [0, 0, 0]),
+            aux=aux,
+            fc_norm=bool(self.flags.fc_norm),
+            norm_output=bool(self.flags.norm_output),
+            norm_before_fc=bool(self.flags.norm_before_fc),
+            norm_before_residual=bool(self.flags.norm_before_residual),
+            family=self.family,
+            family_fields=fields,
+            layer_config={"num_attention_heads": 1},
+        )

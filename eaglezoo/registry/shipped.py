@@ -39,8 +39,12 @@ class Snapshot:
     fetched: dt.datetime
 
     def to_json(self) -> dict:
-        return {"repo": self.repo, "revision": self.revision, "commit": self.commit,
-                "fetched": self.fetched.isoformat(timespec="seconds")}
+        return {
+            "repo": self.repo,
+            "revision": self.revision,
+            "commit": self.commit,
+            "fetched": self.fetched.isoformat(timespec="seconds"),
+        }
 
 
 @dataclass(frozen=True)
@@ -59,8 +63,10 @@ class Copy:
     def describe(self) -> str:
         if self.snapshot is not None:
             s = self.snapshot
-            return (f"updated from the Hub dataset {s.repo} at revision {s.commit[:12]} "
-                    f"({s.revision}) on {s.fetched.date().isoformat()}")
+            return (
+                f"updated from the Hub dataset {s.repo} at revision {s.commit[:12]} "
+                f"({s.revision}) on {s.fetched.date().isoformat()}"
+            )
         if self.kind == "shipped":
             return "shipped with this package"
         return f"the repository's {self.directory}"
@@ -88,11 +94,17 @@ def read_snapshot(home: Path) -> Snapshot:
     what = f"{home / SNAPSHOT_FILE}"
     try:
         data = parse_json((home / SNAPSHOT_FILE).read_text(encoding="utf-8"), what)
-        return Snapshot(repo=str(data["repo"]), revision=str(data["revision"]), commit=str(data["commit"]),
-                        fetched=dt.datetime.fromisoformat(data["fetched"]))
+        return Snapshot(
+            repo=str(data["repo"]),
+            revision=str(data["revision"]),
+            commit=str(data["commit"]),
+            fetched=dt.datetime.fromisoformat(data["fetched"]),
+        )
     except (OSError, UnicodeDecodeError, KeyError, TypeError, ValueError):
-        raise BadInput(f"{what}: not the record `eaglezoo registry update` writes",
-                       hint="run eaglezoo registry update again, or remove that folder to read the shipped copy") from None
+        raise BadInput(
+            f"{what}: not the record `eaglezoo registry update` writes",
+            hint="run eaglezoo registry update again, or remove that folder to read the shipped copy",
+        ) from None
 
 
 def updated_copy() -> Copy | None:

@@ -72,32 +72,44 @@ def _reported(e: Entry) -> str:
 
 
 def index(reg: Registry) -> str:
-    head = ("<tr><th>entry</th><th>target</th><th>family</th><th>dialect</th><th>EAGLE</th><th>evidence</th>"
-            "<th>status</th>"
-            "<th>reported AL</th><th>measured AL</th><th>serves</th><th>hardware</th></tr>")
+    head = (
+        "<tr><th>entry</th><th>target</th><th>family</th><th>dialect</th><th>EAGLE</th><th>evidence</th>"
+        "<th>status</th>"
+        "<th>reported AL</th><th>measured AL</th><th>serves</th><th>hardware</th></tr>"
+    )
     rows = []
     for e in sorted(reg.entries.values(), key=lambda e: e.id):
-        levels = ", ".join(f"{sum(x.level == lv for x in e.evidence.values())} {lv}" for lv in EVIDENCE_LEVELS
-                           if any(x.level == lv for x in e.evidence.values()))
+        levels = ", ".join(
+            f"{sum(x.level == lv for x in e.evidence.values())} {lv}"
+            for lv in EVIDENCE_LEVELS
+            if any(x.level == lv for x in e.evidence.values())
+        )
         measured = f"{e.measured[-1].mean_acceptance_length:.3f}" if e.measured else ""
-        rows.append(f'<tr><td><a href="entries/{escape(e.id)}.html">{escape(e.id)}</a></td>'
-                    f"<td>{escape(e.target.repo or e.target.path or '')}</td><td>{escape(e.family)}</td>"
-                    f"<td>{escape(e.dialect or '?')}</td><td>{escape(e.eagle_version or '-')}</td><td>{escape(levels)}</td><td>{escape(e.status.state)}</td>"
-                    f"<td>{escape(_reported(e))}</td><td>{measured}</td><td>{escape(serving_summary(e))}</td>"
-                    f"<td>{escape(e.hardware.runner if e.hardware else 'cpu' if e.target.path else '?')}</td></tr>")
-    body = (f"<h1>eaglezoo: {len(reg.entries)} drafters (EAGLE-3 / 3.1, P-EAGLE, DFlash, DSpark)</h1>"
-            '<p><input id="filter" type="search" placeholder="filter: a target, dialect, status..." size="40"></p>'
-            f'<table id="entries"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>')
+        rows.append(
+            f'<tr><td><a href="entries/{escape(e.id)}.html">{escape(e.id)}</a></td>'
+            f"<td>{escape(e.target.repo or e.target.path or '')}</td><td>{escape(e.family)}</td>"
+            f"<td>{escape(e.dialect or '?')}</td><td>{escape(e.eagle_version or '-')}</td><td>{escape(levels)}</td><td>{escape(e.status.state)}</td>"
+            f"<td>{escape(_reported(e))}</td><td>{measured}</td><td>{escape(serving_summary(e))}</td>"
+            f"<td>{escape(e.hardware.runner if e.hardware else 'cpu' if e.target.path else '?')}</td></tr>"
+        )
+    body = (
+        f"<h1>eaglezoo: {len(reg.entries)} drafters (EAGLE-3 / 3.1, P-EAGLE, DFlash, DSpark)</h1>"
+        '<p><input id="filter" type="search" placeholder="filter: a target, dialect, status..." size="40"></p>'
+        f'<table id="entries"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>'
+    )
     return document("eaglezoo: the zoo", body + FILTER)
 
 
 def entry_page(e: Entry, reg: Registry) -> str:
     sections = [_facts(e), _serving(e), _reported_figures(e), _floors(e), _measured(e, reg), _sources(e)]
-    body = (f'<p><a href="../index.html">all drafters</a></p><h1>{escape(e.id)}</h1>'
-            f"<p>{escape(e.drafter.repo or e.drafter.path or '')} for {escape(e.target.repo or e.target.path or '')}"
-            f", published by {escape(e.publisher)}; family {escape(e.family)}"
-            + (f", EAGLE {escape(e.eagle_version)}" if e.eagle_version else "") + f", {escape(e.status.state)}</p>"
-            + "".join(sections))
+    body = (
+        f'<p><a href="../index.html">all drafters</a></p><h1>{escape(e.id)}</h1>'
+        f"<p>{escape(e.drafter.repo or e.drafter.path or '')} for {escape(e.target.repo or e.target.path or '')}"
+        f", published by {escape(e.publisher)}; family {escape(e.family)}"
+        + (f", EAGLE {escape(e.eagle_version)}" if e.eagle_version else "")
+        + f", {escape(e.status.state)}</p>"
+        + "".join(sections)
+    )
     return document(e.id, body)
 
 
@@ -107,12 +119,18 @@ def _facts(e: Entry) -> str:
         value, evidence = e.fact(name), e.evidence.get(name)
         if value is not None:
             shown = json.dumps(value) if not isinstance(value, str) else value
-            rows.append(f"<tr><td>{escape(name)}</td><td>{escape(shown[:120])}</td><td>{escape(evidence.level)}</td>"
-                        f"<td>{_link(evidence.source)}</td></tr>")
+            rows.append(
+                f"<tr><td>{escape(name)}</td><td>{escape(shown[:120])}</td><td>{escape(evidence.level)}</td>"
+                f"<td>{_link(evidence.source)}</td></tr>"
+            )
         elif name in e.null_reasons:
-            rows.append(f"<tr><td>{escape(name)}</td><td>unknown</td><td></td><td>{escape(e.null_reasons[name])}</td></tr>")
-    return ("<h2>Facts and their evidence</h2><table><tr><th>fact</th><th>value</th><th>evidence</th><th>source</th>"
-            f"</tr>{''.join(rows)}</table>")
+            rows.append(
+                f"<tr><td>{escape(name)}</td><td>unknown</td><td></td><td>{escape(e.null_reasons[name])}</td></tr>"
+            )
+    return (
+        "<h2>Facts and their evidence</h2><table><tr><th>fact</th><th>value</th><th>evidence</th><th>source</th>"
+        f"</tr>{''.join(rows)}</table>"
+    )
 
 
 def _serving(e: Entry) -> str:
@@ -139,21 +157,29 @@ def _reported_figures(e: Entry) -> str:
         return ""
     lengths = best_first(e.reported)
     rest = [x for x in e.reported if x not in lengths]
-    rows = "".join(f"<tr><td>{escape(x.metric)}</td><td>{escape(x.label())}</td><td>{_link(x.source)}</td></tr>"
-                   for x in lengths + rest)
-    return ("<h2>Reported by others</h2><p>Figures from other engines, prompts and K: compare like with like "
-            f"(eaglezoo verify measures this drafter itself).</p><table><tr><th>metric</th><th>value (K, benchmark, "
-            f"engine)</th><th>source</th></tr>{rows}</table>")
+    rows = "".join(
+        f"<tr><td>{escape(x.metric)}</td><td>{escape(x.label())}</td><td>{_link(x.source)}</td></tr>"
+        for x in lengths + rest
+    )
+    return (
+        "<h2>Reported by others</h2><p>Figures from other engines, prompts and K: compare like with like "
+        f"(eaglezoo verify measures this drafter itself).</p><table><tr><th>metric</th><th>value (K, benchmark, "
+        f"engine)</th><th>source</th></tr>{rows}</table>"
+    )
 
 
 def _floors(e: Entry) -> str:
     if not e.acceptance_floors:
         return f"<h2>Floors</h2><p>{escape(e.null_reasons.get('acceptance_floors', 'none recorded'))}</p>"
-    rows = "".join(f"<tr><td>{escape(f.k)}</td><td>{escape(f.temperature)}</td><td>{escape(f.per_position or '')}</td>"
-                   f"<td>{escape(f.mean_acceptance_length or '')}</td><td>{escape(f.source)}</td></tr>"
-                   for f in e.acceptance_floors)
-    return ("<h2>Floors</h2><table><tr><th>K</th><th>T</th><th>per position</th><th>AL</th><th>source</th></tr>"
-            f"{rows}</table>")
+    rows = "".join(
+        f"<tr><td>{escape(f.k)}</td><td>{escape(f.temperature)}</td><td>{escape(f.per_position or '')}</td>"
+        f"<td>{escape(f.mean_acceptance_length or '')}</td><td>{escape(f.source)}</td></tr>"
+        for f in e.acceptance_floors
+    )
+    return (
+        "<h2>Floors</h2><table><tr><th>K</th><th>T</th><th>per position</th><th>AL</th><th>source</th></tr>"
+        f"{rows}</table>"
+    )
 
 
 def _measured(e: Entry, reg: Registry) -> str:
@@ -164,10 +190,12 @@ def _measured(e: Entry, reg: Registry) -> str:
 
     parts = ["<h2>Measured</h2>"]
     for m in e.measured:
-        parts.append(f"<p>K={escape(m.k)}, T={escape(m.temperature)}, {escape(m.engine)} on {escape(m.hardware)}, "
-                     f"{escape(m.date)}: "
-                     f"acceptance length {m.mean_acceptance_length:.3f} over {m.num_drafts} drafts, "
-                     f"{'passed' if m.passed else 'failed' if m.passed is False else 'no floors'}</p>")
+        parts.append(
+            f"<p>K={escape(m.k)}, T={escape(m.temperature)}, {escape(m.engine)} on {escape(m.hardware)}, "
+            f"{escape(m.date)}: "
+            f"acceptance length {m.mean_acceptance_length:.3f} over {m.num_drafts} drafts, "
+            f"{'passed' if m.passed else 'failed' if m.passed is False else 'no floors'}</p>"
+        )
         report = reg.path(m.report, "measured.report")
         if report.is_file():
             saved = read_report(report, "measured.report", needs="its plot").model_dump(mode="json")

@@ -112,8 +112,9 @@ def _current(repo: str, pinned: str | None, role: str, result: EntrySync) -> Sna
             kind = "gone"
         result.differences.append(Difference(f"{role}.revision", kind, pinned, head.sha, source))
     else:
-        result.differences.append(Difference(f"{role}.revision", "new" if pinned is None else "differs",
-                                             pinned, head.sha, source))
+        result.differences.append(
+            Difference(f"{role}.revision", "new" if pinned is None else "differs", pinned, head.sha, source)
+        )
     return head
 
 
@@ -136,9 +137,15 @@ def config_facts(reading, cfg: dict, at: str, level: EvidenceLevel) -> list[Fact
     """The facts a drafter config states, as read by its dialect (a config alone names none: no dialect fact)."""
     spec, stated = reading.spec, _keys(cfg)
     facts = [Fact("dialect", reading.dialect, f"{at} (detected)", level)] if reading.dialect else []
-    facts += [Fact(name, getattr(spec, attr), at, level) for name, attr in (
-        ("hidden_size", "hidden_size"), ("target_hidden_size", "target_hidden_size"),
-        ("target_vocab_size", "vocab_size"), ("draft_vocab_size", "draft_vocab_size"))]
+    facts += [
+        Fact(name, getattr(spec, attr), at, level)
+        for name, attr in (
+            ("hidden_size", "hidden_size"),
+            ("target_hidden_size", "target_hidden_size"),
+            ("target_vocab_size", "vocab_size"),
+            ("draft_vocab_size", "draft_vocab_size"),
+        )
+    ]
     facts += [Fact(f"flags.{name}", getattr(spec, name), at, level) for name in FLAGS if name in stated]
     if spec.max_position_embeddings:
         facts.append(Fact("max_position_embeddings", spec.max_position_embeddings, at, level))
@@ -149,8 +156,10 @@ def config_facts(reading, cfg: dict, at: str, level: EvidenceLevel) -> list[Fact
     facts += [Fact(name, fields[name], at, level) for name in ("block_size", "mask_token_id") if name in fields]
     if spec.aux is not None:  # ids in the dialect's own convention, as its config states them
         own = reading.aux_stated_by == "config"  # else the convention is the entry's: compared, never confirmed
-        facts += [Fact("aux_layers.ids", list(spec.aux.ids), at, level, own),
-                  Fact("aux_layers.convention", spec.aux.convention, at, level, own)]
+        facts += [
+            Fact("aux_layers.ids", list(spec.aux.ids), at, level, own),
+            Fact("aux_layers.convention", spec.aux.convention, at, level, own),
+        ]
     return facts
 
 
@@ -167,10 +176,13 @@ def target_facts(snap: Snapshot, entry: Entry) -> list[Fact]:
         return facts
     params, nbytes, dtype = _weights(ckpt)
     headers = f"{snap.at} safetensors headers ({len(ckpt.files)} files)"
-    facts += [Fact("target_parameters", params, headers), Fact("target_weight_bytes", nbytes, headers),
-              Fact("target_dtype", dtype, headers)]
+    facts += [
+        Fact("target_parameters", params, headers),
+        Fact("target_weight_bytes", nbytes, headers),
+        Fact("target_dtype", dtype, headers),
+    ]
     if entry.hardware is None or entry.hardware.recomputable:
-        source = (f"registry sync: {nbytes / 1e9:.1f} GB of weights in {headers}, by the docs/registry.md rule")
+        source = f"registry sync: {nbytes / 1e9:.1f} GB of weights in {headers}, by the docs/registry.md rule"
         hardware, why = plan_hardware(nbytes, {**ckpt.config, **cfg}, source)  # quantization_config sits on top
         facts.append(Fact("hardware", hardware.model_dump() if hardware else None, why or source))
     return facts
@@ -198,8 +210,11 @@ def _compare(entry: Entry, stated: dict, fact: Fact) -> Difference | None:
     held = entry.evidence.get(fact.field.split(".")[0])
     stronger = held is not None and held.rank < EVIDENCE_LEVELS.index(fact.level)
     if value == fact.value:
-        weaker = fact.confirms and fact.field.split(".")[0] in FACTS and (
-            held is None or held.rank > EVIDENCE_LEVELS.index(fact.level))
+        weaker = (
+            fact.confirms
+            and fact.field.split(".")[0] in FACTS
+            and (held is None or held.rank > EVIDENCE_LEVELS.index(fact.level))
+        )
         return Difference(fact.field, "confirmed", value, fact.value, fact.source, fact.level) if weaker else None
     kind = "disagrees" if stronger else "new" if value in (None, {}) else "differs"
     return Difference(fact.field, kind, value, fact.value, fact.source, fact.level)
@@ -238,8 +253,9 @@ def write_entry(path: Path, entry: Entry, differences: list[Difference]) -> bool
     return new != text
 
 
-def sync_selected(args: list[str], directory: Path | None, write: bool,
-                  template: tuple[Path, str, EvidenceLevel] | None = None) -> list[EntrySync]:
+def sync_selected(
+    args: list[str], directory: Path | None, write: bool, template: tuple[Path, str, EvidenceLevel] | None = None
+) -> list[EntrySync]:
     """Sync the selected entries from the Hub, or one entry from a template (path, source URL, level)."""
     from .load import select
 

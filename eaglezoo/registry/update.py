@@ -82,33 +82,43 @@ def listed(info, revision: str, what: str) -> Listing:
     names, and the registry files within the bounds, each with its size and blob id. Else one error."""
     commit = info.sha
     if not isinstance(commit, str) or not COMMIT.match(commit) or (COMMIT.match(revision) and commit != revision):
-        raise HubError(f"{what}: the Hub answered commit {commit!r}, not the 40-hex commit sha the revision "
-                       "resolves to: refused", hint="name a branch, tag or commit that exists (--revision)")
+        raise HubError(
+            f"{what}: the Hub answered commit {commit!r}, not the 40-hex commit sha the revision resolves to: refused",
+            hint="name a branch, tag or commit that exists (--revision)",
+        )
     siblings = info.siblings or []
     _refuse_unsafe([s.rfilename for s in siblings], what)
     wanted = [s for s in siblings if any(_in_layout(s.rfilename, p) for p in PATTERNS)]
     if not any(_is_entry(s.rfilename) for s in wanted):
-        raise BadInput(f"{what}: holds no registry/*.yaml entry (commit {commit})",
-                       hint="name the dataset that eaglezoo's registry is published to (--repo)")
+        raise BadInput(
+            f"{what}: holds no registry/*.yaml entry (commit {commit})",
+            hint="name the dataset that eaglezoo's registry is published to (--repo)",
+        )
     if len(wanted) > MAX_REGISTRY_FILES:
-        raise BadInput(f"{what}: lists {len(wanted)} registry files, more than {MAX_REGISTRY_FILES}: refused",
-                       hint=UNCHANGED)
+        raise BadInput(
+            f"{what}: lists {len(wanted)} registry files, more than {MAX_REGISTRY_FILES}: refused", hint=UNCHANGED
+        )
     files = tuple(_listed(s, what) for s in wanted)
     total = sum(f.size for f in files)
     if total > MAX_REGISTRY_BYTES:
-        raise BadInput(f"{what}: its registry files hold {total} bytes, more than {MAX_REGISTRY_BYTES}: refused",
-                       hint=UNCHANGED)
+        raise BadInput(
+            f"{what}: its registry files hold {total} bytes, more than {MAX_REGISTRY_BYTES}: refused", hint=UNCHANGED
+        )
     return Listing(commit, files)
 
 
 def _listed(sibling, what: str) -> Listed:
     size, blob_id, lfs = sibling.size, sibling.blob_id, sibling.lfs
     if not isinstance(size, int) or size < 0 or not isinstance(blob_id, str):
-        raise HubError(f"{what}: the Hub lists {sibling.rfilename} without its size and blob id: refused",
-                       hint="HF_ENDPOINT must name a Hugging Face Hub or a mirror of its API")
+        raise HubError(
+            f"{what}: the Hub lists {sibling.rfilename} without its size and blob id: refused",
+            hint="HF_ENDPOINT must name a Hugging Face Hub or a mirror of its API",
+        )
     if size > MAX_REGISTRY_FILE_BYTES:
-        raise BadInput(f"{what}: {sibling.rfilename} holds {size} bytes, more than {MAX_REGISTRY_FILE_BYTES}: "
-                       "refused", hint=UNCHANGED)
+        raise BadInput(
+            f"{what}: {sibling.rfilename} holds {size} bytes, more than {MAX_REGISTRY_FILE_BYTES}: refused",
+            hint=UNCHANGED,
+        )
     return Listed(sibling.rfilename, size, blob_id, getattr(lfs, "sha256", None) if lfs else None)
 
 
@@ -129,8 +139,10 @@ def _refuse_unsafe(names: list[str], what: str) -> None:
 
     bad = [n for n in names if not isinstance(n, str) or not _safe_name(n)]
     if bad:
-        raise HubError(f"{what}: refusing remote file name {bad[0]!r}: it escapes the download directory",
-                       hint="the dataset holds unsafe file names: do not use it")
+        raise HubError(
+            f"{what}: refusing remote file name {bad[0]!r}: it escapes the download directory",
+            hint="the dataset holds unsafe file names: do not use it",
+        )
 
 
 def _download(repo: str, listing: Listing, tmp: Path) -> None:
@@ -153,11 +165,16 @@ def _refuse_changed(tmp: Path, listing: Listing, what: str) -> None:
     for f in listing.files:
         path = tmp / f.name
         if not path.is_file():
-            raise HubError(f"{what}: the snapshot is incomplete ({f.name} did not arrive)",
-                           hint="run eaglezoo registry update again; the registry read before is unchanged")
+            raise HubError(
+                f"{what}: the snapshot is incomplete ({f.name} did not arrive)",
+                hint="run eaglezoo registry update again; the registry read before is unchanged",
+            )
         if path.stat().st_size != f.size or _digest(path, f) != (f.lfs_sha256 or f.blob_id):
-            raise HubError(f"{what}: {f.name} is not the file commit {listing.commit[:12]} lists: the snapshot "
-                           "changed while it was read", hint="run eaglezoo registry update again; " + UNCHANGED)
+            raise HubError(
+                f"{what}: {f.name} is not the file commit {listing.commit[:12]} lists: the snapshot "
+                "changed while it was read",
+                hint="run eaglezoo registry update again; " + UNCHANGED,
+            )
 
 
 def _digest(path: Path, f: Listed) -> str:
@@ -177,8 +194,9 @@ def _check(tmp: Path, what: str) -> None:
 
     reg = load_copy(Copy("updated", tmp / "registry"))
     failing = {name: _relative(message, tmp) for name, message in reg.broken.items()}
-    failing |= {i: _relative(f"fails registry check: {p[0]}", tmp) for i, p in check_all(reg).items()
-                if p and i not in failing}
+    failing |= {
+        i: _relative(f"fails registry check: {p[0]}", tmp) for i, p in check_all(reg).items() if p and i not in failing
+    }
     if failing:
         name, why = next(iter(sorted(failing.items())))
         more = f" (and {len(failing) - 1} more)" if len(failing) > 1 else ""

@@ -23,8 +23,9 @@ def set_values(text: str, changes: dict[Path_, Any], name: str = "YAML") -> str:
         try:
             text = _set(text, path, value)
         except (yaml.YAMLError, _CannotEdit):
-            raise BadInput(f"{name}: cannot set {'.'.join(path)} in place; edit it by hand",
-                           hint="edit that key by hand") from None
+            raise BadInput(
+                f"{name}: cannot set {'.'.join(path)} in place; edit it by hand", hint="edit that key by hand"
+            ) from None
         _assign(expected, path, value)
     if yaml.safe_load(text) != expected:
         raise BadInput(f"{name}: cannot edit it in place; edit it by hand", hint="edit the entry by hand")
@@ -46,7 +47,7 @@ def _set(text: str, path: Path_, value: Any) -> str:
         if child is None:
             return _insert(text, node, path[depth:], value)
         if depth < len(path) - 1 and not isinstance(child, yaml.MappingNode):
-            value = _nest(path[depth + 1:], value)  # a null where a mapping is wanted: replace it whole
+            value = _nest(path[depth + 1 :], value)  # a null where a mapping is wanted: replace it whole
         if depth == len(path) - 1 or not isinstance(child, yaml.MappingNode):
             return _replace(text, child, value, key_indent=node.value[0][0].start_mark.column)
         node = child
@@ -62,7 +63,9 @@ def _nest(path: Path_, value: Any) -> Any:
 def _replace(text: str, node, value: Any, key_indent: int) -> str:
     """Block values stay block (a list at its key's indentation, a mapping two deeper); scalars and
     short lists of scalars go on the key's line."""
-    block = (isinstance(value, dict) and bool(value)) or (isinstance(value, list) and any(isinstance(x, dict) for x in value))
+    block = (isinstance(value, dict) and bool(value)) or (
+        isinstance(value, list) and any(isinstance(x, dict) for x in value)
+    )
     if isinstance(node, (yaml.MappingNode, yaml.SequenceNode)) and not node.flow_style:
         start, end = _line_start(text, node.start_mark.index), _line_end(text, _last_index(node))
         if block:
@@ -72,7 +75,7 @@ def _replace(text: str, node, value: Any, key_indent: int) -> str:
     if block:
         indent = key_indent + (2 if isinstance(value, dict) else 0)
         return text[:start].rstrip(" ") + "\n" + _block(value, indent).rstrip("\n") + text[end:]
-    head = text[:start] if text[start - 1:start].isspace() else text[:start] + " "
+    head = text[:start] if text[start - 1 : start].isspace() else text[:start] + " "
     return head + _flow(value) + text[end:]
 
 
@@ -120,7 +123,6 @@ _Dumper.add_representer(list, _list)
 
 
 def _block(value: Any, indent: int) -> str:
-    out = yaml.dump(value, Dumper=_Dumper, default_flow_style=False, width=1 << 16, sort_keys=False,
-                    allow_unicode=True)
+    out = yaml.dump(value, Dumper=_Dumper, default_flow_style=False, width=1 << 16, sort_keys=False, allow_unicode=True)
     pad = " " * indent
     return "".join(pad + line if line.strip() else line for line in out.splitlines(keepends=True))

@@ -10,16 +10,43 @@ from __future__ import annotations
 
 from importlib import import_module
 
-_HOME = {"contenders": "decide", "judge": "decide", "recommendation": "decide",
-         "schedule_of": "decide", "sglang_adaptive_config": "decide", "static_best": "decide",
-         "Cell": "model", "Choice": "model", "TuneReport": "model",
-         "Measured": "report", "speculative_config": "report",
-         "SamplingRule": "rule", "TuneRequest": "run", "check_grid": "run", "tune": "run", "tune_from": "saved"}
+_HOME = {
+    "contenders": "decide",
+    "judge": "decide",
+    "recommendation": "decide",
+    "schedule_of": "decide",
+    "sglang_adaptive_config": "decide",
+    "static_best": "decide",
+    "Cell": "model",
+    "Choice": "model",
+    "TuneReport": "model",
+    "Measured": "report",
+    "speculative_config": "report",
+    "SamplingRule": "rule",
+    "TuneRequest": "run",
+    "check_grid": "run",
+    "tune": "run",
+    "tune_from": "saved",
+}
 
-__all__ = ["Cell", "Choice", "Measured", "SamplingRule", "TuneReport", "TuneRequest", "check_grid", "contenders",
-           "judge", "recommendation", "schedule_of", "sglang_adaptive_config", "speculative_config", "static_best",
-           "tune", "tune_from"]
-
+__all__ = [
+    "Cell",
+    "Choice",
+    "Measured",
+    "SamplingRule",
+    "TuneReport",
+    "TuneRequest",
+    "check_grid",
+    "contenders",
+    "judge",
+    "recommendation",
+    "schedule_of",
+    "sglang_adaptive_config",
+    "speculative_config",
+    "static_best",
+    "tune",
+    "tune_from",
+]
 
 
 def __getattr__(name: str):

@@ -36,9 +36,18 @@ def decide(grid: list[Cell], concurrency: list[int], static: int | None = None) 
         tied = contenders(cells)
         k = best.k if len(tied) == 1 else 0 if 0 in tied else static if static in tied else best.k
         chosen = _at(grid, k, c)
-        out.append(Choice(concurrency=c, k=k, output_tokens_per_s=chosen.output_tokens_per_s,
-                          speedup=chosen.output_tokens_per_s / base, best_k=best.k, too_close=len(tied) > 1,
-                          contenders=tied, settled_after=min(len(_at(grid, t, c).repeats or [1]) for t in tied)))
+        out.append(
+            Choice(
+                concurrency=c,
+                k=k,
+                output_tokens_per_s=chosen.output_tokens_per_s,
+                speedup=chosen.output_tokens_per_s / base,
+                best_k=best.k,
+                too_close=len(tied) > 1,
+                contenders=tied,
+                settled_after=min(len(_at(grid, t, c).repeats or [1]) for t in tied),
+            )
+        )
     return out
 
 
@@ -58,9 +67,11 @@ def schedule_of(decision: list[Choice]) -> list[list[int]]:
 
 def static_best(grid: list[Cell], concurrency: list[int]) -> int:
     """One K for every load (SGLang takes one): the highest geometric-mean speedup over the measured levels."""
+
     def gain(k: int) -> float:
         ratios = [_at(grid, k, c).output_tokens_per_s / _at(grid, 0, c).output_tokens_per_s for c in concurrency]
         return math.exp(sum(map(math.log, ratios)) / len(ratios))
+
     return max(sorted({x.k for x in grid}), key=gain)
 
 
@@ -89,8 +100,9 @@ def table_k(schedule: list[list[int]], c: int) -> int:
     return next((k for lo, hi, k in schedule if lo <= c <= hi), schedule[-1][2])
 
 
-def judge(grid: list[Cell], confirmed: list[Cell], static: int, schedule: list[list[int]],
-          recommended: str) -> tuple[list[tuple[Verdict, Verdict]], list[str], str]:
+def judge(
+    grid: list[Cell], confirmed: list[Cell], static: int, schedule: list[list[int]], recommended: str
+) -> tuple[list[tuple[Verdict, Verdict]], list[str], str]:
     """The confirmation against the intervals of no speculation and of the best static K, at every load:
     (verdicts per load, failures, what to recommend). A recommended configuration that loses to either is a
     failure, and the simpler configuration is recommended instead (no speculation where it lost to that, else
@@ -99,20 +111,26 @@ def judge(grid: list[Cell], confirmed: list[Cell], static: int, schedule: list[l
     for x in confirmed:
         c = x.concurrency
         none, best = _at(grid, 0, c), _at(grid, static, c)
-        v = (verdict(_bounds(x), x.output_tokens_per_s, _bounds(none), none.output_tokens_per_s),
-             verdict(_bounds(x), x.output_tokens_per_s, _bounds(best), best.output_tokens_per_s))
+        v = (
+            verdict(_bounds(x), x.output_tokens_per_s, _bounds(none), none.output_tokens_per_s),
+            verdict(_bounds(x), x.output_tokens_per_s, _bounds(best), best.output_tokens_per_s),
+        )
         verdicts.append(v)
         if recommended == "no speculation":
             continue
         if v[0] == "loses":
-            failures.append(f"confirmation at concurrency {c}: the recommended {_named(recommended, schedule)} measured "
-                            f"{x.output_tokens_per_s:.1f} tokens/s, below no speculation's {none.output_tokens_per_s:.1f} "
-                            "(their intervals apart): serve without --speculative-config instead")
+            failures.append(
+                f"confirmation at concurrency {c}: the recommended {_named(recommended, schedule)} measured "
+                f"{x.output_tokens_per_s:.1f} tokens/s, below no speculation's {none.output_tokens_per_s:.1f} "
+                "(their intervals apart): serve without --speculative-config instead"
+            )
             fallback = "no speculation"
         elif v[1] == "loses" and static != 0 and recommended == "table":
-            failures.append(f"confirmation at concurrency {c}: the recommended table measured "
-                            f"{x.output_tokens_per_s:.1f} tokens/s, below the static K={static}'s "
-                            f"{best.output_tokens_per_s:.1f} (their intervals apart): serve K={static} instead")
+            failures.append(
+                f"confirmation at concurrency {c}: the recommended table measured "
+                f"{x.output_tokens_per_s:.1f} tokens/s, below the static K={static}'s "
+                f"{best.output_tokens_per_s:.1f} (their intervals apart): serve K={static} instead"
+            )
             fallback = fallback if fallback == "no speculation" else "static"
     return verdicts, failures, fallback
 

@@ -63,8 +63,9 @@ class Bench:
         self.engine = self.engine or result["engine"]  # the first engine's version, device and dtype
         return result["passes"]
 
-    def measure(self, config: dict | None, label: str, loads: list[int], repeats: int,
-                row: dict[int, Samples] | None = None) -> dict[int, Samples]:
+    def measure(
+        self, config: dict | None, label: str, loads: list[int], repeats: int, row: dict[int, Samples] | None = None
+    ) -> dict[int, Samples]:
         """`repeats` more repeats of `config` at each load (after a warm-up where the engine is fresh), added to
         `row` (a new row when None: its passes per repeat set from the warm-up pass)."""
         row = dict(row or {})
@@ -81,8 +82,11 @@ class Bench:
     def passes_for(self, warm_pass: dict) -> int:
         """Passes of the prompt set a repeat needs for the minimum tokens and seconds (from a warm-up pass)."""
         tokens = sum(len(r["tokens"]) for r in warm_pass["requests"]) or 1
-        need = max(math.ceil(self.rule.min_tokens / tokens),
-                   math.ceil(self.rule.min_seconds / max(warm_pass["wall_s"], 1e-9)), 1)
+        need = max(
+            math.ceil(self.rule.min_tokens / tokens),
+            math.ceil(self.rule.min_seconds / max(warm_pass["wall_s"], 1e-9)),
+            1,
+        )
         return min(need, MAX_PASSES_PER_REPEAT)
 
 
@@ -96,11 +100,20 @@ def cell_of(k: int, c: int, s: Samples) -> Cell:
     low, high, coverage = interval(s.repeats)
     timing = timing_of(s)
     lat = latencies(s.requests)
-    return Cell(k=k, concurrency=c, output_tokens_per_s=median(s.repeats), mean_tpot_ms=timing["mean_tpot_ms"],
-                acceptance_length=1 + s.counters["accepted"] / drafts if drafts else None,
-                acceptance_per_position=[n / drafts for n in s.counters["per_position"]] if drafts else None,
-                repeats=s.repeats, interval=[low, high], interval_coverage=coverage, spread_pct=spread_pct(s.repeats),
-                passes_per_repeat=s.passes_per_repeat, latency=Latency(**lat) if lat else None)
+    return Cell(
+        k=k,
+        concurrency=c,
+        output_tokens_per_s=median(s.repeats),
+        mean_tpot_ms=timing["mean_tpot_ms"],
+        acceptance_length=1 + s.counters["accepted"] / drafts if drafts else None,
+        acceptance_per_position=[n / drafts for n in s.counters["per_position"]] if drafts else None,
+        repeats=s.repeats,
+        interval=[low, high],
+        interval_coverage=coverage,
+        spread_pct=spread_pct(s.repeats),
+        passes_per_repeat=s.passes_per_repeat,
+        latency=Latency(**lat) if lat else None,
+    )
 
 
 def grid_of(rows: dict[int, dict[int, Samples]]) -> list[Cell]:
@@ -125,8 +138,9 @@ def settle(bench: Bench, rows: dict[int, dict[int, Samples]], loads: list[int], 
             return
         for k, at in sorted(wanted.items()):
             more = min(ROUND_REPEATS, rule.max_repeats - max(len(rows[k][c].repeats) for c in at))
-            rows[k] = bench.measure(config_of(k), f"K={k}, more repeats" if k else "without the drafter, more repeats",
-                                    at, more, rows[k])
+            rows[k] = bench.measure(
+                config_of(k), f"K={k}, more repeats" if k else "without the drafter, more repeats", at, more, rows[k]
+            )
 
 
 def single_pass_s(bench: Bench, rows: list[dict[int, Samples]]) -> float:

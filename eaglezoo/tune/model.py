@@ -35,8 +35,9 @@ def median_problem(value: float, repeats: list[float] | None, interval: list[flo
     if not math.isclose(value, mid, rel_tol=RELATIVE):
         return f"output_tokens_per_s is {value:g}; expected the median of its repeats ({mid:g})"
     if interval is not None and not (min(repeats) <= interval[0] <= mid <= interval[1] <= max(repeats)):
-        return (f"interval is [{interval[0]:g}, {interval[1]:g}]; expected two of its repeats around their median "
-                f"({mid:g})")
+        return (
+            f"interval is [{interval[0]:g}, {interval[1]:g}]; expected two of its repeats around their median ({mid:g})"
+        )
     return None
 
 
@@ -93,8 +94,12 @@ class Cell(BaseModel):
     @model_validator(mode="after")
     def _consistent(self) -> Cell:
         problem = median_problem(self.output_tokens_per_s, self.repeats, self.interval)
-        if problem is None and self.repeats and self.spread_pct is not None and not math.isclose(
-                self.spread_pct, spread_pct(self.repeats), rel_tol=RELATIVE, abs_tol=RELATIVE):
+        if (
+            problem is None
+            and self.repeats
+            and self.spread_pct is not None
+            and not math.isclose(self.spread_pct, spread_pct(self.repeats), rel_tol=RELATIVE, abs_tol=RELATIVE)
+        ):
             problem = f"spread_pct is {self.spread_pct:g}; expected its repeats' ({spread_pct(self.repeats):g})"
         if problem:
             raise ValueError(problem)
@@ -206,8 +211,9 @@ class NoSpeculation(BaseModel):
     def _consistent(self) -> NoSpeculation:
         expected = self.table_tokens_per_s / self.no_speculation_tokens_per_s if self.no_speculation_tokens_per_s else 0
         if not math.isclose(self.ratio, expected, rel_tol=RELATIVE):
-            raise ValueError(f"ratio is {self.ratio:g}; expected table_tokens_per_s / no_speculation_tokens_per_s "
-                             f"({expected:g})")
+            raise ValueError(
+                f"ratio is {self.ratio:g}; expected table_tokens_per_s / no_speculation_tokens_per_s ({expected:g})"
+            )
         return self
 
 
@@ -366,10 +372,16 @@ class TuneReport(BaseModel):
 def grid_problem(r: TuneReport) -> str | None:
     """The loads rising and bounded, the grid whole: one cell per K (0 to k_max) and load."""
     levels = r.concurrency
-    if (not 1 <= r.k_max <= MAX_TUNE_K or not 1 <= len(levels) <= MAX_LEVELS or levels != sorted(set(levels))
-            or not 1 <= levels[0] <= levels[-1] <= MAX_CONCURRENCY):
-        return (f"k_max {r.k_max} or concurrency {levels[:8]}; expected K from 1 to {MAX_TUNE_K} and distinct rising "
-                f"levels from 1 to {MAX_CONCURRENCY}")
+    if (
+        not 1 <= r.k_max <= MAX_TUNE_K
+        or not 1 <= len(levels) <= MAX_LEVELS
+        or levels != sorted(set(levels))
+        or not 1 <= levels[0] <= levels[-1] <= MAX_CONCURRENCY
+    ):
+        return (
+            f"k_max {r.k_max} or concurrency {levels[:8]}; expected K from 1 to {MAX_TUNE_K} and distinct rising "
+            f"levels from 1 to {MAX_CONCURRENCY}"
+        )
     cells = {(c.k, c.concurrency) for c in r.grid}
     if len(cells) != len(r.grid) or cells != {(k, c) for k in range(r.k_max + 1) for c in levels}:
         return "grid is not one cell per K (0 to k_max) and concurrency; expected the whole grid"
@@ -383,14 +395,21 @@ def decision_problem(r: TuneReport) -> str | None:
         return "decision is not one choice per concurrency, in order"
     for d in r.decision:
         cell, base = grid.get((d.k, d.concurrency)), grid[(0, d.concurrency)]
-        if cell is None or d.output_tokens_per_s != cell.output_tokens_per_s or not math.isclose(
-                d.speedup, cell.output_tokens_per_s / base.output_tokens_per_s, rel_tol=1e-6):
-            return (f"decision at concurrency {d.concurrency} (K={d.k}) is not the grid's; expected a K from 0 to "
-                    f"{r.k_max}, its cell's tokens/s and its speedup over K=0")
+        if (
+            cell is None
+            or d.output_tokens_per_s != cell.output_tokens_per_s
+            or not math.isclose(d.speedup, cell.output_tokens_per_s / base.output_tokens_per_s, rel_tol=1e-6)
+        ):
+            return (
+                f"decision at concurrency {d.concurrency} (K={d.k}) is not the grid's; expected a K from 0 to "
+                f"{r.k_max}, its cell's tokens/s and its speedup over K=0"
+            )
     static = r.confirmation.best_static_k
     for x in r.confirmation.best_static:
         cell = grid.get((static, x.concurrency))
         if cell is None or x.output_tokens_per_s != cell.output_tokens_per_s:
-            return (f"confirmation.best_static at concurrency {x.concurrency} is not the grid's cell at K={static}; "
-                    "expected its tokens/s")
+            return (
+                f"confirmation.best_static at concurrency {x.concurrency} is not the grid's cell at K={static}; "
+                "expected its tokens/s"
+            )
     return None

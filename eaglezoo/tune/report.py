@@ -46,9 +46,15 @@ def speculative_config(drafter: str, k: int, schedule: list[list[int]] | None = 
     return config
 
 
-def report(work: Workload, measured: Measured, concurrency: list[int], floors=None,
-           placed: tuple[Placement, list[str]] | None = None, rule: SamplingRule | None = None,
-           registry_id: str | None = None) -> TuneReport:
+def report(
+    work: Workload,
+    measured: Measured,
+    concurrency: list[int],
+    floors=None,
+    placed: tuple[Placement, list[str]] | None = None,
+    rule: SamplingRule | None = None,
+    registry_id: str | None = None,
+) -> TuneReport:
     """The one report of a tune run, built once. Its commands serve the drafter as serve-config does (the folder
     `convert_command` writes, where the engine would not read it as given; `registry_id` names the entry it was
     read from, which convert names it by)."""
@@ -68,57 +74,106 @@ def report(work: Workload, measured: Measured, concurrency: list[int], floors=No
     adaptive_cfg = sglang_adaptive_config(decision) if any(d.k for d in decision) else None
     notes = list(work.notes) + too_close_notes(decision) + list(measured.notes)
     no_spec = no_speculation(grid, measured.confirmed, schedule)
-    notes += [f"at concurrency {x.concurrency} even the table's K=0 measured {x.table_tokens_per_s:.1f} tokens/s "
-              f"against {x.no_speculation_tokens_per_s:.1f} with no speculative config ({ISSUE}: a K=0 entry in "
-              "vLLM's table still costs throughput): serve without --speculative-config at such loads"
-              for x in no_spec if x.table_k == 0 and x.verdict == "loses"]
+    notes += [
+        f"at concurrency {x.concurrency} even the table's K=0 measured {x.table_tokens_per_s:.1f} tokens/s "
+        f"against {x.no_speculation_tokens_per_s:.1f} with no speculative config ({ISSUE}: a K=0 entry in "
+        "vLLM's table still costs throughput): serve without --speculative-config at such loads"
+        for x in no_spec
+        if x.table_k == 0 and x.verdict == "loses"
+    ]
     if decided == "no speculation":
-        notes.append("speculation loses or is too close to call at every measured load (K = 0 throughout): serve "
-                     "without --speculative-config")
+        notes.append(
+            "speculation loses or is too close to call at every measured load (K = 0 throughout): serve "
+            "without --speculative-config"
+        )
     if path.convert_command:
         notes.append(f"the commands serve the folder `{path.convert_command}` writes: {'; '.join(path.warnings)}")
     if len(concurrency) > 1:
-        notes.append("batch sizes between two measured concurrencies take the K measured at the next one up "
-                     "(interpolated, not measured); above the highest, its K carries on")
+        notes.append(
+            "batch sizes between two measured concurrencies take the K measured at the next one up "
+            "(interpolated, not measured); above the highest, its K carries on"
+        )
     checked, failures, floor_notes = floor_checks(grid, work.k, floors or {})
     hardware, place_notes = placed or (None, [])
     return built(
-        TuneReport, drafter=str(work.drafter.path), target=target, convert_command=path.convert_command,
-        engine={"name": "vllm", "version": measured.engine["version"], "device": measured.engine["device"],
-                "dtype": measured.engine["dtype"]},
-        k_max=work.k, concurrency=concurrency, num_prompts=len(work.encoded), max_new_tokens=work.max_new_tokens,
-        grid=grid, decision=decision, schedule=schedule, basis=basis(work, rule),
-        vllm_speculative_config=config, vllm_command=table_command(target, config),
-        sglang_static_k=static, sglang_command=sglang,
+        TuneReport,
+        drafter=str(work.drafter.path),
+        target=target,
+        convert_command=path.convert_command,
+        engine={
+            "name": "vllm",
+            "version": measured.engine["version"],
+            "device": measured.engine["device"],
+            "dtype": measured.engine["dtype"],
+        },
+        k_max=work.k,
+        concurrency=concurrency,
+        num_prompts=len(work.encoded),
+        max_new_tokens=work.max_new_tokens,
+        grid=grid,
+        decision=decision,
+        schedule=schedule,
+        basis=basis(work, rule),
+        vllm_speculative_config=config,
+        vllm_command=table_command(target, config),
+        sglang_static_k=static,
+        sglang_command=sglang,
         confirmation=confirmation(measured, grid, static, verdicts, decided, bool(confirm_failures)),
-        recommended=recommended, recommended_command=command_of(recommended, target, drafter, rec_k, config),
-        no_speculation=no_spec, adaptive=measured.adaptive, sglang_adaptive_config=adaptive_cfg,
-        sglang_adaptive_command=None if adaptive_cfg is None else sglang_serve_command(
-            target, serving_path(work, registry_id, "sglang").drafter, None, max(d.k for d in decision),
-            SGLANG_ADAPTIVE_FILE),
-        sampling={"warmup_passes": WARMUP_PASSES, "min_tokens": rule.min_tokens, "min_seconds": rule.min_seconds,
-                  "min_repeats": rule.min_repeats, "max_repeats": rule.max_repeats, "interval_level": INTERVAL_LEVEL,
-                  "separation_margin": SEPARATION_MARGIN},
-        cost=None if measured.engine_s is None else {"engine_s": measured.engine_s,
-                                                    "single_pass_s": measured.single_pass_s,
-                                                    "repeats": measured.repeats},
-        hardware=hardware, floors=checked, failures=failures + confirm_failures,
+        recommended=recommended,
+        recommended_command=command_of(recommended, target, drafter, rec_k, config),
+        no_speculation=no_spec,
+        adaptive=measured.adaptive,
+        sglang_adaptive_config=adaptive_cfg,
+        sglang_adaptive_command=None
+        if adaptive_cfg is None
+        else sglang_serve_command(
+            target,
+            serving_path(work, registry_id, "sglang").drafter,
+            None,
+            max(d.k for d in decision),
+            SGLANG_ADAPTIVE_FILE,
+        ),
+        sampling={
+            "warmup_passes": WARMUP_PASSES,
+            "min_tokens": rule.min_tokens,
+            "min_seconds": rule.min_seconds,
+            "min_repeats": rule.min_repeats,
+            "max_repeats": rule.max_repeats,
+            "interval_level": INTERVAL_LEVEL,
+            "separation_margin": SEPARATION_MARGIN,
+        },
+        cost=None
+        if measured.engine_s is None
+        else {"engine_s": measured.engine_s, "single_pass_s": measured.single_pass_s, "repeats": measured.repeats},
+        hardware=hardware,
+        floors=checked,
+        failures=failures + confirm_failures,
         notes=notes + floor_notes + place_notes,
-        reproduction=reproduction(engine=f"vllm {measured.engine['version']}",
-                                  prompt_set=work.prompt_set and work.prompt_set.name,
-                                  prompts_sha256=work.prompt_set and work.prompt_set.sha256, seed=work.seed))
+        reproduction=reproduction(
+            engine=f"vllm {measured.engine['version']}",
+            prompt_set=work.prompt_set and work.prompt_set.name,
+            prompts_sha256=work.prompt_set and work.prompt_set.sha256,
+            seed=work.seed,
+        ),
+    )
 
 
 def basis(work: Workload, rule: SamplingRule) -> str:
-    return (f"measured: every K in 0..{work.k} at every concurrency, {len(work.encoded)} prompts x "
-            f"{work.max_new_tokens} tokens each, greedy, on this engine; each cell after {WARMUP_PASSES} warm-up "
-            f"pass, in repeats of at least {rule.min_tokens} tokens and {rule.min_seconds:g} s, {rule.min_repeats} "
-            f"to {rule.max_repeats} repeats until the best K's interval stands apart")
+    return (
+        f"measured: every K in 0..{work.k} at every concurrency, {len(work.encoded)} prompts x "
+        f"{work.max_new_tokens} tokens each, greedy, on this engine; each cell after {WARMUP_PASSES} warm-up "
+        f"pass, in repeats of at least {rule.min_tokens} tokens and {rule.min_seconds:g} s, {rule.min_repeats} "
+        f"to {rule.max_repeats} repeats until the best K's interval stands apart"
+    )
 
 
 def too_close_notes(decision: list[Choice]) -> list[str]:
-    return [f"concurrency {d.concurrency} is too close to call: K={', K='.join(map(str, d.contenders))} are not told "
-            f"apart after {d.settled_after} repeats; the simpler K={d.k} is taken" for d in decision if d.too_close]
+    return [
+        f"concurrency {d.concurrency} is too close to call: K={', K='.join(map(str, d.contenders))} are not told "
+        f"apart after {d.settled_after} repeats; the simpler K={d.k} is taken"
+        for d in decision
+        if d.too_close
+    ]
 
 
 def command_of(recommended: str, target: str, drafter: str, k: int, table: dict) -> str:
@@ -139,14 +194,27 @@ def table_command(target: str, config: dict) -> str:
 def confirmation(measured: Measured, grid: list[Cell], static: int, verdicts, decided: str, failed: bool) -> dict:
     levels = []
     for x, timing, (none, best) in zip(measured.confirmed, measured.confirmed_timing, verdicts):
-        levels.append({"concurrency": x.concurrency, **timing, "output_tokens_per_s": x.output_tokens_per_s,
-                       "repeats": x.repeats, "interval": x.interval, "latency": x.latency,
-                       "against_no_speculation": none, "against_best_static": best})
-    return {"schedule": levels, "best_static_k": static,
-            "best_static": [{"concurrency": x.concurrency, "output_tokens_per_s": x.output_tokens_per_s}
-                            for x in grid if x.k == static],
-            "config": measured.confirmed_config,
-            "verdict": "not judged" if decided == "no speculation" else "failed" if failed else "confirmed"}
+        levels.append(
+            {
+                "concurrency": x.concurrency,
+                **timing,
+                "output_tokens_per_s": x.output_tokens_per_s,
+                "repeats": x.repeats,
+                "interval": x.interval,
+                "latency": x.latency,
+                "against_no_speculation": none,
+                "against_best_static": best,
+            }
+        )
+    return {
+        "schedule": levels,
+        "best_static_k": static,
+        "best_static": [
+            {"concurrency": x.concurrency, "output_tokens_per_s": x.output_tokens_per_s} for x in grid if x.k == static
+        ],
+        "config": measured.confirmed_config,
+        "verdict": "not judged" if decided == "no speculation" else "failed" if failed else "confirmed",
+    }
 
 
 def no_speculation(grid: list[Cell], confirmed: list[Cell], schedule: list[list[int]]) -> list[NoSpeculation]:
@@ -154,12 +222,21 @@ def no_speculation(grid: list[Cell], confirmed: list[Cell], schedule: list[list[
     out = []
     for x in confirmed:
         none = next(g for g in grid if g.k == 0 and g.concurrency == x.concurrency)
-        out.append(NoSpeculation(
-            concurrency=x.concurrency, table_k=table_k(schedule, x.concurrency),
-            table_tokens_per_s=x.output_tokens_per_s, no_speculation_tokens_per_s=none.output_tokens_per_s,
-            ratio=x.output_tokens_per_s / none.output_tokens_per_s,
-            verdict=verdict(x.interval or (x.output_tokens_per_s,) * 2, x.output_tokens_per_s,
-                            none.interval or (none.output_tokens_per_s,) * 2, none.output_tokens_per_s)))
+        out.append(
+            NoSpeculation(
+                concurrency=x.concurrency,
+                table_k=table_k(schedule, x.concurrency),
+                table_tokens_per_s=x.output_tokens_per_s,
+                no_speculation_tokens_per_s=none.output_tokens_per_s,
+                ratio=x.output_tokens_per_s / none.output_tokens_per_s,
+                verdict=verdict(
+                    x.interval or (x.output_tokens_per_s,) * 2,
+                    x.output_tokens_per_s,
+                    none.interval or (none.output_tokens_per_s,) * 2,
+                    none.output_tokens_per_s,
+                ),
+            )
+        )
     return out
 
 
@@ -175,19 +252,25 @@ def floor_checks(grid: list[Cell], k_max: int, floors: Floors) -> tuple[dict[str
         checked[str(k)] = KFloor(per_position=per_position, mean_acceptance_length=al)
         for x in (x for x in grid if x.k == k):
             where = f"K={k} at concurrency {x.concurrency}"
-            failures += [f"{where}: acceptance at position {i + 1} is {rate:.3f} < {floor}"
-                         for i, (rate, floor) in enumerate(zip(x.acceptance_per_position or [], per_position or []))
-                         if rate < floor]
+            failures += [
+                f"{where}: acceptance at position {i + 1} is {rate:.3f} < {floor}"
+                for i, (rate, floor) in enumerate(zip(x.acceptance_per_position or [], per_position or []))
+                if rate < floor
+            ]
             if al is not None and x.acceptance_length is not None and x.acceptance_length < al:
                 failures.append(f"{where}: acceptance length {x.acceptance_length:.3f} < {al}")
     return checked, failures, notes
 
 
 def placement(engine: dict, opts: EngineOptions, entry_hardware: str | None) -> tuple[Placement, list[str]]:
-    measured = (f"{engine['device']} {engine['dtype']}, tensor parallel {opts.tensor_parallel_size} x pipeline "
-                f"parallel {opts.pipeline_parallel_size}")
+    measured = (
+        f"{engine['device']} {engine['dtype']}, tensor parallel {opts.tensor_parallel_size} x pipeline "
+        f"parallel {opts.pipeline_parallel_size}"
+    )
     notes = []
     if entry_hardware and engine["device"].startswith("cpu"):
-        notes.append(f"the registry entry serves its target on {entry_hardware}; this decision was measured on "
-                     f"{measured}: which K pays depends on the hardware, so tune where you serve")
+        notes.append(
+            f"the registry entry serves its target on {entry_hardware}; this decision was measured on "
+            f"{measured}: which K pays depends on the hardware, so tune where you serve"
+        )
     return Placement(measured=measured, entry=entry_hardware), notes

@@ -32,18 +32,27 @@ def check_grid(concurrency: list[int], k_max: int, opts: EngineOptions, rule: Sa
     if not 1 <= k_max <= MAX_TUNE_K:
         raise UsageError(f"--k-max {k_max}: give 1 to {MAX_TUNE_K}", hint="e.g. --k-max 4")
     if len(set(concurrency)) != len(concurrency) or concurrency != sorted(concurrency):
-        raise UsageError(f"--concurrency {','.join(map(str, concurrency))}: give distinct levels in rising order",
-                         hint="e.g. --concurrency 1,4,16")
+        raise UsageError(
+            f"--concurrency {','.join(map(str, concurrency))}: give distinct levels in rising order",
+            hint="e.g. --concurrency 1,4,16",
+        )
     if rule is not None and rule.max_repeats < rule.min_repeats:
-        raise UsageError(f"--max-repeats {rule.max_repeats} is below --repeats {rule.min_repeats}",
-                         hint=f"give --max-repeats of at least {rule.min_repeats}")
+        raise UsageError(
+            f"--max-repeats {rule.max_repeats} is below --repeats {rule.min_repeats}",
+            hint=f"give --max-repeats of at least {rule.min_repeats}",
+        )
     max_seqs = opts.extra.get("max_num_seqs")
     if max_seqs is not None and (type(max_seqs) is not int or max_seqs < 1):
-        raise UsageError(f"--engine-args max_num_seqs must be a positive integer, got {str(max_seqs)[:40]!r}",
-                         hint="e.g. --engine-args '{\"max_num_seqs\": 64}'")
+        raise UsageError(
+            f"--engine-args max_num_seqs must be a positive integer, got {str(max_seqs)[:40]!r}",
+            hint="e.g. --engine-args '{\"max_num_seqs\": 64}'",
+        )
     if max_seqs is not None and concurrency[-1] > max_seqs:
-        raise UsageError(f"--concurrency {concurrency[-1]} exceeds the engine's max_num_seqs ({max_seqs}): it never "
-                         "batches that many", hint=f"measure up to {max_seqs}, or raise max_num_seqs in --engine-args")
+        raise UsageError(
+            f"--concurrency {concurrency[-1]} exceeds the engine's max_num_seqs ({max_seqs}): it never "
+            "batches that many",
+            hint=f"measure up to {max_seqs}, or raise max_num_seqs in --engine-args",
+        )
     check_vllm_options(opts)
 
 
@@ -52,8 +61,11 @@ def check_prompts(work: Workload) -> None:
         raise UsageError("tune measures greedy serving (temperature 0)", hint="drop --temperature")
     sampled = sum(t > 0 for t in work.temperatures())
     if sampled:
-        raise UsageError(f"tune measures greedy serving (temperature 0), and {sampled} prompt(s) of the set ask for "
-                         "their own temperature", hint="give prompts without a \"temperature\" (--prompts FILE)")
+        raise UsageError(
+            f"tune measures greedy serving (temperature 0), and {sampled} prompt(s) of the set ask for "
+            "their own temperature",
+            hint='give prompts without a "temperature" (--prompts FILE)',
+        )
 
 
 @dataclass(frozen=True)
@@ -69,9 +81,16 @@ class TuneRequest:
     sampling: SamplingRule = field(default_factory=SamplingRule)
 
 
-def tune(work: Workload, opts: EngineOptions, concurrency: list[int], progress: Progress, floors: Floors | None = None,
-         entry_hardware: str | None = None, rule: SamplingRule | None = None,
-         registry_id: str | None = None) -> TuneReport:
+def tune(
+    work: Workload,
+    opts: EngineOptions,
+    concurrency: list[int],
+    progress: Progress,
+    floors: Floors | None = None,
+    entry_hardware: str | None = None,
+    rule: SamplingRule | None = None,
+    registry_id: str | None = None,
+) -> TuneReport:
     """The grid measured until settled, the decision, the configs, the confirmation and the adaptive column
     (work.k is K_max); the registry entry's floors checked on the grid, and its hardware class set beside."""
     rule = rule or SamplingRule()
@@ -97,13 +116,21 @@ def tune(work: Workload, opts: EngineOptions, concurrency: list[int], progress: 
         confirm = recommended_config(drafter, work.k, decision)
         confirmed = bench.measure(confirm, "the recommended configuration", concurrency, rule.min_repeats)
         adaptive, notes = adaptive_column(bench, drafter, work.k, opts, grid, concurrency)
-    measured = Measured(engine=bench.engine, grid=grid, confirmed=[
-        cell_of(table_k(schedule_of(decision), c), c, s) for c, s in sorted(confirmed.items())],
-        confirmed_timing=[timing_of(s) for _, s in sorted(confirmed.items())], confirmed_config=confirm, adaptive=adaptive, notes=tuple(notes), engine_s=bench.engine_s,
+    measured = Measured(
+        engine=bench.engine,
+        grid=grid,
+        confirmed=[cell_of(table_k(schedule_of(decision), c), c, s) for c, s in sorted(confirmed.items())],
+        confirmed_timing=[timing_of(s) for _, s in sorted(confirmed.items())],
+        confirmed_config=confirm,
+        adaptive=adaptive,
+        notes=tuple(notes),
+        engine_s=bench.engine_s,
         single_pass_s=single_pass_s(bench, [*rows.values(), confirmed]),
-        repeats=sum(len(s.repeats) for row in [*rows.values(), confirmed] for s in row.values()))
-    return report(work, measured, concurrency, floors or {}, placement(measured.engine, opts, entry_hardware), rule,
-                  registry_id)
+        repeats=sum(len(s.repeats) for row in [*rows.values(), confirmed] for s in row.values()),
+    )
+    return report(
+        work, measured, concurrency, floors or {}, placement(measured.engine, opts, entry_hardware), rule, registry_id
+    )
 
 
 def recommended_config(drafter: str, k_max: int, decision: list[Choice]) -> dict:
@@ -114,24 +141,31 @@ def recommended_config(drafter: str, k_max: int, decision: list[Choice]) -> dict
     return speculative_config(drafter, k_max, schedule_of(decision))
 
 
-ADAPTIVE_ON_CPU = ("vLLM's adaptive verification (enable_adaptive_verification) was not measured: vLLM 0.32 runs it "
-                   "only on Model Runner V2's GPU path with full CUDA graphs (vllm/config/vllm.py: "
-                   "_validate_adaptive_verification requires them; _get_v1_model_runner_unsupported_features lists "
-                   "\"adaptive draft verification\"), and the CPU backend's CPUModelRunner is the V1 runner "
-                   "(vllm/v1/worker/cpu_model_runner.py). Its docstring in vllm/config/speculative.py says it is "
-                   "supported only for method=\"dspark\" so far")
+ADAPTIVE_ON_CPU = (
+    "vLLM's adaptive verification (enable_adaptive_verification) was not measured: vLLM 0.32 runs it "
+    "only on Model Runner V2's GPU path with full CUDA graphs (vllm/config/vllm.py: "
+    "_validate_adaptive_verification requires them; _get_v1_model_runner_unsupported_features lists "
+    '"adaptive draft verification"), and the CPU backend\'s CPUModelRunner is the V1 runner '
+    "(vllm/v1/worker/cpu_model_runner.py). Its docstring in vllm/config/speculative.py says it is "
+    'supported only for method="dspark" so far'
+)
 
 
-def adaptive_column(bench: Bench, drafter: str, k_max: int, opts: EngineOptions, grid: list[Cell],
-                    concurrency: list[int]) -> tuple[Adaptive | None, list[str]]:
+def adaptive_column(
+    bench: Bench, drafter: str, k_max: int, opts: EngineOptions, grid: list[Cell], concurrency: list[int]
+) -> tuple[Adaptive | None, list[str]]:
     """vLLM's online K selection as one more column where the hardware allows it; otherwise the note says why."""
     device = (bench.engine or {}).get("device", "")
     if device.startswith("cpu"):
         return None, [ADAPTIVE_ON_CPU]
     if opts.enforce_eager or opts.pipeline_parallel_size > 1:
-        return None, [("vLLM's adaptive verification was not measured: it needs full CUDA graphs and no pipeline "
-                       "parallelism (vllm/config/vllm.py, _validate_adaptive_verification); drop --enforce-eager and "
-                       "pipeline parallelism to measure it")]
+        return None, [
+            (
+                "vLLM's adaptive verification was not measured: it needs full CUDA graphs and no pipeline "
+                "parallelism (vllm/config/vllm.py, _validate_adaptive_verification); drop --enforce-eager and "
+                "pipeline parallelism to measure it"
+            )
+        ]
     config = {**speculative_config(drafter, k_max), "enable_adaptive_verification": True}
     try:
         row = bench.measure(config, "adaptive verification", concurrency, bench.rule.min_repeats)
@@ -140,7 +174,14 @@ def adaptive_column(bench: Bench, drafter: str, k_max: int, opts: EngineOptions,
     levels = []
     for c, s in sorted(row.items()):
         x, none = cell_of(k_max, c, s), next(g for g in grid if g.k == 0 and g.concurrency == c)
-        levels.append({"concurrency": c, "output_tokens_per_s": x.output_tokens_per_s, "interval": x.interval,
-                       "against_no_speculation": verdict(x.interval, x.output_tokens_per_s, none.interval,
-                                                         none.output_tokens_per_s)})
+        levels.append(
+            {
+                "concurrency": c,
+                "output_tokens_per_s": x.output_tokens_per_s,
+                "interval": x.interval,
+                "against_no_speculation": verdict(
+                    x.interval, x.output_tokens_per_s, none.interval, none.output_tokens_per_s
+                ),
+            }
+        )
     return Adaptive(config=config, levels=levels), []

@@ -23,7 +23,7 @@ def interval(values: list[float]) -> tuple[float, float, float]:
 
 
 def _coverage(n: int, j: int) -> float:
-    return 1 - 2 * sum(comb(n, i) for i in range(j)) / 2 ** n
+    return 1 - 2 * sum(comb(n, i) for i in range(j)) / 2**n
 
 
 def beats(a: tuple[float, float], b: tuple[float, float], b_median: float) -> bool:
@@ -55,9 +55,17 @@ def latencies(requests: list[dict]) -> dict | None:
     ttft = [r["ttft_s"] * 1000 for r in requests if r["ttft_s"] is not None]
     if not ttft:
         return None
-    tpot = [(r["e2e_s"] - r["ttft_s"]) * 1000 / (len(r["tokens"]) - 1) for r in requests
-            if r["ttft_s"] is not None and len(r["tokens"]) > 1]
+    tpot = [
+        (r["e2e_s"] - r["ttft_s"]) * 1000 / (len(r["tokens"]) - 1)
+        for r in requests
+        if r["ttft_s"] is not None and len(r["tokens"]) > 1
+    ]
     e2e = [r["e2e_s"] for r in requests]
-    return {"ttft_p50_ms": percentile(ttft, 50), "ttft_p90_ms": percentile(ttft, 90),
-            "tpot_p50_ms": percentile(tpot, 50) if tpot else None, "tpot_p90_ms": percentile(tpot, 90) if tpot else None,
-            "e2e_p50_s": percentile(e2e, 50), "e2e_p90_s": percentile(e2e, 90)}
+    return {
+        "ttft_p50_ms": percentile(ttft, 50),
+        "ttft_p90_ms": percentile(ttft, 90),
+        "tpot_p50_ms": percentile(tpot, 50) if tpot else None,
+        "tpot_p90_ms": percentile(tpot, 90) if tpot else None,
+        "e2e_p50_s": percentile(e2e, 50),
+        "e2e_p90_s": percentile(e2e, 90),
+    }

@@ -75,8 +75,13 @@ class Tally:
         return [sum(a == j for a in self.accepted) for j in range(self.k + 1)]
 
     def summary(self) -> dict:
-        return {"acceptance_per_position": self.per_position(), "mean_acceptance_length": self.mean_acceptance_length(),
-                "num_drafts": self.num_drafts, "num_accepted": self.num_accepted, "histogram": self.histogram()}
+        return {
+            "acceptance_per_position": self.per_position(),
+            "mean_acceptance_length": self.mean_acceptance_length(),
+            "num_drafts": self.num_drafts,
+            "num_accepted": self.num_accepted,
+            "histogram": self.histogram(),
+        }
 
 
 def by_k_exact(lengths: list[list[int]], k_max: int, max_new_tokens: int) -> list[dict]:
@@ -96,8 +101,10 @@ def by_k_exact(lengths: list[list[int]], k_max: int, max_new_tokens: int) -> lis
 def by_k_estimate(per_position: list[float]) -> list[dict]:
     """Acceptance at every K <= K_max estimated from a K_max run's per-position rates: 1 + the first K rates.
     An estimate: a run at K visits other slots than the K_max run did."""
-    return [{"k": k, "acceptance_per_position": per_position[:k], "mean_acceptance_length": 1 + sum(per_position[:k])}
-            for k in range(1, len(per_position) + 1)]
+    return [
+        {"k": k, "acceptance_per_position": per_position[:k], "mean_acceptance_length": 1 + sum(per_position[:k])}
+        for k in range(1, len(per_position) + 1)
+    ]
 
 
 RESAMPLES, SEED = 2000, 0

@@ -27,29 +27,51 @@ def converse(work: Workload, answer: Answer, engine: str) -> Workload:
     tokenizer = load_tokenizer(work.target_dir, work.trust_remote_code)
     ends, extra, context, dropped = end_tokens(tokenizer, work), work.max_new_tokens + work.k, work.context, {}
     encoded = list(work.encoded)  # the caller's workload stays as it was
-    while pending := [j for j, said in answers.items() if j not in dropped and len(said) < len(work.prompts[j].history)]:
-        asked = answer(replace(work, prompts=[work.prompts[j] for j in pending], encoded=[encoded[j] for j in pending],
-                               indices=[work.indices[j] for j in pending], skipped=[], notes=[]))
+    while pending := [
+        j for j, said in answers.items() if j not in dropped and len(said) < len(work.prompts[j].history)
+    ]:
+        asked = answer(
+            replace(
+                work,
+                prompts=[work.prompts[j] for j in pending],
+                encoded=[encoded[j] for j in pending],
+                indices=[work.indices[j] for j in pending],
+                skipped=[],
+                notes=[],
+            )
+        )
         for j, tokens in zip(pending, asked.tokens):
-            answers[j].append(reply(tokenizer, tokens[:work.max_new_tokens], ends))
+            answers[j].append(reply(tokenizer, tokens[: work.max_new_tokens], ends))
             encoded[j] = encode_one(tokenizer, work.prompts[j], answers[j])
             if len(encoded[j]) + extra > context:
-                dropped[j] = (f"the conversation grew to {len(encoded[j])} tokens after the target's answer to "
-                              f"turn {len(answers[j])}; + {extra} new and draft tokens exceed the context of {context}")
+                dropped[j] = (
+                    f"the conversation grew to {len(encoded[j])} tokens after the target's answer to "
+                    f"turn {len(answers[j])}; + {extra} new and draft tokens exceed the context of {context}"
+                )
     kept = [j for j in range(len(work.prompts)) if j not in dropped]
     if not kept:
-        raise UsageError(f"no prompt can be measured here: {next(iter(dropped.values()))}",
-                         hint="give shorter conversations, a smaller --max-new-tokens or a larger --max-model-len")
-    skipped = work.skipped + [{"index": work.indices[j], "bucket": work.prompts[j].bucket, "reason": why}
-                              for j, why in dropped.items()]
+        raise UsageError(
+            f"no prompt can be measured here: {next(iter(dropped.values()))}",
+            hint="give shorter conversations, a smaller --max-new-tokens or a larger --max-model-len",
+        )
+    skipped = work.skipped + [
+        {"index": work.indices[j], "bucket": work.prompts[j].bucket, "reason": why} for j, why in dropped.items()
+    ]
     turns = sum(len(answers[j]) for j in answers)
-    note = (f"multi-turn: {len(answers)} conversation(s), measured on their last turn after the target answered "
-            f"{turns} earlier turn(s) itself on the {engine} engine (up to its end token or {work.max_new_tokens} "
-            "tokens; each answer is in per_prompt)")
-    return replace(work, prompts=[work.prompts[j] for j in kept], encoded=[encoded[j] for j in kept],
-                   indices=[work.indices[j] for j in kept], skipped=sorted(skipped, key=lambda s: s["index"]),
-                   notes=work.notes + [note],
-                   answers={work.indices[j]: said for j, said in answers.items() if j not in dropped})
+    note = (
+        f"multi-turn: {len(answers)} conversation(s), measured on their last turn after the target answered "
+        f"{turns} earlier turn(s) itself on the {engine} engine (up to its end token or {work.max_new_tokens} "
+        "tokens; each answer is in per_prompt)"
+    )
+    return replace(
+        work,
+        prompts=[work.prompts[j] for j in kept],
+        encoded=[encoded[j] for j in kept],
+        indices=[work.indices[j] for j in kept],
+        skipped=sorted(skipped, key=lambda s: s["index"]),
+        notes=work.notes + [note],
+        answers={work.indices[j]: said for j, said in answers.items() if j not in dropped},
+    )
 
 
 def reply(tokenizer, tokens: list[int], ends: set[int]) -> str:

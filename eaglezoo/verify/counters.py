@@ -32,15 +32,19 @@ class SpecDecodeCounters(BaseModel):
     def _as_drafts_add_up(self) -> SpecDecodeCounters:
         k = len(self.num_accepted_tokens_per_pos) or MAX_K
         if self.num_draft_tokens > k * self.num_drafts:
-            raise ValueError(f"num_draft_tokens = {self.num_draft_tokens}, more than K={k} per draft over "
-                             f"{self.num_drafts} drafts")
+            raise ValueError(
+                f"num_draft_tokens = {self.num_draft_tokens}, more than K={k} per draft over {self.num_drafts} drafts"
+            )
         if self.num_accepted_tokens > self.num_draft_tokens:
-            raise ValueError(f"num_accepted_tokens = {self.num_accepted_tokens}, more than the "
-                             f"{self.num_draft_tokens} tokens drafted (at most K={k} per draft)")
+            raise ValueError(
+                f"num_accepted_tokens = {self.num_accepted_tokens}, more than the "
+                f"{self.num_draft_tokens} tokens drafted (at most K={k} per draft)"
+            )
         for pos, n in enumerate(self.num_accepted_tokens_per_pos):
             if n > self.num_drafts:
-                raise ValueError(f"num_accepted_tokens_per_pos = {n} at position {pos}, more than the "
-                                 f"{self.num_drafts} drafts")
+                raise ValueError(
+                    f"num_accepted_tokens_per_pos = {n} at position {pos}, more than the {self.num_drafts} drafts"
+                )
         return self
 
     @classmethod
@@ -56,30 +60,45 @@ class SpecDecodeCounters(BaseModel):
                 name = ".".join(str(part) for part in error["loc"][:1]) or "a counter"
                 value = values.get(name)
                 what = f"{name} = {value if not isinstance(value, tuple) else list(value)} ({error['msg'].lower()})"
-            raise EngineError(f"{where} reports {what}: no engine counts that, so there is no measurement",
-                              hint="point --endpoint at the vLLM server itself; its counters are not a "
-                                   "measurement") from None
+            raise EngineError(
+                f"{where} reports {what}: no engine counts that, so there is no measurement",
+                hint="point --endpoint at the vLLM server itself; its counters are not a measurement",
+            ) from None
 
     def since(self, before: SpecDecodeCounters, where: str) -> SpecDecodeCounters:
         """What the run added: each counter's growth, refused where one went backwards."""
         positions = len(self.num_accepted_tokens_per_pos)
         earlier = before.num_accepted_tokens_per_pos + (0,) * (positions - len(before.num_accepted_tokens_per_pos))
-        pairs = [(name, getattr(before, name), getattr(self, name))
-                 for name in ("num_drafts", "num_draft_tokens", "num_accepted_tokens")]
-        pairs += [(f"num_accepted_tokens_per_pos at position {pos}", a, b)
-                  for pos, (a, b) in enumerate(zip(earlier, self.num_accepted_tokens_per_pos))]
+        pairs = [
+            (name, getattr(before, name), getattr(self, name))
+            for name in ("num_drafts", "num_draft_tokens", "num_accepted_tokens")
+        ]
+        pairs += [
+            (f"num_accepted_tokens_per_pos at position {pos}", a, b)
+            for pos, (a, b) in enumerate(zip(earlier, self.num_accepted_tokens_per_pos))
+        ]
         if len(before.num_accepted_tokens_per_pos) > positions:
-            pairs.append(("num_accepted_tokens_per_pos (its positions)", len(before.num_accepted_tokens_per_pos),
-                          positions))
+            pairs.append(
+                ("num_accepted_tokens_per_pos (its positions)", len(before.num_accepted_tokens_per_pos), positions)
+            )
         for name, a, b in pairs:
             if b < a:
-                raise EngineError(f"{where}: {name} went backwards during the measurement ({a} then {b}): the "
-                                  "server restarted, or its counters are not vLLM's", hint="measure again on a server "
-                                  "that runs throughout (a vLLM server's counters only grow)")
-        return SpecDecodeCounters.read(where, **{name: b - a for name, a, b in pairs[:3]},
-                                       num_accepted_tokens_per_pos=tuple(b - a for _, a, b in pairs[3:3 + positions]))
+                raise EngineError(
+                    f"{where}: {name} went backwards during the measurement ({a} then {b}): the "
+                    "server restarted, or its counters are not vLLM's",
+                    hint="measure again on a server that runs throughout (a vLLM server's counters only grow)",
+                )
+        return SpecDecodeCounters.read(
+            where,
+            **{name: b - a for name, a, b in pairs[:3]},
+            num_accepted_tokens_per_pos=tuple(b - a for _, a, b in pairs[3 : 3 + positions]),
+        )
 
     def counts(self) -> dict:
         """The shape every engine's counters take in reports: drafts, draft_tokens, accepted, per_position."""
-        return {"drafts": self.num_drafts, "draft_tokens": self.num_draft_tokens,
-                "accepted": self.num_accepted_tokens, "per_position": list(self.num_accepted_tokens_per_pos)}
+        return {
+            "drafts": self.num_drafts,
+            "draft_tokens": self.num_draft_tokens,
+            "accepted": self.num_accepted_tokens,
+            "per_position": list(self.num_accepted_tokens_per_pos),
+        }

@@ -37,8 +37,12 @@ from .drafter import MLP, SCORES_BUDGET, Chains, RMSNorm, at_slots
 
 # vLLM's DFlash layers default rope_theta to 1e6 when the config has none (qwen3_dflash.py:337).
 DEFAULT_THETA = 1000000.0
-UNSUPPORTED = {"use_swa": "sliding-window layers", "attention_sink_bias": "attention sinks",
-               "attention_value_scale": "a value scale", "swa_window_size": "sliding-window layers"}
+UNSUPPORTED = {
+    "use_swa": "sliding-window layers",
+    "attention_sink_bias": "attention sinks",
+    "attention_value_scale": "a value scale",
+    "swa_window_size": "sliding-window layers",
+}
 
 
 class BlockAttention(nn.Module):
@@ -59,7 +63,7 @@ class BlockAttention(nn.Module):
         eps = float(cfg.get("rms_norm_eps", 1e-6))
         self.q_norm = RMSNorm(self.head_dim, eps)
         self.k_norm = RMSNorm(self.head_dim, eps)
-        self.scale = self.head_dim ** -0.5
+        self.scale = self.head_dim**-0.5
 
     def keys(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor):
         """x [B, N, H] -> k, v [B, N, n_kv, d], k normed and rotated."""
@@ -68,8 +72,9 @@ class BlockAttention(nn.Module):
         v = self.v_proj(x).view(b, n, self.n_kv, self.head_dim)
         return rotate(k, cos, sin), v
 
-    def forward(self, x, cos, sin, context: tuple[torch.Tensor, torch.Tensor], slots: torch.Tensor,
-                causal: bool) -> torch.Tensor:
+    def forward(
+        self, x, cos, sin, context: tuple[torch.Tensor, torch.Tensor], slots: torch.Tensor, causal: bool
+    ) -> torch.Tensor:
         """x [B, L, S, H]: L blocks of S queries; block i sees the context keys of slots <= slots[:, i]."""
         b, nb, s = x.shape[:3]
         flat = x.reshape(b, nb * s, -1)
@@ -78,8 +83,13 @@ class BlockAttention(nn.Module):
         k, v = self.keys(flat, cos, sin)
         k, v = k.view(b, nb, s, self.n_kv, -1), v.view(b, nb, s, self.n_kv, -1)
         rows = max(1, SCORES_BUDGET // (b * s * self.n_heads * context[0].shape[1]))
-        out = torch.cat([self.attend(q[:, a:e], k[:, a:e], v[:, a:e], context, slots[:, a:e], causal)
-                         for a, e in ((a, min(a + rows, nb)) for a in range(0, nb, rows))], dim=1)
+        out = torch.cat(
+            [
+                self.attend(q[:, a:e], k[:, a:e], v[:, a:e], context, slots[:, a:e], causal)
+                for a, e in ((a, min(a + rows, nb)) for a in range(0, nb, rows))
+            ],
+            dim=1,
+        )
         return self.o_proj(out.reshape(b, nb, s, -1))
 
     def attend(self, q, k, v, context, slots, causal: bool) -> torch.Tensor:
@@ -144,8 +154,14 @@ class DFlashDrafter(nn.Module):
     def to_target_ids(self, draft_ids: torch.Tensor) -> torch.Tensor:
         return draft_ids + self.d2t[draft_ids] if self.spec.has_vocab_map else draft_ids
 
-    def draft_chains(self, aux: list[torch.Tensor], next_tokens: torch.Tensor, depth: int,
-                     keep_logits: bool = False, start: int | torch.Tensor = 0) -> Chains:
+    def draft_chains(
+        self,
+        aux: list[torch.Tensor],
+        next_tokens: torch.Tensor,
+        depth: int,
+        keep_logits: bool = False,
+        start: int | torch.Tensor = 0,
+    ) -> Chains:
         """As `Eagle3Drafter.draft_chains`: from every slot t >= start, one block of `depth` masks after token t+1.
         `feedback_sq` holds the mean square of each mask position's final (pre-norm) state: nothing is fed back."""
         batched = next_tokens.dim() == 2
@@ -182,9 +198,13 @@ def rope_config(spec: DrafterSpec) -> LlamaConfig:
     cfg = dict(spec.layer_config)
     if not cfg.get("rope_theta") and not (cfg.get("rope_parameters") or {}).get("rope_theta"):
         cfg["rope_theta"] = DEFAULT_THETA
-    return LlamaConfig(hidden_size=spec.hidden_size, num_attention_heads=int(cfg["num_attention_heads"]),
-                       head_dim=spec.head_dim, max_position_embeddings=int(cfg.get("max_position_embeddings") or 2048),
-                       rope_parameters={"rope_type": "default", **effective_rope(cfg)})
+    return LlamaConfig(
+        hidden_size=spec.hidden_size,
+        num_attention_heads=int(cfg["num_attention_heads"]),
+        head_dim=spec.head_dim,
+        max_position_embeddings=int(cfg.get("max_position_embeddings") or 2048),
+        rope_parameters={"rope_type": "default", **effective_rope(cfg)},
+    )
 
 
 def layer_causality(spec: DrafterSpec) -> list[bool]:
@@ -208,9 +228,14 @@ def layer_causality(spec: DrafterSpec) -> list[bool]:
     return [bool(forced)] * spec.num_layers
 
 
-def build_dflash(spec: DrafterSpec, state: dict[str, torch.Tensor], embed: torch.Tensor | None = None,
-                 dtype: torch.dtype = torch.float32, device: str | torch.device = "cpu",
-                 lm_head: torch.Tensor | None = None) -> DFlashDrafter:
+def build_dflash(
+    spec: DrafterSpec,
+    state: dict[str, torch.Tensor],
+    embed: torch.Tensor | None = None,
+    dtype: torch.dtype = torch.float32,
+    device: str | torch.device = "cpu",
+    lm_head: torch.Tensor | None = None,
+) -> DFlashDrafter:
     """A DFlash drafter with its weights; the target's `embed` and `lm_head` fill in those it borrows."""
     fields = spec.family_fields
     if fields is None or fields.mask_token_id is None:
@@ -229,8 +254,9 @@ def build_dflash(spec: DrafterSpec, state: dict[str, torch.Tensor], embed: torch
     expected = set(model.state_dict())
     missing, unexpected = expected - set(state), set(state) - expected
     if missing or unexpected:
-        raise ValueError(f"drafter tensors do not fit its config: missing {sorted(missing)}, "
-                         f"unexpected {sorted(unexpected)}")
+        raise ValueError(
+            f"drafter tensors do not fit its config: missing {sorted(missing)}, unexpected {sorted(unexpected)}"
+        )
     model.load_state_dict({k: v.to(dtype) if v.is_floating_point() else v for k, v in state.items()}, strict=True)
     model = model.to(dtype)
     model.rotary = LlamaRotaryEmbedding(config=rope_config(spec)).to(device)  # inv_freq stays fp32

@@ -68,7 +68,7 @@ class Attention(nn.Module):
             eps = float(cfg.get("rms_norm_eps", 1e-6))
             self.q_norm = RMSNorm(self.head_dim, eps)
             self.k_norm = RMSNorm(self.head_dim, eps)
-        self.scale = self.head_dim ** -0.5
+        self.scale = self.head_dim**-0.5
 
     def project(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor):
         """x [B, T, in] -> q [B, T, n_h, d], k/v [B, T, n_kv, d], rotary applied."""
@@ -95,8 +95,10 @@ class Attention(nn.Module):
         rows = max(1, SCORES_BUDGET // (b * self.n_heads * cache.prefix_k.shape[1]))
         # Last rows first: each chunk's scores then fit in the blocks the larger chunk before it freed,
         # so the allocator's heap does not grow chunk by chunk.
-        pieces = [self.attend_rows(q, cache, slots[:, a:e], reach + e, a, e)
-                  for a, e in ((a, min(a + rows, t)) for a in reversed(range(0, t, rows)))]
+        pieces = [
+            self.attend_rows(q, cache, slots[:, a:e], reach + e, a, e)
+            for a, e in ((a, min(a + rows, t)) for a in reversed(range(0, t, rows)))
+        ]
         return self.o_proj(torch.cat(pieces[::-1], dim=1).reshape(b, t, -1))
 
     def attend_rows(self, q, cache: LayerCache, slots: torch.Tensor, end: int, a: int, e: int) -> torch.Tensor:
@@ -227,9 +229,15 @@ class Eagle3Drafter(nn.Module):
         return z if self.spec.norm_output else h2
 
     # -- chains ------------------------------------------------------------------------------
-    def draft_chains(self, aux: list[torch.Tensor], next_tokens: torch.Tensor, depth: int,
-                     teacher_tokens: torch.Tensor | None = None, keep_logits: bool = False,
-                     start: int | torch.Tensor = 0) -> Chains:
+    def draft_chains(
+        self,
+        aux: list[torch.Tensor],
+        next_tokens: torch.Tensor,
+        depth: int,
+        teacher_tokens: torch.Tensor | None = None,
+        keep_logits: bool = False,
+        start: int | torch.Tensor = 0,
+    ) -> Chains:
         """Draft `depth` tokens from the slots t >= start of a sequence (or a batch [B, T] of them).
 
         aux[j][t] is the j-th captured target state at position t; next_tokens[t] is token t+1.
@@ -277,13 +285,22 @@ def rope_config(spec: DrafterSpec) -> LlamaConfig:
     """A LlamaConfig carrying only what rotary embeddings need (theta 10000 when absent,
     docs/formats.md#rope-theta-default)."""
     cfg = spec.layer_config
-    return LlamaConfig(hidden_size=spec.hidden_size, num_attention_heads=int(cfg["num_attention_heads"]),
-                       head_dim=spec.head_dim, max_position_embeddings=int(cfg.get("max_position_embeddings") or 2048),
-                       rope_parameters={"rope_type": "default", **effective_rope(cfg)})
+    return LlamaConfig(
+        hidden_size=spec.hidden_size,
+        num_attention_heads=int(cfg["num_attention_heads"]),
+        head_dim=spec.head_dim,
+        max_position_embeddings=int(cfg.get("max_position_embeddings") or 2048),
+        rope_parameters={"rope_type": "default", **effective_rope(cfg)},
+    )
 
 
-def build_drafter(spec: DrafterSpec, state: dict[str, torch.Tensor], embed: torch.Tensor | None = None,
-                  dtype: torch.dtype = torch.float32, device: str | torch.device = "cpu") -> Eagle3Drafter:
+def build_drafter(
+    spec: DrafterSpec,
+    state: dict[str, torch.Tensor],
+    embed: torch.Tensor | None = None,
+    dtype: torch.dtype = torch.float32,
+    device: str | torch.device = "cpu",
+) -> Eagle3Drafter:
     """A drafter with its weights; `embed` (the target's table) fills in a missing `embed_tokens`."""
     with torch.device("meta"):
         model = Eagle3Drafter(spec)
@@ -296,10 +313,12 @@ def build_drafter(spec: DrafterSpec, state: dict[str, torch.Tensor], embed: torc
     expected = set(model.state_dict())
     missing, unexpected = expected - set(state), set(state) - expected
     if missing or unexpected:
-        raise ValueError(f"drafter tensors do not fit its config: missing {sorted(missing)}, "
-                         f"unexpected {sorted(unexpected)}")
-    model.load_state_dict({k: v.to(dtype) if v.is_floating_point() else v for k, v in state.items()},
-                          strict=True, assign=False)
+        raise ValueError(
+            f"drafter tensors do not fit its config: missing {sorted(missing)}, unexpected {sorted(unexpected)}"
+        )
+    model.load_state_dict(
+        {k: v.to(dtype) if v.is_floating_point() else v for k, v in state.items()}, strict=True, assign=False
+    )
     model = model.to(dtype)
     model.rotary = LlamaRotaryEmbedding(config=rope_config(spec)).to(device)  # inv_freq stays fp32
     return model.eval()

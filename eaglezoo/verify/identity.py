@@ -27,8 +27,10 @@ def read_served(served: Path) -> Drafter:
     try:
         return read_drafter(served, "eagle31", options, strict=False, view=vllm_view)
     except EaglezooError as exc:
-        raise EngineError(f"the server's drafter {served} cannot be read here, so it cannot be checked: {exc.message}",
-                          hint=exc.hint or "fix that folder, or restart the server with the drafter named") from None
+        raise EngineError(
+            f"the server's drafter {served} cannot be read here, so it cannot be checked: {exc.message}",
+            hint=exc.hint or "fix that folder, or restart the server with the drafter named",
+        ) from None
 
 
 def vllm_view(config: dict) -> dict:
@@ -50,12 +52,13 @@ def differences(served: Drafter, named: Drafter, target_layers: int | None) -> l
     theirs, ours = served.spec, named.spec
     captures, trained = vllm_captures(served.config, target_layers), ours.aux.boundary() if ours.aux else None
     if trained is not None and captures and all(c.layers != trained or not c.fits for c in captures):
-        found.append(f"aux ids: {'; '.join(c.said() for c in captures)}; the drafter was trained on boundary "
-                     f"{trained}")
+        found.append(f"aux ids: {'; '.join(c.said() for c in captures)}; the drafter was trained on boundary {trained}")
     for flag, value in ours.flags().items():
         if theirs.flags()[flag] != value:
-            found.append(f"{flag}: the server's config says {str(theirs.flags()[flag]).lower()}, the drafter "
-                         f"named was trained with {str(value).lower()}")
+            found.append(
+                f"{flag}: the server's config says {str(theirs.flags()[flag]).lower()}, the drafter "
+                f"named was trained with {str(value).lower()}"
+            )
     if theirs.draft_vocab_size != ours.draft_vocab_size:
         found.append(f"draft vocabulary: {theirs.draft_vocab_size} tokens served, {ours.draft_vocab_size} named")
     found += _weight_differences(served, named)
@@ -67,11 +70,17 @@ def _weight_differences(served: Drafter, named: Drafter) -> list[str]:
 
     theirs, ours = served.state(), named.state()
     missing, extra = sorted(ours.keys() - theirs.keys()), sorted(theirs.keys() - ours.keys())
-    changed = sorted(k for k in ours.keys() & theirs.keys()
-                     if ours[k].shape != theirs[k].shape or not torch.equal(ours[k], theirs[k].to(ours[k].dtype)))
+    changed = sorted(
+        k
+        for k in ours.keys() & theirs.keys()
+        if ours[k].shape != theirs[k].shape or not torch.equal(ours[k], theirs[k].to(ours[k].dtype))
+    )
     found = []
-    for what, names in (("missing from the server's drafter", missing), ("only in the server's drafter", extra),
-                        ("with other values", changed)):
+    for what, names in (
+        ("missing from the server's drafter", missing),
+        ("only in the server's drafter", extra),
+        ("with other values", changed),
+    ):
         if names:
             more = f" and {len(names) - SHOWN} more" if len(names) > SHOWN else ""
             found.append(f"tensors {what}: {', '.join(names[:SHOWN])}{more}")

@@ -46,20 +46,30 @@ def refuse(work: Workload) -> None:
     """A drafter the native engine cannot run, refused before any engine starts (its target's quantization was
     refused before anything was read: `run.check_target`)."""
     if work.spec.arch == "mla":
-        raise BadInput("the native engine cannot run MLA (DeepSeek/Kimi-style) drafters",
-                       hint="use --engine vllm, which serves them")
+        raise BadInput(
+            "the native engine cannot run MLA (DeepSeek/Kimi-style) drafters",
+            hint="use --engine vllm, which serves them",
+        )
     if work.spec.family not in BUILDERS:
-        raise BadInput(f"the native engine cannot run {work.spec.family} drafters yet",
-                       hint="serve it (eaglezoo serve-config) and measure it with --engine vllm or --endpoint URL",
-                       code="family-unverified")
+        raise BadInput(
+            f"the native engine cannot run {work.spec.family} drafters yet",
+            hint="serve it (eaglezoo serve-config) and measure it with --engine vllm or --endpoint URL",
+            code="family-unverified",
+        )
 
 
 def build_for(spec: DrafterSpec, state: dict, target: Target, dtype: torch.dtype, device: str):
     """The drafter module of the spec's family, with its weights (DFlash borrows the target's lm_head too)."""
     embed = target.input_embeddings().detach()
     if spec.family == "dflash":
-        return build_dflash(spec, state, embed=embed, dtype=dtype, device=device,
-                            lm_head=target.model.get_output_embeddings().weight.detach())
+        return build_dflash(
+            spec,
+            state,
+            embed=embed,
+            dtype=dtype,
+            device=device,
+            lm_head=target.model.get_output_embeddings().weight.detach(),
+        )
     return BUILDERS[spec.family](spec, state, embed=embed, dtype=dtype, device=device)
 
 
@@ -67,34 +77,55 @@ def measure_native(work: Workload, device: str, dtype: str, options: NativeOptio
     t_start = time.perf_counter()
     device = resolve_device(device)
     torch_dtype = resolve_dtype(dtype, device)
-    target = Target(work.target_dir, device=device, dtype=torch_dtype, trust_remote_code=work.trust_remote_code,
-                    dequantize_mxfp4=options.dequantize_mxfp4)
+    target = Target(
+        work.target_dir,
+        device=device,
+        dtype=torch_dtype,
+        trust_remote_code=work.trust_remote_code,
+        dequantize_mxfp4=options.dequantize_mxfp4,
+    )
     try:
-        drafter = build_for(work.spec, work.drafter.state(), target, torch_dtype,
-                            device if device != "cuda" else "cuda:0")
+        drafter = build_for(
+            work.spec, work.drafter.state(), target, torch_dtype, device if device != "cuda" else "cuda:0"
+        )
     except ValueError as exc:
         raise BadInput(str(exc), hint="run eaglezoo lint on the drafter: its tensors do not fit its config") from None
     boundary = work.spec.aux.boundary()
     t_load = time.perf_counter() - t_start
 
     try:
-        results, t_target, t_drafter = run_batches(target, drafter, boundary, work.encoded, work.k,
-                                                   work.max_new_tokens, options.batch_size, progress)
+        results, t_target, t_drafter = run_batches(
+            target, drafter, boundary, work.encoded, work.k, work.max_new_tokens, options.batch_size, progress
+        )
     except torch.OutOfMemoryError:
-        raise UsageError(f"the {device} device ran out of memory with {options.batch_size} prompts per batch",
-                         hint="use a smaller --batch-size") from None
+        raise UsageError(
+            f"the {device} device ran out of memory with {options.batch_size} prompts per batch",
+            hint="use a smaller --batch-size",
+        ) from None
     every = Tally(work.k)
     for r in results:
         every.add(r.lengths)
     return Measurement(
-        accepted=[r.path for r in results], tokens=[r.tokens for r in results],
-        engine={"name": "native", "batch_size": options.batch_size, "trust_remote_code": work.trust_remote_code,
-                "target_quantization": target.quantization},
-        device=device, dtype=str(torch_dtype).replace("torch.", ""),
-        timing={"load_s": t_load, "target_generate_s": t_target, "drafter_s": t_drafter,
-                "total_s": time.perf_counter() - t_start},
-        all_positions=every.summary(), by_k=by_k_rows([r.lengths for r in results], work),
-        feedback_rms=[sum(col) / len(results) for col in zip(*(r.feedback_rms for r in results))])
+        accepted=[r.path for r in results],
+        tokens=[r.tokens for r in results],
+        engine={
+            "name": "native",
+            "batch_size": options.batch_size,
+            "trust_remote_code": work.trust_remote_code,
+            "target_quantization": target.quantization,
+        },
+        device=device,
+        dtype=str(torch_dtype).replace("torch.", ""),
+        timing={
+            "load_s": t_load,
+            "target_generate_s": t_target,
+            "drafter_s": t_drafter,
+            "total_s": time.perf_counter() - t_start,
+        },
+        all_positions=every.summary(),
+        by_k=by_k_rows([r.lengths for r in results], work),
+        feedback_rms=[sum(col) / len(results) for col in zip(*(r.feedback_rms for r in results))],
+    )
 
 
 def by_k_rows(lengths: list[list[int]], work: Workload) -> list[dict]:
@@ -102,8 +133,16 @@ def by_k_rows(lengths: list[list[int]], work: Workload) -> list[dict]:
     return rows if work.spec.family in PREFIX_DRAFTS else rows[-1:]
 
 
-def run_batches(target: Target, drafter: Eagle3Drafter, boundary: list[int], prompts: list[list[int]], k: int,
-                n_new: int, batch_size: int, progress: Progress = lambda *a, **kw: None):
+def run_batches(
+    target: Target,
+    drafter: Eagle3Drafter,
+    boundary: list[int],
+    prompts: list[list[int]],
+    k: int,
+    n_new: int,
+    batch_size: int,
+    progress: Progress = lambda *a, **kw: None,
+):
     """Every prompt judged, batch by batch: (results in prompt order, target s, drafter s)."""
     judged: dict[int, Judged] = {}
     t_target = t_drafter = 0.0
@@ -138,8 +177,10 @@ def judge(drafter: Eagle3Drafter, gens: list[Generation], k: int, n_new: int) ->
     device, dtype = drafter.fc.weight.device, drafter.fc.weight.dtype
     slots = [len(g.tokens) - 1 for g in gens]
     width = max(slots)
-    aux = [torch.stack([F.pad(g.aux[j], (0, 0, 0, width - n)) for g, n in zip(gens, slots)]).to(device, dtype)
-           for j in range(len(gens[0].aux))]
+    aux = [
+        torch.stack([F.pad(g.aux[j], (0, 0, 0, width - n)) for g, n in zip(gens, slots)]).to(device, dtype)
+        for j in range(len(gens[0].aux))
+    ]
     next_tokens = torch.stack([F.pad(g.tokens[1:], (0, width - n)) for g, n in zip(gens, slots)]).to(device)
     firsts = [g.prompt_len - 1 for g in gens]  # the slot of the round started after prefill: the first chain judged
     with torch.inference_mode():  # every row gets N + K chains, from its first on
@@ -149,5 +190,7 @@ def judge(drafter: Eagle3Drafter, gens: list[Generation], k: int, n_new: int) ->
         seq = g.tokens.to(device)
         lengths = accepted_lengths(chains.draft_ids[:, j], seq, first, first + n_new - 2, first)
         rms = chains.feedback_sq[:, j].mean(-1).sqrt().tolist()
-        out.append(Judged(lengths, decoding_path(lengths, n_new), rms, seq[g.prompt_len:g.prompt_len + n_new].tolist()))
+        out.append(
+            Judged(lengths, decoding_path(lengths, n_new), rms, seq[g.prompt_len : g.prompt_len + n_new].tolist())
+        )
     return out

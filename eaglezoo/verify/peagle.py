@@ -45,8 +45,14 @@ class PeagleDrafter(nn.Module):
         """`mask_hidden` through the aux norms and fc, as a real fused state: [H]."""
         return self.eagle.combine(list(self.mask_hidden.to(self.fc.weight.dtype).chunk(self.spec.num_aux)))
 
-    def draft_chains(self, aux: list[torch.Tensor], next_tokens: torch.Tensor, depth: int,
-                     keep_logits: bool = False, start: int | torch.Tensor = 0) -> Chains:
+    def draft_chains(
+        self,
+        aux: list[torch.Tensor],
+        next_tokens: torch.Tensor,
+        depth: int,
+        keep_logits: bool = False,
+        start: int | torch.Tensor = 0,
+    ) -> Chains:
         """As `Eagle3Drafter.draft_chains` (same arguments, same result), depths 2..K fed the mask token and state."""
         batched = next_tokens.dim() == 2
         if not batched:
@@ -54,7 +60,11 @@ class PeagleDrafter(nn.Module):
         eagle, device = self.eagle, next_tokens.device
         slots, reach = chain_slots(next_tokens.shape[1], start, device)
         caches = [LayerCache(slots, reach) for _ in eagle.layers]
-        hidden, tokens, positions = eagle.combine(aux), next_tokens, torch.arange(next_tokens.shape[1], device=device)[None]
+        hidden, tokens, positions = (
+            eagle.combine(aux),
+            next_tokens,
+            torch.arange(next_tokens.shape[1], device=device)[None],
+        )
         drafts, sq, logits_out = [], [], []
         for s in range(depth):
             h2, z = eagle.step(hidden, tokens, positions + s, caches)
@@ -79,8 +89,13 @@ def chain_slots(t: int, start: int | torch.Tensor, device) -> tuple[torch.Tensor
     return starts + torch.arange(t - reach, device=device), reach
 
 
-def build_peagle(spec: DrafterSpec, state: dict[str, torch.Tensor], embed: torch.Tensor | None = None,
-                 dtype: torch.dtype = torch.float32, device: str | torch.device = "cpu") -> PeagleDrafter:
+def build_peagle(
+    spec: DrafterSpec,
+    state: dict[str, torch.Tensor],
+    embed: torch.Tensor | None = None,
+    dtype: torch.dtype = torch.float32,
+    device: str | torch.device = "cpu",
+) -> PeagleDrafter:
     """A P-EAGLE drafter with its weights: the EAGLE-3 tensors, plus `mask_hidden` (any shape of k x target hidden
     elements: vLLM views it as [1, fc input])."""
     state = dict(state)
@@ -93,7 +108,8 @@ def build_peagle(spec: DrafterSpec, state: dict[str, torch.Tensor], embed: torch
     if spec.family_fields is None or spec.family_fields.mask_token_id is None:
         raise ValueError("a P-EAGLE drafter needs mask_token_id in its config")
     if not 0 <= spec.family_fields.mask_token_id < spec.vocab_size:
-        raise ValueError(f"mask_token_id {spec.family_fields.mask_token_id} is outside the vocabulary "
-                         f"(0..{spec.vocab_size - 1})")
+        raise ValueError(
+            f"mask_token_id {spec.family_fields.mask_token_id} is outside the vocabulary (0..{spec.vocab_size - 1})"
+        )
     eagle = build_drafter(spec, state, embed, dtype, device)
     return PeagleDrafter(eagle, mask.to(device, dtype), spec.family_fields.mask_token_id).eval()

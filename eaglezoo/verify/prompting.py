@@ -32,8 +32,14 @@ def encode(tokenizer, prompts: list[Prompt]) -> tuple[list[list[int] | None], li
         encoded.append(None if reason else encode_one(tokenizer, p, []))
     notes = []
     if chats:
-        notes.append(f"{chats} chat prompt(s) " + ("in the target's chat template" if template else
-                                                   "as raw text: the target's tokenizer has no chat template"))
+        notes.append(
+            f"{chats} chat prompt(s) "
+            + (
+                "in the target's chat template"
+                if template
+                else "as raw text: the target's tokenizer has no chat template"
+            )
+        )
     if any(p.context for p in prompts):
         notes.append(f"context ladder: the question follows that many tokens of {DOCUMENT}")
     return encoded, skipped, notes
@@ -56,11 +62,11 @@ def unfit(p: Prompt, template: str) -> str | None:
 
 
 def text(tokenizer, p: Prompt, template: bool, answers: list[str]) -> str:
-    user = p.prompt if p.context is None else tokenizer.decode(document_ids(tokenizer)[:p.context]) + "\n\n" + p.prompt
+    user = p.prompt if p.context is None else tokenizer.decode(document_ids(tokenizer)[: p.context]) + "\n\n" + p.prompt
     if not (p.chat and template):
         return user
     earlier = p.history or []
-    messages = ([{"role": "system", "content": p.system}] if p.system is not None else [])
+    messages = [{"role": "system", "content": p.system}] if p.system is not None else []
     for question, answer in zip(earlier, answers):
         messages += [{"role": "user", "content": question}, {"role": "assistant", "content": answer}]
     messages.append({"role": "user", "content": earlier[len(answers)] if len(answers) < len(earlier) else user})
@@ -88,8 +94,10 @@ def load_tokenizer(path: Path, trust_remote_code: bool = False):
     from transformers import AutoTokenizer
 
     if not (path / "config.json").is_file():
-        raise UsageError(f"target {path}: no config.json found",
-                         hint="name the target model's folder (with its config.json), or a Hub repo id")
+        raise UsageError(
+            f"target {path}: no config.json found",
+            hint="name the target model's folder (with its config.json), or a Hub repo id",
+        )
     try:
         return AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
     except (OSError, ValueError, KeyError, ImportError) as exc:
@@ -102,6 +110,8 @@ def load_error(what: str, exc: Exception) -> UsageError:
     elif isinstance(exc, ImportError):
         hint = "install the package it names in eaglezoo's environment"
     else:
-        hint = ("give a folder that transformers loads (config.json, tokenizer and weights) or its Hub repo id; "
-                "a model type it does not know needs a newer transformers")
+        hint = (
+            "give a folder that transformers loads (config.json, tokenizer and weights) or its Hub repo id; "
+            "a model type it does not know needs a newer transformers"
+        )
     return UsageError(f"{what}: {first_line(exc)}", hint=hint)

@@ -39,16 +39,21 @@ def load_kwargs(target_dir: Path, qc: dict | None, dequantize_mxfp4: bool = Fals
     refuses what the native engine must not run."""
     kind = None if qc is None else "nvfp4" if is_nvfp4(qc) else method(qc)
     if dequantize_mxfp4 and kind != "mxfp4":
-        raise UsageError(f"--dequantize-mxfp4 given, but target {target_dir} is not MXFP4-quantized",
-                         hint="drop --dequantize-mxfp4")
+        raise UsageError(
+            f"--dequantize-mxfp4 given, but target {target_dir} is not MXFP4-quantized", hint="drop --dequantize-mxfp4"
+        )
     if kind == "nvfp4":
-        raise BadInput(f"target {target_dir} is NVFP4-quantized: transformers cannot load a pre-quantized NVFP4 "
-                       "checkpoint", hint=VLLM)
+        raise BadInput(
+            f"target {target_dir} is NVFP4-quantized: transformers cannot load a pre-quantized NVFP4 checkpoint",
+            hint=VLLM,
+        )
     if kind != "mxfp4":
         return {}
     if not dequantize_mxfp4:
-        raise BadInput(f"target {target_dir} is MXFP4-quantized: the native engine would have to dequantise it",
-                       hint=f"{VLLM}, or pass --dequantize-mxfp4 to measure a dequantised copy")
+        raise BadInput(
+            f"target {target_dir} is MXFP4-quantized: the native engine would have to dequantise it",
+            hint=f"{VLLM}, or pass --dequantize-mxfp4 to measure a dequantised copy",
+        )
     from transformers import Mxfp4Config
 
     return {"quantization_config": Mxfp4Config(dequantize=True)}
@@ -56,8 +61,10 @@ def load_kwargs(target_dir: Path, qc: dict | None, dequantize_mxfp4: bool = Fals
 
 def load_failure(target_dir: Path, qc: dict) -> BadInput:
     """The quantizer's own exception is internal (a kernel or package missing here): not quoted."""
-    return BadInput(f"target {target_dir}: transformers cannot load its {method(qc)} quantization on this machine",
-                    hint=f"{VLLM} (EAGLEZOO_DEBUG=1 shows transformers' reason)")
+    return BadInput(
+        f"target {target_dir}: transformers cannot load its {method(qc)} quantization on this machine",
+        hint=f"{VLLM} (EAGLEZOO_DEBUG=1 shows transformers' reason)",
+    )
 
 
 def describe(model, qc: dict | None) -> dict | None:

@@ -77,8 +77,9 @@ class ByK(Part):
 
 
 class Drift(Part):
-    feedback_rms_per_depth: Annotated[list[Annotated[float, Field(allow_inf_nan=False)]], Field(max_length=MAX_K)] \
-        | None = None  # native only
+    feedback_rms_per_depth: (
+        Annotated[list[Annotated[float, Field(allow_inf_nan=False)]], Field(max_length=MAX_K)] | None
+    ) = None  # native only
     acceptance_per_position_by_bucket: dict[Bucket, list[Rate]] = {}  # in the prompt file's order
     mean_acceptance_length_by_bucket: dict[Bucket, Length] = {}
     mean_acceptance_length_interval_by_bucket: dict[Bucket, Interval | None] = {}
@@ -216,8 +217,9 @@ class Basis(BaseModel):
     def words(self) -> str:
         digest = f" (sha256 {self.prompts_sha256[:12]})" if self.prompts_sha256 else " (unreadable here)"
         where = f"{self.prompt_set}{digest}" if self.prompt_set else "any whole prompt set holding the condition"
-        return (f"{where}, K={self.k}, T={self.temperature:g}, "
-                f"{'engine ' + self.engine if self.engine else 'any engine'}")
+        return (
+            f"{where}, K={self.k}, T={self.temperature:g}, {'engine ' + self.engine if self.engine else 'any engine'}"
+        )
 
 
 class Floors(BaseModel):
@@ -383,21 +385,28 @@ def consistency_problem(r: VerifyReport) -> str | None:
     # vLLM and an endpoint report counters: a server without the per-position counter leaves the rates at 0
     uncounted = r.engine.name in ("vllm", "endpoint") and not any(rates)
     if abs(al - 1 - sum(rates)) > TOLERANCE * k and not uncounted:
-        return (f"mean_acceptance_length is {al:g} but 1 + the sum of acceptance_per_position is "
-                f"{1 + sum(rates):g}; expected them equal")
+        return (
+            f"mean_acceptance_length is {al:g} but 1 + the sum of acceptance_per_position is "
+            f"{1 + sum(rates):g}; expected them equal"
+        )
     if r.num_accepted > k * r.num_drafts:
-        return f"num_accepted is {r.num_accepted}; expected a whole number from 0 to K x num_drafts ({k * r.num_drafts})"
+        return (
+            f"num_accepted is {r.num_accepted}; expected a whole number from 0 to K x num_drafts ({k * r.num_drafts})"
+        )
     expected_al = 1 + r.num_accepted / r.num_drafts if r.num_drafts else 1.0
     if abs(al - expected_al) > TOLERANCE:
-        return (f"mean_acceptance_length is {al:g} but 1 + num_accepted / num_drafts is {expected_al:g}; "
-                "expected them equal")
+        return (
+            f"mean_acceptance_length is {al:g} but 1 + num_accepted / num_drafts is {expected_al:g}; "
+            "expected them equal"
+        )
     if r.histogram and len(r.histogram) != k + 1:
         return f"histogram holds {len(r.histogram)} counts; expected K+1 ({k + 1}) counts of at least 0, or none"
     for name, value in (("mean_acceptance_length_per_prompt", r.mean_acceptance_length_per_prompt),):
         if value is not None and value > k + 1:
             return f"{name} is {value:g}; expected a number from 1 to K+1 ({k + 1}) or null"
-    return _created_problem(r.created) or _drift_problem(r.drift, k, r.num_prompts) or _by_k_problem(
-        r.acceptance_by_k, k)
+    return (
+        _created_problem(r.created) or _drift_problem(r.drift, k, r.num_prompts) or _by_k_problem(r.acceptance_by_k, k)
+    )
 
 
 def _created_problem(created: str) -> str | None:
@@ -434,8 +443,9 @@ def _by_k_problem(table: ByK | None, k: int) -> str | None:
     return None
 
 
-def report_for(work: Workload, m: Measurement, gate: Gate = Gate(), origin: Origin = Origin(),
-               comparison: Comparison | None = None) -> VerifyReport:
+def report_for(
+    work: Workload, m: Measurement, gate: Gate = Gate(), origin: Origin = Origin(), comparison: Comparison | None = None
+) -> VerifyReport:
     """The one report of one measurement, built once: the engine's own counters are the headline when it keeps
     them; the floors are applied and the provenance recorded here, never patched on afterwards."""
     k, tally = work.k, Tally(work.k)
@@ -448,8 +458,9 @@ def report_for(work: Workload, m: Measurement, gate: Gate = Gate(), origin: Orig
         buckets.setdefault(p.bucket, Tally(k)).add(steps)
         earlier = {"answers": work.answers[i]} if i in work.answers else {}  # the target's own earlier turns
         own = {"temperature": p.temperature} if p.temperature is not None else {}
-        per_prompt.append({"index": i, "bucket": p.bucket, "prompt_tokens": len(ids), **earlier, "accepted": steps,
-                           **own})
+        per_prompt.append(
+            {"index": i, "bucket": p.bucket, "prompt_tokens": len(ids), **earlier, "accepted": steps, **own}
+        )
     s = tally.summary()
     notes = list(work.notes) + list(m.notes)
     if m.counters is not None:
@@ -459,32 +470,63 @@ def report_for(work: Workload, m: Measurement, gate: Gate = Gate(), origin: Orig
     steps_by_bucket: dict[str, list[list[int]]] = {}
     for x in per_prompt:
         steps_by_bucket.setdefault(x["bucket"], []).append(x["accepted"])
-    new = [t[:work.max_new_tokens] for t in m.tokens]
-    drift = Drift(feedback_rms_per_depth=m.feedback_rms,
-                  acceptance_per_position_by_bucket={b: t.per_position() for b, t in buckets.items()},
-                  mean_acceptance_length_by_bucket={b: t.mean_acceptance_length() for b, t in buckets.items()},
-                  mean_acceptance_length_interval_by_bucket={b: interval(steps_by_bucket[b]) for b in buckets},
-                  interval=INTERVAL)
-    thresholds, failures, gate_notes, verdict = gated(gate, s, drift.mean_acceptance_length_by_bucket, work.findings,
-                                                      work.prompt_set, m.engine.get("name", "native"))
+    new = [t[: work.max_new_tokens] for t in m.tokens]
+    drift = Drift(
+        feedback_rms_per_depth=m.feedback_rms,
+        acceptance_per_position_by_bucket={b: t.per_position() for b, t in buckets.items()},
+        mean_acceptance_length_by_bucket={b: t.mean_acceptance_length() for b, t in buckets.items()},
+        mean_acceptance_length_interval_by_bucket={b: interval(steps_by_bucket[b]) for b in buckets},
+        interval=INTERVAL,
+    )
+    thresholds, failures, gate_notes, verdict = gated(
+        gate, s, drift.mean_acceptance_length_by_bucket, work.findings, work.prompt_set, m.engine.get("name", "native")
+    )
     ps = work.prompt_set
     return built(
-        VerifyReport, drafter=str(work.drafter.path), target=work.target_name, device=m.device, dtype=m.dtype, num_spec_tokens=k,
-        max_new_tokens=work.max_new_tokens, num_prompts=len(work.prompts),
-        acceptance_per_position=s["acceptance_per_position"], mean_acceptance_length=s["mean_acceptance_length"],
+        VerifyReport,
+        drafter=str(work.drafter.path),
+        target=work.target_name,
+        device=m.device,
+        dtype=m.dtype,
+        num_spec_tokens=k,
+        max_new_tokens=work.max_new_tokens,
+        num_prompts=len(work.prompts),
+        acceptance_per_position=s["acceptance_per_position"],
+        mean_acceptance_length=s["mean_acceptance_length"],
         mean_acceptance_length_per_prompt=sum(als) / len(als) if als else None,
-        num_drafts=s["num_drafts"], num_accepted=s["num_accepted"], histogram=s["histogram"],
+        num_drafts=s["num_drafts"],
+        num_accepted=s["num_accepted"],
+        histogram=s["histogram"],
         all_positions=m.all_positions,
-        mean_acceptance_length_interval=interval([x["accepted"] for x in per_prompt]), drift=drift,
+        mean_acceptance_length_interval=interval([x["accepted"] for x in per_prompt]),
+        drift=drift,
         target_distinct_token_ratio=sum(len(set(t)) / max(1, len(t)) for t in new) / len(new) if new else None,
-        lint=work.findings, timing=m.timing, engine=m.engine, speedup=m.speedup, comparison=comparison,
-        sampling={"temperature": work.temperature, "seed": work.seed}, per_prompt=per_prompt,
-        skipped_prompts=work.skipped, notes=notes + gate_notes + list(origin.notes),
-        acceptance_by_k=acceptance_by_k(m, s["acceptance_per_position"]), thresholds=thresholds, failures=failures,
-        registry_id=origin.registry_id, drafter_revision=origin.drafter_revision,
-        target_revision=origin.target_revision, serve=serve_path(work, origin), prompt_set=ps, gate=verdict,
-        reproduction=reproduction(engine=engine_words(m.engine), prompt_set=ps.name if ps else None,
-                                  prompts_sha256=ps.sha256 if ps else None, seed=work.seed, bootstrap_seed=SEED))
+        lint=work.findings,
+        timing=m.timing,
+        engine=m.engine,
+        speedup=m.speedup,
+        comparison=comparison,
+        sampling={"temperature": work.temperature, "seed": work.seed},
+        per_prompt=per_prompt,
+        skipped_prompts=work.skipped,
+        notes=notes + gate_notes + list(origin.notes),
+        acceptance_by_k=acceptance_by_k(m, s["acceptance_per_position"]),
+        thresholds=thresholds,
+        failures=failures,
+        registry_id=origin.registry_id,
+        drafter_revision=origin.drafter_revision,
+        target_revision=origin.target_revision,
+        serve=serve_path(work, origin),
+        prompt_set=ps,
+        gate=verdict,
+        reproduction=reproduction(
+            engine=engine_words(m.engine),
+            prompt_set=ps.name if ps else None,
+            prompts_sha256=ps.sha256 if ps else None,
+            seed=work.seed,
+            bootstrap_seed=SEED,
+        ),
+    )
 
 
 def engine_words(engine: dict[str, Any]) -> str:
@@ -503,9 +545,10 @@ def built(model: type[Model], **fields: Any) -> Model:
         e = exc.errors()[0]
         where = ".".join(map(str, e["loc"])) or "the figures"
         said = str(e.get("msg", "")).removeprefix("Value error, ")
-        raise EngineError(f"the measurement gives a {model.__name__} eaglezoo could not read back: {where}: {said}",
-                          hint="the engine answered something no report may hold; its log or the server's says "
-                               "why") from None
+        raise EngineError(
+            f"the measurement gives a {model.__name__} eaglezoo could not read back: {where}: {said}",
+            hint="the engine answered something no report may hold; its log or the server's says why",
+        ) from None
 
 
 def serve_path(work: Workload, origin: Origin) -> list[str]:
@@ -522,8 +565,16 @@ def serving_path(work: Workload, registry_id: str | None, engine: str = "vllm", 
 
     drafter, name = work.drafter, os.path.abspath(work.drafter.path)
     source = [registry_id] if registry_id else [name, *_stated_ids(drafter)]
-    return serve_drafter(drafter, engine, name, work.target_name, work.k if k is None else k, source,
-                         work.target_layers, into=os.getcwd())
+    return serve_drafter(
+        drafter,
+        engine,
+        name,
+        work.target_name,
+        work.k if k is None else k,
+        source,
+        work.target_layers,
+        into=os.getcwd(),
+    )
 
 
 def _stated_ids(drafter: Drafter) -> list[str]:
@@ -544,10 +595,14 @@ def interval(requests: list[list[int]]) -> list[float] | None:
     return bootstrap_interval(counts, pooled) if len(counts) > 1 else None
 
 
-EXACT = ("exact: replayed from this run's drafts (a K-token draft is the first K tokens of the K_max one), "
-         "equal to a run at each K")
-ESTIMATE = ("estimate: 1 + the first K per-position acceptance rates of this K_max run (the engine reports counts, "
-            "not each slot's drafts); a run at K visits other positions")
+EXACT = (
+    "exact: replayed from this run's drafts (a K-token draft is the first K tokens of the K_max one), "
+    "equal to a run at each K"
+)
+ESTIMATE = (
+    "estimate: 1 + the first K per-position acceptance rates of this K_max run (the engine reports counts, "
+    "not each slot's drafts); a run at K visits other positions"
+)
 
 
 def acceptance_by_k(m: Measurement, per_position: list[float]) -> dict[str, Any] | None:
@@ -558,54 +613,86 @@ def acceptance_by_k(m: Measurement, per_position: list[float]) -> dict[str, Any]
     return {"basis": ESTIMATE, "rows": by_k_estimate(per_position)}
 
 
-
 def headline_from_counters(c: dict[str, Any], tally: Tally, k: int) -> tuple[dict[str, Any], str | None]:
     """The engine's counters (deltas over the measured requests) as the report's totals. When the
     per-request metrics add up to something else, another client moved the counters: say so."""
     drafts = c["drafts"]
     per_pos = (c["per_position"] + [0] * k)[:k]
-    s = {"acceptance_per_position": [x / drafts if drafts else 0.0 for x in per_pos],
-         "mean_acceptance_length": 1 + c["accepted"] / drafts if drafts else 1.0,
-         "num_drafts": drafts, "num_accepted": c["accepted"],
-         "histogram": tally.histogram() if tally.num_drafts else []}
+    s = {
+        "acceptance_per_position": [x / drafts if drafts else 0.0 for x in per_pos],
+        "mean_acceptance_length": 1 + c["accepted"] / drafts if drafts else 1.0,
+        "num_drafts": drafts,
+        "num_accepted": c["accepted"],
+        "histogram": tally.histogram() if tally.num_drafts else [],
+    }
     note = None
     if tally.num_drafts and (tally.num_drafts, tally.num_accepted) != (drafts, c["accepted"]):
-        note = (f"the engine's counters ({drafts} drafts, {c['accepted']} accepted) differ from the sum of this run's "
-                f"per-request metrics ({tally.num_drafts}, {tally.num_accepted}): another client may be using it")
+        note = (
+            f"the engine's counters ({drafts} drafts, {c['accepted']} accepted) differ from the sum of this run's "
+            f"per-request metrics ({tally.num_drafts}, {tally.num_accepted}): another client may be using it"
+        )
     return s, note
 
 
-
-def gated(gate: Gate, s: dict[str, Any], by_condition: dict[str, float], findings: list[Finding],
-          prompt_set: PromptSet | None, engine: str) -> tuple[Thresholds, list[str], list[str], GateResult]:
+def gated(
+    gate: Gate,
+    s: dict[str, Any],
+    by_condition: dict[str, float],
+    findings: list[Finding],
+    prompt_set: PromptSet | None,
+    engine: str,
+) -> tuple[Thresholds, list[str], list[str], GateResult]:
     """The floors against the measured figures: (the floors held, why the gate failed, what was not checked, the
     verdict with every floor's check). The command line's floors gate; the entry's gate a run on what they were
     measured on and are compared, with the difference, on anything else."""
-    groups = [(f, basis, prefix) for f, basis, prefix in ((gate.entry, gate.measured_on, ""),
-                                                          (gate.conditions, gate.conditions_measured_on,
-                                                           "condition floors: ")) if f]
+    groups = [
+        (f, basis, prefix)
+        for f, basis, prefix in (
+            (gate.entry, gate.measured_on, ""),
+            (gate.conditions, gate.conditions_measured_on, "condition floors: "),
+        )
+        if f
+    ]
     whys = [[prefix + w for w in not_like_with_like(basis, prompt_set, engine)] for _, basis, prefix in groups]
     checks = floor_checks(gate.stated, s, by_condition, "command line", True)
     for (floors, _, _), why in zip(groups, whys):
         checks += floor_checks(floors, s, by_condition, "registry", not why)
     failures = [failure_of(c) for c in checks if c.gated and c.met is False]
-    notes = [f"no prompt of {c.what.removesuffix(': acceptance length')} was measured: its floor ({c.floor:g}) was "
-             "not checked" for c in checks if c.measured is None]
+    notes = [
+        f"no prompt of {c.what.removesuffix(': acceptance length')} was measured: its floor ({c.floor:g}) was "
+        "not checked"
+        for c in checks
+        if c.measured is None
+    ]
     if s["num_drafts"] == 0:
         failures.append("no drafts were measured (continuations too short for K)")
     errors = [f for f in findings if f.severity == "error"]
     if errors:
         failures.append(f"lint found {len(errors)} error(s): {', '.join(sorted({f.code for f in errors}))}")
     held = [gate.stated, gate.entry, gate.conditions]  # gated or compared: `gate` says which
-    thresholds = Thresholds(min_acceptance=_highest([f.min_acceptance for f in held]),
-                            min_al=max((f.min_al for f in held if f.min_al is not None), default=None),
-                            min_al_by_condition=_highest_by_condition([f.condition_floors for f in held]))
-    verdict = ("FAIL" if failures else "PASS" if any(c.gated for c in checks)
-               else "compared, not gated" if checks else "no floors")
+    thresholds = Thresholds(
+        min_acceptance=_highest([f.min_acceptance for f in held]),
+        min_al=max((f.min_al for f in held if f.min_al is not None), default=None),
+        min_al_by_condition=_highest_by_condition([f.condition_floors for f in held]),
+    )
+    verdict = (
+        "FAIL"
+        if failures
+        else "PASS"
+        if any(c.gated for c in checks)
+        else "compared, not gated"
+        if checks
+        else "no floors"
+    )
     why = [w for ws in whys for w in ws]
     bases = [basis.words() for _, basis, _ in groups if basis is not None]
-    result = GateResult(verdict=verdict, entry_floors="compared" if why else "gated" if groups else "none",
-                        why_compared=why, measured_on="; ".join(dict.fromkeys(bases)) or None, checks=checks)
+    result = GateResult(
+        verdict=verdict,
+        entry_floors="compared" if why else "gated" if groups else "none",
+        why_compared=why,
+        measured_on="; ".join(dict.fromkeys(bases)) or None,
+        checks=checks,
+    )
     return thresholds, failures, notes, result
 
 
@@ -618,33 +705,52 @@ def not_like_with_like(basis: Basis | None, prompt_set: PromptSet | None, engine
     if basis.prompt_set is None:
         pass  # a condition's floor naming no set: any set that holds the condition, taken whole
     elif basis.prompts_sha256 is None:
-        why.append(f"the floors' prompt set {basis.prompt_set} cannot be read here, so no run can be shown to "
-                   "measure the same")
+        why.append(
+            f"the floors' prompt set {basis.prompt_set} cannot be read here, so no run can be shown to measure the same"
+        )
     elif basis.prompts_sha256 != prompt_set.sha256:
-        why.append(f"the floors were measured on {basis.prompt_set}, this run on {prompt_set.name}"
-                   if basis.prompt_set != prompt_set.name else
-                   f"{prompt_set.name} has changed since the floors were measured on it (sha256 "
-                   f"{basis.prompts_sha256[:12]}, now {prompt_set.sha256[:12]})")
+        why.append(
+            f"the floors were measured on {basis.prompt_set}, this run on {prompt_set.name}"
+            if basis.prompt_set != prompt_set.name
+            else f"{prompt_set.name} has changed since the floors were measured on it (sha256 "
+            f"{basis.prompts_sha256[:12]}, now {prompt_set.sha256[:12]})"
+        )
     if not prompt_set.complete:
-        why.append(f"this run took {prompt_set.taken} of the {prompt_set.rows} rows of {prompt_set.name} "
-                   "(--max-prompts)")
+        why.append(
+            f"this run took {prompt_set.taken} of the {prompt_set.rows} rows of {prompt_set.name} (--max-prompts)"
+        )
     if basis.engine is not None and basis.engine != engine:
         why.append(f"the floors were measured on the {basis.engine} engine, this run on {engine}")
     return why
 
 
-def floor_checks(floors: Floors, s: dict[str, Any], by_condition: dict[str, float], source: str,
-                 gates: bool) -> list[FloorCheck]:
+def floor_checks(
+    floors: Floors, s: dict[str, Any], by_condition: dict[str, float], source: str, gates: bool
+) -> list[FloorCheck]:
     rates = s["acceptance_per_position"]
-    pairs = [(f"acceptance at position {i + 1}", floor, rates[i])
-             for i, floor in enumerate(floors.min_acceptance or []) if i < len(rates)]
+    pairs = [
+        (f"acceptance at position {i + 1}", floor, rates[i])
+        for i, floor in enumerate(floors.min_acceptance or [])
+        if i < len(rates)
+    ]
     if floors.min_al is not None:
         pairs.append(("mean acceptance length", floors.min_al, s["mean_acceptance_length"]))
-    pairs += [(f"condition {name}: acceptance length", floor, by_condition.get(name))
-              for name, floor in (floors.condition_floors or {}).items()]
-    return [FloorCheck(what=what, floor=floor, measured=value, source=source, gated=gates,
-                       difference=None if value is None else value - floor,
-                       met=None if value is None else value >= floor) for what, floor, value in pairs]
+    pairs += [
+        (f"condition {name}: acceptance length", floor, by_condition.get(name))
+        for name, floor in (floors.condition_floors or {}).items()
+    ]
+    return [
+        FloorCheck(
+            what=what,
+            floor=floor,
+            measured=value,
+            source=source,
+            gated=gates,
+            difference=None if value is None else value - floor,
+            met=None if value is None else value >= floor,
+        )
+        for what, floor, value in pairs
+    ]
 
 
 def failure_of(check: FloorCheck) -> str:
@@ -674,46 +780,78 @@ def compare_engines(ref: VerifyReport, other: VerifyReport) -> Comparison:
     both = [p for p in other.per_prompt if p.index in steps]
     differing = [p.index for p in both if steps[p.index] != p.accepted]
     counts_equal = (ref.num_drafts, ref.num_accepted) == (other.num_drafts, other.num_accepted)
-    return Comparison(**{
-        "reference": a, "engine": b, "dtype": {a: ref.dtype, b: other.dtype},
-        "acceptance_per_position": {a: ref.acceptance_per_position, b: other.acceptance_per_position},
-        "difference_per_position": [y - x for x, y in zip(ref.acceptance_per_position, other.acceptance_per_position)],
-        "mean_acceptance_length": {a: ref.mean_acceptance_length, b: other.mean_acceptance_length},
-        "difference_mean_acceptance_length": other.mean_acceptance_length - ref.mean_acceptance_length,
-        "num_drafts": {a: ref.num_drafts, b: other.num_drafts},
-        "num_accepted": {a: ref.num_accepted, b: other.num_accepted},
-        "acceptance_length_by_k": {name: {"basis": r.acceptance_by_k.basis.split(":")[0],
-                                          "values": [x.mean_acceptance_length for x in r.acceptance_by_k.rows]}
-                                   for name, r in ((a, ref), (b, other)) if r.acceptance_by_k},
-        "prompts_compared": len(both), "prompts_identical": len(both) - len(differing),
-        "differing_prompts": differing,
-        "identical": counts_equal and not differing and len(both) == len(ref.per_prompt)
-        and ref.acceptance_per_position == other.acceptance_per_position,
-    })
+    return Comparison(
+        **{
+            "reference": a,
+            "engine": b,
+            "dtype": {a: ref.dtype, b: other.dtype},
+            "acceptance_per_position": {a: ref.acceptance_per_position, b: other.acceptance_per_position},
+            "difference_per_position": [
+                y - x for x, y in zip(ref.acceptance_per_position, other.acceptance_per_position)
+            ],
+            "mean_acceptance_length": {a: ref.mean_acceptance_length, b: other.mean_acceptance_length},
+            "difference_mean_acceptance_length": other.mean_acceptance_length - ref.mean_acceptance_length,
+            "num_drafts": {a: ref.num_drafts, b: other.num_drafts},
+            "num_accepted": {a: ref.num_accepted, b: other.num_accepted},
+            "acceptance_length_by_k": {
+                name: {
+                    "basis": r.acceptance_by_k.basis.split(":")[0],
+                    "values": [x.mean_acceptance_length for x in r.acceptance_by_k.rows],
+                }
+                for name, r in ((a, ref), (b, other))
+                if r.acceptance_by_k
+            },
+            "prompts_compared": len(both),
+            "prompts_identical": len(both) - len(differing),
+            "differing_prompts": differing,
+            "identical": counts_equal
+            and not differing
+            and len(both) == len(ref.per_prompt)
+            and ref.acceptance_per_position == other.acceptance_per_position,
+        }
+    )
 
 
 def speedup_report(with_drafter: dict[str, Any], without: dict[str, Any], temperature: float) -> dict[str, Any]:
     levels = []
     for spec, base in zip(with_drafter["passes"], without["passes"]):
         a, b = pass_timing(spec), pass_timing(base)
-        levels.append({"concurrency": spec["concurrency"], "with_drafter": a, "without_drafter": b,
-                       "speedup": a["output_tokens_per_s"] / b["output_tokens_per_s"]})
+        levels.append(
+            {
+                "concurrency": spec["concurrency"],
+                "with_drafter": a,
+                "without_drafter": b,
+                "speedup": a["output_tokens_per_s"] / b["output_tokens_per_s"],
+            }
+        )
     pairs = list(zip(with_drafter["passes"][0]["requests"], without["passes"][0]["requests"]))
     identical = sum(x["tokens"] == y["tokens"] for x, y in pairs) / len(pairs)
-    return {"levels": levels,
-            # at T > 0 the two runs sample differently by design; equality is a greedy-only check
-            "identical_outputs": identical if temperature == 0 else None,
-            "engine_start_s": {"with_drafter": with_drafter["engine"]["start_s"],
-                               "without_drafter": without["engine"]["start_s"]}}
-
+    return {
+        "levels": levels,
+        # at T > 0 the two runs sample differently by design; equality is a greedy-only check
+        "identical_outputs": identical if temperature == 0 else None,
+        "engine_start_s": {
+            "with_drafter": with_drafter["engine"]["start_s"],
+            "without_drafter": without["engine"]["start_s"],
+        },
+    }
 
 
 def pass_timing(p: dict[str, Any]) -> dict[str, Any]:
     reqs = p["requests"]
     tokens = sum(len(r["tokens"]) for r in reqs)
     # time per output token after the first, as `vllm bench serve` reports TPOT
-    tpot = [(r["e2e_s"] - r["ttft_s"]) / (len(r["tokens"]) - 1) for r in reqs
-            if r["ttft_s"] is not None and len(r["tokens"]) > 1]
+    tpot = [
+        (r["e2e_s"] - r["ttft_s"]) / (len(r["tokens"]) - 1)
+        for r in reqs
+        if r["ttft_s"] is not None and len(r["tokens"]) > 1
+    ]
     e2e = [r["e2e_s"] for r in reqs]
-    return {"output_tokens": tokens, "wall_s": p["wall_s"], "output_tokens_per_s": tokens / p["wall_s"],
-            "mean_tpot_ms": 1000 * mean(tpot) if tpot else None, "mean_e2e_s": mean(e2e), "median_e2e_s": median(e2e)}
+    return {
+        "output_tokens": tokens,
+        "wall_s": p["wall_s"],
+        "output_tokens_per_s": tokens / p["wall_s"],
+        "mean_tpot_ms": 1000 * mean(tpot) if tpot else None,
+        "mean_e2e_s": mean(e2e),
+        "median_e2e_s": median(e2e),
+    }

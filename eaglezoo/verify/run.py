@@ -60,21 +60,48 @@ class VerifyRequest:
     native: NativeOptions = field(default_factory=NativeOptions)
 
 
-def verify(drafter_dir: Path, target_dir: Path, request: VerifyRequest = VerifyRequest(), *,
-           prompts_file: Path | None = None, opts: ReadOptions | None = None, gate: Gate = Gate(),
-           origin: Origin = Origin(), target_name: str | None = None,
-           progress: Progress = lambda *a, **kw: None) -> VerifyReport:
+def verify(
+    drafter_dir: Path,
+    target_dir: Path,
+    request: VerifyRequest = VerifyRequest(),
+    *,
+    prompts_file: Path | None = None,
+    opts: ReadOptions | None = None,
+    gate: Gate = Gate(),
+    origin: Origin = Origin(),
+    target_name: str | None = None,
+    progress: Progress = lambda *a, **kw: None,
+) -> VerifyReport:
     r = request
-    engines, endpoint, engine_options, device, dtype, native = (list(r.engines), r.endpoint, r.engine_options,
-                                                                r.device, r.dtype, r.native)
+    engines, endpoint, engine_options, device, dtype, native = (
+        list(r.engines),
+        r.endpoint,
+        r.engine_options,
+        r.device,
+        r.dtype,
+        r.native,
+    )
     speedup = list(r.speedup) if r.speedup else None
     check_request(r.k, r.max_new_tokens, r.max_prompts, gate.stated.min_acceptance, r.temperature, engines, speedup)
     check_settings(engines, endpoint, engine_options, device, dtype, native)
     if "native" in engines:
         check_target(target_dir, native)
-    work = prepare(drafter_dir, target_dir, target_name or str(target_dir), origin.target_revision,
-                   opts or ReadOptions(), prompts_file, r.max_prompts, r.k, r.max_new_tokens, r.temperature, r.seed,
-                   engines, engine_options.max_model_len if engine_options else None, r.trust_remote_code)
+    work = prepare(
+        drafter_dir,
+        target_dir,
+        target_name or str(target_dir),
+        origin.target_revision,
+        opts or ReadOptions(),
+        prompts_file,
+        r.max_prompts,
+        r.k,
+        r.max_new_tokens,
+        r.temperature,
+        r.seed,
+        engines,
+        engine_options.max_model_len if engine_options else None,
+        r.trust_remote_code,
+    )
     if "native" in engines:
         from .native import refuse
 
@@ -86,8 +113,11 @@ def verify(drafter_dir: Path, target_dir: Path, request: VerifyRequest = VerifyR
         measured = {first: measure_first(work, speedup, progress)}
     for name in rest:
         measured[name] = measure(name, work, device, dtype, endpoint, native, progress)
-    comparison = compare_engines(report_for(work, measured["native"]), report_for(work, measured["vllm"])) \
-        if len(measured) == 2 else None
+    comparison = (
+        compare_engines(report_for(work, measured["native"]), report_for(work, measured["vllm"]))
+        if len(measured) == 2
+        else None
+    )
     return report_for(work, measured[engines[-1]], gate, origin, comparison)
 
 
@@ -101,18 +131,28 @@ def check_request(k, max_new_tokens, max_prompts, min_acceptance, temperature, e
     if min_acceptance and len(min_acceptance) > k:
         raise UsageError(f"{len(min_acceptance)} acceptance floors for K={k}", hint="give at most K floors")
     if not 0.0 <= temperature <= MAX_TEMPERATURE:
-        raise UsageError(f"--temperature {temperature}: give a value from 0 to {MAX_TEMPERATURE:g}",
-                         hint="e.g. --temperature 0.7")
+        raise UsageError(
+            f"--temperature {temperature}: give a value from 0 to {MAX_TEMPERATURE:g}", hint="e.g. --temperature 0.7"
+        )
     if temperature > 0 and "native" in engines:
-        raise UsageError("the native engine measures greedy acceptance only (temperature 0)",
-                         hint="use --engine vllm (or --endpoint URL) for rejection-sampling acceptance at T > 0")
+        raise UsageError(
+            "the native engine measures greedy acceptance only (temperature 0)",
+            hint="use --engine vllm (or --endpoint URL) for rejection-sampling acceptance at T > 0",
+        )
     if speedup and engines != ["vllm"]:
-        raise UsageError("--speedup runs the engine with and without the drafter: it needs --engine vllm",
-                         hint="add --engine vllm")
+        raise UsageError(
+            "--speedup runs the engine with and without the drafter: it needs --engine vllm", hint="add --engine vllm"
+        )
 
 
-def check_settings(engines: list[str], endpoint: str | None = None, engine_options=None, device: str = "auto",
-                   dtype: str = "auto", native: NativeOptions | None = None) -> None:
+def check_settings(
+    engines: list[str],
+    endpoint: str | None = None,
+    engine_options=None,
+    device: str = "auto",
+    dtype: str = "auto",
+    native: NativeOptions | None = None,
+) -> None:
     """What each engine refuses from its settings alone, before anything is read or any engine starts (the CLI
     also asks before it resolves a name, so that a typo downloads nothing): a wrong interpreter, address, device
     or dtype fails at once, and the native engine's before vLLM has run."""
@@ -134,8 +174,17 @@ def check_settings(engines: list[str], endpoint: str | None = None, engine_optio
         resolve_device(device)
 
 
-VLLM_ONLY = ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "enable_expert_parallel",
-             "distributed_executor_backend", "quantization", "gpu_memory_utilization", "enforce_eager", "extra")
+VLLM_ONLY = (
+    "tensor_parallel_size",
+    "pipeline_parallel_size",
+    "data_parallel_size",
+    "enable_expert_parallel",
+    "distributed_executor_backend",
+    "quantization",
+    "gpu_memory_utilization",
+    "enforce_eager",
+    "extra",
+)
 
 
 def check_engine_only(engines: list[str], engine_options) -> None:
@@ -148,8 +197,10 @@ def check_engine_only(engines: list[str], engine_options) -> None:
     given = [name for name in engine_only if getattr(engine_options, name) != getattr(EngineOptions(), name)]
     if given:
         flag = "--engine-args" if given[0] == "extra" else "--" + given[0].replace("_", "-")
-        raise UsageError(f"{flag} is a vLLM setting, and --engine {','.join(engines)} runs no vLLM",
-                         hint=f"add --engine vllm (or native,vllm), or drop {flag}")
+        raise UsageError(
+            f"{flag} is a vLLM setting, and --engine {','.join(engines)} runs no vLLM",
+            hint=f"add --engine vllm (or native,vllm), or drop {flag}",
+        )
 
 
 def check_target(target_dir: Path, native: NativeOptions) -> None:
@@ -158,9 +209,22 @@ def check_target(target_dir: Path, native: NativeOptions) -> None:
     load_kwargs(target_dir, quantization_config(target_dir), native.dequantize_mxfp4)
 
 
-def prepare(drafter_dir: Path, target_dir: Path, target_name: str, target_revision: str | None, opts: ReadOptions,
-            prompts_file: Path | None, max_prompts: int | None, k: int, max_new_tokens: int, temperature: float,
-            seed: int | None, engines: list[str], max_model_len: int | None, trust_remote_code: bool = False) -> Workload:
+def prepare(
+    drafter_dir: Path,
+    target_dir: Path,
+    target_name: str,
+    target_revision: str | None,
+    opts: ReadOptions,
+    prompts_file: Path | None,
+    max_prompts: int | None,
+    k: int,
+    max_new_tokens: int,
+    temperature: float,
+    seed: int | None,
+    engines: list[str],
+    max_model_len: int | None,
+    trust_remote_code: bool = False,
+) -> Workload:
     prompts, rows, prompt_set = read_prompt_set(prompts_file, max_prompts)
     tcfg = target_config(target_dir)
     layers = target_layers(tcfg)
@@ -178,42 +242,74 @@ def prepare(drafter_dir: Path, target_dir: Path, target_name: str, target_revisi
     skipped = sorted(unfit + too_long(prompts, encoded, context, max_new_tokens + k), key=lambda s: s["index"])
     kept = [i for i in range(len(prompts)) if i not in {s["index"] for s in skipped}]
     if not kept and unfit:
-        raise UsageError(f"no prompt can be measured here: {skipped[0]['reason']}",
-                         hint="give prompts this target can take (--prompts, --suite)")
+        raise UsageError(
+            f"no prompt can be measured here: {skipped[0]['reason']}",
+            hint="give prompts this target can take (--prompts, --suite)",
+        )
     if not kept:
-        raise UsageError(f"every prompt is too long for the context ({context} tokens) with {max_new_tokens} new tokens",
-                         hint="use shorter prompts, a smaller --max-new-tokens or a larger --max-model-len")
+        raise UsageError(
+            f"every prompt is too long for the context ({context} tokens) with {max_new_tokens} new tokens",
+            hint="use shorter prompts, a smaller --max-new-tokens or a larger --max-model-len",
+        )
     for s in skipped:  # by their row in the prompt set, as the measured ones are
         s["index"] = rows[s["index"]]
-    return Workload(drafter, target_dir, target_name, target_revision, findings,
-                    [prompts[i] for i in kept], [encoded[i] for i in kept], skipped, k, max_new_tokens,
-                    temperature, seed, [rows[i] for i in kept], trust_remote_code, notes, context=context,
-                    target_layers=layers, prompt_set=prompt_set)
+    return Workload(
+        drafter,
+        target_dir,
+        target_name,
+        target_revision,
+        findings,
+        [prompts[i] for i in kept],
+        [encoded[i] for i in kept],
+        skipped,
+        k,
+        max_new_tokens,
+        temperature,
+        seed,
+        [rows[i] for i in kept],
+        trust_remote_code,
+        notes,
+        context=context,
+        target_layers=layers,
+        prompt_set=prompt_set,
+    )
 
 
 # The families each engine measures (docs/formats.md#families); the others are read, linted and served only.
-FAMILIES_MEASURED = {"native": ("eagle3", "peagle", "dflash"), "vllm": ("eagle3", "peagle", "dflash"), "endpoint": ("eagle3",)}
+FAMILIES_MEASURED = {
+    "native": ("eagle3", "peagle", "dflash"),
+    "vllm": ("eagle3", "peagle", "dflash"),
+    "endpoint": ("eagle3",),
+}
 
 
 def refuse_past_block(drafter, k: int) -> None:
     """A block drafter drafts at most its block (less the anchor): a longer K measures what no engine serves."""
     most = max_k(drafter.spec, drafter.dialect) if drafter.spec.family in ("dflash", "dspark") else None
     if most is not None and k > most:
-        raise UsageError(f"K={k} is past this {drafter.spec.family} drafter's block: it drafts at most {most} tokens",
-                         hint=f"use -k {most} or less", code="k-beyond-block")
+        raise UsageError(
+            f"K={k} is past this {drafter.spec.family} drafter's block: it drafts at most {most} tokens",
+            hint=f"use -k {most} or less",
+            code="k-beyond-block",
+        )
 
 
 def refuse_family(family: str, engines: list[str]) -> None:
     unable = [e for e in engines if family not in FAMILIES_MEASURED.get(e, ("eagle3",))]
     if unable:
         able = [e for e, families in FAMILIES_MEASURED.items() if family in families]
-        raise UsageError(f"verify --engine {unable[0]} does not measure {family} drafters",
-                         hint=f"use --engine {able[0]}" if able else "eaglezoo lint, convert and serve-config read it "
-                         "(serve it, then measure it on the engine)", code="family-unverified")
+        raise UsageError(
+            f"verify --engine {unable[0]} does not measure {family} drafters",
+            hint=f"use --engine {able[0]}"
+            if able
+            else "eaglezoo lint, convert and serve-config read it (serve it, then measure it on the engine)",
+            code="family-unverified",
+        )
 
 
-SAMPLED_ON_NATIVE = ("the native engine measures greedy acceptance only: a row at temperature > 0 needs --engine vllm "
-                     "or --endpoint")
+SAMPLED_ON_NATIVE = (
+    "the native engine measures greedy acceptance only: a row at temperature > 0 needs --engine vllm or --endpoint"
+)
 
 
 def sampled_on_native(prompts: list[Prompt], encoded: list, engines: list[str]) -> list[dict]:
@@ -221,13 +317,24 @@ def sampled_on_native(prompts: list[Prompt], encoded: list, engines: list[str]) 
     so that two engines measure the same prompts."""
     if "native" not in engines:
         return []
-    return [{"index": n, "bucket": p.bucket, "reason": SAMPLED_ON_NATIVE}
-            for n, (p, ids) in enumerate(zip(prompts, encoded)) if p.temperature and ids is not None]
+    return [
+        {"index": n, "bucket": p.bucket, "reason": SAMPLED_ON_NATIVE}
+        for n, (p, ids) in enumerate(zip(prompts, encoded))
+        if p.temperature and ids is not None
+    ]
 
 
 @contextmanager
-def runs_on(name: str, work: Workload, device: str, dtype: str, endpoint: str | None, engine_options,
-            native: NativeOptions, progress: Progress) -> Iterator[Callable[..., Measurement]]:
+def runs_on(
+    name: str,
+    work: Workload,
+    device: str,
+    dtype: str,
+    endpoint: str | None,
+    engine_options,
+    native: NativeOptions,
+    progress: Progress,
+) -> Iterator[Callable[..., Measurement]]:
     """measure(work, speedup, progress) on one engine for several workloads (a conversation's earlier turns, then
     the measurement): vLLM is started once for all of them."""
     if name == "vllm":
@@ -239,8 +346,9 @@ def runs_on(name: str, work: Workload, device: str, dtype: str, endpoint: str | 
     yield lambda sub, _speedup, shown: measure(name, sub, device, dtype, endpoint, native, shown)
 
 
-def measure(name: str, work: Workload, device: str, dtype: str, endpoint: str | None, native: NativeOptions,
-            progress: Progress) -> Measurement:
+def measure(
+    name: str, work: Workload, device: str, dtype: str, endpoint: str | None, native: NativeOptions, progress: Progress
+) -> Measurement:
     """One run on the native engine or an endpoint (vLLM runs through `runs_on`)."""
     if name == "native":
         from .native import measure_native
@@ -249,5 +357,3 @@ def measure(name: str, work: Workload, device: str, dtype: str, endpoint: str | 
     from .endpoint import measure_endpoint
 
     return measure_endpoint(work, endpoint, progress)
-
-

@@ -19,14 +19,34 @@ from .report import VerifyReport
 
 WRITTEN = ("engine", "sampling", "created", "eaglezoo_version")  # defaulted in the model, always in the file
 REPORT_HINT = "give the file that eaglezoo verify --report FILE wrote"
-JSON_KINDS = ((bool, "true/false"), (int, "a whole number"), (float, "a number"), (str, "a string"),
-              (list, "a list"), (dict, "an object"), (type(None), "null"))
-EXPECTED = {"int_type": "a whole number", "int_from_float": "a whole number", "float_type": "a number",
-            "string_type": "a string", "list_type": "a list", "dict_type": "an object", "bool_type": "true or false",
-            "missing": "present", "model_type": "an object", "model_attributes_type": "an object",
-            "dataclass_type": "an object", "none_required": "null", "finite_number": "a finite number",
-            "extra_forbidden": "absent (not a field this command writes)", "too_short": "more values",
-            "too_long": "fewer values", "union_tag_invalid": "one of the kinds eaglezoo writes"}
+JSON_KINDS = (
+    (bool, "true/false"),
+    (int, "a whole number"),
+    (float, "a number"),
+    (str, "a string"),
+    (list, "a list"),
+    (dict, "an object"),
+    (type(None), "null"),
+)
+EXPECTED = {
+    "int_type": "a whole number",
+    "int_from_float": "a whole number",
+    "float_type": "a number",
+    "string_type": "a string",
+    "list_type": "a list",
+    "dict_type": "an object",
+    "bool_type": "true or false",
+    "missing": "present",
+    "model_type": "an object",
+    "model_attributes_type": "an object",
+    "dataclass_type": "an object",
+    "none_required": "null",
+    "finite_number": "a finite number",
+    "extra_forbidden": "absent (not a field this command writes)",
+    "too_short": "more values",
+    "too_long": "fewer values",
+    "union_tag_invalid": "one of the kinds eaglezoo writes",
+}
 
 
 def read_report(path: Path, what: str = "report", needs: str = "eaglezoo") -> VerifyReport:
@@ -39,13 +59,15 @@ def read_report(path: Path, what: str = "report", needs: str = "eaglezoo") -> Ve
 
 def report_from(data: dict, where: str, needs: str = "eaglezoo") -> VerifyReport:
     """`data` (a report's JSON) as a VerifyReport, or BadInput; `where` opens every message."""
+
     def refuse(what: str) -> BadInput:
         return BadInput(f"{where}: {what}", hint=REPORT_HINT)
 
     if not isinstance(data, dict):
         raise refuse(f"the report is {_shown(data)}; expected an object")
-    required = [name for name, f in VerifyReport.model_fields.items()
-                if (f.is_required() or name in WRITTEN) and name != "kind"]
+    required = [
+        name for name, f in VerifyReport.model_fields.items() if (f.is_required() or name in WRITTEN) and name != "kind"
+    ]
     missing = [name for name in required if name not in data]
     if missing:
         raise refuse(f"not a verify report: the report lacks what {needs} needs ({', '.join(missing)})")
@@ -78,8 +100,12 @@ def validated(model, data: dict, refuse, needs: str = "its page"):
 
 def row_bounds(model) -> dict[str, int]:
     """The most items each of the model's list fields may hold, as the model states it (Field(max_length=...))."""
-    return {name: bound for name, f in model.model_fields.items()
-            for bound in [next((m.max_length for m in f.metadata if getattr(m, "max_length", None)), None)] if bound}
+    return {
+        name: bound
+        for name, f in model.model_fields.items()
+        for bound in [next((m.max_length for m in f.metadata if getattr(m, "max_length", None)), None)]
+        if bound
+    }
 
 
 def _worded(e: dict) -> str:
@@ -100,8 +126,13 @@ def _worded(e: dict) -> str:
 
 
 def _bound(kind: str, ctx: dict) -> str | None:
-    words = {"greater_than_equal": "at least {ge}", "less_than_equal": "at most {le}", "greater_than": "above {gt}",
-             "less_than": "below {lt}", "literal_error": "one of {expected}"}
+    words = {
+        "greater_than_equal": "at least {ge}",
+        "less_than_equal": "at most {le}",
+        "greater_than": "above {gt}",
+        "less_than": "below {lt}",
+        "literal_error": "one of {expected}",
+    }
     return words[kind].format(**ctx) if kind in words else None
 
 
@@ -111,8 +142,13 @@ def _field(loc: tuple) -> str:
     for part in loc:
         if part == "[key]":
             continue
-        out += f"[{part}]" if isinstance(part, int) else f"[{part!r}]" if out.endswith("_by_bucket") else \
-            (f".{part}" if out else str(part))
+        out += (
+            f"[{part}]"
+            if isinstance(part, int)
+            else f"[{part!r}]"
+            if out.endswith("_by_bucket")
+            else (f".{part}" if out else str(part))
+        )
     return out
 
 

@@ -35,12 +35,17 @@ class ServerFacts:
     quantization: str | None = None
 
     def __post_init__(self) -> None:
-        problem = (out_of_bounds("max_model_len", self.max_model_len, 1, MAX_MODEL_LEN)
-                   or out_of_bounds("num_speculative_tokens", self.k, 1, MAX_K)
-                   or (k_table_problem(self.k_table, None) if self.k_table is not None else None))
+        problem = (
+            out_of_bounds("max_model_len", self.max_model_len, 1, MAX_MODEL_LEN)
+            or out_of_bounds("num_speculative_tokens", self.k, 1, MAX_K)
+            or (k_table_problem(self.k_table, None) if self.k_table is not None else None)
+        )
         if problem:
-            raise EngineError(f"the server at {self.url} answers out of bounds: {problem}; no vLLM server runs so, "
-                              "so nothing it says is taken as measured", hint="point --endpoint at the vLLM server itself")
+            raise EngineError(
+                f"the server at {self.url} answers out of bounds: {problem}; no vLLM server runs so, "
+                "so nothing it says is taken as measured",
+                hint="point --endpoint at the vLLM server itself",
+            )
 
     def local(self, path: str | None) -> Path | None:
         """A path the server named, where it is a folder this machine can read (the server runs here)."""
@@ -79,10 +84,15 @@ def k_table_problem(value, k: int | None) -> str | None:
     for row in rows:
         start, end, depth = row
         if not 1 <= start <= end:
-            return (f"num_speculative_tokens_per_batch_size row {row}: its batch sizes must run from 1 up, the first "
-                    "no larger than the last")
+            return (
+                f"num_speculative_tokens_per_batch_size row {row}: its batch sizes must run from 1 up, the first "
+                "no larger than the last"
+            )
         if not 0 <= depth <= most:
-            why = f"past the deployment's K={k} (-k, at most {MAX_K})" if k is not None and depth > k else \
-                f"outside 0 to {most}"
+            why = (
+                f"past the deployment's K={k} (-k, at most {MAX_K})"
+                if k is not None and depth > k
+                else f"outside 0 to {most}"
+            )
             return f"num_speculative_tokens_per_batch_size row {row}: K {depth} is {why}"
     return None

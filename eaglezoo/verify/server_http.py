@@ -134,8 +134,11 @@ def _watched(handler: type, watch: _Watch) -> urllib.request.BaseHandler:
 
 def origin(url: str) -> tuple[str, str, int | None]:
     parts = urlsplit(url)
-    return parts.scheme.lower(), (parts.hostname or "").lower(), parts.port or {"http": 80, "https": 443}.get(
-        parts.scheme.lower())
+    return (
+        parts.scheme.lower(),
+        (parts.hostname or "").lower(),
+        parts.port or {"http": 80, "https": 443}.get(parts.scheme.lower()),
+    )
 
 
 class _SameOrigin(urllib.request.HTTPRedirectHandler):
@@ -152,7 +155,7 @@ def fetch(url: str, data: bytes | None, limit: int) -> bytes:
     the server says about itself) is bounded by ABOUT_S too."""
     budget = _budget.get()
     seconds, setting, whose = endpoint_timeout_s(), "EAGLEZOO_ENDPOINT_TIMEOUT", None
-    if data is None and ABOUT_S < seconds:
+    if data is None and seconds > ABOUT_S:
         seconds, setting = ABOUT_S, None
     left = budget.left() if budget else seconds
     if budget and left < seconds:
@@ -160,8 +163,9 @@ def fetch(url: str, data: bytes | None, limit: int) -> bytes:
     if seconds <= 0:
         raise TimedOut(budget.seconds, setting, whose)
     watch = _Watch(seconds)
-    opener = urllib.request.build_opener(_watched(urllib.request.HTTPHandler, watch),
-                                         _watched(urllib.request.HTTPSHandler, watch), _SameOrigin)
+    opener = urllib.request.build_opener(
+        _watched(urllib.request.HTTPHandler, watch), _watched(urllib.request.HTTPSHandler, watch), _SameOrigin
+    )
     request = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"})
     with budget.waiting() if budget else contextlib.nullcontext(), watch:
         try:

@@ -29,12 +29,16 @@ def resolve_device(device: str) -> str:
         return "cuda" if torch.cuda.is_available() else "cpu"
     if device.startswith("cuda"):
         if not torch.cuda.is_available():
-            raise UsageError(f"--device {device} asked for, but CUDA is not available on this machine",
-                             hint="use --device cpu or --device auto")
+            raise UsageError(
+                f"--device {device} asked for, but CUDA is not available on this machine",
+                hint="use --device cpu or --device auto",
+            )
         index = int(device.split(":")[1]) if ":" in device else 0
         if index >= torch.cuda.device_count():
-            raise UsageError(f"--device {device}: only {torch.cuda.device_count()} CUDA device(s) present",
-                             hint="pick one with --device cuda:N, or --device cpu")
+            raise UsageError(
+                f"--device {device}: only {torch.cuda.device_count()} CUDA device(s) present",
+                hint="pick one with --device cuda:N, or --device cpu",
+            )
         return device
     if device != "cpu":
         raise UsageError(f"unknown --device {device!r}", hint="use auto, cpu, cuda or cuda:N")
@@ -55,8 +59,14 @@ class Generation:
 
 
 class Target:
-    def __init__(self, path: str | Path, device: str = "cpu", dtype: torch.dtype = torch.float32,
-                 trust_remote_code: bool = False, dequantize_mxfp4: bool = False):
+    def __init__(
+        self,
+        path: str | Path,
+        device: str = "cpu",
+        dtype: torch.dtype = torch.float32,
+        trust_remote_code: bool = False,
+        dequantize_mxfp4: bool = False,
+    ):
         path = Path(path)
         self.tokenizer = load_tokenizer(path, trust_remote_code)
         from transformers import AutoModelForCausalLM
@@ -70,8 +80,10 @@ class Target:
         # Shard over every GPU when more than one is present (needs accelerate); else one device.
         sharded = device == "cuda" and torch.cuda.device_count() > 1
         if sharded and importlib.util.find_spec("accelerate") is None:
-            raise UsageError(f"sharding target {path} over {torch.cuda.device_count()} GPUs needs accelerate",
-                             hint="pip install 'eaglezoo[multi-gpu]', or pick one GPU with --device cuda:0")
+            raise UsageError(
+                f"sharding target {path} over {torch.cuda.device_count()} GPUs needs accelerate",
+                hint="pip install 'eaglezoo[multi-gpu]', or pick one GPU with --device cuda:0",
+            )
         try:
             if sharded:
                 self.model = AutoModelForCausalLM.from_pretrained(path, device_map="auto", **kwargs).eval()
@@ -104,14 +116,16 @@ class Target:
                 out = output[0] if isinstance(output, tuple) else output
                 for i in ids:
                     store[i].append(out.detach())
+
             return hook
 
         by_module: dict[torch.nn.Module, list[int]] = {}
         for i in boundary_ids:
             if not 0 <= i <= self.num_layers:
-                raise UsageError(f"aux layer {i} (boundary) is outside the target's 0..{self.num_layers}",
-                                 hint="check the aux ids (--aux-layers, --aux-convention) against the target's layer "
-                                      "count")
+                raise UsageError(
+                    f"aux layer {i} (boundary) is outside the target's 0..{self.num_layers}",
+                    hint="check the aux ids (--aux-layers, --aux-convention) against the target's layer count",
+                )
             module = self.model.get_input_embeddings() if i == 0 else layers[i - 1]
             by_module.setdefault(module, []).append(i)
         for module, ids in by_module.items():
@@ -134,7 +148,13 @@ class Target:
         ids = torch.tensor([[self.pad_id] * n + p for n, p in zip(pads, prompts)], device=self.model.device)
         mask = torch.tensor([[0] * n + [1] * len(p) for n, p in zip(pads, prompts)], device=self.model.device)
         with self.capture(boundary_ids) as store:
-            out = self.model.generate(ids, attention_mask=mask, max_new_tokens=max_new_tokens, eos_token_id=None,
-                                      do_sample=False, pad_token_id=self.pad_id)
+            out = self.model.generate(
+                ids,
+                attention_mask=mask,
+                max_new_tokens=max_new_tokens,
+                eos_token_id=None,
+                do_sample=False,
+                pad_token_id=self.pad_id,
+            )
         aux = [torch.cat(store[i], dim=1) for i in boundary_ids]  # [B, width + N - 1, H_t]
         return [Generation(out[j, n:], [a[j, n:] for a in aux], len(p)) for j, (n, p) in enumerate(zip(pads, prompts))]

@@ -29,8 +29,16 @@ from ..serving import engine_support, family_serve_config, serve_config
 from .vllm_process import WorkerSession, finds_vllm, no_vllm
 from .workload import Measurement, Progress, Workload, dtype_name
 
-RESERVED = {"model", "revision", "speculative_config", "seed", "data_parallel_size", "disable_log_stats",
-            "enable_prefix_caching", "per_request_spec_decode_metrics"}  # eaglezoo sets these itself
+RESERVED = {
+    "model",
+    "revision",
+    "speculative_config",
+    "seed",
+    "data_parallel_size",
+    "disable_log_stats",
+    "enable_prefix_caching",
+    "per_request_spec_decode_metrics",
+}  # eaglezoo sets these itself
 
 
 class EngineOptions(BaseModel):
@@ -54,37 +62,53 @@ class EngineOptions(BaseModel):
     @field_validator("dtype")
     @classmethod
     def one_alias_table(cls, name: str) -> str:
-        """"auto" is the engine's own choice (the model's dtype); other names through the native engine's table
+        """ "auto" is the engine's own choice (the model's dtype); other names through the native engine's table
         (its UsageError passes through pydantic, which wraps only ValueError)."""
         return name if name == "auto" else dtype_name(name)
 
     def llm_args(self) -> dict:
-        args = {"tensor_parallel_size": self.tensor_parallel_size, "pipeline_parallel_size": self.pipeline_parallel_size,
-                "enable_expert_parallel": self.enable_expert_parallel, "dtype": self.dtype,
-                "trust_remote_code": self.trust_remote_code, "enforce_eager": self.enforce_eager}
-        optional = {"distributed_executor_backend": self.distributed_executor_backend,
-                    "max_model_len": self.max_model_len, "quantization": self.quantization,
-                    "gpu_memory_utilization": self.gpu_memory_utilization}
+        args = {
+            "tensor_parallel_size": self.tensor_parallel_size,
+            "pipeline_parallel_size": self.pipeline_parallel_size,
+            "enable_expert_parallel": self.enable_expert_parallel,
+            "dtype": self.dtype,
+            "trust_remote_code": self.trust_remote_code,
+            "enforce_eager": self.enforce_eager,
+        }
+        optional = {
+            "distributed_executor_backend": self.distributed_executor_backend,
+            "max_model_len": self.max_model_len,
+            "quantization": self.quantization,
+            "gpu_memory_utilization": self.gpu_memory_utilization,
+        }
         args.update({k: v for k, v in optional.items() if v is not None})
         return {**args, **self.extra}
 
     def parallel(self) -> dict:
-        return {"tensor_parallel_size": self.tensor_parallel_size, "pipeline_parallel_size": self.pipeline_parallel_size,
-                "data_parallel_size": self.data_parallel_size, "enable_expert_parallel": self.enable_expert_parallel,
-                "distributed_executor_backend": self.distributed_executor_backend or "default"}
+        return {
+            "tensor_parallel_size": self.tensor_parallel_size,
+            "pipeline_parallel_size": self.pipeline_parallel_size,
+            "data_parallel_size": self.data_parallel_size,
+            "enable_expert_parallel": self.enable_expert_parallel,
+            "distributed_executor_backend": self.distributed_executor_backend or "default",
+        }
 
 
 def engine_options(**given) -> EngineOptions:
     reserved = sorted(RESERVED & set(given.get("extra") or {}))
     if reserved:
-        raise UsageError(f"--engine-args cannot set {', '.join(reserved)}: eaglezoo sets it (use its own option)",
-                         hint="use eaglezoo's own option for it (eaglezoo verify --help lists them)")
+        raise UsageError(
+            f"--engine-args cannot set {', '.join(reserved)}: eaglezoo sets it (use its own option)",
+            hint="use eaglezoo's own option for it (eaglezoo verify --help lists them)",
+        )
     try:
         return EngineOptions(**given)
     except ValidationError as exc:
         first = exc.errors()[0]
-        raise UsageError(f"--{'-'.join(map(str, first['loc'])).replace('_', '-')}: {first['msg']}",
-                         hint="eaglezoo verify --help lists the engine options and their ranges") from None
+        raise UsageError(
+            f"--{'-'.join(map(str, first['loc'])).replace('_', '-')}: {first['msg']}",
+            hint="eaglezoo verify --help lists the engine options and their ranges",
+        ) from None
 
 
 def engine_python(given: str | None) -> str:
@@ -92,24 +116,29 @@ def engine_python(given: str | None) -> str:
     if given:
         path = shutil.which(given) or given
         if not Path(path).is_file() or not os.access(path, os.X_OK):
-            raise UsageError(f"--engine-python {given}: no such executable",
-                             hint="give the path of a Python interpreter that has vLLM installed")
+            raise UsageError(
+                f"--engine-python {given}: no such executable",
+                hint="give the path of a Python interpreter that has vLLM installed",
+            )
         if not finds_vllm(path):
             raise no_vllm(path)
         return path
     if importlib.util.find_spec("vllm") is None:
-        raise UsageError("vLLM is not installed in eaglezoo's environment",
-                         hint="install vllm, or give --engine-python PATH of an interpreter that has it")
+        raise UsageError(
+            "vLLM is not installed in eaglezoo's environment",
+            hint="install vllm, or give --engine-python PATH of an interpreter that has it",
+        )
     return sys.executable
 
 
 def check_vllm_options(opts: EngineOptions) -> str:
     """What the options alone refuse (data parallel, the interpreter): checked before anything is read."""
     if opts.data_parallel_size > 1:
-        raise UsageError("vLLM's offline engine does not run data parallel in one process (it raises for "
-                         "LLM(data_parallel_size>1))",
-                         hint="serve with `vllm serve ... --data-parallel-size N` and measure it with --endpoint URL; "
-                              "data parallelism does not change acceptance")
+        raise UsageError(
+            "vLLM's offline engine does not run data parallel in one process (it raises for LLM(data_parallel_size>1))",
+            hint="serve with `vllm serve ... --data-parallel-size N` and measure it with --endpoint URL; "
+            "data parallelism does not change acceptance",
+        )
     return engine_python(opts.python)
 
 
@@ -118,8 +147,10 @@ def preflight(work: Workload, opts: EngineOptions) -> tuple[str, str | None]:
     python = check_vllm_options(opts)
     support = next(e for e in engine_support(work.spec) if e.engine == "vllm")
     if not support.faithful:
-        raise UsageError(f"vLLM cannot serve this drafter faithfully: {'; '.join(support.notes)}",
-                         hint="serve it with another engine (eaglezoo lint lists which can), or use --engine native")
+        raise UsageError(
+            f"vLLM cannot serve this drafter faithfully: {'; '.join(support.notes)}",
+            hint="serve it with another engine (eaglezoo lint lists which can), or use --engine native",
+        )
     return python, support.min_version
 
 
@@ -130,10 +161,18 @@ class VllmSession:
         self.worker, self.drafter, self.opts = worker, drafter, opts
         self.opened = opened  # timing's total_s counts from here: checks, conversion, start, every run so far
 
-    def run(self, work: Workload, config: dict | None, label: str, concurrency: list[int],
-            progress: Progress | None = None) -> dict:
-        request = {"prompts": work.encoded, "max_tokens": work.max_new_tokens, "temperatures": work.temperatures(),
-                   "seeds": work.seeds(), "concurrency": concurrency, "speculative_config": config, "label": label}
+    def run(
+        self, work: Workload, config: dict | None, label: str, concurrency: list[int], progress: Progress | None = None
+    ) -> dict:
+        request = {
+            "prompts": work.encoded,
+            "max_tokens": work.max_new_tokens,
+            "temperatures": work.temperatures(),
+            "seeds": work.seeds(),
+            "concurrency": concurrency,
+            "speculative_config": config,
+            "label": label,
+        }
         return self.worker.run(request, progress)
 
     def measure(self, work: Workload, speedup: list[int] | None, progress: Progress) -> Measurement:
@@ -149,41 +188,59 @@ def vllm_session(work: Workload, opts: EngineOptions, progress: Progress) -> Ite
     """Refuses what can be refused before vLLM starts, then one worker process for every run of the command."""
     opened = time.perf_counter()
     python, min_version = preflight(work, opts)
-    setup = {"model": work.target_name, "revision": work.target_revision, "min_version": min_version,
-             "engine_args": opts.llm_args() | ({"seed": work.seed} if work.seed is not None else {}),
-             "sampled": max(work.temperatures()) > 0}
+    setup = {
+        "model": work.target_name,
+        "revision": work.target_revision,
+        "min_version": min_version,
+        "engine_args": opts.llm_args() | ({"seed": work.seed} if work.seed is not None else {}),
+        "sampled": max(work.temperatures()) > 0,
+    }
     with staging(Path(tempfile.gettempdir()) / "eaglezoo-vllm") as tmp:  # a killed run's folder is swept
         drafter = engine_drafter(work, tmp / "drafter")
         with WorkerSession(python, setup, tmp, opts.timeout_s, progress) as worker:
             yield VllmSession(worker, drafter, opts, opened)
 
 
-def measurement(work: Workload, spec_run: dict, base_run: dict | None, opts: EngineOptions, python: str,
-                total_s: float) -> Measurement:
+def measurement(
+    work: Workload, spec_run: dict, base_run: dict | None, opts: EngineOptions, python: str, total_s: float
+) -> Measurement:
     first = spec_run["passes"][0]
     if first["counters"]["drafts"] == 0:
-        raise EngineError("vLLM ran no speculative decoding at all (0 drafts)",
-                          hint="rerun with EAGLEZOO_DEBUG=1 to see the engine's log (vLLM #25250)")
+        raise EngineError(
+            "vLLM ran no speculative decoding at all (0 drafts)",
+            hint="rerun with EAGLEZOO_DEBUG=1 to see the engine's log (vLLM #25250)",
+        )
     started = spec_run["engine"]
-    engine = {"name": "vllm", "version": started["version"], "python": python, "parallel": opts.parallel(),
-              "trust_remote_code": opts.trust_remote_code, "start_s": started["start_s"]}
+    engine = {
+        "name": "vllm",
+        "version": started["version"],
+        "python": python,
+        "parallel": opts.parallel(),
+        "trust_remote_code": opts.trust_remote_code,
+        "start_s": started["start_s"],
+    }
     from .report import speedup_report
 
     return Measurement(
-        accepted=[r["accepted"] for r in first["requests"]], tokens=[r["tokens"] for r in first["requests"]],
-        engine=engine, device=started["device"], dtype=started["dtype"],
+        accepted=[r["accepted"] for r in first["requests"]],
+        tokens=[r["tokens"] for r in first["requests"]],
+        engine=engine,
+        device=started["device"],
+        dtype=started["dtype"],
         notes=[started[k] for k in ("bound", "patched") if started.get(k)],
-        counters=first["counters"], timing={"engine_start_s": started["start_s"], "measure_s": first["wall_s"],
-                                            "total_s": total_s},
-        speedup=speedup_report(spec_run, base_run, max(work.temperatures())) if base_run else None)
+        counters=first["counters"],
+        timing={"engine_start_s": started["start_s"], "measure_s": first["wall_s"], "total_s": total_s},
+        speedup=speedup_report(spec_run, base_run, max(work.temperatures())) if base_run else None,
+    )
 
 
 def engine_config(work: Workload, drafter: str) -> dict:
     """vLLM's speculative config for the converted drafter: a family's own (P-EAGLE: eagle3 + parallel_drafting)."""
     if work.spec.family == "eagle3":
         return serve_config(work.spec, "vllm", drafter, work.target_name, work.k).speculative_config
-    return family_serve_config(work.spec, work.drafter.dialect, "vllm", drafter, work.target_name,
-                               work.k).speculative_config
+    return family_serve_config(
+        work.spec, work.drafter.dialect, "vllm", drafter, work.target_name, work.k
+    ).speculative_config
 
 
 def engine_drafter(work: Workload, out: Path) -> Path:

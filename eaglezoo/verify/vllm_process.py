@@ -33,21 +33,30 @@ LOG_REASON = re.compile(r"(?P<prefix>^|.*?[)\]] )(?:[A-Za-z_][\w.]*\.)?\w*(?:Err
 # failed. See root cause above." (vllm/v1/engine/utils.py:1432), "Worker failed with error '...', please check the
 # stack trace above for the root cause" and "WorkerProc initialization failed ... See stack trace for root cause."
 # (vllm/v1/executor/multiproc_executor.py:790), and earlier releases' "Engine process failed to start".
-WRAPPER = re.compile(r"root cause|Engine core initialization failed|WorkerProc initialization failed|"
-                     r"Engine process failed to start", re.IGNORECASE)
+WRAPPER = re.compile(
+    r"root cause|Engine core initialization failed|WorkerProc initialization failed|"
+    r"Engine process failed to start",
+    re.IGNORECASE,
+)
 VALIDATION = re.compile(r"\d+ validation errors? for (?P<model>\w+)$")  # pydantic's first line; the fields follow
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 LOG_TAIL = 1 << 20  # bytes of the log searched for the reason
 MAX_REASON = 500
-MEMORY_HINT = ("vLLM reserves --gpu-memory-utilization of the GPU's memory (on CPU: of RAM, or "
-               "VLLM_CPU_KVCACHE_SPACE GiB for the KV cache where that is set): change it as vLLM says, "
-               "lower --max-model-len, or free memory that other processes hold")
-OWN_REASON_HINT = ("that is vLLM's own reason: fix the option (--engine-args JSON), drafter or target it names; "
-                   "EAGLEZOO_DEBUG=1 shows its whole output")
+MEMORY_HINT = (
+    "vLLM reserves --gpu-memory-utilization of the GPU's memory (on CPU: of RAM, or "
+    "VLLM_CPU_KVCACHE_SPACE GiB for the KV cache where that is set): change it as vLLM says, "
+    "lower --max-model-len, or free memory that other processes hold"
+)
+OWN_REASON_HINT = (
+    "that is vLLM's own reason: fix the option (--engine-args JSON), drafter or target it names; "
+    "EAGLEZOO_DEBUG=1 shows its whole output"
+)
 # vLLM's automatic binding gives each CPU rank a NUMA node of its own (vllm/utils/ompmultiprocessing.py:216-223)
-BINDING_HINT = ("unset VLLM_CPU_OMP_THREADS_BIND and eaglezoo splits the cores between the ranks, or set it to one "
-                "core list per rank separated by | (e.g. 0-3|4-7); or lower --tensor-parallel-size / "
-                "--pipeline-parallel-size")
+BINDING_HINT = (
+    "unset VLLM_CPU_OMP_THREADS_BIND and eaglezoo splits the cores between the ranks, or set it to one "
+    "core list per rank separated by | (e.g. 0-3|4-7); or lower --tensor-parallel-size / "
+    "--pipeline-parallel-size"
+)
 
 
 class EngineEvent(BaseModel):
@@ -103,9 +112,14 @@ class WorkerSession:
     def __enter__(self) -> Self:
         (self.tmp / "session.json").write_text(json.dumps(self.setup))
         with open(self.log_path, "w") as log:
-            self.proc = subprocess.Popen([self.python, str(WORKER), str(self.tmp / "session.json")],
-                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                         stderr=None if self.debug else log, env=engine_env(), start_new_session=True)
+            self.proc = subprocess.Popen(
+                [self.python, str(WORKER), str(self.tmp / "session.json")],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=None if self.debug else log,
+                env=engine_env(),
+                start_new_session=True,
+            )
         return self
 
     def __exit__(self, kind, exc, tb) -> None:
@@ -134,8 +148,9 @@ class WorkerSession:
         events = self.read_events(time.monotonic() + self.timeout_s, progress, label)
         self.engine = next((e for e in reversed(events) if e["event"] == "engine"), self.engine)
         self.config = request["speculative_config"]
-        return worker_result(events, self.engine, len(request["concurrency"]), self.proc.poll(), self.python,
-                             self.log_path, log_start)
+        return worker_result(
+            events, self.engine, len(request["concurrency"]), self.proc.poll(), self.python, self.log_path, log_start
+        )
 
     def read_events(self, deadline: float, progress: Progress, label: str) -> list[dict]:
         """Events until the run is done, the worker reported an error, or it exited. Not until end of file:
@@ -146,7 +161,9 @@ class WorkerSession:
             while not any(e["event"] in ("done", "error") for e in events):
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    raise EngineError("the vLLM process did not finish in time", hint="raise --engine-timeout (seconds)")
+                    raise EngineError(
+                        "the vLLM process did not finish in time", hint="raise --engine-timeout (seconds)"
+                    )
                 if not sel.select(timeout=min(left, 1.0)):
                     if self.proc.poll() is not None:
                         return events
@@ -161,8 +178,15 @@ class WorkerSession:
         return events
 
 
-def worker_result(events: list[dict], engine: dict | None, passes: int, returncode: int | None, python: str,
-                  log_path: Path, log_start: int) -> dict:
+def worker_result(
+    events: list[dict],
+    engine: dict | None,
+    passes: int,
+    returncode: int | None,
+    python: str,
+    log_path: Path,
+    log_start: int,
+) -> dict:
     for e in events:
         if e["event"] == "error":
             raise worker_error(e, python, log_path, log_start)
@@ -171,8 +195,10 @@ def worker_result(events: list[dict], engine: dict | None, passes: int, returnco
     except ValidationError:
         result = None
     if result is None or len(result.passes) != passes or not any(e["event"] == "done" for e in events):
-        raise EngineError(f"the vLLM process ended without a complete result (exit status {returncode})",
-                          hint="rerun with EAGLEZOO_DEBUG=1 to see the engine's output")
+        raise EngineError(
+            f"the vLLM process ended without a complete result (exit status {returncode})",
+            hint="rerun with EAGLEZOO_DEBUG=1 to see the engine's output",
+        )
     return result.model_dump()
 
 
@@ -229,23 +255,27 @@ def finds_vllm(python: str) -> bool:
     probe = "import importlib.util; print('absent' if importlib.util.find_spec('vllm') is None else 'found')"
     hint = "give the path of a Python interpreter that has vLLM installed"
     try:
-        proc = subprocess.run([python, "-c", probe], env=engine_env(), capture_output=True, text=True, timeout=60,
-                              check=False)
+        proc = subprocess.run(
+            [python, "-c", probe], env=engine_env(), capture_output=True, text=True, timeout=60, check=False
+        )
     except subprocess.TimeoutExpired:
         raise UsageError(f"--engine-python {python} did not answer within 60 s", hint=hint) from None
     except (OSError, subprocess.SubprocessError):
         raise UsageError(f"--engine-python {python} could not be run", hint=hint) from None
     answer = proc.stdout.strip()
     if proc.returncode != 0 or answer not in ("found", "absent"):
-        said = printable(proc.stderr.strip().splitlines()[-1])[:200] if proc.stderr.strip() else f"exit {proc.returncode}"
+        said = (
+            printable(proc.stderr.strip().splitlines()[-1])[:200] if proc.stderr.strip() else f"exit {proc.returncode}"
+        )
         raise UsageError(f"--engine-python {python} is not a working Python interpreter ({said})", hint=hint)
     return answer == "found"
 
 
 def no_vllm(python: str) -> UsageError:
     """The one line for an interpreter without vLLM, whether the probe or the worker found it out."""
-    return UsageError(f"{python} cannot import vLLM", hint="give --engine-python PATH of an interpreter that has vLLM "
-                                                           "installed")
+    return UsageError(
+        f"{python} cannot import vLLM", hint="give --engine-python PATH of an interpreter that has vLLM installed"
+    )
 
 
 def worker_error(event: dict, python: str, log_path: Path, log_start: int = 0) -> Exception:
@@ -257,15 +287,23 @@ def worker_error(event: dict, python: str, log_path: Path, log_start: int = 0) -
     if kind == "engine-bug":
         return EngineError(message, hint="rerun with EAGLEZOO_DEBUG=1 to see the engine's output")
     if kind == "devices":
-        return UsageError(message, hint="lower --tensor-parallel-size / --pipeline-parallel-size, or span nodes "
-                                        "with --distributed-executor-backend ray")
+        return UsageError(
+            message,
+            hint="lower --tensor-parallel-size / --pipeline-parallel-size, or span nodes "
+            "with --distributed-executor-backend ray",
+        )
     if kind == "cores":
-        return UsageError(message, hint="lower --tensor-parallel-size / --pipeline-parallel-size, allow this process "
-                                        "more cores, or set VLLM_CPU_OMP_THREADS_BIND yourself (one core list per "
-                                        "rank, separated by |; nobind leaves the threads unbound)")
+        return UsageError(
+            message,
+            hint="lower --tensor-parallel-size / --pipeline-parallel-size, allow this process "
+            "more cores, or set VLLM_CPU_OMP_THREADS_BIND yourself (one core list per "
+            "rank, separated by |; nobind leaves the threads unbound)",
+        )
     if kind == "argument":
-        return UsageError(message, hint="check --engine-args against the installed vLLM's engine arguments "
-                                        "(`vllm serve --help` lists them)")
+        return UsageError(
+            message,
+            hint="check --engine-args against the installed vLLM's engine arguments (`vllm serve --help` lists them)",
+        )
     return engine_failure(message or log_reason(log_path, log_start))
 
 
@@ -288,7 +326,7 @@ def engine_failure(reason: str | None) -> EngineError:
 def cut(reason: str) -> str:
     """One printable line of at most MAX_REASON characters, "..." where it was cut."""
     reason = printable(reason)
-    return reason if len(reason) <= MAX_REASON else reason[:MAX_REASON - 4].rstrip() + " ..."
+    return reason if len(reason) <= MAX_REASON else reason[: MAX_REASON - 4].rstrip() + " ..."
 
 
 def log_reason(log_path: Path, start: int = 0) -> str | None:
@@ -309,7 +347,7 @@ def log_reason(log_path: Path, start: int = 0) -> str | None:
         m = LOG_REASON.match(line)
         if m and not WRAPPER.search(m["reason"]):
             found = m["reason"]
-            if (v := VALIDATION.match(found.strip())) and (fields := validation_fields(lines[n + 1:], m["prefix"])):
+            if (v := VALIDATION.match(found.strip())) and (fields := validation_fields(lines[n + 1 :], m["prefix"])):
                 found = f"{v['model']}: {fields}"
     return cut(found) if found else None
 
@@ -319,9 +357,9 @@ def validation_fields(lines: list[str], prefix: str) -> str | None:
     spaces (" [type=...]" after it), then a "For further information" line. As "field: message; ..."."""
     fields, name = [], None
     for line in lines[:60]:
-        if not line.startswith(prefix) or not line[len(prefix):].strip():
+        if not line.startswith(prefix) or not line[len(prefix) :].strip():
             break
-        line = line[len(prefix):]
+        line = line[len(prefix) :]
         if not line.startswith(" "):
             if not re.fullmatch(r"\S+", line):  # not a field's name: the error's lines have ended
                 break

@@ -19,8 +19,11 @@ import re
 import sys
 import time
 
-COUNTERS = {"vllm:spec_decode_num_drafts": "drafts", "vllm:spec_decode_num_draft_tokens": "draft_tokens",
-            "vllm:spec_decode_num_accepted_tokens": "accepted"}  # vllm/v1/spec_decode/metrics.py
+COUNTERS = {
+    "vllm:spec_decode_num_drafts": "drafts",
+    "vllm:spec_decode_num_draft_tokens": "draft_tokens",
+    "vllm:spec_decode_num_accepted_tokens": "accepted",
+}  # vllm/v1/spec_decode/metrics.py
 PER_POSITION = "vllm:spec_decode_num_accepted_tokens_per_pos"
 PROTOCOL = sys.stdout  # main() moves it aside: the original stdout, for events only
 
@@ -43,8 +46,9 @@ def check_version(minimum: str | None) -> str:
 
     version = vllm.__version__
     if minimum and Version(Version(version).base_version) < Version(minimum):
-        raise Refusal("version", f"vLLM {version} is older than {minimum}, the first release that serves this "
-                                 "drafter faithfully")
+        raise Refusal(
+            "version", f"vLLM {version} is older than {minimum}, the first release that serves this drafter faithfully"
+        )
     return version
 
 
@@ -59,7 +63,9 @@ def check_devices(args: dict) -> None:
     else:
         have, what = os.cpu_count() or 1, "CPU core(s) and no GPU"
     if ranks(args) > have:
-        raise Refusal("devices", f"tensor x pipeline parallel = {ranks(args)} ranks, but this machine has {have} {what}")
+        raise Refusal(
+            "devices", f"tensor x pipeline parallel = {ranks(args)} ranks, but this machine has {have} {what}"
+        )
 
 
 def ranks(args: dict) -> int:
@@ -79,8 +85,11 @@ def bind_cpu_threads(args: dict) -> str | None:
     # default for more than one rank on one node (vllm/config/parallel.py:1035-1076); simulated NUMA nodes pass the
     # assertion (ompmultiprocessing.py:36, 217). Local ranks: tensor x pipeline x prefill context parallel
     # (vllm/config/parallel.py:945-949) on this node.
-    if (args.get("distributed_executor_backend") not in (None, "mp") or int(args.get("nnodes", 1)) > 1
-            or os.environ.get("VLLM_CPU_SIM_MULTI_NUMA", "0") != "0"):
+    if (
+        args.get("distributed_executor_backend") not in (None, "mp")
+        or int(args.get("nnodes", 1)) > 1
+        or os.environ.get("VLLM_CPU_SIM_MULTI_NUMA", "0") != "0"
+    ):
         return None
     n = ranks(args) * int(args.get("prefill_context_parallel_size", 1))
     if n < 2:
@@ -103,13 +112,18 @@ def bind_cpu_threads(args: dict) -> str | None:
         return None
     cores = sorted(os.sched_getaffinity(0))
     if len(cores) < n:
-        raise Refusal("cores", f"tensor x pipeline parallel = {n} ranks on {nodes} NUMA node{'s' * (nodes != 1)}, but "
-                               f"this process may use {len(cores)} CPU core{'s' * (len(cores) != 1)} "
-                               f"({','.join(map(str, cores))}): vLLM binds each rank's threads to cores of its own")
+        raise Refusal(
+            "cores",
+            f"tensor x pipeline parallel = {n} ranks on {nodes} NUMA node{'s' * (nodes != 1)}, but "
+            f"this process may use {len(cores)} CPU core{'s' * (len(cores) != 1)} "
+            f"({','.join(map(str, cores))}): vLLM binds each rank's threads to cores of its own",
+        )
     value = cpu_bind_value(cores, n)
     os.environ["VLLM_CPU_OMP_THREADS_BIND"] = value  # read when the engine starts; its processes inherit it
-    return (f"vLLM's CPU worker threads bound by eaglezoo: VLLM_CPU_OMP_THREADS_BIND={value} ({n} ranks on {nodes} "
-            f"NUMA node{'s' * (nodes != 1)})")
+    return (
+        f"vLLM's CPU worker threads bound by eaglezoo: VLLM_CPU_OMP_THREADS_BIND={value} ({n} ranks on {nodes} "
+        f"NUMA node{'s' * (nodes != 1)})"
+    )
 
 
 def cpu_bind_value(cores: list[int], n: int) -> str:
@@ -119,10 +133,11 @@ def cpu_bind_value(cores: list[int], n: int) -> str:
     shares, at = [], 0
     for i in range(n):
         take = size + (i < extra)
-        shares.append(cores[at:at + take])
+        shares.append(cores[at : at + take])
         at += take
-    return "|".join(",".join(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]) for run in runs(share))
-                    for share in shares)
+    return "|".join(
+        ",".join(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]) for run in runs(share)) for share in shares
+    )
 
 
 def runs(ids: list[int]) -> list[list[int]]:
@@ -154,15 +169,20 @@ def check_sampler(session: dict) -> str | None:
         return None
     args = session["engine_args"]
     if ranks(args) > 1:
-        raise Refusal("engine-bug", "this vLLM build's CPU rejection sampler ignores the temperature (its expand "
-                                    "kernel fallback leaves the output uninitialised), so sampled acceptance would be "
-                                    "meaningless; measure temperature > 0 on one CPU rank or on GPU")
+        raise Refusal(
+            "engine-bug",
+            "this vLLM build's CPU rejection sampler ignores the temperature (its expand "
+            "kernel fallback leaves the output uninitialised), so sampled acceptance would be "
+            "meaningless; measure temperature > 0 on one CPU rank or on GPU",
+        )
     os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"  # the fix must live in the process that samples
     rs.expand_batch_to_tokens = expand_batch_to_tokens
-    return ("this vLLM build's CPU rejection sampler is broken at temperature > 0 (its expand-kernel fallback leaves "
-            "the per-token temperatures uninitialised: acceptance collapses to about 1 and sampled text is "
-            "distorted); eaglezoo measured with that one function fixed in its own engine process. A deployment "
-            "of this build samples wrongly at temperature > 0")
+    return (
+        "this vLLM build's CPU rejection sampler is broken at temperature > 0 (its expand-kernel fallback leaves "
+        "the per-token temperatures uninitialised: acceptance collapses to about 1 and sampled text is "
+        "distorted); eaglezoo measured with that one function fixed in its own engine process. A deployment "
+        "of this build samples wrongly at temperature > 0"
+    )
 
 
 def expand_batch_to_tokens(x, cu_num_tokens, num_tokens: int, replace_from=0, replace_to=0):
@@ -257,16 +277,21 @@ def counters(llm) -> dict:
 def delta(before: dict, after: dict) -> dict:
     base = before["per_position"] or [0] * len(after["per_position"])
     pos = [a - b for a, b in zip(after["per_position"], base)]
-    return {"drafts": after["drafts"] - before["drafts"], "draft_tokens": after["draft_tokens"] - before["draft_tokens"],
-            "accepted": after["accepted"] - before["accepted"], "per_position": pos}
+    return {
+        "drafts": after["drafts"] - before["drafts"],
+        "draft_tokens": after["draft_tokens"] - before["draft_tokens"],
+        "accepted": after["accepted"] - before["accepted"],
+        "per_position": pos,
+    }
 
 
 def sampling(req: dict, index: int, max_tokens: int):
     from vllm import SamplingParams
 
     seed = None if req.get("seeds") is None else req["seeds"][index]  # per request: independent of batching
-    return SamplingParams(temperature=req["temperatures"][index], max_tokens=max_tokens, ignore_eos=True, seed=seed,
-                          detokenize=False)
+    return SamplingParams(
+        temperature=req["temperatures"][index], max_tokens=max_tokens, ignore_eos=True, seed=seed, detokenize=False
+    )
 
 
 def run_pass(llm, req: dict, concurrency: int, label: str) -> dict:
@@ -296,8 +321,12 @@ def run_pass(llm, req: dict, concurrency: int, label: str) -> dict:
 def finished(out, e2e_s: float, ttft_s: float | None) -> dict:
     completion = out.outputs[0]
     spec = completion.spec_decode_metrics
-    return {"tokens": list(completion.token_ids), "e2e_s": e2e_s, "ttft_s": ttft_s,
-            "accepted": list(spec.per_step_accepted) if spec is not None else None}
+    return {
+        "tokens": list(completion.token_ids),
+        "e2e_s": e2e_s,
+        "ttft_s": ttft_s,
+        "accepted": list(spec.per_step_accepted) if spec is not None else None,
+    }
 
 
 def main() -> None:
@@ -340,8 +369,15 @@ def serve(session: dict, version: str, patched: str | None, bound: str | None = 
             llm, start_s = start_engine(session, run["speculative_config"])
             config = run["speculative_config"]
             dtype = str(llm.llm_engine.model_config.dtype).removeprefix("torch.")
-            emit("engine", version=version, device=device_name(), dtype=dtype, start_s=start_s, patched=patched,
-                 bound=bound)
+            emit(
+                "engine",
+                version=version,
+                device=device_name(),
+                dtype=dtype,
+                start_s=start_s,
+                patched=patched,
+                bound=bound,
+            )
             run_warmup(llm, run)
         for n, concurrency in enumerate(run["concurrency"]):
             before = counters(llm)
@@ -384,8 +420,9 @@ def run_warmup(llm, req: dict) -> None:
     """One short request first, so compilation and allocation stay out of the measured counters."""
     from vllm.inputs import TokensPrompt
 
-    llm.generate([TokensPrompt(prompt_token_ids=req["prompts"][0])], sampling(req, 0, min(8, req["max_tokens"])),
-                 use_tqdm=False)
+    llm.generate(
+        [TokensPrompt(prompt_token_ids=req["prompts"][0])], sampling(req, 0, min(8, req["max_tokens"])), use_tqdm=False
+    )
 
 
 if __name__ == "__main__":

@@ -23,7 +23,6 @@ from ..limits import MAX_PROMPTS
 Progress = Callable[..., None]  # progress(done, total, phase="...")
 
 
-
 Turn = Annotated[str, StringConstraints(pattern=r"\S")]  # an earlier user turn: not blank
 
 
@@ -40,7 +39,10 @@ class Prompt(BaseModel):
     temperature: Annotated[float, Field(ge=0, le=100)] | None = None  # this row's sampling temperature (else the run's)
 
 
-SUITES = ("standard", "robustness")  # prompt suites shipped in eaglezoo/data/suites (their README names sources and licences)
+SUITES = (
+    "standard",
+    "robustness",
+)  # prompt suites shipped in eaglezoo/data/suites (their README names sources and licences)
 
 
 def suite_path(name: str) -> Path:
@@ -98,12 +100,14 @@ def select_rows(prompts: list[Prompt], limit: int | None, spread: bool) -> tuple
     queues, taken = list(by_bucket.values()), []
     depth = 0
     while len(taken) < limit:
-        taken += [q[depth] for q in queues if depth < len(q)][:limit - len(taken)]
+        taken += [q[depth] for q in queues if depth < len(q)][: limit - len(taken)]
         depth += 1
     covered = len({prompts[i].bucket for i in taken})
     missed = "" if covered == len(queues) else f"; give --max-prompts {len(queues)} or more to take each"
-    return sorted(taken), (f"{limit} of {n} rows (--max-prompts), round robin over its conditions in the order they "
-                           f"first appear: {covered} of {len(queues)} conditions taken{missed}")
+    return sorted(taken), (
+        f"{limit} of {n} rows (--max-prompts), round robin over its conditions in the order they "
+        f"first appear: {covered} of {len(queues)} conditions taken{missed}"
+    )
 
 
 def read_prompt_set(path: Path | None, limit: int | None = None) -> tuple[list[Prompt], list[int], PromptSet]:
@@ -114,9 +118,11 @@ def read_prompt_set(path: Path | None, limit: int | None = None) -> tuple[list[P
     name = prompt_set_name(path)
     rows, how = select_rows(prompts, limit, spread=name.startswith("suite:"))
     digest = text_sha256(text)
-    return ([prompts[i] for i in rows], rows,
-            PromptSet(name=name, sha256=digest, rows=len(prompts), taken=len(rows), selection=how))
-
+    return (
+        [prompts[i] for i in rows],
+        rows,
+        PromptSet(name=name, sha256=digest, rows=len(prompts), taken=len(rows), selection=how),
+    )
 
 
 @dataclass
@@ -149,8 +155,10 @@ class Workload:
         n = len(self.encoded)
         dropped = [c for c in levels if c > n]
         if dropped:
-            self.notes.append(f"concurrency {', '.join(map(str, dropped))} not measured: with {n} prompts no more than "
-                              f"{n} requests are ever in flight (give more prompts to measure it)")
+            self.notes.append(
+                f"concurrency {', '.join(map(str, dropped))} not measured: with {n} prompts no more than "
+                f"{n} requests are ever in flight (give more prompts to measure it)"
+            )
         return [c for c in levels if c <= n]
 
     @property
@@ -166,8 +174,15 @@ class Workload:
         return [self.temperature if p.temperature is None else p.temperature for p in self.prompts]
 
 
-DTYPE_ALIASES = {"float32": "float32", "fp32": "float32", "bfloat16": "bfloat16", "bf16": "bfloat16",
-               "float16": "float16", "fp16": "float16", "float64": "float64"}  # --dtype's names, both engines
+DTYPE_ALIASES = {
+    "float32": "float32",
+    "fp32": "float32",
+    "bfloat16": "bfloat16",
+    "bf16": "bfloat16",
+    "float16": "float16",
+    "fp16": "float16",
+    "float64": "float64",
+}  # --dtype's names, both engines
 
 
 def dtype_name(name: str) -> str:
@@ -183,7 +198,6 @@ class NativeOptions:
 
     batch_size: int = 32
     dequantize_mxfp4: bool = False
-
 
 
 @dataclass
@@ -203,7 +217,6 @@ class Measurement:
     speedup: dict | None = None
     by_k: list[dict] | None = None  # acceptance at every K <= K, replayed exactly (native)
     notes: list[str] = field(default_factory=list)
-
 
 
 def text_sha256(text: str) -> str:
@@ -229,8 +242,10 @@ def _prompt_text(path: Path | None) -> str:
     except UnicodeDecodeError:
         raise BadInput(f"prompts file {path} is not UTF-8 text", hint="save the prompts file as UTF-8") from None
     if text.startswith("\ufeff"):
-        raise BadInput(f"prompts file {path} starts with a byte-order mark (BOM), which JSON Lines does not allow",
-                       hint="save the prompts file as UTF-8 without a BOM")
+        raise BadInput(
+            f"prompts file {path} starts with a byte-order mark (BOM), which JSON Lines does not allow",
+            hint="save the prompts file as UTF-8 without a BOM",
+        )
     return text
 
 
@@ -248,22 +263,25 @@ def parse_prompts(text: str, where: str) -> list[Prompt]:
         try:
             row = parse_json(line, f"{where}: line {n}")
         except (json.JSONDecodeError, RecursionError):
-            raise BadInput(f"{where}: line {n} is not JSON",
-                           hint="give one JSON object per line, each with a \"prompt\" string") from None
+            raise BadInput(
+                f"{where}: line {n} is not JSON", hint='give one JSON object per line, each with a "prompt" string'
+            ) from None
         if isinstance(row, str):
             row = {"prompt": row}
         if not isinstance(row, dict) or not isinstance(row.get("prompt", row.get("text")), str):
-            raise BadInput(f"{where}: line {n} needs a string field 'prompt'",
-                           hint="give each line as {\"prompt\": \"...\", \"bucket\": \"...\"}")
+            raise BadInput(
+                f"{where}: line {n} needs a string field 'prompt'",
+                hint='give each line as {"prompt": "...", "bucket": "..."}',
+            )
         _refuse_surrogates(row, where, n)
         if len(prompts) == MAX_PROMPTS:  # its report could not hold them
             raise BadInput(f"{where}: more than {MAX_PROMPTS:,} prompts", hint="split the file into smaller sets")
         prompts.append(prompt_of(row, where, n))
     if not prompts:
-        raise BadInput(f"{where}: no prompts",
-                       hint="give a file with one JSON object per line, each with a \"prompt\" string")
+        raise BadInput(
+            f"{where}: no prompts", hint='give a file with one JSON object per line, each with a "prompt" string'
+        )
     return prompts
-
 
 
 SURROGATE = re.compile("[\ud800-\udfff]")
@@ -273,6 +291,7 @@ def _refuse_surrogates(row: dict, where: str, n: int) -> None:
     """A lone surrogate (`"\\ud800"` written as a JSON escape) is no character: no tokenizer encodes it, no
     report can print it. Refused by line and field, in every string the row holds (the prompt, its bucket, the
     system message, each earlier turn)."""
+
     def strings(value, name):
         if isinstance(value, str):
             yield name, value
@@ -286,26 +305,37 @@ def _refuse_surrogates(row: dict, where: str, n: int) -> None:
     try:
         found = next((name for name, text in strings(row, "") if SURROGATE.search(text)), None)
     except RecursionError:
-        raise BadInput(f"{where}: line {n} is nested too deeply", hint="give each line as a flat JSON object "
-                       "of the fields the prompt format names") from None
+        raise BadInput(
+            f"{where}: line {n} is nested too deeply",
+            hint="give each line as a flat JSON object of the fields the prompt format names",
+        ) from None
     if found is not None:
-        raise BadInput(f"{where}: line {n}: {found!r} holds a lone surrogate (a \\ud800-\\udfff escape "
-                       "without its pair), which is not text", hint="write the character itself, or its full "
-                       "surrogate pair, or remove it")
+        raise BadInput(
+            f"{where}: line {n}: {found!r} holds a lone surrogate (a \\ud800-\\udfff escape "
+            "without its pair), which is not text",
+            hint="write the character itself, or its full surrogate pair, or remove it",
+        )
 
 
-FIELDS = {"bucket": "a string", "chat": "true or false", "system": "a string", "thinking": "true or false",
-          "context": "a positive integer",
-          "history": "a list of strings (the earlier user turns)", "temperature": "a number from 0 to 100"}
-FIELDS_HINT = ('e.g. {"prompt": "...", "chat": true, "system": "...", "thinking": false, "context": 2048, '
-               '"history": ["an earlier question"], "temperature": 0.7}')
+FIELDS = {
+    "bucket": "a string",
+    "chat": "true or false",
+    "system": "a string",
+    "thinking": "true or false",
+    "context": "a positive integer",
+    "history": "a list of strings (the earlier user turns)",
+    "temperature": "a number from 0 to 100",
+}
+FIELDS_HINT = (
+    'e.g. {"prompt": "...", "chat": true, "system": "...", "thinking": false, "context": 2048, '
+    '"history": ["an earlier question"], "temperature": 0.7}'
+)
 
 
 # A bucket's name is shown on a terminal, on pages, in plots and in the registry: one line of text that shows as
 # it is. Refused: C0 and C1 controls (a tab, a newline, ESC and its colour codes, BEL), U+2028/U+2029 (a line
 # break), lone surrogates, and the bidirectional controls that reorder the text around them.
-BUCKET_UNSEEN = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
-                           "\ud800-\udfff]")
+BUCKET_UNSEEN = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 
 
 def bucket_problem(name: str) -> str | None:
@@ -318,29 +348,35 @@ def bucket_problem(name: str) -> str | None:
     if found is None:
         return None
     c = found.group()
-    what = "a bidirectional control" if c in "\u061c\u200e\u200f" or "\u202a" <= c <= "\u202e" or \
-        "\u2066" <= c <= "\u2069" else "a lone surrogate" if "\ud800" <= c <= "\udfff" else "a control character"
+    what = (
+        "a bidirectional control"
+        if c in "\u061c\u200e\u200f" or "\u202a" <= c <= "\u202e" or "\u2066" <= c <= "\u2069"
+        else "a lone surrogate"
+        if "\ud800" <= c <= "\udfff"
+        else "a control character"
+    )
     return f"holds {what} (U+{ord(c):04X}); expected one line of text without control characters"
 
 
 def prompt_of(row: dict, where: str, n: int) -> Prompt:
     try:
-        prompt = Prompt(prompt=row.get("prompt", row.get("text")),
-                        **{k: row[k] for k in FIELDS if k in row})
+        prompt = Prompt(prompt=row.get("prompt", row.get("text")), **{k: row[k] for k in FIELDS if k in row})
     except ValidationError as exc:
         key = exc.errors()[0]["loc"][0]
         raise BadInput(f"{where}: line {n}: {key!r} must be {FIELDS[key]}", hint=FIELDS_HINT) from None
     problem = bucket_problem(prompt.bucket)
     if problem:
-        raise BadInput(f"{where}: line {n}: 'bucket' {problem}",
-                       hint="name the bucket in one line of visible text, e.g. \"bucket\": \"code\"")
+        raise BadInput(
+            f"{where}: line {n}: 'bucket' {problem}",
+            hint='name the bucket in one line of visible text, e.g. "bucket": "code"',
+        )
     chat_only = [key for key in ("history", "system", "thinking") if getattr(prompt, key) is not None]
     if chat_only and not prompt.chat:
         what = "a conversation" if chat_only[0] == "history" else "a chat message"
-        raise BadInput(f"{where}: line {n}: a row with a {chat_only[0]!r} is {what} and needs \"chat\": true",
-                       hint=FIELDS_HINT)
+        raise BadInput(
+            f'{where}: line {n}: a row with a {chat_only[0]!r} is {what} and needs "chat": true', hint=FIELDS_HINT
+        )
     return prompt
-
 
 
 def prompt_context(spec: DrafterSpec, tcfg: dict, engines: list[str], max_model_len: int | None) -> int:
@@ -354,16 +390,23 @@ def prompt_context(spec: DrafterSpec, tcfg: dict, engines: list[str], max_model_
     return min([x for x in limits if x] or [1 << 62])
 
 
-
 def too_long(prompts: list[Prompt], encoded: list[list[int]], context: int, extra: int) -> list[dict]:
     skipped = []
     for n, (p, ids) in enumerate(zip(prompts, encoded)):
         if ids is None:  # skipped already, for another reason
             continue
         if not ids:
-            raise BadInput(f"prompt {n + 1} ({p.prompt[:30]!r}) is empty after tokenisation",
-                           hint="remove that prompt from the file")
+            raise BadInput(
+                f"prompt {n + 1} ({p.prompt[:30]!r}) is empty after tokenisation",
+                hint="remove that prompt from the file",
+            )
         if len(ids) + extra > context:
-            skipped.append({"index": n, "tokens": len(ids), "bucket": p.bucket,
-                            "reason": f"{len(ids)} + {extra} new and draft tokens exceed the context of {context}"})
+            skipped.append(
+                {
+                    "index": n,
+                    "tokens": len(ids),
+                    "bucket": p.bucket,
+                    "reason": f"{len(ids)} + {extra} new and draft tokens exceed the context of {context}",
+                }
+            )
     return skipped

@@ -39,13 +39,18 @@ def build(out: Path, embed: bool) -> int:
 
     d = H // HEADS
     state = {
-        "fc.weight": w(H, 3 * H), "norm.weight": torch.ones(H, dtype=torch.bfloat16), "lm_head.weight": w(VD, H),
+        "fc.weight": w(H, 3 * H),
+        "norm.weight": torch.ones(H, dtype=torch.bfloat16),
+        "lm_head.weight": w(VD, H),
         "midlayer.input_layernorm.weight": torch.ones(H, dtype=torch.bfloat16),
         "midlayer.hidden_norm.weight": torch.ones(H, dtype=torch.bfloat16),
         "midlayer.post_attention_layernorm.weight": torch.ones(H, dtype=torch.bfloat16),
-        "midlayer.self_attn.q_proj.weight": w(HEADS * d, 2 * H), "midlayer.self_attn.k_proj.weight": w(KV * d, 2 * H),
-        "midlayer.self_attn.v_proj.weight": w(KV * d, 2 * H), "midlayer.self_attn.o_proj.weight": w(H, HEADS * d),
-        "midlayer.mlp.gate_proj.weight": w(FFN, H), "midlayer.mlp.up_proj.weight": w(FFN, H),
+        "midlayer.self_attn.q_proj.weight": w(HEADS * d, 2 * H),
+        "midlayer.self_attn.k_proj.weight": w(KV * d, 2 * H),
+        "midlayer.self_attn.v_proj.weight": w(KV * d, 2 * H),
+        "midlayer.self_attn.o_proj.weight": w(H, HEADS * d),
+        "midlayer.mlp.gate_proj.weight": w(FFN, H),
+        "midlayer.mlp.up_proj.weight": w(FFN, H),
         "midlayer.mlp.down_proj.weight": w(H, FFN),
     }
     used = torch.sort(torch.randperm(V, generator=g)[:VD]).values
@@ -56,20 +61,45 @@ def build(out: Path, embed: bool) -> int:
     if embed:
         state["embed_tokens.weight"] = w(V, H)
     save_file(state, str(out / "model.safetensors"), metadata={"format": "pt"})
-    cfg = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": H, "intermediate_size": FFN,
-           "num_attention_heads": HEADS, "num_key_value_heads": KV, "num_hidden_layers": 1, "rms_norm_eps": 1e-5,
-           "max_position_embeddings": 2048, "vocab_size": V, "draft_vocab_size": VD, "tie_word_embeddings": False,
-           "torch_dtype": "bfloat16", "hidden_act": "silu"}
+    cfg = {
+        "architectures": ["LlamaForCausalLM"],
+        "model_type": "llama",
+        "hidden_size": H,
+        "intermediate_size": FFN,
+        "num_attention_heads": HEADS,
+        "num_key_value_heads": KV,
+        "num_hidden_layers": 1,
+        "rms_norm_eps": 1e-5,
+        "max_position_embeddings": 2048,
+        "vocab_size": V,
+        "draft_vocab_size": VD,
+        "tie_word_embeddings": False,
+        "torch_dtype": "bfloat16",
+        "hidden_act": "silu",
+    }
     (out / "config.json").write_text(json.dumps(cfg))
     return (out / "model.safetensors").stat().st_size
 
 
 def target_config(out: Path) -> Path:
     out.mkdir(parents=True)
-    (out / "config.json").write_text(json.dumps({
-        "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": H, "intermediate_size": FFN,
-        "num_attention_heads": HEADS, "num_key_value_heads": KV, "num_hidden_layers": 32, "vocab_size": V,
-        "max_position_embeddings": 131072, "rms_norm_eps": 1e-5, "rope_theta": 500000.0}))
+    (out / "config.json").write_text(
+        json.dumps(
+            {
+                "architectures": ["LlamaForCausalLM"],
+                "model_type": "llama",
+                "hidden_size": H,
+                "intermediate_size": FFN,
+                "num_attention_heads": HEADS,
+                "num_key_value_heads": KV,
+                "num_hidden_layers": 32,
+                "vocab_size": V,
+                "max_position_embeddings": 131072,
+                "rms_norm_eps": 1e-5,
+                "rope_theta": 500000.0,
+            }
+        )
+    )
     return out
 
 
@@ -98,21 +128,42 @@ def main():
     work = Path(args.workdir or tempfile.mkdtemp(prefix="bench-convert-"))
     target = target_config(work / "target")
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_VERBOSITY": "error"}
-    results = {"machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-                          f"torch {torch.__version__}", "reps": args.reps, "cases": {}}
+    results = {
+        "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}",
+        "reps": args.reps,
+        "cases": {},
+    }
     for embed in (False, True):
         name = "with embed_tokens" if embed else "without embed_tokens"
         src = work / f"src-{int(embed)}"
         size = build(src, embed)
         tools = {
             "cp -r": lambda out: ["cp", "-r", str(src), str(out)],
-            "eaglezoo convert": lambda out: [args.eaglezoo, "convert", str(src), str(out), "--aux-layers", "2,16,29",
-                                             "--aux-convention", "boundary"],
+            "eaglezoo convert": lambda out: [
+                args.eaglezoo,
+                "convert",
+                str(src),
+                str(out),
+                "--aux-layers",
+                "2,16,29",
+                "--aux-convention",
+                "boundary",
+            ],
         }
         if Path(args.speculators).exists():
             tools["speculators convert"] = lambda out: [
-                args.speculators, "convert", str(src), "--algorithm", "eagle3", "--verifier", str(target),
-                "--output-path", str(out), "--algorithm-kwargs", '{"eagle_aux_hidden_state_layer_ids": [2, 16, 29]}']
+                args.speculators,
+                "convert",
+                str(src),
+                "--algorithm",
+                "eagle3",
+                "--verifier",
+                str(target),
+                "--output-path",
+                str(out),
+                "--algorithm-kwargs",
+                '{"eagle_aux_hidden_state_layer_ids": [2, 16, 29]}',
+            ]
         case = {"bytes": size, "tools": {}}
         for tool, cmd in tools.items():
             walls, rss = [], []
@@ -123,7 +174,9 @@ def main():
                 rss.append(r)
                 shutil.rmtree(out, ignore_errors=True)
             case["tools"][tool] = {"median_s": statistics.median(walls), "walls_s": walls, "peak_rss_mb": max(rss)}
-            print(f"{name:22} {tool:20} median {statistics.median(walls):6.2f} s  peak RSS {max(rss):7.0f} MB", flush=True)
+            print(
+                f"{name:22} {tool:20} median {statistics.median(walls):6.2f} s  peak RSS {max(rss):7.0f} MB", flush=True
+            )
         cp = case["tools"]["cp -r"]["median_s"]
         case["eaglezoo_vs_cp"] = case["tools"]["eaglezoo convert"]["median_s"] / cp
         results["cases"][name] = case

@@ -95,8 +95,16 @@ def child(impl: str, t: int, k: int) -> dict:
     draft(t)
     seconds = time.perf_counter() - t0
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return {"impl": impl, "T": t, "k": k, "setup_peak_mb": base / 1024, "peak_mb": peak / 1024,
-            "drafting_mb": (peak - base) / 1024, "inputs_mb": aux_bytes / 2**20, "seconds": seconds}
+    return {
+        "impl": impl,
+        "T": t,
+        "k": k,
+        "setup_peak_mb": base / 1024,
+        "peak_mb": peak / 1024,
+        "drafting_mb": (peak - base) / 1024,
+        "inputs_mb": aux_bytes / 2**20,
+        "seconds": seconds,
+    }
 
 
 def main():
@@ -114,8 +122,16 @@ def main():
     rows = []
     for t in [int(x) for x in args.lengths.split(",")]:
         for impl in args.impls.split(","):
-            child_cmd = [sys.executable, "-m", "scripts.bench.drafter_memory", "--child", impl, str(t),
-                         "-k", str(args.k)]
+            child_cmd = [
+                sys.executable,
+                "-m",
+                "scripts.bench.drafter_memory",
+                "--child",
+                impl,
+                str(t),
+                "-k",
+                str(args.k),
+            ]
             proc = subprocess.run(child_cmd, capture_output=True, text=True, env=env, cwd=ROOT)
             if proc.returncode != 0:
                 tail = (proc.stderr.strip().splitlines() or ["killed"])[-1]
@@ -123,9 +139,16 @@ def main():
             else:
                 rows.append(json.loads(proc.stdout))
             r = rows[-1]
-            print(f"T={t:6d} {impl}: " + (r["failed"] if "failed" in r else
-                  f"drafting {r['drafting_mb']:8.1f} MB (peak {r['peak_mb']:.0f} MB, set-up {r['setup_peak_mb']:.0f} MB), "
-                  f"{r['seconds']:.2f} s"), flush=True)
+            print(
+                f"T={t:6d} {impl}: "
+                + (
+                    r["failed"]
+                    if "failed" in r
+                    else f"drafting {r['drafting_mb']:8.1f} MB (peak {r['peak_mb']:.0f} MB, set-up {r['setup_peak_mb']:.0f} MB), "
+                    f"{r['seconds']:.2f} s"
+                ),
+                flush=True,
+            )
     print(json.dumps(rows, indent=2))
 
 

@@ -28,9 +28,12 @@ ENTRY = "angelslim-qwen3-8b-eagle3"  # a published entry of the registry
 
 def commands(root: Path) -> dict[str, list[str]]:
     registry = str(root / "registry")
-    return {"pull": ["pull", "tester/drafter"], "lint": ["lint", "tester/drafter"],
-            "registry sync": ["registry", "sync", ENTRY, "--registry", registry],
-            "registry check --online": ["registry", "check", "--online", ENTRY, "--registry", registry]}
+    return {
+        "pull": ["pull", "tester/drafter"],
+        "lint": ["lint", "tester/drafter"],
+        "registry sync": ["registry", "sync", ENTRY, "--registry", registry],
+        "registry check --online": ["registry", "check", "--online", ENTRY, "--registry", registry],
+    }
 
 
 def default_env(endpoint: str, home: str) -> dict[str, str]:
@@ -41,8 +44,14 @@ def default_env(endpoint: str, home: str) -> dict[str, str]:
 def timed(argv: list[str], root: Path, env: dict[str, str], limit: float) -> tuple[str, str, str]:
     """(seconds, exit code, last line of stderr) of one CLI run."""
     start = time.monotonic()
-    proc = subprocess.Popen([sys.executable, "-m", "eaglezoo", *argv], cwd=root, env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "eaglezoo", *argv],
+        cwd=root,
+        env=env,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     try:
         _, err = proc.communicate(timeout=limit)
         seconds, code = f"{time.monotonic() - start:.1f}", str(proc.returncode)
@@ -58,14 +67,18 @@ def main() -> None:
     parser.add_argument("--limit", type=float, default=300, help="kill a run still going after this many seconds")
     parser.add_argument("--root", type=Path, default=Path(__file__).resolve().parents[2])
     args = parser.parse_args()
-    servers = {name: serve_raw(answer) for name, answer in (("never answers", never_answer),
-                                                             ("stalls the body", stall_after_headers))}
+    servers = {
+        name: serve_raw(answer)
+        for name, answer in (("never answers", never_answer), ("stalls the body", stall_after_headers))
+    }
     print("| server | command | seconds | exit | stderr |\n|---|---|---|---|---|")
     for server, (raw, _) in servers.items():
         endpoint = f"http://127.0.0.1:{raw.server_address[1]}"
         with tempfile.TemporaryDirectory() as home, ThreadPoolExecutor(max_workers=4) as pool:
-            runs = {name: pool.submit(timed, argv, args.root, default_env(endpoint, home), args.limit)
-                    for name, argv in commands(args.root).items()}
+            runs = {
+                name: pool.submit(timed, argv, args.root, default_env(endpoint, home), args.limit)
+                for name, argv in commands(args.root).items()
+            }
             for name, run in runs.items():
                 seconds, code, line = run.result()
                 print(f"| {server} | `eaglezoo {name}` | {seconds} | {code} | {line[:120]} |", flush=True)

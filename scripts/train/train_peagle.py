@@ -40,8 +40,13 @@ def start_drafter(target) -> PeagleDrafter:
     from eaglezoo.checkpoint.formats.base import ReadOptions
 
     d = read_drafter(START, None, ReadOptions(aux_layers=AUX, aux_convention="boundary", target_layers=4))
-    spec = d.spec.model_copy(update={"family": "peagle", "family_fields": FamilyFields(mask_token_id=MASK_TOKEN),
-                                     "architectures": [peagle.ARCH_NAMES["llama"]]})
+    spec = d.spec.model_copy(
+        update={
+            "family": "peagle",
+            "family_fields": FamilyFields(mask_token_id=MASK_TOKEN),
+            "architectures": [peagle.ARCH_NAMES["llama"]],
+        }
+    )
     eagle = build_drafter(spec, d.state(), embed=target.get_input_embeddings().weight.detach().clone())
     eagle.embed_tokens.weight.requires_grad_(False)  # frozen, shared with the target
     torch.manual_seed(tr.SEED + 11)
@@ -59,13 +64,14 @@ def loss_of(model: PeagleDrafter, target, x: torch.Tensor, used: torch.Tensor, d
     loss = 0.0
     for s, out in enumerate(chains.logits):  # depth s+1 from slot t predicts token t+s+2: target argmax at t+s+1
         valid = slots - s - 1
-        want = logits[:, s + 1:s + 1 + valid].softmax(-1)
-        loss = loss + DEPTH_WEIGHT ** s * -(want * out[:, :valid].log_softmax(-1)).sum(-1).mean()
+        want = logits[:, s + 1 : s + 1 + valid].softmax(-1)
+        loss = loss + DEPTH_WEIGHT**s * -(want * out[:, :valid].log_softmax(-1)).sum(-1).mean()
     return loss
 
 
-def train(model: PeagleDrafter, target, stream, pool, steps: int, depth: int, lr: float, batch: int,
-          log) -> PeagleDrafter:
+def train(
+    model: PeagleDrafter, target, stream, pool, steps: int, depth: int, lr: float, batch: int, log
+) -> PeagleDrafter:
     used, _, _ = tr.draft_vocab(stream, model.spec.vocab_size, model.spec.draft_vocab_size)
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
@@ -88,8 +94,11 @@ def train(model: PeagleDrafter, target, stream, pool, steps: int, depth: int, lr
 def save(model: PeagleDrafter, out: Path) -> None:
     """P-EAGLE's native form; mask_hidden as speculators saves it, [1, 1, k x target hidden]."""
     out.mkdir(parents=True, exist_ok=True)
-    state = {n: t.detach().half().contiguous() if t.is_floating_point() else t.detach().contiguous()
-             for n, t in model.eagle.state_dict().items() if not n.startswith("embed_tokens")}
+    state = {
+        n: t.detach().half().contiguous() if t.is_floating_point() else t.detach().contiguous()
+        for n, t in model.eagle.state_dict().items()
+        if not n.startswith("embed_tokens")
+    }
     state["mask_hidden"] = model.mask_hidden.detach().half().reshape(1, 1, -1).contiguous()
     save_file(state, str(out / "model.safetensors"), metadata={"format": "pt"})
     cfg = peagle.write_config(model.spec, "float16")

@@ -44,10 +44,13 @@ def config_only_target(tmp_path: Path) -> Path:
 
 
 def commands_on(d: Path, tmp_path: Path) -> dict[str, list]:
-    return {"lint": ["lint", d], "convert": ["convert", d, tmp_path / "out", "--to", "eagle31"],
-            "serve-config": ["serve-config", d, "--target", "org/target"],
-            "push": ["push", d, "org/name", "--dry-run"],
-            "compare": ["compare", d, EXAMPLE / "eagle3-safeai", "--target", EXAMPLE / "target"]}
+    return {
+        "lint": ["lint", d],
+        "convert": ["convert", d, tmp_path / "out", "--to", "eagle31"],
+        "serve-config": ["serve-config", d, "--target", "org/target"],
+        "push": ["push", d, "org/name", "--dry-run"],
+        "compare": ["compare", d, EXAMPLE / "eagle3-safeai", "--target", EXAMPLE / "target"],
+    }
 
 
 # --------------------------------------------------------------------------------------------
@@ -77,21 +80,31 @@ def test_a_report_number_with_too_many_digits_is_one_line(tmp_path):
     report.write_text(f'{{"num_spec_tokens": {HUGE}}}\n')
     html = tmp_path / "report.html"
     assert_clean_failure(run_inprocess("report", report, "--html", html), html, contains="too many digits")
-    assert_clean_failure(run_inprocess("push", make_drafter(tmp_path / "d"), "org/name", "--dry-run", "--report",
-                                       report),
-                         contains=f"{report} holds a number with too many digits")
+    assert_clean_failure(
+        run_inprocess("push", make_drafter(tmp_path / "d"), "org/name", "--dry-run", "--report", report),
+        contains=f"{report} holds a number with too many digits",
+    )
     reg = tmp_path / "registry"
     reg.mkdir()
     (reg / "good.yaml").write_text(GOOD)
-    assert_clean_failure(run_inprocess("registry", "record", report, "--registry", reg),
-                         contains=f"{report} holds a number with too many digits")
+    assert_clean_failure(
+        run_inprocess("registry", "record", report, "--registry", reg),
+        contains=f"{report} holds a number with too many digits",
+    )
 
 
 def test_a_prompt_number_with_too_many_digits_is_refused_by_line_before_any_model(tmp_path):
     prompts = tmp_path / "prompts.jsonl"
-    prompts.write_text('{"prompt": "fine"}\n' f'{{"prompt": "x", "context": {HUGE}}}\n')
-    r = run_inprocess("verify", EXAMPLE / "eagle3-safeai", "--target", config_only_target(tmp_path), "--prompts",
-                      prompts, *EXAMPLE_IDS)
+    prompts.write_text(f'{{"prompt": "fine"}}\n{{"prompt": "x", "context": {HUGE}}}\n')
+    r = run_inprocess(
+        "verify",
+        EXAMPLE / "eagle3-safeai",
+        "--target",
+        config_only_target(tmp_path),
+        "--prompts",
+        prompts,
+        *EXAMPLE_IDS,
+    )
     assert_clean_failure(r, contains=f"{prompts}: line 2 holds a number with too many digits")
 
 
@@ -119,20 +132,27 @@ def test_push_dry_run_refuses_a_self_linked_file_by_name(tmp_path):
 # 3 and 4. the prompt reader: lone surrogates; U+2028 and U+0085 inside a JSON string
 
 
-@pytest.mark.parametrize("row,field", [
-    ({"prompt": "x\ud800y"}, "'prompt'"),
-    ({"prompt": "ok", "chat": True, "system": "be \udc00 brief"}, "'system'"),
-    ({"prompt": "ok", "chat": True, "history": ["first", "second \ud83d"]}, "'history[1]'"),
-    ({"prompt": "ok", "bucket": "b\udfff"}, "'bucket'"),
-], ids=["prompt", "system", "history", "bucket"])
+@pytest.mark.parametrize(
+    "row,field",
+    [
+        ({"prompt": "x\ud800y"}, "'prompt'"),
+        ({"prompt": "ok", "chat": True, "system": "be \udc00 brief"}, "'system'"),
+        ({"prompt": "ok", "chat": True, "history": ["first", "second \ud83d"]}, "'history[1]'"),
+        ({"prompt": "ok", "bucket": "b\udfff"}, "'bucket'"),
+    ],
+    ids=["prompt", "system", "history", "bucket"],
+)
 @pytest.mark.parametrize("command", ["verify", "compare"])
 def test_a_lone_surrogate_is_refused_by_file_line_and_field_before_any_model(tmp_path, command, row, field):
     prompts = tmp_path / "prompts.jsonl"
     prompts.write_text('{"prompt": "fine"}\n' + json.dumps(row) + "\n")  # json.dumps writes \\udXXX escapes
     assert "\\ud" in prompts.read_text()
     target = config_only_target(tmp_path)
-    args = ([EXAMPLE / "eagle3-safeai", "--target", target, *EXAMPLE_IDS] if command == "verify" else
-            [EXAMPLE / "eagle3-safeai", EXAMPLE / "eagle31-safeai", "--target", target])
+    args = (
+        [EXAMPLE / "eagle3-safeai", "--target", target, *EXAMPLE_IDS]
+        if command == "verify"
+        else [EXAMPLE / "eagle3-safeai", EXAMPLE / "eagle31-safeai", "--target", target]
+    )
     r = run_inprocess(command, *args, "--prompts", prompts)
     assert_clean_failure(r, contains=f"{prompts}: line 2: {field} holds a lone surrogate")
     assert "TypeError" not in r.err
@@ -154,20 +174,22 @@ def test_u2028_and_u0085_inside_a_prompt_do_not_split_its_line(tmp_path):
 # 5 (and 1, 2 in YAML). one bad registry file is that file's problem; the others still load
 
 
-
-
 def bad_registry(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     """A valid entry beside three that cannot load: a date PyYAML cannot build, an integer past the limit,
     a file linked to itself. Each is named by file (and line) where it is said."""
     reg = tmp_path / "registry"
     reg.mkdir()
     (reg / "good.yaml").write_text(GOOD)
-    (reg / "date.yaml").write_text(GOOD.replace("id: good", "id: date") + "status:\n  state: unverified\n"
-                                   "  date: 2026-13-45\n")
+    (reg / "date.yaml").write_text(
+        GOOD.replace("id: good", "id: date") + "status:\n  state: unverified\n  date: 2026-13-45\n"
+    )
     (reg / "digits.yaml").write_text(GOOD.replace("id: good", "id: digits") + f"notes: [{HUGE}]\n")
     os.symlink("loop.yaml", reg / "loop.yaml")
-    return reg, {"date": "date.yaml:9: '2026-13-45' is not a valid date", "digits": "digits.yaml:7: the number '999",
-                 "loop": "loop.yaml is a symlink loop"}
+    return reg, {
+        "date": "date.yaml:9: '2026-13-45' is not a valid date",
+        "digits": "digits.yaml:7: the number '999",
+        "loop": "loop.yaml is a symlink loop",
+    }
 
 
 def test_unreadable_registry_files_leave_the_others_working(tmp_path):
@@ -234,8 +256,11 @@ def test_site_never_replaces_what_an_entry_names(tmp_path, where):
     shutil.copytree(EXAMPLE, tmp_path / "examples" / "tiny")
     (tmp_path / "registry").mkdir()
     shutil.copy(ROOT / "registry" / "tiny-example-eagle31.yaml", tmp_path / "registry")
-    out = {"examples": tmp_path / "examples", "drafter": tmp_path / "examples" / "tiny" / "eagle31-safeai",
-           "target": tmp_path / "examples" / "tiny" / "target"}[where]
+    out = {
+        "examples": tmp_path / "examples",
+        "drafter": tmp_path / "examples" / "tiny" / "eagle31-safeai",
+        "target": tmp_path / "examples" / "tiny" / "target",
+    }[where]
     before = tree_digest(tmp_path)
     r = run_inprocess("registry", "site", out, "--force", "--registry", tmp_path / "registry")
     assert_clean_failure(r, contains=f"OUT {out} overlaps entry tiny-example-eagle31's")

@@ -54,8 +54,13 @@ def test_verify_help_in_a_real_80_column_terminal():
     r = run_cli("verify", "--help", env=NARROW)
     assert r.code == 0, r.err
     assert "…" not in r.out
-    for name in ("--distributed-executor-backend", "--gpu-memory-utilization", "--tensor-parallel-size",
-                 "--enable-expert-parallel", "--dequantize-mxfp4"):
+    for name in (
+        "--distributed-executor-backend",
+        "--gpu-memory-utilization",
+        "--tensor-parallel-size",
+        "--enable-expert-parallel",
+        "--dequantize-mxfp4",
+    ):
         assert name in r.out, r.out
     assert len(r.out.splitlines()) < 130  # was 169 lines, most of them wrapped help
 

@@ -24,8 +24,10 @@ def unknown_dialect(tmp_path):
 
 def test_an_unknown_dialect_is_named_with_an_option_of_a_command_that_has_it(tmp_path):
     drafter = unknown_dialect(tmp_path)
-    for args in (["serve-config", drafter, "--target", EXAMPLE / "target"],
-                 ["verify", drafter, "--target", EXAMPLE / "target", "--max-prompts", "1"]):
+    for args in (
+        ["serve-config", drafter, "--target", EXAMPLE / "target"],
+        ["verify", drafter, "--target", EXAMPLE / "target", "--max-prompts", "1"],
+    ):
         r = run_inprocess(*args)
         assert_clean_failure(r, contains="unknown dialect")
         assert "--from DIALECT in eaglezoo lint or convert" in r.err, r.err
@@ -48,5 +50,5 @@ def test_verify_names_each_lint_warning_it_counts():
     r = run_inprocess("verify", "tiny-example-eagle3", "--max-prompts", "1", "--max-new-tokens", "4")
     line = next(x for x in r.out.splitlines() if x.startswith("lint:"))
     warnings = int(line.split(",")[1].split()[0])
-    listed = r.out.split(line, 1)[1].splitlines()[1:warnings + 1]
+    listed = r.out.split(line, 1)[1].splitlines()[1 : warnings + 1]
     assert warnings >= 1 and len(listed) == warnings and all(x.startswith("  ") for x in listed), r.out

@@ -68,8 +68,18 @@ def test_a_bad_hub_timeout_setting_is_one_line(value):
 
 def test_a_bad_endpoint_timeout_setting_is_one_line_before_any_request():
     # run_cli: a process reads each setting once (settings.env_seconds)
-    r = run_cli("verify", EXAMPLE / "eagle3-safeai", "--target", EXAMPLE / "target", *EXAMPLE_IDS, "--max-prompts", "1",
-                "--endpoint", "http://127.0.0.1:9", env={"EAGLEZOO_ENDPOINT_TIMEOUT": "soon"})
+    r = run_cli(
+        "verify",
+        EXAMPLE / "eagle3-safeai",
+        "--target",
+        EXAMPLE / "target",
+        *EXAMPLE_IDS,
+        "--max-prompts",
+        "1",
+        "--endpoint",
+        "http://127.0.0.1:9",
+        env={"EAGLEZOO_ENDPOINT_TIMEOUT": "soon"},
+    )
     assert_clean_failure(r, contains="EAGLEZOO_ENDPOINT_TIMEOUT='soon'")
 
 
@@ -104,30 +114,36 @@ DRAFTER = EXAMPLE / "eagle3-safeai"
 VERIFY = ["verify", DRAFTER, "--target", EXAMPLE / "target", *EXAMPLE_IDS]
 
 
-@pytest.mark.parametrize("args, message", [
-    ([*VERIFY, "--max-prompts", "0"], "--max-prompts"),
-    ([*VERIFY, "--max-prompts", "-1"], "--max-prompts"),
-    ([*VERIFY, "--max-new-tokens", "0"], "--max-new-tokens"),
-    ([*VERIFY, "--batch-size", "0"], "--batch-size"),
-    ([*VERIFY, "-k", "1000"], "--num-spec-tokens"),
-    ([*VERIFY, "--min-acceptance", "0.5,0.4,0.3,0.2"], "has 4 floors but K is 3"),
-    ([*VERIFY, "--min-acceptance", "nan"], "--min-acceptance"),
-    ([*VERIFY, "--min-acceptance", "inf"], "--min-acceptance"),
-    ([*VERIFY, "--min-al", "inf"], "--min-al"),
-    ([*VERIFY, "--min-al", "nan"], "--min-al"),
-    (["serve-config", "tiny-example-eagle31", "-k", "-1"], "--num-spec-tokens"),
-    (["serve-config", "tiny-example-eagle31", "-k", "1000"], "--num-spec-tokens"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        ([*VERIFY, "--max-prompts", "0"], "--max-prompts"),
+        ([*VERIFY, "--max-prompts", "-1"], "--max-prompts"),
+        ([*VERIFY, "--max-new-tokens", "0"], "--max-new-tokens"),
+        ([*VERIFY, "--batch-size", "0"], "--batch-size"),
+        ([*VERIFY, "-k", "1000"], "--num-spec-tokens"),
+        ([*VERIFY, "--min-acceptance", "0.5,0.4,0.3,0.2"], "has 4 floors but K is 3"),
+        ([*VERIFY, "--min-acceptance", "nan"], "--min-acceptance"),
+        ([*VERIFY, "--min-acceptance", "inf"], "--min-acceptance"),
+        ([*VERIFY, "--min-al", "inf"], "--min-al"),
+        ([*VERIFY, "--min-al", "nan"], "--min-al"),
+        (["serve-config", "tiny-example-eagle31", "-k", "-1"], "--num-spec-tokens"),
+        (["serve-config", "tiny-example-eagle31", "-k", "1000"], "--num-spec-tokens"),
+    ],
+)
 def test_numeric_options_out_of_range_are_one_line(args, message):
     assert_clean_failure(run_inprocess(*args), contains=message)
 
 
-@pytest.mark.parametrize("content, message", [
-    (b'\xff\xfe{"prompt": "hi"}\n', "not UTF-8"),
-    (b"[" * 100_000 + b"\n", "line 1 is not JSON"),
-    (b"[1, 2]\n", "line 1 needs a string field 'prompt'"),
-    (b'\xef\xbb\xbf{"prompt": "hi"}\n', "starts with a byte-order mark (BOM)"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (b'\xff\xfe{"prompt": "hi"}\n', "not UTF-8"),
+        (b"[" * 100_000 + b"\n", "line 1 is not JSON"),
+        (b"[1, 2]\n", "line 1 needs a string field 'prompt'"),
+        (b'\xef\xbb\xbf{"prompt": "hi"}\n', "starts with a byte-order mark (BOM)"),
+    ],
+)
 def test_prompts_that_are_not_text_too_deep_or_not_objects(tmp_path, content, message):
     prompts = tmp_path / "p.jsonl"
     prompts.write_bytes(content)
@@ -143,8 +159,10 @@ def test_a_target_given_as_a_file_is_named_as_the_target():
 def test_reports_that_are_json_lists_are_refused(tmp_path):
     listed = tmp_path / "report.json"
     listed.write_text("[1, 2]")
-    assert_clean_failure(run_inprocess("push", EXAMPLE / "eagle31-safeai", "tester/x", "--report", listed, "--dry-run"),
-                         contains="not a JSON object")
+    assert_clean_failure(
+        run_inprocess("push", EXAMPLE / "eagle31-safeai", "tester/x", "--report", listed, "--dry-run"),
+        contains="not a JSON object",
+    )
     assert_clean_failure(run_inprocess("registry", "record", listed), contains="not a JSON object")
 
 
@@ -172,7 +190,9 @@ def test_a_fifo_in_the_registry_is_named_and_never_read(tmp_path):
     os.mkfifo(registry / "fifo.yaml")
     listed = run_cli("registry", "list", "--registry", registry, "--json", timeout=TIMEOUT)
     assert listed.code == 0 and "fifo.yaml is a FIFO" in listed.err
-    assert_clean_failure(run_cli("registry", "show", "fifo", "--registry", registry, timeout=TIMEOUT),
-                         contains="is a FIFO, not a regular file")
+    assert_clean_failure(
+        run_cli("registry", "show", "fifo", "--registry", registry, timeout=TIMEOUT),
+        contains="is a FIFO, not a regular file",
+    )
     checked = run_cli("registry", "check", "--registry", registry, timeout=TIMEOUT)
     assert checked.code == 1 and "is a FIFO" in checked.out + checked.err

@@ -22,11 +22,14 @@ def test_usage_errors_are_one_line(cli):
     assert_clean_failure(cli("nonsense"), None, contains="no such command")
 
 
-@pytest.mark.parametrize("args, code", [
-    (["lint", "/no/such/dir", "--json"], 2),
-    (["verify", "x", "--bogus", "--json"], 2),
-    (["registry", "show", "no-such-entry", "--json"], 2),
-])
+@pytest.mark.parametrize(
+    "args, code",
+    [
+        (["lint", "/no/such/dir", "--json"], 2),
+        (["verify", "x", "--bogus", "--json"], 2),
+        (["registry", "show", "no-such-entry", "--json"], 2),
+    ],
+)
 def test_json_errors_are_json_on_stdout_with_the_same_exit_code(cli, args, code):
     r = cli(*args)
     assert r.code == code and r.err == ""
@@ -45,7 +48,7 @@ def test_debug_changes_no_exit_code(cli):
 def piped(command: str, env=None) -> subprocess.CompletedProcess:
     """Runs `eaglezoo ...` in a shell pipeline with no terminal width set (COLUMNS unset)."""
     environ = {k: v for k, v in {**CLI_ENV, **(env or {})}.items() if k != "COLUMNS"}
-    script = f"set -o pipefail; {sys.executable} -m eaglezoo {command}; echo \"exit=${{PIPESTATUS[0]}}\" >&2"
+    script = f'set -o pipefail; {sys.executable} -m eaglezoo {command}; echo "exit=${{PIPESTATUS[0]}}" >&2'
     return subprocess.run(["bash", "-c", script], capture_output=True, text=True, env=environ, cwd=ROOT, timeout=120)
 
 
@@ -65,8 +68,14 @@ def test_a_closed_stdout_is_not_an_error():
 def test_outputs_get_the_users_umask(tmp_path):
     for mask, dir_mode, file_mode in ((0o022, 0o755, 0o644), (0o002, 0o775, 0o664)):
         out = tmp_path / f"out-{mask:o}"
-        proc = subprocess.run([sys.executable, "-m", "eaglezoo", "convert", EXAMPLE / "eagle31-safeai", out, *EXAMPLE_IDS],
-                              env=CLI_ENV, cwd=ROOT, capture_output=True, text=True, preexec_fn=lambda m=mask: os.umask(m))
+        proc = subprocess.run(
+            [sys.executable, "-m", "eaglezoo", "convert", EXAMPLE / "eagle31-safeai", out, *EXAMPLE_IDS],
+            env=CLI_ENV,
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            preexec_fn=lambda m=mask: os.umask(m),
+        )
         assert proc.returncode == 0, proc.stderr
         assert out.stat().st_mode & 0o777 == dir_mode
         assert {f.stat().st_mode & 0o777 for f in out.iterdir()} == {file_mode}
@@ -85,8 +94,14 @@ def big_source(tmp_path_factory):
 
 
 def start_convert(src, out):
-    proc = subprocess.Popen([sys.executable, "-m", "eaglezoo", "convert", str(src), str(out), *EXAMPLE_IDS],
-                            env=CLI_ENV, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "eaglezoo", "convert", str(src), str(out), *EXAMPLE_IDS],
+        env=CLI_ENV,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.time() + 60
     while time.time() < deadline and not list(out.parent.glob(f".{out.name}.*.eaglezoo-tmp")):
         time.sleep(0.001)
@@ -113,6 +128,7 @@ def test_a_killed_runs_leftovers_are_removed_by_the_next_run(big_source, tmp_pat
     leftovers = list(tmp_path.glob(".out.*.eaglezoo-tmp"))
     assert leftovers and not out.exists()
     from eaglezoo.fsutil import HOST
+
     live = tmp_path / f".other.{HOST}-{os.getpid()}.abcdefgh.eaglezoo-tmp"  # a live process's work is never touched
     live.mkdir()
     remote = tmp_path / ".other.0badc0de-1.abcdefgh.eaglezoo-tmp"  # another host's (shared file system)
@@ -130,8 +146,13 @@ def _refusals_without_a_hint() -> list[str]:
     missing = []
     for path in sorted((ROOT / "eaglezoo").rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
-            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in kinds
-                    and len(node.args) < 2 and not any(k.arg == "hint" for k in node.keywords)):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id in kinds
+                and len(node.args) < 2
+                and not any(k.arg == "hint" for k in node.keywords)
+            ):
                 missing.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     return missing
 
@@ -160,7 +181,12 @@ REFUSALS = {  # one per part of the house: each must say what to do
     "unknown engine": lambda t: ["verify", "tiny-example-eagle31", "--engine", "gpu"],
     "serve-config engine": lambda t: ["serve-config", "tiny-example-eagle31", "--engine", "triton"],
     "push without config": lambda t: ["push", t, "me/x", "--dry-run"],
-    "prompts not JSON": lambda t: ["verify", "tiny-example-eagle31", "--prompts", EXAMPLE / "target" / "tokenizer.json"],
+    "prompts not JSON": lambda t: [
+        "verify",
+        "tiny-example-eagle31",
+        "--prompts",
+        EXAMPLE / "target" / "tokenizer.json",
+    ],
 }
 
 

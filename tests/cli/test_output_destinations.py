@@ -18,12 +18,15 @@ def digest(path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-@pytest.mark.parametrize("command, output", [
-    (["verify", "tiny-example-eagle31"], "--report"),
-    (["verify", "tiny-example-eagle31"], "--html"),
-    (["compare", "tiny-example-eagle3", "tiny-example-eagle31"], "--report"),
-    (["compare", "tiny-example-eagle3", "tiny-example-eagle31"], "--html"),
-])
+@pytest.mark.parametrize(
+    "command, output",
+    [
+        (["verify", "tiny-example-eagle31"], "--report"),
+        (["verify", "tiny-example-eagle31"], "--html"),
+        (["compare", "tiny-example-eagle3", "tiny-example-eagle31"], "--report"),
+        (["compare", "tiny-example-eagle3", "tiny-example-eagle31"], "--html"),
+    ],
+)
 def test_a_report_or_page_never_overwrites_the_prompts_it_reads(tmp_path, command, output):
     prompts = tmp_path / "prompts.jsonl"
     shutil.copy(EXAMPLE / "prompts.jsonl", prompts)
@@ -44,16 +47,29 @@ def pair(tmp_path):
 
 
 @pytest.mark.parametrize("command", ["verify", "compare"])
-@pytest.mark.parametrize("where, name", [("drafter", "config.json"), ("drafter", "new.json"),
-                                         ("target", "tokenizer.json"), ("target", "page.html")])
+@pytest.mark.parametrize(
+    "where, name",
+    [("drafter", "config.json"), ("drafter", "new.json"), ("target", "tokenizer.json"), ("target", "page.html")],
+)
 def test_no_output_lands_in_the_drafter_or_the_targets_folder(pair, command, where, name):
     drafter, target = pair
     before = {folder: tree_digest(folder) for folder in pair}
     output = (drafter if where == "drafter" else target) / name
     option = "--html" if name.endswith(".html") else "--report"
     drafters = [drafter] if command == "verify" else [EXAMPLE / "eagle3-safeai", drafter]  # B's folder: before A runs
-    r = run_inprocess(command, *drafters, "--target", target, *(EXAMPLE_IDS if command == "verify" else []),
-                      "--max-prompts", "1", "--max-new-tokens", "2", option, output)
+    r = run_inprocess(
+        command,
+        *drafters,
+        "--target",
+        target,
+        *(EXAMPLE_IDS if command == "verify" else []),
+        "--max-prompts",
+        "1",
+        "--max-new-tokens",
+        "2",
+        option,
+        output,
+    )
     assert_clean_failure(r, contains=f"{option} {output} is inside")
     assert f"(hint: give {option} a file outside" in r.err
     assert {folder: tree_digest(folder) for folder in pair} == before
@@ -64,10 +80,23 @@ def test_no_output_lands_on_a_registry_entrys_prompts_or_in_its_registry(tmp_pat
     (tmp_path / "registry").mkdir()
     shutil.copy(ROOT / "registry" / "tiny-example-eagle31.yaml", tmp_path / "registry")
     before = tree_digest(tmp_path)
-    prompts, entry = tmp_path / "examples" / "tiny" / "prompts.jsonl", tmp_path / "registry" / "tiny-example-eagle31.yaml"
+    prompts, entry = (
+        tmp_path / "examples" / "tiny" / "prompts.jsonl",
+        tmp_path / "registry" / "tiny-example-eagle31.yaml",
+    )
     for output, says in [(prompts, "is a file this command reads"), (entry, "is inside")]:
-        r = run_inprocess("verify", "tiny-example-eagle31", "--registry", tmp_path / "registry", "--max-prompts", "1",
-                          "--max-new-tokens", "2", "--report", output)
+        r = run_inprocess(
+            "verify",
+            "tiny-example-eagle31",
+            "--registry",
+            tmp_path / "registry",
+            "--max-prompts",
+            "1",
+            "--max-new-tokens",
+            "2",
+            "--report",
+            output,
+        )
         assert_clean_failure(r, contains=f"--report {output} {says}")
     assert tree_digest(tmp_path) == before
 

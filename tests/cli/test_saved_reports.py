@@ -85,11 +85,16 @@ def test_record_refuses_an_engine_name_verify_never_writes(reg, tmp_path, name):
 K3 = [0.5, 0.3, 0.2]
 MALFORMED_FOR_RECORD = {
     "no rates": ({"acceptance_per_position": []}, "acceptance_per_position"),
-    "rates above 1": ({"acceptance_per_position": [5, 5, 5], "mean_acceptance_length": 4.0}, "acceptance_per_position[0]"),
+    "rates above 1": (
+        {"acceptance_per_position": [5, 5, 5], "mean_acceptance_length": 4.0},
+        "acceptance_per_position[0]",
+    ),
     "64 rates for K=3": ({"acceptance_per_position": [0.1] * 64}, "num_spec_tokens (3)"),
     "negative drafts": ({"num_drafts": -1}, "num_drafts"),
-    "no drafts": ({"num_drafts": 0, "num_accepted": 0, "mean_acceptance_length": 1.0,
-                   "acceptance_per_position": [0.0, 0.0, 0.0]}, "drafted nothing"),
+    "no drafts": (
+        {"num_drafts": 0, "num_accepted": 0, "mean_acceptance_length": 1.0, "acceptance_per_position": [0.0, 0.0, 0.0]},
+        "drafted nothing",
+    ),
     "AL below 1": ({"mean_acceptance_length": -5}, "mean_acceptance_length"),
     "AL infinite": ({"mean_acceptance_length": math.inf}, "mean_acceptance_length"),
     "AL NaN": ({"mean_acceptance_length": math.nan}, "mean_acceptance_length"),
@@ -140,16 +145,20 @@ def render(tmp_path: Path, data: dict):
 
 
 MALFORMED_FOR_PAGE = {
-    **{f"{key} null": ({key: None}, key) for key in
-       ("created", "drafter", "target", "device", "dtype", "engine", "eaglezoo_version", "drift")},
+    **{
+        f"{key} null": ({key: None}, key)
+        for key in ("created", "drafter", "target", "device", "dtype", "engine", "eaglezoo_version", "drift")
+    },
     **{f"{key} an object": ({key: {"a": 1}}, key) for key in ("created", "drafter", "target", "eaglezoo_version")},
     "drift a string": ({"drift": "x"}, "drift"),
     "engine a string": ({"engine": "native"}, "engine"),
     "created missing": ({"created": DELETE}, "created"),
     "max_new_tokens markup": ({"max_new_tokens": "<script>alert(1)</script>"}, "max_new_tokens"),
     "num_drafts markup": ({"num_drafts": "<script>alert(1)</script>"}, "num_drafts"),
-    "bucket rates of another K": ({"drift": {**SHIPPED["drift"], "acceptance_per_position_by_bucket": {"x": [0.5]}}},
-                                  "acceptance_per_position_by_bucket"),
+    "bucket rates of another K": (
+        {"drift": {**SHIPPED["drift"], "acceptance_per_position_by_bucket": {"x": [0.5]}}},
+        "acceptance_per_position_by_bucket",
+    ),
     "rms a string": ({"drift": {**SHIPPED["drift"], "feedback_rms_per_depth": "high"}}, "feedback_rms_per_depth"),
     "histogram of lists": ({"histogram": [[1], [2], [3], [4]]}, "histogram"),
     "speedup without levels": ({"speedup": {"levels": "fast"}}, "speedup"),
@@ -218,24 +227,56 @@ def test_push_reads_its_report_strictly(tmp_path):
     r = run_inprocess("push", DRAFTER, "tester/x", "--dry-run", "--report", report)
     assert_clean_failure(r, contains="mean_acceptance_length")
     report = write(tmp_path / "r.json", edited(engine={"name": "native", "version": "1\n2"}))
-    assert_clean_failure(run_inprocess("push", DRAFTER, "tester/x", "--dry-run", "--report", report),
-                         contains="engine.version")
+    assert_clean_failure(
+        run_inprocess("push", DRAFTER, "tester/x", "--dry-run", "--report", report), contains="engine.version"
+    )
 
 
 def test_push_dry_run_with_the_shipped_report(tmp_path):
-    r = run_inprocess("push", DRAFTER, "tester/x", "--dry-run", "--json", "--tag", "v1.0", "--revision", "dev/x",
-                      "--report", write(tmp_path / "r.json", SHIPPED))
+    r = run_inprocess(
+        "push",
+        DRAFTER,
+        "tester/x",
+        "--dry-run",
+        "--json",
+        "--tag",
+        "v1.0",
+        "--revision",
+        "dev/x",
+        "--report",
+        write(tmp_path / "r.json", SHIPPED),
+    )
     assert r.code == 0, r.err
     assert {"README.md", "acceptance.svg"} <= {f["path"] for f in r.json()["files"]}
 
 
-@pytest.mark.parametrize("args, field", [
-    (["not a repo"], "repo id"), ([""], "repo id"), (["a/b/c"], "repo id"), (["../.."], "repo id"),
-    (["tester/x", "--tag", "a b~^:"], "--tag"), (["tester/x", "--tag", "v1.lock"], "--tag"),
-    (["tester/x", "--revision", "..bad"], "--revision"), (["tester/x", "--revision", "a//b"], "--revision"),
-    (["tester/x", "--revision", "-main"], "--revision"), (["tester/x", "--tag", "a\x1b"], "--tag"),
-], ids=["spaces", "empty", "three-parts", "dots", "tag-chars", "tag-lock", "rev-dots", "rev-slashes", "rev-dash",
-        "tag-control"])
+@pytest.mark.parametrize(
+    "args, field",
+    [
+        (["not a repo"], "repo id"),
+        ([""], "repo id"),
+        (["a/b/c"], "repo id"),
+        (["../.."], "repo id"),
+        (["tester/x", "--tag", "a b~^:"], "--tag"),
+        (["tester/x", "--tag", "v1.lock"], "--tag"),
+        (["tester/x", "--revision", "..bad"], "--revision"),
+        (["tester/x", "--revision", "a//b"], "--revision"),
+        (["tester/x", "--revision", "-main"], "--revision"),
+        (["tester/x", "--tag", "a\x1b"], "--tag"),
+    ],
+    ids=[
+        "spaces",
+        "empty",
+        "three-parts",
+        "dots",
+        "tag-chars",
+        "tag-lock",
+        "rev-dots",
+        "rev-slashes",
+        "rev-dash",
+        "tag-control",
+    ],
+)
 def test_push_dry_run_refuses_what_the_real_push_refuses(args, field):
     r = run_inprocess("push", DRAFTER, *args, "--dry-run")
     assert_clean_failure(r, contains=field)

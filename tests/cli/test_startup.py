@@ -12,16 +12,35 @@ from conftest import CLI_ENV, ROOT
 
 # What no command needs before it parses its options: the report models (pydantic schemas built at import), the
 # engines and the libraries they pull.
-HEAVY = ("torch", "pydantic", "numpy", "transformers", "safetensors", "huggingface_hub", "matplotlib", "yaml",
-         "eaglezoo.tune.model", "eaglezoo.tune.report", "eaglezoo.tune.decide", "eaglezoo.tune.run",
-         "eaglezoo.verify.report", "eaglezoo.verify.workload", "eaglezoo.verify.vllm_engine", "eaglezoo.reproduce",
-         "eaglezoo.reports", "eaglezoo.doctor.report", "eaglezoo.registry.schema", "eaglezoo.checkpoint.config")
+HEAVY = (
+    "torch",
+    "pydantic",
+    "numpy",
+    "transformers",
+    "safetensors",
+    "huggingface_hub",
+    "matplotlib",
+    "yaml",
+    "eaglezoo.tune.model",
+    "eaglezoo.tune.report",
+    "eaglezoo.tune.decide",
+    "eaglezoo.tune.run",
+    "eaglezoo.verify.report",
+    "eaglezoo.verify.workload",
+    "eaglezoo.verify.vllm_engine",
+    "eaglezoo.reproduce",
+    "eaglezoo.reports",
+    "eaglezoo.doctor.report",
+    "eaglezoo.registry.schema",
+    "eaglezoo.checkpoint.config",
+)
 
 
 def loaded_by(statement: str) -> set[str]:
     code = f"import sys, json\n{statement}\nprint(json.dumps(sorted(sys.modules)))"
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=CLI_ENV, cwd=ROOT,
-                          timeout=120, check=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=CLI_ENV, cwd=ROOT, timeout=120, check=True
+    )
     return set(json.loads(proc.stdout.splitlines()[-1]))
 
 
@@ -32,6 +51,8 @@ def test_the_cli_imports_no_report_model_engine_or_heavy_library():
 
 
 def test_help_imports_none_of_them_either():
-    loaded = loaded_by("from eaglezoo.cli.app import run\nsys.argv = ['eaglezoo', '--help']\n"
-                       "try:\n    run()\nexcept SystemExit:\n    pass")
+    loaded = loaded_by(
+        "from eaglezoo.cli.app import run\nsys.argv = ['eaglezoo', '--help']\n"
+        "try:\n    run()\nexcept SystemExit:\n    pass"
+    )
     assert not loaded & set(HEAVY), sorted(loaded & set(HEAVY))

@@ -21,7 +21,7 @@ BIDI = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c
 
 
 def prompts_file(path: Path, buckets: list[str]) -> Path:
-    rows = [json.loads(line) for line in (EXAMPLE / "prompts.jsonl").read_text().splitlines()][:len(buckets)]
+    rows = [json.loads(line) for line in (EXAMPLE / "prompts.jsonl").read_text().splitlines()][: len(buckets)]
     path.write_text("".join(json.dumps({**row, "bucket": b}) + "\n" for row, b in zip(rows, buckets)))
     return path
 
@@ -51,8 +51,21 @@ def measured(tmp_path_factory):
     work = tmp_path_factory.mktemp("user-text")
     prompts = prompts_file(work / "prompts.jsonl", [MATHTEXT[0], MATHTEXT[1], UNUSUAL])
     report, page = work / "report.json", work / "report.html"
-    r = run_inprocess("verify", EXAMPLE / "eagle31-safeai", "--target", EXAMPLE / "target", *EXAMPLE_IDS, "--prompts",
-                      prompts, "--max-new-tokens", "8", "--report", report, "--html", page)
+    r = run_inprocess(
+        "verify",
+        EXAMPLE / "eagle31-safeai",
+        "--target",
+        EXAMPLE / "target",
+        *EXAMPLE_IDS,
+        "--prompts",
+        prompts,
+        "--max-new-tokens",
+        "8",
+        "--report",
+        report,
+        "--html",
+        page,
+    )
     return r, report, page
 
 
@@ -94,8 +107,9 @@ def test_push_dry_run_with_a_report_of_mathtext_buckets(tmp_path, measured):
     saved = tmp_path / "saved.json"
     saved.write_text(json.dumps(renamed(MATHTEXT)))
     for report in (saved, measured[1]):  # edited from the registry's, and as this verify wrote it
-        r = run_inprocess("push", EXAMPLE / "eagle31-safeai", "tester/x", "--target", "org/target", "--report", report,
-                "--dry-run")
+        r = run_inprocess(
+            "push", EXAMPLE / "eagle31-safeai", "tester/x", "--target", "org/target", "--report", report, "--dry-run"
+        )
         assert r.code == 0, r.err
 
 
@@ -103,10 +117,25 @@ def test_push_dry_run_with_a_report_of_mathtext_buckets(tmp_path, measured):
 # 2 and 3. one rule for a bucket's name, at both ends
 
 
-REFUSED = {"bell": "a\u0007b", "escape": "\u001b[31m", "newline": "a\nb", "delete": "a\u007fb", "c1": "a\u0085b",
-           "line-separator": "a\u2028b", "blank": "  ", "empty": "", **{f"U+{ord(c):04X}": f"x{c}y" for c in BIDI}}
-ACCEPTED = {"mathtext": "$$", "dollar": "a$b", "zwj-nbsp": UNUSUAL, "ideographic-space": "日本\u3000語",
-            "soft-hyphen": "co\u00adop", "colon": "temperature:1"}
+REFUSED = {
+    "bell": "a\u0007b",
+    "escape": "\u001b[31m",
+    "newline": "a\nb",
+    "delete": "a\u007fb",
+    "c1": "a\u0085b",
+    "line-separator": "a\u2028b",
+    "blank": "  ",
+    "empty": "",
+    **{f"U+{ord(c):04X}": f"x{c}y" for c in BIDI},
+}
+ACCEPTED = {
+    "mathtext": "$$",
+    "dollar": "a$b",
+    "zwj-nbsp": UNUSUAL,
+    "ideographic-space": "日本\u3000語",
+    "soft-hyphen": "co\u00adop",
+    "colon": "temperature:1",
+}
 
 
 @pytest.mark.parametrize("name", ["bell", "escape", "U+202E", "U+2066", "blank"])
@@ -195,8 +224,7 @@ def test_a_report_with_many_buckets_plots_the_largest_and_lists_all(tmp_path):
     r = run_inprocess("report", saved, "--html", page)
     assert r.code == 0, r.err
     html = page.read_text(encoding="utf-8")
-    assert (f"{many} buckets; the plot shows the {MAX_BUCKETS} with the most drafts, the table lists all"
-            in html)
+    assert f"{many} buckets; the plot shows the {MAX_BUCKETS} with the most drafts, the table lists all" in html
     drawn = svgs(html)
     assert [b for b in names if b in drawn] == names[-MAX_BUCKETS:]
     assert all(f"<td>{b}</td>" in html for b in names)

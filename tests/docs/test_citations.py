@@ -10,14 +10,20 @@ ROOT = Path(__file__).resolve().parents[2]
 SCANNED = [ROOT / "eaglezoo", ROOT / "scripts", ROOT / "docs", ROOT / "README.md", ROOT / "tests"]
 # Text that names the notes on purpose: this test's own patterns, and registry sources that `registry check` must
 # refuse (bad input, not citations).
-DELIBERATE = {"tests/docs/test_citations.py": None,
-              "tests/cli/registry/test_registry_evidence.py": ("shared/reference/peers.md §2 row 1",
-                                                               "shared/reference/formats.md §16")}
+DELIBERATE = {
+    "tests/docs/test_citations.py": None,
+    "tests/cli/registry/test_registry_evidence.py": (
+        "shared/reference/peers.md §2 row 1",
+        "shared/reference/formats.md §16",
+    ),
+}
 BINARY = {".png", ".jpg", ".jpeg", ".gif", ".pyc", ".gz", ".safetensors", ".bin"}
 
 # The notes' file names; the project's own docs/formats.md is the one allowed spelling of formats.md.
-OUTSIDE = re.compile(r"(?<!docs/)\bformats\.md\b|\b(?:peers|hub-api|small-models|vllm-cpu|families)\.md\b"
-                     r"|shared/reference")
+OUTSIDE = re.compile(
+    r"(?<!docs/)\bformats\.md\b|\b(?:peers|hub-api|small-models|vllm-cpu|families)\.md\b"
+    r"|shared/reference"
+)
 CITATION = re.compile(r"docs/formats\.md#([\w-]+)")
 HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
 FORMATS = ROOT / "docs" / "formats.md"
@@ -80,8 +86,10 @@ def test_slug_is_githubs():
 
 def test_no_citation_of_notes_outside_the_repository():
     hits = lines_matching(OUTSIDE)
-    assert not hits, "citations of notes the project does not ship (cite docs/formats.md#anchor or the upstream " \
-                     "source instead):\n" + "\n".join(f"{p}:{n}: {m!r} in {line}" for p, n, m, line in hits)
+    assert not hits, (
+        "citations of notes the project does not ship (cite docs/formats.md#anchor or the upstream "
+        "source instead):\n" + "\n".join(f"{p}:{n}: {m!r} in {line}" for p, n, m, line in hits)
+    )
 
 
 def test_formats_anchors_cited_exist():
@@ -90,8 +98,11 @@ def test_formats_anchors_cited_exist():
     cited = lines_matching(CITATION)
     assert cited, "nothing cites docs/formats.md#anchor: the pattern no longer finds the citations"
     missing = [(p, n, m) for p, n, m, _ in cited if m.split("#", 1)[1] not in known]
-    assert not missing, "docs/formats.md has no heading for these anchors:\n" + \
-        "\n".join(f"{p}:{n}: {m}" for p, n, m in missing) + f"\nknown anchors: {', '.join(sorted(known))}"
+    assert not missing, (
+        "docs/formats.md has no heading for these anchors:\n"
+        + "\n".join(f"{p}:{n}: {m}" for p, n, m in missing)
+        + f"\nknown anchors: {', '.join(sorted(known))}"
+    )
 
 
 def test_formats_internal_links_resolve():

@@ -60,8 +60,9 @@ def run_in_user_folder(doc: Path, cmds: list[Command], env: dict[str, str], fold
     for command in cmds:
         assert command.argv[0] == "eaglezoo", f"{doc.name}: {command.line}"
         proc = subprocess.run(command.argv, cwd=folder, env=env, capture_output=True, text=True, timeout=900)
-        assert proc.returncode == command.exit_code, \
+        assert proc.returncode == command.exit_code, (
             f"{doc.name}: {command.line}\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"
+        )
 
 
 def user_env(extra: dict[str, str]) -> dict[str, str]:
@@ -71,8 +72,18 @@ def user_env(extra: dict[str, str]) -> dict[str, str]:
 
 def test_the_readme_shows_one_command_per_capability():
     shown = {c.argv[1] for kind in ("", "vllm", "not run") for c in commands(README, kind)}
-    assert shown >= {"convert", "lint", "verify", "compare", "tune", "serve-config", "doctor", "registry", "push",
-                     "pull"}
+    assert shown >= {
+        "convert",
+        "lint",
+        "verify",
+        "compare",
+        "tune",
+        "serve-config",
+        "doctor",
+        "registry",
+        "push",
+        "pull",
+    }
 
 
 def test_the_readme_reads_in_two_screens_and_links_every_command_page():
@@ -118,7 +129,12 @@ def test_readme_counts_nothing_that_goes_stale():
 
 
 def test_the_missing_aux_ids_hint_leads_to_a_working_command(tmp_path, cli):
-    r = cli("convert", ROOT / "examples" / "tiny" / "eagle31-safeai", tmp_path / "out", "--target",
-            ROOT / "examples" / "tiny" / "target")
+    r = cli(
+        "convert",
+        ROOT / "examples" / "tiny" / "eagle31-safeai",
+        tmp_path / "out",
+        "--target",
+        ROOT / "examples" / "tiny" / "target",
+    )
     assert r.code == 2 and "registry id" in r.err
     assert cli("convert", "tiny-example-eagle31", tmp_path / "out").code == 0

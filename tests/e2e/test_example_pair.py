@@ -11,8 +11,18 @@ IDS = EXAMPLE_IDS
 
 
 def verify(drafter, *extra):
-    r = run_cli("verify", drafter, "--target", EXAMPLE / "target", "--prompts", EXAMPLE / "prompts.jsonl",
-                "--device", "cpu", "--json", *extra)
+    r = run_cli(
+        "verify",
+        drafter,
+        "--target",
+        EXAMPLE / "target",
+        "--prompts",
+        EXAMPLE / "prompts.jsonl",
+        "--device",
+        "cpu",
+        "--json",
+        *extra,
+    )
     assert r.code in (0, 1), r.err
     return r
 
@@ -56,6 +66,7 @@ def test_aux_ids_shifted_by_one_lint_flags_it_and_verify_shows_the_collapse(conv
     good_al, good_p1 = measured["mean_acceptance_length"], measured["acceptance_per_position"][0]
     bad = tmp_path / "shifted"
     import shutil
+
     shutil.copytree(good, bad)
     cfg = json.loads((bad / "config.json").read_text())
     assert cfg["eagle_aux_hidden_state_layer_ids"] == EXAMPLE_AUX

@@ -34,8 +34,18 @@ def test_the_peagle_example_is_not_its_eagle_start(peagle_report):
 
 
 def test_compare_across_families_of_one_target():
-    r = run_cli("compare", "tiny-example-eagle31", "tiny-example-peagle", "--prompts", EXAMPLE / "prompts.jsonl",
-                "--max-prompts", "6", "--max-new-tokens", "32", "--json")
+    r = run_cli(
+        "compare",
+        "tiny-example-eagle31",
+        "tiny-example-peagle",
+        "--prompts",
+        EXAMPLE / "prompts.jsonl",
+        "--max-prompts",
+        "6",
+        "--max-new-tokens",
+        "32",
+        "--json",
+    )
     assert r.code == 0, r.err
     c = r.json()
     assert c["a"].endswith("examples/tiny/eagle31-safeai") and c["b"].endswith("examples/tiny/peagle")

@@ -32,8 +32,9 @@ def test_the_suite_ships_with_its_licences_and_provenance():
 
 
 def test_verify_measures_the_suite_per_category(cli):
-    r = cli("verify", "tiny-example-eagle31", "--suite", "standard", "--max-new-tokens", "16", "--min-al", "1",
-            "--json")
+    r = cli(
+        "verify", "tiny-example-eagle31", "--suite", "standard", "--max-new-tokens", "16", "--min-al", "1", "--json"
+    )
     assert r.code == 0, r.err
     report = r.json()
     assert report["num_prompts"] == 244
@@ -46,8 +47,18 @@ def test_a_target_with_a_chat_template_gets_the_prompts_in_it(cli, tmp_path):
     config = json.loads((target / "tokenizer_config.json").read_text())
     config["chat_template"] = "{% for m in messages %}<|user|>{{ m['content'] }}\n{% endfor %}<|assistant|>"
     (target / "tokenizer_config.json").write_text(json.dumps(config))
-    args = ["tiny-example-eagle31", "--suite", "standard", "--max-prompts", "3", "--max-new-tokens", "8",
-            "--min-al", "1", "--json"]
+    args = [
+        "tiny-example-eagle31",
+        "--suite",
+        "standard",
+        "--max-prompts",
+        "3",
+        "--max-new-tokens",
+        "8",
+        "--min-al",
+        "1",
+        "--json",
+    ]
     templated = cli("verify", *args, "--target", target)
     assert templated.code == 0, templated.err
     assert "3 chat prompt(s) in the target's chat template" in templated.json()["notes"]
@@ -60,8 +71,10 @@ def test_bad_suite_requests(cli):
 
 
 ROBUST_MEASURED = ["template", "no-template", "markers:llama3", "markers:vicuna", "context:512"]
-THINKING_TEMPLATE = ("{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}\n{% endfor %}<|assistant|>"
-                     "{% if enable_thinking is defined and not enable_thinking %}<think></think>{% endif %}")
+THINKING_TEMPLATE = (
+    "{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}\n{% endfor %}<|assistant|>"
+    "{% if enable_thinking is defined and not enable_thinking %}<think></think>{% endif %}"
+)
 
 
 def test_the_robustness_suite_is_built_from_the_standard_one():
@@ -83,8 +96,18 @@ def test_each_condition_is_measured_with_its_interval_or_skipped_with_its_reason
     """The tiny target has no chat template and a context of 1024: the system-prompt and thinking conditions and
     the rungs above 512 cannot be run, and say why; nothing is truncated. (One run: the text on stdout, the report
     in its file.)"""
-    shown = cli("verify", "tiny-example-eagle31", "--suite", "robustness", "--max-new-tokens", "24", "--min-al", "1",
-                "--report", tmp_path / "r.json")
+    shown = cli(
+        "verify",
+        "tiny-example-eagle31",
+        "--suite",
+        "robustness",
+        "--max-new-tokens",
+        "24",
+        "--min-al",
+        "1",
+        "--report",
+        tmp_path / "r.json",
+    )
     assert shown.code == 0, shown.err
     report = json.loads((tmp_path / "r.json").read_text())
     drift = report["drift"]
@@ -111,13 +134,30 @@ def test_system_prompts_and_the_thinking_switch_reach_the_template(cli, tmp_path
     (target / "tokenizer_config.json").write_text(json.dumps(config))
     prompts = tmp_path / "p.jsonl"
     question = "Describe the import system."
-    prompts.write_text("".join(json.dumps(row) + "\n" for row in [
-        {"prompt": question, "chat": True, "bucket": "plain"},
-        {"prompt": question, "chat": True, "bucket": "system", "system": "Answer in French."},
-        {"prompt": question, "chat": True, "bucket": "thinking:off", "thinking": False},
-        {"prompt": question, "chat": True, "bucket": "context:300", "context": 300}]))
-    r = cli("verify", "tiny-example-eagle31", "--target", target, "--prompts", prompts, "--max-new-tokens", "8",
-            "--min-al", "1", "--json")
+    prompts.write_text(
+        "".join(
+            json.dumps(row) + "\n"
+            for row in [
+                {"prompt": question, "chat": True, "bucket": "plain"},
+                {"prompt": question, "chat": True, "bucket": "system", "system": "Answer in French."},
+                {"prompt": question, "chat": True, "bucket": "thinking:off", "thinking": False},
+                {"prompt": question, "chat": True, "bucket": "context:300", "context": 300},
+            ]
+        )
+    )
+    r = cli(
+        "verify",
+        "tiny-example-eagle31",
+        "--target",
+        target,
+        "--prompts",
+        prompts,
+        "--max-new-tokens",
+        "8",
+        "--min-al",
+        "1",
+        "--json",
+    )
     assert r.code == 0, r.err
     report = r.json()
     assert not report["skipped_prompts"] and report["num_prompts"] == 4
@@ -133,12 +173,22 @@ def test_each_condition_renders_as_the_template_makes_it():
     tok = AutoTokenizer.from_pretrained(EXAMPLE / "target")
     tok.chat_template = THINKING_TEMPLATE
     q = "Describe the import system."
-    prompts = [Prompt(prompt=q, chat=True), Prompt(prompt=q, chat=True, system="Answer in French."),
-               Prompt(prompt=q, chat=True, thinking=False), Prompt(prompt=q, chat=True, context=300), Prompt(prompt=q)]
+    prompts = [
+        Prompt(prompt=q, chat=True),
+        Prompt(prompt=q, chat=True, system="Answer in French."),
+        Prompt(prompt=q, chat=True, thinking=False),
+        Prompt(prompt=q, chat=True, context=300),
+        Prompt(prompt=q),
+    ]
     encoded, skipped, _ = encode(tok, prompts)
     doc = tok.decode(document_ids(tok)[:300])
-    expected = [f"<|user|>{q}\n<|assistant|>", f"<|system|>Answer in French.\n<|user|>{q}\n<|assistant|>",
-                f"<|user|>{q}\n<|assistant|><think></think>", f"<|user|>{doc}\n\n{q}\n<|assistant|>", q]
+    expected = [
+        f"<|user|>{q}\n<|assistant|>",
+        f"<|system|>Answer in French.\n<|user|>{q}\n<|assistant|>",
+        f"<|user|>{q}\n<|assistant|><think></think>",
+        f"<|user|>{doc}\n\n{q}\n<|assistant|>",
+        q,
+    ]
     assert not skipped
     assert encoded == [tok(text, add_special_tokens=False)["input_ids"] for text in expected]
     assert len(tok(doc, add_special_tokens=False)["input_ids"]) in range(295, 306)  # 300 tokens, give or take a merge
@@ -148,18 +198,38 @@ def test_a_condition_floor_from_the_registry_is_checked(cli, tmp_path):
     (tmp_path / "registry").mkdir()
     shutil.copytree(EXAMPLE, tmp_path / "examples" / "tiny")
     entry = tmp_path / "registry" / "tiny-example-eagle31.yaml"
-    text = (ROOT / "registry" / entry.name).read_text().replace("acceptance_floors:\n", "acceptance_floors:\n- k: 3\n  temperature: 0.0\n"
-                                     "  condition: markers:vicuna\n  mean_acceptance_length: 3.9\n  source: a test\n"
-                                     "- k: 3\n  temperature: 0.0\n  condition: thinking:on\n"
-                                     "  mean_acceptance_length: 1.5\n  source: a test\n", 1)
+    text = (
+        (ROOT / "registry" / entry.name)
+        .read_text()
+        .replace(
+            "acceptance_floors:\n",
+            "acceptance_floors:\n- k: 3\n  temperature: 0.0\n"
+            "  condition: markers:vicuna\n  mean_acceptance_length: 3.9\n  source: a test\n"
+            "- k: 3\n  temperature: 0.0\n  condition: thinking:on\n"
+            "  mean_acceptance_length: 1.5\n  source: a test\n",
+            1,
+        )
+    )
     entry.write_text(text)
-    r = cli("verify", "tiny-example-eagle31", "--suite", "robustness", "--max-new-tokens", "16", "--min-acceptance",
-            "0", "--registry", tmp_path / "registry", "--json")
+    r = cli(
+        "verify",
+        "tiny-example-eagle31",
+        "--suite",
+        "robustness",
+        "--max-new-tokens",
+        "16",
+        "--min-acceptance",
+        "0",
+        "--registry",
+        tmp_path / "registry",
+        "--json",
+    )
     report = r.json()
     assert r.code == 1
     assert [f for f in report["failures"] if f.startswith("condition")] == [
         f"condition markers:vicuna: acceptance length "
-        f"{report['drift']['mean_acceptance_length_by_bucket']['markers:vicuna']:.3f} < 3.9"]
+        f"{report['drift']['mean_acceptance_length_by_bucket']['markers:vicuna']:.3f} < 3.9"
+    ]
     assert "no prompt of condition thinking:on was measured: its floor (1.5) was not checked" in report["notes"]
 
 
@@ -167,8 +237,9 @@ def test_prompts_the_target_cannot_take_at_all_are_one_line(cli, tmp_path):
     prompts = tmp_path / "p.jsonl"
     prompts.write_text(json.dumps({"prompt": "hi", "chat": True, "system": "be brief"}) + "\n")
     r = cli("verify", "tiny-example-eagle31", "--prompts", prompts)
-    assert_clean_failure(r, None, contains="no prompt can be measured here: a system message needs the target's chat "
-                                           "template")
+    assert_clean_failure(
+        r, None, contains="no prompt can be measured here: a system message needs the target's chat template"
+    )
 
 
 def test_a_conversation_is_measured_after_the_targets_own_answers(cli, tmp_path):
@@ -177,22 +248,45 @@ def test_a_conversation_is_measured_after_the_targets_own_answers(cli, tmp_path)
 
     target, prompts = templated_target(tmp_path), tmp_path / "p.jsonl"
     q1, q2, q3 = "Describe the import system.", "Now say it in fewer words.", "And the module cache?"
-    prompts.write_text("".join(json.dumps(row) + "\n" for row in [
-        {"prompt": q1, "chat": True, "bucket": "turn 1"},
-        {"prompt": q2, "chat": True, "bucket": "multi-turn", "history": [q1]},
-        {"prompt": q3, "chat": True, "bucket": "three turns", "history": [q1, q2]}]))
-    r = cli("verify", "tiny-example-eagle31", "--target", target, "--prompts", prompts, "--max-new-tokens", "12",
-            "--min-al", "1", "--json")
+    prompts.write_text(
+        "".join(
+            json.dumps(row) + "\n"
+            for row in [
+                {"prompt": q1, "chat": True, "bucket": "turn 1"},
+                {"prompt": q2, "chat": True, "bucket": "multi-turn", "history": [q1]},
+                {"prompt": q3, "chat": True, "bucket": "three turns", "history": [q1, q2]},
+            ]
+        )
+    )
+    r = cli(
+        "verify",
+        "tiny-example-eagle31",
+        "--target",
+        target,
+        "--prompts",
+        prompts,
+        "--max-new-tokens",
+        "12",
+        "--min-al",
+        "1",
+        "--json",
+    )
     assert r.code == 0, r.err
     report = r.json()
     one, two, three = report["per_prompt"]
     a1 = greedy_answer(target, [{"role": "user", "content": q1}], 12)
-    a2 = greedy_answer(target, [{"role": "user", "content": q1}, {"role": "assistant", "content": a1},
-                                {"role": "user", "content": q2}], 12)
+    a2 = greedy_answer(
+        target,
+        [{"role": "user", "content": q1}, {"role": "assistant", "content": a1}, {"role": "user", "content": q2}],
+        12,
+    )
     assert one["answers"] is None and two["answers"] == [a1] and three["answers"] == [a1, a2]
     tok = AutoTokenizer.from_pretrained(target)
-    conversation = tok.apply_chat_template([{"role": "user", "content": q1}, {"role": "assistant", "content": a1},
-                                            {"role": "user", "content": q2}], tokenize=False, add_generation_prompt=True)
+    conversation = tok.apply_chat_template(
+        [{"role": "user", "content": q1}, {"role": "assistant", "content": a1}, {"role": "user", "content": q2}],
+        tokenize=False,
+        add_generation_prompt=True,
+    )
     assert two["prompt_tokens"] == len(tok(conversation, add_special_tokens=False)["input_ids"])
     assert all(p["accepted"] for p in (one, two, three))
     assert any("multi-turn: 2 conversation(s)" in n and "3 earlier turn(s)" in n for n in report["notes"])
@@ -201,11 +295,28 @@ def test_a_conversation_is_measured_after_the_targets_own_answers(cli, tmp_path)
 def test_a_conversation_that_outgrows_the_context_is_skipped_with_its_reason(cli, tmp_path):
     target, prompts = templated_target(tmp_path), tmp_path / "p.jsonl"
     long = " ".join(["module"] * 900)  # turn 1 fits the 1024-token context; after a 64-token answer, turn 2 does not
-    prompts.write_text("".join(json.dumps(row) + "\n" for row in [
-        {"prompt": "Describe the import system.", "chat": True},
-        {"prompt": "Go on.", "chat": True, "bucket": "multi-turn", "history": [long]}]))
-    r = cli("verify", "tiny-example-eagle31", "--target", target, "--prompts", prompts, "--max-new-tokens", "64",
-            "--min-al", "1", "--json")
+    prompts.write_text(
+        "".join(
+            json.dumps(row) + "\n"
+            for row in [
+                {"prompt": "Describe the import system.", "chat": True},
+                {"prompt": "Go on.", "chat": True, "bucket": "multi-turn", "history": [long]},
+            ]
+        )
+    )
+    r = cli(
+        "verify",
+        "tiny-example-eagle31",
+        "--target",
+        target,
+        "--prompts",
+        prompts,
+        "--max-new-tokens",
+        "64",
+        "--min-al",
+        "1",
+        "--json",
+    )
     assert r.code == 0, r.err
     (skipped,) = r.json()["skipped_prompts"]
     assert skipped["index"] == 1 and "the conversation grew to" in skipped["reason"]
@@ -216,21 +327,35 @@ def test_a_conversation_that_outgrows_the_context_is_skipped_with_its_reason(cli
     assert_clean_failure(r, None, contains="no prompt can be measured here: the conversation grew to")
 
 
-@pytest.mark.parametrize("row,message", [
-    ({"prompt": "q", "history": ["earlier"]}, "a row with a 'history' is a conversation and needs \"chat\": true"),
-    ({"prompt": "q", "chat": True, "history": "earlier"}, "'history' must be a list of strings"),
-    ({"prompt": "q", "chat": True, "history": [""]}, "'history' must be a list of strings"),
-    ({"prompt": "q", "temperature": "hot"}, "'temperature' must be a number from 0 to 100"),
-    ({"prompt": "q", "temperature": 101}, "'temperature' must be a number from 0 to 100"),
-    ({"prompt": "q", "system": "be terse"}, "a row with a 'system' is a chat message and needs \"chat\": true"),
-    ({"prompt": "q", "thinking": False}, "a row with a 'thinking' is a chat message and needs \"chat\": true"),
-    ({"prompt": "q", "chat": "true"}, "'chat' must be true or false"),
-    ({"prompt": "q", "chat": 1}, "'chat' must be true or false"),
-    ({"prompt": "q", "bucket": None}, "'bucket' must be a string"),
-    ({"prompt": "q", "bucket": {"a": 1}}, "'bucket' must be a string"),
-], ids=["history-without-chat", "history-not-a-list", "empty-turn", "temperature-not-a-number", "temperature-101",
-        "system-without-chat", "thinking-without-chat", "chat-a-string", "chat-a-number", "bucket-null",
-        "bucket-an-object"])
+@pytest.mark.parametrize(
+    "row,message",
+    [
+        ({"prompt": "q", "history": ["earlier"]}, "a row with a 'history' is a conversation and needs \"chat\": true"),
+        ({"prompt": "q", "chat": True, "history": "earlier"}, "'history' must be a list of strings"),
+        ({"prompt": "q", "chat": True, "history": [""]}, "'history' must be a list of strings"),
+        ({"prompt": "q", "temperature": "hot"}, "'temperature' must be a number from 0 to 100"),
+        ({"prompt": "q", "temperature": 101}, "'temperature' must be a number from 0 to 100"),
+        ({"prompt": "q", "system": "be terse"}, "a row with a 'system' is a chat message and needs \"chat\": true"),
+        ({"prompt": "q", "thinking": False}, "a row with a 'thinking' is a chat message and needs \"chat\": true"),
+        ({"prompt": "q", "chat": "true"}, "'chat' must be true or false"),
+        ({"prompt": "q", "chat": 1}, "'chat' must be true or false"),
+        ({"prompt": "q", "bucket": None}, "'bucket' must be a string"),
+        ({"prompt": "q", "bucket": {"a": 1}}, "'bucket' must be a string"),
+    ],
+    ids=[
+        "history-without-chat",
+        "history-not-a-list",
+        "empty-turn",
+        "temperature-not-a-number",
+        "temperature-101",
+        "system-without-chat",
+        "thinking-without-chat",
+        "chat-a-string",
+        "chat-a-number",
+        "bucket-null",
+        "bucket-an-object",
+    ],
+)
 def test_bad_conversation_and_temperature_rows_are_one_line(cli, tmp_path, row, message):
     prompts = tmp_path / "p.jsonl"
     prompts.write_text(json.dumps(row) + "\n")

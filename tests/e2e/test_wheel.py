@@ -28,7 +28,9 @@ BUILD_S, INSTALL_S, COMMAND_S = 120, 120, 120
 
 
 def _run(args, timeout, cwd, env=None, check=True) -> subprocess.CompletedProcess:
-    proc = subprocess.run([str(a) for a in args], check=False, capture_output=True, text=True, timeout=timeout, cwd=cwd, env=env)
+    proc = subprocess.run(
+        [str(a) for a in args], check=False, capture_output=True, text=True, timeout=timeout, cwd=cwd, env=env
+    )
     if check:
         assert proc.returncode == 0, (args, proc.stdout[-2000:], proc.stderr[-2000:])
     return proc
@@ -41,20 +43,48 @@ def installed(tmp_path_factory) -> tuple[Path, dict, Path]:
     if work.resolve().is_relative_to(ROOT.resolve()):
         pytest.skip("the temporary folder is inside the repository: the test must run outside it")
     dist, venv = work / "dist", work / "venv"
-    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index", "-q",
-          "--wheel-dir", dist, ROOT], BUILD_S, cwd=work)
+    _run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            "-q",
+            "--wheel-dir",
+            dist,
+            ROOT,
+        ],
+        BUILD_S,
+        cwd=work,
+    )
     wheel = next(dist.glob("eaglezoo-*.whl"))
     base_python = Path(sys._base_executable)  # the interpreter this venv was made from
     _run([base_python, "-m", "venv", "--without-pip", venv], INSTALL_S, cwd=work)
     python = venv / "bin" / "python"
-    fresh_site = Path(_run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                           COMMAND_S, cwd=work).stdout.strip())
+    fresh_site = Path(
+        _run(
+            [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], COMMAND_S, cwd=work
+        ).stdout.strip()
+    )
     (fresh_site / "project-dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    _run([sys.executable, "-m", "pip", "--python", python, "install", "--no-deps", "--no-index", "-q", wheel],
-         INSTALL_S, cwd=work)
+    _run(
+        [sys.executable, "-m", "pip", "--python", python, "install", "--no-deps", "--no-index", "-q", wheel],
+        INSTALL_S,
+        cwd=work,
+    )
     env = {k: v for k, v in os.environ.items() if not k.startswith(("EAGLEZOO_", "PYTHON", "HF_", "VIRTUAL_ENV"))}
-    env |= {"HF_HUB_OFFLINE": "1", "HF_HOME": str(work / "hf-home"), "EAGLEZOO_CACHE": str(work / "cache"),
-            "NO_COLOR": "1", "COLUMNS": "200", "OMP_NUM_THREADS": "1", "TRANSFORMERS_VERBOSITY": "error"}
+    env |= {
+        "HF_HUB_OFFLINE": "1",
+        "HF_HOME": str(work / "hf-home"),
+        "EAGLEZOO_CACHE": str(work / "cache"),
+        "NO_COLOR": "1",
+        "COLUMNS": "200",
+        "OMP_NUM_THREADS": "1",
+        "TRANSFORMERS_VERBOSITY": "error",
+    }
     where = _run([python, "-c", "import eaglezoo; print(eaglezoo.__file__)"], COMMAND_S, cwd=work, env=env).stdout
     assert Path(where.strip()).resolve().is_relative_to(fresh_site.resolve()), where  # the wheel's, not the checkout's
     return venv / "bin" / "eaglezoo", env, work
@@ -94,12 +124,29 @@ def test_convert_lint_and_verify_a_drafter_it_is_handed(installed):
     _, _, work = installed
     shutil.copytree(EXAMPLE, work / "tiny", ignore=shutil.ignore_patterns("eagle31-safeai"))
     tiny = work / "tiny"
-    eaglezoo(installed, "convert", tiny / "eagle3-safeai", work / "converted", "--target", tiny / "target", *EXAMPLE_IDS)
+    eaglezoo(
+        installed, "convert", tiny / "eagle3-safeai", work / "converted", "--target", tiny / "target", *EXAMPLE_IDS
+    )
     linted = json.loads(eaglezoo(installed, "lint", work / "converted", "--json").stdout)
     assert not [f for f in linted["findings"] if f["severity"] == "error"], linted
-    report = json.loads(eaglezoo(installed, "verify", work / "converted", "--target", tiny / "target", "--prompts",
-                                 tiny / "prompts.jsonl", "--max-prompts", "2", "--max-new-tokens", "16",
-                                 "--device", "cpu", "--json").stdout)
+    report = json.loads(
+        eaglezoo(
+            installed,
+            "verify",
+            work / "converted",
+            "--target",
+            tiny / "target",
+            "--prompts",
+            tiny / "prompts.jsonl",
+            "--max-prompts",
+            "2",
+            "--max-new-tokens",
+            "16",
+            "--device",
+            "cpu",
+            "--json",
+        ).stdout
+    )
     assert report["engine"] and report["mean_acceptance_length"] >= 1.0
 
 
@@ -107,8 +154,11 @@ def quick_start() -> list[list[str]]:
     """The README's Quick start commands, as printed (its first ```bash block)."""
     section = (ROOT / "README.md").read_text(encoding="utf-8").split("\n## Quick start", 1)[1].split("\n## ", 1)[0]
     block = re.search(r"```bash\n(.*?)```", section, re.DOTALL)[1]
-    return [shlex.split(line) for line in block.replace("\\\n", " ").splitlines()
-            if line.strip() and not line.lstrip().startswith("#")]
+    return [
+        shlex.split(line)
+        for line in block.replace("\\\n", " ").splitlines()
+        if line.strip() and not line.lstrip().startswith("#")
+    ]
 
 
 def test_the_readme_quick_start_runs_as_printed(installed):

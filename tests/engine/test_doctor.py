@@ -32,8 +32,9 @@ def doctor(*args):
 
 
 def diagnose(tmp_path, drafter_dir, target=EXAMPLE / "target", outputs=(), **extra):
-    with serving(tmp_path, {"method": "eagle3", "model": str(drafter_dir), "num_speculative_tokens": 3, **extra},
-                 target) as url:
+    with serving(
+        tmp_path, {"method": "eagle3", "model": str(drafter_dir), "num_speculative_tokens": 3, **extra}, target
+    ) as url:
         return doctor("--endpoint", url, *outputs)
 
 
@@ -92,12 +93,15 @@ def test_aux_ids_only_nested_are_read_where_vllm_reads_them(drafter, tmp_path):
 def test_doctors_own_fix_applied_is_healthy(vllm_ready, tmp_path):
     """The unconverted SafeAILab folder with the key doctor's fix names: vLLM captures (2, 3, 4) and equals the
     reference on every prompt, so doctor finds it healthy and verify --endpoint accepts the server."""
-    fixed = faults.edit_config(faults.copy(EXAMPLE / "eagle31-safeai", tmp_path / "d"),
-                               lambda c: c.update(eagle_aux_hidden_state_layer_ids=[2, 3, 4]))
+    fixed = faults.edit_config(
+        faults.copy(EXAMPLE / "eagle31-safeai", tmp_path / "d"),
+        lambda c: c.update(eagle_aux_hidden_state_layer_ids=[2, 3, 4]),
+    )
     with serving(tmp_path, {"method": "eagle3", "model": str(fixed), "num_speculative_tokens": 3}) as url:
         result, report = doctor("--endpoint", url)
-        checked = run_cli("verify", "tiny-example-eagle31", "--endpoint", url, "-k", "3", *QUICK, "--json",
-                          env=CPU_ENV, timeout=900)
+        checked = run_cli(
+            "verify", "tiny-example-eagle31", "--endpoint", url, "-k", "3", *QUICK, "--json", env=CPU_ENV, timeout=900
+        )
     assert result.code == 0 and report["verdict"] == "healthy", (result.out, report["findings"])
     assert not any("aux" in note for note in report["notes"]), report["notes"]
     sides = {a["source"]: a["per_prompt"] for a in report["measured"]}
@@ -109,8 +113,9 @@ def test_a_server_that_fails_on_the_unconverted_folder_is_diagnosed(vllm_ready, 
     """The example's SafeAILab folder served as given: no ids where vLLM reads them, so it captures its default
     (2, 2, 1), each layer once: 2 aux states for an fc that takes 3, and vLLM fails on the first request. doctor
     names that, from the folder, with the convert command; not an HTTP 500 alone."""
-    with serving(tmp_path, {"method": "eagle3", "model": str(EXAMPLE / "eagle31-safeai"),
-                            "num_speculative_tokens": 3}) as url:
+    with serving(
+        tmp_path, {"method": "eagle3", "model": str(EXAMPLE / "eagle31-safeai"), "num_speculative_tokens": 3}
+    ) as url:
         result, report = doctor("--endpoint", url)
     assert result.code == 1, (result.out, result.err)
     assert report["verdict"] == "engine-config"
@@ -180,8 +185,20 @@ def test_a_planned_deployment_of_an_unconverted_folder(vllm_ready):
     """The README's example as `vllm serve` would load it: the SafeAILab folder holds no ids where vLLM reads them, so
     vLLM captures its default, too few layers for the drafter, and fails. Both are named, and the trial shows what
     converting restores (the reference here in bfloat16 on the CPU, as --reference-dtype/--reference-device ask)."""
-    result, report = doctor("--engine", "vllm", *ENGINE[:2], "--dtype", "float32", "--enforce-eager",
-                            "--max-model-len", "256", "--reference-device", "cpu", "--reference-dtype", "bfloat16")
+    result, report = doctor(
+        "--engine",
+        "vllm",
+        *ENGINE[:2],
+        "--dtype",
+        "float32",
+        "--enforce-eager",
+        "--max-model-len",
+        "256",
+        "--reference-device",
+        "cpu",
+        "--reference-dtype",
+        "bfloat16",
+    )
     assert result.code == 1, (result.out, result.err)
     assert report["verdict"] == "engine-config"
     causes = {f["cause"]: f for f in report["findings"]}
@@ -195,8 +212,9 @@ def test_a_planned_deployment_of_an_unconverted_folder(vllm_ready):
 def test_a_server_started_without_the_measurement_flags_is_read_from_its_counters(drafter, tmp_path):
     """No dev mode, no per-request acceptance: doctor says the exact flags to add, measures from /metrics, and still
     finds the healthy server healthy (the counters are exact at a fixed K)."""
-    with serving(tmp_path, {"method": "eagle3", "model": str(drafter), "num_speculative_tokens": 3},
-                 measured=False) as url:
+    with serving(
+        tmp_path, {"method": "eagle3", "model": str(drafter), "num_speculative_tokens": 3}, measured=False
+    ) as url:
         result, report = doctor("--endpoint", url)
     assert result.code == 0 and report["verdict"] == "healthy", (result.out, result.err)
     notes = " ".join(report["notes"])

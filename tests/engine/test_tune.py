@@ -17,8 +17,20 @@ from conftest import EXAMPLE, ROOT, assert_clean_failure, run_cli
 from support.browser import CHROMIUM, assert_page
 from support.engine import CPU_ENV, VLLM_PY, engine_starts
 
-BASE = ["tiny-example-eagle31", "--engine-python", VLLM_PY, "--dtype", "float32", "--enforce-eager",
-        "--max-model-len", "256", "--max-prompts", "4", "--max-new-tokens", "16"]
+BASE = [
+    "tiny-example-eagle31",
+    "--engine-python",
+    VLLM_PY,
+    "--dtype",
+    "float32",
+    "--enforce-eager",
+    "--max-model-len",
+    "256",
+    "--max-prompts",
+    "4",
+    "--max-new-tokens",
+    "16",
+]
 # Small repeats, a small budget: 2 CPU cores in CI (a repeat is one pass of 4 x 16 tokens, at least 0.1 s)
 SAMPLING = ["--repeats", "3", "--max-repeats", "5", "--min-tokens", "64", "--min-seconds", "0.1"]
 
@@ -49,8 +61,16 @@ def tuned(vllm_ready, tmp_path_factory):
     entry = re.sub(r"null_reasons:\n  hardware: .*\n", "", entry)
     (home / "registry" / "tiny-example-eagle31.yaml").write_text(entry)
     path, page = home / "tune.json", home / "tune.html"
-    r = run_cli("tune", *tune_twice_args(home), "--report", path, "--html", page,
-                env={**CPU_ENV, "EAGLEZOO_DEBUG": "1"}, timeout=900)
+    r = run_cli(
+        "tune",
+        *tune_twice_args(home),
+        "--report",
+        path,
+        "--html",
+        page,
+        env={**CPU_ENV, "EAGLEZOO_DEBUG": "1"},
+        timeout=900,
+    )
     assert r.code == 1, r.err + r.out  # the K=2 floor fails: the decision is printed, and the exit says so
     return json.loads(path.read_text()), r.out, page, engine_starts(r.err), home
 
@@ -64,8 +84,15 @@ def test_the_grid_runs_in_one_vllm_process(tuned):
 
 def test_every_cell_is_warmed_up_repeated_and_reported_with_its_spread(tuned):
     report = tuned[0]
-    assert report["sampling"] == {"warmup_passes": 1, "min_tokens": 64, "min_seconds": 0.1, "min_repeats": 3,
-                                  "max_repeats": 5, "interval_level": 0.9, "separation_margin": 0.03}
+    assert report["sampling"] == {
+        "warmup_passes": 1,
+        "min_tokens": 64,
+        "min_seconds": 0.1,
+        "min_repeats": 3,
+        "max_repeats": 5,
+        "interval_level": 0.9,
+        "separation_margin": 0.03,
+    }
     for c in report["grid"]:
         assert 3 <= len(c["repeats"]) <= 5 and c["passes_per_repeat"] >= 1
         low, high = c["interval"]
@@ -88,8 +115,9 @@ def test_the_grid_is_measured_whole_and_the_decision_follows_it(tuned):
         assert d["best_k"] == best and best in d["contenders"]
         assert d["k"] in d["contenders"] if d["too_close"] else d["k"] == best
         assert d["too_close"] == (len(d["contenders"]) > 1)
-        assert d["speedup"] == pytest.approx(grid[(d["k"], d["concurrency"])]["output_tokens_per_s"]
-                                             / grid[(0, d["concurrency"])]["output_tokens_per_s"])
+        assert d["speedup"] == pytest.approx(
+            grid[(d["k"], d["concurrency"])]["output_tokens_per_s"] / grid[(0, d["concurrency"])]["output_tokens_per_s"]
+        )
     assert report["basis"].startswith("measured: every K in 0..2 at every concurrency")
 
 
@@ -123,17 +151,29 @@ def test_two_identical_runs_decide_alike_or_both_call_it_too_close(tuned):
 def test_a_load_the_prompts_cannot_fill_is_not_measured_under_its_name(tuned):
     report = tuned[0]
     assert report["concurrency"] == [1, 2] and report["num_prompts"] == 4
-    assert ("concurrency 8 not measured: with 4 prompts no more than 4 requests are ever in flight (give more prompts "
-            "to measure it)") in report["notes"]
+    assert (
+        "concurrency 8 not measured: with 4 prompts no more than 4 requests are ever in flight (give more prompts "
+        "to measure it)"
+    ) in report["notes"]
 
 
-@pytest.mark.parametrize("edit, says", [
-    (lambda d: d.update(vllm_command="rm -rf / #"), "vllm_command is not the command its target, drafter and schedule give"),
-    (lambda d: d["decision"][0].update(k=7), "decision at concurrency 1 (K=7) is not the grid's"),
-    (lambda d: d["decision"][0].update(speedup=-2.0), "decision at concurrency 1"),
-    (lambda d: d.update(concurrency=[4, 1, 1]), "k_max 2 or concurrency [4, 1, 1]; expected K from 1 to 16 and distinct"),
-    (lambda d: d["grid"].pop(), "grid is not one cell per K"),
-], ids=["command", "k-beyond-k-max", "negative-speedup", "levels-out-of-order", "cell-missing"])
+@pytest.mark.parametrize(
+    "edit, says",
+    [
+        (
+            lambda d: d.update(vllm_command="rm -rf / #"),
+            "vllm_command is not the command its target, drafter and schedule give",
+        ),
+        (lambda d: d["decision"][0].update(k=7), "decision at concurrency 1 (K=7) is not the grid's"),
+        (lambda d: d["decision"][0].update(speedup=-2.0), "decision at concurrency 1"),
+        (
+            lambda d: d.update(concurrency=[4, 1, 1]),
+            "k_max 2 or concurrency [4, 1, 1]; expected K from 1 to 16 and distinct",
+        ),
+        (lambda d: d["grid"].pop(), "grid is not one cell per K"),
+    ],
+    ids=["command", "k-beyond-k-max", "negative-speedup", "levels-out-of-order", "cell-missing"],
+)
 def test_a_saved_tune_is_drawn_only_from_what_tune_writes(tuned, tmp_path, edit, says):
     report, page = tuned[0], tuned[2]
     saved, again = tmp_path / "tune.json", tmp_path / "again.html"
@@ -177,12 +217,17 @@ def test_the_engine_accepts_the_table_it_is_given(tuned):
 
 def test_the_entrys_floors_are_checked_at_every_load_and_its_hardware_named(tuned):
     report, out = tuned[0], tuned[1]
-    assert report["floors"] == {"1": {"per_position": None, "mean_acceptance_length": 1.01},
-                                "2": {"per_position": [0.99, 0.99], "mean_acceptance_length": None}}
+    assert report["floors"] == {
+        "1": {"per_position": None, "mean_acceptance_length": 1.01},
+        "2": {"per_position": [0.99, 0.99], "mean_acceptance_length": None},
+    }
     cells = {(c["k"], c["concurrency"]): c for c in report["grid"]}
-    assert report["failures"] == [f"K=2 at concurrency {c}: acceptance at position {i + 1} is "
-                                  f"{cells[(2, c)]['acceptance_per_position'][i]:.3f} < 0.99"
-                                  for c in (1, 2) for i in range(2)]
+    assert report["failures"] == [
+        f"K=2 at concurrency {c}: acceptance at position {i + 1} is "
+        f"{cells[(2, c)]['acceptance_per_position'][i]:.3f} < 0.99"
+        for c in (1, 2)
+        for i in range(2)
+    ]
     assert "the registry entry's floors at K=5 were not checked: tune measured K up to 2" in report["notes"]
     assert report["hardware"]["entry"] == "gpu-1x80g" and report["hardware"]["measured"].startswith("cpu")
     assert any(n.startswith("the registry entry serves its target on gpu-1x80g") for n in report["notes"])

@@ -25,7 +25,6 @@ def server(vllm_ready, tmp_path_factory):
     stop_server(proc)
 
 
-
 def test_endpoint_equals_native_prompt_by_prompt(server, engine_prompts):
     url, _ = server
     native = verify(*PAIR, "--prompts", engine_prompts, "--max-prompts", "8").json()
@@ -33,19 +32,19 @@ def test_endpoint_equals_native_prompt_by_prompt(server, engine_prompts):
     assert r.code == 0, r.err + r.out
     report = r.json()
     assert report["engine"]["name"] == "endpoint" and report["engine"]["speculative_config"]["method"] == "eagle3"
-    assert (report["num_drafts"], report["num_accepted"]) == (native["num_drafts"], native["num_accepted"]) == (160, 227)
+    assert (
+        (report["num_drafts"], report["num_accepted"]) == (native["num_drafts"], native["num_accepted"]) == (160, 227)
+    )
     assert report["acceptance_per_position"] == native["acceptance_per_position"]
     assert [p["accepted"] for p in report["per_prompt"]] == [p["accepted"] for p in native["per_prompt"]]
     notes = [n for n in report["notes"] if "acceptance floors" not in n]  # the entry's floors are for K=3
     assert not notes, notes  # the drafter's identity was checked, the counters add up
 
 
-
 def test_endpoint_serving_another_drafter_is_refused(server):
     url, _ = server
     r = run_cli("verify", "tiny-example-eagle3", "-k", "5", "--max-prompts", "1", "--endpoint", url)
     assert_clean_failure(r, contains="is not the drafter named")
-
 
 
 def test_endpoint_serving_the_right_weights_with_other_aux_ids_fails_naming_them(vllm_ready, tmp_path):
@@ -55,16 +54,21 @@ def test_endpoint_serving_the_right_weights_with_other_aux_ids_fails_naming_them
     drafter = tmp_path / "drafter"
     assert run_cli("convert", "tiny-example-eagle31", drafter).code == 0
     config = json.loads((drafter / "config.json").read_text())
-    config["eagle_aux_hidden_state_layer_ids"], config["eagle_config"]["eagle_aux_hidden_state_layer_ids"] = \
-        [1, 2, 3], [0, 1, 2]
+    config["eagle_aux_hidden_state_layer_ids"], config["eagle_config"]["eagle_aux_hidden_state_layer_ids"] = (
+        [1, 2, 3],
+        [0, 1, 2],
+    )
     (drafter / "config.json").write_text(json.dumps(config, indent=2))
     proc, url = start_server(tmp_path, {"method": "eagle3", "model": str(drafter), "num_speculative_tokens": 3})
     try:
         r = run_cli("verify", "tiny-example-eagle31", "--max-prompts", "1", "--endpoint", url)
     finally:
         stop_server(proc)
-    assert_clean_failure(r, contains="aux ids: vLLM (V1/V2 model runner) reads [1, 2, 3] from "
-                                     "eagle_aux_hidden_state_layer_ids; the drafter was trained on boundary [2, 3, 4]")
+    assert_clean_failure(
+        r,
+        contains="aux ids: vLLM (V1/V2 model runner) reads [1, 2, 3] from "
+        "eagle_aux_hidden_state_layer_ids; the drafter was trained on boundary [2, 3, 4]",
+    )
     assert "PASS" not in r.out
 
 
@@ -77,15 +81,12 @@ def test_endpoint_with_another_depth_is_refused(server, k):
     assert "run with -k 5" in r.err
 
 
-
 def test_endpoint_serving_another_target_is_refused(server, tmp_path):
     url, _ = server
     other = tmp_path / "other-target"
     shutil.copytree(EXAMPLE / "target", other)
-    r = run_cli("verify", "tiny-example-eagle31", "--target", other, "-k", "5", "--max-prompts", "1",
-                "--endpoint", url)
+    r = run_cli("verify", "tiny-example-eagle31", "--target", other, "-k", "5", "--max-prompts", "1", "--endpoint", url)
     assert_clean_failure(r, contains="not the target")
-
 
 
 def test_endpoint_without_speculative_decoding_is_an_error(vllm_ready, tmp_path):

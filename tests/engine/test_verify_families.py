@@ -13,8 +13,18 @@ pytestmark = pytest.mark.vllm
 
 @pytest.fixture(scope="module")
 def peagle_compared(vllm_ready, engine_prompts):
-    r = verify("tiny-example-peagle", "-k", "3", "--max-new-tokens", "48", "--prompts", engine_prompts,
-               "--engine", "native,vllm", *ENGINE)
+    r = verify(
+        "tiny-example-peagle",
+        "-k",
+        "3",
+        "--max-new-tokens",
+        "48",
+        "--prompts",
+        engine_prompts,
+        "--engine",
+        "native,vllm",
+        *ENGINE,
+    )
     assert r.code == 0, r.err + r.out
     return r.json()
 
@@ -36,8 +46,18 @@ def test_the_engine_report_is_an_eagle_report(peagle_compared):
 
 @pytest.fixture(scope="module")
 def dflash_compared(vllm_ready, engine_prompts):
-    r = verify("tiny-example-dflash", "-k", "3", "--max-new-tokens", "48", "--prompts", engine_prompts,
-               "--engine", "native,vllm", *ENGINE)
+    r = verify(
+        "tiny-example-dflash",
+        "-k",
+        "3",
+        "--max-new-tokens",
+        "48",
+        "--prompts",
+        engine_prompts,
+        "--engine",
+        "native,vllm",
+        *ENGINE,
+    )
     assert r.code == 0, r.err + r.out
     return r.json()
 

@@ -66,8 +66,18 @@ def test_a_skipped_prompt_keeps_every_other_prompts_index(tmp_path):
 
 
 def test_speedup_at_each_concurrency_with_identical_greedy_text(vllm_ready):
-    r = verify(*PAIR, "--max-prompts", "4", "--engine", "vllm", *ENGINE, "--speedup", "--concurrency", "1,4",
-               env={"EAGLEZOO_DEBUG": "1"})
+    r = verify(
+        *PAIR,
+        "--max-prompts",
+        "4",
+        "--engine",
+        "vllm",
+        *ENGINE,
+        "--speedup",
+        "--concurrency",
+        "1,4",
+        env={"EAGLEZOO_DEBUG": "1"},
+    )
     assert r.code == 0, r.err + r.out
     started = engine_starts(r.err)
     assert len(started) == 2 and len(set(started)) == 1  # with and without the drafter, vLLM imported once
@@ -76,8 +86,9 @@ def test_speedup_at_each_concurrency_with_identical_greedy_text(vllm_ready):
     for level in s["levels"]:
         for side in ("with_drafter", "without_drafter"):
             assert level[side]["output_tokens"] == 4 * 48 and level[side]["output_tokens_per_s"] > 0
-        assert level["speedup"] == pytest.approx(level["with_drafter"]["output_tokens_per_s"]
-                                                 / level["without_drafter"]["output_tokens_per_s"])
+        assert level["speedup"] == pytest.approx(
+            level["with_drafter"]["output_tokens_per_s"] / level["without_drafter"]["output_tokens_per_s"]
+        )
     assert s["identical_outputs"] == 1.0  # greedy speculative decoding must not change the text
     assert s["engine_start_s"]["with_drafter"] > 0 and s["engine_start_s"]["without_drafter"] > 0
 
@@ -101,12 +112,33 @@ def test_conditions_of_the_robustness_suite_run_on_the_engine(vllm_ready, tmp_pa
 
     target, prompts = templated_target(tmp_path), tmp_path / "p.jsonl"
     q1, q2 = "Describe the import system.", "Now say it in fewer words."
-    prompts.write_text("".join(json.dumps(row) + "\n" for row in [
-        {"prompt": q1, "chat": True, "bucket": "template"},
-        {"prompt": q2, "chat": True, "bucket": "multi-turn", "history": [q1]},
-        {"prompt": q1, "chat": True, "bucket": "temperature:1", "temperature": 1.0}]))
-    r = verify("tiny-example-eagle31", "--target", target, "--prompts", prompts, "--max-new-tokens", "24",
-               "--engine", "vllm", *ENGINE, "--seed", "0", "--min-al", "1", env={"EAGLEZOO_DEBUG": "1"})
+    prompts.write_text(
+        "".join(
+            json.dumps(row) + "\n"
+            for row in [
+                {"prompt": q1, "chat": True, "bucket": "template"},
+                {"prompt": q2, "chat": True, "bucket": "multi-turn", "history": [q1]},
+                {"prompt": q1, "chat": True, "bucket": "temperature:1", "temperature": 1.0},
+            ]
+        )
+    )
+    r = verify(
+        "tiny-example-eagle31",
+        "--target",
+        target,
+        "--prompts",
+        prompts,
+        "--max-new-tokens",
+        "24",
+        "--engine",
+        "vllm",
+        *ENGINE,
+        "--seed",
+        "0",
+        "--min-al",
+        "1",
+        env={"EAGLEZOO_DEBUG": "1"},
+    )
     assert r.code == 0, r.err + r.out
     assert len(engine_starts(r.err)) == 1  # turn 1 answered and every row measured by one engine
     report = r.json()
@@ -119,9 +151,19 @@ def test_conditions_of_the_robustness_suite_run_on_the_engine(vllm_ready, tmp_pa
 
 
 def test_tensor_parallel_2_counts_what_one_rank_counts(vllm_ready):
-    r = verify(*PAIR, "--max-prompts", "4", "--engine", "native,vllm", *ENGINE, "--tensor-parallel-size", "2",
-               "--distributed-executor-backend", "mp",
-               env={"VLLM_CPU_OMP_THREADS_BIND": "0|1", "VLLM_ENABLE_V1_MULTIPROCESSING": "1"})
+    r = verify(
+        *PAIR,
+        "--max-prompts",
+        "4",
+        "--engine",
+        "native,vllm",
+        *ENGINE,
+        "--tensor-parallel-size",
+        "2",
+        "--distributed-executor-backend",
+        "mp",
+        env={"VLLM_CPU_OMP_THREADS_BIND": "0|1", "VLLM_ENABLE_V1_MULTIPROCESSING": "1"},
+    )
     assert r.code == 0, r.err + r.out
     report = r.json()
     assert report["engine"]["parallel"]["tensor_parallel_size"] == 2
@@ -151,25 +193,43 @@ def test_gpu_verify_workflow_commands_plan_verify_and_record(vllm_ready, hub, tm
     from support.publish import publish_folder
 
     converted = tmp_path / "eagle31"
-    assert run_cli("convert", EXAMPLE / "eagle31-safeai", converted, "--target", EXAMPLE / "target",
-                   *EXAMPLE_IDS).code == 0
+    assert (
+        run_cli("convert", EXAMPLE / "eagle31-safeai", converted, "--target", EXAMPLE / "target", *EXAMPLE_IDS).code
+        == 0
+    )
     sha = publish_folder(hub, "tester/gpu-verify-eagle31", converted)
     shutil.copytree(EXAMPLE / "target", tmp_path / "target")
     reg = tmp_path / "registry"
     reg.mkdir()
     hardware = {"gpu_memory_gb": 80, "gpus_per_node": 1, "tensor_parallel_size": 1, "source": "hand: a test"}
     floor = {"k": 3, "temperature": 0.0, "per_position": [0.3, 0.1], "source": "a test"}
-    entry = {"id": "gpu-verify-tiny", "drafter": {"repo": "tester/gpu-verify-eagle31", "revision": sha},
-             "target": {"path": "target"}, "publisher": "tests", "dialect": "eagle31", "eagle_version": "3.1",
-             "max_position_embeddings": 256, "flags": {"fc_norm": True, "norm_output": True},
-             "hardware": hardware, "acceptance_floors": [floor], "sources": ["tests"]}
+    entry = {
+        "id": "gpu-verify-tiny",
+        "drafter": {"repo": "tester/gpu-verify-eagle31", "revision": sha},
+        "target": {"path": "target"},
+        "publisher": "tests",
+        "dialect": "eagle31",
+        "eagle_version": "3.1",
+        "max_position_embeddings": 256,
+        "flags": {"fc_norm": True, "norm_output": True},
+        "hardware": hardware,
+        "acceptance_floors": [floor],
+        "sources": ["tests"],
+    }
     (reg / "gpu-verify-tiny.yaml").write_text(yaml.safe_dump(with_evidence(entry)))
     env = {"EAGLEZOO_REGISTRY": str(reg), **CPU_ENV}
     planned = hubcli(hub, "registry", "plan", "--runner", "gpu-1x80g", "--commands", **env)
     assert planned.code == 0, planned.err
     (command,) = planned.out.splitlines()
-    args = shlex.split(command)[1:] + ["--engine-python", VLLM_PY, "--dtype", "float32", "--enforce-eager",
-                                       "--max-new-tokens", "16"]  # every prompt of the set the floors hold for
+    args = shlex.split(command)[1:] + [
+        "--engine-python",
+        VLLM_PY,
+        "--dtype",
+        "float32",
+        "--enforce-eager",
+        "--max-new-tokens",
+        "16",
+    ]  # every prompt of the set the floors hold for
     report = tmp_path / args[args.index("--report") + 1]
     report.parent.mkdir()
     args[args.index("--report") + 1] = report

@@ -28,8 +28,15 @@ print(json.dumps({"method": spec.method, "parallel_drafting": spec.parallel_draf
 
 
 def eaglezoo(cwd, *args) -> str:
-    proc = subprocess.run([sys.executable, "-m", "eaglezoo", *map(str, args)], capture_output=True, text=True, cwd=cwd,
-                          check=False, env={**CLI_ENV, "PYTHONPATH": str(ROOT)}, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "eaglezoo", *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        check=False,
+        env={**CLI_ENV, "PYTHONPATH": str(ROOT)},
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     return proc.stdout
 
@@ -40,8 +47,15 @@ def test_vllm_accepts_the_printed_peagle_path(vllm_ready, tmp_path):
         eaglezoo(tmp_path, *shlex.split(sc["convert_command"])[1:])
     words = shlex.split(sc["command"])
     target, config = words[words.index("serve") + 1], words[words.index("--speculative-config") + 1]
-    proc = subprocess.run([str(VLLM_PY), "-c", PARSE, target, config], capture_output=True, text=True, cwd=tmp_path,
-                          check=False, env={**CLI_ENV, **CPU_ENV}, timeout=600)
+    proc = subprocess.run(
+        [str(VLLM_PY), "-c", PARSE, target, config],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        check=False,
+        env={**CLI_ENV, **CPU_ENV},
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     parsed = json.loads(proc.stdout.strip().splitlines()[-1])
     assert parsed == {"method": "eagle3", "parallel_drafting": True, "architectures": ["LlamaForCausalLMEagle3"]}

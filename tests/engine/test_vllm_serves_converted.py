@@ -50,28 +50,50 @@ def engine_run(tmp_path_factory):
     dropped = work / "eagle31-fc-norm-dropped"
     shutil.copytree(drafters["eagle31-eagle31"], dropped)
     state = load_file(str(dropped / "model.safetensors"))
-    save_file({k: v for k, v in state.items() if not k.startswith("fc_norm.")}, str(dropped / "model.safetensors"),
-              metadata={"format": "pt"})
+    save_file(
+        {k: v for k, v in state.items() if not k.startswith("fc_norm.")},
+        str(dropped / "model.safetensors"),
+        metadata={"format": "pt"},
+    )
     drafters["eagle31-fc-norm-dropped"] = dropped
 
     tok = AutoTokenizer.from_pretrained(EXAMPLE / "target")
     rows = [json.loads(line) for line in (EXAMPLE / "prompts.jsonl").read_text().splitlines()][:N_PROMPTS]
     prompts = [tok(r["prompt"], add_special_tokens=False)["input_ids"] for r in rows]
     (work / "prompts.jsonl").write_text("".join(json.dumps({"prompt": r["prompt"]}) + "\n" for r in rows))
-    request = {"target": str(EXAMPLE / "target"), "drafters": {k: str(v) for k, v in drafters.items()},
-               "prompts": prompts, "max_tokens": N_TOKENS, "k": K, "max_model_len": 1024}
+    request = {
+        "target": str(EXAMPLE / "target"),
+        "drafters": {k: str(v) for k, v in drafters.items()},
+        "prompts": prompts,
+        "max_tokens": N_TOKENS,
+        "k": K,
+        "max_model_len": 1024,
+    }
     (work / "request.json").write_text(json.dumps(request))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
-    proc = subprocess.run([str(VLLM_PY), str(ROOT / "tests" / "support" / "vllm_runner.py"), str(work / "request.json"),
-                           str(work / "result.json")], capture_output=True, text=True, env=env, timeout=1200)
+    proc = subprocess.run(
+        [
+            str(VLLM_PY),
+            str(ROOT / "tests" / "support" / "vllm_runner.py"),
+            str(work / "request.json"),
+            str(work / "result.json"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=1200,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads((work / "result.json").read_text()), drafters, work
 
 
 def counters(result):
     m = result["metrics"]
-    return (m["vllm:spec_decode_num_drafts"], m["vllm:spec_decode_num_accepted_tokens"],
-            list(m["vllm:spec_decode_num_accepted_tokens_per_pos"]))
+    return (
+        m["vllm:spec_decode_num_drafts"],
+        m["vllm:spec_decode_num_accepted_tokens"],
+        list(m["vllm:spec_decode_num_accepted_tokens_per_pos"]),
+    )
 
 
 def al(result):
@@ -101,8 +123,21 @@ def test_trained_drafters_accept_in_vllm(engine_run):
 
 
 def eaglezoo_counts(drafter, work):
-    r = run_cli("verify", drafter, "--target", EXAMPLE / "target", "--prompts", work / "prompts.jsonl",
-                "--max-new-tokens", N_TOKENS, "-k", K, "--device", "cpu", "--json")
+    r = run_cli(
+        "verify",
+        drafter,
+        "--target",
+        EXAMPLE / "target",
+        "--prompts",
+        work / "prompts.jsonl",
+        "--max-new-tokens",
+        N_TOKENS,
+        "-k",
+        K,
+        "--device",
+        "cpu",
+        "--json",
+    )
     assert r.code in (0, 1), r.err  # 1: lint errors (a tampered config), the measurement is still reported
     report = r.json()
     per_pos = [round(x * report["num_drafts"]) for x in report["acceptance_per_position"]]

@@ -33,8 +33,9 @@ def test_sharded_drafter_in_the_hub_cache_converts_and_lints(hub, cached_sharded
         converted = hubcli(hub, "convert", source, out)
         assert converted.code == 0, converted.err
         assert (out / "model.safetensors").is_file()
-    assert (tmp_path / "from-snapshot" / "model.safetensors").read_bytes() == \
-        (tmp_path / "from-repo" / "model.safetensors").read_bytes()
+    assert (tmp_path / "from-snapshot" / "model.safetensors").read_bytes() == (
+        tmp_path / "from-repo" / "model.safetensors"
+    ).read_bytes()
 
 
 def test_remote_lint_against_a_server_that_never_answers_times_out(hub):
@@ -47,8 +48,13 @@ def test_remote_lint_against_a_server_that_never_answers_times_out(hub):
     listener.listen(16)
     threading.Thread(target=lambda: [listener.accept() for _ in range(16)], daemon=True).start()
     start = time.time()
-    r = hubcli(hub, "lint", "tester/anything", HF_ENDPOINT=f"http://127.0.0.1:{listener.getsockname()[1]}",
-               EAGLEZOO_HUB_TIMEOUT="1")
+    r = hubcli(
+        hub,
+        "lint",
+        "tester/anything",
+        HF_ENDPOINT=f"http://127.0.0.1:{listener.getsockname()[1]}",
+        EAGLEZOO_HUB_TIMEOUT="1",
+    )
     assert_clean_failure(r, contains="could not be reached")
     assert time.time() - start < 120
     listener.close()

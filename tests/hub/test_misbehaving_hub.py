@@ -38,8 +38,15 @@ def stalling_hub(request):
 
 
 def hub_env(tmp_path, endpoint: str, **extra) -> dict:
-    return {"HF_ENDPOINT": endpoint, "HF_HOME": str(tmp_path / "hf-home"), "HF_TOKEN": "hf_not_a_real_token",
-            "HF_HUB_OFFLINE": "0", "HF_HUB_DISABLE_XET": "1", "EAGLEZOO_HUB_DEADLINE": str(DEADLINE), **extra}
+    return {
+        "HF_ENDPOINT": endpoint,
+        "HF_HOME": str(tmp_path / "hf-home"),
+        "HF_TOKEN": "hf_not_a_real_token",
+        "HF_HUB_OFFLINE": "0",
+        "HF_HUB_DISABLE_XET": "1",
+        "EAGLEZOO_HUB_DEADLINE": str(DEADLINE),
+        **extra,
+    }
 
 
 @pytest.mark.parametrize("command", COMMANDS)
@@ -57,8 +64,16 @@ def test_a_request_timeout_stops_a_registry_command_not_each_entry(tmp_path):
     wait as long, so the command stops with one line instead of an error per entry."""
     server, released = serve_raw(never_answer)
     try:
-        r = run_cli("registry", "sync", ENTRY, OTHER_ENTRY, "--registry", ROOT / "registry", timeout=120,
-                    env=hub_env(tmp_path, f"http://127.0.0.1:{server.server_address[1]}", EAGLEZOO_HUB_TIMEOUT="2"))
+        r = run_cli(
+            "registry",
+            "sync",
+            ENTRY,
+            OTHER_ENTRY,
+            "--registry",
+            ROOT / "registry",
+            timeout=120,
+            env=hub_env(tmp_path, f"http://127.0.0.1:{server.server_address[1]}", EAGLEZOO_HUB_TIMEOUT="2"),
+        )
     finally:
         released.set()
         server.shutdown()
@@ -101,6 +116,7 @@ def http_server():
     def start(answer) -> str:
         servers.append(serve_answers(answer))
         return f"http://127.0.0.1:{servers[-1].server_address[1]}"
+
     yield start
     for server in servers:
         server.shutdown()
@@ -110,8 +126,10 @@ def http_server():
 @pytest.fixture
 def answering_hub(http_server):
     """A Hub (or a proxy in front of one) that answers every request alike."""
+
     def start(status: int, body: bytes, ctype: str = "application/json", headers: dict | None = None) -> str:
         return http_server(lambda _: (status, body, ctype, headers or {}))
+
     return start
 
 
@@ -127,17 +145,26 @@ LOGIN_PAGE = b"<html><body>Sign in to the proxy to continue</body></html>"
 PUSH = ["push", EXAMPLE / "eagle31-safeai", "tester/drafter"]
 
 
-@pytest.mark.parametrize("args, expected", [
-    (["pull", "tester/drafter"], "expected the repo's file list"),
-    (["lint", "tester/drafter"], "expected the repo's file list"),
-    (PUSH, "expected the new repo's URL"),
-], ids=["pull", "lint", "push"])
-@pytest.mark.parametrize("body, ctype, sent", [
-    (LOGIN_PAGE, "text/html", "answered 200 with text that is not JSON ('<html><body>Sign in"),
-    (b'{"ok": true}', "application/json", """answered 200 with JSON of another shape ('{"ok": true}')"""),
-], ids=["not-json", "wrong-shape"])
-def test_a_200_answer_that_is_not_the_expected_json_is_named(answering_hub, tmp_path, args, expected, body, ctype,
-                                                               sent):
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (["pull", "tester/drafter"], "expected the repo's file list"),
+        (["lint", "tester/drafter"], "expected the repo's file list"),
+        (PUSH, "expected the new repo's URL"),
+    ],
+    ids=["pull", "lint", "push"],
+)
+@pytest.mark.parametrize(
+    "body, ctype, sent",
+    [
+        (LOGIN_PAGE, "text/html", "answered 200 with text that is not JSON ('<html><body>Sign in"),
+        (b'{"ok": true}', "application/json", """answered 200 with JSON of another shape ('{"ok": true}')"""),
+    ],
+    ids=["not-json", "wrong-shape"],
+)
+def test_a_200_answer_that_is_not_the_expected_json_is_named(
+    answering_hub, tmp_path, args, expected, body, ctype, sent
+):
     endpoint = answering_hub(200, body, ctype)
     r = run_cli(*args, env=hub_env(tmp_path, endpoint), timeout=120)
     assert_clean_failure(r, contains=sent)
@@ -175,6 +202,7 @@ TOKEN = "hf_EchoedBackEchoedBackEchoedBack1234"  # the shape of a real token, so
 def echoing_hub(http_server):
     """A server that answers every request with the request's own headers, Authorization first, after `pad`
     bytes: as some proxies' error pages do."""
+
     def start(status: int, pad: int) -> str:
         def answer(headers) -> tuple:
             first = sorted(headers.items(), key=lambda header: header[0].lower() != "authorization")
@@ -182,20 +210,28 @@ def echoing_hub(http_server):
             if status >= 400:
                 return status, json.dumps({"error": echoed}).encode(), "application/json", {}
             return status, echoed.encode(), "text/plain", {}
+
         return http_server(answer)
+
     return start
 
 
 PULL, LINT = ["pull", "tester/drafter"], ["lint", "tester/drafter"]
 
 
-@pytest.mark.parametrize("args, status, pad, where, as_json", [
-    (PULL, 200, 0, "env", False), (LINT, 200, 0, "env", False), (PUSH, 200, 0, "env", False),
-    (PULL, 200, 20, "env", False),  # the quote is cut inside the token
-    (PUSH, 400, 0, "env", False),
-    (LINT, 200, 0, "token-file", False),
-    (PULL, 200, 0, "env", True),
-], ids=["pull", "lint", "push", "pull-cut-mid-token", "push-400", "lint-token-file", "pull-json"])
+@pytest.mark.parametrize(
+    "args, status, pad, where, as_json",
+    [
+        (PULL, 200, 0, "env", False),
+        (LINT, 200, 0, "env", False),
+        (PUSH, 200, 0, "env", False),
+        (PULL, 200, 20, "env", False),  # the quote is cut inside the token
+        (PUSH, 400, 0, "env", False),
+        (LINT, 200, 0, "token-file", False),
+        (PULL, 200, 0, "env", True),
+    ],
+    ids=["pull", "lint", "push", "pull-cut-mid-token", "push-400", "lint-token-file", "pull-json"],
+)
 def test_a_token_echoed_by_the_server_is_never_printed(echoing_hub, tmp_path, args, status, pad, where, as_json):
     """The answer quotes the request's Authorization header: the error line quotes the answer, never the token,
     whether the token came from HF_TOKEN or the client's token file, and wherever the quote is cut."""
@@ -206,10 +242,9 @@ def test_a_token_echoed_by_the_server_is_never_printed(echoing_hub, tmp_path, ar
         del env["HF_TOKEN"]
         (tmp_path / "hf-home").mkdir()
         (tmp_path / "hf-home" / "token").write_text(TOKEN)
-    r = run_cli(*args, *(["--json"] if as_json else []), env={**env, "HF_TOKEN": env.get("HF_TOKEN", "")},
-                timeout=120)
+    r = run_cli(*args, *(["--json"] if as_json else []), env={**env, "HF_TOKEN": env.get("HF_TOKEN", "")}, timeout=120)
     assert r.code == 2, (r.out, r.err)
     shown = r.out + r.err
     assert status != 200 or "Bearer ***" in shown  # the answer is quoted, up to where the token was
-    assert not [TOKEN[i:i + 8] for i in range(len(TOKEN) - 7) if TOKEN[i:i + 8] in shown], shown
+    assert not [TOKEN[i : i + 8] for i in range(len(TOKEN) - 7) if TOKEN[i : i + 8] in shown], shown
     assert "internal error" not in shown

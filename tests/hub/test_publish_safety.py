@@ -56,11 +56,14 @@ def test_push_uploads_exactly_the_drafter(hub, converted, tmp_path):
     assert r.err == ""  # no progress bars when stderr is not a terminal
 
 
-@pytest.mark.parametrize("make_link", [
-    lambda d, outside: os.symlink(outside, d / "notes.txt"),
-    lambda d, outside: os.symlink("../secret.txt", d / "relative.txt"),
-    lambda d, outside: os.symlink(outside.parent, d / "linkdir"),
-])
+@pytest.mark.parametrize(
+    "make_link",
+    [
+        lambda d, outside: os.symlink(outside, d / "notes.txt"),
+        lambda d, outside: os.symlink("../secret.txt", d / "relative.txt"),
+        lambda d, outside: os.symlink(outside.parent, d / "linkdir"),
+    ],
+)
 def test_push_refuses_symlinks_that_leave_the_folder_and_uploads_nothing(hub, converted, tmp_path, make_link):
     d = fresh_copy(converted, tmp_path)
     secret = tmp_path / "secret.txt"
@@ -84,8 +87,22 @@ def test_include_exclude_and_dry_run(hub, converted, tmp_path):
     (d / ".extra").mkdir()
     (d / ".extra" / "generation_config.json").write_text("{}")
     before = len(hub[0].requests)
-    r = hubcli(hub, "push", d, "tester/dry", "--dry-run", "--exclude", "notes.txt", "--include", "*.json",
-               "--include", "*.safetensors", "--include", ".extra/*", "--json")
+    r = hubcli(
+        hub,
+        "push",
+        d,
+        "tester/dry",
+        "--dry-run",
+        "--exclude",
+        "notes.txt",
+        "--include",
+        "*.json",
+        "--include",
+        "*.safetensors",
+        "--include",
+        ".extra/*",
+        "--json",
+    )
     assert r.code == 0, r.err
     files = {f["path"]: f["size"] for f in r.json()["files"]}
     assert set(files) == DRAFTER_FILES | {".extra/generation_config.json"}
@@ -146,11 +163,14 @@ def test_push_refuses_an_old_record_with_an_absolute_path(hub, converted, tmp_pa
 
 
 def test_push_report_must_be_a_verify_report(hub, converted, tmp_path):
-    assert_clean_failure(hubcli(hub, "push", converted, "tester/rep", "--report", tmp_path / "none.json"), None,
-                         contains="no such file")
+    assert_clean_failure(
+        hubcli(hub, "push", converted, "tester/rep", "--report", tmp_path / "none.json"), None, contains="no such file"
+    )
     bad = tmp_path / "list.json"
     bad.write_text("[1, 2]")
-    assert_clean_failure(hubcli(hub, "push", converted, "tester/rep", "--report", bad), None, contains="not a JSON object")
+    assert_clean_failure(
+        hubcli(hub, "push", converted, "tester/rep", "--report", bad), None, contains="not a JSON object"
+    )
     partial = tmp_path / "partial.json"
     partial.write_text(json.dumps({"device": "cpu"}))
     assert_clean_failure(hubcli(hub, "push", converted, "tester/rep", "--report", partial), None, contains="dtype")
@@ -180,12 +200,18 @@ def push_with_record(hub, converted, tmp_path, repo, edit):
 
 
 def test_pull_refuses_manifest_names_outside_the_download(hub, converted, tmp_path):
-    push_with_record(hub, converted, tmp_path, "tester/escape",
-                     lambda d, rec: rec["output"].update({"../../../../etc/hostname": "0" * 64}))
+    push_with_record(
+        hub,
+        converted,
+        tmp_path,
+        "tester/escape",
+        lambda d, rec: rec["output"].update({"../../../../etc/hostname": "0" * 64}),
+    )
     r = hubcli(hub, "pull", "tester/escape", "--local-dir", tmp_path / "dl")
     assert_clean_failure(r, None, contains="leaves")
     assert not (tmp_path / "dl").exists()
     import hashlib
+
     digest = hashlib.sha256(open("/etc/hostname", "rb").read()).hexdigest() if os.path.exists("/etc/hostname") else None
     assert digest is None or digest[:8] not in r.err
 
@@ -195,6 +221,7 @@ def test_pull_that_fails_verification_leaves_nothing(hub, converted, tmp_path):
         weights = bytearray((d / "model.safetensors").read_bytes())
         weights[-1] ^= 0xFF
         (d / "model.safetensors").write_bytes(bytes(weights))
+
     push_with_record(hub, converted, tmp_path, "tester/tampered", tamper)
     local = tmp_path / "downloads" / "drafter"
     r = hubcli(hub, "pull", "tester/tampered", "--local-dir", local)
@@ -216,8 +243,13 @@ def test_pull_from_a_server_that_never_answers_times_out(hub, tmp_path):
     accepted = []
     threading.Thread(target=lambda: [accepted.append(listener.accept()) for _ in range(16)], daemon=True).start()
     start = time.time()
-    r = hubcli(hub, "pull", "tester/anything", HF_ENDPOINT=f"http://127.0.0.1:{listener.getsockname()[1]}",
-               EAGLEZOO_HUB_TIMEOUT="1")
+    r = hubcli(
+        hub,
+        "pull",
+        "tester/anything",
+        HF_ENDPOINT=f"http://127.0.0.1:{listener.getsockname()[1]}",
+        EAGLEZOO_HUB_TIMEOUT="1",
+    )
     assert_clean_failure(r, None, contains="could not be reached")
     assert time.time() - start < 120
     listener.close()

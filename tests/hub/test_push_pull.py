@@ -41,11 +41,24 @@ def commits(hub, repo, branch="main"):
 
 def test_push_lfs_card_tag_and_no_op_repush(hub, big_drafter, tmp_path):
     report = ROOT / "registry" / "reports" / "tiny-example-eagle31.k3.t0.native.json"  # as verify wrote it
-    r = hubcli(hub, "push", big_drafter, "tester/big-eagle31", "--target", "org/target-model", "--report", report,
-               "--tag", "v1.0", "--json")
+    r = hubcli(
+        hub,
+        "push",
+        big_drafter,
+        "tester/big-eagle31",
+        "--target",
+        "org/target-model",
+        "--report",
+        report,
+        "--tag",
+        "v1.0",
+        "--json",
+    )
     assert r.code == 0, r.err
     pushed = r.json()
-    assert pushed["created_commit"] and {"config.json", "model.safetensors", "conversion.json", "README.md"} <= {f["path"] for f in pushed["files"]}
+    assert pushed["created_commit"] and {"config.json", "model.safetensors", "conversion.json", "README.md"} <= {
+        f["path"] for f in pushed["files"]
+    }
     assert any(path.endswith(".git/info/lfs/objects/batch") for _, path in hub[0].requests)
     assert any(m == "PUT" and p.startswith("/upload/") for m, p in hub[0].requests)
     repo = hub[0].repos["tester/big-eagle31"]
@@ -61,8 +74,9 @@ def test_push_lfs_card_tag_and_no_op_repush(hub, big_drafter, tmp_path):
     figure = hub[0].blobs[repo.files(pushed["commit"])["acceptance.svg"]["oid"]].decode()
     assert figure.startswith("<svg") and figure.count("<path") > 5
     before = commits(hub, "tester/big-eagle31")
-    again = hubcli(hub, "push", big_drafter, "tester/big-eagle31", "--target", "org/target-model", "--report", report,
-                   "--json")
+    again = hubcli(
+        hub, "push", big_drafter, "tester/big-eagle31", "--target", "org/target-model", "--report", report, "--json"
+    )
     assert again.code == 0 and again.json()["created_commit"] is False
     assert commits(hub, "tester/big-eagle31") == before
 
@@ -98,6 +112,7 @@ def test_create_pr(hub, big_drafter):
     head = hub[0].repos["tester/pr-repo"].branches["main"]
     other = big_drafter.parent / "changed"
     import shutil
+
     shutil.copytree(big_drafter, other, dirs_exist_ok=True)
     (other / "notes.txt").write_text("tuned")
     r = hubcli(hub, "push", other, "tester/pr-repo", "--create-pr", "--json")
@@ -157,7 +172,7 @@ def test_transient_server_errors_are_retried(hub, big_drafter):
     r = hubcli(hub, "pull", "tester/flaky")
     assert r.code == 0, r.err
     assert hub[0].fail_next == 0
-    first, second, third = hub[0].requests[before:before + 3]
+    first, second, third = hub[0].requests[before : before + 3]
     assert first == second == third, "the request answered 503 is sent again until it succeeds"
 
 
@@ -172,18 +187,28 @@ def test_registry_ids_pin_revisions_and_check_hashes(hub, big_drafter, tmp_path)
     assert hubcli(hub, "push", big_drafter, "tester/registered").code == 0
     sha = hub[0].repos["tester/registered"].branches["main"]
     import shutil
+
     moved = shutil.copytree(big_drafter, tmp_path / "moved")
     (moved / "notes.txt").write_text("a later commit")
     assert hubcli(hub, "push", moved, "tester/registered").code == 0  # main moves on
     reg = tmp_path / "registry"
     reg.mkdir()
     record = json.loads((big_drafter / "conversion.json").read_text())
-    entry = {"id": "tiny-registered", "drafter": {"repo": "tester/registered", "revision": sha},
-             "target": {"repo": "org/target-model"}, "publisher": "tests", "dialect": "eagle31", "eagle_version": "3.1",
-             "flags": {"fc_norm": True, "norm_output": True}, "draft_vocab_size": 8192, "target_vocab_size": 16384,
-             "aux_layers": {"ids": [1, 2, 3], "convention": "boundary"},
-             "files": {"model.safetensors": record["output"]["model.safetensors"]}, "sources": ["tests"],
-             "null_reasons": {"hardware": "a test", "acceptance_floors": "a test"}}
+    entry = {
+        "id": "tiny-registered",
+        "drafter": {"repo": "tester/registered", "revision": sha},
+        "target": {"repo": "org/target-model"},
+        "publisher": "tests",
+        "dialect": "eagle31",
+        "eagle_version": "3.1",
+        "flags": {"fc_norm": True, "norm_output": True},
+        "draft_vocab_size": 8192,
+        "target_vocab_size": 16384,
+        "aux_layers": {"ids": [1, 2, 3], "convention": "boundary"},
+        "files": {"model.safetensors": record["output"]["model.safetensors"]},
+        "sources": ["tests"],
+        "null_reasons": {"hardware": "a test", "acceptance_floors": "a test"},
+    }
     (reg / "tiny-registered.yaml").write_text(yaml.safe_dump(with_evidence(entry)))
     r = hubcli(hub, "pull", "tiny-registered", "--json", EAGLEZOO_REGISTRY=str(reg))
     assert r.code == 0, r.err
@@ -204,11 +229,18 @@ def publish_target_config(hub, repo: str, cfg: dict) -> None:
     import os
     import subprocess
     import sys
-    code = ("import json, sys; from huggingface_hub import HfApi; api = HfApi(); "
-            "api.create_repo(sys.argv[1], exist_ok=True); "
-            "api.upload_file(path_or_fileobj=sys.argv[2].encode(), path_in_repo='config.json', repo_id=sys.argv[1])")
-    subprocess.run([sys.executable, "-c", code, repo, json.dumps(cfg)], check=True, env={**os.environ, **hub[1]},
-                   capture_output=True)
+
+    code = (
+        "import json, sys; from huggingface_hub import HfApi; api = HfApi(); "
+        "api.create_repo(sys.argv[1], exist_ok=True); "
+        "api.upload_file(path_or_fileobj=sys.argv[2].encode(), path_in_repo='config.json', repo_id=sys.argv[1])"
+    )
+    subprocess.run(
+        [sys.executable, "-c", code, repo, json.dumps(cfg)],
+        check=True,
+        env={**os.environ, **hub[1]},
+        capture_output=True,
+    )
 
 
 def test_remote_lint_downloads_under_one_percent(hub, big_drafter):
@@ -231,31 +263,58 @@ def test_convert_and_verify_accept_hub_ids(hub, big_drafter, tmp_path):
 def test_gpu_workflow_command_verifies_a_registry_entry(hub, tmp_path):
     """`eaglezoo verify ID --report` (the gpu-verify workflow's step) on a published example pair."""
     from conftest import EXAMPLE, EXAMPLE_IDS
+
     converted = tmp_path / "eagle31"
-    r = run_cli("convert", EXAMPLE / "eagle31-safeai", converted, "--target", EXAMPLE / "target",
-                *EXAMPLE_IDS)
+    r = run_cli("convert", EXAMPLE / "eagle31-safeai", converted, "--target", EXAMPLE / "target", *EXAMPLE_IDS)
     assert r.code == 0, r.err
     assert hubcli(hub, "push", converted, "tester/tiny-eagle31").code == 0
     target_sha = publish_folder(hub, "tester/tiny-target", EXAMPLE / "target")
     drafter_sha = hub[0].repos["tester/tiny-eagle31"].branches["main"]
     reg = tmp_path / "registry"
     reg.mkdir()
-    entry = {"id": "tiny-example", "drafter": {"repo": "tester/tiny-eagle31", "revision": drafter_sha},
-             "target": {"repo": "tester/tiny-target", "revision": target_sha}, "publisher": "tests",
-             "dialect": "eagle31", "eagle_version": "3.1", "flags": {"fc_norm": True, "norm_output": True},
-             "acceptance_floors": [floor([0.2, 0.05, 0.0])], "sources": ["tests"],
-             "null_reasons": {"hardware": "a CPU test"}}
+    entry = {
+        "id": "tiny-example",
+        "drafter": {"repo": "tester/tiny-eagle31", "revision": drafter_sha},
+        "target": {"repo": "tester/tiny-target", "revision": target_sha},
+        "publisher": "tests",
+        "dialect": "eagle31",
+        "eagle_version": "3.1",
+        "flags": {"fc_norm": True, "norm_output": True},
+        "acceptance_floors": [floor([0.2, 0.05, 0.0])],
+        "sources": ["tests"],
+        "null_reasons": {"hardware": "a CPU test"},
+    }
     (reg / "tiny-example.yaml").write_text(yaml.safe_dump(with_evidence(entry)))
     report = tmp_path / "reports" / "tiny-example.json"
     report.parent.mkdir()
-    r = hubcli(hub, "verify", "tiny-example", "--device", "cpu", "--report", report, "--max-new-tokens", "8",
-               EAGLEZOO_REGISTRY=str(reg))  # every prompt of the set the floors hold for: they gate
+    r = hubcli(
+        hub,
+        "verify",
+        "tiny-example",
+        "--device",
+        "cpu",
+        "--report",
+        report,
+        "--max-new-tokens",
+        "8",
+        EAGLEZOO_REGISTRY=str(reg),
+    )  # every prompt of the set the floors hold for: they gate
     assert r.code == 0, r.out + r.err
     data = json.loads(report.read_text())
     assert data["thresholds"]["min_acceptance"] == [0.2, 0.05, 0.0] and data["num_drafts"] > 0
     assert data["registry_id"] == "tiny-example" and data["drafter_revision"] == drafter_sha
     entry["acceptance_floors"] = [floor([0.99, 0.99, 0.99])]
     (reg / "tiny-example.yaml").write_text(yaml.safe_dump(with_evidence(entry)))
-    r = hubcli(hub, "verify", "tiny-example", "--device", "cpu", "--report", report, "--max-new-tokens", "8",
-               EAGLEZOO_REGISTRY=str(reg))  # every prompt of the set the floors hold for: they gate
+    r = hubcli(
+        hub,
+        "verify",
+        "tiny-example",
+        "--device",
+        "cpu",
+        "--report",
+        report,
+        "--max-new-tokens",
+        "8",
+        EAGLEZOO_REGISTRY=str(reg),
+    )  # every prompt of the set the floors hold for: they gate
     assert r.code == 1 and "FAIL" in r.out

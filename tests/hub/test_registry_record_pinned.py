@@ -26,8 +26,12 @@ def write_entries(root: Path, drafter_sha: str) -> Path:
     reg = root / "registry"
     reg.mkdir()
     data = yaml.safe_load((ROOT / "registry" / "tiny-example-eagle31.yaml").read_text())
-    data.update(id=ENTRY, drafter={"repo": "tester/ci-eagle31", "revision": drafter_sha},
-                status={"state": "unverified"}, measured=[])
+    data.update(
+        id=ENTRY,
+        drafter={"repo": "tester/ci-eagle31", "revision": drafter_sha},
+        status={"state": "unverified"},
+        measured=[],
+    )
     (reg / f"{ENTRY}.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
     data.update(id=TARGETED, target={"repo": TARGET_REPO, "revision": TARGET_SHA})
     (reg / f"{TARGETED}.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
@@ -80,33 +84,53 @@ def other_snapshot(data: dict, repo: str | None = None, sha: str | None = None) 
 FORGED = {
     "the issue's report: another drafter and target, no revision": (
         lambda d, sha: {"drafter": "evil/other-drafter", "drafter_revision": None, "target": "evil/other-target"},
-        "the report measured drafter evil/other-drafter; ci-hub-eagle31's drafter is tester/ci-eagle31"),
+        "the report measured drafter evil/other-drafter; ci-hub-eagle31's drafter is tester/ci-eagle31",
+    ),
     "another drafter repo, at the pinned revision": (
-        lambda d, sha: {"drafter": "evil/other-drafter"}, "the report measured drafter evil/other-drafter"),
+        lambda d, sha: {"drafter": "evil/other-drafter"},
+        "the report measured drafter evil/other-drafter",
+    ),
     "another drafter's Hub folder": (
-        lambda d, sha: {"drafter": other_snapshot(d, "evil/other-drafter")}, "models--evil--other-drafter"),
+        lambda d, sha: {"drafter": other_snapshot(d, "evil/other-drafter")},
+        "models--evil--other-drafter",
+    ),
     "the drafter revision missing": (
         lambda d, sha: {"drafter_revision": None},
-        ("the report measured drafter tester/ci-eagle31 at no stated revision; ci-hub-eagle31 pins drafter "
-         "tester/ci-eagle31@SHA")),
+        (
+            "the report measured drafter tester/ci-eagle31 at no stated revision; ci-hub-eagle31 pins drafter "
+            "tester/ci-eagle31@SHA"
+        ),
+    ),
     "another drafter revision": (
         lambda d, sha: {"drafter": other_snapshot(d, sha=OTHER_SHA), "drafter_revision": OTHER_SHA},
-        (f"the report measured drafter tester/ci-eagle31@{OTHER_SHA}; ci-hub-eagle31 pins drafter "
-         "tester/ci-eagle31@SHA")),
+        (
+            f"the report measured drafter tester/ci-eagle31@{OTHER_SHA}; ci-hub-eagle31 pins drafter "
+            "tester/ci-eagle31@SHA"
+        ),
+    ),
     "a drafter revision its folder does not hold": (
-        lambda d, sha: {"drafter_revision": OTHER_SHA}, f"states drafter_revision {OTHER_SHA}"),
+        lambda d, sha: {"drafter_revision": OTHER_SHA},
+        f"states drafter_revision {OTHER_SHA}",
+    ),
     "another target repo": (
         lambda d, sha: {"target": "evil/other-target"},
-        "the report measured target evil/other-target; ci-hub-eagle31's target is examples/tiny/target"),
+        "the report measured target evil/other-target; ci-hub-eagle31's target is examples/tiny/target",
+    ),
     "another target folder": (
-        lambda d, sha: {"target": str(Path(d["target"]).parent / "other-target")}, "the report measured target"),
+        lambda d, sha: {"target": str(Path(d["target"]).parent / "other-target")},
+        "the report measured target",
+    ),
     "another target revision": (
         lambda d, sha: {"registry_id": TARGETED, "target": TARGET_REPO, "target_revision": OTHER_SHA},
-        f"ci-hub-target pins target {TARGET_REPO}@{TARGET_SHA}"),
+        f"ci-hub-target pins target {TARGET_REPO}@{TARGET_SHA}",
+    ),
     "the target revision missing": (
         lambda d, sha: {"registry_id": TARGETED, "target": TARGET_REPO},
-        (f"the report measured target {TARGET_REPO} at no stated revision; ci-hub-target pins target "
-         f"{TARGET_REPO}@{TARGET_SHA}")),
+        (
+            f"the report measured target {TARGET_REPO} at no stated revision; ci-hub-target pins target "
+            f"{TARGET_REPO}@{TARGET_SHA}"
+        ),
+    ),
 }
 
 
@@ -143,6 +167,11 @@ def test_record_records_the_genuine_report_of_a_pinned_hub_drafter(hub, genuine,
 
 def test_record_records_a_report_at_the_pinned_target_revision(hub, genuine, reg, tmp_path):
     data, _ = genuine
-    r = record(hub, reg, tmp_path, {**data, "registry_id": TARGETED, "target": TARGET_REPO,
-                                    "target_revision": TARGET_SHA}, "--json")
+    r = record(
+        hub,
+        reg,
+        tmp_path,
+        {**data, "registry_id": TARGETED, "target": TARGET_REPO, "target_revision": TARGET_SHA},
+        "--json",
+    )
     assert r.code == 0 and r.json()["state"] == "verified", r.out + r.err

@@ -17,8 +17,11 @@ from safetensors.torch import save as save_safetensors
 from support.factory import make_drafter, make_spec
 
 # the same capture (boundary 1, 2, 3) as each dialect's config states it (docs/formats.md#aux-layer-conventions)
-DIALECT_IDS = {"specforge": ("layer-output", [0, 1, 2]), "speculators": ("boundary", [1, 2, 3]),
-               "modelopt": ("layer-output", [0, 1, 2])}
+DIALECT_IDS = {
+    "specforge": ("layer-output", [0, 1, 2]),
+    "speculators": ("boundary", [1, 2, 3]),
+    "modelopt": ("layer-output", [0, 1, 2]),
+}
 CARD = b"---\nlicense: apache-2.0\n---\n# a drafter\n"
 
 
@@ -27,19 +30,35 @@ def folder_bytes(folder: Path) -> dict[str, bytes]:
 
 
 def target_files(layers: int = 4) -> dict[str, bytes]:
-    cfg = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "num_hidden_layers": layers,
-           "hidden_size": 64, "vocab_size": 256, "num_attention_heads": 4, "num_key_value_heads": 2,
-           "max_position_embeddings": 512, "torch_dtype": "bfloat16"}
-    weights = {"model.embed_tokens.weight": torch.zeros(256, 64, dtype=torch.bfloat16),
-               "model.norm.weight": torch.ones(64, dtype=torch.float32)}
+    cfg = {
+        "architectures": ["LlamaForCausalLM"],
+        "model_type": "llama",
+        "num_hidden_layers": layers,
+        "hidden_size": 64,
+        "vocab_size": 256,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "max_position_embeddings": 512,
+        "torch_dtype": "bfloat16",
+    }
+    weights = {
+        "model.embed_tokens.weight": torch.zeros(256, 64, dtype=torch.bfloat16),
+        "model.norm.weight": torch.ones(64, dtype=torch.float32),
+    }
     return {"config.json": json.dumps(cfg).encode(), "model.safetensors": save_safetensors(weights)}
 
 
 def entry(entry_id: str, drafter: str, **extra) -> dict:
-    return {"id": entry_id, "drafter": {"repo": drafter, "revision": None},
-            "target": {"repo": "tester/sync-target", "revision": None}, "publisher": "tests",
-            "eagle_version": "3", "sources": ["tests"],
-            "null_reasons": {"hardware": "not synced yet", "acceptance_floors": "a test"}, **extra}
+    return {
+        "id": entry_id,
+        "drafter": {"repo": drafter, "revision": None},
+        "target": {"repo": "tester/sync-target", "revision": None},
+        "publisher": "tests",
+        "eagle_version": "3",
+        "sources": ["tests"],
+        "null_reasons": {"hardware": "not synced yet", "acceptance_floors": "a test"},
+        **extra,
+    }
 
 
 @pytest.fixture(scope="module")
@@ -91,8 +110,10 @@ def test_sync_reads_every_fact_the_files_state_and_changes_nothing(hub, registry
         assert d["licence"]["hub"] == "apache-2.0"
         weights = hub[0].repos[repo].files(head)["model.safetensors"]
         assert d["files"]["hub"]["model.safetensors"] == weights["lfs"]
-        assert d["files"]["hub"]["config.json"] == hashlib.sha256(
-            hub[0].blobs[hub[0].repos[repo].files(head)["config.json"]["oid"]]).hexdigest()
+        assert (
+            d["files"]["hub"]["config.json"]
+            == hashlib.sha256(hub[0].blobs[hub[0].repos[repo].files(head)["config.json"]["oid"]]).hexdigest()
+        )
         assert "README.md" not in d["files"]["hub"]
         assert d["target_parameters"]["hub"] == 256 * 64 + 64
         assert d["target_weight_bytes"]["hub"] == 256 * 64 * 2 + 64 * 4
@@ -113,8 +134,10 @@ def test_write_records_sources_minimally_and_then_nothing_drifts(hub, registry):
     assert set(old_lines) - set(kept) <= changed and "# a comment sync must keep" in text
     written = yaml.safe_load(text)
     assert written["evidence"]["hidden_size"]["source"].startswith("tester/sync-specforge@")
-    assert written["evidence"]["aux_layers"] == {"level": "hub-file",
-                                                 "source": written["evidence"]["hidden_size"]["source"]}
+    assert written["evidence"]["aux_layers"] == {
+        "level": "hub-file",
+        "source": written["evidence"]["hidden_size"]["source"],
+    }
     assert written["hardware"]["source"].startswith("registry sync:")
     assert "hardware" not in written["null_reasons"]
     assert run_cli("registry", "check", "--registry", registry, "sync-specforge").code == 0
@@ -126,14 +149,20 @@ def test_a_contradicting_config_is_a_finding_never_a_silent_overwrite(hub, regis
     path = registry / "sync-speculators.yaml"
     data = yaml.safe_load(path.read_text())
     card = {"level": "model-card", "source": "https://huggingface.co/tester/sync-speculators"}
-    data.update(hidden_size=4096, aux_layers={"ids": [0, 1, 2], "convention": "boundary"},
-                evidence={"hidden_size": card, "aux_layers": dict(card)})
+    data.update(
+        hidden_size=4096,
+        aux_layers={"ids": [0, 1, 2], "convention": "boundary"},
+        evidence={"hidden_size": card, "aux_layers": dict(card)},
+    )
     path.write_text(yaml.safe_dump(data, sort_keys=False))
     before = path.read_text()
     r = sync(hub, registry, "sync-speculators")
     d = diffs(r, "sync-speculators")
     assert r.code == 1 and path.read_text() == before
-    assert d["hidden_size"]["kind"] == "differs" and (d["hidden_size"]["registry"], d["hidden_size"]["hub"]) == (4096, 64)
+    assert d["hidden_size"]["kind"] == "differs" and (d["hidden_size"]["registry"], d["hidden_size"]["hub"]) == (
+        4096,
+        64,
+    )
     assert d["aux_layers.ids"]["registry"] == [0, 1, 2] and d["aux_layers.ids"]["hub"] == [1, 2, 3]
     assert "differs" in hubcli(hub, "registry", "sync", "sync-speculators", "--registry", registry).out
     assert sync(hub, registry, "--write", "sync-speculators").code == 0
@@ -190,8 +219,9 @@ def test_gone_or_private_repos_are_one_line_errors(hub, registry, published):
 
 
 def test_bad_sync_and_plan_arguments(hub, registry):
-    assert_clean_failure(hubcli(hub, "registry", "sync", "no-such-entry", "--registry", registry),
-                         contains="no registry entry")
+    assert_clean_failure(
+        hubcli(hub, "registry", "sync", "no-such-entry", "--registry", registry), contains="no registry entry"
+    )
     assert_clean_failure(run_cli("registry", "plan", "--runner", "gpu-3x80g"), contains="no runner class")
 
 
@@ -199,7 +229,9 @@ def test_a_target_without_safetensors_and_a_drafter_with_broken_json(hub, regist
     """Weights in another format leave sizes and hardware unknown; a config that is not JSON is the
     entry's one-line error, never an internal one."""
     hub[0].commit("tester/bin-target", {"config.json": target_files()["config.json"], "pytorch_model.bin": b"\0" * 64})
-    hub[0].commit("tester/broken-json", {"config.json": b"{not json", "model.safetensors": target_files()["model.safetensors"]})
+    hub[0].commit(
+        "tester/broken-json", {"config.json": b"{not json", "model.safetensors": target_files()["model.safetensors"]}
+    )
     bin_entry = entry("sync-bin-target", published["specforge"])
     bin_entry["target"]["repo"] = "tester/bin-target"
     (registry / "sync-bin-target.yaml").write_text(yaml.safe_dump(bin_entry))
@@ -238,9 +270,16 @@ def stating_registry(tmp_path: Path, drafter: str) -> Path:
     """A registry whose one entry states the ids the example was trained on, in the boundary convention."""
     reg = tmp_path / "registry"
     reg.mkdir()
-    data = entry("tiny-safeai", drafter, dialect="safeai", aux_layers={"ids": [2, 3, 4], "convention": "boundary"},
-                 evidence={k: {"level": "model-card", "source": "https://huggingface.co/tester/tiny-safeai"}
-                           for k in ("dialect", "aux_layers")})
+    data = entry(
+        "tiny-safeai",
+        drafter,
+        dialect="safeai",
+        aux_layers={"ids": [2, 3, 4], "convention": "boundary"},
+        evidence={
+            k: {"level": "model-card", "source": "https://huggingface.co/tester/tiny-safeai"}
+            for k in ("dialect", "aux_layers")
+        },
+    )
     data["target"]["repo"] = "tester/tiny-target"
     (reg / "tiny-safeai.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
     return reg
@@ -268,8 +307,18 @@ def test_every_command_honours_the_aux_ids_an_entry_states_for_a_config_without_
     assert sc["steps"] == [sc["convert_command"], sc["command"]] and sc["drafter"] == "tiny-safeai-eagle31"
     pulled = hubcli(hub, "pull", "tiny-safeai", "--registry", reg, "--json")
     assert pulled.code == 0 and set(pulled.json()["sha256_verified"]) == {"config.json", "model.safetensors"}
-    r = hubcli(hub, "verify", "tiny-safeai", "--registry", reg, "--prompts", EXAMPLE / "prompts.jsonl",
-               "--max-prompts", "2", "--json")
+    r = hubcli(
+        hub,
+        "verify",
+        "tiny-safeai",
+        "--registry",
+        reg,
+        "--prompts",
+        EXAMPLE / "prompts.jsonl",
+        "--max-prompts",
+        "2",
+        "--json",
+    )
     assert r.code == 0, r.err
     report = r.json()
     assert report["registry_id"] == "tiny-safeai"
@@ -292,11 +341,17 @@ def test_ids_a_config_stores_without_their_convention_are_read_in_the_entrys(hub
     d = aux_differences(r)
     assert r.code == 1 and list(d) == ["aux_layers.ids"]
     assert (d["aux_layers.ids"]["kind"], d["aux_layers.ids"]["registry"], d["aux_layers.ids"]["hub"]) == (
-        "differs", [1, 2, 3], [2, 3, 4])
+        "differs",
+        [1, 2, 3],
+        [2, 3, 4],
+    )
     r = hubcli(hub, "registry", "check", "--online", "--registry", reg, "--json")
     problems = r.json()["entries"]["tiny-safeai"]["problems"]
-    assert r.code == 1 and any("registry entry tiny-safeai (aux_layers) selects boundary [1, 2, 3], but "
-                               "eagle_aux_hidden_state_layer_ids selects [2, 3, 4]" in p for p in problems), problems
+    assert r.code == 1 and any(
+        "registry entry tiny-safeai (aux_layers) selects boundary [1, 2, 3], but "
+        "eagle_aux_hidden_state_layer_ids selects [2, 3, 4]" in p
+        for p in problems
+    ), problems
 
 
 def test_the_hub_upgrades_a_template_fact_it_confirms(hub, registry):

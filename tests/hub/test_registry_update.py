@@ -97,8 +97,13 @@ def test_an_entry_that_fails_registry_check_changes_nothing(hub, dataset, tmp_pa
 
 def test_an_unreachable_hub_is_one_line_and_changes_nothing(tmp_path):
     cache = tmp_path / "cache"
-    env = {"HF_ENDPOINT": f"http://127.0.0.1:{free_port()}", "HF_HUB_OFFLINE": "0", "HF_HOME": str(tmp_path / "hf"),
-           "EAGLEZOO_HUB_DEADLINE": "3", "EAGLEZOO_CACHE": str(cache)}
+    env = {
+        "HF_ENDPOINT": f"http://127.0.0.1:{free_port()}",
+        "HF_HUB_OFFLINE": "0",
+        "HF_HOME": str(tmp_path / "hf"),
+        "EAGLEZOO_HUB_DEADLINE": "3",
+        "EAGLEZOO_CACHE": str(cache),
+    }
     r = run_cli("registry", "update", "--repo", "tester/zoo", env=env, timeout=120)
     assert_clean_failure(r, contains="could not be reached")
     assert not (cache / "registry-snapshot").exists()
@@ -152,13 +157,22 @@ FABRICATED_ROW = """- k: 5
   report: examples/tiny/k5.json
 """
 FIGURES = {  # TINY's text changed: old -> new, and the start of the line that refuses it
-    "mean_acceptance_length": ("mean_acceptance_length: 2.2333010648596323", "mean_acceptance_length: 3.9",
-                               f"measured.0: mean_acceptance_length not what its report {TINY_REPORT} measured"),
+    "mean_acceptance_length": (
+        "mean_acceptance_length: 2.2333010648596323",
+        "mean_acceptance_length: 3.9",
+        f"measured.0: mean_acceptance_length not what its report {TINY_REPORT} measured",
+    ),
     "num_drafts": ("num_drafts: 1033", "num_drafts: 99999", "measured.0: num_drafts not what its report"),
-    "acceptance_per_position": ("[0.5992255566311714, 0.37850919651500486, 0.25556631171345595]", "[0.9, 0.8, 0.7]",
-                                "measured.0: acceptance_per_position not what its report"),
-    "a-row-whose-report-is-not-there": ("evidence:\n", FABRICATED_ROW + "evidence:\n",
-                                        "measured.1.report examples/tiny/k5.json does not exist"),
+    "acceptance_per_position": (
+        "[0.5992255566311714, 0.37850919651500486, 0.25556631171345595]",
+        "[0.9, 0.8, 0.7]",
+        "measured.0: acceptance_per_position not what its report",
+    ),
+    "a-row-whose-report-is-not-there": (
+        "evidence:\n",
+        FABRICATED_ROW + "evidence:\n",
+        "measured.1.report examples/tiny/k5.json does not exist",
+    ),
 }
 
 
@@ -193,18 +207,38 @@ def forged_verified() -> dict[str, bytes]:
     row = entry_text(TINY).split("measured:\n", 1)[1].split("evidence:\n", 1)[0].replace(TINY_REPORT, kept)
     forged = entry_text(PUBLISHED).replace(
         "status:\n  state: unverified\n",
-        f"status:\n  state: verified\n  date: 2026-11-23\n  eaglezoo_version: 0.1.0\n  report: {kept}\n")
+        f"status:\n  state: verified\n  date: 2026-11-23\n  eaglezoo_version: 0.1.0\n  report: {kept}\n",
+    )
     return {f"registry/{PUBLISHED}.yaml": (forged + f"measured:\n{row}").encode(), kept: json.dumps(report).encode()}
 
 
 CHECKED_COPIES = {
-    "a-path-that-leaves-it": (TINY, {f"registry/{TINY}.yaml": entry_text(TINY).replace(
-        "path: examples/tiny/eagle3-safeai", f"path: {ESCAPING}", 1).encode()}, f"drafter.path '{ESCAPING}' leaves"),
-    "a-figure-its-report-did-not-measure": (TINY, {f"registry/{TINY}.yaml": entry_text(TINY).replace(
-        "num_drafts: 1033", "num_drafts: 1034").encode()}, "measured.0: num_drafts not what its report"),
+    "a-path-that-leaves-it": (
+        TINY,
+        {
+            f"registry/{TINY}.yaml": entry_text(TINY)
+            .replace("path: examples/tiny/eagle3-safeai", f"path: {ESCAPING}", 1)
+            .encode()
+        },
+        f"drafter.path '{ESCAPING}' leaves",
+    ),
+    "a-figure-its-report-did-not-measure": (
+        TINY,
+        {f"registry/{TINY}.yaml": entry_text(TINY).replace("num_drafts: 1033", "num_drafts: 1034").encode()},
+        "measured.0: num_drafts not what its report",
+    ),
     "verified-by-another-pairs-report": (PUBLISHED, forged_verified(), "measured.0: the report measured drafter"),
-    "a-row-twice": (TINY, {f"registry/{TINY}.yaml": entry_text(TINY).replace("evidence:\n", entry_text(TINY).split(
-        "measured:\n", 1)[1].split("evidence:\n", 1)[0] + "evidence:\n").encode()}, "measured: two rows for the same K"),
+    "a-row-twice": (
+        TINY,
+        {
+            f"registry/{TINY}.yaml": entry_text(TINY)
+            .replace(
+                "evidence:\n", entry_text(TINY).split("measured:\n", 1)[1].split("evidence:\n", 1)[0] + "evidence:\n"
+            )
+            .encode()
+        },
+        "measured: two rows for the same K",
+    ),
 }
 
 
@@ -217,8 +251,11 @@ def test_registry_check_of_the_updated_copy_fails_what_update_refuses(tmp_path, 
     for name, data in (repository_registry() | changed).items():
         (home / name).parent.mkdir(parents=True, exist_ok=True)
         (home / name).write_bytes(data)
-    (home / "snapshot.json").write_text(json.dumps({"repo": "tester/zoo", "revision": "main", "commit": "a" * 40,
-                                                    "fetched": "2026-11-28T00:00:00+00:00"}))
+    (home / "snapshot.json").write_text(
+        json.dumps(
+            {"repo": "tester/zoo", "revision": "main", "commit": "a" * 40, "fetched": "2026-11-28T00:00:00+00:00"}
+        )
+    )
     r = run_cli("registry", "check", entry_id, "--json", env={"EAGLEZOO_CACHE": str(cache)})
     assert r.code == 1, (r.out, r.err)
     problems = r.json()["entries"][entry_id]["problems"]
@@ -229,11 +266,18 @@ def huge(size: int) -> bytes:
     return b"{" + b" " * (size - 2) + b"}"  # JSON, so that only its size is wrong
 
 
-@pytest.mark.parametrize("files,contains", [
-    ({"registry/reports/huge.json": huge(8 * 2**20 + 1)}, f"registry/reports/huge.json holds {8 * 2**20 + 1} bytes"),
-    ({f"registry/reports/big{i}.json": huge(8 * 2**20) for i in range(8)}, "more than 67108864: refused"),
-    ({f"registry/reports/r{i}.json": b"{}" for i in range(10_000)}, "more than 10000: refused"),
-], ids=["a-file-over-the-bound", "files-over-the-total", "too-many-files"])
+@pytest.mark.parametrize(
+    "files,contains",
+    [
+        (
+            {"registry/reports/huge.json": huge(8 * 2**20 + 1)},
+            f"registry/reports/huge.json holds {8 * 2**20 + 1} bytes",
+        ),
+        ({f"registry/reports/big{i}.json": huge(8 * 2**20) for i in range(8)}, "more than 67108864: refused"),
+        ({f"registry/reports/r{i}.json": b"{}" for i in range(10_000)}, "more than 10000: refused"),
+    ],
+    ids=["a-file-over-the-bound", "files-over-the-total", "too-many-files"],
+)
 def test_a_snapshot_over_the_bounds_is_refused_before_it_is_read(hub, dataset, tmp_path, files, contains):
     cache = tmp_path / "cache"
     before = updated(hub, dataset, cache)

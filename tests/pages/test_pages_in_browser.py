@@ -15,7 +15,9 @@ from support.browser import CHROMIUM, assert_page, browse
 
 from eaglezoo.pages import tune_page
 
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (scripts/setup/chromium.sh)")
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None, reason="Debian's chromium is not installed (scripts/setup/chromium.sh)"
+)
 
 
 def test_the_verify_page_in_a_browser(cli, tmp_path):
@@ -29,13 +31,26 @@ def test_the_verify_page_in_a_browser(cli, tmp_path):
     r = cli("report", report, "--html", again, "--json")
     assert r.code == 0 and r.json() == {"report": str(report), "kind": "verify", "html": str(again)}, r.err
     assert again.read_bytes() == page.read_bytes()
+
     # with --speedup's block (as the vLLM engine writes it), tokens/s by concurrency is drawn too
     def timing(rate: float) -> dict:
-        return {"output_tokens": 64, "wall_s": 64 / rate, "output_tokens_per_s": rate, "mean_tpot_ms": 10.0,
-                "mean_e2e_s": 0.5, "median_e2e_s": 0.5}
-    data["speedup"] = {"levels": [{"concurrency": c, "with_drafter": timing(150.0 * c),
-                                   "without_drafter": timing(100.0 * c), "speedup": 1.5} for c in (1, 8)],
-                       "identical_outputs": 1.0, "engine_start_s": {"with_drafter": 9.0, "without_drafter": 8.0}}
+        return {
+            "output_tokens": 64,
+            "wall_s": 64 / rate,
+            "output_tokens_per_s": rate,
+            "mean_tpot_ms": 10.0,
+            "mean_e2e_s": 0.5,
+            "median_e2e_s": 0.5,
+        }
+
+    data["speedup"] = {
+        "levels": [
+            {"concurrency": c, "with_drafter": timing(150.0 * c), "without_drafter": timing(100.0 * c), "speedup": 1.5}
+            for c in (1, 8)
+        ],
+        "identical_outputs": 1.0,
+        "engine_start_s": {"with_drafter": 9.0, "without_drafter": 8.0},
+    }
     report.write_text(json.dumps(data))
     faster = tmp_path / "speedup.html"
     assert cli("report", report, "--html", faster).code == 0
@@ -52,13 +67,31 @@ def test_the_compare_page_in_a_browser(cli, tmp_path):
 
 def test_the_tune_page_in_a_browser(tmp_path):
     """From a tune report of the shape `eaglezoo tune --report` writes (tests/engine/test_tune.py runs the real one)."""
-    grid = [{"k": k, "concurrency": c, "output_tokens_per_s": 100.0 * c / (1 + k), "mean_tpot_ms": 5.0,
-             "acceptance_length": None if k == 0 else 1.5 + k / 4} for k in (0, 1, 2) for c in (1, 4)]
-    report = {"drafter": "d", "target": "t", "engine": {"version": "0.32.0", "device": "cpu", "dtype": "float32"},
-              "k_max": 2, "concurrency": [1, 4], "grid": grid, "basis": "measured",
-              "decision": [{"concurrency": c, "k": 0, "output_tokens_per_s": 100.0 * c, "speedup": 1.0} for c in (1, 4)],
-              "vllm_command": "vllm serve t --speculative-config '{}'", "notes": ["a note"], "eaglezoo_version": "0",
-              "vllm_speculative_config": {"method": "eagle3", "model": "d", "num_speculative_tokens": 2}}
+    grid = [
+        {
+            "k": k,
+            "concurrency": c,
+            "output_tokens_per_s": 100.0 * c / (1 + k),
+            "mean_tpot_ms": 5.0,
+            "acceptance_length": None if k == 0 else 1.5 + k / 4,
+        }
+        for k in (0, 1, 2)
+        for c in (1, 4)
+    ]
+    report = {
+        "drafter": "d",
+        "target": "t",
+        "engine": {"version": "0.32.0", "device": "cpu", "dtype": "float32"},
+        "k_max": 2,
+        "concurrency": [1, 4],
+        "grid": grid,
+        "basis": "measured",
+        "decision": [{"concurrency": c, "k": 0, "output_tokens_per_s": 100.0 * c, "speedup": 1.0} for c in (1, 4)],
+        "vllm_command": "vllm serve t --speculative-config '{}'",
+        "notes": ["a note"],
+        "eaglezoo_version": "0",
+        "vllm_speculative_config": {"method": "eagle3", "model": "d", "num_speculative_tokens": 2},
+    }
     page = tmp_path / "tune.html"
     page.write_text(tune_page(report))
     assert "Recommended: concurrency 1: K=0" in assert_page(page, tmp_path, plots=1)

@@ -13,8 +13,17 @@ CHROMIUM = shutil.which("chromium")
 
 def browse(page: Path, shot: Path) -> tuple[str, str]:
     """(the DOM Chromium built, its log) for the page opened as a file; a screenshot written to `shot`."""
-    flags = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=1200,1600",
-             "--enable-logging=stderr", "--v=0", "--host-resolver-rules=MAP * ~NOTFOUND"]  # no network at all
+    flags = [
+        CHROMIUM,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--hide-scrollbars",
+        "--window-size=1200,1600",
+        "--enable-logging=stderr",
+        "--v=0",
+        "--host-resolver-rules=MAP * ~NOTFOUND",
+    ]  # no network at all
     dom = subprocess.run([*flags, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120)
     subprocess.run([*flags, f"--screenshot={shot}", page.as_uri()], capture_output=True, timeout=120, check=True)
     return dom.stdout, dom.stderr

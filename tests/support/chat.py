@@ -24,9 +24,14 @@ def greedy_answer(target, messages: list[dict], n: int) -> str:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     tok, model = AutoTokenizer.from_pretrained(target), AutoModelForCausalLM.from_pretrained(target)
-    ids = tok(tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True),
-              add_special_tokens=False, return_tensors="pt")["input_ids"]
+    ids = tok(
+        tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True),
+        add_special_tokens=False,
+        return_tensors="pt",
+    )["input_ids"]
     with torch.inference_mode():
-        new = model.generate(ids, max_new_tokens=n, do_sample=False, eos_token_id=None)[0, ids.shape[1]:].tolist()
+        new = model.generate(ids, max_new_tokens=n, do_sample=False, eos_token_id=None)[0, ids.shape[1] :].tolist()
     ends = {tok.eos_token_id, model.generation_config.eos_token_id}
-    return tok.decode(new[:next((i for i, t in enumerate(new) if t in ends), len(new))], skip_special_tokens=True).strip()
+    return tok.decode(
+        new[: next((i for i, t in enumerate(new) if t in ends), len(new))], skip_special_tokens=True
+    ).strip()

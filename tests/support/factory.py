@@ -11,19 +11,50 @@ from safetensors.torch import save_file
 from eaglezoo.checkpoint.spec import AuxLayers, DrafterSpec
 from eaglezoo.verify.drafter import Eagle3Drafter
 
-LAYER_CFG = {"model_type": "llama", "intermediate_size": 96, "num_attention_heads": 4, "num_key_value_heads": 2,
-             "rms_norm_eps": 1e-6, "max_position_embeddings": 512, "hidden_act": "silu"}
+LAYER_CFG = {
+    "model_type": "llama",
+    "intermediate_size": 96,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "rms_norm_eps": 1e-6,
+    "max_position_embeddings": 512,
+    "hidden_act": "silu",
+}
 
 
-def make_spec(hidden=64, target_hidden=64, vocab=256, draft_vocab=128, k=3, fc_norm=False, norm_output=False,
-              norm_before_fc=False, norm_before_residual=False, ids=(1, 2, 3), arch="llama", num_layers=1) -> DrafterSpec:
+def make_spec(
+    hidden=64,
+    target_hidden=64,
+    vocab=256,
+    draft_vocab=128,
+    k=3,
+    fc_norm=False,
+    norm_output=False,
+    norm_before_fc=False,
+    norm_before_residual=False,
+    ids=(1, 2, 3),
+    arch="llama",
+    num_layers=1,
+) -> DrafterSpec:
     cfg = dict(LAYER_CFG)
     if arch == "qwen3":
         cfg.update(model_type="qwen3", head_dim=16)
-    return DrafterSpec(arch=arch, architectures=["LlamaForCausalLM"], num_layers=num_layers, hidden_size=hidden,
-                       target_hidden_size=target_hidden, vocab_size=vocab, draft_vocab_size=draft_vocab, num_aux=k,
-                       aux=AuxLayers(ids=tuple(ids), convention="boundary"), fc_norm=fc_norm, norm_output=norm_output,
-                       norm_before_fc=norm_before_fc, norm_before_residual=norm_before_residual, layer_config=cfg)
+    return DrafterSpec(
+        arch=arch,
+        architectures=["LlamaForCausalLM"],
+        num_layers=num_layers,
+        hidden_size=hidden,
+        target_hidden_size=target_hidden,
+        vocab_size=vocab,
+        draft_vocab_size=draft_vocab,
+        num_aux=k,
+        aux=AuxLayers(ids=tuple(ids), convention="boundary"),
+        fc_norm=fc_norm,
+        norm_output=norm_output,
+        norm_before_fc=norm_before_fc,
+        norm_before_residual=norm_before_residual,
+        layer_config=cfg,
+    )
 
 
 def canonical_state(spec: DrafterSpec, seed=0, dtype=torch.float16) -> dict[str, torch.Tensor]:
@@ -35,7 +66,9 @@ def canonical_state(spec: DrafterSpec, seed=0, dtype=torch.float16) -> dict[str,
             t = 1.0 + 0.1 * torch.randn_like(t)  # trained-looking norms, not all ones
         state[name] = t.clone()
     if spec.has_vocab_map:
-        used = torch.sort(torch.randperm(spec.vocab_size, generator=torch.Generator().manual_seed(seed))[:spec.draft_vocab_size]).values
+        used = torch.sort(
+            torch.randperm(spec.vocab_size, generator=torch.Generator().manual_seed(seed))[: spec.draft_vocab_size]
+        ).values
         state["d2t"] = used - torch.arange(spec.draft_vocab_size)
         t2d = torch.zeros(spec.vocab_size, dtype=torch.bool)
         t2d[used] = True
@@ -44,9 +77,16 @@ def canonical_state(spec: DrafterSpec, seed=0, dtype=torch.float16) -> dict[str,
 
 
 def _flat_config(spec: DrafterSpec, arch_name: str) -> dict:
-    cfg = {"architectures": [arch_name], "hidden_size": spec.hidden_size, **spec.layer_config,
-           "num_hidden_layers": spec.num_layers, "vocab_size": spec.vocab_size,
-           "draft_vocab_size": spec.draft_vocab_size, "tie_word_embeddings": False, "torch_dtype": "float16"}
+    cfg = {
+        "architectures": [arch_name],
+        "hidden_size": spec.hidden_size,
+        **spec.layer_config,
+        "num_hidden_layers": spec.num_layers,
+        "vocab_size": spec.vocab_size,
+        "draft_vocab_size": spec.draft_vocab_size,
+        "tie_word_embeddings": False,
+        "torch_dtype": "float16",
+    }
     if spec.target_hidden_size != spec.hidden_size:
         cfg["target_hidden_size"] = spec.target_hidden_size
     for flag in ("fc_norm", "norm_output", "norm_before_fc", "norm_before_residual"):
@@ -73,9 +113,17 @@ def write_weights(out: Path, state: dict[str, torch.Tensor], file: str, metadata
         raise ValueError(file)
 
 
-def make_drafter(out: Path, dialect: str = "safeai", spec: DrafterSpec | None = None, file: str | None = None,
-                 seed: int = 0, embed: bool = False, legacy_aux_norm: bool = False, with_ids: bool = True,
-                 state: dict | None = None) -> Path:
+def make_drafter(
+    out: Path,
+    dialect: str = "safeai",
+    spec: DrafterSpec | None = None,
+    file: str | None = None,
+    seed: int = 0,
+    embed: bool = False,
+    legacy_aux_norm: bool = False,
+    with_ids: bool = True,
+    state: dict | None = None,
+) -> Path:
     """A drafter in `dialect` at `out`; returns `out`. The canonical state is `canonical_state(spec, seed)`."""
     spec = spec or make_spec()
     out.mkdir(parents=True, exist_ok=True)
@@ -89,7 +137,7 @@ def make_drafter(out: Path, dialect: str = "safeai", spec: DrafterSpec | None = 
     metadata = None
 
     def ren(old: str, new: str):
-        return {(new + k[len(old):] if k.startswith(old) else k): v for k, v in state.items()}
+        return {(new + k[len(old) :] if k.startswith(old) else k): v for k, v in state.items()}
 
     if dialect == "safeai":
         state = ren("layers.0.", "midlayer.")
@@ -108,9 +156,13 @@ def make_drafter(out: Path, dialect: str = "safeai", spec: DrafterSpec | None = 
         state = ren("layers.0.", "midlayer.")
         state.pop("t2d", None)
         cfg = _flat_config(spec, "LlamaForCausalLMEagle3")
-        cfg["eagle_config"] = {"eagle_aux_hidden_state_layer_ids": layer_output, "use_aux_hidden_state": True,
-                               "use_input_layernorm_in_first_layer": True, "use_last_layernorm": False,
-                               "use_mtp_layernorm": False}
+        cfg["eagle_config"] = {
+            "eagle_aux_hidden_state_layer_ids": layer_output,
+            "use_aux_hidden_state": True,
+            "use_input_layernorm_in_first_layer": True,
+            "use_last_layernorm": False,
+            "use_mtp_layernorm": False,
+        }
         file = file or "safetensors"
     elif dialect == "nemo":
         state = {("model." + k if k != "lm_head.weight" else k): v for k, v in state.items()}
@@ -124,18 +176,34 @@ def make_drafter(out: Path, dialect: str = "safeai", spec: DrafterSpec | None = 
         metadata = {"format": "pt", "torchspec_version": "0.3.0"}
         file = file or "safetensors"
     elif dialect == "speculators":
-        layer = {**spec.layer_config, "hidden_size": spec.hidden_size, "num_hidden_layers": spec.num_layers,
-                 "vocab_size": spec.vocab_size, "tie_word_embeddings": False, "torch_dtype": "float16"}
-        cfg = {"architectures": ["Eagle3Speculator"], "speculators_model_type": "eagle3",
-               "transformer_layer_config": layer, "draft_vocab_size": spec.draft_vocab_size,
-               "target_hidden_size": None, "eagle_aux_hidden_state_layer_ids": boundary, **spec.flags(),
-               "speculators_config": {"algorithm": "eagle3", "proposal_methods": [], "verifier": {"name_or_path": None}}}
+        layer = {
+            **spec.layer_config,
+            "hidden_size": spec.hidden_size,
+            "num_hidden_layers": spec.num_layers,
+            "vocab_size": spec.vocab_size,
+            "tie_word_embeddings": False,
+            "torch_dtype": "float16",
+        }
+        cfg = {
+            "architectures": ["Eagle3Speculator"],
+            "speculators_model_type": "eagle3",
+            "transformer_layer_config": layer,
+            "draft_vocab_size": spec.draft_vocab_size,
+            "target_hidden_size": None,
+            "eagle_aux_hidden_state_layer_ids": boundary,
+            **spec.flags(),
+            "speculators_config": {"algorithm": "eagle3", "proposal_methods": [], "verifier": {"name_or_path": None}},
+        }
         file = file or "safetensors"
     else:
         raise ValueError(dialect)
     if legacy_aux_norm:
-        state = {k.replace("fc_norm.0.", "aux_norm_low.").replace("fc_norm.1.", "aux_norm_mid.")
-                 .replace("fc_norm.2.", "aux_norm_high."): v for k, v in state.items()}
+        state = {
+            k.replace("fc_norm.0.", "aux_norm_low.")
+            .replace("fc_norm.1.", "aux_norm_mid.")
+            .replace("fc_norm.2.", "aux_norm_high."): v
+            for k, v in state.items()
+        }
         cfg.pop("fc_norm", None)
         cfg["use_aux_norm"] = True
     (out / "config.json").write_text(json.dumps(cfg, indent=2))
@@ -145,9 +213,18 @@ def make_drafter(out: Path, dialect: str = "safeai", spec: DrafterSpec | None = 
 
 def make_target(out: Path, layers: int = 4, hidden: int = 64, vocab: int = 256, **extra) -> Path:
     out.mkdir(parents=True, exist_ok=True)
-    cfg = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "num_hidden_layers": layers,
-           "hidden_size": hidden, "vocab_size": vocab, "intermediate_size": 128, "num_attention_heads": 4,
-           "num_key_value_heads": 2, "max_position_embeddings": 512, **extra}
+    cfg = {
+        "architectures": ["LlamaForCausalLM"],
+        "model_type": "llama",
+        "num_hidden_layers": layers,
+        "hidden_size": hidden,
+        "vocab_size": vocab,
+        "intermediate_size": 128,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "max_position_embeddings": 512,
+        **extra,
+    }
     (out / "config.json").write_text(json.dumps(cfg))
     return out
 
@@ -158,27 +235,49 @@ def make_mla_drafter(out: Path, hidden: int = 64, vocab: int = 256, layer_output
     g = torch.Generator().manual_seed(0)
     r = lambda *s: torch.randn(*s, generator=g).to(torch.bfloat16)  # noqa: E731
     state = {
-        "fc.weight": r(hidden, 3 * hidden), "norm.weight": r(hidden), "lm_head.weight": r(vocab, hidden),
-        "midlayer.input_layernorm.weight": r(hidden), "midlayer.hidden_norm.weight": r(hidden),
+        "fc.weight": r(hidden, 3 * hidden),
+        "norm.weight": r(hidden),
+        "lm_head.weight": r(vocab, hidden),
+        "midlayer.input_layernorm.weight": r(hidden),
+        "midlayer.hidden_norm.weight": r(hidden),
         "midlayer.post_attention_layernorm.weight": r(hidden),
-        "midlayer.self_attn.q_a_proj.weight": r(q_rank, 2 * hidden), "midlayer.self_attn.q_a_layernorm.weight": r(q_rank),
+        "midlayer.self_attn.q_a_proj.weight": r(q_rank, 2 * hidden),
+        "midlayer.self_attn.q_a_layernorm.weight": r(q_rank),
         "midlayer.self_attn.q_b_proj.weight": r(n_h * (nope + rope), q_rank),
         "midlayer.self_attn.kv_a_proj_with_mqa.weight": r(kv_rank + rope, 2 * hidden),
         "midlayer.self_attn.kv_a_layernorm.weight": r(kv_rank),
         "midlayer.self_attn.kv_b_proj.weight": r(n_h * (nope + v_head), kv_rank),
         "midlayer.self_attn.o_proj.weight": r(hidden, n_h * v_head),
-        "midlayer.mlp.gate_proj.weight": r(inter, hidden), "midlayer.mlp.up_proj.weight": r(inter, hidden),
+        "midlayer.mlp.gate_proj.weight": r(inter, hidden),
+        "midlayer.mlp.up_proj.weight": r(inter, hidden),
         "midlayer.mlp.down_proj.weight": r(hidden, inter),
         **{f"fc_norm.{i}.weight": r(hidden) for i in range(3)},
     }
     out.mkdir(parents=True, exist_ok=True)
     save_file(state, str(out / "model.safetensors"), metadata={"format": "pt", "torchspec_version": "0.3"})
-    cfg = {"architectures": ["Eagle3DeepseekV2ForCausalLM"], "model_type": "kimi_k2", "hidden_size": hidden,
-           "vocab_size": vocab, "draft_vocab_size": vocab, "num_hidden_layers": 1, "num_attention_heads": n_h,
-           "q_lora_rank": q_rank, "kv_lora_rank": kv_rank, "qk_nope_head_dim": nope, "qk_rope_head_dim": rope,
-           "v_head_dim": v_head, "intermediate_size": inter, "fc_norm": True, "norm_output": True,
-           "_torchspec_version": "0.3", "eagle_config": {"eagle_aux_hidden_state_layer_ids": list(layer_output_ids),
-                                                         "use_aux_hidden_state": True, "use_last_layernorm": True}}
+    cfg = {
+        "architectures": ["Eagle3DeepseekV2ForCausalLM"],
+        "model_type": "kimi_k2",
+        "hidden_size": hidden,
+        "vocab_size": vocab,
+        "draft_vocab_size": vocab,
+        "num_hidden_layers": 1,
+        "num_attention_heads": n_h,
+        "q_lora_rank": q_rank,
+        "kv_lora_rank": kv_rank,
+        "qk_nope_head_dim": nope,
+        "qk_rope_head_dim": rope,
+        "v_head_dim": v_head,
+        "intermediate_size": inter,
+        "fc_norm": True,
+        "norm_output": True,
+        "_torchspec_version": "0.3",
+        "eagle_config": {
+            "eagle_aux_hidden_state_layer_ids": list(layer_output_ids),
+            "use_aux_hidden_state": True,
+            "use_last_layernorm": True,
+        },
+    }
     (out / "config.json").write_text(json.dumps(cfg))
     return out, state
 
@@ -201,23 +300,46 @@ def make_mxfp4_target(out: Path, tokenizer_from: Path, hidden: int = 64, layers:
     from safetensors.torch import load_file
     from transformers import GptOssConfig, GptOssForCausalLM
 
-    cfg = GptOssConfig(vocab_size=1024, hidden_size=hidden, intermediate_size=hidden, num_hidden_layers=layers,
-                       num_attention_heads=4, num_key_value_heads=2, head_dim=16, num_local_experts=4,
-                       num_experts_per_tok=2, max_position_embeddings=1024, sliding_window=128,
-                       layer_types=["sliding_attention", "full_attention"] * (layers // 2),
-                       pad_token_id=0, bos_token_id=1, eos_token_id=2)
+    cfg = GptOssConfig(
+        vocab_size=1024,
+        hidden_size=hidden,
+        intermediate_size=hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=16,
+        num_local_experts=4,
+        num_experts_per_tok=2,
+        max_position_embeddings=1024,
+        sliding_window=128,
+        layer_types=["sliding_attention", "full_attention"] * (layers // 2),
+        pad_token_id=0,
+        bos_token_id=1,
+        eos_token_id=2,
+    )
     torch.manual_seed(0)
     GptOssForCausalLM(cfg).save_pretrained(out)
     state = load_file(out / "model.safetensors")
     g = torch.Generator().manual_seed(0)
     for name in [n for n in state if n.endswith(("experts.gate_up_proj", "experts.down_proj"))]:
         experts, fan_in, fan_out = state.pop(name).shape
-        state[name + "_blocks"] = torch.randint(0, 256, (experts, fan_out, fan_in // 32, 16), dtype=torch.uint8, generator=g)
-        state[name + "_scales"] = torch.randint(118, 124, (experts, fan_out, fan_in // 32), dtype=torch.uint8, generator=g)
+        state[name + "_blocks"] = torch.randint(
+            0, 256, (experts, fan_out, fan_in // 32, 16), dtype=torch.uint8, generator=g
+        )
+        state[name + "_scales"] = torch.randint(
+            118, 124, (experts, fan_out, fan_in // 32), dtype=torch.uint8, generator=g
+        )
     save_file(state, str(out / "model.safetensors"), metadata={"format": "pt"})
     config = json.loads((out / "config.json").read_text())
-    config["quantization_config"] = {"quant_method": "mxfp4", "modules_to_not_convert": [
-        "model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens", "lm_head"]}
+    config["quantization_config"] = {
+        "quant_method": "mxfp4",
+        "modules_to_not_convert": [
+            "model.layers.*.self_attn",
+            "model.layers.*.mlp.router",
+            "model.embed_tokens",
+            "lm_head",
+        ],
+    }
     (out / "config.json").write_text(json.dumps(config))
     for f in ("tokenizer.json", "tokenizer_config.json"):
         shutil.copy(tokenizer_from / f, out / f)

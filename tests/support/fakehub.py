@@ -60,7 +60,9 @@ class Hub:
         self.fail_next = 0  # answer this many requests with 503 (network trouble)
         self.unauthorized: set[str] = set()  # repos that answer 401 to everyone (private, token cannot see them)
         self.trickle_s = 0.0  # pause before each 64 KiB of a file's bytes: a slow download that keeps moving
-        self.cut_once_at: int | None = None  # the next full download of a file drops its connection after this many bytes
+        self.cut_once_at: int | None = (
+            None  # the next full download of a file drops its connection after this many bytes
+        )
         self.info_sha: dict[str, str | None] = {}  # repo -> the commit its info answers claim (a hostile Hub)
         self.tree_extra: dict[str, list[str]] = {}  # repo -> names its tree lists but its info does not
 
@@ -110,7 +112,7 @@ class Handler(BaseHTTPRequestHandler):
         step = 64 * 1024 if pause else max(len(sent), 1)
         for start in range(0, len(sent), step):
             time.sleep(pause)
-            self.wfile.write(sent[start:start + step])
+            self.wfile.write(sent[start : start + step])
         if cut_at is not None:
             self.close_connection = True  # the body ends early, as when a connection drops
 
@@ -202,8 +204,18 @@ class Handler(BaseHTTPRequestHandler):
             siblings.append(s)
         siblings += [{"rfilename": p} for p in self.hub.extra_siblings.get(repo_id, [])]
         claimed = self.hub.info_sha.get(repo_id, sha or "0" * 40)
-        self._send(200, {"id": repo_id, "modelId": repo_id, "sha": claimed, "siblings": siblings,
-                         "private": repo.private, "cardData": self._card_data(repo.files(sha)), "tags": []})
+        self._send(
+            200,
+            {
+                "id": repo_id,
+                "modelId": repo_id,
+                "sha": claimed,
+                "siblings": siblings,
+                "private": repo.private,
+                "cardData": self._card_data(repo.files(sha)),
+                "tags": [],
+            },
+        )
 
     def _card_data(self, files: dict) -> dict:
         """The README's YAML front matter, as the Hub parses it into cardData."""
@@ -212,7 +224,8 @@ class Handler(BaseHTTPRequestHandler):
         if not text.startswith("---\n") or "\n---" not in text[4:]:
             return {}
         import yaml
-        data = yaml.safe_load(text[4:text.index("\n---", 4)])
+
+        data = yaml.safe_load(text[4 : text.index("\n---", 4)])
         return data if isinstance(data, dict) else {}
 
     def _entry(self, p, f):
@@ -230,8 +243,10 @@ class Handler(BaseHTTPRequestHandler):
         files = repo.files(sha)
         prefix = (sub or "").strip("/")
         entries = [self._entry(p, f) for p, f in sorted(files.items()) if not prefix or p.startswith(prefix + "/")]
-        entries += [{"type": "file", "path": p, "size": 1, "oid": "0" * 40}
-                    for p in self.hub.extra_siblings.get(repo_id, []) + self.hub.tree_extra.get(repo_id, [])]
+        entries += [
+            {"type": "file", "path": p, "size": 1, "oid": "0" * 40}
+            for p in self.hub.extra_siblings.get(repo_id, []) + self.hub.tree_extra.get(repo_id, [])
+        ]
         self._send(200, entries)
 
     def paths_info(self, repo_id, rev, query):
@@ -247,9 +262,15 @@ class Handler(BaseHTTPRequestHandler):
         if repo is None:
             return
         ref = lambda kind, name, sha: {"name": name, "ref": f"refs/{kind}/{name}", "targetCommit": sha}
-        self._send(200, {"branches": [ref("heads", b, s) for b, s in repo.branches.items() if s],
-                         "tags": [ref("tags", t, s) for t, s in repo.tags.items()], "converts": [],
-                         "pullRequests": [ref("pr", str(i + 1), s) for i, s in enumerate(repo.prs)]})
+        self._send(
+            200,
+            {
+                "branches": [ref("heads", b, s) for b, s in repo.branches.items() if s],
+                "tags": [ref("tags", t, s) for t, s in repo.tags.items()],
+                "converts": [],
+                "pullRequests": [ref("pr", str(i + 1), s) for i, s in enumerate(repo.prs)],
+            },
+        )
 
     def commits(self, repo_id, rev, query):
         repo, sha = self._repo(repo_id, rev)
@@ -258,8 +279,15 @@ class Handler(BaseHTTPRequestHandler):
         out = []
         while sha:
             c = repo.commits[sha]
-            out.append({"id": sha, "title": c["title"], "message": c["title"], "date": c["date"],
-                        "authors": [{"user": "tester"}]})
+            out.append(
+                {
+                    "id": sha,
+                    "title": c["title"],
+                    "message": c["title"],
+                    "date": c["date"],
+                    "authors": [{"user": "tester"}],
+                }
+            )
             sha = c["parent"]
         self._send(200, out)
 
@@ -303,7 +331,9 @@ class Handler(BaseHTTPRequestHandler):
             lfs = f["size"] >= LFS_MIN or f["path"].endswith((".safetensors", ".bin"))
             remote = files.get(f["path"])
             oid = (remote["lfs"] if lfs else remote["oid"]) if remote else None
-            out.append({"path": f["path"], "uploadMode": "lfs" if lfs else "regular", "shouldIgnore": False, "oid": oid})
+            out.append(
+                {"path": f["path"], "uploadMode": "lfs" if lfs else "regular", "shouldIgnore": False, "oid": oid}
+            )
         self._send(200, {"files": out})
 
     def lfs_batch(self, repo_id, query):
@@ -346,7 +376,11 @@ class Handler(BaseHTTPRequestHandler):
             elif item["key"] == "lfsFile":
                 if v["oid"] not in self.hub.blobs:
                     return self._error(400, None, f"LFS object {v['oid']} was never uploaded")
-                files[v["path"]] = {"oid": git_blob_sha1(b"lfs pointer " + v["oid"].encode()), "size": v["size"], "lfs": v["oid"]}
+                files[v["path"]] = {
+                    "oid": git_blob_sha1(b"lfs pointer " + v["oid"].encode()),
+                    "size": v["size"],
+                    "lfs": v["oid"],
+                }
             elif item["key"] == "deletedFile":
                 files.pop(v["path"], None)
         sha = hashlib.sha1(json.dumps([parent, sorted(files.items()), time.time()], default=str).encode()).hexdigest()
@@ -357,7 +391,9 @@ class Handler(BaseHTTPRequestHandler):
             pr_url = f"{self.base}/{repo_id}/discussions/{len(repo.prs)}"
         else:
             repo.branches[rev] = sha
-        self._send(200, {"commitOid": sha, "commitUrl": f"{self.base}/{repo_id}/commit/{sha}", "pullRequestUrl": pr_url})
+        self._send(
+            200, {"commitOid": sha, "commitUrl": f"{self.base}/{repo_id}/commit/{sha}", "pullRequestUrl": pr_url}
+        )
 
     def resolve(self, repo_id, rev, path, query):
         if not self._auth(False):
@@ -373,8 +409,17 @@ class Handler(BaseHTTPRequestHandler):
             return self._error(404, "EntryNotFound", f"{path} does not exist", {"X-Repo-Commit": sha})
         common = {"X-Repo-Commit": sha}
         if f["lfs"]:
-            return self._send(302, b"", {**common, "Location": f"{self.cdn}/blob/{f['lfs']}", "X-Linked-Etag": f'"{f["lfs"]}"',
-                                         "X-Linked-Size": str(f["size"]), "ETag": f'"{f["oid"]}"'})
+            return self._send(
+                302,
+                b"",
+                {
+                    **common,
+                    "Location": f"{self.cdn}/blob/{f['lfs']}",
+                    "X-Linked-Etag": f'"{f["lfs"]}"',
+                    "X-Linked-Size": str(f["size"]),
+                    "ETag": f'"{f["oid"]}"',
+                },
+            )
         self._serve_bytes(self.hub.blobs[f["oid"]], {**common, "ETag": f'"{f["oid"]}"'})
 
     def blob(self, oid, query):
@@ -389,12 +434,22 @@ class Handler(BaseHTTPRequestHandler):
             m = re.fullmatch(r"bytes=(\d+)-(\d*)", rng.strip())
             start, end = int(m.group(1)), int(m.group(2)) if m.group(2) else len(data) - 1
             end = min(end, len(data) - 1)
-            part = data[start:end + 1]
-            return self._send(206, part, {**headers, "Content-Range": f"bytes {start}-{end}/{len(data)}",
-                                          "Accept-Ranges": "bytes"}, ctype="application/octet-stream")
+            part = data[start : end + 1]
+            return self._send(
+                206,
+                part,
+                {**headers, "Content-Range": f"bytes {start}-{end}/{len(data)}", "Accept-Ranges": "bytes"},
+                ctype="application/octet-stream",
+            )
         cut, self.hub.cut_once_at = self.hub.cut_once_at, None
-        self._send(200, data, {**headers, "Accept-Ranges": "bytes"}, ctype="application/octet-stream",
-                   pause=self.hub.trickle_s, cut_at=cut)
+        self._send(
+            200,
+            data,
+            {**headers, "Accept-Ranges": "bytes"},
+            ctype="application/octet-stream",
+            pause=self.hub.trickle_s,
+            cut_at=cut,
+        )
 
 
 ID = r"([^/]+/[^/]+)"
@@ -413,12 +468,22 @@ ROUTES = [
     (rf"/api/models/{ID}", "GET", lambda h, rid, query: h.info(rid, None, query=query)),
     (r"/api/validate-yaml", "POST", Handler.validate_yaml),
     # datasets: the same store, under "datasets/OWNER/NAME" (Hub.commit("datasets/o/n", ...) seeds one)
-    (rf"/api/datasets/{ID}/revision/([^/]+)", "GET", lambda h, rid, rev, query: h.info(f"datasets/{rid}", rev, query=query)),
-    (rf"/api/datasets/{ID}/tree/([^/]+)(/.*)?", "GET",
-     lambda h, rid, rev, sub, query: h.tree(f"datasets/{rid}", rev, sub, query=query)),
+    (
+        rf"/api/datasets/{ID}/revision/([^/]+)",
+        "GET",
+        lambda h, rid, rev, query: h.info(f"datasets/{rid}", rev, query=query),
+    ),
+    (
+        rf"/api/datasets/{ID}/tree/([^/]+)(/.*)?",
+        "GET",
+        lambda h, rid, rev, sub, query: h.tree(f"datasets/{rid}", rev, sub, query=query),
+    ),
     (rf"/api/datasets/{ID}", "GET", lambda h, rid, query: h.info(f"datasets/{rid}", None, query=query)),
-    (rf"/datasets/{ID}/resolve/([^/]+)/(.+)", "GET",
-     lambda h, rid, rev, path, query: h.resolve(f"datasets/{rid}", rev, path, query=query)),
+    (
+        rf"/datasets/{ID}/resolve/([^/]+)/(.+)",
+        "GET",
+        lambda h, rid, rev, path, query: h.resolve(f"datasets/{rid}", rev, path, query=query),
+    ),
     (rf"/{ID}\.git/info/lfs/objects/batch", "POST", Handler.lfs_batch),
     (r"/upload/([0-9a-f]{64})", "PUT", Handler.upload),
     (r"/blob/([0-9a-f]{64})", "GET", Handler.blob),
@@ -446,6 +511,7 @@ if __name__ == "__main__":  # manual use: python tests/support/fakehub.py
 
 
 # Servers that are not a Hub at all: they accept a connection and then say nothing (or only headers).
+
 
 def serve_raw(answer):
     """A TCP server that hands each connection to `answer(conn, released)`; `released` is set on teardown."""

@@ -39,8 +39,10 @@ def aux_ids_absent(drafter: Path, out: Path) -> Path:
 
 def aux_ids_other_convention(drafter: Path, out: Path) -> Path:
     """The boundary ids written as layer outputs (each one lower), where vLLM reads boundary ids."""
+
     def lower(c):
         c["eagle_aux_hidden_state_layer_ids"] = [i - 1 for i in c["eagle_aux_hidden_state_layer_ids"]]
+
     return edit_config(copy(drafter, out), lower)
 
 
@@ -65,4 +67,5 @@ def fine_tuned(target: Path, out: Path, scale: float = 0.5, seed: int = 0) -> Pa
             if ".layers." in name and t.is_floating_point() and t.dim() == 2:
                 noise = torch.randn(t.shape, generator=generator) * t.float().std() * scale
                 tensors[name] = (t.float() + noise).to(t.dtype)
+
     return edit_tensors(copy(target, out), move)

@@ -17,10 +17,15 @@ def metrics_text(drafts: float, draft_tokens: float, accepted: float, per_pos: l
     labels = 'engine="0",model_name="examples/tiny/target"'
     lines = []
     for name, value in (("drafts", drafts), ("draft_tokens", draft_tokens), ("accepted_tokens", accepted)):
-        lines += [f"# TYPE vllm:spec_decode_num_{name} counter", f"vllm:spec_decode_num_{name}_total{{{labels}}} {value}"]
+        lines += [
+            f"# TYPE vllm:spec_decode_num_{name} counter",
+            f"vllm:spec_decode_num_{name}_total{{{labels}}} {value}",
+        ]
     lines.append("# TYPE vllm:spec_decode_num_accepted_tokens_per_pos counter")
-    lines += [f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{{labels},position="{i}"}} {v}'
-              for i, v in enumerate(per_pos)]
+    lines += [
+        f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{{labels},position="{i}"}} {v}'
+        for i, v in enumerate(per_pos)
+    ]
     return ("\n".join(lines) + "\n").encode()
 
 
@@ -44,10 +49,17 @@ class Hostile:
         self.httpd.server_close()
 
 
-def hostile(metrics: list[bytes] | None = None, model: dict | None = None, silent: bool = False,
-            trickle: float | None = None, redirect_to: str | None = None, slow: float | None = None,
-            error_body: bytes | None = None, server_info: dict | None = None,
-            per_request: dict | None = None) -> Hostile:
+def hostile(
+    metrics: list[bytes] | None = None,
+    model: dict | None = None,
+    silent: bool = False,
+    trickle: float | None = None,
+    redirect_to: str | None = None,
+    slow: float | None = None,
+    error_body: bytes | None = None,
+    server_info: dict | None = None,
+    per_request: dict | None = None,
+) -> Hostile:
     """metrics: /metrics answers in turn (the last repeated); model: /v1/models' first entry; silent: accept and
     never answer; trickle: send the answer a byte every `trickle` seconds; redirect_to: answer every request with
     302 to that base URL (same path); slow: answer each request whole after `slow` seconds; error_body: answer
@@ -118,4 +130,3 @@ def hostile(metrics: list[bytes] | None = None, model: dict | None = None, silen
             self.wfile.write(data)
 
     return Hostile(Handler)
-

@@ -29,21 +29,36 @@ runpy.run_path("convert_hf_to_gguf.py", run_name="__main__")
 
 def source_dir() -> Path:
     """The unpacked source, set up if absent; a reported skip naming the command when it cannot be."""
-    proc = subprocess.run(["bash", "scripts/setup/llamacpp_src.sh", sys.executable], cwd=ROOT, capture_output=True,
-                          text=True, timeout=900, check=False)
+    proc = subprocess.run(
+        ["bash", "scripts/setup/llamacpp_src.sh", sys.executable],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
     if proc.returncode != 0:
         pytest.skip(f"llama.cpp b11434 source unavailable ({proc.stderr.strip()[-200:]}): run {SETUP}")
     return Path(proc.stdout.strip().splitlines()[-1])
 
 
-def convert(src: Path, drafter: Path, target: Path, out: Path, pre_workaround: bool = True,
-            outtype: str = "auto") -> subprocess.CompletedProcess:
+def convert(
+    src: Path, drafter: Path, target: Path, out: Path, pre_workaround: bool = True, outtype: str = "auto"
+) -> subprocess.CompletedProcess:
     """llama.cpp's converter on `drafter` with `--target-model-dir target`, writing `out`."""
     code = src / "llama.cpp"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(code), str(code / "gguf-py"), str(src / "pydeps")]),
-           "HF_HUB_OFFLINE": "1", "TRANSFORMERS_VERBOSITY": "error"}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(code), str(code / "gguf-py"), str(src / "pydeps")]),
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_VERBOSITY": "error",
+    }
     args = [str(drafter), "--target-model-dir", str(target), "--outfile", str(out), "--outtype", outtype]
-    cmd = [sys.executable, "-c", WORKAROUND, *args] if pre_workaround else [sys.executable, "convert_hf_to_gguf.py", *args]
+    cmd = (
+        [sys.executable, "-c", WORKAROUND, *args]
+        if pre_workaround
+        else [sys.executable, "convert_hf_to_gguf.py", *args]
+    )
     return subprocess.run(cmd, cwd=code, env=env, capture_output=True, text=True, timeout=600, check=False)
 
 
@@ -62,8 +77,14 @@ def tensors(path: Path) -> dict:
     return {t.name: (t.tensor_type.name, [int(n) for n in t.shape], np.asarray(t.data).copy()) for t in r.tensors}
 
 
-def rewrite(src: Path, dst: Path, keys: dict | None = None, drop_tensors: tuple[str, ...] = (),
-            data: dict | None = None, arch: str | None = None) -> Path:
+def rewrite(
+    src: Path,
+    dst: Path,
+    keys: dict | None = None,
+    drop_tensors: tuple[str, ...] = (),
+    data: dict | None = None,
+    arch: str | None = None,
+) -> Path:
     """A copy of the GGUF `src` at `dst` with `keys` set (a value of None drops the key; a new key is given as
     (value, GGUFValueType, sub_type or None)), tensors dropped or their data replaced: one tiny GGUF per lint rule."""
     import gguf

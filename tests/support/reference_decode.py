@@ -33,7 +33,7 @@ def speculative_decode(target_forward, drafter: Eagle3Drafter, prompt: list[int]
     while len(tokens) - len(prompt) < max_new_tokens:
         n = len(tokens) - 1  # the target has features for slots 0..n-1; token n is its newest output
         t = torch.tensor(tokens)
-        drafts = draft_from_last_slot(drafter, [a[:n] for a in aux], t[1:n + 1], k)
+        drafts = draft_from_last_slot(drafter, [a[:n] for a in aux], t[1 : n + 1], k)
         nxt, aux = target_forward(torch.tensor(tokens + drafts))
         verified = nxt[n:].tolist()  # verified[i] = the target's token after draft i (or after token n)
         a = 0
@@ -42,7 +42,7 @@ def speculative_decode(target_forward, drafter: Eagle3Drafter, prompt: list[int]
         tokens += drafts[:a] + [verified[a]]
         rounds.append(a)
         nxt, aux = target_forward(torch.tensor(tokens[:-1]))  # features of every kept position
-    return tokens[len(prompt):len(prompt) + max_new_tokens], rounds
+    return tokens[len(prompt) : len(prompt) + max_new_tokens], rounds
 
 
 def draft_from_last_slot(drafter: Eagle3Drafter, aux, next_tokens, k) -> list[int]:

@@ -45,8 +45,10 @@ def eaglezoo_reads(raw: bytes):
     except BadInput:
         return "refused"
     try:
-        return header.metadata, {name: _summary(tensor_from_bytes(ref, bytearray(raw[ref.start:ref.end])))
-                                 for name, ref in header.refs.items()}
+        return header.metadata, {
+            name: _summary(tensor_from_bytes(ref, bytearray(raw[ref.start : ref.end])))
+            for name, ref in header.refs.items()
+        }
     except BadInput:
         return "unloadable"
 
@@ -54,7 +56,7 @@ def eaglezoo_reads(raw: bytes):
 def repeats_a_tensor_name(raw: bytes) -> bool:
     try:
         (n,) = struct.unpack("<Q", raw[:8])
-        header = json.loads(raw[8:8 + n].decode("utf-8"), object_pairs_hook=tuple)
+        header = json.loads(raw[8 : 8 + n].decode("utf-8"), object_pairs_hook=tuple)
     except (ValueError, RecursionError, struct.error):
         return False
     names = [key for key, _ in header if key != "__metadata__"] if isinstance(header, tuple) else []

@@ -16,8 +16,15 @@ def run(req, drafter):
     from vllm import LLM, SamplingParams
     from vllm.inputs import TokensPrompt
 
-    kwargs = dict(model=req["target"], dtype="float32", max_model_len=req["max_model_len"], max_num_seqs=4,
-                  enforce_eager=True, disable_log_stats=False, seed=0)
+    kwargs = dict(
+        model=req["target"],
+        dtype="float32",
+        max_model_len=req["max_model_len"],
+        max_num_seqs=4,
+        enforce_eager=True,
+        disable_log_stats=False,
+        seed=0,
+    )
     if drafter is not None:
         kwargs["speculative_config"] = {"method": "eagle3", "model": drafter, "num_speculative_tokens": req["k"]}
     llm = LLM(**kwargs)

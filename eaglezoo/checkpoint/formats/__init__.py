@@ -25,8 +25,18 @@ from .base import NAME_THE_DIALECT
 DIALECTS = {m.NAME: m for m in (eagle31, speculators, torchspec, modelopt, nemo, specforge, safeai)}
 # The families beside EAGLE-3 (docs/formats.md#families): a dialect of theirs wins over an EAGLE-3 one that
 # also matches (a native P-EAGLE config is also a complete EAGLE 3.1 config).
-FAMILY_DIALECTS = {m.NAME: m for m in (peagle, peagle.Speculators, zlab_dflash, speculators_dflash,
-                                       deepspec_dspark, speculators_dspark, deepspec_eagle3)}
+FAMILY_DIALECTS = {
+    m.NAME: m
+    for m in (
+        peagle,
+        peagle.Speculators,
+        zlab_dflash,
+        speculators_dflash,
+        deepspec_dspark,
+        speculators_dspark,
+        deepspec_eagle3,
+    )
+}
 DIALECTS.update(FAMILY_DIALECTS)
 WRITERS = ("eagle31", "speculators", "native")
 
@@ -43,8 +53,9 @@ def detect(cfg: dict, names: set[str], metadata: dict) -> str:
     if len(matches) == 1:
         return matches[0]
     if not matches:
-        raise UsageError("unknown dialect: the config and tensor names match none of "
-                         f"{', '.join(DIALECTS)}", hint=NAME_THE_DIALECT)
+        raise UsageError(
+            f"unknown dialect: the config and tensor names match none of {', '.join(DIALECTS)}", hint=NAME_THE_DIALECT
+        )
     raise UsageError(f"ambiguous dialect: matches {', '.join(matches)}", hint=NAME_THE_DIALECT)
 
 
@@ -70,8 +81,16 @@ def detect_config(cfg: dict) -> str | None:
 
 def looks_like_drafter(cfg: dict) -> bool:
     """Any EAGLE marker at all: a draft vocabulary, EAGLE keys, or an EAGLE architecture."""
-    keys = ("draft_vocab_size", "eagle_config", "eagle_aux_hidden_state_layer_ids", "speculators_config",
-            "dflash_config", "speculators_model_type", "dspark_target_layer_ids", "pard_token")
+    keys = (
+        "draft_vocab_size",
+        "eagle_config",
+        "eagle_aux_hidden_state_layer_ids",
+        "speculators_config",
+        "dflash_config",
+        "speculators_model_type",
+        "dspark_target_layer_ids",
+        "pard_token",
+    )
     archs = " ".join(map(str, cfg.get("architectures") or []))
     return any(k in cfg for k in keys) or any(w in archs for w in ("Eagle", "DFlash", "DSpark", "Peagle", "PEagle"))
 
@@ -80,8 +99,16 @@ def read_undetermined(cfg: dict, ckpt, opts):
     """A config no dialect claims: the flat reading every dialect shares, with no convention documented."""
     from .base import read_flat
 
-    return read_flat(None, cfg, ckpt, opts, nested_convention=None, top_convention=None, prefix_renames=[],
-                     flag_defaults={"norm_before_residual": False, "norm_output": False})
+    return read_flat(
+        None,
+        cfg,
+        ckpt,
+        opts,
+        nested_convention=None,
+        top_convention=None,
+        prefix_renames=[],
+        flag_defaults={"norm_before_residual": False, "norm_output": False},
+    )
 
 
 def get(name: str):

@@ -14,14 +14,28 @@ FLAGS = ("fc_norm", "norm_output", "norm_before_fc", "norm_before_residual")
 
 # Keys eaglezoo interprets; every other config key is carried through unchanged in layer_config.
 INTERPRETED = {
-    "architectures", "hidden_size", "num_hidden_layers", "vocab_size", "draft_vocab_size", "target_hidden_size",
-    "num_aux_hidden_states", "eagle_aux_hidden_state_layer_ids", "eagle_config", *FLAGS, "use_aux_norm",
-    "tie_word_embeddings", "torch_dtype", "dtype", "transformers_version",
+    "architectures",
+    "hidden_size",
+    "num_hidden_layers",
+    "vocab_size",
+    "draft_vocab_size",
+    "target_hidden_size",
+    "num_aux_hidden_states",
+    "eagle_aux_hidden_state_layer_ids",
+    "eagle_config",
+    *FLAGS,
+    "use_aux_norm",
+    "tie_word_embeddings",
+    "torch_dtype",
+    "dtype",
+    "transformers_version",
 }
 NESTED_INTERPRETED = {"eagle_aux_hidden_state_layer_ids", "use_aux_hidden_state", "norm_before_fc"}
 
 LEGACY_RENAMES = [  # SGLang's legacy 3.1 names (docs/formats.md#sglang)
-    ("aux_norm_low.", "fc_norm.0."), ("aux_norm_mid.", "fc_norm.1."), ("aux_norm_high.", "fc_norm.2."),
+    ("aux_norm_low.", "fc_norm.0."),
+    ("aux_norm_mid.", "fc_norm.1."),
+    ("aux_norm_high.", "fc_norm.2."),
 ]
 
 
@@ -93,69 +107,86 @@ def arch_of(cfg: dict) -> str:
 def require_int(cfg: dict, key: str, where: str = "config.json") -> int:
     value = cfg.get(key)
     if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-        raise BadInput(f"{where}: {key!r} must be a positive integer, found {value!r}",
-                       hint="fix that key in config.json")
+        raise BadInput(
+            f"{where}: {key!r} must be a positive integer, found {value!r}", hint="fix that key in config.json"
+        )
     return value
 
 
 def parse_ids(value: Any, where: str) -> list[int]:
     """Aux ids as a config states them: a non-empty list of layer numbers, none negative (an engine indexing its
     layers with one would count from the end: vLLM takes hidden_states[i] as given)."""
-    if not isinstance(value, list) or not value or not all(isinstance(i, int) and not isinstance(i, bool) for i in value):
-        raise BadInput(f"{where} must be a non-empty list of integers, found {value!r}",
-                       hint="fix that key in config.json")
+    if (
+        not isinstance(value, list)
+        or not value
+        or not all(isinstance(i, int) and not isinstance(i, bool) for i in value)
+    ):
+        raise BadInput(
+            f"{where} must be a non-empty list of integers, found {value!r}", hint="fix that key in config.json"
+        )
     return no_negative(value, where)
 
 
 def no_negative(ids, where: str):
     """Aux ids wherever they are stated (a config key, --aux-layers, a registry entry): none negative."""
     if min(ids) < 0:
-        raise BadInput(f"{where} holds a negative layer id: {list(ids)[:16]}", code="aux-ids-range",
-                       hint="give the ids of the target layers the drafter was trained on (0 or more)")
+        raise BadInput(
+            f"{where} holds a negative layer id: {list(ids)[:16]}",
+            code="aux-ids-range",
+            hint="give the ids of the target layers the drafter was trained on (0 or more)",
+        )
     return ids
 
 
 def rename(name: str, prefix_renames: list[tuple[str, str]]) -> str:
     for old, new in prefix_renames + LEGACY_RENAMES:
         if name.startswith(old):
-            return new + name[len(old):]
+            return new + name[len(old) :]
     return name
 
 
-def resolve_aux(found: list[tuple[list[int], Convention | None, str]], k_hint: int | None, opts: ReadOptions,
-                d: Decisions) -> AuxLayers:
+def resolve_aux(
+    found: list[tuple[list[int], Convention | None, str]], k_hint: int | None, opts: ReadOptions, d: Decisions
+) -> AuxLayers:
     """Pick the aux ids with their convention. `found` lists (ids, convention or None if the dialect
     does not document one, where they were found)."""
     stated, given = None, opts.stated_aux()
     if given is not None:
         ids, convention, stated_by = given
         if convention is None:
-            raise UsageError("--aux-layers needs --aux-convention (boundary or layer-output)",
-                             hint="boundary: vLLM/HF hidden_states[i]; layer-output: SGLang/ModelOpt/TRT-LLM")
+            raise UsageError(
+                "--aux-layers needs --aux-convention (boundary or layer-output)",
+                hint="boundary: vLLM/HF hidden_states[i]; layer-output: SGLang/ModelOpt/TRT-LLM",
+            )
         stated = AuxLayers(ids=tuple(no_negative(ids, stated_by)), convention=convention)
     resolved: list[tuple[AuxLayers, str]] = []
     for ids, conv, where in found:
         if conv is None:
             conv = _undocumented_convention(ids, where, opts, d)
         elif opts.aux_convention is not None and opts.aux_layers is None and opts.aux_convention != conv:
-            raise UsageError(f"{where} uses the '{conv}' convention in this dialect, but --aux-convention "
-                             f"says '{opts.aux_convention}'",
-                             hint="drop --aux-convention, or give the ids in this dialect's own convention")
+            raise UsageError(
+                f"{where} uses the '{conv}' convention in this dialect, but --aux-convention "
+                f"says '{opts.aux_convention}'",
+                hint="drop --aux-convention, or give the ids in this dialect's own convention",
+            )
         resolved.append((AuxLayers(ids=tuple(ids), convention=conv), where))
     for (a, wa), (b, wb) in zip(resolved, resolved[1:]):
         if a.boundary() != b.boundary():
-            raise BadInput(f"aux ids disagree: {wa} {list(a.ids)} ({a.convention}) selects boundary "
-                           f"{a.boundary()}, {wb} {list(b.ids)} ({b.convention}) selects {b.boundary()}",
-                           hint="one list was copied across conventions without the +1 (vLLM #43671)",
-                           code="aux-ids-disagree")
+            raise BadInput(
+                f"aux ids disagree: {wa} {list(a.ids)} ({a.convention}) selects boundary "
+                f"{a.boundary()}, {wb} {list(b.ids)} ({b.convention}) selects {b.boundary()}",
+                hint="one list was copied across conventions without the +1 (vLLM #43671)",
+                code="aux-ids-disagree",
+            )
     if stated is not None:
         if resolved and resolved[0][0].boundary() != stated.boundary():
-            raise UsageError(f"{stated_by} selects boundary {stated.boundary()}, but {resolved[0][1]} selects "
-                             f"{resolved[0][0].boundary()}",
-                             hint="fix the checkpoint's config instead of overriding it")
+            raise UsageError(
+                f"{stated_by} selects boundary {stated.boundary()}, but {resolved[0][1]} selects "
+                f"{resolved[0][0].boundary()}",
+                hint="fix the checkpoint's config instead of overriding it",
+            )
         who = "the user" if opts.aux_layers is not None else f"registry entry {opts.registry_id}"
-        d.decide(f"aux ids {list(stated.ids)} ({stated.convention}) as stated by {who} "
-                 f"= boundary {stated.boundary()}")
+        d.decide(f"aux ids {list(stated.ids)} ({stated.convention}) as stated by {who} = boundary {stated.boundary()}")
         d.aux_stated_by = "user" if opts.aux_layers is not None else "registry"
         return stated
     if resolved:
@@ -166,12 +197,19 @@ def resolve_aux(found: list[tuple[list[int], Convention | None, str]], k_hint: i
         n = opts.target_layers
         ids = default_boundary_ids(n)
         if len(set(ids)) != 3 or min(ids) < 1:
-            raise UsageError(f"the checkpoint carries no aux-layer ids and the documented default (2, L//2, L-3) "
-                             f"is degenerate for a {n}-layer target: {ids}", hint=AUX_HINT)
-        d.decide(f"aux ids: none in the checkpoint; used the documented default (2, L//2, L-3) = {ids} "
-                 f"(boundary) for the {n}-layer target")
-        d.warn("aux ids were not in the checkpoint: the documented default is only right if the drafter was "
-               "trained on it (vLLM #50170)")
+            raise UsageError(
+                f"the checkpoint carries no aux-layer ids and the documented default (2, L//2, L-3) "
+                f"is degenerate for a {n}-layer target: {ids}",
+                hint=AUX_HINT,
+            )
+        d.decide(
+            f"aux ids: none in the checkpoint; used the documented default (2, L//2, L-3) = {ids} "
+            f"(boundary) for the {n}-layer target"
+        )
+        d.warn(
+            "aux ids were not in the checkpoint: the documented default is only right if the drafter was "
+            "trained on it (vLLM #50170)"
+        )
         return AuxLayers(ids=tuple(ids), convention="boundary")
     raise UsageError("the checkpoint carries no aux-layer ids", hint=AUX_HINT, code="aux-ids-missing")
 
@@ -186,12 +224,16 @@ def _undocumented_convention(ids: list[int], where: str, opts: ReadOptions, d: D
         d.decide(f"aux ids {ids} from {where}: convention '{opts.registry_convention}' as the registry entry states")
         d.aux_stated_by = "registry"
         return opts.registry_convention
-    raise UsageError(f"{where} holds aux ids {ids} whose convention this dialect does not document",
-                     hint="state it with --aux-convention boundary|layer-output", code="aux-convention-unknown")
+    raise UsageError(
+        f"{where} holds aux ids {ids} whose convention this dialect does not document",
+        hint="state it with --aux-convention boundary|layer-output",
+        code="aux-convention-unknown",
+    )
 
 
-def read_flags(cfg: dict, nested: dict, opts: ReadOptions, d: Decisions, defaults: dict[str, bool],
-               ambiguous: dict[str, str]) -> dict[str, bool]:
+def read_flags(
+    cfg: dict, nested: dict, opts: ReadOptions, d: Decisions, defaults: dict[str, bool], ambiguous: dict[str, str]
+) -> dict[str, bool]:
     """Flags from top level (and nested eagle_config for norm_before_fc); user statements win.
     `ambiguous` maps a flag to the reason its stored value cannot be trusted without a statement."""
     values: dict[str, bool] = {}
@@ -203,11 +245,15 @@ def read_flags(cfg: dict, nested: dict, opts: ReadOptions, d: Decisions, default
         inner = nested.get(flag) if flag == "norm_before_fc" else None
         for v, where in ((top, flag), (inner, f"eagle_config.{flag}")):
             if v is not None and not isinstance(v, bool):
-                raise BadInput(f"config.json: {where} must be true or false, found {v!r}",
-                               hint="write true or false in config.json")
+                raise BadInput(
+                    f"config.json: {where} must be true or false, found {v!r}",
+                    hint="write true or false in config.json",
+                )
         if top is not None and inner is not None and top != inner:
-            raise BadInput(f"config.json: {flag}={top} at the top level but eagle_config.{flag}={inner}",
-                           hint="make the two agree in config.json (eaglezoo convert writes both from one value)")
+            raise BadInput(
+                f"config.json: {flag}={top} at the top level but eagle_config.{flag}={inner}",
+                hint="make the two agree in config.json (eaglezoo convert writes both from one value)",
+            )
         stored = top if top is not None else inner
         if flag in opts.flags:
             d.decide(f"{flag}={opts.flags[flag]} as stated by the user (config: {stored})")
@@ -216,8 +262,11 @@ def read_flags(cfg: dict, nested: dict, opts: ReadOptions, d: Decisions, default
             d.decide(f"{flag}={stored} read as stored, although this dialect leaves it ambiguous")
             values[flag] = stored
         elif flag in ambiguous and stored is not None:
-            raise UsageError(f"{flag}={stored} in this dialect is ambiguous: {ambiguous[flag]}",
-                             hint=f"state the trained behaviour with --flag {flag}=true|false", code="flag-ambiguous")
+            raise UsageError(
+                f"{flag}={stored} in this dialect is ambiguous: {ambiguous[flag]}",
+                hint=f"state the trained behaviour with --flag {flag}=true|false",
+                code="flag-ambiguous",
+            )
         elif stored is None:
             values[flag] = defaults.get(flag, False)
             if flag in ("norm_before_residual", "norm_output"):
@@ -227,11 +276,21 @@ def read_flags(cfg: dict, nested: dict, opts: ReadOptions, d: Decisions, default
     return values
 
 
-def read_flat(dialect: str | None, cfg: dict, ckpt: Checkpoint, opts: ReadOptions, *,
-              nested_convention: Convention | None, top_convention: Convention | None,
-              prefix_renames: list[tuple[str, str]], extra_drops: Callable[[str], str | None] = lambda n: None,
-              flag_defaults: dict[str, bool] | None = None, ambiguous_flags: dict[str, str] | None = None,
-              layer_cfg: dict | None = None, top: dict | None = None) -> Reading:
+def read_flat(
+    dialect: str | None,
+    cfg: dict,
+    ckpt: Checkpoint,
+    opts: ReadOptions,
+    *,
+    nested_convention: Convention | None,
+    top_convention: Convention | None,
+    prefix_renames: list[tuple[str, str]],
+    extra_drops: Callable[[str], str | None] = lambda n: None,
+    flag_defaults: dict[str, bool] | None = None,
+    ambiguous_flags: dict[str, str] | None = None,
+    layer_cfg: dict | None = None,
+    top: dict | None = None,
+) -> Reading:
     """Read a drafter whose decoder keys live in `layer_cfg` (the config itself for HF-flat dialects)
     and whose EAGLE keys live in `top`."""
     d = Decisions()
@@ -239,17 +298,24 @@ def read_flat(dialect: str | None, cfg: dict, ckpt: Checkpoint, opts: ReadOption
     top = cfg if top is None else top
     nested = top.get("eagle_config") or layer_cfg.get("eagle_config") or {}
     if not isinstance(nested, dict):
-        raise BadInput("config.json: eagle_config must be an object",
-                       hint="fix config.json: eagle_config holds the EAGLE keys as an object")
+        raise BadInput(
+            "config.json: eagle_config must be an object",
+            hint="fix config.json: eagle_config holds the EAGLE keys as an object",
+        )
     if nested.get("use_aux_hidden_state") is False:
-        raise BadInput("eagle_config.use_aux_hidden_state is false: not an EAGLE-3 drafter",
-                       hint="this is not an EAGLE-3 drafter; eaglezoo reads EAGLE-3 and 3.1 drafters only")
+        raise BadInput(
+            "eagle_config.use_aux_hidden_state is false: not an EAGLE-3 drafter",
+            hint="this is not an EAGLE-3 drafter; eaglezoo reads EAGLE-3 and 3.1 drafters only",
+        )
     geometry = _geometry(layer_cfg, top, d)
     flags = read_flags(top, nested, opts, d, flag_defaults or {}, ambiguous_flags or {})
     if flags["fc_norm"] and flags["norm_before_fc"]:
-        raise BadInput("config.json: fc_norm and norm_before_fc are both true; they are mutually exclusive "
-                       "(speculators rejects it, vLLM silently applies both)", code="flags-exclusive",
-                       hint="set one of them to false in config.json (3.1 drafters use fc_norm)")
+        raise BadInput(
+            "config.json: fc_norm and norm_before_fc are both true; they are mutually exclusive "
+            "(speculators rejects it, vLLM silently applies both)",
+            code="flags-exclusive",
+            hint="set one of them to false in config.json (3.1 drafters use fc_norm)",
+        )
     renames, drops = _tensor_names(ckpt, prefix_renames, extra_drops)  # first: the aux count can come from fc
     found = _stated_aux_ids(top, nested, top_convention, nested_convention)
     aux, k = _aux_layers(found, top, _fan_in_k(ckpt, renames, geometry.target_hidden), geometry, opts, d)
@@ -257,11 +323,19 @@ def read_flat(dialect: str | None, cfg: dict, ckpt: Checkpoint, opts: ReadOption
         d.warn("tie_word_embeddings was true: written false (SGLang would tie lm_head to embed_tokens)")
     architectures = top.get("architectures") or layer_cfg.get("architectures")
     spec = DrafterSpec(
-        arch=arch_of({**layer_cfg, "architectures": architectures}), architectures=list(architectures or []),
-        num_layers=geometry.num_layers, hidden_size=geometry.hidden, target_hidden_size=geometry.target_hidden,
-        vocab_size=geometry.vocab, draft_vocab_size=geometry.draft_vocab, num_aux=k, aux=aux,
+        arch=arch_of({**layer_cfg, "architectures": architectures}),
+        architectures=list(architectures or []),
+        num_layers=geometry.num_layers,
+        hidden_size=geometry.hidden,
+        target_hidden_size=geometry.target_hidden,
+        vocab_size=geometry.vocab,
+        draft_vocab_size=geometry.draft_vocab,
+        num_aux=k,
+        aux=aux,
         dtype=top.get("torch_dtype") or top.get("dtype") or layer_cfg.get("torch_dtype") or layer_cfg.get("dtype"),
-        layer_config=_carried_layer_config(layer_cfg, nested), **flags)
+        layer_config=_carried_layer_config(layer_cfg, nested),
+        **flags,
+    )
     return Reading(dialect, spec, renames, drops, d.decisions, d.warnings, d.aux_stated_by)
 
 
@@ -283,25 +357,34 @@ def _geometry(layer_cfg: dict, top: dict, d: Decisions) -> Geometry:
         draft_vocab = vocab
         d.decide(f"draft_vocab_size absent: equal to vocab_size ({vocab})")
     elif not isinstance(draft_vocab, int) or draft_vocab <= 0 or draft_vocab > vocab:
-        raise BadInput(f"config.json: draft_vocab_size must be an integer in 1..vocab_size ({vocab}), found {draft_vocab!r}",
-                       hint="fix draft_vocab_size in config.json")
+        raise BadInput(
+            f"config.json: draft_vocab_size must be an integer in 1..vocab_size ({vocab}), found {draft_vocab!r}",
+            hint="fix draft_vocab_size in config.json",
+        )
     target_hidden = top.get("target_hidden_size")
     if target_hidden is None:
         if "target_hidden_size" in top:
-            d.decide("target_hidden_size: null read as hidden_size (the key is omitted on output: vLLM's HF path crashes on null)")
+            d.decide(
+                "target_hidden_size: null read as hidden_size (the key is omitted on output: vLLM's HF path crashes on null)"
+            )
         target_hidden = hidden
     elif not isinstance(target_hidden, int) or target_hidden <= 0:
-        raise BadInput(f"config.json: target_hidden_size must be a positive integer, found {target_hidden!r}",
-                       hint="fix target_hidden_size in config.json")
+        raise BadInput(
+            f"config.json: target_hidden_size must be a positive integer, found {target_hidden!r}",
+            hint="fix target_hidden_size in config.json",
+        )
     num_layers = layer_cfg.get("num_hidden_layers", 1)
     if not isinstance(num_layers, int) or num_layers <= 0:
-        raise BadInput(f"config.json: num_hidden_layers must be a positive integer, found {num_layers!r}",
-                       hint="fix num_hidden_layers in config.json")
+        raise BadInput(
+            f"config.json: num_hidden_layers must be a positive integer, found {num_layers!r}",
+            hint="fix num_hidden_layers in config.json",
+        )
     return Geometry(hidden, vocab, draft_vocab, target_hidden, num_layers)
 
 
-def _tensor_names(ckpt: Checkpoint, prefix_renames: list[tuple[str, str]],
-                  extra_drops: Callable[[str], str | None]) -> tuple[dict[str, str], dict[str, str]]:
+def _tensor_names(
+    ckpt: Checkpoint, prefix_renames: list[tuple[str, str]], extra_drops: Callable[[str], str | None]
+) -> tuple[dict[str, str], dict[str, str]]:
     """(source name -> canonical name, source name -> why it is dropped)."""
     renames, drops = {}, {}
     for name in ckpt.refs:
@@ -314,8 +397,9 @@ def _tensor_names(ckpt: Checkpoint, prefix_renames: list[tuple[str, str]],
     return renames, drops
 
 
-def _stated_aux_ids(top: dict, nested: dict, top_convention: Convention | None,
-                    nested_convention: Convention | None) -> list[tuple[list[int], Convention | None, str]]:
+def _stated_aux_ids(
+    top: dict, nested: dict, top_convention: Convention | None, nested_convention: Convention | None
+) -> list[tuple[list[int], Convention | None, str]]:
     found = []
     for block, convention, where in ((top, top_convention, ""), (nested, nested_convention, "eagle_config.")):
         if block.get("eagle_aux_hidden_state_layer_ids") is not None:
@@ -332,23 +416,32 @@ def _fan_in_k(ckpt: Checkpoint, renames: dict[str, str], target_hidden: int) -> 
     return fc.shape[1] // target_hidden
 
 
-def _aux_layers(found, top: dict, fan_k: int | None, g: Geometry, opts: ReadOptions,
-                d: Decisions) -> tuple[AuxLayers | None, int]:
+def _aux_layers(
+    found, top: dict, fan_k: int | None, g: Geometry, opts: ReadOptions, d: Decisions
+) -> tuple[AuxLayers | None, int]:
     """The aux ids (None only when lint tolerates their absence) and the aux count, checked against the target."""
     k = top.get("num_aux_hidden_states")
     if k is not None and (not isinstance(k, int) or k <= 0):
-        raise BadInput(f"config.json: num_aux_hidden_states must be a positive integer, found {k!r}",
-                       hint="fix num_aux_hidden_states in config.json")
+        raise BadInput(
+            f"config.json: num_aux_hidden_states must be a positive integer, found {k!r}",
+            hint="fix num_aux_hidden_states in config.json",
+        )
     if opts.allow_missing_aux and opts.stated_aux() is None and (not found or _convention_unknown(found, opts)):
         return None, k or fan_k or (len(found[0][0]) if found else 3)
     aux = resolve_aux(found, k or fan_k or (len(found[0][0]) if found else None), opts, d)
     k = len(aux.ids) if k is None else k
     if len(aux.ids) != k:
-        raise BadInput(f"config.json: {len(aux.ids)} aux ids but num_aux_hidden_states is {k}", code="aux-count",
-                       hint="give as many aux ids as the drafter has aux slots (--aux-layers), or fix config.json")
+        raise BadInput(
+            f"config.json: {len(aux.ids)} aux ids but num_aux_hidden_states is {k}",
+            code="aux-count",
+            hint="give as many aux ids as the drafter has aux slots (--aux-layers), or fix config.json",
+        )
     if len(set(aux.ids)) != len(aux.ids):
-        raise BadInput(f"aux ids {list(aux.ids)} are not distinct (duplicated aux slots)", code="aux-ids-duplicate",
-                       hint="each aux slot captures another target layer: fix the ids (--aux-layers) or config.json")
+        raise BadInput(
+            f"aux ids {list(aux.ids)} are not distinct (duplicated aux slots)",
+            code="aux-ids-duplicate",
+            hint="each aux slot captures another target layer: fix the ids (--aux-layers) or config.json",
+        )
     return aux, k
 
 
@@ -370,8 +463,10 @@ def _check_unique(renames: dict[str, str]) -> None:
     seen: dict[str, str] = {}
     for src, dst in renames.items():
         if dst in seen:
-            raise BadInput(f"tensors {seen[dst]!r} and {src!r} both map to {dst!r}",
-                           hint=f"if the dialect was misdetected, {NAME_THE_DIALECT}; else remove one of the tensors")
+            raise BadInput(
+                f"tensors {seen[dst]!r} and {src!r} both map to {dst!r}",
+                hint=f"if the dialect was misdetected, {NAME_THE_DIALECT}; else remove one of the tensors",
+            )
         seen[dst] = src
 
 
@@ -386,16 +481,22 @@ def trivial_vocab_map_drop(ckpt: Checkpoint, draft_vocab: int | None, vocab: int
         t = ckpt.load(name)
         trivial = bool((t == 0).all()) if name == "d2t" else bool(t.bool().all())
         if not trivial:
-            raise BadInput(f"{name} is not the identity map although draft_vocab_size == vocab_size",
-                           hint="the maps must be absent when both vocabularies are the same: re-export without "
-                                "d2t/t2d")
-        return ("identity vocabulary map (draft_vocab_size == vocab_size); engines reject d2t then "
-                "(see docs/formats.md#identity-vocabulary-maps)")
+            raise BadInput(
+                f"{name} is not the identity map although draft_vocab_size == vocab_size",
+                hint="the maps must be absent when both vocabularies are the same: re-export without d2t/t2d",
+            )
+        return (
+            "identity vocabulary map (draft_vocab_size == vocab_size); engines reject d2t then "
+            "(see docs/formats.md#identity-vocabulary-maps)"
+        )
+
     return drop
 
 
-AUX_HINT = ("give the registry id instead of the folder (its entry carries the ids), or pass the ids the drafter was "
-            "trained on, e.g. --aux-layers 2,3,4 --aux-convention boundary")
+AUX_HINT = (
+    "give the registry id instead of the folder (its entry carries the ids), or pass the ids the drafter was "
+    "trained on, e.g. --aux-layers 2,3,4 --aux-convention boundary"
+)
 
 
 def detect_convention(value: str | None) -> Convention | None:

@@ -13,8 +13,17 @@ from ..tensors import Checkpoint
 from .aux_ids import AuxKey
 from .base import NAME_THE_DIALECT, Decisions, Reading, arch_of, parse_ids, require_int
 
-FIELD_KEYS = ("block_size", "mask_token_id", "sample_from_anchor", "sliding_window_non_causal", "num_target_layers",
-              "markov_rank", "markov_head_type", "enable_confidence_head", "confidence_head_with_markov")
+FIELD_KEYS = (
+    "block_size",
+    "mask_token_id",
+    "sample_from_anchor",
+    "sliding_window_non_causal",
+    "num_target_layers",
+    "markov_rank",
+    "markov_head_type",
+    "enable_confidence_head",
+    "confidence_head_with_markov",
+)
 BORROWED = ("embed_tokens.weight", "lm_head.weight", "verifier_norm.weight")
 BODY_PREFIXES = ("layers.", "fc.", "hidden_norm.", "norm.")
 DSPARK_HEADS = ("markov_head.", "confidence_head.")
@@ -24,31 +33,59 @@ def check_field_types(fields: dict[str, Any], where: str) -> None:
     for key in ("block_size", "num_target_layers", "markov_rank"):
         v = fields.get(key)
         if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < (0 if key == "markov_rank" else 1)):
-            raise BadInput(f"{where}: {key} must be a positive integer, found {v!r}", code="family-field",
-                           hint=f"fix {key} in config.json")
+            raise BadInput(
+                f"{where}: {key} must be a positive integer, found {v!r}",
+                code="family-field",
+                hint=f"fix {key} in config.json",
+            )
     v = fields.get("mask_token_id")
     if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
-        raise BadInput(f"{where}: mask_token_id must be a token id (an integer >= 0), found {v!r}",
-                       code="family-field", hint="fix mask_token_id in config.json")
-    for key in ("sample_from_anchor", "sliding_window_non_causal", "enable_confidence_head",
-                "confidence_head_with_markov"):
+        raise BadInput(
+            f"{where}: mask_token_id must be a token id (an integer >= 0), found {v!r}",
+            code="family-field",
+            hint="fix mask_token_id in config.json",
+        )
+    for key in (
+        "sample_from_anchor",
+        "sliding_window_non_causal",
+        "enable_confidence_head",
+        "confidence_head_with_markov",
+    ):
         v = fields.get(key)
         if v is not None and not isinstance(v, bool):
-            raise BadInput(f"{where}: {key} must be true or false, found {v!r}", code="family-field",
-                           hint=f"write true or false for {key} in config.json")
+            raise BadInput(
+                f"{where}: {key} must be true or false, found {v!r}",
+                code="family-field",
+                hint=f"write true or false for {key} in config.json",
+            )
 
 
 def check_mask_token(mask: int | None, vocab: int, where: str) -> None:
     """The parallel families' mask token (DFlash, DSpark, P-EAGLE): a row of the vocabulary the drafter embeds, or
     the mask slots hold a token no embedding has (vLLM would index past the table)."""
     if mask is not None and mask >= vocab:
-        raise BadInput(f"{where}: mask_token_id {mask} is outside the vocabulary (0..{vocab - 1})",
-                       hint="use the mask token the drafter was trained with", code="mask-token-range")
+        raise BadInput(
+            f"{where}: mask_token_id {mask} is outside the vocabulary (0..{vocab - 1})",
+            hint="use the mask token the drafter was trained with",
+            code="mask-token-range",
+        )
 
 
-def read_block(dialect: str, family: Family, cfg: dict, layer_cfg: dict, ckpt: Checkpoint, *, key: AuxKey,
-               fields: dict[str, Any], extra: dict[str, Any], architectures: list[str], draft_vocab: int | None,
-               target_hidden: int | None, d: Decisions) -> Reading:
+def read_block(
+    dialect: str,
+    family: Family,
+    cfg: dict,
+    layer_cfg: dict,
+    ckpt: Checkpoint,
+    *,
+    key: AuxKey,
+    fields: dict[str, Any],
+    extra: dict[str, Any],
+    architectures: list[str],
+    draft_vocab: int | None,
+    target_hidden: int | None,
+    d: Decisions,
+) -> Reading:
     """A block-family drafter: `fields` are the family keys as found (None where unstated), `extra` the family
     keys this dialect keeps that eaglezoo carries unread."""
     check_field_types(fields, "config.json")
@@ -58,22 +95,36 @@ def read_block(dialect: str, family: Family, cfg: dict, layer_cfg: dict, ckpt: C
     require_int(layer_cfg, "num_attention_heads")
     ids_value = key.get(cfg)
     if ids_value is None:
-        raise BadInput(f"config.json: {key.name} is absent; a {family} drafter needs the target layers it reads",
-                       hint="write the ids the drafter was trained on into config.json", code="aux-ids-missing")
+        raise BadInput(
+            f"config.json: {key.name} is absent; a {family} drafter needs the target layers it reads",
+            hint="write the ids the drafter was trained on into config.json",
+            code="aux-ids-missing",
+        )
     ids = parse_ids(ids_value, key.name)
     aux = AuxLayers(ids=tuple(ids), convention=key.convention)
     d.decide(f"aux ids {ids} from {key.name} ({key.convention} convention) = boundary {aux.boundary()}")
     draft_vocab = draft_vocab or vocab
     if not isinstance(draft_vocab, int) or draft_vocab <= 0 or draft_vocab > vocab:
-        raise BadInput(f"config.json: draft_vocab_size must be an integer in 1..vocab_size ({vocab}), "
-                       f"found {draft_vocab!r}", hint="fix draft_vocab_size in config.json")
+        raise BadInput(
+            f"config.json: draft_vocab_size must be an integer in 1..vocab_size ({vocab}), found {draft_vocab!r}",
+            hint="fix draft_vocab_size in config.json",
+        )
     renames, drops = account(ckpt, family)
     spec = DrafterSpec(
-        arch=arch_of({**layer_cfg, "architectures": architectures}), architectures=architectures, num_layers=require_int(layer_cfg, "num_hidden_layers"),
-        hidden_size=hidden, target_hidden_size=target_hidden or hidden, vocab_size=vocab,
-        draft_vocab_size=draft_vocab, num_aux=len(ids), aux=aux,
+        arch=arch_of({**layer_cfg, "architectures": architectures}),
+        architectures=architectures,
+        num_layers=require_int(layer_cfg, "num_hidden_layers"),
+        hidden_size=hidden,
+        target_hidden_size=target_hidden or hidden,
+        vocab_size=vocab,
+        draft_vocab_size=draft_vocab,
+        num_aux=len(ids),
+        aux=aux,
         dtype=cfg.get("torch_dtype") or cfg.get("dtype") or layer_cfg.get("torch_dtype") or layer_cfg.get("dtype"),
-        family=family, family_fields=FamilyFields(**fields, extra=extra), layer_config=dict(layer_cfg))
+        family=family,
+        family_fields=FamilyFields(**fields, extra=extra),
+        layer_config=dict(layer_cfg),
+    )
     return Reading(dialect, spec, renames, drops, d.decisions, d.warnings)
 
 
@@ -82,8 +133,11 @@ def account(ckpt: Checkpoint, family: Family) -> tuple[dict[str, str], dict[str,
     known = BODY_PREFIXES + (DSPARK_HEADS if family == "dspark" else ())
     unknown = [n for n in ckpt.refs if not n.startswith(known) and n not in BORROWED and n not in ("d2t", "t2d")]
     if unknown:
-        raise BadInput(f"{len(unknown)} tensor(s) a {family} drafter does not have: {', '.join(sorted(unknown)[:5])}",
-                       hint=f"if the dialect was misdetected, {NAME_THE_DIALECT}", code="unexpected")
+        raise BadInput(
+            f"{len(unknown)} tensor(s) a {family} drafter does not have: {', '.join(sorted(unknown)[:5])}",
+            hint=f"if the dialect was misdetected, {NAME_THE_DIALECT}",
+            code="unexpected",
+        )
     return {n: n for n in ckpt.refs}, {}
 
 
@@ -119,8 +173,10 @@ def place_extra(out: dict, extra: dict[str, Any], own: set[str], decisions: list
             carried[k] = v
     if carried:
         out[CARRIED] = carried
-        decisions.append(f"{sorted(carried)}: no place in this form; kept under {CARRIED} (engines ignore it) "
-                         "so that converting back gives the same config")
+        decisions.append(
+            f"{sorted(carried)}: no place in this form; kept under {CARRIED} (engines ignore it) "
+            "so that converting back gives the same config"
+        )
     return out
 
 

@@ -13,8 +13,16 @@ from .blocks import CARRIED, FIELD_KEYS, carried_in, place_extra, read_block, sp
 NAME = "dspark"
 FAMILY = "dspark"
 ARCHS = ("Qwen3DSparkModel", "Qwen3OmniDSparkModel")  # vLLM algos.py:174-178
-FAMILY_KEYS = {"architectures", "auto_map", "target_layer_ids", "num_anchors", "draft_vocab_size",
-               "target_hidden_size", *FIELD_KEYS, CARRIED}
+FAMILY_KEYS = {
+    "architectures",
+    "auto_map",
+    "target_layer_ids",
+    "num_anchors",
+    "draft_vocab_size",
+    "target_hidden_size",
+    *FIELD_KEYS,
+    CARRIED,
+}
 
 
 def detect(cfg: dict, names: set[str], metadata: dict) -> bool:
@@ -24,16 +32,34 @@ def detect(cfg: dict, names: set[str], metadata: dict) -> bool:
 def read(cfg: dict, ckpt: Checkpoint, opts: ReadOptions) -> Reading:
     d = Decisions()
     layer_cfg = {k: v for k, v in cfg.items() if k not in FAMILY_KEYS}
-    extra = carried_in({k: v for k, v in cfg.items() if k in FAMILY_KEYS - set(FIELD_KEYS) - {
-        "architectures", "target_layer_ids", "draft_vocab_size"}}, set(), d)
+    extra = carried_in(
+        {
+            k: v
+            for k, v in cfg.items()
+            if k in FAMILY_KEYS - set(FIELD_KEYS) - {"architectures", "target_layer_ids", "draft_vocab_size"}
+        },
+        set(),
+        d,
+    )
     fields = split_fields(cfg)
     fields.update({k: extra.pop(k) for k in FIELD_KEYS if k in extra and fields.get(k) is None})
     archs = [a for a in cfg.get("architectures") or [] if a in ARCHS]
     if "draft_vocab_size" in cfg:
         extra["draft_vocab_size"] = True  # written back only where it was
-    return read_block(NAME, FAMILY, cfg, layer_cfg, ckpt, key=aux_ids.DEEPSPEC_TARGET, fields=fields, extra=extra,
-                      architectures=archs, draft_vocab=cfg.get("draft_vocab_size"),
-                      target_hidden=cfg.get("target_hidden_size"), d=d)
+    return read_block(
+        NAME,
+        FAMILY,
+        cfg,
+        layer_cfg,
+        ckpt,
+        key=aux_ids.DEEPSPEC_TARGET,
+        fields=fields,
+        extra=extra,
+        architectures=archs,
+        draft_vocab=cfg.get("draft_vocab_size"),
+        target_hidden=cfg.get("target_hidden_size"),
+        d=d,
+    )
 
 
 def write_config(spec: DrafterSpec, decisions: list[str]) -> dict:

@@ -23,14 +23,23 @@ def read(cfg: dict, ckpt: Checkpoint, opts: ReadOptions) -> Reading:
     if "target_layer_ids" in cfg:
         ids = parse_ids(cfg["target_layer_ids"], "target_layer_ids")
         view["eagle_aux_hidden_state_layer_ids"] = aux_ids.DEEPSPEC_TARGET.to_boundary(ids)
-        notes.append(f"target_layer_ids {ids} are DeepSpec's 'after layer i' ids: +1 = boundary "
-                     f"{view['eagle_aux_hidden_state_layer_ids']}")
+        notes.append(
+            f"target_layer_ids {ids} are DeepSpec's 'after layer i' ids: +1 = boundary "
+            f"{view['eagle_aux_hidden_state_layer_ids']}"
+        )
     if "draft_num_hidden_layers" in cfg:
         view["num_hidden_layers"] = cfg["draft_num_hidden_layers"]
         notes.append(f"draft_num_hidden_layers={cfg['draft_num_hidden_layers']} is the drafter's layer count")
-    reading = read_flat(NAME, view, ckpt, opts, nested_convention="layer-output", top_convention="boundary",
-                        prefix_renames=[("midlayer.", "layers.0.")],
-                        flag_defaults={"norm_before_residual": False, "norm_output": False})
+    reading = read_flat(
+        NAME,
+        view,
+        ckpt,
+        opts,
+        nested_convention="layer-output",
+        top_convention="boundary",
+        prefix_renames=[("midlayer.", "layers.0.")],
+        flag_defaults={"norm_before_residual": False, "norm_output": False},
+    )
     reading.spec.architectures = ["Eagle3Qwen3ForCausalLM"]
     renamed = "architecture Qwen3Eagle3Model (DeepSpec) written as Eagle3Qwen3ForCausalLM, the name vLLM registers"
     reading.decisions[:0] = [*notes, renamed]

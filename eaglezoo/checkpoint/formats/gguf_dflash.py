@@ -36,8 +36,13 @@ LAYER_NAMES = {
     "mlp.up_proj.weight": "ffn_up.weight",
     "mlp.down_proj.weight": "ffn_down.weight",
 }
-TOP_NAMES = {"fc.weight": "fc.weight", "hidden_norm.weight": "enc.output_norm.weight", "norm.weight": "output_norm.weight",
-             "embed_tokens.weight": "token_embd.weight", "lm_head.weight": "output.weight"}
+TOP_NAMES = {
+    "fc.weight": "fc.weight",
+    "hidden_norm.weight": "enc.output_norm.weight",
+    "norm.weight": "output_norm.weight",
+    "embed_tokens.weight": "token_embd.weight",
+    "lm_head.weight": "output.weight",
+}
 
 
 def gguf_name(canonical: str, num_layers: int) -> str | None:
@@ -75,14 +80,23 @@ def refusal(spec: DrafterSpec, refs: dict) -> str | None:
 def final_tap_warning(boundary: list[int], target_layers: int | None, target_type: str | None) -> str | None:
     if target_layers is None or target_layers not in boundary or (target_type or "") not in NO_FINAL_TAP:
         return None
-    return (f"tap {target_layers} is the target's last pre-norm state: llama.cpp {BUILD} asks a DFlash target for "
-            f"the input of layer {target_layers} (common/speculative.cpp:1115-1118), which a {target_type} target's "
-            f"graph never sets ({NO_FINAL_TAP[target_type or '']}), and llama-server stops on the assertion "
-            "\"layer input tensor is null\" (src/llama-graph.cpp:1413)")
+    return (
+        f"tap {target_layers} is the target's last pre-norm state: llama.cpp {BUILD} asks a DFlash target for "
+        f"the input of layer {target_layers} (common/speculative.cpp:1115-1118), which a {target_type} target's "
+        f"graph never sets ({NO_FINAL_TAP[target_type or '']}), and llama-server stops on the assertion "
+        '"layer input tensor is null" (src/llama-graph.cpp:1413)'
+    )
 
 
-def plan(spec: DrafterSpec, refs: dict, tokenizer_keys: dict, target_type: str | None, target_layers: int | None,
-         dtype: str | None, name: str) -> GgufPlan:
+def plan(
+    spec: DrafterSpec,
+    refs: dict,
+    tokenizer_keys: dict,
+    target_type: str | None,
+    target_layers: int | None,
+    dtype: str | None,
+    name: str,
+) -> GgufPlan:
     f = spec.family_fields
     assert f is not None and spec.aux is not None
     cfg, a = spec.layer_config, ARCH
@@ -109,18 +123,31 @@ def plan(spec: DrafterSpec, refs: dict, tokenizer_keys: dict, target_type: str |
         out_name = gguf_name(canonical, spec.num_layers)
         assert out_name is not None  # refusal() named any other
         keep = {"F32": "F32", "F16": "F16", "BF16": "BF16"}.get(ref.dtype, "F32")
-        tensors.append(GgufTensor(out_name, canonical, shape, "F32" if len(shape) <= 1 or out_name.endswith(
-            "_norm.weight") else (dtype or keep)))
+        tensors.append(
+            GgufTensor(
+                out_name,
+                canonical,
+                shape,
+                "F32" if len(shape) <= 1 or out_name.endswith("_norm.weight") else (dtype or keep),
+            )
+        )
     floats = {t.dtype for t in tensors if len(t.shape) == 2}
-    keys["general.file_type"] = ("UINT32", {"F16": 1, "BF16": 32}.get(next(iter(floats)) if len(floats) == 1 else "", 0))
+    keys["general.file_type"] = (
+        "UINT32",
+        {"F16": 1, "BF16": 32}.get(next(iter(floats)) if len(floats) == 1 else "", 0),
+    )
     keys[f"{a}.block_size"] = ("UINT32", int(f.block_size or 0))
     keys[f"{a}.target_layers"] = ("ARRAY_INT32", boundary)
     keys["general.quantization_version"] = ("UINT32", 2)
     keys.update(tokenizer_keys)
     keys["tokenizer.ggml.mask_token_id"] = ("UINT32", int(f.mask_token_id or 0))
-    decisions = [(f"target_layers {boundary}: the drafter's aux ids as boundary ids (the z-lab ids + 1, as llama.cpp's "
-                  "converter writes them: conversion/qwen.py:798-801)"),
-                 f"block_size {f.block_size} and mask_token_id {f.mask_token_id} written explicitly"]
+    decisions = [
+        (
+            f"target_layers {boundary}: the drafter's aux ids as boundary ids (the z-lab ids + 1, as llama.cpp's "
+            "converter writes them: conversion/qwen.py:798-801)"
+        ),
+        f"block_size {f.block_size} and mask_token_id {f.mask_token_id} written explicitly",
+    ]
     tap = final_tap_warning(boundary, target_layers, target_type)
     return GgufPlan(keys, tensors, decisions, [tap] if tap else [], arch=ARCH)
 
@@ -130,5 +157,8 @@ def refuse(spec: DrafterSpec, refs: dict) -> None:
 
     why = refusal(spec, refs)
     if why:
-        raise UsageError(f"cannot write this drafter for llama.cpp: {why}",
-                         hint="serve it with vLLM (eaglezoo serve-config)", code="gguf-unsupported")
+        raise UsageError(
+            f"cannot write this drafter for llama.cpp: {why}",
+            hint="serve it with vLLM (eaglezoo serve-config)",
+            code="gguf-unsupported",
+        )

@@ -51,8 +51,14 @@ LAYER_NAMES = {
     "mlp.up_proj.weight": "ffn_up.weight",
     "mlp.down_proj.weight": "ffn_down.weight",
 }
-TOP_NAMES = {"fc.weight": "fc.weight", "input_norm.weight": "enc.output_norm.weight", "norm.weight": "output_norm.weight",
-             "lm_head.weight": "output.weight", "embed_tokens.weight": "token_embd.weight", "d2t": "d2t"}
+TOP_NAMES = {
+    "fc.weight": "fc.weight",
+    "input_norm.weight": "enc.output_norm.weight",
+    "norm.weight": "output_norm.weight",
+    "lm_head.weight": "output.weight",
+    "embed_tokens.weight": "token_embd.weight",
+    "d2t": "d2t",
+}
 NOT_READ = {"t2d": f"llama.cpp {BUILD} does not read t2d (its converter skips it: conversion/llama.py:247-249)"}
 
 # target model_types whose llama.cpp graph never sets t_h_nextn, so a tap at L reads a buffer nobody filled
@@ -63,7 +69,7 @@ def gguf_name(canonical: str) -> str | None:
     if canonical in TOP_NAMES:
         return TOP_NAMES[canonical]
     if canonical.startswith("layers.0."):
-        rest = canonical[len("layers.0."):]
+        rest = canonical[len("layers.0.") :]
         return f"blk.0.{LAYER_NAMES[rest]}" if rest in LAYER_NAMES else None
     return None
 
@@ -76,11 +82,15 @@ def refusal(spec: DrafterSpec) -> str | None:
     if k != 3:
         return f"{k} aux layers: llama.cpp {BUILD} reads exactly 3 (src/models/eagle3.cpp:9-11)"
     if spec.fc_norm:
-        return (f"fc_norm (EAGLE 3.1): llama.cpp {BUILD} has one RMSNorm over the 3 concatenated aux states "
-                "(norm_before_fc, src/models/eagle3.cpp:131-133), not one per aux state")
+        return (
+            f"fc_norm (EAGLE 3.1): llama.cpp {BUILD} has one RMSNorm over the 3 concatenated aux states "
+            "(norm_before_fc, src/models/eagle3.cpp:131-133), not one per aux state"
+        )
     if spec.norm_output:
-        return (f"norm_output (EAGLE 3.1): llama.cpp {BUILD} always carries the pre-norm state to the next step "
-                "(src/models/eagle3.cpp:286-288)")
+        return (
+            f"norm_output (EAGLE 3.1): llama.cpp {BUILD} always carries the pre-norm state to the next step "
+            "(src/models/eagle3.cpp:286-288)"
+        )
     if spec.arch != "llama":
         return f"a {spec.arch} decoder layer: llama.cpp {BUILD}'s eagle3 graph is a Llama layer (src/models/eagle3.cpp:77-100)"
     if spec.num_layers != 1:
@@ -96,8 +106,11 @@ def refusal(spec: DrafterSpec) -> str | None:
 def refuse(spec: DrafterSpec) -> None:
     why = refusal(spec)
     if why:
-        hint = f"serve it with {SERVES_31}" if spec.fc_norm or spec.norm_output or spec.num_aux != 3 else \
-            "serve it with vLLM (eaglezoo serve-config)"
+        hint = (
+            f"serve it with {SERVES_31}"
+            if spec.fc_norm or spec.norm_output or spec.num_aux != 3
+            else "serve it with vLLM (eaglezoo serve-config)"
+        )
         raise UsageError(f"cannot write this drafter for llama.cpp: {why}", hint=hint, code="gguf-unsupported")
 
 
@@ -114,9 +127,11 @@ def final_tap_warning(boundary: list[int], target_layers: int | None, target_typ
     where = NO_FINAL_TAP.get(target_type or "")
     if where is None:
         return None
-    return (f"tap {target_layers} is the target's last pre-norm state: llama.cpp {BUILD} reads it from t_h_nextn "
-            f"(common/speculative.cpp:603-604, 688-690), which a {target_type} target never fills ({where} sets "
-            "no t_h_nextn): that third of the fc input is not the state the drafter was trained on")
+    return (
+        f"tap {target_layers} is the target's last pre-norm state: llama.cpp {BUILD} reads it from t_h_nextn "
+        f"(common/speculative.cpp:603-604, 688-690), which a {target_type} target never fills ({where} sets "
+        "no t_h_nextn): that third of the fc input is not the state the drafter was trained on"
+    )
 
 
 @dataclass
@@ -148,15 +163,24 @@ class GgufPlan:
         return out
 
 
-def plan(spec: DrafterSpec, refs: dict, tokenizer_keys: dict, target_type: str | None, target_layers: int | None,
-         dtype: str | None, name: str) -> GgufPlan:
+def plan(
+    spec: DrafterSpec,
+    refs: dict,
+    tokenizer_keys: dict,
+    target_type: str | None,
+    target_layers: int | None,
+    dtype: str | None,
+    name: str,
+) -> GgufPlan:
     """Keys and tensors of the GGUF; `refs`: canonical name -> TensorRef; `tokenizer_keys` from gguf_tokenizer."""
     refuse(spec)
     cfg = spec.layer_config
     boundary = spec.aux.boundary() if spec.aux else None
     if boundary is None:
-        raise UsageError("the aux ids are unknown: llama.cpp's converter would bake [2, L//2, L-3] in their place",
-                         hint="state them: --aux-layers A,B,C --aux-convention boundary|layer-output")
+        raise UsageError(
+            "the aux ids are unknown: llama.cpp's converter would bake [2, L//2, L-3] in their place",
+            hint="state them: --aux-layers A,B,C --aux-convention boundary|layer-output",
+        )
     a = ARCH
     keys: dict[str, tuple[str, object]] = {
         "general.type": ("STRING", "model"),
@@ -183,18 +207,29 @@ def plan(spec: DrafterSpec, refs: dict, tokenizer_keys: dict, target_type: str |
         del keys[f"{a}.context_length"]
     tensors = _tensors(spec, refs, dtype)
     floats = {t.dtype for t in tensors if len(t.shape) == 2}
-    keys["general.file_type"] = ("UINT32", {"F16": 1, "BF16": 32}.get(next(iter(floats)) if len(floats) == 1 else "", 0))
+    keys["general.file_type"] = (
+        "UINT32",
+        {"F16": 1, "BF16": 32}.get(next(iter(floats)) if len(floats) == 1 else "", 0),
+    )
     keys.update(tokenizer_keys)
-    decisions = [(f"target_layers {boundary}: the drafter's aux ids as boundary ids, llama.cpp's convention "
-                  "(common/speculative.cpp:600-604)"),
-                 (f"norm_before_residual {spec.norm_before_residual} and norm_before_fc {spec.norm_before_fc} written "
-                  "explicitly (llama.cpp's loader defaults both to false: src/models/eagle3.cpp:26, 33)")]
+    decisions = [
+        (
+            f"target_layers {boundary}: the drafter's aux ids as boundary ids, llama.cpp's convention "
+            "(common/speculative.cpp:600-604)"
+        ),
+        (
+            f"norm_before_residual {spec.norm_before_residual} and norm_before_fc {spec.norm_before_fc} written "
+            "explicitly (llama.cpp's loader defaults both to false: src/models/eagle3.cpp:26, 33)"
+        ),
+    ]
     if spec.has_vocab_map:
         decisions.append("d2t written as absolute target ids, I64 (src/models/eagle3.cpp:307-319)")
     if _rope_type(cfg) == "llama3":
         tensors.append(GgufTensor("rope_freqs.weight", None, (spec.head_dim // 2,), "F32"))
-        decisions.append("rope_freqs.weight: llama3 RoPE factors computed as llama.cpp's converter does "
-                         "(conversion/llama.py:298-326)")
+        decisions.append(
+            "rope_freqs.weight: llama3 RoPE factors computed as llama.cpp's converter does "
+            "(conversion/llama.py:298-326)"
+        )
     warnings = []
     tap = final_tap_warning(boundary, target_layers, target_type)
     if tap:
@@ -219,7 +254,8 @@ def _tensors(spec: DrafterSpec, refs: dict, dtype: str | None) -> list[GgufTenso
             out.append(GgufTensor(name, canonical, shape, "I64", "d2t-absolute"))
             continue
         transform = {"self_attn.q_proj.weight": "permute-q", "self_attn.k_proj.weight": "permute-k"}.get(
-            canonical.removeprefix("layers.0."), "")
+            canonical.removeprefix("layers.0."), ""
+        )
         # 1-D tensors and norms in F32, as llama.cpp's converter writes them (conversion/base.py:1083-1085)
         keep = {"F32": "F32", "F16": "F16", "BF16": "BF16"}.get(ref.dtype, "F32")
         out_dtype = "F32" if len(shape) <= 1 or name.endswith("_norm.weight") else (dtype or keep)
@@ -287,8 +323,12 @@ def write(p: GgufPlan, spec: DrafterSpec, load: Callable, path: Path, progress: 
     w = gguf.GGUFWriter(path, p.arch)
     for key, (kind, value) in p.keys.items():
         _add(w, key, kind, value)
-    raw = {"F32": (np.float32, None), "F16": (np.float16, None), "I64": (np.int64, None),
-           "BF16": (np.uint16, gguf.GGMLQuantizationType.BF16)}
+    raw = {
+        "F32": (np.float32, None),
+        "F16": (np.float16, None),
+        "I64": (np.int64, None),
+        "BF16": (np.uint16, gguf.GGMLQuantizationType.BF16),
+    }
     for t in p.tensors:
         np_dtype, raw_dtype = raw[t.dtype]
         w.add_tensor_info(t.name, t.shape, np.dtype(np_dtype), t.nbytes, raw_dtype=raw_dtype)

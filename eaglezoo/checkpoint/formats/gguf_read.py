@@ -50,16 +50,20 @@ def read(path: Path) -> GgufFacts:
     try:
         reader = gguf.GGUFReader(path)
     except Exception as exc:  # noqa: BLE001 - the library's own errors (bad magic, truncated) become one line
-        raise BadInput(f"{path}: not a readable GGUF file ({type(exc).__name__})",
-                       hint="give a .gguf file written by eaglezoo convert --to gguf or llama.cpp's converter") from None
+        raise BadInput(
+            f"{path}: not a readable GGUF file ({type(exc).__name__})",
+            hint="give a .gguf file written by eaglezoo convert --to gguf or llama.cpp's converter",
+        ) from None
     keys = {k: f.contents() for k, f in reader.fields.items() if not k.startswith("GGUF.")}
     tensors = {t.name: (t.tensor_type.name, [int(n) for n in t.shape]) for t in reader.tensors}
     arch = str(keys.get("general.architecture") or "")
     if arch not in DRAFTER_ARCHS:
-        raise BadInput(f"{path}: a GGUF of architecture {arch or 'unnamed'!r}, not a drafter llama.cpp {BUILD} drafts "
-                       f"with ({', '.join(DRAFTER_ARCHS)})",
-                       hint="a target model's GGUF is passed to llama-server with -m; lint the drafter's GGUF (-md)",
-                       code="not-a-drafter")
+        raise BadInput(
+            f"{path}: a GGUF of architecture {arch or 'unnamed'!r}, not a drafter llama.cpp {BUILD} drafts "
+            f"with ({', '.join(DRAFTER_ARCHS)})",
+            hint="a target model's GGUF is passed to llama-server with -m; lint the drafter's GGUF (-md)",
+            code="not-a-drafter",
+        )
     return GgufFacts(path, arch, keys, tensors)
 
 
@@ -81,8 +85,13 @@ def load_d2t(path: Path):
 
 
 def findings(facts: GgufFacts, tcfg: dict | None) -> list[Finding]:
-    out = [Finding(severity="info", code="gguf-family",
-                   message=f"a llama.cpp {facts.arch} drafter GGUF (checked as llama.cpp {BUILD} reads it)")]
+    out = [
+        Finding(
+            severity="info",
+            code="gguf-family",
+            message=f"a llama.cpp {facts.arch} drafter GGUF (checked as llama.cpp {BUILD} reads it)",
+        )
+    ]
     if facts.arch == "dflash":
         return out + dflash(facts, tcfg)
     out += taps(facts, tcfg) + flags(facts) + vocabulary(facts, tcfg) + geometry(facts, tcfg)
@@ -95,30 +104,56 @@ def dflash(facts: GgufFacts, tcfg: dict | None) -> list[Finding]:
 
     ids = facts.key("{arch}.target_layers")
     if ids is None:
-        return [_err("gguf-taps-missing", "no dflash.target_layers: llama.cpp refuses to load the drafter "
-                                          "(src/models/dflash.cpp:37-38)")]
+        return [
+            _err(
+                "gguf-taps-missing",
+                "no dflash.target_layers: llama.cpp refuses to load the drafter (src/models/dflash.cpp:37-38)",
+            )
+        ]
     ids = [int(i) for i in ids]
-    out = [Finding(severity="info", code="gguf-taps",
-                   message=f"taps {ids}: boundary ids, the input of each tapped target layer "
-                           "(common/speculative.cpp:1115-1118)")]
+    out = [
+        Finding(
+            severity="info",
+            code="gguf-taps",
+            message=f"taps {ids}: boundary ids, the input of each tapped target layer "
+            "(common/speculative.cpp:1115-1118)",
+        )
+    ]
     if facts.key("{arch}.block_size") is None:
-        out.append(_warn("gguf-block-size-default", "no dflash.block_size: llama-server drafts blocks of 16 "
-                                                    "(common/speculative.cpp:1039-1045)"))
+        out.append(
+            _warn(
+                "gguf-block-size-default",
+                "no dflash.block_size: llama-server drafts blocks of 16 (common/speculative.cpp:1039-1045)",
+            )
+        )
     if facts.keys.get("tokenizer.ggml.mask_token_id") is None:
-        out.append(_err("gguf-mask-token-missing", "no tokenizer.ggml.mask_token_id: the block's mask slots have no "
-                                                   "token (common/speculative.cpp:1056)"))
+        out.append(
+            _err(
+                "gguf-mask-token-missing",
+                "no tokenizer.ggml.mask_token_id: the block's mask slots have no token (common/speculative.cpp:1056)",
+            )
+        )
     if tcfg is None:
         return out
     n = int(tcfg.get("num_hidden_layers") or 0)
     if any(i < 0 or i > n for i in ids):
-        out.append(_err("gguf-taps-out-of-range", f"taps {ids} outside the target's 0..{n}: llama-server aborts "
-                                                  "(src/llama-context.cpp:1242)",
-                        "give the target the drafter was trained for, or " + FIX))
+        out.append(
+            _err(
+                "gguf-taps-out-of-range",
+                f"taps {ids} outside the target's 0..{n}: llama-server aborts (src/llama-context.cpp:1242)",
+                "give the target the drafter was trained for, or " + FIX,
+            )
+        )
         return out
     final = gguf_dflash.final_tap_warning(ids, n, tcfg.get("model_type"))
     if final:
-        out.append(_err("gguf-tap-final-unfilled", final, "train and convert against taps below the last layer, or "
-                                                          "serve it with vLLM (eaglezoo serve-config)"))
+        out.append(
+            _err(
+                "gguf-tap-final-unfilled",
+                final,
+                "train and convert against taps below the last layer, or serve it with vLLM (eaglezoo serve-config)",
+            )
+        )
     return out
 
 
@@ -133,39 +168,72 @@ def _warn(code: str, message: str, hint: str = FIX) -> Finding:
 def taps(facts: GgufFacts, tcfg: dict | None) -> list[Finding]:
     ids = facts.key("{arch}.target_layers")
     if ids is None:
-        return [_err("gguf-taps-missing", f"no {facts.arch}.target_layers: llama.cpp refuses to load the drafter "
-                                          "(src/models/eagle3.cpp:6-7)")]
+        return [
+            _err(
+                "gguf-taps-missing",
+                f"no {facts.arch}.target_layers: llama.cpp refuses to load the drafter (src/models/eagle3.cpp:6-7)",
+            )
+        ]
     ids = [int(i) for i in ids]
-    out = [Finding(severity="info", code="gguf-taps",
-                   message=f"taps {ids}: boundary ids (the residual after that many target layers), llama.cpp's "
-                           "convention (common/speculative.cpp:600-604)")]
+    out = [
+        Finding(
+            severity="info",
+            code="gguf-taps",
+            message=f"taps {ids}: boundary ids (the residual after that many target layers), llama.cpp's "
+            "convention (common/speculative.cpp:600-604)",
+        )
+    ]
     if len(ids) != 3:
-        return out + [_err("gguf-taps-count", f"{len(ids)} taps: llama.cpp {BUILD} loads an EAGLE-3 drafter with "
-                                              "exactly 3 (src/models/eagle3.cpp:9-11)",
-                           "serve it with vLLM (eaglezoo serve-config)")]
+        return out + [
+            _err(
+                "gguf-taps-count",
+                f"{len(ids)} taps: llama.cpp {BUILD} loads an EAGLE-3 drafter with "
+                "exactly 3 (src/models/eagle3.cpp:9-11)",
+                "serve it with vLLM (eaglezoo serve-config)",
+            )
+        ]
     if len(set(ids)) < 3:
-        out.append(_err("gguf-taps-repeated", f"taps {ids} repeat a layer: no EAGLE-3 trainer captures one twice; "
-                                              "llama.cpp's converter bakes this for a target of 4 or 5 layers "
-                                              "(conversion/llama.py:81)",
-                        FIX + " --aux-layers A,B,C --aux-convention boundary|layer-output (the ids it was trained on)"))
+        out.append(
+            _err(
+                "gguf-taps-repeated",
+                f"taps {ids} repeat a layer: no EAGLE-3 trainer captures one twice; "
+                "llama.cpp's converter bakes this for a target of 4 or 5 layers "
+                "(conversion/llama.py:81)",
+                FIX + " --aux-layers A,B,C --aux-convention boundary|layer-output (the ids it was trained on)",
+            )
+        )
     if tcfg is None:
         return out
     n = int(tcfg.get("num_hidden_layers") or 0)
     if any(i < 0 or i > n for i in ids):
-        out.append(_err("gguf-taps-out-of-range", f"taps {ids} outside the target's 0..{n}: llama-server aborts "
-                                                  "(common/speculative.cpp:605-606)",
-                        "give the target the drafter was trained for, or " + FIX))
+        out.append(
+            _err(
+                "gguf-taps-out-of-range",
+                f"taps {ids} outside the target's 0..{n}: llama-server aborts (common/speculative.cpp:605-606)",
+                "give the target the drafter was trained for, or " + FIX,
+            )
+        )
     elif ids == [2, n // 2, n - 3]:
-        out.append(_warn("gguf-taps-default", f"taps {ids} are [2, L//2, L-3] for this {n}-layer target: what "
-                                              "llama.cpp's converter bakes when the drafter's config has no top-level "
-                                              "eagle_aux_hidden_state_layer_ids (conversion/llama.py:77-81); if the "
-                                              "drafter was trained on other layers, acceptance collapses and nothing "
-                                              "errors",
-                         FIX + " (with --aux-layers A,B,C --aux-convention ... where the config carries no ids)"))
+        out.append(
+            _warn(
+                "gguf-taps-default",
+                f"taps {ids} are [2, L//2, L-3] for this {n}-layer target: what "
+                "llama.cpp's converter bakes when the drafter's config has no top-level "
+                "eagle_aux_hidden_state_layer_ids (conversion/llama.py:77-81); if the "
+                "drafter was trained on other layers, acceptance collapses and nothing "
+                "errors",
+                FIX + " (with --aux-layers A,B,C --aux-convention ... where the config carries no ids)",
+            )
+        )
     final = gguf_eagle3.final_tap_warning(ids, n, tcfg.get("model_type"))
     if final:
-        out.append(_err("gguf-tap-final-unfilled", final, "train and convert against taps below the last layer, or "
-                                                          "serve it with vLLM (eaglezoo serve-config)"))
+        out.append(
+            _err(
+                "gguf-tap-final-unfilled",
+                final,
+                "train and convert against taps below the last layer, or serve it with vLLM (eaglezoo serve-config)",
+            )
+        )
     return out
 
 
@@ -173,35 +241,63 @@ def flags(facts: GgufFacts) -> list[Finding]:
     out = []
     nbr, nbf = facts.key("{arch}.norm_before_residual"), facts.key("{arch}.norm_before_fc")
     if nbr is None:
-        out.append(_warn("gguf-norm-before-residual-default",
-                         f"no {facts.arch}.norm_before_residual: llama.cpp reads false (src/models/eagle3.cpp:26), "
-                         "vLLM's speculators reader true when a speculators config omits it (vllm "
-                         "transformers_utils/configs/speculators/algos.py:33-34)"))
+        out.append(
+            _warn(
+                "gguf-norm-before-residual-default",
+                f"no {facts.arch}.norm_before_residual: llama.cpp reads false (src/models/eagle3.cpp:26), "
+                "vLLM's speculators reader true when a speculators config omits it (vllm "
+                "transformers_utils/configs/speculators/algos.py:33-34)",
+            )
+        )
     elif nbr is False:
-        out.append(Finding(severity="info", code="gguf-norm-before-residual-false",
-                           message="norm_before_residual false: llama.cpp's converter also writes false when a "
-                                   "speculators config omits the key, which vLLM reads as true (conversion/llama.py:96; "
-                                   "vllm .../speculators/algos.py:33-34)",
-                           hint="if the source is such a config: " + FIX + " --flag norm_before_residual=true|false "
-                                "(the trained behaviour; vLLM serves it as true)"))
+        out.append(
+            Finding(
+                severity="info",
+                code="gguf-norm-before-residual-false",
+                message="norm_before_residual false: llama.cpp's converter also writes false when a "
+                "speculators config omits the key, which vLLM reads as true (conversion/llama.py:96; "
+                "vllm .../speculators/algos.py:33-34)",
+                hint="if the source is such a config: " + FIX + " --flag norm_before_residual=true|false "
+                "(the trained behaviour; vLLM serves it as true)",
+            )
+        )
     if nbf is None:
-        out.append(_warn("gguf-norm-before-fc-default",
-                         f"no {facts.arch}.norm_before_fc: llama.cpp reads false (src/models/eagle3.cpp:33)"))
+        out.append(
+            _warn(
+                "gguf-norm-before-fc-default",
+                f"no {facts.arch}.norm_before_fc: llama.cpp reads false (src/models/eagle3.cpp:33)",
+            )
+        )
     has_norm = "enc.output_norm.weight" in facts.tensors
     if nbf and not has_norm:
-        out.append(_err("gguf-norm-before-fc-no-weight", "norm_before_fc set but no enc.output_norm.weight: llama.cpp "
-                                                         "refuses to load it (src/models/eagle3.cpp:61-62)"))
+        out.append(
+            _err(
+                "gguf-norm-before-fc-no-weight",
+                "norm_before_fc set but no enc.output_norm.weight: llama.cpp "
+                "refuses to load it (src/models/eagle3.cpp:61-62)",
+            )
+        )
     if has_norm and not nbf:
-        out.append(_err("gguf-norm-before-fc-unused", "enc.output_norm.weight present but norm_before_fc not set: "
-                                                      "llama.cpp refuses to load a tensor it did not ask for "
-                                                      "(src/models/eagle3.cpp:61-62; src/llama-model-loader.cpp:1398)"))
+        out.append(
+            _err(
+                "gguf-norm-before-fc-unused",
+                "enc.output_norm.weight present but norm_before_fc not set: "
+                "llama.cpp refuses to load a tensor it did not ask for "
+                "(src/models/eagle3.cpp:61-62; src/llama-model-loader.cpp:1398)",
+            )
+        )
     known = _expected_names(facts)
     stray = sorted(set(facts.tensors) - known)
     if stray:
-        out.append(_err("gguf-tensor-unknown", f"tensor(s) llama.cpp {BUILD}'s eagle3 graph never reads: "
-                                               f"{', '.join(stray)}; it refuses to load the file "
-                                               "(src/llama-model-loader.cpp:1398)",
-                        "EAGLE 3.1's fc_norm / norm_output have no llama.cpp form: serve it with vLLM"))
+        out.append(
+            _err(
+                "gguf-tensor-unknown",
+                f"tensor(s) llama.cpp {BUILD}'s eagle3 graph never reads: "
+                f"{', '.join(stray)}; it refuses to load the file "
+                "(src/llama-model-loader.cpp:1398)",
+                "EAGLE 3.1's fc_norm / norm_output have no llama.cpp form: serve it with vLLM",
+            )
+        )
     return out
 
 
@@ -215,28 +311,48 @@ def _expected_names(facts: GgufFacts) -> set[str]:
 def vocabulary(facts: GgufFacts, tcfg: dict | None) -> list[Finding]:
     out = []
     if facts.keys.get("tokenizer.ggml.model") is None:
-        out.append(_err("gguf-tokenizer-missing", "no tokenizer.ggml.model: llama.cpp refuses to load the drafter "
-                                                  "(src/llama-vocab.cpp:1974)"))
+        out.append(
+            _err(
+                "gguf-tokenizer-missing",
+                "no tokenizer.ggml.model: llama.cpp refuses to load the drafter (src/llama-vocab.cpp:1974)",
+            )
+        )
     n_tokens = len(facts.keys.get("tokenizer.ggml.tokens") or [])
     vocab = int(tcfg["vocab_size"]) if tcfg and tcfg.get("vocab_size") else None
     if vocab is not None and n_tokens and n_tokens != vocab:
-        out.append(_err("gguf-vocab-mismatch", f"the drafter's tokenizer has {n_tokens} tokens, the target {vocab}: "
-                                               "draft logits are scattered into the drafter's own vocabulary "
-                                               "(src/models/eagle3.cpp:310)", "give the target it was trained for"))
+        out.append(
+            _err(
+                "gguf-vocab-mismatch",
+                f"the drafter's tokenizer has {n_tokens} tokens, the target {vocab}: "
+                "draft logits are scattered into the drafter's own vocabulary "
+                "(src/models/eagle3.cpp:310)",
+                "give the target it was trained for",
+            )
+        )
     output = facts.tensors.get("output.weight")
     rows = output[1][1] if output else None
     d2t = facts.tensors.get("d2t")
     if d2t is None:
         if rows is not None and vocab is not None and rows != vocab:
-            out.append(_err("gguf-d2t-missing", f"{rows} draft tokens and no d2t: the draft ids are read as target ids "
-                                                f"of a {vocab}-token vocabulary (src/models/eagle3.cpp:307)"))
+            out.append(
+                _err(
+                    "gguf-d2t-missing",
+                    f"{rows} draft tokens and no d2t: the draft ids are read as target ids "
+                    f"of a {vocab}-token vocabulary (src/models/eagle3.cpp:307)",
+                )
+            )
         return out
     kind, shape = d2t
     if kind != "I64":
         out.append(_err("gguf-d2t-dtype", f"d2t is {kind}: llama.cpp asserts I64 (src/models/eagle3.cpp:312)"))
     if rows is not None and shape[0] != rows:
-        out.append(_err("gguf-d2t-size", f"d2t has {shape[0]} entries for {rows} draft tokens: llama.cpp asserts they "
-                                         "match (src/models/eagle3.cpp:313)"))
+        out.append(
+            _err(
+                "gguf-d2t-size",
+                f"d2t has {shape[0]} entries for {rows} draft tokens: llama.cpp asserts they "
+                "match (src/models/eagle3.cpp:313)",
+            )
+        )
     values = load_d2t(facts.path)
     limit = vocab or n_tokens or None
     if values is not None and kind == "I64":
@@ -250,23 +366,47 @@ def _d2t_values(values, limit: int | None) -> list[Finding]:
     if limit and (values.min() < 0 or values.max() >= limit):
         return [_err("gguf-d2t-out-of-range", f"d2t holds ids outside 0..{limit - 1}")]
     if np.unique(values).size != values.size:
-        return [_err("gguf-d2t-offsets", "d2t repeats target ids: it holds the checkpoint's offsets, where llama.cpp "
-                                         "reads absolute target ids (src/models/eagle3.cpp:316-318)")]
-    return [Finding(severity="info", code="gguf-vocab-map",
-                    message=f"d2t maps {values.size} draft tokens to distinct target ids (absolute, as llama.cpp reads)")]
+        return [
+            _err(
+                "gguf-d2t-offsets",
+                "d2t repeats target ids: it holds the checkpoint's offsets, where llama.cpp "
+                "reads absolute target ids (src/models/eagle3.cpp:316-318)",
+            )
+        ]
+    return [
+        Finding(
+            severity="info",
+            code="gguf-vocab-map",
+            message=f"d2t maps {values.size} draft tokens to distinct target ids (absolute, as llama.cpp reads)",
+        )
+    ]
 
 
 def geometry(facts: GgufFacts, tcfg: dict | None) -> list[Finding]:
     ht = facts.key("{arch}.target_hidden_size")
     if ht is None:
-        return [_err("gguf-target-hidden-missing", f"no {facts.arch}.target_hidden_size: llama.cpp refuses to load "
-                                                   "the drafter (src/models/eagle3.cpp:19)")]
+        return [
+            _err(
+                "gguf-target-hidden-missing",
+                f"no {facts.arch}.target_hidden_size: llama.cpp refuses to load the drafter (src/models/eagle3.cpp:19)",
+            )
+        ]
     out = []
     if tcfg is not None and tcfg.get("hidden_size") and int(ht) != int(tcfg["hidden_size"]):
-        out.append(_err("gguf-target-hidden-mismatch", f"target_hidden_size {ht}, the target's hidden size "
-                                                       f"{tcfg['hidden_size']}", "give the target it was trained for"))
+        out.append(
+            _err(
+                "gguf-target-hidden-mismatch",
+                f"target_hidden_size {ht}, the target's hidden size {tcfg['hidden_size']}",
+                "give the target it was trained for",
+            )
+        )
     fc = facts.tensors.get("fc.weight")
     if fc is not None and fc[1][0] != 3 * int(ht):
-        out.append(_err("gguf-fc-shape", f"fc.weight takes {fc[1][0]} inputs, 3 taps x target_hidden_size {ht} = "
-                                         f"{3 * int(ht)} (src/models/eagle3.cpp:22, 58)"))
+        out.append(
+            _err(
+                "gguf-fc-shape",
+                f"fc.weight takes {fc[1][0]} inputs, 3 taps x target_hidden_size {ht} = "
+                f"{3 * int(ht)} (src/models/eagle3.cpp:22, 58)",
+            )
+        )
     return out

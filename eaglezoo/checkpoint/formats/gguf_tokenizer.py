@@ -20,9 +20,14 @@ from pathlib import Path
 from ...errors import BadInput, UsageError
 
 # gguf-py/gguf/constants.py, class Keys.Tokenizer
-SPECIAL_KEYS = {"bos": "tokenizer.ggml.bos_token_id", "eos": "tokenizer.ggml.eos_token_id",
-                "unk": "tokenizer.ggml.unknown_token_id", "sep": "tokenizer.ggml.seperator_token_id",
-                "pad": "tokenizer.ggml.padding_token_id", "mask": "tokenizer.ggml.mask_token_id"}
+SPECIAL_KEYS = {
+    "bos": "tokenizer.ggml.bos_token_id",
+    "eos": "tokenizer.ggml.eos_token_id",
+    "unk": "tokenizer.ggml.unknown_token_id",
+    "sep": "tokenizer.ggml.seperator_token_id",
+    "pad": "tokenizer.ggml.padding_token_id",
+    "mask": "tokenizer.ggml.mask_token_id",
+}
 TOKEN_TYPE = {"normal": 1, "control": 3, "user_defined": 4, "unused": 5}  # gguf-py/gguf/constants.py TokenType
 
 
@@ -41,20 +46,26 @@ def tokenizer_keys(target_dir: Path, vocab_size: int) -> dict[str, tuple[str, ob
     (conversion/base.py:1583-1625 tokens and types, 1969-1977 the keys; gguf-py/gguf/vocab.py SpecialVocab)."""
     path = target_dir / "tokenizer.json"
     if not path.is_file():
-        raise UsageError(f"{target_dir} has no tokenizer.json: llama.cpp loads a vocabulary with every drafter",
-                         hint="give the target folder with its tokenizer (--target)")
+        raise UsageError(
+            f"{target_dir} has no tokenizer.json: llama.cpp loads a vocabulary with every drafter",
+            hint="give the target folder with its tokenizer (--target)",
+        )
     tok = json.loads(path.read_text(encoding="utf-8"))
     pre = pre_tokenizer(tok)
     if pre is None:
-        raise UsageError("the target's tokenizer is not a plain byte-level BPE, the one kind eaglezoo names for "
-                         "llama.cpp exactly", hint="convert with llama.cpp's convert_hf_to_gguf.py "
-                         "--target-model-dir TARGET, then fix its keys as `eaglezoo lint DRAFT.gguf` says")
+        raise UsageError(
+            "the target's tokenizer is not a plain byte-level BPE, the one kind eaglezoo names for llama.cpp exactly",
+            hint="convert with llama.cpp's convert_hf_to_gguf.py "
+            "--target-model-dir TARGET, then fix its keys as `eaglezoo lint DRAFT.gguf` says",
+        )
     from transformers import AutoTokenizer
 
     t = AutoTokenizer.from_pretrained(str(target_dir))
     if max(t.vocab.values()) >= vocab_size:
-        raise BadInput(f"the target's tokenizer has ids up to {max(t.vocab.values())}, the drafter's vocabulary "
-                       f"is {vocab_size}", hint="give the target the drafter was trained for (--target)")
+        raise BadInput(
+            f"the target's tokenizer has ids up to {max(t.vocab.values())}, the drafter's vocabulary is {vocab_size}",
+            hint="give the target the drafter was trained for (--target)",
+        )
     tokens, types = _tokens(t, vocab_size)
     keys: dict[str, tuple[str, object]] = {
         "tokenizer.ggml.model": ("STRING", "gpt2"),
@@ -82,7 +93,9 @@ def _tokens(t, vocab_size: int) -> tuple[list[str], list[int]]:
         if s in added:
             if not decoder[i].normalized:
                 s = t.decode(t.encode(s, add_special_tokens=False))
-            types.append(TOKEN_TYPE["control"] if decoder[i].special or _looks_special(s) else TOKEN_TYPE["user_defined"])
+            types.append(
+                TOKEN_TYPE["control"] if decoder[i].special or _looks_special(s) else TOKEN_TYPE["user_defined"]
+            )
         else:
             types.append(TOKEN_TYPE["normal"])
         tokens.append(s)
@@ -91,8 +104,12 @@ def _tokens(t, vocab_size: int) -> tuple[list[str], list[int]]:
 
 def _looks_special(s: str) -> bool:
     """conversion/base.py:1559-1580 (does_token_look_special), as written there."""
-    return (s in ("<pad>", "<mask>", "<2mass>", "[@BOS@]") or (s.startswith("<|") and s.endswith("|>"))
-            or (s.startswith("<\uff5c") and s.endswith("\uff5c>")) or (s.startswith("<unused") and s.endswith(">")))
+    return (
+        s in ("<pad>", "<mask>", "<2mass>", "[@BOS@]")
+        or (s.startswith("<|") and s.endswith("|>"))
+        or (s.startswith("<\uff5c") and s.endswith("\uff5c>"))
+        or (s.startswith("<unused") and s.endswith(">"))
+    )
 
 
 def _specials(target_dir: Path) -> dict[str, tuple[str, object]]:

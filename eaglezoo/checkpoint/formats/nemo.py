@@ -17,8 +17,12 @@ def detect(cfg: dict, names: set[str], metadata: dict) -> bool:
 
 def read(cfg: dict, ckpt: Checkpoint, opts: ReadOptions) -> Reading:
     return read_flat(
-        NAME, cfg, ckpt, opts,
-        nested_convention=None, top_convention=None,
+        NAME,
+        cfg,
+        ckpt,
+        opts,
+        nested_convention=None,
+        top_convention=None,
         prefix_renames=[("model.", "")],
         extra_drops=trivial_vocab_map_drop(ckpt, cfg.get("draft_vocab_size"), cfg.get("vocab_size")),
         flag_defaults={"norm_before_residual": False, "norm_output": False},

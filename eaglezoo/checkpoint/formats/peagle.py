@@ -28,8 +28,16 @@ def detect(cfg: dict, names: set[str], metadata: dict) -> bool:
 
 
 def read(cfg: dict, ckpt: Checkpoint, opts: ReadOptions) -> Reading:
-    reading = read_flat(NAME, cfg, ckpt, opts, nested_convention="layer-output", top_convention="boundary",
-                        prefix_renames=[], flag_defaults={"norm_before_residual": False, "norm_output": False})
+    reading = read_flat(
+        NAME,
+        cfg,
+        ckpt,
+        opts,
+        nested_convention="layer-output",
+        top_convention="boundary",
+        prefix_renames=[],
+        flag_defaults={"norm_before_residual": False, "norm_output": False},
+    )
     return as_peagle(reading, cfg, "mask_token_id")
 
 
@@ -37,8 +45,11 @@ def as_peagle(reading: Reading, cfg: dict, key: str) -> Reading:
     mask = cfg.get(key)
     check_field_types({"mask_token_id": mask}, "config.json")
     if mask is None:
-        raise BadInput("config.json: a P-EAGLE drafter without mask_token_id (the token of its parallel slots)",
-                       hint="write the mask token the drafter was trained with as mask_token_id", code="family-field")
+        raise BadInput(
+            "config.json: a P-EAGLE drafter without mask_token_id (the token of its parallel slots)",
+            hint="write the mask token the drafter was trained with as mask_token_id",
+            code="family-field",
+        )
     check_mask_token(mask, reading.spec.vocab_size, "config.json")
     reading.spec.layer_config.pop(key, None)
     reading.spec.family = "peagle"
@@ -84,15 +95,27 @@ class Speculators:
     def read(cfg: dict, ckpt: Checkpoint, opts: ReadOptions) -> Reading:
         layer_cfg = cfg.get("transformer_layer_config")
         if not isinstance(layer_cfg, dict):
-            raise BadInput("config.json: speculators format without a transformer_layer_config object",
-                           hint="fix config.json")
+            raise BadInput(
+                "config.json: speculators format without a transformer_layer_config object", hint="fix config.json"
+            )
         vocab = layer_cfg.get("vocab_size")
         reading = read_flat(
-            Speculators.NAME, cfg, ckpt, opts, layer_cfg=layer_cfg, top=cfg, nested_convention=None,
-            top_convention="boundary", prefix_renames=[],
+            Speculators.NAME,
+            cfg,
+            ckpt,
+            opts,
+            layer_cfg=layer_cfg,
+            top=cfg,
+            nested_convention=None,
+            top_convention="boundary",
+            prefix_renames=[],
             flag_defaults={"norm_before_residual": False, "norm_output": False},
-            extra_drops=lambda n: speculators.TRAINING_ONLY if n.startswith(("verifier_lm_head.", "verifier_norm."))
-            else trivial_vocab_map_drop(ckpt, cfg.get("draft_vocab_size"), vocab)(n))
+            extra_drops=lambda n: (
+                speculators.TRAINING_ONLY
+                if n.startswith(("verifier_lm_head.", "verifier_norm."))
+                else trivial_vocab_map_drop(ckpt, cfg.get("draft_vocab_size"), vocab)(n)
+            ),
+        )
         model_type = layer_cfg.get("model_type", "llama")
         reading.spec.architectures = [ARCH_NAMES.get(model_type, ARCHS[0])]
         return as_peagle(reading, cfg, "mask_token_id")

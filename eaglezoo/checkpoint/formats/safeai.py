@@ -11,8 +11,12 @@ NAME = "safeai"
 
 def detect(cfg: dict, names: set[str], metadata: dict) -> bool:
     archs = " ".join(cfg.get("architectures") or [])
-    return (any(n.startswith("midlayer.") for n in names) and "eagle_config" not in cfg
-            and "Eagle3" not in archs and not _torchspec(cfg, metadata))
+    return (
+        any(n.startswith("midlayer.") for n in names)
+        and "eagle_config" not in cfg
+        and "Eagle3" not in archs
+        and not _torchspec(cfg, metadata)
+    )
 
 
 def _torchspec(cfg: dict, metadata: dict) -> bool:
@@ -21,9 +25,13 @@ def _torchspec(cfg: dict, metadata: dict) -> bool:
 
 def read(cfg: dict, ckpt: Checkpoint, opts: ReadOptions) -> Reading:
     return read_flat(
-        NAME, cfg, ckpt, opts,
+        NAME,
+        cfg,
+        ckpt,
+        opts,
         # SafeAILab configs carry no ids; SafeAILab captures before layers 2, L//2, L-3 (boundary).
-        nested_convention=None, top_convention=None,
+        nested_convention=None,
+        top_convention=None,
         prefix_renames=[("midlayer.", "layers.0.")],
         extra_drops=trivial_vocab_map_drop(ckpt, cfg.get("draft_vocab_size"), cfg.get("vocab_size")),
         flag_defaults={"norm_before_residual": False, "norm_output": False},

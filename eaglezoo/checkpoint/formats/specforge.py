@@ -12,19 +12,29 @@ NAME = "specforge"
 NORM_OUTPUT_AMBIGUITY = (
     "SpecForge checkpoints written before PR #879 (2026-09-15) were trained with pre-norm feedback "
     "whatever norm_output said, and norm_output=false then meant 'no final norm' "
-    "(see docs/formats.md#specforge-norm-output)")
+    "(see docs/formats.md#specforge-norm-output)"
+)
 
 
 def detect(cfg: dict, names: set[str], metadata: dict) -> bool:
     archs = " ".join(cfg.get("architectures") or [])
-    return ("LlamaForCausalLMEagle3" in archs and any(n.startswith("midlayer.") for n in names)
-            and "t2d" in names and "_torchspec_version" not in cfg and "torchspec_version" not in metadata)
+    return (
+        "LlamaForCausalLMEagle3" in archs
+        and any(n.startswith("midlayer.") for n in names)
+        and "t2d" in names
+        and "_torchspec_version" not in cfg
+        and "torchspec_version" not in metadata
+    )
 
 
 def read(cfg: dict, ckpt: Checkpoint, opts: ReadOptions) -> Reading:
     return read_flat(
-        NAME, cfg, ckpt, opts,
-        nested_convention="layer-output", top_convention=None,
+        NAME,
+        cfg,
+        ckpt,
+        opts,
+        nested_convention="layer-output",
+        top_convention=None,
         prefix_renames=[("midlayer.", "layers.0.")],
         extra_drops=trivial_vocab_map_drop(ckpt, cfg.get("draft_vocab_size"), cfg.get("vocab_size")),
         flag_defaults={"norm_before_residual": False, "norm_output": False},

@@ -26,10 +26,19 @@ def read(name: str, family: Family, cfg: dict, ckpt: Checkpoint) -> Reading:
     d = Decisions()
     layer_cfg = cfg.get("transformer_layer_config")
     if not isinstance(layer_cfg, dict):
-        raise BadInput("config.json: speculators format without a transformer_layer_config object",
-                       hint=f"fix config.json; if the dialect was misdetected, {NAME_THE_DIALECT}")
-    interpreted = {"architectures", "speculators_model_type", "transformer_layer_config", "draft_vocab_size",
-                   "target_hidden_size", "aux_hidden_state_layer_ids", *FIELD_KEYS}
+        raise BadInput(
+            "config.json: speculators format without a transformer_layer_config object",
+            hint=f"fix config.json; if the dialect was misdetected, {NAME_THE_DIALECT}",
+        )
+    interpreted = {
+        "architectures",
+        "speculators_model_type",
+        "transformer_layer_config",
+        "draft_vocab_size",
+        "target_hidden_size",
+        "aux_hidden_state_layer_ids",
+        *FIELD_KEYS,
+    }
     extra = carried_in(cfg, interpreted, d)
     fields = split_fields(cfg)
     fields.update({k: extra.pop(k) for k in FIELD_KEYS if k in extra})
@@ -37,9 +46,20 @@ def read(name: str, family: Family, cfg: dict, ckpt: Checkpoint) -> Reading:
         extra["architectures"] = cfg.get("architectures")
     if "target_hidden_size" in cfg:
         extra["target_hidden_size"] = cfg["target_hidden_size"]  # written back as found (null or a number)
-    reading = read_block(name, family, cfg, layer_cfg, ckpt, key=aux_ids.SPECULATORS, fields=fields, extra=extra,
-                         architectures=[ARCHITECTURES[family]], draft_vocab=cfg.get("draft_vocab_size"),
-                         target_hidden=cfg.get("target_hidden_size"), d=d)
+    reading = read_block(
+        name,
+        family,
+        cfg,
+        layer_cfg,
+        ckpt,
+        key=aux_ids.SPECULATORS,
+        fields=fields,
+        extra=extra,
+        architectures=[ARCHITECTURES[family]],
+        draft_vocab=cfg.get("draft_vocab_size"),
+        target_hidden=cfg.get("target_hidden_size"),
+        d=d,
+    )
     if extra.get("speculators_config") == envelope(reading.spec, None):
         del reading.spec.family_fields.extra["speculators_config"]  # what the writer regenerates: nothing to carry
         reading.decisions.append("speculators_config is the one eaglezoo writes for these keys: regenerated on output")
@@ -50,9 +70,12 @@ def write_config(spec: DrafterSpec, verifier: str | None, decisions: list[str], 
     f = spec.family_fields
     assert f is not None and spec.aux is not None
     extra = dict(f.extra)
-    out: dict[str, Any] = {"architectures": extra.pop("architectures", [ARCHITECTURES[spec.family]]),
-                           "speculators_model_type": spec.family, "transformer_layer_config": dict(spec.layer_config),
-                           "draft_vocab_size": spec.draft_vocab_size}
+    out: dict[str, Any] = {
+        "architectures": extra.pop("architectures", [ARCHITECTURES[spec.family]]),
+        "speculators_model_type": spec.family,
+        "transformer_layer_config": dict(spec.layer_config),
+        "draft_vocab_size": spec.draft_vocab_size,
+    }
     if "target_hidden_size" in extra:
         out["target_hidden_size"] = extra.pop("target_hidden_size")
     elif spec.target_hidden_size != spec.hidden_size:
@@ -65,11 +88,15 @@ def write_config(spec: DrafterSpec, verifier: str | None, decisions: list[str], 
         extra["num_target_layers"] = f.num_target_layers
     if "speculators_config" not in extra:
         out["speculators_config"] = envelope(spec, verifier)
-        decisions.append(f"speculators_config written: {spec.family}, greedy, K = "
-                         f"{out['speculators_config']['proposal_methods'][0]['speculative_tokens']}")
+        decisions.append(
+            f"speculators_config written: {spec.family}, greedy, K = "
+            f"{out['speculators_config']['proposal_methods'][0]['speculative_tokens']}"
+        )
         if verifier is None:
-            warnings.append("speculators_config.verifier.name_or_path is null: pass --verifier REPO so that "
-                            "`vllm serve <drafter>` can find the target")
+            warnings.append(
+                "speculators_config.verifier.name_or_path is null: pass --verifier REPO so that "
+                "`vllm serve <drafter>` can find the target"
+            )
     return place_extra(out, extra, OWN, decisions)
 
 
@@ -79,7 +106,16 @@ def envelope(spec: DrafterSpec, verifier: str | None) -> dict:
     f = spec.family_fields
     block = f.block_size or 8
     anchor = f.sample_from_anchor if f.sample_from_anchor is not None else spec.family == "dspark"
-    return {"algorithm": spec.family, "default_proposal_method": "greedy",
-            "proposal_methods": [{"proposal_type": "greedy", "speculative_tokens": block if anchor else block - 1,
-                                  "verifier_accept_k": 1, "accept_tolerance": 0.0}],
-            "verifier": {"name_or_path": verifier, "architectures": []}}
+    return {
+        "algorithm": spec.family,
+        "default_proposal_method": "greedy",
+        "proposal_methods": [
+            {
+                "proposal_type": "greedy",
+                "speculative_tokens": block if anchor else block - 1,
+                "verifier_accept_k": 1,
+                "accept_tolerance": 0.0,
+            }
+        ],
+        "verifier": {"name_or_path": verifier, "architectures": []},
+    }

@@ -18,13 +18,20 @@ def read(cfg: dict, ckpt: Checkpoint, opts: ReadOptions) -> Reading:
     vllm_export = any(n.startswith("layers.0.") for n in ckpt.refs)
     shifted = vllm_export and cfg.get("model_type") == "kimi_k2"
     reading = read_flat(
-        NAME, cfg, ckpt, opts,
-        nested_convention="boundary" if shifted else "layer-output", top_convention=None,
+        NAME,
+        cfg,
+        ckpt,
+        opts,
+        nested_convention="boundary" if shifted else "layer-output",
+        top_convention=None,
         prefix_renames=[("midlayer.", "layers.0.")],
         extra_drops=trivial_vocab_map_drop(ckpt, cfg.get("draft_vocab_size"), cfg.get("vocab_size")),
         flag_defaults={"norm_before_residual": False, "norm_output": False},
     )
     if shifted:
-        reading.decisions.insert(0, "TorchSpec vLLM export of a kimi_k2 drafter: its nested ids were already "
-                                    "shifted +1 (_fixup_export_config), so they are read as boundary ids")
+        reading.decisions.insert(
+            0,
+            "TorchSpec vLLM export of a kimi_k2 drafter: its nested ids were already "
+            "shifted +1 (_fixup_export_config), so they are read as boundary ids",
+        )
     return reading

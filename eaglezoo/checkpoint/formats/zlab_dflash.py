@@ -30,11 +30,26 @@ def read(cfg: dict, ckpt: Checkpoint, opts: ReadOptions) -> Reading:
     extra.update({f"dflash_config.{k}": v for k, v in nested.items() if k not in NESTED_READ})
     if "block_size" in nested:
         extra["dflash_config.block_size"] = True  # where it was written (Qwen3.5 on)
-    fields = {"block_size": cfg.get("block_size", nested.get("block_size")),
-              "mask_token_id": nested.get("mask_token_id"), "num_target_layers": cfg.get("num_target_layers")}
+    fields = {
+        "block_size": cfg.get("block_size", nested.get("block_size")),
+        "mask_token_id": nested.get("mask_token_id"),
+        "num_target_layers": cfg.get("num_target_layers"),
+    }
     fields.update({k: extra.pop(k) for k in FIELD_KEYS if k in extra and fields.get(k) is None})
-    return read_block(NAME, FAMILY, cfg, layer_cfg, ckpt, key=aux_ids.DFLASH_TARGET, fields=fields, extra=extra,
-                      architectures=[ARCH], draft_vocab=None, target_hidden=None, d=d)
+    return read_block(
+        NAME,
+        FAMILY,
+        cfg,
+        layer_cfg,
+        ckpt,
+        key=aux_ids.DFLASH_TARGET,
+        fields=fields,
+        extra=extra,
+        architectures=[ARCH],
+        draft_vocab=None,
+        target_hidden=None,
+        d=d,
+    )
 
 
 def write_config(spec: DrafterSpec, decisions: list[str]) -> dict:

@@ -78,16 +78,27 @@ def test_runs_that_drafted_nothing_are_refused_not_a_ratio_of_one():
     assert "(hint: raise --max-new-tokens above -k)" in r.err
 
 
-@pytest.mark.parametrize("edit, says", [
-    (lambda d: d["rows"][0].update(a=-3.0, b=-1.0), "rows[0].a is -3 and b -1"),
-    (lambda d: d["rows"][0].update(a=float("nan")), "rows[0].a is nan"),
-    (lambda d: d["rows"][0].update(ratio=5.0), "rows[0].ratio is 5; expected b / a"),
-    (lambda d: d["rows"][0].update(interval=[5.0, -5.0]), "rows[0].interval is not [low, high]"),
-    (lambda d: d["per_position"].update(a=[7, -1, "x"]), "per_position.a[2] is 'x'; expected a number"),
-    (lambda d: d["per_position"].update(a=[7, -1, 0.5]), "per_position.a is not K (3) rates"),
-    (lambda d: d.update(num_spec_tokens=-4), "num_spec_tokens is -4"),
-], ids=["negative-lengths", "nan-length", "ratio-not-b-over-a", "interval-reversed", "rates-not-numbers", "rates-out-of-range",
-        "negative-k"])
+@pytest.mark.parametrize(
+    "edit, says",
+    [
+        (lambda d: d["rows"][0].update(a=-3.0, b=-1.0), "rows[0].a is -3 and b -1"),
+        (lambda d: d["rows"][0].update(a=float("nan")), "rows[0].a is nan"),
+        (lambda d: d["rows"][0].update(ratio=5.0), "rows[0].ratio is 5; expected b / a"),
+        (lambda d: d["rows"][0].update(interval=[5.0, -5.0]), "rows[0].interval is not [low, high]"),
+        (lambda d: d["per_position"].update(a=[7, -1, "x"]), "per_position.a[2] is 'x'; expected a number"),
+        (lambda d: d["per_position"].update(a=[7, -1, 0.5]), "per_position.a is not K (3) rates"),
+        (lambda d: d.update(num_spec_tokens=-4), "num_spec_tokens is -4"),
+    ],
+    ids=[
+        "negative-lengths",
+        "nan-length",
+        "ratio-not-b-over-a",
+        "interval-reversed",
+        "rates-not-numbers",
+        "rates-out-of-range",
+        "negative-k",
+    ],
+)
 def test_a_saved_comparison_is_drawn_only_from_figures_compare_writes(compared, tmp_path, edit, says):
     import json
 

@@ -89,11 +89,14 @@ def test_lint_refuses_a_bad_drafter_value(tmp_path, key, value):
     assert_names_key(run_inprocess("lint", src, *EXAMPLE_IDS), None, key)
 
 
-@pytest.mark.parametrize("command,key,value", [
-    ("convert", "hidden_size", "128"),
-    ("convert", "rope_parameters", "default"),
-    ("lint", "dtype", "banana"),
-])
+@pytest.mark.parametrize(
+    "command,key,value",
+    [
+        ("convert", "hidden_size", "128"),
+        ("convert", "rope_parameters", "default"),
+        ("lint", "dtype", "banana"),
+    ],
+)
 def test_a_bad_target_value_is_refused(tmp_path, command, key, value):
     target = copy_of("target", tmp_path)
     set_key(target, key, value)
@@ -108,8 +111,17 @@ def test_unknown_keys_pass_through_convert_unchanged(tmp_path):
     src = copy_of("eagle3-safeai", tmp_path)
     custom = {"a": [1, 2], "b": {"c": None, "d": "é"}}
     set_key(src, "my_custom_key", custom)
-    set_key(src, "rope_scaling", {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
-                                  "high_freq_factor": 4.0, "original_max_position_embeddings": 256})
+    set_key(
+        src,
+        "rope_scaling",
+        {
+            "rope_type": "llama3",
+            "factor": 8.0,
+            "low_freq_factor": 1.0,
+            "high_freq_factor": 4.0,
+            "original_max_position_embeddings": 256,
+        },
+    )
     out = tmp_path / "out"
     r = run_inprocess("convert", src, out, "--target", EXAMPLE / "target", *EXAMPLE_IDS)
     assert r.code == 0, r.err

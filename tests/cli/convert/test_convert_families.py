@@ -52,8 +52,10 @@ def lender(folder, spec, tied: bool = False):
 
     F.target(folder)
     g = torch.Generator().manual_seed(7)
-    tensors = {"model.embed_tokens.weight": torch.randn(spec.vocab_size, spec.target_hidden_size, generator=g),
-               "model.norm.weight": torch.rand(spec.target_hidden_size, generator=g)}
+    tensors = {
+        "model.embed_tokens.weight": torch.randn(spec.vocab_size, spec.target_hidden_size, generator=g),
+        "model.norm.weight": torch.rand(spec.target_hidden_size, generator=g),
+    }
     if not tied:
         tensors["lm_head.weight"] = torch.randn(spec.vocab_size, spec.target_hidden_size, generator=g)
     save_file(tensors, folder / "model.safetensors", metadata={"format": "pt"})
@@ -71,8 +73,17 @@ def test_borrowed_tensors_filled_from_the_target_only_when_asked(tmp_path, tied)
     r = run_inprocess("convert", src, tmp_path / "plain", "--to", "speculators", "--target", tmp_path / "target")
     assert r.code == 0, r.err
     assert not {"embed_tokens.weight", "lm_head.weight"} & load_file(tmp_path / "plain" / "model.safetensors").keys()
-    r = run_inprocess("convert", src, tmp_path / "filled", "--to", "speculators", "--target", tmp_path / "target",
-            "--borrow-from-target", "--json")
+    r = run_inprocess(
+        "convert",
+        src,
+        tmp_path / "filled",
+        "--to",
+        "speculators",
+        "--target",
+        tmp_path / "target",
+        "--borrow-from-target",
+        "--json",
+    )
     assert r.code == 0, r.err
     out = load_file(tmp_path / "filled" / "model.safetensors")
     assert out["embed_tokens.weight"].equal(lent["model.embed_tokens.weight"])
@@ -95,20 +106,36 @@ def test_borrowing_refuses_what_it_cannot_do(tmp_path):
     spec = read_drafter(src, strict=False).spec
     lender(tmp_path / "target", spec)
     out = tmp_path / "out"
-    assert_clean_failure(run_inprocess("convert", src, out, "--to", "speculators", "--borrow-from-target"), out,
-                         contains="needs the target")
-    assert_clean_failure(run_inprocess("convert", src, out, "--to", "native", "--target", tmp_path / "target",
-                             "--borrow-from-target"), out, contains="only the speculators form")
+    assert_clean_failure(
+        run_inprocess("convert", src, out, "--to", "speculators", "--borrow-from-target"),
+        out,
+        contains="needs the target",
+    )
+    assert_clean_failure(
+        run_inprocess("convert", src, out, "--to", "native", "--target", tmp_path / "target", "--borrow-from-target"),
+        out,
+        contains="only the speculators form",
+    )
     peagle = F.peagle_native(tmp_path / "peagle")
-    assert_clean_failure(run_inprocess("convert", peagle, out, "--to", "speculators", "--target", tmp_path / "target",
-                             "--borrow-from-target"), out, contains="this is a peagle drafter")
+    assert_clean_failure(
+        run_inprocess(
+            "convert", peagle, out, "--to", "speculators", "--target", tmp_path / "target", "--borrow-from-target"
+        ),
+        out,
+        contains="this is a peagle drafter",
+    )
     small = tmp_path / "small"
     F.target(small)
     import torch
     from safetensors.torch import save_file
 
-    save_file({"model.embed_tokens.weight": torch.zeros(spec.vocab_size // 2, spec.target_hidden_size),
-               "model.norm.weight": torch.ones(spec.target_hidden_size)}, small / "model.safetensors")
+    save_file(
+        {
+            "model.embed_tokens.weight": torch.zeros(spec.vocab_size // 2, spec.target_hidden_size),
+            "model.norm.weight": torch.ones(spec.target_hidden_size),
+        },
+        small / "model.safetensors",
+    )
     assert_clean_failure(
         run_inprocess("convert", src, out, "--to", "speculators", "--target", small, "--borrow-from-target"),
         out,
@@ -116,10 +143,14 @@ def test_borrowing_refuses_what_it_cannot_do(tmp_path):
     )
 
 
-@pytest.mark.parametrize("make,ids,to", [
-    (F.zlab_dflash, {"target_layer_ids": (-3, 2)}, "speculators"),
-    (F.deepspec_dspark, {"target_layer_ids": (0, -1, 2)}, "speculators"),
-], ids=["dflash", "dspark"])
+@pytest.mark.parametrize(
+    "make,ids,to",
+    [
+        (F.zlab_dflash, {"target_layer_ids": (-3, 2)}, "speculators"),
+        (F.deepspec_dspark, {"target_layer_ids": (0, -1, 2)}, "speculators"),
+    ],
+    ids=["dflash", "dspark"],
+)
 def test_negative_aux_ids_are_refused_not_written(tmp_path, make, ids, to):
     """A negative id is no target layer (Python would index from the end): refused where the config is read."""
     src = make(tmp_path / "native", **ids)
@@ -130,7 +161,9 @@ def test_negative_aux_ids_are_refused_not_written(tmp_path, make, ids, to):
     cfg = json.loads((spec / "config.json").read_text())
     cfg["aux_hidden_state_layer_ids"] = [-1, 3]
     (spec / "config.json").write_text(json.dumps(cfg))
-    assert_clean_failure(run_inprocess("convert", spec, out, "--to", "native"), out, contains="aux_hidden_state_layer_ids")
+    assert_clean_failure(
+        run_inprocess("convert", spec, out, "--to", "native"), out, contains="aux_hidden_state_layer_ids"
+    )
 
 
 @pytest.mark.parametrize("dtype", ["complex64", "int64", "int8", "bool"])
@@ -146,7 +179,9 @@ def test_borrowing_refuses_a_target_tensor_of_a_dtype_no_drafter_computes_in(tmp
     tensors[lent] = tensors[lent].to(getattr(torch, dtype))
     save_file(tensors, tmp_path / "target" / "model.safetensors", metadata={"format": "pt"})
     out = tmp_path / "out"
-    r = run_inprocess("convert", src, out, "--to", "speculators", "--target", tmp_path / "target", "--borrow-from-target")
+    r = run_inprocess(
+        "convert", src, out, "--to", "speculators", "--target", tmp_path / "target", "--borrow-from-target"
+    )
     assert_clean_failure(r, out, contains=f"{lent} is {dtype}")
 
 
@@ -154,6 +189,14 @@ def test_negative_aux_ids_given_on_the_command_line_are_refused(tmp_path):
     from conftest import EXAMPLE
 
     out = tmp_path / "out"
-    r = run_inprocess("convert", EXAMPLE / "eagle3-safeai", out, "--to", "speculators", "--aux-layers=-1,2,3",
-            "--aux-convention", "boundary")
+    r = run_inprocess(
+        "convert",
+        EXAMPLE / "eagle3-safeai",
+        out,
+        "--to",
+        "speculators",
+        "--aux-layers=-1,2,3",
+        "--aux-convention",
+        "boundary",
+    )
     assert_clean_failure(r, out, contains="--aux-layers holds a negative layer id")

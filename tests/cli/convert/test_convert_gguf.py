@@ -74,10 +74,15 @@ def test_gguf_record(ours):
     assert keys["eagle3.target_layers"] == [2, 3, 4]
     assert keys["eagle3.norm_before_residual"] is False and keys["eagle3.norm_before_fc"] is False
     assert keys["eagle3.target_hidden_size"] == 128 and keys["tokenizer.ggml.pre"] == "gpt-2"
-    assert record["gguf"]["tensors"]["d2t"] == {"from": "d2t", "dtype": "I64", "shape": [512],
-                                                "transform": "d2t-absolute"}
-    assert record["drops"] == {"t2d": "llama.cpp b11434 does not read t2d (its converter skips it: "
-                                      "conversion/llama.py:247-249)"}
+    assert record["gguf"]["tensors"]["d2t"] == {
+        "from": "d2t",
+        "dtype": "I64",
+        "shape": [512],
+        "transform": "d2t-absolute",
+    }
+    assert record["drops"] == {
+        "t2d": "llama.cpp b11434 does not read t2d (its converter skips it: conversion/llama.py:247-249)"
+    }
     # the example's third tap is the target's last pre-norm state, which a Llama target never gives llama.cpp
     assert any("tap 4 is the target's last pre-norm state" in w for w in record["warnings"])
     # every source tensor accounted for: renamed into the GGUF or dropped with a reason

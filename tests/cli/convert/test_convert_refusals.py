@@ -30,11 +30,11 @@ def sf_drafter(tmp_path):
 def rewrite_header(path, mutate):
     raw = path.read_bytes()
     (n,) = struct.unpack("<Q", raw[:8])
-    header = json.loads(raw[8:8 + n])
+    header = json.loads(raw[8 : 8 + n])
     mutate(header)
     new = json.dumps(header).encode()
     new += b" " * (-len(new) % 8)
-    path.write_bytes(struct.pack("<Q", len(new)) + new + raw[8 + n:])
+    path.write_bytes(struct.pack("<Q", len(new)) + new + raw[8 + n :])
 
 
 def first_tensor(header):
@@ -60,12 +60,11 @@ def corrupt_header_json(src):
     p = src / "model.safetensors"
     raw = p.read_bytes()
     (n,) = struct.unpack("<Q", raw[:8])
-    p.write_bytes(raw[:8] + b"{not json" + b" " * (n - 9) + raw[8 + n:])
+    p.write_bytes(raw[:8] + b"{not json" + b" " * (n - 9) + raw[8 + n :])
 
 
 def corrupt_offsets(src):
-    rewrite_header(src / "model.safetensors",
-                   lambda h: h[first_tensor(h)].__setitem__("data_offsets", [0, 10 ** 9]))
+    rewrite_header(src / "model.safetensors", lambda h: h[first_tensor(h)].__setitem__("data_offsets", [0, 10**9]))
 
 
 def corrupt_overlap(src):
@@ -74,6 +73,7 @@ def corrupt_overlap(src):
         a, b = h[names[0]], h[names[1]]
         size_b = b["data_offsets"][1] - b["data_offsets"][0]
         b["data_offsets"] = [a["data_offsets"][0], a["data_offsets"][0] + size_b]
+
     rewrite_header(src / "model.safetensors", mutate)
 
 
@@ -106,6 +106,7 @@ def test_corrupt_safetensors(tmp_path, case):
 def test_pickle_that_is_not_tensors_is_refused_by_weights_only(tmp_path):
     src = make_drafter(tmp_path / "src", "safeai", file="bin")
     import pathlib
+
     torch.save({"fc.weight": pathlib.PurePosixPath("/etc/passwd")}, src / "pytorch_model.bin")  # an arbitrary global
     before = tree_digest(src)
     assert_clean_failure(
@@ -131,8 +132,10 @@ def zip_checkpoint_with(value):
 
 
 UNLOADABLE_BINS = {
-    "runs os.system": (lambda: zip_checkpoint_with(Calls(os.system, "true")),
-                       f"it asks to run code ({os.system.__module__}.system)"),  # posix.system on Linux
+    "runs os.system": (
+        lambda: zip_checkpoint_with(Calls(os.system, "true")),
+        f"it asks to run code ({os.system.__module__}.system)",
+    ),  # posix.system on Linux
     "runs eval": (lambda: zip_checkpoint_with(Calls(builtins.eval, "1")), "it asks to run code (builtins.eval)"),
     "raw pickle": (lambda: pickle.dumps({"fc.weight": Calls(os.system, "true")}), "it is not a pytorch zip archive"),
     "empty": (lambda: b"", "it is empty"),
@@ -179,8 +182,11 @@ def test_unknown_dialect(tmp_path):
     save_file({"weird.weight": torch.zeros(3)}, str(src / "model.safetensors"))
     (src / "config.json").write_text(json.dumps({"hidden_size": 4}))
     assert_clean_failure(run_inprocess("convert", src, tmp_path / "out"), tmp_path / "out", contains="unknown dialect")
-    assert_clean_failure(run_inprocess("convert", src, tmp_path / "out", "--from", "klingon"), tmp_path / "out",
-                         contains="unknown dialect")
+    assert_clean_failure(
+        run_inprocess("convert", src, tmp_path / "out", "--from", "klingon"),
+        tmp_path / "out",
+        contains="unknown dialect",
+    )
 
 
 def edit_config(src, **changes):
@@ -189,14 +195,17 @@ def edit_config(src, **changes):
     (src / "config.json").write_text(json.dumps(cfg))
 
 
-@pytest.mark.parametrize("changes,message", [
-    ({"hidden_size": 96}, "fan-in"),
-    ({"intermediate_size": 50}, "expected [50, 64]"),
-    ({"draft_vocab_size": 100}, "lm_head.weight has 128 rows"),
-    ({"fc_norm": True}, "fc_norm is true but fc_norm.0.weight is missing"),
-    ({"fc_norm": True, "norm_before_fc": True}, "mutually exclusive"),
-    ({"target_hidden_size": 32}, "fan-in"),
-])
+@pytest.mark.parametrize(
+    "changes,message",
+    [
+        ({"hidden_size": 96}, "fan-in"),
+        ({"intermediate_size": 50}, "expected [50, 64]"),
+        ({"draft_vocab_size": 100}, "lm_head.weight has 128 rows"),
+        ({"fc_norm": True}, "fc_norm is true but fc_norm.0.weight is missing"),
+        ({"fc_norm": True, "norm_before_fc": True}, "mutually exclusive"),
+        ({"target_hidden_size": 32}, "fan-in"),
+    ],
+)
 def test_config_inconsistent_with_tensors(tmp_path, changes, message):
     src = make_drafter(tmp_path / "src", "safeai")
     edit_config(src, **changes)
@@ -214,6 +223,7 @@ def test_tensors_without_their_flag(tmp_path):
 def test_unmapped_tensor_is_listed(tmp_path):
     src = make_drafter(tmp_path / "src", "safeai", file="safetensors")
     from safetensors.torch import load_file
+
     state = load_file(str(src / "model.safetensors"))
     state["midlayer.mystery.weight"] = torch.zeros(2)
     state["extra_head.bias"] = torch.zeros(2)
@@ -226,6 +236,7 @@ def test_unmapped_tensor_is_listed(tmp_path):
 def test_non_integer_d2t(tmp_path):
     src = make_drafter(tmp_path / "src", "safeai", file="safetensors")
     from safetensors.torch import load_file
+
     state = load_file(str(src / "model.safetensors"))
     state["d2t"] = state["d2t"].float()
     save_file(state, str(src / "model.safetensors"))
@@ -261,8 +272,14 @@ run()
 def test_out_written_by_a_racing_convert(tmp_path):
     src = make_drafter(tmp_path / "src", "safeai")
     out = tmp_path / "out"
-    loser = subprocess.run([sys.executable, "-c", RACE_LOSER, "convert", str(src), str(out), *IDS],
-                           env=CLI_ENV, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    loser = subprocess.run(
+        [sys.executable, "-c", RACE_LOSER, "convert", str(src), str(out), *IDS],
+        env=CLI_ENV,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert_clean_failure(Result(loser.returncode, loser.stdout, loser.stderr), None, contains=f"{out} already exists")
     assert "pass --force" in loser.stderr
     assert not list(tmp_path.glob(".out.*")), "the loser's temporary directory was left behind"
@@ -293,8 +310,13 @@ def test_kill_mid_write_leaves_no_out(tmp_path):
     big.layer_config["intermediate_size"] = 4096
     src = make_drafter(tmp_path / "src", "safeai", spec=big, file="safetensors")
     out = tmp_path / "out"
-    proc = subprocess.Popen([sys.executable, "-m", "eaglezoo", "convert", str(src), str(out), *IDS],
-                            env=CLI_ENV, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "eaglezoo", "convert", str(src), str(out), *IDS],
+        env=CLI_ENV,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.time() + 60
     while time.time() < deadline and not list(tmp_path.glob(".out.*")):
         time.sleep(0.001)

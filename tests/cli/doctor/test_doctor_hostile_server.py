@@ -25,29 +25,38 @@ def doctor(server, *args):
         server.stop()
 
 
-@pytest.mark.parametrize("before, after, says", [
-    (ZERO, metrics_text(40, 120, 1e30, [30, 20, 10]), "num_accepted_tokens"),  # 10^30 accepted
-    (ZERO, metrics_text(40, 120, -5, [30, 20, 10]), "num_accepted_tokens"),  # a negative count
-    (ZERO, metrics_text(-40, 120, 60, [30, 20, 10]), "num_drafts"),
-    (ZERO, metrics_text(10, 30, 60, [10, 10, 10]), "num_accepted_tokens"),  # 6 accepted per draft at K=3
-    (ZERO, metrics_text(40, 400, 60, [30, 20, 10]), "num_draft_tokens"),  # 10 drafted per draft at K=3
-    (ZERO, metrics_text(40, 120, 60, [300, 20, 10]), "num_accepted_tokens_per_pos"),  # position 0 > drafts
-    (metrics_text(100, 300, 150, [80, 50, 20]), metrics_text(140, 420, 210, [70, 90, 50]),
-     "num_accepted_tokens_per_pos"),  # went backwards at position 0 while the others moved on
-    (metrics_text(100, 300, 150, [80, 50, 20]), metrics_text(40, 120, 60, [30, 20, 10]), "num_drafts"),  # reset
-])
+@pytest.mark.parametrize(
+    "before, after, says",
+    [
+        (ZERO, metrics_text(40, 120, 1e30, [30, 20, 10]), "num_accepted_tokens"),  # 10^30 accepted
+        (ZERO, metrics_text(40, 120, -5, [30, 20, 10]), "num_accepted_tokens"),  # a negative count
+        (ZERO, metrics_text(-40, 120, 60, [30, 20, 10]), "num_drafts"),
+        (ZERO, metrics_text(10, 30, 60, [10, 10, 10]), "num_accepted_tokens"),  # 6 accepted per draft at K=3
+        (ZERO, metrics_text(40, 400, 60, [30, 20, 10]), "num_draft_tokens"),  # 10 drafted per draft at K=3
+        (ZERO, metrics_text(40, 120, 60, [300, 20, 10]), "num_accepted_tokens_per_pos"),  # position 0 > drafts
+        (
+            metrics_text(100, 300, 150, [80, 50, 20]),
+            metrics_text(140, 420, 210, [70, 90, 50]),
+            "num_accepted_tokens_per_pos",
+        ),  # went backwards at position 0 while the others moved on
+        (metrics_text(100, 300, 150, [80, 50, 20]), metrics_text(40, 120, 60, [30, 20, 10]), "num_drafts"),  # reset
+    ],
+)
 def test_counters_no_engine_could_have_counted_are_no_measurement(before, after, says):
     r = doctor(hostile(metrics=[before, after]))
     assert_clean_failure(r, contains=says)
     assert "/metrics" in r.err
 
 
-@pytest.mark.parametrize("metrics, says", [
-    ({"num_spec_tokens": 3, "per_step_accepted": [1, 99, 2]}, "per_step_accepted 99"),
-    ({"num_spec_tokens": 3, "per_step_accepted": [1, -1]}, "per_step_accepted -1"),
-    ({"num_spec_tokens": 3, "per_step_accepted": [1, 1e30]}, "per_step_accepted 1"),
-    ({"num_spec_tokens": -3, "per_step_accepted": [1]}, "num_spec_tokens -3"),
-])
+@pytest.mark.parametrize(
+    "metrics, says",
+    [
+        ({"num_spec_tokens": 3, "per_step_accepted": [1, 99, 2]}, "per_step_accepted 99"),
+        ({"num_spec_tokens": 3, "per_step_accepted": [1, -1]}, "per_step_accepted -1"),
+        ({"num_spec_tokens": 3, "per_step_accepted": [1, 1e30]}, "per_step_accepted 1"),
+        ({"num_spec_tokens": -3, "per_step_accepted": [1]}, "num_spec_tokens -3"),
+    ],
+)
 def test_per_request_acceptance_no_engine_could_have_counted_is_no_measurement(metrics, says):
     r = doctor(hostile(per_request={"num_spec_steps": 2, **metrics}))
     assert_clean_failure(r, contains=says)
@@ -60,15 +69,22 @@ def test_a_context_no_model_has_is_refused(length):
     assert "\x1b" not in r.err + r.out
 
 
-@pytest.mark.parametrize("spec, says", [
-    ({"num_speculative_tokens": -3}, "num_speculative_tokens is -3"),
-    ({"num_speculative_tokens": 3, "num_speculative_tokens_per_batch_size": [[1, 4, -1]]}, "K -1"),
-    ({"num_speculative_tokens": 3, "num_speculative_tokens_per_batch_size": [[0, 4, 2]]}, "batch size"),
-])
+@pytest.mark.parametrize(
+    "spec, says",
+    [
+        ({"num_speculative_tokens": -3}, "num_speculative_tokens is -3"),
+        ({"num_speculative_tokens": 3, "num_speculative_tokens_per_batch_size": [[1, 4, -1]]}, "K -1"),
+        ({"num_speculative_tokens": 3, "num_speculative_tokens_per_batch_size": [[0, 4, 2]]}, "batch size"),
+    ],
+)
 def test_a_speculative_config_vllm_would_not_start_with_is_refused(spec, says):
     """/server_info (dev mode) stating what vLLM refuses at start (vllm/v1/spec_decode/dynamic/utils.py)."""
-    info = {"vllm_config": {"speculative_config": {"method": "eagle3", "model": "examples/tiny/eagle31-safeai", **spec},
-                            "model_config": {"dtype": "torch.float32"}}}
+    info = {
+        "vllm_config": {
+            "speculative_config": {"method": "eagle3", "model": "examples/tiny/eagle31-safeai", **spec},
+            "model_config": {"dtype": "torch.float32"},
+        }
+    }
     r = doctor(hostile(server_info=info))
     assert_clean_failure(r, contains=says)
 
@@ -122,9 +138,17 @@ def test_silent_and_trickling_servers_stop_doctor_within_90_s_by_default():
     servers = {"silent": hostile(silent=True), "trickling": hostile(trickle=2.0)}
     env = {k: v for k, v in CLI_ENV.items() if not k.startswith("EAGLEZOO_")}
     t0 = time.monotonic()
-    runs = {name: subprocess.Popen([sys.executable, "-m", "eaglezoo", "doctor", "tiny-example-eagle31", "--endpoint",
-                                    s.url, *QUICK], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                   text=True) for name, s in servers.items()}
+    runs = {
+        name: subprocess.Popen(
+            [sys.executable, "-m", "eaglezoo", "doctor", "tiny-example-eagle31", "--endpoint", s.url, *QUICK],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for name, s in servers.items()
+    }
     try:
         for name, proc in runs.items():
             try:
@@ -141,20 +165,33 @@ def test_silent_and_trickling_servers_stop_doctor_within_90_s_by_default():
             s.stop()
 
 
-@pytest.mark.parametrize("row, says", [
-    ([1, 4, -1], "K -1"),
-    ([1, 4, 99], "K 99"),
-    ([1, 4, 5], "K 5"),  # past the deployment's K (3 by default): vLLM would cut it to K without a word
-    ([0, 4, 2], "batch size"),
-    ([8, 4, 2], "batch size"),
-])
+@pytest.mark.parametrize(
+    "row, says",
+    [
+        ([1, 4, -1], "K -1"),
+        ([1, 4, 99], "K 99"),
+        ([1, 4, 5], "K 5"),  # past the deployment's K (3 by default): vLLM would cut it to K without a word
+        ([0, 4, 2], "batch size"),
+        ([8, 4, 2], "batch size"),
+    ],
+)
 def test_a_k_table_out_of_bounds_is_refused_before_the_engine_starts(row, says):
-    r = run_inprocess("doctor", "tiny-example-eagle31", "--engine", "vllm", "--engine-python", sys.executable,
-                      "--speculative-config", f'{{"num_speculative_tokens_per_batch_size": [{row}]}}')
+    r = run_inprocess(
+        "doctor",
+        "tiny-example-eagle31",
+        "--engine",
+        "vllm",
+        "--engine-python",
+        sys.executable,
+        "--speculative-config",
+        f'{{"num_speculative_tokens_per_batch_size": [{row}]}}',
+    )
     assert_clean_failure(r, contains=says)
     assert "num_speculative_tokens_per_batch_size" in r.err
 
 
 def test_a_bad_doctor_deadline_setting_is_one_line_before_any_request():
-    r = run_cli("doctor", "tiny-example-eagle31", "--endpoint", "http://127.0.0.1:9", env={"EAGLEZOO_DOCTOR_DEADLINE": "0"})
+    r = run_cli(
+        "doctor", "tiny-example-eagle31", "--endpoint", "http://127.0.0.1:9", env={"EAGLEZOO_DOCTOR_DEADLINE": "0"}
+    )
     assert_clean_failure(r, contains="EAGLEZOO_DOCTOR_DEADLINE='0'")

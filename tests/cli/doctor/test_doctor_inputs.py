@@ -15,19 +15,24 @@ from support.bad_servers import SECRET, Garbage, QuotesASecret
 from support.net import free_port
 
 
-@pytest.mark.parametrize("args, says", [
-    ([], "give --endpoint URL"),
-    (["--endpoint", "http://127.0.0.1:1", "--engine", "vllm"], "give --endpoint URL"),
-    (["--engine", "sglang"], "doctor starts vLLM only"),
-    (["--endpoint", "http://127.0.0.1:1", "--speculative-config", "{}"], "describes a planned deployment"),
-    (["--engine", "vllm", "--speculative-config", "[1]"], "must be a JSON object"),
-    (["--engine", "vllm", "--speculative-config", '{"model": "x"}'], "model is the drafter named"),
-    (["--engine", "vllm", "--speculative-config", '{"num_speculative_tokens": 5}'], "num_speculative_tokens is -k"),
-    (["--engine", "vllm", "--speculative-config", '{"method": "ngram"}'], "method is eagle3"),
-    (["--engine", "vllm", "--speculative-config", '{"num_speculative_tokens_per_batch_size": [[1, 4]]}'],
-     "must be a list of [first batch size, last batch size, K] rows"),
-    (["--endpoint", "ftp://x"], "http://"),
-])
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        ([], "give --endpoint URL"),
+        (["--endpoint", "http://127.0.0.1:1", "--engine", "vllm"], "give --endpoint URL"),
+        (["--engine", "sglang"], "doctor starts vLLM only"),
+        (["--endpoint", "http://127.0.0.1:1", "--speculative-config", "{}"], "describes a planned deployment"),
+        (["--engine", "vllm", "--speculative-config", "[1]"], "must be a JSON object"),
+        (["--engine", "vllm", "--speculative-config", '{"model": "x"}'], "model is the drafter named"),
+        (["--engine", "vllm", "--speculative-config", '{"num_speculative_tokens": 5}'], "num_speculative_tokens is -k"),
+        (["--engine", "vllm", "--speculative-config", '{"method": "ngram"}'], "method is eagle3"),
+        (
+            ["--engine", "vllm", "--speculative-config", '{"num_speculative_tokens_per_batch_size": [[1, 4]]}'],
+            "must be a list of [first batch size, last batch size, K] rows",
+        ),
+        (["--endpoint", "ftp://x"], "http://"),
+    ],
+)
 def test_what_to_diagnose_must_be_said_once(args, says):
     assert_clean_failure(run_inprocess("doctor", "tiny-example-eagle31", *args), contains=says)
 
@@ -43,8 +48,9 @@ def serve(handler):
 
 
 def test_a_server_that_is_down_or_not_a_model_server():
-    assert_clean_failure(run_inprocess("doctor", "--endpoint", f"http://127.0.0.1:{free_port()}"),
-                         contains="cannot be reached")
+    assert_clean_failure(
+        run_inprocess("doctor", "--endpoint", f"http://127.0.0.1:{free_port()}"), contains="cannot be reached"
+    )
     httpd = serve(Garbage)
     try:
         r = run_inprocess("doctor", "tiny-example-eagle31", "--endpoint", f"http://127.0.0.1:{httpd.server_port}")
@@ -56,8 +62,9 @@ def test_a_server_that_is_down_or_not_a_model_server():
 def test_a_server_quoting_a_secret_never_prints_it():
     httpd = serve(QuotesASecret)
     try:
-        r = run_inprocess("doctor", "--endpoint", f"http://127.0.0.1:{httpd.server_port}", "--json",
-                          env={"HF_TOKEN": SECRET})
+        r = run_inprocess(
+            "doctor", "--endpoint", f"http://127.0.0.1:{httpd.server_port}", "--json", env={"HF_TOKEN": SECRET}
+        )
     finally:
         httpd.shutdown()
     assert r.code == 2
@@ -108,17 +115,30 @@ def test_a_drafter_of_another_family_is_one_line():
 def test_the_memory_hint_names_a_flag_doctor_has():
     """vLLM's memory failure names --gpu-memory-utilization (vllm_process.MEMORY_HINT): doctor takes it, and checks
     it as verify does."""
-    r = run_inprocess("doctor", "tiny-example-eagle31", "--engine", "vllm", "--gpu-memory-utilization", "0.5",
-                      "--engine-python", "/nonexistent/python")
+    r = run_inprocess(
+        "doctor",
+        "tiny-example-eagle31",
+        "--engine",
+        "vllm",
+        "--gpu-memory-utilization",
+        "0.5",
+        "--engine-python",
+        "/nonexistent/python",
+    )
     assert_clean_failure(r, contains="--engine-python /nonexistent/python")
-    assert_clean_failure(run_inprocess("doctor", "tiny-example-eagle31", "--engine", "vllm",
-                                       "--gpu-memory-utilization", "1.5"), contains="--gpu-memory-utilization")
+    assert_clean_failure(
+        run_inprocess("doctor", "tiny-example-eagle31", "--engine", "vllm", "--gpu-memory-utilization", "1.5"),
+        contains="--gpu-memory-utilization",
+    )
 
 
-@pytest.mark.parametrize("args, says", [
-    (["--reference-dtype", "float8"], "unknown --dtype 'float8'"),
-    (["--reference-device", "tpu"], "tpu"),
-])
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        (["--reference-dtype", "float8"], "unknown --dtype 'float8'"),
+        (["--reference-device", "tpu"], "tpu"),
+    ],
+)
 def test_the_reference_precision_and_device_are_checked_first(args, says):
     """The native reference's dtype and device, named and checked as verify's --dtype and --device, before a server
     is asked anything (the endpoint here is down: its error would come second)."""
@@ -136,8 +156,18 @@ def test_rows_longer_than_the_servers_context_are_skipped_not_sent(tmp_path):
     """The deployment's --max-model-len (a server's: its /v1/models) bounds the prompts, as verify's does: every row
     too long is said before vLLM starts (the interpreter here is missing: it would be the next error)."""
     long = rows(tmp_path, {"prompt": " ".join(["the context is the server's"] * 40)})
-    r = run_inprocess("doctor", "tiny-example-eagle31", "--engine", "vllm", "--max-model-len", "64", "--prompts", long,
-                      "--engine-python", "/nonexistent/python")
+    r = run_inprocess(
+        "doctor",
+        "tiny-example-eagle31",
+        "--engine",
+        "vllm",
+        "--max-model-len",
+        "64",
+        "--prompts",
+        long,
+        "--engine-python",
+        "/nonexistent/python",
+    )
     assert_clean_failure(r, contains="too long for the context (64 tokens)")
 
 
@@ -145,7 +175,15 @@ def test_sampled_rows_are_not_sent_to_the_endpoint_given(tmp_path):
     """A row at temperature > 0: doctor's reason (its reference is greedy) and what measures it, not "use
     --endpoint" to a user who gave one."""
     sampled = rows(tmp_path, {"prompt": "Explain a list.", "temperature": 1.0})
-    r = run_inprocess("doctor", "tiny-example-eagle31", "--engine", "vllm", "--prompts", sampled,
-                      "--engine-python", "/nonexistent/python")
+    r = run_inprocess(
+        "doctor",
+        "tiny-example-eagle31",
+        "--engine",
+        "vllm",
+        "--prompts",
+        sampled,
+        "--engine-python",
+        "/nonexistent/python",
+    )
     assert_clean_failure(r, contains="doctor compares the server with the greedy native reference")
     assert "needs --engine vllm or --endpoint" not in r.err

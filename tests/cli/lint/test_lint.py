@@ -73,11 +73,13 @@ def test_vocab_map_invariants_and_trivial_map(tmp_path):
     r, found = lint_json(out)
     assert r.code == 1 and found["vocab-map-invalid"]["severity"] == "error"
     out2 = converted(tmp_path, name="o2")
+
     def trivial(s):
         s["d2t"] = torch.zeros_like(s["d2t"])
         t2d = torch.zeros_like(s["t2d"])
         t2d[: s["d2t"].numel()] = True
         s["t2d"] = t2d
+
     edit_weights(out2, trivial)
     r, found = lint_json(out2)
     assert found["vocab-map-trivial"]["severity"] == "warning" and "vocab-map-invalid" not in found
@@ -110,8 +112,9 @@ def test_complex_weights_are_an_error_and_convert_refuses_them(tmp_path):
     assert found["dtype-complex"]["message"].startswith("fc.weight is complex (C64)")
     engines = json.loads(r.out)["engines"]
     assert engines and not any(e["faithful"] for e in engines)
-    assert_clean_failure(run_inprocess("convert", src, tmp_path / "out", *IDS), tmp_path / "out",
-                         contains="fc.weight is complex (C64)")
+    assert_clean_failure(
+        run_inprocess("convert", src, tmp_path / "out", *IDS), tmp_path / "out", contains="fc.weight is complex (C64)"
+    )
 
 
 def test_target_mismatches(tmp_path):
@@ -119,8 +122,9 @@ def test_target_mismatches(tmp_path):
     r, found = lint_json(out, "--target", make_target(tmp_path / "t", hidden=96, vocab=300, layers=2))
     assert r.code == 1
     assert {"target-hidden-mismatch", "vocab-mismatch", "aux-ids-range"} <= found.keys()
-    r, found = lint_json(out, "--target", make_target(tmp_path / "t2", max_position_embeddings=8192,
-                                                           rope_theta=500000.0))
+    r, found = lint_json(
+        out, "--target", make_target(tmp_path / "t2", max_position_embeddings=8192, rope_theta=500000.0)
+    )
     assert r.code == 0 and "context-rope" in found
 
 
@@ -151,9 +155,18 @@ def test_ids_shifted_after_conversion(tmp_path):
 
 def test_embed_tokens_compared_with_the_targets(tmp_path):
     from transformers import LlamaConfig, LlamaForCausalLM
+
     target = tmp_path / "target"
-    LlamaForCausalLM(LlamaConfig(vocab_size=256, hidden_size=64, intermediate_size=96, num_hidden_layers=4,
-                                 num_attention_heads=4, num_key_value_heads=2)).save_pretrained(target)
+    LlamaForCausalLM(
+        LlamaConfig(
+            vocab_size=256,
+            hidden_size=64,
+            intermediate_size=96,
+            num_hidden_layers=4,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+        )
+    ).save_pretrained(target)
     src = make_drafter(tmp_path / "src", "speculators", embed=True, spec=make_spec(norm_before_residual=False))
     r, found = lint_json(src, "--target", target, "--flag", "norm_before_residual=false")
     assert "embed-differs" in found

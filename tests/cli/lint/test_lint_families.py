@@ -13,14 +13,17 @@ def codes(result) -> dict[str, str]:
     return {f["code"]: f["severity"] for f in json.loads(result.out)["findings"]}
 
 
-@pytest.mark.parametrize("make,more,code,severity", [
-    (F.zlab_dflash, {"mask_token_id": 99}, "mask-token-range", "error"),
-    (F.zlab_dflash, {"mask_token_id": 2}, "mask-token-real", "warning"),
-    (F.zlab_dflash, {"lm_head_rows": F.VOCAB // 2}, "lm-head-rows", "error"),
-    (F.zlab_dflash, {"lm_head_rows": F.VOCAB}, "lm-head-borrowed", "warning"),
-    (F.zlab_dflash, {"block_size": 512}, "block-size-context", "error"),
-    (F.zlab_dflash, {"target_layer_ids": (0, 7)}, "aux-ids-range", "error"),
-])
+@pytest.mark.parametrize(
+    "make,more,code,severity",
+    [
+        (F.zlab_dflash, {"mask_token_id": 99}, "mask-token-range", "error"),
+        (F.zlab_dflash, {"mask_token_id": 2}, "mask-token-real", "warning"),
+        (F.zlab_dflash, {"lm_head_rows": F.VOCAB // 2}, "lm-head-rows", "error"),
+        (F.zlab_dflash, {"lm_head_rows": F.VOCAB}, "lm-head-borrowed", "warning"),
+        (F.zlab_dflash, {"block_size": 512}, "block-size-context", "error"),
+        (F.zlab_dflash, {"target_layer_ids": (0, 7)}, "aux-ids-range", "error"),
+    ],
+)
 def test_family_traps(tmp_path, make, more, code, severity):
     target = F.target(tmp_path / "t")
     cfg = json.loads((target / "config.json").read_text())
@@ -51,15 +54,17 @@ def test_a_mask_token_the_chat_template_writes_is_named(tmp_path):
     target = shutil.copytree(EXAMPLE / "target", tmp_path / "target")
     r = run_inprocess("lint", "tiny-example-dflash", "--target", target, "--json")
     assert "mask-token-template" not in r.out  # no template: nothing the template writes
-    (target / "chat_template.jinja").write_text("{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}gra"
-                                                "{% endfor %}")
+    (target / "chat_template.jinja").write_text(
+        "{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}gra{% endfor %}"
+    )
     r = run_inprocess("lint", "tiny-example-dflash", "--target", target, "--json")
     found = [f for f in json.loads(r.out)["findings"] if f["code"] == "mask-token-template"]
     assert found and "1023" in found[0]["message"] and found[0]["severity"] == "warning"
 
 
-@pytest.mark.parametrize("make", [F.zlab_dflash, F.deepspec_dspark, F.peagle_native],
-                         ids=["dflash", "dspark", "peagle"])
+@pytest.mark.parametrize(
+    "make", [F.zlab_dflash, F.deepspec_dspark, F.peagle_native], ids=["dflash", "dspark", "peagle"]
+)
 @pytest.mark.parametrize("value", [float("nan"), float("inf")])
 def test_weights_holding_nan_or_inf_are_an_error_in_every_family(tmp_path, make, value):
     """The same value check as EAGLE-3's (checkpoint/problems.value_findings): one rule for every family."""

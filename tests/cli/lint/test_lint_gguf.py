@@ -55,18 +55,21 @@ def test_taps_below_the_last_layer_are_clean(ours, tmp_path):
     assert not [f for f in codes.values() if f["severity"] != "info"]
 
 
-@pytest.mark.parametrize("keys, drop, code", [
-    ({"eagle3.target_layers": [1, 2, 3, 4]}, (), "gguf-taps-count"),
-    ({"eagle3.target_layers": [1, 2, 9]}, (), "gguf-taps-out-of-range"),
-    ({"eagle3.target_layers": None}, (), "gguf-taps-missing"),
-    ({"eagle3.norm_before_residual": None}, (), "gguf-norm-before-residual-default"),
-    ({"eagle3.norm_before_fc": None}, (), "gguf-norm-before-fc-default"),
-    ({"eagle3.norm_before_fc": True}, (), "gguf-norm-before-fc-no-weight"),
-    ({"eagle3.target_hidden_size": None}, (), "gguf-target-hidden-missing"),
-    ({"eagle3.target_hidden_size": 64}, (), "gguf-target-hidden-mismatch"),
-    ({"tokenizer.ggml.model": None}, (), "gguf-tokenizer-missing"),
-    ({}, ("d2t",), "gguf-d2t-missing"),
-])
+@pytest.mark.parametrize(
+    "keys, drop, code",
+    [
+        ({"eagle3.target_layers": [1, 2, 3, 4]}, (), "gguf-taps-count"),
+        ({"eagle3.target_layers": [1, 2, 9]}, (), "gguf-taps-out-of-range"),
+        ({"eagle3.target_layers": None}, (), "gguf-taps-missing"),
+        ({"eagle3.norm_before_residual": None}, (), "gguf-norm-before-residual-default"),
+        ({"eagle3.norm_before_fc": None}, (), "gguf-norm-before-fc-default"),
+        ({"eagle3.norm_before_fc": True}, (), "gguf-norm-before-fc-no-weight"),
+        ({"eagle3.target_hidden_size": None}, (), "gguf-target-hidden-missing"),
+        ({"eagle3.target_hidden_size": 64}, (), "gguf-target-hidden-mismatch"),
+        ({"tokenizer.ggml.model": None}, (), "gguf-tokenizer-missing"),
+        ({}, ("d2t",), "gguf-d2t-missing"),
+    ],
+)
 def test_rule(ours, tmp_path, keys, drop, code):
     keys = {"eagle3.target_layers": [1, 2, 3], **keys}
     path = llamacpp.rewrite(ours, tmp_path / "d.gguf", keys=keys, drop_tensors=drop)
@@ -79,16 +82,21 @@ def test_d2t_offsets(ours, tmp_path):
     import torch
 
     offsets = torch.load(DRAFTER / "pytorch_model.bin", weights_only=True)["d2t"].numpy().astype(np.int64)
-    path = llamacpp.rewrite(ours, tmp_path / "d.gguf", keys={"eagle3.target_layers": [1, 2, 3]},
-                            data={"d2t": offsets})
+    path = llamacpp.rewrite(ours, tmp_path / "d.gguf", keys={"eagle3.target_layers": [1, 2, 3]}, data={"d2t": offsets})
     r, codes = lint(path)
     assert r.code == 1 and "gguf-d2t-offsets" in codes
 
 
 def test_stray_tensor(ours, tmp_path):
-    path = llamacpp.rewrite(ours, tmp_path / "d.gguf", keys={"eagle3.target_layers": [1, 2, 3]},
-                            data={"fc_norm.0.weight": np.ones(128, dtype=np.float32),
-                                  "enc.output_norm.weight": np.ones(384, dtype=np.float32)})
+    path = llamacpp.rewrite(
+        ours,
+        tmp_path / "d.gguf",
+        keys={"eagle3.target_layers": [1, 2, 3]},
+        data={
+            "fc_norm.0.weight": np.ones(128, dtype=np.float32),
+            "enc.output_norm.weight": np.ones(384, dtype=np.float32),
+        },
+    )
     _, codes = lint(path)
     assert "gguf-tensor-unknown" in codes and "gguf-norm-before-fc-unused" in codes
 
@@ -121,11 +129,14 @@ def test_dflash_tap_at_the_last_layer(ours_dflash):
     assert r.code == 1 and "layer input tensor is null" in codes["gguf-tap-final-unfilled"]["message"]
 
 
-@pytest.mark.parametrize("keys, code", [
-    ({"dflash.block_size": None}, "gguf-block-size-default"),
-    ({"tokenizer.ggml.mask_token_id": None}, "gguf-mask-token-missing"),
-    ({"dflash.target_layers": [1, 2, 7]}, "gguf-taps-out-of-range"),
-])
+@pytest.mark.parametrize(
+    "keys, code",
+    [
+        ({"dflash.block_size": None}, "gguf-block-size-default"),
+        ({"tokenizer.ggml.mask_token_id": None}, "gguf-mask-token-missing"),
+        ({"dflash.target_layers": [1, 2, 7]}, "gguf-taps-out-of-range"),
+    ],
+)
 def test_dflash_rule(ours_dflash, tmp_path, keys, code):
     path = llamacpp.rewrite(ours_dflash, tmp_path / "d.gguf", keys={"dflash.target_layers": [1, 2, 3], **keys})
     _, codes = lint(path)
@@ -157,8 +168,11 @@ def test_speculators_config_without_norm_before_residual(tmp_path):
     _, codes = lint(ref)
     assert "--flag norm_before_residual=true|false" in codes["gguf-norm-before-residual-false"]["hint"]
     out = tmp_path / "out"
-    assert_clean_failure(run_inprocess("convert", src, out, "--to", "gguf", "--target", TARGET), out,
-                         contains="norm_before_residual is absent")
+    assert_clean_failure(
+        run_inprocess("convert", src, out, "--to", "gguf", "--target", TARGET),
+        out,
+        contains="norm_before_residual is absent",
+    )
     r = run_inprocess("convert", src, out, "--to", "gguf", "--target", TARGET, "--flag", "norm_before_residual=true")
     assert r.code == 0, r.err
     assert llamacpp.fields(out / "drafter.gguf")["eagle3.norm_before_residual"] is True

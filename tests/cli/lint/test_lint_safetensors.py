@@ -21,7 +21,7 @@ def rewrite(path: Path, corrupt) -> None:
     """`corrupt(items, data)` gives the header's new (key, value) items (repeats allowed) and data."""
     raw = path.read_bytes()
     (n,) = struct.unpack("<Q", raw[:8])
-    items, data = corrupt(list(json.loads(raw[8:8 + n]).items()), raw[8 + n:])
+    items, data = corrupt(list(json.loads(raw[8 : 8 + n]).items()), raw[8 + n :])
     header = ("{" + ",".join(f"{json.dumps(k)}:{json.dumps(v)}" for k, v in items) + "}").encode()
     path.write_bytes(struct.pack("<Q", len(header)) + header + data)
 
@@ -42,8 +42,10 @@ CLI_CORRUPTIONS = {
     "gap": (gap_after_the_first_tensor, "leave a gap of 12 bytes at offset"),
     "trailing bytes": (lambda items, data: (items, data + bytes(7)), "7 trailing bytes after the last tensor"),
     "repeated name": (lambda items, data: (items + tensors_by_offset(items)[-1:], data), "appears twice"),
-    "metadata not a string": (lambda items, data: ([("__metadata__", {"format": 1})] + tensors_by_offset(items), data),
-                              "__metadata__ value for 'format' is not a string"),
+    "metadata not a string": (
+        lambda items, data: ([("__metadata__", {"format": 1})] + tensors_by_offset(items), data),
+        "__metadata__ value for 'format' is not a string",
+    ),
 }
 
 

@@ -65,17 +65,34 @@ def test_yaml_errors_name_the_file_and_line(tmp_path, text, where):
     )
 
 
-@pytest.mark.parametrize("name,text,where", [
-    ("twice", GOOD.replace("id: good", "id: twice") + "publisher: someone else\n",
-     "twice.yaml:7: invalid YAML (duplicate key 'publisher', first on line 4)"),
-    ("nested", GOOD.replace("id: good", "id: nested").replace("drafter: {repo: org/drafter}",
-                                                            "drafter:\n  repo: org/drafter\n  repo: org/other"),
-     "nested.yaml:4: invalid YAML (duplicate key 'repo', first on line 3)"),
-    ("shell", GOOD.replace("id: good", "id: shell").replace("org/target", "'org/t; touch X'"),
-     "shell.yaml:3: target.repo: Value error, Repo id must use alphanumeric chars"),
-    ("deep", GOOD.replace("id: good", "id: deep").replace("org/drafter", "org/drafter/extra"),
-     "deep.yaml:2: drafter.repo: Value error, Repo id must be in the form 'repo_name' or 'namespace/repo_name'"),
-], ids=["duplicate-key", "nested-duplicate-key", "shell-in-repo", "three-part-repo"])
+@pytest.mark.parametrize(
+    "name,text,where",
+    [
+        (
+            "twice",
+            GOOD.replace("id: good", "id: twice") + "publisher: someone else\n",
+            "twice.yaml:7: invalid YAML (duplicate key 'publisher', first on line 4)",
+        ),
+        (
+            "nested",
+            GOOD.replace("id: good", "id: nested").replace(
+                "drafter: {repo: org/drafter}", "drafter:\n  repo: org/drafter\n  repo: org/other"
+            ),
+            "nested.yaml:4: invalid YAML (duplicate key 'repo', first on line 3)",
+        ),
+        (
+            "shell",
+            GOOD.replace("id: good", "id: shell").replace("org/target", "'org/t; touch X'"),
+            "shell.yaml:3: target.repo: Value error, Repo id must use alphanumeric chars",
+        ),
+        (
+            "deep",
+            GOOD.replace("id: good", "id: deep").replace("org/drafter", "org/drafter/extra"),
+            "deep.yaml:2: drafter.repo: Value error, Repo id must be in the form 'repo_name' or 'namespace/repo_name'",
+        ),
+    ],
+    ids=["duplicate-key", "nested-duplicate-key", "shell-in-repo", "three-part-repo"],
+)
 def test_a_duplicated_key_or_a_bad_repo_id_is_refused_by_file_and_line(tmp_path, name, text, where):
     write(tmp_path, "good", GOOD)
     env = {"EAGLEZOO_REGISTRY": str(write(tmp_path, name, text))}
@@ -126,7 +143,9 @@ def test_serve_config_from_registry_and_from_a_directory(tmp_path):
     assert sc["min_version"] == "0.5.23" and not sc["warnings"]
     r = run_inprocess("serve-config", src, "--target", "org/t", "--json")
     converted = ROOT / "src-eagle31"  # in the current directory (cli's cwd is ROOT), named whole (issue 46)
-    assert r.json()["convert_command"] == f"eaglezoo convert {src} {converted}" and str(converted) in r.json()["command"]
+    assert (
+        r.json()["convert_command"] == f"eaglezoo convert {src} {converted}" and str(converted) in r.json()["command"]
+    )
 
 
 def test_workflows_parse_and_call_tested_commands():
@@ -159,7 +178,7 @@ def test_workflows_parse_and_call_tested_commands():
     record_steps = " ".join(s.get("run", "") for s in gpu["record"]["steps"])
     assert "eaglezoo registry plan --json" in plan_steps
     assert 'eaglezoo registry plan --runner "$RUNNER" --commands' in verify_steps
-    assert "pip install \"vllm>=" in verify_steps and "pip install torch\n" not in verify_steps
+    assert 'pip install "vllm>=' in verify_steps and "pip install torch\n" not in verify_steps
     assert 'eaglezoo registry record "$report"' in record_steps and "gh pr create" in record_steps
     assert any(s.get("uses", "").startswith("actions/upload-artifact") for s in gpu["verify"]["steps"])
     site = wf["site.yml"]
@@ -171,5 +190,6 @@ def test_workflows_parse_and_call_tested_commands():
     assert any(s.get("uses", "").startswith("actions/deploy-pages") for s in site["jobs"]["deploy"]["steps"])
     # the plan's runner classes are the labels the matrix asks for
     from eaglezoo.registry.hardware import RUNNERS
+
     plan = json.loads(run_inprocess("registry", "plan", "--json").out)
     assert set(plan["runners"]) <= set(RUNNERS)

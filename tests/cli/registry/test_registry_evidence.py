@@ -14,18 +14,34 @@ import yaml
 from conftest import assert_clean_failure, run_inprocess, tree_digest
 
 URL = "https://github.com/org/trainer/blob/0123456789abcdef0123456789abcdef01234567/configs/drafter.json"
-TEMPLATE = {"architectures": ["LlamaForCausalLMEagle3"], "model_type": "llama", "hidden_size": 256,
-            "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 512, "num_hidden_layers": 1,
-            "vocab_size": 1000, "draft_vocab_size": 500, "max_position_embeddings": 32768, "rope_theta": 500000.0,
-            "rms_norm_eps": 1e-5, "eagle_config": {"eagle_aux_hidden_state_layer_ids": [1, 5, 9],
-                                                   "use_aux_hidden_state": True}}
+TEMPLATE = {
+    "architectures": ["LlamaForCausalLMEagle3"],
+    "model_type": "llama",
+    "hidden_size": 256,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "intermediate_size": 512,
+    "num_hidden_layers": 1,
+    "vocab_size": 1000,
+    "draft_vocab_size": 500,
+    "max_position_embeddings": 32768,
+    "rope_theta": 500000.0,
+    "rms_norm_eps": 1e-5,
+    "eagle_config": {"eagle_aux_hidden_state_layer_ids": [1, 5, 9], "use_aux_hidden_state": True},
+}
 
 
 def entry(**extra) -> dict:
-    return {"id": "pair", "drafter": {"repo": "org/drafter", "revision": None}, "target": {"repo": "org/target"},
-            "publisher": "tests", "eagle_version": "3", "sources": ["https://huggingface.co/org/drafter"],
-            "null_reasons": {"hardware": "a test", "acceptance_floors": "a test",
-                             "aux_layers": "no file states them yet"}, **extra}
+    return {
+        "id": "pair",
+        "drafter": {"repo": "org/drafter", "revision": None},
+        "target": {"repo": "org/target"},
+        "publisher": "tests",
+        "eagle_version": "3",
+        "sources": ["https://huggingface.co/org/drafter"],
+        "null_reasons": {"hardware": "a test", "acceptance_floors": "a test", "aux_layers": "no file states them yet"},
+        **extra,
+    }
 
 
 @pytest.fixture
@@ -60,7 +76,10 @@ def test_a_template_fills_the_entry_at_its_level_then_nothing_drifts(tmp_path, r
     assert "dialect" not in d  # a config alone does not settle the dialect: the tensor names do
     assert (d["aux_layers.ids"]["hub"], d["aux_layers.convention"]["hub"]) == ([1, 5, 9], "layer-output")
     assert (d["hidden_size"]["hub"], d["draft_vocab_size"]["hub"], d["max_position_embeddings"]["hub"]) == (
-        256, 500, 32768)
+        256,
+        500,
+        32768,
+    )
     assert all(x["level"] == "publisher-template" and x["source"] == URL and x["kind"] == "new" for x in d.values())
     assert sync(registry, template(tmp_path), "--write").code == 0
     written = yaml.safe_load((registry / "pair.yaml").read_text())
@@ -82,7 +101,10 @@ def test_a_template_that_contradicts_the_registry_is_reported_never_written_sile
     r = sync(registry, template(tmp_path, hidden_size=512))
     assert r.code == 1 and tree_digest(registry) == before
     assert (diffs(r)["hidden_size"]["kind"], diffs(r)["hidden_size"]["registry"], diffs(r)["hidden_size"]["hub"]) == (
-        "differs", 256, 512)
+        "differs",
+        256,
+        512,
+    )
 
 
 def test_stronger_evidence_is_never_overwritten_by_a_template(tmp_path, registry):
@@ -149,25 +171,39 @@ def test_every_shipped_entry_states_aux_ids_or_why_not():
             assert evidence["source"], (e["id"], fact)
 
 
-@pytest.mark.parametrize("args,message", [
-    (["--template", "{t}"], "--template needs --source"),
-    (["--template", "{t}", "--source", "github.com/org/x"], "--template needs --source"),
-    (["--source", URL], "--source goes with --template"),
-    (["--template", "{t}", "--source", URL, "--level", "hub-file"], "a template is publisher-template"),
-], ids=["no-source", "not-https", "source-alone", "hub-level"])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--template", "{t}"], "--template needs --source"),
+        (["--template", "{t}", "--source", "github.com/org/x"], "--template needs --source"),
+        (["--source", URL], "--source goes with --template"),
+        (["--template", "{t}", "--source", URL, "--level", "hub-file"], "a template is publisher-template"),
+    ],
+    ids=["no-source", "not-https", "source-alone", "hub-level"],
+)
 def test_bad_template_arguments(tmp_path, registry, args, message):
     args = [a.replace("{t}", str(template(tmp_path))) for a in args]
     assert_clean_failure(
         run_inprocess("registry", "sync", "pair", *args, "--registry", registry), None, contains=message
     )
-    r = run_inprocess("registry", "sync", "pair", "other", "--template", template(tmp_path), "--source", URL,
-            "--registry", registry)
+    r = run_inprocess(
+        "registry", "sync", "pair", "other", "--template", template(tmp_path), "--source", URL, "--registry", registry
+    )
     assert_clean_failure(r, None, contains="--template syncs one entry")
 
 
 def test_a_template_that_is_not_a_drafter_config(tmp_path, registry):
     path = tmp_path / "target.json"
-    path.write_text(json.dumps({"architectures": ["LlamaForCausalLM"], "hidden_size": 64, "vocab_size": 10,
-                                "num_attention_heads": 2, "num_hidden_layers": 4}))
+    path.write_text(
+        json.dumps(
+            {
+                "architectures": ["LlamaForCausalLM"],
+                "hidden_size": 64,
+                "vocab_size": 10,
+                "num_attention_heads": 2,
+                "num_hidden_layers": 4,
+            }
+        )
+    )
     r = sync(registry, path)
     assert r.code == 1 and "not an EAGLE drafter config" in r.json()["entries"][0]["error"]

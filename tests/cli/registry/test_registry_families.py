@@ -10,7 +10,11 @@ import pytest
 from conftest import assert_clean_failure, run_inprocess
 from support import families as F
 
-DFLASH, DSPARK, PEAGLE = "zlab-qwen3-8b-dflash-b16", "deepspec-dspark-qwen3-8b-block7", "redhatai-qwen3-8b-speculator.peagle"
+DFLASH, DSPARK, PEAGLE = (
+    "zlab-qwen3-8b-dflash-b16",
+    "deepspec-dspark-qwen3-8b-block7",
+    "redhatai-qwen3-8b-speculator.peagle",
+)
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +75,9 @@ def test_serve_config_of_block_entries_on_sglang():
     assert r.code == 0, r.err
     command = json.loads(r.out)["command"]
     assert "--speculative-algorithm DFLASH" in command and "--speculative-dflash-block-size 4" in command
-    command = json.loads(run_inprocess("serve-config", DSPARK, "--engine", "sglang", "-k", "3", "--json").out)["command"]
+    command = json.loads(run_inprocess("serve-config", DSPARK, "--engine", "sglang", "-k", "3", "--json").out)[
+        "command"
+    ]
     assert "--speculative-algorithm DSPARK" in command and "--speculative-dspark-block-size 3" in command
 
 
@@ -97,12 +103,23 @@ def test_plan_keeps_family_entries_out_of_verify_jobs(listed):
 def test_sync_from_a_template_records_block_size_and_mask_token(tmp_path):
     reg = tmp_path / "registry"
     reg.mkdir()
-    (reg / "fam.yaml").write_text("id: fam\ndrafter: {repo: org/drafter}\ntarget: {repo: org/target}\n"
-                                  "publisher: tests\nfamily: dflash\nsources: [tests]\n"
-                                  "null_reasons: {hardware: t, acceptance_floors: t, aux_layers: t}\n")
+    (reg / "fam.yaml").write_text(
+        "id: fam\ndrafter: {repo: org/drafter}\ntarget: {repo: org/target}\n"
+        "publisher: tests\nfamily: dflash\nsources: [tests]\n"
+        "null_reasons: {hardware: t, acceptance_floors: t, aux_layers: t}\n"
+    )
     config = F.zlab_dflash(tmp_path / "d", block_size=8, mask_token_id=30) / "config.json"
-    args = ("registry", "sync", "fam", "--template", config, "--source", "https://example.org/config.json",
-            "--registry", reg)
+    args = (
+        "registry",
+        "sync",
+        "fam",
+        "--template",
+        config,
+        "--source",
+        "https://example.org/config.json",
+        "--registry",
+        reg,
+    )
     r = run_inprocess(*args, "--write", "--json")
     assert r.code == 0, r.out + r.err
     fields = {d["field"]: d["hub"] for d in r.json()["entries"][0]["differences"]}
@@ -122,14 +139,18 @@ def test_sync_from_the_hub_then_check_online_a_dflash_entry(hub, tmp_path):
     drafter = F.zlab_dflash(tmp_path / "d", block_size=8, mask_token_id=30)
     target = F.target(tmp_path / "t")
     weights = save_safetensors({"model.embed_tokens.weight": torch.zeros(F.VOCAB, F.H)})
-    hub[0].commit("tester/fam-target", {"config.json": (target / "config.json").read_bytes(), "model.safetensors": weights})
+    hub[0].commit(
+        "tester/fam-target", {"config.json": (target / "config.json").read_bytes(), "model.safetensors": weights}
+    )
     hub[0].commit("tester/fam-dflash", {p.name: p.read_bytes() for p in drafter.iterdir()})
     reg = tmp_path / "registry"
     reg.mkdir()
-    (reg / "fam.yaml").write_text("id: fam\ndrafter:\n  repo: tester/fam-dflash\n  revision: null\ntarget:\n"
-                                  "  repo: tester/fam-target\n  revision: null\npublisher: tests\nfamily: dflash\n"
-                                  "sources: [tests]\nnull_reasons:\n  hardware: t\n  acceptance_floors: t\n"
-                                  "  aux_layers: t\n")
+    (reg / "fam.yaml").write_text(
+        "id: fam\ndrafter:\n  repo: tester/fam-dflash\n  revision: null\ntarget:\n"
+        "  repo: tester/fam-target\n  revision: null\npublisher: tests\nfamily: dflash\n"
+        "sources: [tests]\nnull_reasons:\n  hardware: t\n  acceptance_floors: t\n"
+        "  aux_layers: t\n"
+    )
     r = hubcli(hub, "registry", "sync", "fam", "--write", "--registry", reg, "--json")
     assert r.code == 0, r.out + r.err
     shown = run_inprocess("registry", "show", "fam", "--registry", reg, "--json").json()

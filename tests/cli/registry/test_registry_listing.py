@@ -15,12 +15,15 @@ NVIDIA = "nvidia-llama-3.3-70b-instruct-eagle3"
 LLAMA_70B = "meta-llama/Llama-3.3-70B-Instruct"
 
 # Three figures in the order a publisher might list them: the least comparable first, a broken setup's last.
-FIGURES = GOOD + """reported:
+FIGURES = (
+    GOOD
+    + """reported:
 - {metric: acceptance_length, value: 1.9, benchmark: GSM8K, engine: sglang, k: 3, source: https://example.org/a}
 - {metric: acceptance_length, value: 1.01, benchmark: MT-Bench, engine: vllm, k: 3, setup: broken,
    why: aux ids guessed, source: https://example.org/b}
 - {metric: acceptance_length, value: 2.5, benchmark: MT-Bench, engine: vllm, k: 3, source: https://example.org/c}
 """
+)
 
 
 def registry_of(tmp_path: Path, **entries: str) -> Path:
@@ -58,16 +61,19 @@ def test_the_most_comparable_figure_is_shown_first_with_its_k_benchmark_and_engi
     index = (page / "index.html").read_text()
     assert "2.5 (K=3, MT-Bench, vllm)" in index and "1.01" not in index
     entry_page = (page / "entries" / "good.html").read_text()
-    figures = entry_page[entry_page.index("Reported by others"):]
+    figures = entry_page[entry_page.index("Reported by others") :]
     assert figures.index("2.5 (K=3") < figures.index("1.9 (K=3, GSM8K") < figures.index("1.01 (K=3")
     assert "BROKEN SETUP: aux ids guessed" in figures
 
 
-@pytest.mark.parametrize("item,where", [
-    ("{metric: acceptance_length, value: 1.0, setup: broken, source: s}", "setup: broken and its why go together"),
-    ("{metric: acceptance_length, value: 1.0, why: guessed, source: s}", "setup: broken and its why go together"),
-    ("{metric: acceptance_length, value: 1.0, setup: odd, why: w, source: s}", "reported.0.setup"),
-])
+@pytest.mark.parametrize(
+    "item,where",
+    [
+        ("{metric: acceptance_length, value: 1.0, setup: broken, source: s}", "setup: broken and its why go together"),
+        ("{metric: acceptance_length, value: 1.0, why: guessed, source: s}", "setup: broken and its why go together"),
+        ("{metric: acceptance_length, value: 1.0, setup: odd, why: w, source: s}", "reported.0.setup"),
+    ],
+)
 def test_a_broken_setup_needs_its_why(tmp_path, item, where):
     registry = registry_of(tmp_path, good=GOOD + f"reported:\n- {item}\n")
     assert_clean_failure(run_inprocess("registry", "show", "good", "--registry", registry), None, contains=where)
@@ -78,18 +84,23 @@ def test_each_engine_says_whether_it_serves_as_published_or_after_convert():
     states = {i: {s["engine"]: s["state"] for s in e["serving"]} for i, e in entries.items()}
     assert states["tiny-example-eagle3"] == {"vllm": "convert first", "sglang": "convert first"}
     assert states["nm-testing-qwen3-235b-a22b-eagle3-converted-speculators-lmsys"] == {
-        "vllm": "as published", "sglang": "convert first"}
+        "vllm": "as published",
+        "sglang": "convert first",
+    }
     assert states[NVIDIA] == {"vllm": "aux ids unknown", "sglang": "aux ids unknown"}
     text = run_inprocess("registry", "list").out
     row = next(line for line in text.splitlines() if "tiny-example-eagle3 " in line)
     assert "vllm: convert first; sglang: convert first" in row
 
 
-@pytest.mark.parametrize("asked,nearest", [
-    ("RedHatAI/Llama-3.3-70B-Instruct-FP8-dynamic", LLAMA_70B),  # another owner's FP8 copy
-    ("Qwen/Qwen3-8B-FP8", "Qwen/Qwen3-8B"),
-    ("meta-llama/Meta-Llama-3.1-8B-Instruct", "meta-llama/Llama-3.1-8B-Instruct"),  # spelled otherwise
-])
+@pytest.mark.parametrize(
+    "asked,nearest",
+    [
+        ("RedHatAI/Llama-3.3-70B-Instruct-FP8-dynamic", LLAMA_70B),  # another owner's FP8 copy
+        ("Qwen/Qwen3-8B-FP8", "Qwen/Qwen3-8B"),
+        ("meta-llama/Meta-Llama-3.1-8B-Instruct", "meta-llama/Llama-3.1-8B-Instruct"),  # spelled otherwise
+    ],
+)
 def test_a_target_with_no_drafter_gets_the_nearest_targets(asked, nearest):
     r = run_inprocess("registry", "list", "--target", asked, "--json")
     assert r.code == 0 and r.json() == []
@@ -110,8 +121,9 @@ def test_a_mistyped_id_gets_the_nearest_ids(command):
 
 
 def test_long_urls_wrap_on_the_site(tmp_path):
-    registry = registry_of(tmp_path, good=FIGURES.replace("https://example.org/c", "https://example.org/" + "x" * 300
-                                                          + " (a note)"))
+    registry = registry_of(
+        tmp_path, good=FIGURES.replace("https://example.org/c", "https://example.org/" + "x" * 300 + " (a note)")
+    )
     page = tmp_path / "site"
     assert run_inprocess("registry", "site", page, "--registry", registry).code == 0
     html = (page / "entries" / "good.html").read_text()

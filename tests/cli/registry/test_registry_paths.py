@@ -20,12 +20,24 @@ def write_registry(tmp_path, entry_id, **changes):
     return reg
 
 
-@pytest.mark.parametrize("changes, message", [
-    ({"status": {"state": "verified", "date": "2026-11-22", "eaglezoo_version": "0.1.0",
-                 "report": "../../../../etc/passwd"}}, "status.report '../../../../etc/passwd' leaves"),
-    ({"drafter": {"path": "../../../../etc"}}, "drafter.path '../../../../etc' leaves"),
-    ({"prompts": "/etc/passwd"}, "prompts '/etc/passwd' must be a relative path"),
-])
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        (
+            {
+                "status": {
+                    "state": "verified",
+                    "date": "2026-11-22",
+                    "eaglezoo_version": "0.1.0",
+                    "report": "../../../../etc/passwd",
+                }
+            },
+            "status.report '../../../../etc/passwd' leaves",
+        ),
+        ({"drafter": {"path": "../../../../etc"}}, "drafter.path '../../../../etc' leaves"),
+        ({"prompts": "/etc/passwd"}, "prompts '/etc/passwd' must be a relative path"),
+    ],
+)
 def test_registry_paths_stay_inside_the_repository(tmp_path, changes, message):
     reg = write_registry(tmp_path, "escapes.v1", **changes)
     r = run_inprocess("registry", "check", "--registry", reg, "--json")
@@ -45,8 +57,12 @@ def test_registry_ids_with_dots_and_entry_files(tmp_path):
     r = run_inprocess("registry", "check", reg / "elsewhere.v2.yaml", "--json")
     assert r.code == 1 and "drafter.path drafters/d does not exist" in r.json()["entries"]["elsewhere.v2"]["problems"]
     (tmp_path / "repo" / "drafters" / "d").mkdir(parents=True)
-    assert "drafter.path drafters/d does not exist" not in run_inprocess("registry", "check", reg / "elsewhere.v2.yaml",
-                                                              "--json").json()["entries"]["elsewhere.v2"]["problems"]
+    assert (
+        "drafter.path drafters/d does not exist"
+        not in run_inprocess("registry", "check", reg / "elsewhere.v2.yaml", "--json").json()["entries"][
+            "elsewhere.v2"
+        ]["problems"]
+    )
 
 
 def test_verify_takes_another_registry(tmp_path):

@@ -55,13 +55,16 @@ def test_plan_runs_each_setting_once_against_the_registry_it_was_asked_for(tmp_p
         {"k": 3, "temperature": 0.0, "mean_acceptance_length": 2.0, "source": "a test"},
         {"k": 3, "temperature": 0.0, "condition": "template", "mean_acceptance_length": 2.0, "source": "a test"},
         {"k": 3, "temperature": 0.0, "condition": "system:brief", "mean_acceptance_length": 1.5, "source": "a test"},
-        {"k": 5, "temperature": 0.0, "mean_acceptance_length": 2.2, "source": "a test"}]
+        {"k": 5, "temperature": 0.0, "mean_acceptance_length": 2.2, "source": "a test"},
+    ]
     path.write_text(yaml.safe_dump(data, sort_keys=False))
     r = run_inprocess("registry", "plan", "--registry", reg, "--json")
     assert r.code == 0, r.err
     jobs = [j for c in r.json()["classes"] for j in c["jobs"] if j["id"] == "nvidia-llama-3.3-70b-instruct-eagle3"]
-    assert [(j["k"], j["report"]) for j in jobs] == [(3, "reports/nvidia-llama-3.3-70b-instruct-eagle3.k3.t0.json"),
-                                                     (5, "reports/nvidia-llama-3.3-70b-instruct-eagle3.k5.t0.json")]
+    assert [(j["k"], j["report"]) for j in jobs] == [
+        (3, "reports/nvidia-llama-3.3-70b-instruct-eagle3.k3.t0.json"),
+        (5, "reports/nvidia-llama-3.3-70b-instruct-eagle3.k5.t0.json"),
+    ]
     assert all(f"--registry {reg}" in j["command"] for c in r.json()["classes"] for j in c["jobs"])
     assert "--registry" not in run_inprocess("registry", "plan", "--commands").out  # the default registry: as before
 

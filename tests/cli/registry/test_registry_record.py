@@ -28,8 +28,9 @@ def local_registry(tmp_path) -> Path:
 
 def verify_report(reg: Path, path: Path, *args) -> dict:
     """A run on the whole prompt set the entry's floors were measured on (short continuations: the floors gate it)."""
-    r = run_inprocess("verify", "tiny-example-eagle31", "--registry", reg, "--max-new-tokens", "16", "--report", path,
-                      *args)
+    r = run_inprocess(
+        "verify", "tiny-example-eagle31", "--registry", reg, "--max-new-tokens", "16", "--report", path, *args
+    )
     assert r.code in (0, 1), r.err
     return json.loads(path.read_text())
 
@@ -63,8 +64,10 @@ def test_record_refuses_a_run_the_floors_only_compared(local_registry, tmp_path)
     report = tmp_path / "report.json"
     verify_report(local_registry, report, "--max-prompts", "4")
     before = tree_digest(local_registry)
-    assert_clean_failure(run_inprocess("registry", "record", report, "--registry", local_registry),
-                         contains="compared with this run, not gated by it")
+    assert_clean_failure(
+        run_inprocess("registry", "record", report, "--registry", local_registry),
+        contains="compared with this run, not gated by it",
+    )
     assert tree_digest(local_registry) == before
 
 
@@ -72,15 +75,18 @@ def test_record_refuses_reports_for_another_drafter_or_k(local_registry, tmp_pat
     report = tmp_path / "report.json"
     data = verify_report(local_registry, report, "-k", "2")
     before = tree_digest(local_registry)
-    assert_clean_failure(run_inprocess("registry", "record", report, "--registry", local_registry),
-                         contains="a report at K=2 T=0")
+    assert_clean_failure(
+        run_inprocess("registry", "record", report, "--registry", local_registry), contains="a report at K=2 T=0"
+    )
     data.update(registry_id="tiny-example-eagle3")  # the K=2 report, claimed for another entry
     report.write_text(json.dumps(data))
-    assert_clean_failure(run_inprocess("registry", "record", report, "--registry", local_registry),
-                         contains="the report measured")
+    assert_clean_failure(
+        run_inprocess("registry", "record", report, "--registry", local_registry), contains="the report measured"
+    )
     report.write_text('{"not": "a report"}')
-    assert_clean_failure(run_inprocess("registry", "record", report, "--registry", local_registry),
-                         contains="not a verify report")
+    assert_clean_failure(
+        run_inprocess("registry", "record", report, "--registry", local_registry), contains="not a verify report"
+    )
     assert tree_digest(local_registry) == before
 
 
@@ -95,8 +101,10 @@ def test_record_refuses_the_forged_report_for_a_folder_entry(tmp_path):
     shipped = json.loads((ROOT / "registry" / "reports" / "tiny-example-eagle31.k3.t0.native.json").read_text())
     report = tmp_path / "report.json"
     before = tree_digest(reg)
-    for forged, message in (({"drafter": "evil/other-drafter"}, "drafter evil/other-drafter"),
-                            ({"target": "evil/other-target"}, "target evil/other-target")):
+    for forged, message in (
+        ({"drafter": "evil/other-drafter"}, "drafter evil/other-drafter"),
+        ({"target": "evil/other-target"}, "target evil/other-target"),
+    ):
         report.write_text(json.dumps({**shipped, **forged}))
         assert_clean_failure(run_inprocess("registry", "record", report, "--registry", reg), contains=message)
         assert tree_digest(reg) == before

@@ -34,8 +34,7 @@ def tune(edit):
 
 
 TUNE = {
-    "median not its repeats'": (lambda d: d["grid"][2].update(repeats=[1.0, 2.0, 3.0], interval=[1.0, 3.0]),
-                                "grid[2]"),
+    "median not its repeats'": (lambda d: d["grid"][2].update(repeats=[1.0, 2.0, 3.0], interval=[1.0, 3.0]), "grid[2]"),
     "interval away from its median": (lambda d: d["grid"][2].update(interval=[1.0, 2.0]), "grid[2]"),
     "spread not its repeats'": (lambda d: d["grid"][0].update(spread_pct=3.0), "spread_pct"),
     "decision not its cell": (lambda d: d["decision"][0].update(output_tokens_per_s=999.0), "decision"),
@@ -58,9 +57,11 @@ DOCTOR = {
     "a negative K": (lambda d: d["server"].update(k=-1), "server.k"),
 }
 
-CASES = [("compare", compare(e), says, name) for name, (e, says) in COMPARE.items()] + \
-        [("tune", tune(e), says, name) for name, (e, says) in TUNE.items()] + \
-        [("doctor", doctor(e), says, name) for name, (e, says) in DOCTOR.items()]
+CASES = (
+    [("compare", compare(e), says, name) for name, (e, says) in COMPARE.items()]
+    + [("tune", tune(e), says, name) for name, (e, says) in TUNE.items()]
+    + [("doctor", doctor(e), says, name) for name, (e, says) in DOCTOR.items()]
+)
 
 
 @pytest.mark.parametrize("kind,data,says", [c[:3] for c in CASES], ids=[f"{c[0]}: {c[3]}" for c in CASES])

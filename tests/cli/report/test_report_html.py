@@ -9,8 +9,11 @@ from conftest import assert_clean_failure, run_inprocess
 def test_a_report_that_is_none_of_the_three(tmp_path):
     saved = tmp_path / "other.json"
     saved.write_text('{"hello": 1}')
-    assert_clean_failure(run_inprocess("report", saved, "--html", tmp_path / "x.html"), tmp_path / "x.html",
-                         contains="none of verify's, tune's or compare's")
+    assert_clean_failure(
+        run_inprocess("report", saved, "--html", tmp_path / "x.html"),
+        tmp_path / "x.html",
+        contains="none of verify's, tune's or compare's",
+    )
 
 
 def test_an_edited_report_is_one_line_never_an_internal_error(tmp_path):

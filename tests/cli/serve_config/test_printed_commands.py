@@ -85,8 +85,15 @@ def test_the_site_keeps_the_warnings_of_an_entry_with_unknown_aux_ids(tmp_path):
 
 def run_from(folder, *args) -> subprocess.CompletedProcess:
     env = {**CLI_ENV, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "eaglezoo", *map(str, args)], capture_output=True, text=True,
-                          check=False, cwd=folder, env=env, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "eaglezoo", *map(str, args)],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=folder,
+        env=env,
+        timeout=300,
+    )
 
 
 def test_doctor_from_another_folder_reads_the_folders_serve_config_printed(tmp_path):
@@ -105,13 +112,22 @@ def test_doctor_from_another_folder_reads_the_folders_serve_config_printed(tmp_p
             assert convert.returncode == 0, convert.stderr
         words = shlex.split(sc["command"])
         served_target, served_drafter = words[2], json.loads(words[words.index("--speculative-config") + 1])["model"]
-        check = ("from eaglezoo.verify.endpoint import ServerFacts\nfrom eaglezoo.doctor.run import endpoint_sides\n"
-                 f"facts = ServerFacts(url='http://127.0.0.1:8000', version=None, model='m', root={served_target!r}, "
-                 f"max_model_len=None, dev_mode=True, method='eagle3', drafter={served_drafter!r}, k=3)\n"
-                 "s = endpoint_sides(facts, None, None)\n"
-                 "print(s.served_drafter is not None, s.served_target is not None)")
-        proc = subprocess.run([sys.executable, "-c", check], check=False, capture_output=True, text=True, cwd=elsewhere,
-                              env={**CLI_ENV, "PYTHONPATH": str(ROOT)}, timeout=120)
+        check = (
+            "from eaglezoo.verify.endpoint import ServerFacts\nfrom eaglezoo.doctor.run import endpoint_sides\n"
+            f"facts = ServerFacts(url='http://127.0.0.1:8000', version=None, model='m', root={served_target!r}, "
+            f"max_model_len=None, dev_mode=True, method='eagle3', drafter={served_drafter!r}, k=3)\n"
+            "s = endpoint_sides(facts, None, None)\n"
+            "print(s.served_drafter is not None, s.served_target is not None)"
+        )
+        proc = subprocess.run(
+            [sys.executable, "-c", check],
+            check=False,
+            capture_output=True,
+            text=True,
+            cwd=elsewhere,
+            env={**CLI_ENV, "PYTHONPATH": str(ROOT)},
+            timeout=120,
+        )
         assert proc.stdout.split() == ["True", "True"], (args, sc["command"], proc.stdout, proc.stderr)
 
 

@@ -21,8 +21,11 @@ ENTRY = "tiny-example-eagle31"
 def served_paths(sc: dict) -> tuple[str, str, str]:
     """The target and drafter as the printed command names them: (target, --speculative-config model, drafter)."""
     words = shlex.split(sc["command"])
-    return words[words.index("serve") + 1], json.loads(words[words.index("--speculative-config") + 1])["model"], \
-        sc["drafter"]
+    return (
+        words[words.index("serve") + 1],
+        json.loads(words[words.index("--speculative-config") + 1])["model"],
+        sc["drafter"],
+    )
 
 
 def moved_registry(tmp_path: Path) -> Path:
@@ -48,8 +51,9 @@ def test_an_entrys_local_paths_are_printed_usable_from_the_current_directory(tmp
     assert Path(target).resolve() == (root / "models" / "target").resolve(), target
     # the converted folder, in the current directory (run_inprocess's cwd is ROOT), named whole
     assert model == drafter == str(ROOT / f"{ENTRY}-eagle31") and target == r.json()["target"]
-    assert r.json()["convert_command"] == shlex.join(["eaglezoo", "convert", str(name), drafter,
-                                                      "--registry", str(root / "registry")])
+    assert r.json()["convert_command"] == shlex.join(
+        ["eaglezoo", "convert", str(name), drafter, "--registry", str(root / "registry")]
+    )
 
 
 def test_local_paths_are_printed_whole_and_repo_ids_stay_repo_ids():
@@ -84,8 +88,9 @@ def test_a_target_whose_hidden_size_differs_from_the_drafters_is_refused_as_veri
     target.mkdir()
     cfg = json.loads((EXAMPLE / "target" / "config.json").read_text())
     (target / "config.json").write_text(json.dumps({**cfg, "hidden_size": 256}))
-    assert_clean_failure(run_inprocess("serve-config", drafter, "--target", target),
-                         contains="target hidden_size is 256")
+    assert_clean_failure(
+        run_inprocess("serve-config", drafter, "--target", target), contains="target hidden_size is 256"
+    )
     assert run_inprocess("serve-config", drafter, "--target", EXAMPLE / "target").code == 0
 
 
@@ -114,7 +119,7 @@ def test_an_unconverted_entry_is_served_by_the_whole_path_convert_first(engine, 
     r = run_inprocess("serve-config", ENTRY, "--engine", engine)
     warned = [line for line in r.out.splitlines() if line.startswith("# warning: ")]  # the warnings come first
     assert r.out.startswith(warned[0]) and any(str(default) in w and "converts it first" in w for w in warned)
-    lines = r.out.splitlines()[len(warned):]
+    lines = r.out.splitlines()[len(warned) :]
     assert lines[0] == "# 1. convert (the warning above says why)", lines
     assert lines[1] == f"eaglezoo convert {ENTRY} {ROOT / ENTRY}-eagle31"
     assert lines[2] == "# 2. serve the converted folder"
@@ -124,11 +129,20 @@ def test_an_unconverted_entry_is_served_by_the_whole_path_convert_first(engine, 
 def test_the_printed_path_runs_as_printed_and_serves_the_trained_ids(tmp_path):
     """Run from a folder of one's own: the convert command as printed, then serve-config of what it wrote
     needs no conversion, and its command is the one the path printed."""
+
     def here(*args):
-        proc = subprocess.run([sys.executable, "-m", "eaglezoo", *map(str, args)], capture_output=True, text=True,
-                              check=False, cwd=tmp_path, env=CLI_ENV, timeout=300)
+        proc = subprocess.run(
+            [sys.executable, "-m", "eaglezoo", *map(str, args)],
+            capture_output=True,
+            text=True,
+            check=False,
+            cwd=tmp_path,
+            env=CLI_ENV,
+            timeout=300,
+        )
         assert proc.returncode == 0, proc.stderr
         return proc.stdout
+
     sc = json.loads(here("serve-config", ENTRY, "--json"))
     words = shlex.split(sc["convert_command"])
     assert words[:2] == ["eaglezoo", "convert"]

@@ -40,9 +40,10 @@ def test_peagle_is_eagle3_with_parallel_drafting(tmp_path):
     assert (cfg["method"], cfg["parallel_drafting"]) == ("eagle3", True)
 
 
-@pytest.mark.parametrize("make", [F.zlab_dflash, F.deepspec_dspark, F.peagle_native],
-                         ids=["dflash", "dspark", "peagle"])
-@pytest.mark.parametrize("mask", [F.VOCAB, 10 ** 9])
+@pytest.mark.parametrize(
+    "make", [F.zlab_dflash, F.deepspec_dspark, F.peagle_native], ids=["dflash", "dspark", "peagle"]
+)
+@pytest.mark.parametrize("mask", [F.VOCAB, 10**9])
 def test_a_mask_token_outside_the_vocabulary_is_refused_not_served(tmp_path, make, mask):
     """The mask slots would hold a token no embedding row has: no command is printed."""
     drafter = make(tmp_path / "d", mask_token_id=mask)

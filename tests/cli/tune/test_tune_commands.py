@@ -19,16 +19,29 @@ from eaglezoo.tune.stats import interval
 
 ENTRY = "tiny-example-eagle31"
 LEVELS = [1, 2]
-TIMING = {"output_tokens": 640, "wall_s": 4.0, "output_tokens_per_s": 160.0, "mean_tpot_ms": 6.0,
-          "mean_e2e_s": 0.4, "median_e2e_s": 0.4}
+TIMING = {
+    "output_tokens": 640,
+    "wall_s": 4.0,
+    "output_tokens_per_s": 160.0,
+    "mean_tpot_ms": 6.0,
+    "mean_e2e_s": 0.4,
+    "median_e2e_s": 0.4,
+}
 
 
 def cell(k: int, c: int, tokens_per_s: float) -> Cell:
     repeats = [tokens_per_s - 1, tokens_per_s, tokens_per_s + 1]
     low, high, coverage = interval(repeats)
-    return Cell(k=k, concurrency=c, output_tokens_per_s=median(repeats), mean_tpot_ms=None,
-                acceptance_length=None if k == 0 else 1.5, repeats=repeats, interval=[low, high],
-                interval_coverage=coverage)
+    return Cell(
+        k=k,
+        concurrency=c,
+        output_tokens_per_s=median(repeats),
+        mean_tpot_ms=None,
+        acceptance_length=None if k == 0 else 1.5,
+        repeats=repeats,
+        interval=[low, high],
+        interval_coverage=coverage,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -38,8 +51,21 @@ def work():
     from eaglezoo.verify.run import prepare
 
     entry, _ = lookup(ENTRY, None)
-    return prepare(EXAMPLE / "eagle31-safeai", EXAMPLE / "target", str(EXAMPLE / "target"), None,
-                   entry.read_options(ReadOptions()), EXAMPLE / "prompts.jsonl", 4, 2, 16, 0.0, None, ["vllm"], 256)
+    return prepare(
+        EXAMPLE / "eagle31-safeai",
+        EXAMPLE / "target",
+        str(EXAMPLE / "target"),
+        None,
+        entry.read_options(ReadOptions()),
+        EXAMPLE / "prompts.jsonl",
+        4,
+        2,
+        16,
+        0.0,
+        None,
+        ["vllm"],
+        256,
+    )
 
 
 def tuned(work, best_k: int, tmp_path, registry_id: str | None = ENTRY) -> tuple[dict, str]:
@@ -48,8 +74,13 @@ def tuned(work, best_k: int, tmp_path, registry_id: str | None = ENTRY) -> tuple
 
     grid = [cell(k, c, 100.0 * c * (3.0 if k == best_k else 1.0 + 0.1 * k)) for k in range(3) for c in LEVELS]
     confirmed = [next(x for x in grid if x.k == best_k and x.concurrency == c) for c in LEVELS]
-    measured = Measured(engine={"version": "0.32.0", "device": "cpu", "dtype": "float32"}, grid=grid,
-                        confirmed=confirmed, confirmed_timing=[TIMING] * len(LEVELS), confirmed_config={})
+    measured = Measured(
+        engine={"version": "0.32.0", "device": "cpu", "dtype": "float32"},
+        grid=grid,
+        confirmed=confirmed,
+        confirmed_timing=[TIMING] * len(LEVELS),
+        confirmed_config={},
+    )
     saved = tmp_path / f"tune-k{best_k}.json"
     saved.write_text(report(work, measured, LEVELS, registry_id=registry_id).model_dump_json())
     shown = run_inprocess("report", saved)

@@ -8,8 +8,18 @@ from conftest import EXAMPLE, assert_clean_failure, run_inprocess
 
 from eaglezoo.verify.acceptance import by_k_estimate, by_k_exact
 
-RUN = ["tiny-example-eagle31", "--prompts", EXAMPLE / "prompts.jsonl", "--max-prompts", "6", "--device", "cpu",
-       "--dtype", "float32", "--json"]
+RUN = [
+    "tiny-example-eagle31",
+    "--prompts",
+    EXAMPLE / "prompts.jsonl",
+    "--max-prompts",
+    "6",
+    "--device",
+    "cpu",
+    "--dtype",
+    "float32",
+    "--json",
+]
 
 
 @pytest.fixture(scope="module")

@@ -22,8 +22,25 @@ def converted(tmp_path_factory):
 
 def test_report_fields_and_report_file(converted, tmp_path):
     report = tmp_path / "r.json"
-    r = run_inprocess("verify", converted, "--target", EXAMPLE / "target", "--prompts", EXAMPLE / "prompts.jsonl",
-            "--max-prompts", "6", "--max-new-tokens", "32", "-k", "4", "--device", "auto", "--json", "--report", report)
+    r = run_inprocess(
+        "verify",
+        converted,
+        "--target",
+        EXAMPLE / "target",
+        "--prompts",
+        EXAMPLE / "prompts.jsonl",
+        "--max-prompts",
+        "6",
+        "--max-new-tokens",
+        "32",
+        "-k",
+        "4",
+        "--device",
+        "auto",
+        "--json",
+        "--report",
+        report,
+    )
     assert r.code == 0, r.err
     data = r.json()
     for key in (
@@ -51,8 +68,18 @@ def test_report_fields_and_report_file(converted, tmp_path):
 
 
 def test_text_report_and_gates(converted):
-    base = ["verify", converted, "--target", EXAMPLE / "target", "--prompts", EXAMPLE / "prompts.jsonl",
-            "--max-prompts", "4", "--max-new-tokens", "32"]
+    base = [
+        "verify",
+        converted,
+        "--target",
+        EXAMPLE / "target",
+        "--prompts",
+        EXAMPLE / "prompts.jsonl",
+        "--max-prompts",
+        "4",
+        "--max-new-tokens",
+        "32",
+    ]
     r = run_inprocess(*base, "--min-acceptance", "0.05,0.0,0.0", "--min-al", "1.0")
     assert r.code == 0 and "per-position acceptance" in r.out and "PASS" in r.out
     r = run_inprocess(*base, "--min-al", "3.9")
@@ -62,8 +89,11 @@ def test_text_report_and_gates(converted):
 
 
 def test_mismatched_targets(converted, tmp_path):
-    for kwargs, message in (({"hidden": 96}, "hidden_size"), ({"vocab": 2000, "hidden": 128}, "vocab_size"),
-                            ({"layers": 2, "hidden": 128, "vocab": 1024}, "outside the target")):
+    for kwargs, message in (
+        ({"hidden": 96}, "hidden_size"),
+        ({"vocab": 2000, "hidden": 128}, "vocab_size"),
+        ({"layers": 2, "hidden": 128, "vocab": 1024}, "outside the target"),
+    ):
         t = make_target(tmp_path / f"t{len(message)}", **kwargs)
         assert_clean_failure(run_inprocess("verify", converted, "--target", t), None, contains=message)
     assert_clean_failure(
@@ -74,14 +104,17 @@ def test_mismatched_targets(converted, tmp_path):
 
 
 def test_cuda_without_cuda(converted):
-    assert_clean_failure(run_inprocess("verify", converted, "--target", EXAMPLE / "target", "--device", "cuda"), None,
-                         contains="CUDA is not available")
+    assert_clean_failure(
+        run_inprocess("verify", converted, "--target", EXAMPLE / "target", "--device", "cuda"),
+        None,
+        contains="CUDA is not available",
+    )
 
 
 def no_site_python(folder) -> str:
     """An interpreter that finds no installed package (this one under -S): vLLM is absent, whatever is installed."""
     script = folder / "python-no-site"
-    script.write_text(f"#!/bin/sh\nexec {sys.executable} -S \"$@\"\n")
+    script.write_text(f'#!/bin/sh\nexec {sys.executable} -S "$@"\n')
     script.chmod(0o755)
     return str(script)
 
@@ -93,18 +126,31 @@ def not_python(folder) -> str:
     return str(script)
 
 
-@pytest.mark.parametrize("args,message", [
-    (["--device", "cuda:99"], "--device cuda:99"),  # no CUDA here, or fewer devices where there is
-    (["--engine", "vllm", "--engine-python", no_site_python], "cannot import vLLM"),
-    (["--engine", "vllm", "--engine-python", not_python], "is not a working Python interpreter (exit 3)"),
-    (["--engine", "vllm", "--data-parallel-size", "2"], "data parallel"),
-    (["--endpoint", "ftp://x"], "give an http:// or https:// URL"),
-    (["--endpoint", "http://127.0.0.1:{port}"], "cannot be reached"),
-    (["--dtype", "fp99"], "unknown --dtype 'fp99'"),
-    (["--prompts", "README.md"], "line 1 is not JSON"),
-    (["--dequantize-mxfp4"], "is not MXFP4-quantized"),  # the target's quantization, from its config alone
-], ids=["native-device", "interpreter", "not-python", "data-parallel", "endpoint-url", "endpoint-down", "dtype",
-        "prompts", "mxfp4"])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--device", "cuda:99"], "--device cuda:99"),  # no CUDA here, or fewer devices where there is
+        (["--engine", "vllm", "--engine-python", no_site_python], "cannot import vLLM"),
+        (["--engine", "vllm", "--engine-python", not_python], "is not a working Python interpreter (exit 3)"),
+        (["--engine", "vllm", "--data-parallel-size", "2"], "data parallel"),
+        (["--endpoint", "ftp://x"], "give an http:// or https:// URL"),
+        (["--endpoint", "http://127.0.0.1:{port}"], "cannot be reached"),
+        (["--dtype", "fp99"], "unknown --dtype 'fp99'"),
+        (["--prompts", "README.md"], "line 1 is not JSON"),
+        (["--dequantize-mxfp4"], "is not MXFP4-quantized"),  # the target's quantization, from its config alone
+    ],
+    ids=[
+        "native-device",
+        "interpreter",
+        "not-python",
+        "data-parallel",
+        "endpoint-url",
+        "endpoint-down",
+        "dtype",
+        "prompts",
+        "mxfp4",
+    ],
+)
 def test_settings_are_refused_before_the_drafter_is_read(tmp_path, args, message):
     """Cheap checks first: a drafter whose config cannot be read would otherwise be the error."""
     from support.net import free_port
@@ -126,16 +172,28 @@ def test_a_compare_refuses_either_sides_settings_before_a_runs(tmp_path):
     broken = tmp_path / "broken"
     broken.mkdir()
     (broken / "config.json").write_text("{not json")
-    r = run_inprocess("compare", broken, "tiny-example-eagle31", "--target", EXAMPLE / "target", "--engine-b", "vllm",
-            "--engine-python-b", tmp_path / "no-such-python")
+    r = run_inprocess(
+        "compare",
+        broken,
+        "tiny-example-eagle31",
+        "--target",
+        EXAMPLE / "target",
+        "--engine-b",
+        "vllm",
+        "--engine-python-b",
+        tmp_path / "no-such-python",
+    )
     assert_clean_failure(r, None, contains="no such executable")
 
 
-@pytest.mark.parametrize("content,message", [
-    ('{"prompt": "ok"}\n{not json\n', "line 2 is not JSON"),
-    ('{"text_missing": 1}\n', "line 1 needs a string field 'prompt'"),
-    ("", "no prompts"),
-])
+@pytest.mark.parametrize(
+    "content,message",
+    [
+        ('{"prompt": "ok"}\n{not json\n', "line 2 is not JSON"),
+        ('{"text_missing": 1}\n', "line 1 needs a string field 'prompt'"),
+        ("", "no prompts"),
+    ],
+)
 def test_malformed_prompts(converted, tmp_path, content, message):
     f = tmp_path / "p.jsonl"
     f.write_text(content)
@@ -147,8 +205,11 @@ def test_malformed_prompts(converted, tmp_path, content, message):
 def test_prompt_longer_than_the_drafters_context(converted, tmp_path):
     f = tmp_path / "long.jsonl"
     f.write_text(json.dumps({"prompt": "def function(argument): return value " * 400}) + "\n")
-    assert_clean_failure(run_inprocess("verify", converted, "--target", EXAMPLE / "target", "--prompts", f), None,
-                         contains="every prompt is too long for the context (1024 tokens)")
+    assert_clean_failure(
+        run_inprocess("verify", converted, "--target", EXAMPLE / "target", "--prompts", f),
+        None,
+        contains="every prompt is too long for the context (1024 tokens)",
+    )
     with f.open("a") as fh:
         fh.write(json.dumps({"prompt": "def add(a, b): return a + b"}) + "\n")
     r = run_inprocess("verify", converted, "--target", EXAMPLE / "target", "--prompts", f, "--json")

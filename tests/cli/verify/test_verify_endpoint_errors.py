@@ -24,8 +24,10 @@ def test_endpoint_that_is_down_or_answers_garbage():
         httpd.shutdown()
     assert_clean_failure(r, contains="did not answer with JSON")
     assert_clean_failure(run_inprocess("verify", "tiny-example-eagle31", "--endpoint", "ftp://x"), contains="http://")
-    assert_clean_failure(run_inprocess("verify", "tiny-example-eagle31", "--endpoint", "http://127.0.0.1:abc"),
-                         contains="cannot be reached")
+    assert_clean_failure(
+        run_inprocess("verify", "tiny-example-eagle31", "--endpoint", "http://127.0.0.1:abc"),
+        contains="cannot be reached",
+    )
     with socket.socket() as raw:  # a TCP server that is not HTTP
         raw.bind(("127.0.0.1", 0))
         raw.listen()
@@ -38,8 +40,13 @@ def test_endpoint_error_quoting_a_held_secret_hides_it():
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), QuotesASecret)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     try:
-        r = run_inprocess("verify", "tiny-example-eagle31", "--endpoint", f"http://127.0.0.1:{httpd.server_port}",
-                          env={"HF_TOKEN": SECRET})
+        r = run_inprocess(
+            "verify",
+            "tiny-example-eagle31",
+            "--endpoint",
+            f"http://127.0.0.1:{httpd.server_port}",
+            env={"HF_TOKEN": SECRET},
+        )
     finally:
         httpd.shutdown()
     assert_clean_failure(r, contains="bad key ***, try again")

@@ -36,16 +36,19 @@ def high_floors(tmp_path_factory):
 
 def test_a_part_of_the_set_is_compared_with_the_floors_not_gated(high_floors, tmp_path):
     page = tmp_path / "page.html"
-    r = run_inprocess("verify", ENTRY, "--registry", high_floors, "--max-prompts", "4", *FAST, "--json", "--html",
-                      page)
+    r = run_inprocess("verify", ENTRY, "--registry", high_floors, "--max-prompts", "4", *FAST, "--json", "--html", page)
     assert r.code == 0, r.err
     data = r.json()
     gate = data["gate"]
     assert gate["verdict"] == "compared, not gated" and gate["entry_floors"] == "compared"
     assert data["failures"] == [] and any("took 4 of the 36 rows" in w for w in gate["why_compared"])
     first = gate["checks"][0]
-    assert (first["what"], first["floor"], first["gated"], first["met"]) == ("acceptance at position 1", 0.99, False,
-                                                                               False)
+    assert (first["what"], first["floor"], first["gated"], first["met"]) == (
+        "acceptance at position 1",
+        0.99,
+        False,
+        False,
+    )
     assert first["difference"] == pytest.approx(data["acceptance_per_position"][0] - 0.99)
     assert data["prompt_set"]["taken"] == 4 and data["prompt_set"]["rows"] == 36
     html = page.read_text()
@@ -79,8 +82,12 @@ def test_a_floor_on_another_engine_or_a_changed_set_is_compared(tmp_path):
 
 def test_a_floor_that_names_its_set_gates_a_run_on_it(tmp_path):
     """A floor recorded on a suite, with the suite's hash: a whole run of the suite gates (here, passes)."""
-    reg = registry_with(tmp_path, per_position=[0.01, 0.0, 0.0], prompts="suite:robustness",
-                        prompts_sha256=prompts_sha256(suite_path("robustness")))
+    reg = registry_with(
+        tmp_path,
+        per_position=[0.01, 0.0, 0.0],
+        prompts="suite:robustness",
+        prompts_sha256=prompts_sha256(suite_path("robustness")),
+    )
     r = run_inprocess("verify", ENTRY, "--registry", reg, "--suite", "robustness", *FAST, "--json")
     assert r.code == 0, r.err
     assert r.json()["gate"]["verdict"] == "PASS" and r.json()["gate"]["entry_floors"] == "gated"
@@ -106,8 +113,9 @@ def test_a_rerun_of_a_native_verify_gives_the_same_counts():
     a, b = first.json(), second.json()
     for key in ("acceptance_per_position", "num_drafts", "num_accepted", "histogram", "mean_acceptance_length"):
         assert a[key] == b[key], key
-    assert [(p["index"], p["accepted"]) for p in a["per_prompt"]] == [(p["index"], p["accepted"])
-                                                                       for p in b["per_prompt"]]
+    assert [(p["index"], p["accepted"]) for p in a["per_prompt"]] == [
+        (p["index"], p["accepted"]) for p in b["per_prompt"]
+    ]
     assert a["reproduction"]["prompts_sha256"] == b["reproduction"]["prompts_sha256"]
 
 

@@ -11,13 +11,33 @@ from conftest import EXAMPLE, EXAMPLE_IDS, assert_clean_failure, run_cli, run_in
 from support.factory import make_drafter, make_mla_drafter, make_mxfp4_target, make_spec, quantized_copy
 
 DRAFTER = EXAMPLE / "eagle3-safeai"
-EXACT = ("per_prompt", "acceptance_per_position", "mean_acceptance_length", "num_drafts", "num_accepted", "histogram",
-         "all_positions", "target_distinct_token_ratio", "skipped_prompts")
+EXACT = (
+    "per_prompt",
+    "acceptance_per_position",
+    "mean_acceptance_length",
+    "num_drafts",
+    "num_accepted",
+    "histogram",
+    "all_positions",
+    "target_distinct_token_ratio",
+    "skipped_prompts",
+)
 
 
 def verify(run, target, *extra, drafter=DRAFTER, env=None):
-    return run("verify", drafter, "--target", target, "--prompts", EXAMPLE / "prompts.jsonl", "--device", "cpu",
-               *EXAMPLE_IDS, *extra, env=env)
+    return run(
+        "verify",
+        drafter,
+        "--target",
+        target,
+        "--prompts",
+        EXAMPLE / "prompts.jsonl",
+        "--device",
+        "cpu",
+        *EXAMPLE_IDS,
+        *extra,
+        env=env,
+    )
 
 
 def test_mla_drafter_is_refused_naming_the_engine_that_serves_it(tmp_path):
@@ -56,8 +76,10 @@ def test_mxfp4_target_is_never_dequantised_silently(tmp_path):
     r = verify(run_inprocess, target, "--max-prompts", "1")
     assert_clean_failure(r, contains="MXFP4-quantized")
     assert "--engine vllm" in r.err and "--dequantize-mxfp4" in r.err
-    assert_clean_failure(verify(run_inprocess, EXAMPLE / "target", "--max-prompts", "1", "--dequantize-mxfp4"),
-                         contains="not MXFP4-quantized")
+    assert_clean_failure(
+        verify(run_inprocess, EXAMPLE / "target", "--max-prompts", "1", "--dequantize-mxfp4"),
+        contains="not MXFP4-quantized",
+    )
     assert_clean_failure(
         verify(run_inprocess, target, "--dequantize-mxfp4", "--engine", "vllm"), contains="is for the native engine"
     )
@@ -91,11 +113,20 @@ def test_mxfp4_target_dequantised_on_request_and_said_in_the_report(tmp_path):
 
 
 # Formats transformers loads only with a package this machine may lack; where it has it, they are not covered here.
-NEEDS = {"fp8": ("accelerate", {"quant_method": "fp8", "fmt": "e4m3", "activation_scheme": "dynamic",
-                                "weight_block_size": [128, 128]}),
-         "compressed-tensors": ("compressed_tensors", {
-             "quant_method": "compressed-tensors", "format": "float-quantized",
-             "config_groups": {"group_0": {"targets": ["Linear"], "weights": {"num_bits": 8, "type": "float"}}}})}
+NEEDS = {
+    "fp8": (
+        "accelerate",
+        {"quant_method": "fp8", "fmt": "e4m3", "activation_scheme": "dynamic", "weight_block_size": [128, 128]},
+    ),
+    "compressed-tensors": (
+        "compressed_tensors",
+        {
+            "quant_method": "compressed-tensors",
+            "format": "float-quantized",
+            "config_groups": {"group_0": {"targets": ["Linear"], "weights": {"num_bits": 8, "type": "float"}}},
+        },
+    ),
+}
 
 
 @pytest.mark.parametrize("method", sorted(NEEDS))
@@ -103,7 +134,7 @@ def test_quantization_transformers_cannot_load_here_is_one_line(tmp_path, method
     run = run_cli  # PYTHONPATH's sitecustomize hides the package: a process of its own
     package, config = NEEDS[method]
     hide = tmp_path / "hide"  # where the package is installed (the gguf extra brings accelerate), hide it:
-    hide.mkdir()               # a None in sys.modules is what importlib.util.find_spec reports as absent
+    hide.mkdir()  # a None in sys.modules is what importlib.util.find_spec reports as absent
     (hide / "sitecustomize.py").write_text(f"import sys\nsys.modules[{package!r}] = None\n")
     target = quantized_copy(EXAMPLE / "target", tmp_path / "t", config)
     r = verify(run, target, "--max-prompts", "1", env={"PYTHONPATH": str(hide)})

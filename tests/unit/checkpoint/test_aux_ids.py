@@ -49,11 +49,17 @@ def test_resolution_matches_vllm():
     reason = skip_reason()
     if reason:
         pytest.skip(reason)
-    done = subprocess.run([str(VLLM_PY), "-c", RESOLVE], input=json.dumps(CONFIGS), capture_output=True, text=True, check=False,
-                          timeout=600)
+    done = subprocess.run(
+        [str(VLLM_PY), "-c", RESOLVE],
+        input=json.dumps(CONFIGS),
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=600,
+    )
     line = next((ln for ln in done.stdout.splitlines() if ln.startswith("RESULT ")), None)
     assert line is not None, done.stderr[-2000:]
-    engine = json.loads(line[len("RESULT "):])
+    engine = json.loads(line[len("RESULT ") :])
     ours = [None if (ids := aux_ids.engine_boundary_ids(c)) is None else list(ids) for c in CONFIGS]
     assert ours == engine
 
@@ -83,10 +89,16 @@ def test_v1_runner_resolution_matches_vllm():
     reason = skip_reason()
     if reason:
         pytest.skip(reason)
-    done = subprocess.run([str(VLLM_PY), "-c", RESOLVE_V1], input=json.dumps(V1_CONFIGS), capture_output=True,
-                          text=True, check=False, timeout=600)
+    done = subprocess.run(
+        [str(VLLM_PY), "-c", RESOLVE_V1],
+        input=json.dumps(V1_CONFIGS),
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=600,
+    )
     line = next((ln for ln in done.stdout.splitlines() if ln.startswith("RESULT ")), None)
     assert line is not None, done.stderr[-2000:]
-    engine = json.loads(line[len("RESULT "):])
+    engine = json.loads(line[len("RESULT ") :])
     ours = [None if (read := aux_ids.v1_ids(c)) is None else list(read[1]) for c in V1_CONFIGS]
     assert ours == engine

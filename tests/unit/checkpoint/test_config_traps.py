@@ -12,11 +12,22 @@ from eaglezoo.checkpoint.traps import RULES
 from eaglezoo.lint import lint_config
 
 CLEAN = {
-    "architectures": ["LlamaForCausalLMEagle3"], "model_type": "llama", "hidden_size": 256,
-    "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 64, "intermediate_size": 512,
-    "num_hidden_layers": 1, "rms_norm_eps": 1e-5, "vocab_size": 1000, "draft_vocab_size": 500,
-    "max_position_embeddings": 32768, "rope_theta": 500000.0, "torch_dtype": "bfloat16",
-    "tie_word_embeddings": False, "norm_before_residual": False,
+    "architectures": ["LlamaForCausalLMEagle3"],
+    "model_type": "llama",
+    "hidden_size": 256,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": 64,
+    "intermediate_size": 512,
+    "num_hidden_layers": 1,
+    "rms_norm_eps": 1e-5,
+    "vocab_size": 1000,
+    "draft_vocab_size": 500,
+    "max_position_embeddings": 32768,
+    "rope_theta": 500000.0,
+    "torch_dtype": "bfloat16",
+    "tie_word_embeddings": False,
+    "norm_before_residual": False,
     "eagle_config": {"eagle_aux_hidden_state_layer_ids": [1, 5, 9], "use_aux_hidden_state": True},
 }
 
@@ -27,8 +38,10 @@ def _without(key: str) -> dict:
 
 TRAPS = {  # code -> a config that sets it
     "aux-ids-top-level-only": {**_without("eagle_config"), "eagle_aux_hidden_state_layer_ids": [2, 6, 10]},
-    "aux-count-implicit": {**CLEAN, "eagle_config": {"eagle_aux_hidden_state_layer_ids": [1, 5, 9, 11],
-                                                     "use_aux_hidden_state": True}},
+    "aux-count-implicit": {
+        **CLEAN,
+        "eagle_config": {"eagle_aux_hidden_state_layer_ids": [1, 5, 9, 11], "use_aux_hidden_state": True},
+    },
     "use-aux-unstated": {**CLEAN, "eagle_config": {"eagle_aux_hidden_state_layer_ids": [1, 5, 9]}},
     "draft-vocab-full": _without("draft_vocab_size"),
     "target-hidden-redundant": {**CLEAN, "target_hidden_size": 256},
@@ -53,14 +66,35 @@ TRAPS = {  # code -> a config that sets it
 
 
 def speculators(**top) -> dict:
-    layer = {k: CLEAN[k] for k in ("model_type", "hidden_size", "num_attention_heads", "num_key_value_heads",
-                                   "head_dim", "intermediate_size", "num_hidden_layers", "rms_norm_eps", "vocab_size",
-                                   "max_position_embeddings", "rope_theta")}
+    layer = {
+        k: CLEAN[k]
+        for k in (
+            "model_type",
+            "hidden_size",
+            "num_attention_heads",
+            "num_key_value_heads",
+            "head_dim",
+            "intermediate_size",
+            "num_hidden_layers",
+            "rms_norm_eps",
+            "vocab_size",
+            "max_position_embeddings",
+            "rope_theta",
+        )
+    }
     verifier = {"name_or_path": top.pop("verifier", "org/target"), "architectures": ["LlamaForCausalLM"]}
-    return {"architectures": ["Eagle3Speculator"], "speculators_model_type": "eagle3", "draft_vocab_size": 500,
-            "eagle_aux_hidden_state_layer_ids": [2, 6, 10], "norm_before_residual": False, "torch_dtype": "bfloat16",
-            "tie_word_embeddings": False, "transformer_layer_config": layer,
-            "speculators_config": {"algorithm": "eagle3", "verifier": verifier}, **top}
+    return {
+        "architectures": ["Eagle3Speculator"],
+        "speculators_model_type": "eagle3",
+        "draft_vocab_size": 500,
+        "eagle_aux_hidden_state_layer_ids": [2, 6, 10],
+        "norm_before_residual": False,
+        "torch_dtype": "bfloat16",
+        "tie_word_embeddings": False,
+        "transformer_layer_config": layer,
+        "speculators_config": {"algorithm": "eagle3", "verifier": verifier},
+        **top,
+    }
 
 
 TRAPS["speculators-3.1-variant"] = speculators(norm_before_fc=True, norm_output=True, fc_norm=False)
@@ -115,9 +149,18 @@ def test_a_template_against_its_target(tmp_path):
     """The config level still checks the drafter against the target: ids past the target's depth are an error."""
     target = tmp_path / "target"
     target.mkdir()
-    (target / "config.json").write_text(json.dumps({"architectures": ["LlamaForCausalLM"], "model_type": "llama",
-                                                    "hidden_size": 256, "num_hidden_layers": 8, "vocab_size": 1000,
-                                                    "num_attention_heads": 4}))
+    (target / "config.json").write_text(
+        json.dumps(
+            {
+                "architectures": ["LlamaForCausalLM"],
+                "model_type": "llama",
+                "hidden_size": 256,
+                "num_hidden_layers": 8,
+                "vocab_size": 1000,
+                "num_attention_heads": 4,
+            }
+        )
+    )
     path = tmp_path / "template.json"
     path.write_text(json.dumps(CLEAN))
     r = run_inprocess("lint", path, "--target", target)
@@ -126,8 +169,17 @@ def test_a_template_against_its_target(tmp_path):
 
 def test_a_config_file_that_is_not_a_drafter(tmp_path):
     path = tmp_path / "config.json"
-    path.write_text(json.dumps({"architectures": ["Qwen3ForCausalLM"], "hidden_size": 64, "vocab_size": 10,
-                                "num_attention_heads": 2, "num_hidden_layers": 4}))
+    path.write_text(
+        json.dumps(
+            {
+                "architectures": ["Qwen3ForCausalLM"],
+                "hidden_size": 64,
+                "vocab_size": 10,
+                "num_attention_heads": 2,
+                "num_hidden_layers": 4,
+            }
+        )
+    )
     r = run_inprocess("lint", path)
     assert r.code == 1 and "not-a-drafter" in r.out and "--target" in r.out
 
@@ -141,18 +193,31 @@ def test_a_config_file_that_is_not_json(tmp_path):
 def _target(tmp_path, **keys):
     target = tmp_path / "target"
     target.mkdir(exist_ok=True)
-    (target / "config.json").write_text(json.dumps({"architectures": ["LlamaForCausalLM"], "model_type": "llama",
-                                                    "hidden_size": 256, "num_hidden_layers": 16, "vocab_size": 1000,
-                                                    "num_attention_heads": 4, **keys}))
+    (target / "config.json").write_text(
+        json.dumps(
+            {
+                "architectures": ["LlamaForCausalLM"],
+                "model_type": "llama",
+                "hidden_size": 256,
+                "num_hidden_layers": 16,
+                "vocab_size": 1000,
+                "num_attention_heads": 4,
+                **keys,
+            }
+        )
+    )
     return target
 
 
-@pytest.mark.parametrize("target_keys, config, code, expected", [
-    ({"rope_theta": 10000.0}, _without("rope_theta"), "rope-theta-unstated", False),
-    ({"rope_theta": 500000.0}, _without("rope_theta"), "rope-theta-unstated", True),
-    ({"max_position_embeddings": 2048}, {**CLEAN, "max_position_embeddings": 2048}, "context-short", False),
-    ({"max_position_embeddings": 131072}, CLEAN, "context-short", True),
-])
+@pytest.mark.parametrize(
+    "target_keys, config, code, expected",
+    [
+        ({"rope_theta": 10000.0}, _without("rope_theta"), "rope-theta-unstated", False),
+        ({"rope_theta": 500000.0}, _without("rope_theta"), "rope-theta-unstated", True),
+        ({"max_position_embeddings": 2048}, {**CLEAN, "max_position_embeddings": 2048}, "context-short", False),
+        ({"max_position_embeddings": 131072}, CLEAN, "context-short", True),
+    ],
+)
 def test_traps_against_the_target(tmp_path, target_keys, config, code, expected):
     """With the target known, a drafter matching it sets no trap; one falling short of it does, naming its value."""
     path = tmp_path / "config.json"

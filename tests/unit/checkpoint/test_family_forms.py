@@ -44,7 +44,9 @@ def test_round_trips_are_byte_identical(tmp_path, family):
     assert read_drafter(tmp_path / "spec").dialect == SPECULATORS[family]
     assert set(record["renames"]) == set() and record["drops"] == {}
     convert(tmp_path / "spec", tmp_path / "back", "native")
-    assert json.loads((tmp_path / "back" / "config.json").read_text()) == json.loads((native / "config.json").read_text())
+    assert json.loads((tmp_path / "back" / "config.json").read_text()) == json.loads(
+        (native / "config.json").read_text()
+    )
     assert tensors(tmp_path / "back") == tensors(native)
     convert(tmp_path / "back", tmp_path / "spec2", "speculators")
     for name in ("config.json", "model.safetensors"):
@@ -64,6 +66,7 @@ def test_a_tensor_the_family_lacks_is_refused(tmp_path):
 
     folder = F.zlab_dflash(tmp_path / "n")
     from safetensors.torch import load_file
+
     t = load_file(str(folder / "model.safetensors"))
     t["stray.weight"] = torch.zeros(2)
     save_file(t, str(folder / "model.safetensors"))
@@ -72,19 +75,35 @@ def test_a_tensor_the_family_lacks_is_refused(tmp_path):
 
 
 def test_deepspec_eagle3_reads_as_eagle3(tmp_path):
-    cfg = {"architectures": ["Qwen3Eagle3Model"], **F.BODY, "target_layer_ids": [0, 1, 2, 3, 4], "ttt_length": 7,
-           "num_target_layers": 8, "draft_num_hidden_layers": 1, "draft_vocab_size": F.VOCAB}
+    cfg = {
+        "architectures": ["Qwen3Eagle3Model"],
+        **F.BODY,
+        "target_layer_ids": [0, 1, 2, 3, 4],
+        "ttt_length": 7,
+        "num_target_layers": 8,
+        "draft_num_hidden_layers": 1,
+        "draft_vocab_size": F.VOCAB,
+    }
     (tmp_path / "config.json").write_text(json.dumps(cfg))
     d = read_config(tmp_path / "config.json")
     assert (d.dialect, d.spec.family, d.spec.aux.boundary()) == ("deepspec-eagle3", "eagle3", [1, 2, 3, 4, 5])
 
 
-@pytest.mark.parametrize("cfg,what", [
-    ({"architectures": ["DeepseekV4ForCausalLM"], "dspark_block_size": 5, "dspark_target_layer_ids": [58, 59, 60]},
-     "DSpark heads inside"),
-    ({"speculators_model_type": "mtp", "architectures": ["MTPSpeculator"]}, "MTP head"),
-    ({"architectures": ["Qwen3ForCausalLM"], "pard_token": 151669}, "PARD"),
-])
+@pytest.mark.parametrize(
+    "cfg,what",
+    [
+        (
+            {
+                "architectures": ["DeepseekV4ForCausalLM"],
+                "dspark_block_size": 5,
+                "dspark_target_layer_ids": [58, 59, 60],
+            },
+            "DSpark heads inside",
+        ),
+        ({"speculators_model_type": "mtp", "architectures": ["MTPSpeculator"]}, "MTP head"),
+        ({"architectures": ["Qwen3ForCausalLM"], "pard_token": 151669}, "PARD"),
+    ],
+)
 def test_other_decoders_are_named_not_read(tmp_path, cfg, what):
     (tmp_path / "config.json").write_text(json.dumps(cfg))
     with pytest.raises(EaglezooError) as exc:

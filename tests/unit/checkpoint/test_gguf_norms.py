@@ -24,8 +24,9 @@ def both(states: list[torch.Tensor], weights: list[torch.Tensor], eps: float) ->
 
 
 def test_fc_norm_is_not_norm_before_fc():
-    drafter = read_drafter(EXAMPLE / "eagle31-safeai", None,
-                           ReadOptions(aux_layers=(2, 3, 4), aux_convention="boundary"))
+    drafter = read_drafter(
+        EXAMPLE / "eagle31-safeai", None, ReadOptions(aux_layers=(2, 3, 4), aux_convention="boundary")
+    )
     weights = [drafter.load(f"fc_norm.{j}.weight").float() for j in range(3)]
     torch.manual_seed(0)
     # the residual stream grows with depth: states of different scale, as a target's layers 2, 3 and 4 give

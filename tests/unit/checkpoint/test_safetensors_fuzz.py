@@ -25,9 +25,13 @@ from eaglezoo.checkpoint.st_header import ST_DTYPES, TensorRef, read_safetensors
 from eaglezoo.checkpoint.st_writer import OutTensor, safetensors_header
 
 CODES = sorted(ST_DTYPES)
-FUZZ = dict(deadline=None, derandomize=True, database=None,
-            suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-BIG_DIMS = [2 ** 32, 2 ** 62, 2 ** 63 - 1, 2 ** 63, 2 ** 64 - 1]
+FUZZ = dict(
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+BIG_DIMS = [2**32, 2**62, 2**63 - 1, 2**63, 2**64 - 1]
 MAX_DATA = 4096
 
 
@@ -41,13 +45,40 @@ def scratch(tmp_path_factory):
 
 
 number_tokens = st.one_of(
-    st.integers(-2 ** 70, 2 ** 70).map(str),
+    st.integers(-(2**70), 2**70).map(str),
     st.floats(allow_nan=False, allow_infinity=False).map(repr),
-    st.builds(lambda digits, exp: f"{digits}e{exp}", st.integers(1, 10 ** 25), st.integers(250, 330)),
-    st.sampled_from(["-0", "0.0", "-0.0", "1.0", "1e0", "1E+2", "18446744073709551615", "18446744073709551616",
-                     "1.7976931348623157e308", "1.7976931348623158e308", "1e309", "-1e309", "1e-400",
-                     "0e99999999999", "1e2147483647", "1e-2147483648", "0.000001e313", "1" * 400, "1" * 5000,
-                     "9" * 30 + ".5e280", "01", "1.", ".5", "+1", "NaN", "Infinity", "-Infinity"]),
+    st.builds(lambda digits, exp: f"{digits}e{exp}", st.integers(1, 10**25), st.integers(250, 330)),
+    st.sampled_from(
+        [
+            "-0",
+            "0.0",
+            "-0.0",
+            "1.0",
+            "1e0",
+            "1E+2",
+            "18446744073709551615",
+            "18446744073709551616",
+            "1.7976931348623157e308",
+            "1.7976931348623158e308",
+            "1e309",
+            "-1e309",
+            "1e-400",
+            "0e99999999999",
+            "1e2147483647",
+            "1e-2147483648",
+            "0.000001e313",
+            "1" * 400,
+            "1" * 5000,
+            "9" * 30 + ".5e280",
+            "01",
+            "1.",
+            ".5",
+            "+1",
+            "NaN",
+            "Infinity",
+            "-Infinity",
+        ]
+    ),
 )
 escapes = st.one_of(
     st.sampled_from(["\\n", '\\"', "\\\\", "\\/", "\\b", "\\f", "\\r", "\\t", "\\x", "\\u00e9", "\\u12"]),
@@ -55,7 +86,8 @@ escapes = st.one_of(
     st.just("\\uD83D\\uDE00"),
 )
 string_tokens = st.lists(st.one_of(st.characters(exclude_characters='"\\'), escapes), max_size=4).map(
-    lambda parts: '"' + "".join(parts) + '"')
+    lambda parts: '"' + "".join(parts) + '"'
+)
 scalar_tokens = st.one_of(number_tokens, string_tokens, st.sampled_from(["true", "false", "null"]))
 nested_tokens = st.one_of(  # inside a tensor entry (depth 2), serde_json allows 125 more levels
     st.integers(118, 128).map(lambda depth: "[" * depth + "]" * depth),
@@ -65,16 +97,22 @@ nested_tokens = st.one_of(  # inside a tensor entry (depth 2), serde_json allows
 json_values = st.one_of(
     scalar_tokens,
     nested_tokens,
-    st.recursive(scalar_tokens, lambda inner: st.one_of(
-        st.lists(inner, max_size=3).map(lambda items: "[" + ",".join(items) + "]"),
-        st.lists(st.tuples(string_tokens, inner), max_size=3).map(
-            lambda pairs: "{" + ",".join(f"{k}:{v}" for k, v in pairs) + "}")), max_leaves=6),
+    st.recursive(
+        scalar_tokens,
+        lambda inner: st.one_of(
+            st.lists(inner, max_size=3).map(lambda items: "[" + ",".join(items) + "]"),
+            st.lists(st.tuples(string_tokens, inner), max_size=3).map(
+                lambda pairs: "{" + ",".join(f"{k}:{v}" for k, v in pairs) + "}"
+            ),
+        ),
+        max_leaves=6,
+    ),
 )
 dims = st.sampled_from([0, 1, 2, 3, 4] * 8 + BIG_DIMS)
 odd_dtypes = st.one_of(
     st.sampled_from(CODES + ["Q7", "f32", "F32 ", ""]).map(json.dumps),
     st.sampled_from(CODES).map(lambda code: f'{{"{code}":null}}'),
-    st.sampled_from(['{"F32":{}}', '{"F32":1}', '{"F32":null,"F16":null}', '{}', '["F32"]']),
+    st.sampled_from(['{"F32":{}}', '{"F32":1}', '{"F32":null,"F16":null}', "{}", '["F32"]']),
     json_values,
 )
 odd_lists = st.one_of(
@@ -109,7 +147,7 @@ class Draft:
         text = self.lead + "{" + ",".join(items) + "}" + self.trail
         header = text.encode("utf-8", "surrogatepass")  # a lone surrogate character: invalid UTF-8
         length = len(header) if self.length is None else self.length
-        return struct.pack("<Q", length % 2 ** 64) + header + self.data
+        return struct.pack("<Q", length % 2**64) + header + self.data
 
 
 def bit_size(code: str, shape: list[int]) -> int:
@@ -121,17 +159,25 @@ def bit_size(code: str, shape: list[int]) -> int:
 
 @st.composite
 def valid_drafts(draw) -> Draft:
-    specs = draw(st.lists(st.tuples(st.text(max_size=4), st.sampled_from(CODES), st.lists(dims, max_size=3)),
-                          max_size=4, unique_by=lambda spec: spec[0]))
+    specs = draw(
+        st.lists(
+            st.tuples(st.text(max_size=4), st.sampled_from(CODES), st.lists(dims, max_size=3)),
+            max_size=4,
+            unique_by=lambda spec: spec[0],
+        )
+    )
     offsets, position = {}, 0
     for i in draw(st.permutations(range(len(specs)))):
         size = bit_size(specs[i][1], specs[i][2]) // 8
         offsets[i], position = [position, position + size], position + size
     data = draw(st.binary(min_size=position, max_size=position)) if position <= MAX_DATA else b"\0" * 16
-    entries = [[name, [["dtype", json.dumps(code)], ["shape", json.dumps(shape)],
-                       ["data_offsets", json.dumps(offsets[i])]]] for i, (name, code, shape) in enumerate(specs)]
-    metadata = draw(st.lists(st.dictionaries(st.text(max_size=4), st.text(max_size=4), max_size=3).map(json.dumps),
-                             max_size=1))
+    entries = [
+        [name, [["dtype", json.dumps(code)], ["shape", json.dumps(shape)], ["data_offsets", json.dumps(offsets[i])]]]
+        for i, (name, code, shape) in enumerate(specs)
+    ]
+    metadata = draw(
+        st.lists(st.dictionaries(st.text(max_size=4), st.text(max_size=4), max_size=3).map(json.dumps), max_size=1)
+    )
     return Draft(entries, data, metadata)
 
 
@@ -193,7 +239,7 @@ def shift_offsets(draw, draft: Draft) -> None:
 def edit_data(draw, draft: Draft) -> None:
     at = draw(st.integers(0, len(draft.data)))
     cut = draw(st.integers(0, 8))
-    draft.data = draft.data[:at] + draw(st.binary(max_size=8)) + draft.data[at + cut:]
+    draft.data = draft.data[:at] + draw(st.binary(max_size=8)) + draft.data[at + cut :]
 
 
 def set_field(draw, draft: Draft) -> None:
@@ -238,12 +284,25 @@ def junk_around_header(draw, draft: Draft) -> None:
 
 def wrong_length(draw, draft: Draft) -> None:
     true_length = len(draft.to_bytes()) - 8 - len(draft.data)
-    draft.length = draw(st.one_of(st.integers(-3, 3).map(lambda d: max(0, true_length + d)),
-                                  st.sampled_from([0, 100_000_000, 100_000_001, 2 ** 63, 2 ** 64 - 1])))
+    draft.length = draw(
+        st.one_of(
+            st.integers(-3, 3).map(lambda d: max(0, true_length + d)),
+            st.sampled_from([0, 100_000_000, 100_000_001, 2**63, 2**64 - 1]),
+        )
+    )
 
 
-BREAKAGES = [shift_offsets, edit_data, set_field, drop_or_repeat_field, junk_entry, repeat_name, odd_metadata,
-             junk_around_header, wrong_length]
+BREAKAGES = [
+    shift_offsets,
+    edit_data,
+    set_field,
+    drop_or_repeat_field,
+    junk_entry,
+    repeat_name,
+    odd_metadata,
+    junk_around_header,
+    wrong_length,
+]
 
 
 @st.composite
@@ -268,9 +327,13 @@ def test_eaglezoo_reads_exactly_what_the_library_loads(raw, scratch):
 
 borderline_numbers = st.one_of(
     number_tokens,
-    st.builds(lambda sign, whole, fraction, exp: f"{sign}{whole}{fraction}{exp}", st.sampled_from(["", "-"]),
-              st.integers(0, 2 ** 70).map(str), st.one_of(st.just(""), st.integers(0, 10 ** 30).map(lambda f: f".{f}")),
-              st.one_of(st.just(""), st.integers(-340, 340).map(lambda e: f"e{e}"))),
+    st.builds(
+        lambda sign, whole, fraction, exp: f"{sign}{whole}{fraction}{exp}",
+        st.sampled_from(["", "-"]),
+        st.integers(0, 2**70).map(str),
+        st.one_of(st.just(""), st.integers(0, 10**30).map(lambda f: f".{f}")),
+        st.one_of(st.just(""), st.integers(-340, 340).map(lambda e: f"e{e}")),
+    ),
 )
 
 
@@ -281,14 +344,21 @@ def test_numbers_as_serde_json_reads_them(number, scratch):
 
 
 @settings(max_examples=500, **FUZZ)
-@given(raw=st.one_of(st.binary(max_size=40), st.builds(lambda n, rest: struct.pack("<Q", n) + rest,
-                                                       st.integers(0, 48), st.binary(max_size=48))))
+@given(
+    raw=st.one_of(
+        st.binary(max_size=40),
+        st.builds(lambda n, rest: struct.pack("<Q", n) + rest, st.integers(0, 48), st.binary(max_size=48)),
+    )
+)
 def test_arbitrary_bytes(raw, scratch):
     assert_same_verdict(raw, scratch)
 
 
-tensor_specs = st.lists(st.tuples(st.text(max_size=6), st.sampled_from(CODES), st.lists(st.integers(0, 4), max_size=3)),
-                        max_size=5, unique_by=lambda spec: spec[0])
+tensor_specs = st.lists(
+    st.tuples(st.text(max_size=6), st.sampled_from(CODES), st.lists(st.integers(0, 4), max_size=3)),
+    max_size=5,
+    unique_by=lambda spec: spec[0],
+)
 
 
 @settings(max_examples=300, **FUZZ)

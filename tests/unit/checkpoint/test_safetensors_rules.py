@@ -31,15 +31,30 @@ RULES = {
     'dtype as {"F32": null}': ("loads", one(dtype='{"F32":null}')),
     "unknown entry fields ignored, even repeated": ("loads", one(extra=',"x":1,"x":[{}]')),
     "scalar": ("loads", one(shape="[]")),
-    "empty tensors share an offset": ("loads", sf(header_of(a=entry(shape="[0]", offsets="[0,0]"),
-                                                           b=entry(shape="[0,3]", offsets="[0,0]"), c=entry()),
-                                                 b"\0" * 4)),
-    "dims past int64 with no elements, where torch can shape them": ("loads", one(
-        b"", shape=f"[0,{2 ** 63 - 1},{2 ** 63 - 1}]", offsets="[0,0]")),
+    "empty tensors share an offset": (
+        "loads",
+        sf(
+            header_of(a=entry(shape="[0]", offsets="[0,0]"), b=entry(shape="[0,3]", offsets="[0,0]"), c=entry()),
+            b"\0" * 4,
+        ),
+    ),
+    "dims past int64 with no elements, where torch can shape them": (
+        "loads",
+        one(b"", shape=f"[0,{2**63 - 1},{2**63 - 1}]", offsets="[0,0]"),
+    ),
     "F4: two values a byte": ("loads", one(b"\0" * 3, dtype='"F4"', shape="[3,2]", offsets="[0,3]")),
-    "F8_E8M0, FNUZ, C64, U64": ("loads", sf(header_of(**{
-        code: entry(dtype=f'"{code}"', shape=f"[{count}]", offsets=f"[{8 * i},{8 * i + 8}]")
-        for i, (code, count) in enumerate(SCALES)}), b"\0" * 32)),
+    "F8_E8M0, FNUZ, C64, U64": (
+        "loads",
+        sf(
+            header_of(
+                **{
+                    code: entry(dtype=f'"{code}"', shape=f"[{count}]", offsets=f"[{8 * i},{8 * i + 8}]")
+                    for i, (code, count) in enumerate(SCALES)
+                }
+            ),
+            b"\0" * 32,
+        ),
+    ),
     "a surrogate pair escape": ("loads", sf('{"__metadata__":{"f":"\\ud83d\\ude00"}}')),
     "127 levels of nesting": ("loads", one(extra=nested(125))),
     "a number that underflows": ("loads", one(extra=',"x":1e-400')),
@@ -71,7 +86,7 @@ RULES = {
     "shape [-1]": ("refused", one(shape="[-1]")),
     "shape [1.0]": ("refused", one(shape="[1.0]")),
     "shape [-0]": ("refused", one(b"", shape="[-0]", offsets="[0,0]")),
-    "shape [2**64, 0]": ("refused", one(b"", shape=f"[{2 ** 64},0]", offsets="[0,0]")),
+    "shape [2**64, 0]": ("refused", one(b"", shape=f"[{2**64},0]", offsets="[0,0]")),
     "shape [true]": ("refused", one(shape="[true]")),
     "three data_offsets": ("refused", one(offsets="[0,4,4]")),
     "an entry list of four": ("refused", sf('{"a":["F32",[1],[0,4],1]}', b"\0" * 4)),
@@ -83,15 +98,16 @@ RULES = {
     "truncated data": ("refused", one(b"\0" * 3)),
     "offsets that end before they begin": ("refused", one(offsets="[4,0]")),
     "bytes that do not match the shape": ("refused", one(shape="[2]")),
-    "an element count past 64 bits before a zero": ("refused", one(b"", shape=f"[{2 ** 32},{2 ** 32},0]",
-                                                                   offsets="[0,0]")),
-    "a bit count past 64 bits": ("refused", one(b"", shape=f"[{2 ** 62}]", offsets="[0,0]")),
-    "a sub-byte dtype that does not fill whole bytes": ("refused", one(b"\0", dtype='"F4"', shape="[3]",
-                                                                       offsets="[0,1]")),
+    "an element count past 64 bits before a zero": ("refused", one(b"", shape=f"[{2**32},{2**32},0]", offsets="[0,0]")),
+    "a bit count past 64 bits": ("refused", one(b"", shape=f"[{2**62}]", offsets="[0,0]")),
+    "a sub-byte dtype that does not fill whole bytes": (
+        "refused",
+        one(b"\0", dtype='"F4"', shape="[3]", offsets="[0,1]"),
+    ),
     # tensors torch cannot hold: the header reads, the tensor does not
     "F6 (torch has no such dtype)": ("unloadable", one(b"\0" * 3, dtype='"F6_E2M3"', shape="[4]", offsets="[0,3]")),
     "F4 with an odd last dimension": ("unloadable", one(b"\0" * 3, dtype='"F4"', shape="[2,3]", offsets="[0,3]")),
-    "a dimension past int64": ("unloadable", one(b"", shape=f"[{2 ** 63},0]", offsets="[0,0]")),
+    "a dimension past int64": ("unloadable", one(b"", shape=f"[{2**63},0]", offsets="[0,0]")),
 }
 
 
@@ -110,17 +126,25 @@ def test_a_repeated_tensor_name_is_refused_though_the_library_keeps_the_last(scr
 
 
 MESSAGES = [
-    (sf(header_of(a=entry(offsets="[0,4]"), b=entry(offsets="[16,20]")), b"\0" * 20),
-     "model.safetensors: tensors 'a' and 'b' leave a gap of 12 bytes at offset 4"),
+    (
+        sf(header_of(a=entry(offsets="[0,4]"), b=entry(offsets="[16,20]")), b"\0" * 20),
+        "model.safetensors: tensors 'a' and 'b' leave a gap of 12 bytes at offset 4",
+    ),
     (one(b"\0" * 11), "model.safetensors: 7 trailing bytes after the last tensor"),
     (sf('{"x":' + entry() + ',"x":' + entry() + "}", b"\0" * 4), "model.safetensors: tensor name 'x' appears twice"),
     (sf('{"__metadata__":{"format":1}}'), "model.safetensors: __metadata__ value for 'format' is not a string"),
-    (sf("[" * 3000 + "]" * 3000), "model.safetensors: safetensors header is not valid JSON (nested deeper than 127 "
-                                  "levels)"),
-    (one(dtype='"F6_E3M2"', shape="[4]", offsets="[0,3]", data=b"\0" * 3),
-     "model.safetensors: tensor 'a' is F6_E3M2, which torch has no dtype for"),
-    (one(dtype='"BF16"', shape=f"[0,2,{2 ** 62}]", offsets="[0,0]", data=b""),  # empty, but its strides overflow
-     f"model.safetensors: tensor 'a' has shape [0, 2, {2 ** 62}], whose strides torch cannot lay out"),
+    (
+        sf("[" * 3000 + "]" * 3000),
+        "model.safetensors: safetensors header is not valid JSON (nested deeper than 127 levels)",
+    ),
+    (
+        one(dtype='"F6_E3M2"', shape="[4]", offsets="[0,3]", data=b"\0" * 3),
+        "model.safetensors: tensor 'a' is F6_E3M2, which torch has no dtype for",
+    ),
+    (
+        one(dtype='"BF16"', shape=f"[0,2,{2**62}]", offsets="[0,0]", data=b""),  # empty, but its strides overflow
+        f"model.safetensors: tensor 'a' has shape [0, 2, {2**62}], whose strides torch cannot lay out",
+    ),
 ]
 
 
@@ -129,5 +153,5 @@ def test_refusals_name_the_file_and_the_tensor(raw, message):
     with pytest.raises(BadInput) as refused:
         header = read_safetensors_header(lambda start, end: raw[start:end], len(raw), Path("model.safetensors"))
         for ref in header.refs.values():
-            tensor_from_bytes(ref, bytearray(raw[ref.start:ref.end]))
+            tensor_from_bytes(ref, bytearray(raw[ref.start : ref.end]))
     assert str(refused.value) == message

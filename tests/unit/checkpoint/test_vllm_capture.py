@@ -10,8 +10,9 @@ NESTED = {"eagle_config": {"eagle_aux_hidden_state_layer_ids": [1, 2, 3]}}
 
 def test_the_top_level_ids_win_whatever_the_dialect():
     """The SafeAILab folder with doctor's fix: vLLM logged (2, 3, 4)."""
-    (capture,) = vllm_captures({"architectures": ["LlamaForCausalLM"], "eagle_aux_hidden_state_layer_ids": [2, 3, 4]},
-                               4)
+    (capture,) = vllm_captures(
+        {"architectures": ["LlamaForCausalLM"], "eagle_aux_hidden_state_layer_ids": [2, 3, 4]}, 4
+    )
     assert (capture.runners, capture.layers, capture.fits) == (("V1", "V2"), [2, 3, 4], True)
 
 

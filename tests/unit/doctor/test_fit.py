@@ -15,8 +15,10 @@ def test_fit_from_the_files(tmp_path):
     named = fingerprint(EXAMPLE / "target")
     copy = shutil.copytree(EXAMPLE / "target", tmp_path / "copy")
     assert classify(fingerprint(copy), named) == ("fits", [])
-    assert classify(fingerprint(faults.fine_tuned(EXAMPLE / "target", tmp_path / "ft")), named) == \
-        ("fine-tuned", ["weights"])
+    assert classify(fingerprint(faults.fine_tuned(EXAMPLE / "target", tmp_path / "ft")), named) == (
+        "fine-tuned",
+        ["weights"],
+    )
     faults.edit_config(copy, lambda c: c.update(quantization_config={"quant_method": "fp8"}))
     assert classify(fingerprint(copy), named)[0] == "quantized"
     faults.edit_config(copy, lambda c: c.update(num_hidden_layers=c["num_hidden_layers"] + 1))

@@ -10,14 +10,27 @@ from eaglezoo.doctor.verdict import Evidence, judge, undrafted
 
 
 def measured(source: str, length: float, rates=(0.6, 0.4, 0.2), spread: float = 0.1) -> Acceptance:
-    return Acceptance(source=source, mean_acceptance_length=length, interval=[length - spread, length + spread],
-                      per_position=list(rates), prompts=12, drafts=100)
+    return Acceptance(
+        source=source,
+        mean_acceptance_length=length,
+        interval=[length - spread, length + spread],
+        per_position=list(rates),
+        prompts=12,
+        drafts=100,
+    )
 
 
 def evidence(server: float, trials: dict, suspects=(), floors=None, entry_prompts=True, requests=(), k_table=None):
-    return Evidence(server=measured("server", server), requests=list(requests),
-                    trials={s: measured(s, v) for s, v in trials.items()}, suspects=list(suspects), floors=floors,
-                    entry_prompts=entry_prompts, k_zero=[r for r in k_table or [] if r[2] == 0], k_table=k_table)
+    return Evidence(
+        server=measured("server", server),
+        requests=list(requests),
+        trials={s: measured(s, v) for s, v in trials.items()},
+        suspects=list(suspects),
+        floors=floors,
+        entry_prompts=entry_prompts,
+        k_zero=[r for r in k_table or [] if r[2] == 0],
+        k_table=k_table,
+    )
 
 
 AUX = Suspect("aux-ids-default", "engine-config", "ids", "set ids", fixed=object())
@@ -25,8 +38,11 @@ FLAGS = Suspect("norm-flags-dropped", "engine-config", "flags", "set flags", fix
 
 
 def test_the_fix_that_restores_is_the_cause():
-    e = evidence(1.7, {"as served": 1.7, "fix: aux-ids-default": 1.75, "fix: norm-flags-dropped": 2.25,
-                       "reference": 2.26}, [AUX, FLAGS])
+    e = evidence(
+        1.7,
+        {"as served": 1.7, "fix: aux-ids-default": 1.75, "fix: norm-flags-dropped": 2.25, "reference": 2.26},
+        [AUX, FLAGS],
+    )
     verdict, summary, findings, _ = judge(e)
     assert verdict == "engine-config" and summary == "flags"
     assert [(f.cause, f.confirmed) for f in findings] == [("norm-flags-dropped", True), ("aux-ids-default", False)]
@@ -34,8 +50,9 @@ def test_the_fix_that_restores_is_the_cause():
 
 
 def test_no_suspect_and_the_server_at_the_reference_is_healthy():
-    verdict, summary, findings, notes = judge(evidence(2.25, {"as served": 2.25, "reference": 2.26},
-                                                       floors=[0.5, 0.3, 0.2]))
+    verdict, summary, findings, notes = judge(
+        evidence(2.25, {"as served": 2.25, "reference": 2.26}, floors=[0.5, 0.3, 0.2])
+    )
     assert (verdict, findings, notes) == ("healthy", [], [])
     assert "meet the entry's floors" in summary
 
@@ -55,8 +72,9 @@ def test_both_below_the_floors_is_the_drafter_on_its_prompts_and_the_workload_on
 def test_a_k_table_sending_k_zero_is_seen_in_the_undrafted_tokens():
     requests = [{"tokens": list(range(33)), "accepted": [1] * 10}, {"tokens": list(range(33)), "accepted": []}]
     assert undrafted(requests) == (2 * 32 - 20, 64)
-    verdict, _, findings, _ = judge(evidence(2.0, {"reference": 2.0}, requests=requests,
-                                             k_table=[[1, 2, 0], [3, 256, 3]]))
+    verdict, _, findings, _ = judge(
+        evidence(2.0, {"reference": 2.0}, requests=requests, k_table=[[1, 2, 0], [3, 256, 3]])
+    )
     assert verdict == "engine-config" and findings[0].confirmed
     assert "[[1, 2, 3], [3, 256, 3]]" in findings[0].fix
 
@@ -89,10 +107,21 @@ def test_the_servers_acceptance_wins_over_eaglezoos_model_of_the_capture():
     from eaglezoo.doctor.run import trust_server
 
     def prompts(source, values):
-        return Acceptance(source=source, mean_acceptance_length=sum(values) / len(values), interval=[1.0, 3.0],
-                          per_position=[0.5], prompts=len(values), drafts=10, per_prompt=list(values))
+        return Acceptance(
+            source=source,
+            mean_acceptance_length=sum(values) / len(values),
+            interval=[1.0, 3.0],
+            per_position=[0.5],
+            prompts=len(values),
+            drafts=10,
+            per_prompt=list(values),
+        )
 
-    server, reference, served = prompts("server", [2.0, 2.5]), prompts("reference", [2.0, 2.5]), prompts("s", [1.9, 2.1])
+    server, reference, served = (
+        prompts("server", [2.0, 2.5]),
+        prompts("reference", [2.0, 2.5]),
+        prompts("s", [1.9, 2.1]),
+    )
     kept, notes = trust_server([AUX, FLAGS], {"as served": served, "reference": reference}, server)
     assert kept == [FLAGS] and "the server captures the layers the drafter was trained on" in notes[0]
     assert trust_server([AUX], {"as served": served, "reference": reference}, served)[0] == [AUX]  # server below

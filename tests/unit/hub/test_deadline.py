@@ -25,8 +25,11 @@ def settings(monkeypatch):
 
 
 def client(handler) -> httpx2.Client:
-    return BoundedClient(event_hooks={"request": [limit_request], "response": [watch_response]},
-                         transport=httpx2.MockTransport(handler), timeout=None)
+    return BoundedClient(
+        event_hooks={"request": [limit_request], "response": [watch_response]},
+        transport=httpx2.MockTransport(handler),
+        timeout=None,
+    )
 
 
 def left(seconds: float) -> None:
@@ -47,8 +50,9 @@ def test_a_wait_asked_past_the_deadline_is_not_waited(status):
     busy = client(lambda request: httpx2.Response(status, headers={"Retry-After": "3600"}))
     with pytest.raises(DeadlinePassed) as stopped:
         busy.get(URL)
-    assert str(stopped.value) == (f"the Hub answered {status} and asked to wait 3600 s before a retry, past the 3 s "
-                                  "deadline")
+    assert str(stopped.value) == (
+        f"the Hub answered {status} and asked to wait 3600 s before a retry, past the 3 s deadline"
+    )
 
 
 def test_a_wait_within_the_deadline_is_left_to_the_clients_retries():
@@ -79,6 +83,7 @@ def test_a_transport_failure_after_the_deadline_ends_the_call_and_before_it_is_r
         def handler(request):
             left(seconds)  # the time the wait for an answer took
             raise httpx2.ReadTimeout("timed out", request=request)
+
         return handler
 
     with pytest.raises(DeadlinePassed):

@@ -26,8 +26,9 @@ def own_cache(tmp_path, monkeypatch):
 def snapshot(cache, leave_out: str = "") -> None:
     home = cache / "registry-snapshot"
     shutil.copytree(ROOT / "registry", home / "registry", ignore=shutil.ignore_patterns(f"{leave_out}.yaml"))
-    (home / "snapshot.json").write_text(json.dumps({"repo": "org/zoo", "revision": "v2", "commit": COMMIT,
-                                                    "fetched": "2026-11-20T10:00:00+00:00"}))
+    (home / "snapshot.json").write_text(
+        json.dumps({"repo": "org/zoo", "revision": "v2", "commit": COMMIT, "fetched": "2026-11-20T10:00:00+00:00"})
+    )
 
 
 def test_a_checkout_reads_its_own_registry():

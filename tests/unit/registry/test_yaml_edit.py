@@ -35,8 +35,10 @@ def changed_lines(before: str, after: str) -> tuple[list[str], list[str]]:
 def test_a_value_is_replaced_on_its_own_line_keeping_its_comment():
     sha = "0123456789abcdef0123456789abcdef01234567"
     text = set_values(ENTRY, {("drafter", "revision"): sha})
-    assert changed_lines(ENTRY, text) == (["  revision: null  # pinned by registry sync"],
-                                          [f"  revision: {sha}  # pinned by registry sync"])
+    assert changed_lines(ENTRY, text) == (
+        ["  revision: null  # pinned by registry sync"],
+        [f"  revision: {sha}  # pinned by registry sync"],
+    )
     assert text.splitlines()[4] == f"  revision: {sha}  # pinned by registry sync"  # where it was
 
 
@@ -50,8 +52,14 @@ def test_new_keys_go_after_their_mappings_last_line_in_order():
 
 
 def test_lists_of_scalars_stay_flow_and_mappings_become_blocks():
-    text = set_values(ENTRY, {("sources",): ["x", "y", "z"], ("null_reasons", "hardware"): None,
-                              ("aux_layers",): {"ids": [1, 2, 3], "convention": "boundary"}})
+    text = set_values(
+        ENTRY,
+        {
+            ("sources",): ["x", "y", "z"],
+            ("null_reasons", "hardware"): None,
+            ("aux_layers",): {"ids": [1, 2, 3], "convention": "boundary"},
+        },
+    )
     assert "sources: [x, y, z]" in text.splitlines() and "  hardware: null" in text.splitlines()
     assert text.endswith("aux_layers:\n  ids: [1, 2, 3]\n  convention: boundary\n")
     assert "# an entry, as a person wrote it" in text and "  revision: null  # pinned by registry sync" in text

@@ -14,8 +14,11 @@ from eaglezoo.reports import kind_of, read_saved, schema, schema_markdown
 from eaglezoo.verify.report import VerifyReport
 
 SAVED = Path(__file__).resolve().parents[2] / "support" / "reports"
-BEFORE_KIND = {"verify": ROOT / "registry" / "reports" / "tiny-example-eagle31.k3.t0.native.json",
-               "tune": SAVED / "tune-before-kind.json", "compare": SAVED / "compare-before-kind.json"}
+BEFORE_KIND = {
+    "verify": ROOT / "registry" / "reports" / "tiny-example-eagle31.k3.t0.native.json",
+    "tune": SAVED / "tune-before-kind.json",
+    "compare": SAVED / "compare-before-kind.json",
+}
 
 
 @pytest.mark.parametrize("kind", BEFORE_KIND)
@@ -45,9 +48,11 @@ def test_docs_report_md_is_generated_from_the_models():
 def test_a_report_whose_figures_disagree_cannot_be_built():
     data = json.loads(BEFORE_KIND["verify"].read_text())
     VerifyReport.model_validate(data)
-    for edit in ({"mean_acceptance_length": data["mean_acceptance_length"] + 0.5},  # not 1 + the sum of rates
-                 {"histogram": data["histogram"][:-1]},  # not K + 1 counts
-                 {"num_accepted": 10 ** 9}):  # more than K per draft
+    for edit in (
+        {"mean_acceptance_length": data["mean_acceptance_length"] + 0.5},  # not 1 + the sum of rates
+        {"histogram": data["histogram"][:-1]},  # not K + 1 counts
+        {"num_accepted": 10**9},
+    ):  # more than K per draft
         with pytest.raises(ValueError):
             VerifyReport.model_validate({**data, **edit})
 
@@ -67,8 +72,10 @@ def test_figures_an_engine_sends_that_no_report_may_hold_are_one_line():
     from eaglezoo.verify.report import built
 
     data = json.loads(BEFORE_KIND["verify"].read_text())
-    for edit, says in (({"engine": {"name": "endpoint", "model": "evil\x1b[2J"}}, "engine.model"),
-                       ({"num_accepted": data["num_accepted"] + 7}, "1 + num_accepted / num_drafts")):
+    for edit, says in (
+        ({"engine": {"name": "endpoint", "model": "evil\x1b[2J"}}, "engine.model"),
+        ({"num_accepted": data["num_accepted"] + 7}, "1 + num_accepted / num_drafts"),
+    ):
         with pytest.raises(EngineError) as caught:
             built(VerifyReport, **{**data, **edit})
         assert says in caught.value.message and "\n" not in caught.value.message

@@ -6,23 +6,55 @@ from __future__ import annotations
 from eaglezoo.checkpoint.spec import AuxLayers, DrafterSpec
 from eaglezoo.serving import DIAGNOSE_LABEL, diagnose_command, production_command, serve_config, shown_path
 
-SPEC = DrafterSpec(arch="llama", architectures=["LlamaForCausalLMEagle3"], num_layers=1, hidden_size=64,
-                   target_hidden_size=64, vocab_size=100, draft_vocab_size=100, num_aux=3,
-                   aux=AuxLayers(ids=(2, 3, 4), convention="boundary"), fc_norm=True, norm_output=True,
-                   layer_config={"num_attention_heads": 4})
+SPEC = DrafterSpec(
+    arch="llama",
+    architectures=["LlamaForCausalLMEagle3"],
+    num_layers=1,
+    hidden_size=64,
+    target_hidden_size=64,
+    vocab_size=100,
+    draft_vocab_size=100,
+    num_aux=3,
+    aux=AuxLayers(ids=(2, 3, 4), convention="boundary"),
+    fc_norm=True,
+    norm_output=True,
+    layer_config={"num_attention_heads": 4},
+)
 
 
 def test_a_speculators_drafter_on_sglang_is_converted_to_eagle31_and_judged_as_such():
-    sc = serve_config(SPEC, "sglang", "org/drafter", "org/target", 3, None, "speculators", has_top_level_ids=True,
-                      has_nested_ids=False, dialect="speculators", convert_source=["some-entry"])
+    sc = serve_config(
+        SPEC,
+        "sglang",
+        "org/drafter",
+        "org/target",
+        3,
+        None,
+        "speculators",
+        has_top_level_ids=True,
+        has_nested_ids=False,
+        dialect="speculators",
+        convert_source=["some-entry"],
+    )
     assert sc.convert_command == "eaglezoo convert some-entry some-entry-eagle31"  # no --to speculators
     assert "some-entry-eagle31" in sc.command and sc.min_version is not None
     assert not any("speculators format" in w for w in sc.warnings), sc.warnings
 
 
 def test_a_speculators_drafter_on_vllm_is_served_as_published():
-    sc = serve_config(SPEC, "vllm", "org/drafter", "org/target", 3, None, "speculators", has_top_level_ids=True,
-                      has_nested_ids=False, dialect="speculators", convert_source=["some-entry"])
+    sc = serve_config(
+        SPEC,
+        "vllm",
+        "org/drafter",
+        "org/target",
+        3,
+        None,
+        "speculators",
+        has_top_level_ids=True,
+        has_nested_ids=False,
+        dialect="speculators",
+        convert_source=["some-entry"],
+    )
     assert sc.convert_command is None and sc.steps == [sc.command] and "org/drafter" in sc.command
 
 

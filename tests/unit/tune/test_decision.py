@@ -13,20 +13,33 @@ from eaglezoo.tune.decide import decide
 
 def grid_of(rows: dict[tuple[int, int], float]) -> list[Cell]:
     """{(K, concurrency): output tokens/s} as tune measures it (the rest of a cell does not enter the decision)."""
-    return [Cell(k=k, concurrency=c, output_tokens_per_s=tps, mean_tpot_ms=None, acceptance_length=None)
-            for (k, c), tps in rows.items()]
+    return [
+        Cell(k=k, concurrency=c, output_tokens_per_s=tps, mean_tpot_ms=None, acceptance_length=None)
+        for (k, c), tps in rows.items()
+    ]
 
 
 def test_each_load_gets_the_k_with_the_most_tokens_per_second():
-    grid = grid_of({(0, 1): 100.0, (1, 1): 150.0, (2, 1): 140.0,
-                    (0, 8): 400.0, (1, 8): 380.0, (2, 8): 390.0})
+    grid = grid_of({(0, 1): 100.0, (1, 1): 150.0, (2, 1): 140.0, (0, 8): 400.0, (1, 8): 380.0, (2, 8): 390.0})
     assert [(d.concurrency, d.k, d.output_tokens_per_s, d.speedup) for d in decide(grid, [1, 8])] == [
-        (1, 1, 150.0, 1.5), (8, 0, 400.0, 1.0)]
+        (1, 1, 150.0, 1.5),
+        (8, 0, 400.0, 1.0),
+    ]
 
 
 def test_a_tie_goes_to_the_smaller_k_and_only_the_loads_asked_for_are_decided():
-    grid = grid_of({(0, 1): 100.0, (1, 1): 120.0, (2, 1): 120.0, (3, 1): 90.0,
-                    (0, 4): 200.0, (1, 4): 200.0, (2, 4): 200.0, (3, 4): 200.0})
+    grid = grid_of(
+        {
+            (0, 1): 100.0,
+            (1, 1): 120.0,
+            (2, 1): 120.0,
+            (3, 1): 90.0,
+            (0, 4): 200.0,
+            (1, 4): 200.0,
+            (2, 4): 200.0,
+            (3, 4): 200.0,
+        }
+    )
     assert [(d.concurrency, d.k) for d in decide(grid, [4, 1])] == [(4, 0), (1, 1)]
     assert [d.concurrency for d in decide(grid, [1])] == [1]
     assert decide(grid, [1])[0].speedup == pytest.approx(1.2)
@@ -34,8 +47,7 @@ def test_a_tie_goes_to_the_smaller_k_and_only_the_loads_asked_for_are_decided():
 
 def test_the_static_k_is_the_best_geometric_mean_speedup_not_the_arithmetic():
     """K=1 doubles one load and halves the other (arithmetic mean 2.25, geometric 1.41); K=2 gives 1.5 at both."""
-    grid = grid_of({(0, 1): 100.0, (1, 1): 400.0, (2, 1): 150.0,
-                    (0, 8): 100.0, (1, 8): 50.0, (2, 8): 150.0})
+    grid = grid_of({(0, 1): 100.0, (1, 1): 400.0, (2, 1): 150.0, (0, 8): 100.0, (1, 8): 50.0, (2, 8): 150.0})
     assert static_best(grid, [1, 8]) == 2
     assert static_best(grid, [1]) == 1  # at one load alone, K=1's 4x wins
 
@@ -58,6 +70,9 @@ def test_the_schedule_covers_every_batch_size_from_one():
     def choice(c, k):
         return Choice(concurrency=c, k=k, output_tokens_per_s=1.0, speedup=1.0)
 
-    assert schedule_of([choice(1, 3), choice(4, 3), choice(16, 2), choice(64, 0)]) == [[1, 4, 3], [5, 16, 2],
-                                                                                          [17, 64, 0]]
+    assert schedule_of([choice(1, 3), choice(4, 3), choice(16, 2), choice(64, 0)]) == [
+        [1, 4, 3],
+        [5, 16, 2],
+        [17, 64, 0],
+    ]
     assert schedule_of([choice(8, 0)]) == [[1, 8, 0]]

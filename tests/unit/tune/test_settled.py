@@ -17,8 +17,16 @@ from eaglezoo.tune.stats import interval, latencies, percentile
 
 def cell(k: int, c: int, repeats: list[float]) -> Cell:
     low, high, coverage = interval(repeats)
-    return Cell(k=k, concurrency=c, output_tokens_per_s=median(repeats), mean_tpot_ms=None, acceptance_length=None,
-                repeats=repeats, interval=[low, high], interval_coverage=coverage)
+    return Cell(
+        k=k,
+        concurrency=c,
+        output_tokens_per_s=median(repeats),
+        mean_tpot_ms=None,
+        acceptance_length=None,
+        repeats=repeats,
+        interval=[low, high],
+        interval_coverage=coverage,
+    )
 
 
 def test_the_interval_of_a_median_is_the_order_statistics_pair_that_reaches_the_level():
@@ -64,8 +72,12 @@ def test_one_k_at_every_load_is_a_static_recommendation():
 
 
 def test_a_confirmation_that_loses_to_no_speculation_fails_and_recommends_none():
-    grid = [cell(0, 1, [100.0] * 3), cell(1, 1, [150.0] * 3), cell(0, 4, [800.0, 790.0, 810.0]),
-            cell(1, 4, [700.0] * 3)]
+    grid = [
+        cell(0, 1, [100.0] * 3),
+        cell(1, 1, [150.0] * 3),
+        cell(0, 4, [800.0, 790.0, 810.0]),
+        cell(1, 4, [700.0] * 3),
+    ]
     decision = decide(grid, [1, 4])
     schedule = schedule_of(decision)
     assert schedule == [[1, 1, 1], [2, 4, 0]] and recommendation(decision) == "table"
@@ -73,16 +85,26 @@ def test_a_confirmation_that_loses_to_no_speculation_fails_and_recommends_none()
     verdicts, failures, recommended = judge(grid, confirmed, 1, schedule, "table")
     assert verdicts == [("wins", "too close to call"), ("loses", "loses")]
     assert recommended == "no speculation"
-    assert failures == [("confirmation at concurrency 4: the recommended table measured 309.0 tokens/s, below no "
-                         "speculation's 800.0 (their intervals apart): serve without --speculative-config instead")]
+    assert failures == [
+        (
+            "confirmation at concurrency 4: the recommended table measured 309.0 tokens/s, below no "
+            "speculation's 800.0 (their intervals apart): serve without --speculative-config instead"
+        )
+    ]
     column = no_speculation(grid, confirmed, schedule)
     assert [(x.table_k, x.verdict) for x in column] == [(1, "wins"), (0, "loses")]  # the all-zero entry still costs
     assert column[1].ratio == pytest.approx(309.0 / 800.0)
 
 
 def test_a_table_that_loses_only_to_the_static_k_recommends_the_static_k():
-    grid = [cell(0, 1, [100.0] * 3), cell(1, 1, [150.0] * 3), cell(2, 1, [160.0] * 3),
-            cell(0, 4, [300.0] * 3), cell(1, 4, [400.0] * 3), cell(2, 4, [380.0] * 3)]
+    grid = [
+        cell(0, 1, [100.0] * 3),
+        cell(1, 1, [150.0] * 3),
+        cell(2, 1, [160.0] * 3),
+        cell(0, 4, [300.0] * 3),
+        cell(1, 4, [400.0] * 3),
+        cell(2, 4, [380.0] * 3),
+    ]
     decision = decide(grid, [1, 4], static=1)
     assert [d.k for d in decision] == [2, 1]
     confirmed = [cell(2, 1, [158.0] * 3), cell(1, 4, [340.0] * 3)]
@@ -101,12 +123,16 @@ def test_a_confirmation_within_the_intervals_is_confirmed_and_no_speculation_is_
 
 def test_sglangs_adaptive_config_buckets_start_where_vllms_ranges_start():
     """SGLang routes a batch to the largest key not above its size (adaptive_spec_params._find_closest_bs)."""
-    grid = [cell(k, c, [100.0 + (k == best) * 50] * 3) for c, best in ((1, 3), (4, 3), (16, 1), (64, 0))
-            for k in (0, 1, 3)]
+    grid = [
+        cell(k, c, [100.0 + (k == best) * 50] * 3) for c, best in ((1, 3), (4, 3), (16, 1), (64, 0)) for k in (0, 1, 3)
+    ]
     decision = decide(grid, [1, 4, 16, 64])
     assert schedule_of(decision) == [[1, 4, 3], [5, 16, 1], [17, 64, 0]]
-    assert sglang_adaptive_config(decision) == {"1": {"candidate_steps": [3]}, "5": {"candidate_steps": [1]},
-                                                "17": {"candidate_steps": [0]}}
+    assert sglang_adaptive_config(decision) == {
+        "1": {"candidate_steps": [3]},
+        "5": {"candidate_steps": [1]},
+        "17": {"candidate_steps": [0]},
+    }
 
 
 def test_latencies_as_bench_tools_report_them():
@@ -122,6 +148,8 @@ def test_sglangs_adaptive_command_names_the_file_and_sizes_the_draft_for_the_lar
     from eaglezoo.serving import sglang_serve_command
 
     command = sglang_serve_command("t", "d", None, 3, "sglang-adaptive.json")
-    assert command.endswith("--speculative-num-steps 3 --speculative-eagle-topk 1 --speculative-num-draft-tokens 4 "
-                            "--speculative-adaptive --speculative-adaptive-config sglang-adaptive.json")
+    assert command.endswith(
+        "--speculative-num-steps 3 --speculative-eagle-topk 1 --speculative-num-draft-tokens 4 "
+        "--speculative-adaptive --speculative-adaptive-config sglang-adaptive.json"
+    )
     assert "adaptive" not in sglang_serve_command("t", "d", None, 3)

@@ -23,16 +23,20 @@ def dflash_spec(**extra):
 def random_state(spec, seed=0):
     torch.manual_seed(seed)
     model = DFlashDrafter(spec, MASK, [False] * spec.num_layers)
-    return {k: (1 + 0.1 * torch.randn_like(v)) if "norm" in k else v.clone()
-            for k, v in model.state_dict().items() if k not in ("embed_tokens.weight", "lm_head.weight")}
+    return {
+        k: (1 + 0.1 * torch.randn_like(v)) if "norm" in k else v.clone()
+        for k, v in model.state_dict().items()
+        if k not in ("embed_tokens.weight", "lm_head.weight")
+    }
 
 
 @pytest.fixture(scope="module")
 def model():
     spec = dflash_spec()
     g = torch.Generator().manual_seed(9)
-    return build_dflash(spec, random_state(spec), embed=torch.randn(256, 64, generator=g),
-                        lm_head=torch.randn(256, 64, generator=g))
+    return build_dflash(
+        spec, random_state(spec), embed=torch.randn(256, 64, generator=g), lm_head=torch.randn(256, 64, generator=g)
+    )
 
 
 def rms(x, w, eps=1e-6):
@@ -44,7 +48,7 @@ def rope(x, pos, theta=1e6):
     d = x.shape[-1]
     inv = 1.0 / theta ** (torch.arange(0, d, 2).float() / d)
     ang = torch.cat([pos[:, None].float() * inv] * 2, -1)[:, None]
-    rot = torch.cat([-x[..., d // 2:], x[..., : d // 2]], -1)
+    rot = torch.cat([-x[..., d // 2 :], x[..., : d // 2]], -1)
     return x * ang.cos() + rot * ang.sin()
 
 
@@ -63,12 +67,13 @@ def one_block(model, aux, next_tokens, t: int, k: int) -> list[int]:
         a = layer.self_attn
         x = rms(h, layer.input_layernorm.weight)
         q = rope(rms(heads(a.q_proj.weight, x), a.q_norm.weight), pos_blk)
-        keys = torch.cat([rope(rms(heads(a.k_proj.weight, src), a.k_norm.weight), p)
-                          for src, p in ((ctx, pos_ctx), (x, pos_blk))])
+        keys = torch.cat(
+            [rope(rms(heads(a.k_proj.weight, src), a.k_norm.weight), p) for src, p in ((ctx, pos_ctx), (x, pos_blk))]
+        )
         vals = torch.cat([heads(a.v_proj.weight, ctx), heads(a.v_proj.weight, x)])
         g = q.shape[1] // keys.shape[1]
         keys, vals = keys.repeat_interleave(g, 1), vals.repeat_interleave(g, 1)
-        att = torch.einsum("qhd,khd->hqk", q, keys).mul(16 ** -0.5).softmax(-1)
+        att = torch.einsum("qhd,khd->hqk", q, keys).mul(16**-0.5).softmax(-1)
         h = h + torch.einsum("hqk,khd->qhd", att, vals).reshape(len(q), -1) @ a.o_proj.weight.T
         m = layer.mlp
         y = rms(h, layer.post_attention_layernorm.weight)
@@ -128,14 +133,20 @@ def test_refused_without_mask_token_or_borrowed_weights():
     spec = dflash_spec()
     state = random_state(spec)
     with pytest.raises(ValueError, match="mask_token_id"):
-        build_dflash(spec.model_copy(update={"family_fields": FamilyFields()}), state, embed=torch.zeros(256, 64),
-                     lm_head=torch.zeros(256, 64))
+        build_dflash(
+            spec.model_copy(update={"family_fields": FamilyFields()}),
+            state,
+            embed=torch.zeros(256, 64),
+            lm_head=torch.zeros(256, 64),
+        )
     with pytest.raises(ValueError, match="lm_head"):
         build_dflash(spec, state, embed=torch.zeros(256, 64))
 
 
-@pytest.mark.parametrize("extra, words", [({"dflash_config.use_swa": True}, "sliding"),
-                                          ({"dflash_config.attention_sink_bias": True}, "sinks")])
+@pytest.mark.parametrize(
+    "extra, words",
+    [({"dflash_config.use_swa": True}, "sliding"), ({"dflash_config.attention_sink_bias": True}, "sinks")],
+)
 def test_what_is_not_run_is_refused_by_name(extra, words):
     with pytest.raises(ValueError, match=words):
         layer_causality(dflash_spec(**extra))

@@ -26,13 +26,17 @@ def test_a_suite_is_sampled_round_robin_over_its_conditions():
 def test_floors_gate_only_the_whole_set_they_were_measured_on_and_their_engine():
     assert not_like_with_like(BASIS, SET, "native") == []
     part = SET.model_copy(update={"taken": 4})
-    assert not_like_with_like(BASIS, part, "native") == ["this run took 4 of the 10 rows of suite:robustness (--max-prompts)"]
+    assert not_like_with_like(BASIS, part, "native") == [
+        "this run took 4 of the 10 rows of suite:robustness (--max-prompts)"
+    ]
     other = SET.model_copy(update={"name": "default", "sha256": "b" * 64})
     assert not_like_with_like(BASIS, other, "native") == [
-        "the floors were measured on suite:robustness, this run on default"]
+        "the floors were measured on suite:robustness, this run on default"
+    ]
     on_vllm = BASIS.model_copy(update={"engine": "vllm"})
     assert not_like_with_like(on_vllm, SET, "native") == [
-        "the floors were measured on the vllm engine, this run on native"]
+        "the floors were measured on the vllm engine, this run on native"
+    ]
     unreadable = BASIS.model_copy(update={"prompts_sha256": None})
     assert "cannot be read here" in not_like_with_like(unreadable, SET, "native")[0]
 

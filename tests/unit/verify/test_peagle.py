@@ -17,8 +17,9 @@ MASK = 7
 
 @pytest.fixture(scope="module", params=[{"num_layers": 2, "fc_norm": True, "norm_output": True}, {"num_layers": 1}])
 def model(request):
-    spec = make_spec(**request.param).model_copy(update={"family": "peagle",
-                                                          "family_fields": FamilyFields(mask_token_id=MASK)})
+    spec = make_spec(**request.param).model_copy(
+        update={"family": "peagle", "family_fields": FamilyFields(mask_token_id=MASK)}
+    )
     state = canonical_state(spec) | {"mask_hidden": torch.randn(1, 1, spec.num_aux * spec.target_hidden_size)}
     return build_peagle(spec, state, embed=torch.randn(spec.vocab_size, spec.hidden_size))
 
@@ -69,8 +70,9 @@ def test_the_mask_is_what_depths_two_on_read(model):
     assert not torch.allclose(before.logits[1], after.logits[1])
 
 
-@pytest.mark.parametrize("change, words", [({"mask_hidden": None}, "has none"),
-                                           ({"mask_hidden": torch.zeros(5)}, "has 5 values")])
+@pytest.mark.parametrize(
+    "change, words", [({"mask_hidden": None}, "has none"), ({"mask_hidden": torch.zeros(5)}, "has 5 values")]
+)
 def test_refused_without_a_fitting_mask_hidden(change, words):
     spec = make_spec().model_copy(update={"family": "peagle", "family_fields": FamilyFields(mask_token_id=MASK)})
     state = canonical_state(spec) | change

@@ -21,10 +21,15 @@ def pair():
     target = Target(EXAMPLE / "target", dtype=torch.float64)
     drafters = {}
     for name in ("eagle3", "eagle31"):
-        opts = ReadOptions(aux_layers=tuple(EXAMPLE_AUX), aux_convention="boundary",
-                           target_layers=target_config(EXAMPLE / "target")["num_hidden_layers"])
+        opts = ReadOptions(
+            aux_layers=tuple(EXAMPLE_AUX),
+            aux_convention="boundary",
+            target_layers=target_config(EXAMPLE / "target")["num_hidden_layers"],
+        )
         read = read_drafter(EXAMPLE / f"{name}-safeai", None, opts)
-        drafters[name] = build_drafter(read.spec, read.state(), embed=target.input_embeddings().detach(), dtype=torch.float64)
+        drafters[name] = build_drafter(
+            read.spec, read.state(), embed=target.input_embeddings().detach(), dtype=torch.float64
+        )
     return target, drafters
 
 
@@ -38,7 +43,7 @@ def test_loop_output_is_the_targets_and_counts_match_the_measurement(pair, name)
         ids = target.tokenizer(p.prompt, add_special_tokens=False)["input_ids"]
         gen = target.greedy([ids], n + k, EXAMPLE_AUX)[0]
         new, rounds = speculative_decode(lambda t: forward_aux(target, t, EXAMPLE_AUX), drafter, ids, n, k)
-        assert new == gen.tokens[len(ids):len(ids) + n].tolist()
+        assert new == gen.tokens[len(ids) : len(ids) + n].tolist()
         with torch.inference_mode():
             chains = drafter.draft_chains(gen.aux, gen.tokens[1:], k)
         first = gen.prompt_len - 1

@@ -7,12 +7,15 @@ from __future__ import annotations
 import pytest
 
 
-@pytest.mark.parametrize("cores, ranks, value", [
-    ([0, 1], 2, "0|1"),
-    ([0, 1, 2, 3, 4, 5, 6, 7], 3, "0-2|3-5|6-7"),
-    ([2, 3, 5, 8, 9], 2, "2-3,5|8-9"),
-    ([4, 5, 6, 7], 4, "4|5|6|7"),
-])
+@pytest.mark.parametrize(
+    "cores, ranks, value",
+    [
+        ([0, 1], 2, "0|1"),
+        ([0, 1, 2, 3, 4, 5, 6, 7], 3, "0-2|3-5|6-7"),
+        ([2, 3, 5, 8, 9], 2, "2-3,5|8-9"),
+        ([4, 5, 6, 7], 4, "4|5|6|7"),
+    ],
+)
 def test_the_cores_are_split_into_one_list_per_rank_as_vllm_parses_them(cores, ranks, value):
     """Contiguous, near-equal shares, the first ones one core larger; written as vLLM's parse_id_list reads them."""
     from eaglezoo.verify.vllm_worker import cpu_bind_value
@@ -25,21 +28,29 @@ VLLM_PREFIX = "(EngineCore pid=7) ERROR 11-27 08:37:37 [core.py:1510] "
 
 def test_the_root_cause_is_the_last_exception_line_that_is_not_a_wrapper(tmp_path):
     log = tmp_path / "engine.log"
-    log.write_text("\n".join([
-        "(EngineCore pid=7) WARNING 11-27 08:37:25 [cpu.py:224] Triton is not installed.",
-        VLLM_PREFIX + "Traceback (most recent call last):",
-        VLLM_PREFIX + '  File "x.py", line 1, in f',
-        VLLM_PREFIX + "ModuleNotFoundError: No module named 'x'",
-        VLLM_PREFIX + "",
-        VLLM_PREFIX + "The above exception was the direct cause of the following exception:",
-        VLLM_PREFIX + "Traceback (most recent call last):",
-        VLLM_PREFIX + "RuntimeError: Failed to load 0th LogitsProcessor plugin x:y",
-        "Traceback (most recent call last):",
-        "RuntimeError: Worker failed with error 'x', please check the stack trace above for the root cause",
-        ("Exception: WorkerProc initialization failed due to an exception in a background process. See stack "
-         "trace for root cause."),
-        "RuntimeError: Engine process failed to start. See stack trace for the root cause.",
-        "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}", ""]))
+    log.write_text(
+        "\n".join(
+            [
+                "(EngineCore pid=7) WARNING 11-27 08:37:25 [cpu.py:224] Triton is not installed.",
+                VLLM_PREFIX + "Traceback (most recent call last):",
+                VLLM_PREFIX + '  File "x.py", line 1, in f',
+                VLLM_PREFIX + "ModuleNotFoundError: No module named 'x'",
+                VLLM_PREFIX + "",
+                VLLM_PREFIX + "The above exception was the direct cause of the following exception:",
+                VLLM_PREFIX + "Traceback (most recent call last):",
+                VLLM_PREFIX + "RuntimeError: Failed to load 0th LogitsProcessor plugin x:y",
+                "Traceback (most recent call last):",
+                "RuntimeError: Worker failed with error 'x', please check the stack trace above for the root cause",
+                (
+                    "Exception: WorkerProc initialization failed due to an exception in a background process. See stack "
+                    "trace for root cause."
+                ),
+                "RuntimeError: Engine process failed to start. See stack trace for the root cause.",
+                "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}",
+                "",
+            ]
+        )
+    )
     from eaglezoo.verify.vllm_process import log_reason
 
     assert log_reason(log) == "Failed to load 0th LogitsProcessor plugin x:y"
@@ -63,7 +74,10 @@ def test_a_validation_error_in_the_log_is_named_by_its_fields(tmp_path):
         text = traceback.format_exc()
     log = tmp_path / "engine.log"
     log.write_text("".join(VLLM_PREFIX + line + "\n" for line in text.splitlines()) + "\x1b[0m")
-    assert log_reason(log) == "CompilationConfig: mode: Input should be a valid integer, unable to parse string as an integer"
+    assert (
+        log_reason(log)
+        == "CompilationConfig: mode: Input should be a valid integer, unable to parse string as an integer"
+    )
 
 
 def test_a_long_reason_is_cut_and_stays_one_printable_line(tmp_path):
@@ -87,8 +101,10 @@ def test_the_engine_passes_on_only_what_vllm_says_to_users():
         pass
 
     assert vllm_worker.PROTOCOL is sys.stdout
-    assert vllm_worker.engine_message(ValueError("max_model_len 9999 exceeds the model's 1024\nmore")) == \
-        "max_model_len 9999 exceeds the model's 1024"
+    assert (
+        vllm_worker.engine_message(ValueError("max_model_len 9999 exceeds the model's 1024\nmore"))
+        == "max_model_len 9999 exceeds the model's 1024"
+    )
     assert vllm_worker.engine_message(KeyError("internal_table_key")) is None
     assert vllm_worker.engine_message(RuntimeError("at 0x7f: internal state")) is None
     assert vllm_worker.engine_message(OutOfMemoryError("CUDA out of memory")).startswith("out of GPU memory")
@@ -103,11 +119,13 @@ def test_a_reason_vllm_raised_in_its_own_process_is_read_from_the_log(tmp_path):
     from eaglezoo.verify.vllm_process import log_reason, worker_error
 
     log = tmp_path / "engine.log"
-    log.write_text("(EngineCore pid=7) INFO 11-25 02:26:30 [core.py:133] Initializing a V1 LLM engine\n"
-                   "\x1b[1;31m(VllmWorker-0 pid=9) ERROR 11-25 02:26:38 [multiproc_executor.py:953] ValueError: "
-                   "Available memory on node 0 (5.54/8.21 GiB) is less than desired\x1b[0m\n"
-                   "Exception: WorkerProc initialization failed due to an exception in a background process.\n"
-                   "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}\n")
+    log.write_text(
+        "(EngineCore pid=7) INFO 11-25 02:26:30 [core.py:133] Initializing a V1 LLM engine\n"
+        "\x1b[1;31m(VllmWorker-0 pid=9) ERROR 11-25 02:26:38 [multiproc_executor.py:953] ValueError: "
+        "Available memory on node 0 (5.54/8.21 GiB) is less than desired\x1b[0m\n"
+        "Exception: WorkerProc initialization failed due to an exception in a background process.\n"
+        "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}\n"
+    )
     assert log_reason(log) == "Available memory on node 0 (5.54/8.21 GiB) is less than desired"
     failure = worker_error({"event": "error", "kind": "engine", "message": None}, "python", log)
     assert failure.message == "vLLM stopped: Available memory on node 0 (5.54/8.21 GiB) is less than desired"
