@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from ..errors import EXIT_FINDINGS, UsageError
-from ..limits import MAX_K, MAX_MODEL_LEN, MAX_NEW_TOKENS
+from ..limits import MAX_K, MAX_NEW_TOKENS
 from .common import (
     EnginePythonOpt,
     JsonOpt,
@@ -84,12 +84,13 @@ def doctor(
         str,
         typer.Option(
             "--reference-device",
-            "--device",
             metavar="DEVICE",
             rich_help_panel=REFERENCE,
-            help="auto, cpu, cuda or cuda:N (auto: the first GPU, else the CPU: beside a server that holds the GPU, cpu or another GPU).",
+            help="auto, cpu, cuda or cuda:N (auto: the first GPU, else the CPU; beside a server that holds the GPU, "
+            "cpu or another GPU).",
         ),
     ] = "auto",
+    device_alias: Annotated[str | None, typer.Option("--device", hidden=True)] = None,  # the flag's earlier name
     reference_dtype: Annotated[
         str,
         typer.Option(
@@ -102,16 +103,18 @@ def doctor(
         int, typer.Option(min=1, max=256, rich_help_panel=REFERENCE, help="Prompts per target batch.")
     ] = 32,
     engine_python: EnginePythonOpt = None,
-    max_model_len: Annotated[int | None, typer.Option(min=16, max=MAX_MODEL_LEN, rich_help_panel=ENGINE)] = None,
+    max_model_len: Annotated[
+        int | None, typer.Option(metavar="N", rich_help_panel=ENGINE, help="Tokens, 16 to 2^24.")
+    ] = None,
     dtype: Annotated[
         str, typer.Option(rich_help_panel=ENGINE, help="auto (the model's), float32, bfloat16, float16.")
     ] = "auto",
     enforce_eager: Annotated[bool, typer.Option("--enforce-eager", rich_help_panel=ENGINE)] = False,
     gpu_memory_utilization: Annotated[
-        float | None, typer.Option(min=0.01, max=1.0, metavar="F", rich_help_panel=ENGINE)
+        float | None, typer.Option(metavar="F", rich_help_panel=ENGINE, help="Above 0, at most 1 (vLLM's).")
     ] = None,
     tensor_parallel_size: Annotated[
-        int, typer.Option("--tensor-parallel-size", "-tp", min=1, rich_help_panel=ENGINE)
+        int, typer.Option("--tensor-parallel-size", "-tp", metavar="N", rich_help_panel=ENGINE, help="At least 1.")
     ] = 1,
     engine_args: Annotated[
         str | None, typer.Option(metavar="JSON", rich_help_panel=ENGINE, help="Any other LLM(...) argument.")
@@ -149,6 +152,7 @@ def doctor(
         raise UsageError(
             "name the drafter of the planned deployment", hint="e.g. eaglezoo doctor DRAFTER --engine vllm"
         )
+    device = device_alias or device
     check_outputs(report, html, reads=(prompts,))
     check_settings(["native"], device=device, dtype=reference_dtype)  # the reference's, as verify checks its own
     options = (

@@ -25,6 +25,7 @@ from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from ..errors import EngineError, UsageError
 from ..fsutil import staging
+from ..limits import MAX_MODEL_LEN
 from ..serving import engine_support, family_serve_config, serve_config
 from .vllm_process import WorkerSession, finds_vllm, no_vllm
 from .workload import Measurement, Progress, Workload, dtype_name
@@ -50,7 +51,7 @@ class EngineOptions(BaseModel):
     data_parallel_size: int = Field(1, ge=1)
     enable_expert_parallel: bool = False
     distributed_executor_backend: Literal["mp", "ray"] | None = None
-    max_model_len: int | None = Field(None, ge=16)
+    max_model_len: int | None = Field(None, ge=16, le=MAX_MODEL_LEN)
     dtype: str = "auto"
     quantization: str | None = None
     trust_remote_code: bool = False

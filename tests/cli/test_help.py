@@ -27,7 +27,12 @@ NARROW = {"COLUMNS": "80"}
 
 
 def option_names(command) -> list[str]:
-    names = [n for p in command.params if p.param_type_name == "option" for n in (*p.opts, *p.secondary_opts)]
+    names = [
+        n
+        for p in command.params
+        if p.param_type_name == "option" and not p.hidden  # a hidden alias is kept out of the help on purpose
+        for n in (*p.opts, *p.secondary_opts)
+    ]
     assert names, command.name
     return names
 
