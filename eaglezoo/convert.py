@@ -7,6 +7,7 @@ beside OUT and renames it into place, so OUT either does not exist or is complet
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Callable
@@ -20,6 +21,7 @@ from pydantic import BaseModel
 from . import __version__
 from .checkpoint import formats
 from .checkpoint.config import target_config, target_layers, validate_config
+from .checkpoint.formats import gguf_dflash, gguf_eagle3, gguf_tokenizer
 from .checkpoint.formats.base import ReadOptions
 from .checkpoint.problems import compare_with_target, refuse_misfit
 from .checkpoint.read import Drafter, read_drafter
@@ -28,7 +30,7 @@ from .checkpoint.st_header import FLOAT_CODES, ST_DTYPES, TensorRef
 from .checkpoint.st_writer import OutTensor, plan_output_order, stream_convert
 from .checkpoint.tensors import Checkpoint
 from .errors import BadInput, UsageError
-from .fsutil import check_out_dir, replace_dir, staging
+from .fsutil import check_out_dir, replace_dir, sha256_file, staging
 
 CONFIG_DTYPE_CODES = {"float32": "F32", "float16": "F16", "bfloat16": "BF16", "float64": "F64"}
 
@@ -188,8 +190,6 @@ def check_format(to: str) -> None:
 def plan_gguf(drafter: Drafter, req: ConvertRequest, tcfg: dict | None) -> Prepared:
     """The drafter as llama.cpp reads it (formats/gguf_eagle3.py): every key written from the Drafter, the target's
     tokenizer, each tensor renamed or dropped with its reason."""
-    from .checkpoint.formats import gguf_dflash, gguf_eagle3, gguf_tokenizer
-
     if req.borrow:
         raise UsageError("--borrow-from-target fills a speculators form", hint="drop --borrow-from-target")
     if drafter.spec.family in ("dflash", "dspark"):
@@ -396,9 +396,6 @@ def apply(prep: Prepared, out: Path, force: bool = False, progress: Callable[[in
 
 
 def _apply_gguf(prep: Prepared, out: Path, force: bool, progress: Callable[[int], None]) -> dict:
-    from .checkpoint.formats import gguf_eagle3
-    from .fsutil import sha256_file
-
     gp, drafter = prep.gguf
     with staging(out) as tmp:
         gguf_eagle3.write(gp, drafter.spec, drafter.load, tmp / GGUF_FILE, progress)
@@ -451,6 +448,4 @@ def _write(path: Path, data: bytes) -> None:
 
 
 def _sha(data: bytes) -> str:
-    import hashlib
-
     return hashlib.sha256(data).hexdigest()

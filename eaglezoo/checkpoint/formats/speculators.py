@@ -3,7 +3,7 @@ EAGLE keys at the top level (ids in the boundary convention), `speculators_confi
 
 from __future__ import annotations
 
-from ...errors import UsageError
+from ...errors import BadInput, UsageError
 from ..spec import DrafterSpec
 from ..tensors import Checkpoint
 from .base import NAME_THE_DIALECT, Reading, ReadOptions, read_flat, trivial_vocab_map_drop
@@ -24,8 +24,6 @@ def detect(cfg: dict, names: set[str], metadata: dict) -> bool:
 def read(cfg: dict, ckpt: Checkpoint, opts: ReadOptions) -> Reading:
     layer_cfg = cfg.get("transformer_layer_config")
     if not isinstance(layer_cfg, dict):
-        from ...errors import BadInput
-
         raise BadInput(
             "config.json: speculators format without a transformer_layer_config object",
             hint=f"fix config.json; if the dialect was misdetected, {NAME_THE_DIALECT}",
