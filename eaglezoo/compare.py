@@ -184,7 +184,7 @@ def both_measured(a: VerifyReport, b: VerifyReport) -> None:
 def compare(a: VerifyReport, b: VerifyReport) -> CompareReport:
     same_target(a, b)
     both_measured(a, b)
-    steps = [(p.bucket, p.accepted, q.accepted) for p, q in zip(a.per_prompt, b.per_prompt)]
+    steps = [(p.bucket, p.accepted, q.accepted) for p, q in zip(a.per_prompt, b.per_prompt, strict=True)]
     by_bucket: dict[str, list[tuple]] = {}
     for s in steps:
         by_bucket.setdefault(s[0], []).append(s)

@@ -27,7 +27,7 @@ from .checkpoint.problems import compare_with_target, refuse_misfit
 from .checkpoint.read import Drafter, read_drafter
 from .checkpoint.spec import DrafterSpec
 from .checkpoint.st_header import FLOAT_CODES, ST_DTYPES, TensorRef
-from .checkpoint.st_writer import OutTensor, plan_output_order, stream_convert
+from .checkpoint.st_writer import Loan, OutTensor, plan_output_order, stream_convert
 from .checkpoint.tensors import Checkpoint
 from .errors import BadInput, UsageError
 from .fsutil import check_out_dir, replace_dir, sha256_file, staging
@@ -91,8 +91,7 @@ class Prepared:
     tensors: list[OutTensor]
     metadata: dict[str, str]
     origin: str | None = None
-    lent: list[OutTensor] = field(default_factory=list)  # the target's tensors written after the drafter's own
-    lender: Checkpoint | None = None
+    loan: Loan | None = None  # the target's tensors written after the drafter's own
     gguf: Any = None  # --to gguf: the formats.gguf_eagle3.GgufPlan written in place of config + safetensors
 
 
@@ -159,7 +158,7 @@ def borrowing(prepared: Prepared, drafter: Drafter, req: ConvertRequest) -> Prep
             "num_bytes": prepared.plan.num_bytes + sum(t.nbytes for t in lent),
         }
     )
-    return replace(prepared, plan=plan, lent=lent, lender=lender)
+    return replace(prepared, plan=plan, loan=Loan(lender, tuple(lent)))
 
 
 def _check_lent(name: str, source: str, ref: TensorRef, spec: DrafterSpec) -> None:
@@ -208,9 +207,9 @@ def plan_gguf(drafter: Drafter, req: ConvertRequest, tcfg: dict | None) -> Prepa
     gp = planner(
         spec,
         drafter.refs,
-        gguf_tokenizer.tokenizer_keys(req.target, spec.vocab_size),
-        tcfg.get("model_type"),
-        target_layers(tcfg),
+        gguf_eagle3.GgufTarget(
+            gguf_tokenizer.tokenizer_keys(req.target, spec.vocab_size), tcfg.get("model_type"), target_layers(tcfg)
+        ),
         req.dtype and _cast_code(req.dtype),
         drafter.path.name if isinstance(drafter.path, Path) else str(drafter.path),
     )
@@ -385,7 +384,7 @@ def apply(prep: Prepared, out: Path, force: bool = False, progress: Callable[[in
         config_bytes = (json.dumps(prep.config, indent=2) + "\n").encode()
         _write(tmp / "config.json", config_bytes)
         weights_sha, source_sha = stream_convert(
-            prep.checkpoint, prep.tensors, tmp / "model.safetensors", prep.metadata, progress, prep.lent, prep.lender
+            prep.checkpoint, prep.tensors, tmp / "model.safetensors", prep.metadata, progress, prep.loan
         )
         record = conversion_record(
             prep, source_sha, {"config.json": _sha(config_bytes), "model.safetensors": weights_sha}

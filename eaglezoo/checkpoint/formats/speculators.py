@@ -6,7 +6,7 @@ from __future__ import annotations
 from ...errors import BadInput, UsageError
 from ..spec import DrafterSpec
 from ..tensors import Checkpoint
-from .base import NAME_THE_DIALECT, Reading, ReadOptions, read_flat, trivial_vocab_map_drop
+from .base import NAME_THE_DIALECT, FlatRules, Reading, ReadOptions, read_flat, trivial_vocab_map_drop
 
 NAME = "speculators"
 
@@ -36,15 +36,11 @@ def read(cfg: dict, ckpt: Checkpoint, opts: ReadOptions) -> Reading:
         )
     vocab = layer_cfg.get("vocab_size")
     reading = read_flat(
-        NAME,
+        FlatRules(NAME, nested_convention=None, top_convention="boundary", prefix_renames=[]),
         cfg,
         ckpt,
         opts,
         layer_cfg=layer_cfg,
-        top=cfg,
-        nested_convention=None,
-        top_convention="boundary",
-        prefix_renames=[],
         extra_drops=lambda n: (
             TRAINING_ONLY
             if n.startswith(("verifier_lm_head.", "verifier_norm."))
