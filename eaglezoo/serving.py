@@ -236,7 +236,7 @@ def converted_name(source: str, fmt: str, into: str | None = None) -> str:
     return str(PurePath(into) / name) if into else name
 
 
-def serve_config(
+def serve_config(  # noqa: PLR0913 - called from cli/, registry/, verify/ and hub/, which other helpers edit in parallel
     spec: DrafterSpec,
     engine: str,
     drafter: str,
@@ -332,7 +332,7 @@ UNKNOWN_IDS = (
 )
 
 
-def serve_entry(
+def serve_entry(  # noqa: PLR0913 - called from cli/, registry/, verify/ and hub/, which other helpers edit in parallel
     entry,
     engine: str,
     drafter: str,
@@ -370,7 +370,7 @@ def serve_entry(
     return result
 
 
-def serve_drafter(
+def serve_drafter(  # noqa: PLR0913 - called from cli/, registry/, verify/ and hub/, which other helpers edit in parallel
     drafter,
     engine: str,
     name: str,
@@ -446,7 +446,7 @@ def family_engine_support(spec: DrafterSpec) -> list[EngineSupport]:
     ]
 
 
-def family_serve_config(
+def family_serve_config(  # noqa: PLR0913 - called from cli/, registry/, verify/ and hub/, which other helpers edit in parallel
     spec: DrafterSpec,
     dialect: str | None,
     engine: str,
