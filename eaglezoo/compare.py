@@ -19,6 +19,7 @@ from .limits import MAX_K, MAX_PROMPTS
 from .reproduce import Reproduction, reproduction
 from .verify.acceptance import INTERVAL, SEED, bootstrap_interval, pooled_length
 from .verify.report import VerifyReport, built
+from .verify.saved import validated
 
 Verdict = Literal["B above A", "B below A", "indistinguishable"]
 RELATIVE = 1e-6  # figures written by json round-trip exactly; a ratio recomputed differs by a few ulps
@@ -183,7 +184,7 @@ def both_measured(a: VerifyReport, b: VerifyReport) -> None:
 def compare(a: VerifyReport, b: VerifyReport) -> CompareReport:
     same_target(a, b)
     both_measured(a, b)
-    steps = [(p.bucket, p.accepted, q.accepted) for p, q in zip(a.per_prompt, b.per_prompt)]
+    steps = [(p.bucket, p.accepted, q.accepted) for p, q in zip(a.per_prompt, b.per_prompt, strict=True)]
     by_bucket: dict[str, list[tuple]] = {}
     for s in steps:
         by_bucket.setdefault(s[0], []).append(s)
@@ -255,7 +256,6 @@ def peers(requests: list[list[int]]) -> dict:
 def compare_from(data: dict, where: str) -> CompareReport:
     """A saved compare report, refused (one BadInput naming the field) unless its figures are ones compare writes
     (the model's cross-field checks, which its builder meets too): the page is drawn from them."""
-    from .verify.saved import validated
 
     def refuse(what: str) -> BadInput:
         return BadInput(f"{where}: {what}", hint="give the file that eaglezoo compare --report FILE wrote")

@@ -7,6 +7,7 @@ beside OUT and renames it into place, so OUT either does not exist or is complet
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Callable
@@ -20,15 +21,16 @@ from pydantic import BaseModel
 from . import __version__
 from .checkpoint import formats
 from .checkpoint.config import target_config, target_layers, validate_config
+from .checkpoint.formats import gguf_dflash, gguf_eagle3, gguf_tokenizer
 from .checkpoint.formats.base import ReadOptions
 from .checkpoint.problems import compare_with_target, refuse_misfit
 from .checkpoint.read import Drafter, read_drafter
 from .checkpoint.spec import DrafterSpec
 from .checkpoint.st_header import FLOAT_CODES, ST_DTYPES, TensorRef
-from .checkpoint.st_writer import OutTensor, plan_output_order, stream_convert
+from .checkpoint.st_writer import Loan, OutTensor, plan_output_order, stream_convert
 from .checkpoint.tensors import Checkpoint
 from .errors import BadInput, UsageError
-from .fsutil import check_out_dir, replace_dir, staging
+from .fsutil import check_out_dir, replace_dir, sha256_file, staging
 
 CONFIG_DTYPE_CODES = {"float32": "F32", "float16": "F16", "bfloat16": "BF16", "float64": "F64"}
 
@@ -89,8 +91,7 @@ class Prepared:
     tensors: list[OutTensor]
     metadata: dict[str, str]
     origin: str | None = None
-    lent: list[OutTensor] = field(default_factory=list)  # the target's tensors written after the drafter's own
-    lender: Checkpoint | None = None
+    loan: Loan | None = None  # the target's tensors written after the drafter's own
     gguf: Any = None  # --to gguf: the formats.gguf_eagle3.GgufPlan written in place of config + safetensors
 
 
@@ -157,7 +158,7 @@ def borrowing(prepared: Prepared, drafter: Drafter, req: ConvertRequest) -> Prep
             "num_bytes": prepared.plan.num_bytes + sum(t.nbytes for t in lent),
         }
     )
-    return replace(prepared, plan=plan, lent=lent, lender=lender)
+    return replace(prepared, plan=plan, loan=Loan(lender, tuple(lent)))
 
 
 def _check_lent(name: str, source: str, ref: TensorRef, spec: DrafterSpec) -> None:
@@ -188,8 +189,6 @@ def check_format(to: str) -> None:
 def plan_gguf(drafter: Drafter, req: ConvertRequest, tcfg: dict | None) -> Prepared:
     """The drafter as llama.cpp reads it (formats/gguf_eagle3.py): every key written from the Drafter, the target's
     tokenizer, each tensor renamed or dropped with its reason."""
-    from .checkpoint.formats import gguf_dflash, gguf_eagle3, gguf_tokenizer
-
     if req.borrow:
         raise UsageError("--borrow-from-target fills a speculators form", hint="drop --borrow-from-target")
     if drafter.spec.family in ("dflash", "dspark"):
@@ -208,9 +207,9 @@ def plan_gguf(drafter: Drafter, req: ConvertRequest, tcfg: dict | None) -> Prepa
     gp = planner(
         spec,
         drafter.refs,
-        gguf_tokenizer.tokenizer_keys(req.target, spec.vocab_size),
-        tcfg.get("model_type"),
-        target_layers(tcfg),
+        gguf_eagle3.GgufTarget(
+            gguf_tokenizer.tokenizer_keys(req.target, spec.vocab_size), tcfg.get("model_type"), target_layers(tcfg)
+        ),
         req.dtype and _cast_code(req.dtype),
         drafter.path.name if isinstance(drafter.path, Path) else str(drafter.path),
     )
@@ -385,7 +384,7 @@ def apply(prep: Prepared, out: Path, force: bool = False, progress: Callable[[in
         config_bytes = (json.dumps(prep.config, indent=2) + "\n").encode()
         _write(tmp / "config.json", config_bytes)
         weights_sha, source_sha = stream_convert(
-            prep.checkpoint, prep.tensors, tmp / "model.safetensors", prep.metadata, progress, prep.lent, prep.lender
+            prep.checkpoint, prep.tensors, tmp / "model.safetensors", prep.metadata, progress, prep.loan
         )
         record = conversion_record(
             prep, source_sha, {"config.json": _sha(config_bytes), "model.safetensors": weights_sha}
@@ -396,9 +395,6 @@ def apply(prep: Prepared, out: Path, force: bool = False, progress: Callable[[in
 
 
 def _apply_gguf(prep: Prepared, out: Path, force: bool, progress: Callable[[int], None]) -> dict:
-    from .checkpoint.formats import gguf_eagle3
-    from .fsutil import sha256_file
-
     gp, drafter = prep.gguf
     with staging(out) as tmp:
         gguf_eagle3.write(gp, drafter.spec, drafter.load, tmp / GGUF_FILE, progress)
@@ -451,6 +447,4 @@ def _write(path: Path, data: bytes) -> None:
 
 
 def _sha(data: bytes) -> str:
-    import hashlib
-
     return hashlib.sha256(data).hexdigest()

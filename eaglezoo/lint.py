@@ -14,6 +14,7 @@ from pydantic import BaseModel
 
 from .checkpoint import formats
 from .checkpoint.config import target_config, validate_config
+from .checkpoint.formats import gguf_read
 from .checkpoint.formats.base import ReadOptions
 from .checkpoint.problems import (
     Finding,
@@ -31,6 +32,7 @@ from .checkpoint.spec import DrafterSpec
 from .checkpoint.st_header import COMPLEX_CODES
 from .checkpoint.traps import trap_findings
 from .errors import EaglezooError
+from .hub.remote import RemoteCheckpoint, remote_target_config
 from .serving import EngineSupport, engine_support, schema_for
 
 T = TypeVar("T")
@@ -82,8 +84,6 @@ def lint(
 def lint_gguf(path: Path, target_dir: Path | None = None) -> LintReport:
     """Lint a drafter GGUF as llama.cpp reads it (checkpoint/formats/gguf_read.py): taps against the target's layers,
     flags against tensors, the vocabulary map, the family."""
-    from .checkpoint.formats import gguf_read
-
     tcfg = target_config(target_dir) if target_dir else None
     facts = gguf_read.read(path)
     return LintReport(
@@ -259,8 +259,6 @@ def remote_lint(
     opts: ReadOptions | None = None,
 ):
     """Lint a drafter on the Hub from its config, safetensors headers and small tensors (range requests)."""
-    from .hub.remote import RemoteCheckpoint, remote_target_config
-
     ckpt = RemoteCheckpoint(repo, revision)
     validate_config(ckpt.config, f"{repo}/config.json", "drafter")
     tcfg = remote_target_config(target, ckpt) if target else None

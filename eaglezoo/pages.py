@@ -5,6 +5,7 @@ report (`eaglezoo report REPORT.json --html FILE`) renders as a fresh one does."
 
 from __future__ import annotations
 
+import json
 from html import escape as _escape
 
 from . import plots
@@ -13,7 +14,8 @@ from .serving import shown_path, vllm_serve_command, vllm_speculative_config
 STYLE = """body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#222}
 h1{font-size:1.4rem}h2{font-size:1.1rem;margin-top:2rem}.plots{display:flex;flex-wrap:wrap;gap:1rem}
 .plot{flex:0 1 28rem;max-width:28rem}.plot svg{width:100%;height:auto}table{border-collapse:collapse}
-td,th{border-bottom:1px solid #ddd;padding:.25rem .6rem;text-align:left}a,td{overflow-wrap:anywhere}code,pre{background:#f4f4f4}
+td,th{border-bottom:1px solid #ddd;padding:.25rem .6rem;text-align:left}a,td{overflow-wrap:anywhere}\
+code,pre{background:#f4f4f4}
 pre{padding:.6rem;white-space:pre-wrap;word-break:break-all}.headline{font-size:1.2rem}"""
 
 
@@ -318,8 +320,6 @@ def tune_confirmation(r: dict) -> list[str]:
 
 def tune_commands(r: dict) -> list[str]:
     """Each engine's own config of the decision: vLLM's table, SGLang's static K and adaptive config."""
-    import json
-
     zeros = (
         ""
         if "--speculative-config" in (r.get("vllm_command") or "--speculative-config")
@@ -388,7 +388,8 @@ def compare_page(r: dict) -> str:
 def doctor_page(r: dict) -> str:
     title = f"eaglezoo doctor: {r['verdict']}"
     findings = "".join(
-        f"<h2>{escape(f['cause'])} ({escape(f['verdict'])}, {'confirmed' if f['confirmed'] else 'not confirmed by a trial'})"
+        f"<h2>{escape(f['cause'])} ({escape(f['verdict'])}, "
+        f"{'confirmed' if f['confirmed'] else 'not confirmed by a trial'})"
         f"</h2><p>{escape(f['what'])}</p><ul>{''.join(f'<li>{escape(e)}</li>' for e in f['evidence'])}</ul>"
         f"<p><b>Fix</b>: <code>{escape(f['fix'])}</code></p>"
         for f in r["findings"]

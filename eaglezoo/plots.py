@@ -165,7 +165,7 @@ def speedup(report: dict) -> str:
         linestyle="--",
         label="without",
     )
-    for x, lv in zip(xs, levels):
+    for x, lv in zip(xs, levels, strict=True):
         ax.annotate(
             f"{lv['speedup']:.2f}x",
             (x, lv["with_drafter"]["output_tokens_per_s"]),
@@ -229,7 +229,7 @@ def compare_buckets(report: dict) -> str:
     fig, ax = _axes("acceptance length per bucket", "bucket", "acceptance length", width=max(5.2, 1.1 * len(rows)))
     ax.bar([x - 0.2 for x in xs], [r["a"] for r in rows], width=0.4, color=GREY, label="A")
     ax.bar([x + 0.2 for x in xs], [r["b"] for r in rows], width=0.4, color=BLUE, label="B")
-    for x, r in zip(xs, rows):
+    for x, r in zip(xs, rows, strict=True):
         ax.annotate(f"{r['ratio']:.2f}x", (x, max(r["a"], r["b"])), ha="center", va="bottom", fontsize=7)
     ax.set_xticks(list(xs), [literal(r["bucket"]) for r in rows], rotation=20, fontsize=8)
     ax.legend(fontsize=7, frameon=False)

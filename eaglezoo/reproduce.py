@@ -15,6 +15,12 @@ from pydantic import BaseModel, ConfigDict
 from . import __version__
 from .errors import printable
 
+try:  # the parsed command (`command_line`); typer without its vendored click: the report says the command is unknown
+    from typer._click.core import ParameterSource
+    from typer._click.globals import get_current_context
+except ImportError:
+    ParameterSource = get_current_context = None
+
 NVIDIA_GPUS = Path("/proc/driver/nvidia/gpus")  # the driver's own file per GPU: no subprocess, no torch import
 
 
@@ -165,10 +171,7 @@ def gpu_names() -> list[str]:
 def command_line() -> list[str] | None:
     """The command being run, rebuilt from its parsed options (what was given on the command line, in the
     command's own order and spelling; defaults left out), each word redacted. None outside a command."""
-    try:
-        from typer._click.core import ParameterSource
-        from typer._click.globals import get_current_context
-    except ImportError:  # typer without its vendored click: the report says the command is unknown
+    if get_current_context is None:
         return None
     ctx = get_current_context(silent=True)
     if ctx is None:

@@ -4,11 +4,16 @@ docs/formats.md#traps)."""
 
 from __future__ import annotations
 
+import json
 import shlex
+from pathlib import PurePath
 
 from pydantic import BaseModel
 
+from .checkpoint.formats.blocks import max_k
+from .checkpoint.formats.eagle31 import ARCH_NAMES
 from .checkpoint.spec import AuxLayers, DrafterSpec, default_boundary_ids
+from .errors import UsageError
 
 
 class EngineSupport(BaseModel):
@@ -163,8 +168,6 @@ def shown_path(steps: list[str], warnings: list[str] = ()) -> str:
 def vllm_serve_command(target: str, speculative_config: dict) -> str:
     """The one `vllm serve` command eaglezoo prints (serve-config, tune, pages, the site, model cards): the one to
     serve with; `diagnose_command` gives the one to diagnose with."""
-    import json
-
     return shlex.join(["vllm", "serve", target, "--speculative-config", json.dumps(speculative_config)])
 
 
@@ -229,13 +232,11 @@ def vllm_speculative_config(drafter: str, k: int, revision: str | None = None) -
 def converted_name(source: str, fmt: str, into: str | None = None) -> str:
     """The folder the printed `eaglezoo convert SOURCE OUT` writes, named for its schema: in `into` (the folder the
     commands are printed for, so that the server names a path doctor reads from anywhere), else relative."""
-    from pathlib import PurePath
-
     name = f"{PurePath(source).name.removesuffix('.yaml')}-{fmt}"
     return str(PurePath(into) / name) if into else name
 
 
-def serve_config(
+def serve_config(  # noqa: PLR0913 - called from cli/, registry/, verify/ and hub/, which other helpers edit in parallel
     spec: DrafterSpec,
     engine: str,
     drafter: str,
@@ -258,8 +259,6 @@ def serve_config(
     folder; otherwise the engine captures its default for the target's layer count (`target_layers`, None
     when unknown), and a warning says so. `into`: where the printed convert writes (`converted_name`)."""
     if engine not in ENGINE_READS_IDS:
-        from .errors import UsageError
-
         raise UsageError(f"unknown --engine {engine!r}", hint="use vllm or sglang")
     convention = "boundary" if engine == "vllm" else "layer-output"
     reads_ids = spec.aux is not None and (has_top_level_ids if engine == "vllm" else has_nested_ids)
@@ -333,7 +332,7 @@ UNKNOWN_IDS = (
 )
 
 
-def serve_entry(
+def serve_entry(  # noqa: PLR0913 - called from cli/, registry/, verify/ and hub/, which other helpers edit in parallel
     entry,
     engine: str,
     drafter: str,
@@ -371,7 +370,7 @@ def serve_entry(
     return result
 
 
-def serve_drafter(
+def serve_drafter(  # noqa: PLR0913 - called from cli/, registry/, verify/ and hub/, which other helpers edit in parallel
     drafter,
     engine: str,
     name: str,
@@ -447,7 +446,7 @@ def family_engine_support(spec: DrafterSpec) -> list[EngineSupport]:
     ]
 
 
-def family_serve_config(
+def family_serve_config(  # noqa: PLR0913 - called from cli/, registry/, verify/ and hub/, which other helpers edit in parallel
     spec: DrafterSpec,
     dialect: str | None,
     engine: str,
@@ -461,9 +460,6 @@ def family_serve_config(
     """P-EAGLE on vLLM is `eagle3` with `parallel_drafting`, from a folder vLLM 0.32 loads (`peagle_copy`: convert
     first where it would not); DFlash and DSpark are their own methods, with K within the block (`blocks.max_k`);
     SGLang serves DFlash and DSpark with the block size as its flag."""
-    from .checkpoint.formats.blocks import max_k
-    from .errors import UsageError
-
     if engine not in ENGINE_READS_IDS:
         raise UsageError(f"unknown --engine {engine!r}", hint="use vllm or sglang")
     block, most = (spec.family_fields.block_size if spec.family_fields else None), max_k(spec, dialect)
@@ -554,8 +550,6 @@ def peagle_copy(
 ) -> tuple[str | None, list[str]]:
     """(the convert command that writes the copy vLLM 0.32 loads, `convert --to eagle31`: EAGLE 3.1 under its
     EAGLE-3 architecture name, mask token kept; the warnings). None where the folder is served as it is."""
-    from .checkpoint.formats.eagle31 import ARCH_NAMES
-
     loads = vllm_loads_peagle(spec, dialect)
     if loads:
         return None, []

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Callable, Literal
 
 from pydantic import BaseModel
 
-from ..errors import EaglezooError
+from ..errors import BadInput, EaglezooError
 from .layout import expected_shapes, flat_shape, optional_shapes
 from .spec import AuxLayers, DrafterSpec, effective_rope
 from .st_header import COMPLEX_CODES
@@ -42,9 +42,27 @@ def check_tensors(spec: DrafterSpec, refs: dict[str, TensorRef]) -> list[Finding
     """Shapes, dtypes, missing and unexpected tensors (names must already be canonical)."""
     if spec.family in ("dflash", "dspark"):
         return block_tensor_problems(spec, refs)
-    problems: list[Finding] = []
     want = expected_shapes(spec)
     optional = optional_shapes(spec)
+    problems = _fan_in_and_rows(spec, refs) + _shape_problems(spec, refs, want, optional)
+    problems += _complex_weights(refs, set(want) | set(optional))
+    problems += _vocab_map_dtypes(refs)
+    if "embed_tokens.weight" not in refs and spec.hidden_size != spec.target_hidden_size:
+        problems.append(
+            error(
+                "embed-missing",
+                "hidden_size differs from target_hidden_size, so the drafter must "
+                "ship its own embed_tokens.weight, and it has none",
+                "vLLM #18906",
+            )
+        )
+    extra = sorted(set(refs) - set(want) - set(optional))
+    return problems + [_unexpected(spec, name) for name in extra]
+
+
+def _fan_in_and_rows(spec: DrafterSpec, refs: dict[str, TensorRef]) -> list[Finding]:
+    """fc's fan-in against k x target_hidden_size, lm_head's rows against draft_vocab_size."""
+    problems: list[Finding] = []
     k, ht = spec.num_aux, spec.target_hidden_size
     fc = refs.get("fc.weight")
     if fc is not None and len(fc.shape) == 2 and fc.shape[1] != k * ht:
@@ -64,6 +82,13 @@ def check_tensors(spec: DrafterSpec, refs: dict[str, TensorRef]) -> list[Finding
                 "set draft_vocab_size to the lm_head rows (SafeAILab #249)",
             )
         )
+    return problems
+
+
+def _shape_problems(spec: DrafterSpec, refs: dict[str, TensorRef], want: dict, optional: dict) -> list[Finding]:
+    """Each expected tensor present with the config's shape (fc and lm_head: `_fan_in_and_rows`), each optional
+    one present with its shape."""
+    problems: list[Finding] = []
     for name, shape in want.items():
         ref = refs.get(name)
         if ref is None:
@@ -76,32 +101,24 @@ def check_tensors(spec: DrafterSpec, refs: dict[str, TensorRef]) -> list[Finding
         ref = refs.get(name)
         if ref is not None and flat_shape(name, tuple(ref.shape)) != shape:
             problems.append(error("shape", f"{name} has shape {list(ref.shape)}, expected {list(shape)}"))
-    problems += _complex_weights(refs, set(want) | set(optional))
-    for name in ("d2t",):
-        ref = refs.get(name)
-        if ref is not None and ref.dtype not in INT_CODES:
-            problems.append(
-                error(
-                    "d2t-dtype",
-                    f"d2t must hold integer offsets, found {ref.dtype}",
-                    "d2t is int64 offsets: target_id = draft_id + d2t[draft_id] (see docs/formats.md#vocabulary-maps)",
-                )
+    return problems
+
+
+def _vocab_map_dtypes(refs: dict[str, TensorRef]) -> list[Finding]:
+    """d2t holds integer offsets, t2d a bool mask."""
+    problems: list[Finding] = []
+    ref = refs.get("d2t")
+    if ref is not None and ref.dtype not in INT_CODES:
+        problems.append(
+            error(
+                "d2t-dtype",
+                f"d2t must hold integer offsets, found {ref.dtype}",
+                "d2t is int64 offsets: target_id = draft_id + d2t[draft_id] (see docs/formats.md#vocabulary-maps)",
             )
+        )
     ref = refs.get("t2d")
     if ref is not None and ref.dtype not in ("BOOL", "U8"):
         problems.append(error("t2d-dtype", f"t2d must be a bool mask, found {ref.dtype}"))
-    if "embed_tokens.weight" not in refs and spec.hidden_size != spec.target_hidden_size:
-        problems.append(
-            error(
-                "embed-missing",
-                "hidden_size differs from target_hidden_size, so the drafter must "
-                "ship its own embed_tokens.weight, and it has none",
-                "vLLM #18906",
-            )
-        )
-    extra = sorted(set(refs) - set(want) - set(optional))
-    for name in extra:
-        problems.append(_unexpected(spec, name))
     return problems
 
 
@@ -193,8 +210,6 @@ def _unexpected(spec: DrafterSpec, name: str) -> Finding:
 
 def refuse_misfit(aux: AuxLayers | None, target_hidden: int, vocab: int, tcfg: dict) -> None:
     """The first way the drafter does not fit its target, refused (convert, verify and serve-config stop there)."""
-    from ..errors import BadInput
-
     problems = target_problems(aux, target_hidden, vocab, tcfg)
     if problems:
         raise BadInput(

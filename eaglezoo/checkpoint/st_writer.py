@@ -32,6 +32,14 @@ class OutTensor:
         return math.prod(self.source.shape) * ST_DTYPES[self.dtype][1] // 8
 
 
+@dataclass(frozen=True)
+class Loan:
+    """Tensors of another checkpoint written after a drafter's own: a target's embedding lent to a drafter."""
+
+    lender: Checkpoint
+    tensors: tuple[OutTensor, ...]
+
+
 class _Hasher:
     """sha256 updated on a worker thread (hashlib releases the GIL), so hashing overlaps I/O."""
 
@@ -69,10 +77,9 @@ def stream_convert(
     out_path: Path,
     metadata: dict[str, str],
     progress: Callable[[int], None] = lambda n: None,
-    lent: list[OutTensor] = (),
-    lender: Checkpoint | None = None,
+    loan: Loan | None = None,
 ) -> tuple[str, dict[str, str]]:
-    """Write `tensors` (in the order given), then `lent` (tensors of another checkpoint, `lender`: a target's
+    """Write `tensors` (in the order given), then the `loan`'s (tensors of another checkpoint: a target's
     embedding lent to a drafter), to one safetensors file.
 
     Returns (sha256 of the output, {source file name: sha256}). When nothing is cast and the
@@ -81,6 +88,7 @@ def stream_convert(
     (copy_file_range; plain writes where unsupported), so the order must be `plan_output_order`.
     Otherwise tensors are materialised one at a time. The state dict is never held whole.
     """
+    lent = [(loan.lender, t) for t in loan.tensors] if loan else []
     copy_mode = all(t.dtype == t.source.dtype and t.source.start >= 0 for t in tensors)
     if copy_mode and [t.source.name for t in tensors] != plan_output_order(ckpt, (t.source.name for t in tensors)):
         raise ValueError("byte-range copy needs tensors in source order")
@@ -95,13 +103,14 @@ def stream_convert(
             out_hash.update(data)
             progress(len(data))
 
-        emit(safetensors_header([*tensors, *lent], metadata))
+        emit(safetensors_header([*tensors, *(t for _, t in lent)], metadata))
         for f in ckpt.files:
             src_hash = _Hasher(p_src)
             with open(f, "rb") as fh:
                 if copy_mode:
+                    fd = fh.fileno()
 
-                    def keep(chunk, offset, fd=fh.fileno()):
+                    def keep(chunk, offset, fd=fd):
                         copier.copy(fd, offset, chunk)
                         out_hash.update(chunk)
                         progress(len(chunk))
@@ -114,7 +123,7 @@ def stream_convert(
         if not copy_mode:
             for t in tensors:
                 emit(_tensor_bytes(ckpt.load(t.source.name), t.dtype))
-        for t in lent:  # one at a time: a large target's embedding is never held with another
+        for lender, t in lent:  # one at a time: a large target's embedding is never held with another
             emit(_tensor_bytes(lender.load(t.source.name), t.dtype))
         digest = out_hash.hexdigest()
         os.fsync(out.fileno())

@@ -19,7 +19,7 @@ from . import (
     torchspec,
     zlab_dflash,
 )
-from .base import NAME_THE_DIALECT
+from .base import NAME_THE_DIALECT, FlatRules, read_flat
 
 # Order matters only for error messages; detection must be unambiguous.
 DIALECTS = {m.NAME: m for m in (eagle31, speculators, torchspec, modelopt, nemo, specforge, safeai)}
@@ -97,17 +97,17 @@ def looks_like_drafter(cfg: dict) -> bool:
 
 def read_undetermined(cfg: dict, ckpt, opts):
     """A config no dialect claims: the flat reading every dialect shares, with no convention documented."""
-    from .base import read_flat
-
     return read_flat(
-        None,
+        FlatRules(
+            None,
+            nested_convention=None,
+            top_convention=None,
+            prefix_renames=[],
+            flag_defaults={"norm_before_residual": False, "norm_output": False},
+        ),
         cfg,
         ckpt,
         opts,
-        nested_convention=None,
-        top_convention=None,
-        prefix_renames=[],
-        flag_defaults={"norm_before_residual": False, "norm_output": False},
     )
 
 

@@ -41,7 +41,8 @@ class AuxKey:
 
 
 # 1. EAGLE-3 top level, speculators' aux_hidden_state_layer_ids (dflash, dspark, peagle): boundary, as-is
-#    (vLLM v1/worker/gpu/spec_decode/eagle/eagle3_utils.py:106; transformers_utils/configs/speculators/algos.py:113-120).
+#    (vLLM v1/worker/gpu/spec_decode/eagle/eagle3_utils.py:106;
+#    transformers_utils/configs/speculators/algos.py:113-120).
 EAGLE_TOP = AuxKey(("eagle_aux_hidden_state_layer_ids",), "boundary")
 SPECULATORS = AuxKey(("aux_hidden_state_layer_ids",), "boundary")
 # 2. z-lab DFlash dflash_config.target_layer_ids: "after layer i", +1 (eagle3_utils.py:108-111).

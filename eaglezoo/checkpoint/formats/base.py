@@ -4,7 +4,8 @@ canonical names, and accounting for every source tensor (mapped, or dropped with
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from itertools import pairwise
+from typing import Any, Callable, Sequence
 
 from ...errors import BadInput, UsageError
 from ..spec import CONVENTIONS, AuxLayers, Convention, DrafterSpec, default_boundary_ids
@@ -138,8 +139,8 @@ def no_negative(ids, where: str):
     return ids
 
 
-def rename(name: str, prefix_renames: list[tuple[str, str]]) -> str:
-    for old, new in prefix_renames + LEGACY_RENAMES:
+def rename(name: str, prefix_renames: Sequence[tuple[str, str]]) -> str:
+    for old, new in [*prefix_renames, *LEGACY_RENAMES]:
         if name.startswith(old):
             return new + name[len(old) :]
     return name
@@ -150,27 +151,53 @@ def resolve_aux(
 ) -> AuxLayers:
     """Pick the aux ids with their convention. `found` lists (ids, convention or None if the dialect
     does not document one, where they were found)."""
-    stated, given = None, opts.stated_aux()
-    if given is not None:
-        ids, convention, stated_by = given
-        if convention is None:
-            raise UsageError(
-                "--aux-layers needs --aux-convention (boundary or layer-output)",
-                hint="boundary: vLLM/HF hidden_states[i]; layer-output: SGLang/ModelOpt/TRT-LLM",
-            )
-        stated = AuxLayers(ids=tuple(no_negative(ids, stated_by)), convention=convention)
-    resolved: list[tuple[AuxLayers, str]] = []
-    for ids, conv, where in found:
-        if conv is None:
-            conv = _undocumented_convention(ids, where, opts, d)
-        elif opts.aux_convention is not None and opts.aux_layers is None and opts.aux_convention != conv:
-            raise UsageError(
-                f"{where} uses the '{conv}' convention in this dialect, but --aux-convention "
-                f"says '{opts.aux_convention}'",
-                hint="drop --aux-convention, or give the ids in this dialect's own convention",
-            )
-        resolved.append((AuxLayers(ids=tuple(ids), convention=conv), where))
-    for (a, wa), (b, wb) in zip(resolved, resolved[1:]):
+    stated = _stated_aux(opts)
+    resolved = [
+        (AuxLayers(ids=tuple(ids), convention=_convention(ids, conv, where, opts, d)), where)
+        for ids, conv, where in found
+    ]
+    _refuse_disagreement(resolved)
+    if stated is not None:
+        return _as_stated(stated, resolved, opts, d)
+    if resolved:
+        aux, where = resolved[0]
+        d.decide(f"aux ids {list(aux.ids)} from {where} ({aux.convention} convention) = boundary {aux.boundary()}")
+        return aux
+    if opts.target_layers is not None and (k_hint in (None, 3)):
+        return _default_aux(opts.target_layers, d)
+    raise UsageError("the checkpoint carries no aux-layer ids", hint=AUX_HINT, code="aux-ids-missing")
+
+
+def _stated_aux(opts: ReadOptions) -> tuple[AuxLayers, str] | None:
+    """The aux ids the user or the registry entry states, with who stated them; None where nobody does."""
+    given = opts.stated_aux()
+    if given is None:
+        return None
+    ids, convention, stated_by = given
+    if convention is None:
+        raise UsageError(
+            "--aux-layers needs --aux-convention (boundary or layer-output)",
+            hint="boundary: vLLM/HF hidden_states[i]; layer-output: SGLang/ModelOpt/TRT-LLM",
+        )
+    return AuxLayers(ids=tuple(no_negative(ids, stated_by)), convention=convention), stated_by
+
+
+def _convention(ids: list[int], conv: Convention | None, where: str, opts: ReadOptions, d: Decisions) -> Convention:
+    """The convention of ids found at `where`: the dialect's (`conv`), refused where --aux-convention says another;
+    where the dialect documents none, the one stated (`_undocumented_convention`)."""
+    if conv is None:
+        return _undocumented_convention(ids, where, opts, d)
+    if opts.aux_convention is not None and opts.aux_layers is None and opts.aux_convention != conv:
+        raise UsageError(
+            f"{where} uses the '{conv}' convention in this dialect, but --aux-convention says '{opts.aux_convention}'",
+            hint="drop --aux-convention, or give the ids in this dialect's own convention",
+        )
+    return conv
+
+
+def _refuse_disagreement(resolved: list[tuple[AuxLayers, str]]) -> None:
+    """Two lists of one checkpoint that select different boundaries: refused, naming both."""
+    for (a, wa), (b, wb) in pairwise(resolved):
         if a.boundary() != b.boundary():
             raise BadInput(
                 f"aux ids disagree: {wa} {list(a.ids)} ({a.convention}) selects boundary "
@@ -178,40 +205,42 @@ def resolve_aux(
                 hint="one list was copied across conventions without the +1 (vLLM #43671)",
                 code="aux-ids-disagree",
             )
-    if stated is not None:
-        if resolved and resolved[0][0].boundary() != stated.boundary():
-            raise UsageError(
-                f"{stated_by} selects boundary {stated.boundary()}, but {resolved[0][1]} selects "
-                f"{resolved[0][0].boundary()}",
-                hint="fix the checkpoint's config instead of overriding it",
-            )
-        who = "the user" if opts.aux_layers is not None else f"registry entry {opts.registry_id}"
-        d.decide(f"aux ids {list(stated.ids)} ({stated.convention}) as stated by {who} = boundary {stated.boundary()}")
-        d.aux_stated_by = "user" if opts.aux_layers is not None else "registry"
-        return stated
-    if resolved:
-        aux, where = resolved[0]
-        d.decide(f"aux ids {list(aux.ids)} from {where} ({aux.convention} convention) = boundary {aux.boundary()}")
-        return aux
-    if opts.target_layers is not None and (k_hint in (None, 3)):
-        n = opts.target_layers
-        ids = default_boundary_ids(n)
-        if len(set(ids)) != 3 or min(ids) < 1:
-            raise UsageError(
-                f"the checkpoint carries no aux-layer ids and the documented default (2, L//2, L-3) "
-                f"is degenerate for a {n}-layer target: {ids}",
-                hint=AUX_HINT,
-            )
-        d.decide(
-            f"aux ids: none in the checkpoint; used the documented default (2, L//2, L-3) = {ids} "
-            f"(boundary) for the {n}-layer target"
+
+
+def _as_stated(
+    stated: tuple[AuxLayers, str], resolved: list[tuple[AuxLayers, str]], opts: ReadOptions, d: Decisions
+) -> AuxLayers:
+    """The stated ids, refused where the checkpoint's own select another boundary."""
+    aux, stated_by = stated
+    if resolved and resolved[0][0].boundary() != aux.boundary():
+        raise UsageError(
+            f"{stated_by} selects boundary {aux.boundary()}, but {resolved[0][1]} selects {resolved[0][0].boundary()}",
+            hint="fix the checkpoint's config instead of overriding it",
         )
-        d.warn(
-            "aux ids were not in the checkpoint: the documented default is only right if the drafter was "
-            "trained on it (vLLM #50170)"
+    who = "the user" if opts.aux_layers is not None else f"registry entry {opts.registry_id}"
+    d.decide(f"aux ids {list(aux.ids)} ({aux.convention}) as stated by {who} = boundary {aux.boundary()}")
+    d.aux_stated_by = "user" if opts.aux_layers is not None else "registry"
+    return aux
+
+
+def _default_aux(n: int, d: Decisions) -> AuxLayers:
+    """The documented default (2, L//2, L-3) for an `n`-layer target, refused where it is degenerate."""
+    ids = default_boundary_ids(n)
+    if len(set(ids)) != 3 or min(ids) < 1:
+        raise UsageError(
+            f"the checkpoint carries no aux-layer ids and the documented default (2, L//2, L-3) "
+            f"is degenerate for a {n}-layer target: {ids}",
+            hint=AUX_HINT,
         )
-        return AuxLayers(ids=tuple(ids), convention="boundary")
-    raise UsageError("the checkpoint carries no aux-layer ids", hint=AUX_HINT, code="aux-ids-missing")
+    d.decide(
+        f"aux ids: none in the checkpoint; used the documented default (2, L//2, L-3) = {ids} "
+        f"(boundary) for the {n}-layer target"
+    )
+    d.warn(
+        "aux ids were not in the checkpoint: the documented default is only right if the drafter was "
+        "trained on it (vLLM #50170)"
+    )
+    return AuxLayers(ids=tuple(ids), convention="boundary")
 
 
 def _undocumented_convention(ids: list[int], where: str, opts: ReadOptions, d: Decisions) -> Convention:
@@ -231,6 +260,28 @@ def _undocumented_convention(ids: list[int], where: str, opts: ReadOptions, d: D
     )
 
 
+def _stored_flag(flag: str, cfg: dict, nested: dict, d: Decisions) -> bool | None:
+    """A flag as config.json stores it: at the top level (fc_norm also under its legacy name use_aux_norm) and, for
+    norm_before_fc, in the nested eagle_config too, the two agreeing; None where it is not stored."""
+    top = cfg.get(flag)
+    if flag == "fc_norm" and top is None and cfg.get("use_aux_norm") is not None:
+        top = cfg["use_aux_norm"]
+        d.decide(f"legacy use_aux_norm={top} read as fc_norm")
+    inner = nested.get(flag) if flag == "norm_before_fc" else None
+    for v, where in ((top, flag), (inner, f"eagle_config.{flag}")):
+        if v is not None and not isinstance(v, bool):
+            raise BadInput(
+                f"config.json: {where} must be true or false, found {v!r}",
+                hint="write true or false in config.json",
+            )
+    if top is not None and inner is not None and top != inner:
+        raise BadInput(
+            f"config.json: {flag}={top} at the top level but eagle_config.{flag}={inner}",
+            hint="make the two agree in config.json (eaglezoo convert writes both from one value)",
+        )
+    return top if top is not None else inner
+
+
 def read_flags(
     cfg: dict, nested: dict, opts: ReadOptions, d: Decisions, defaults: dict[str, bool], ambiguous: dict[str, str]
 ) -> dict[str, bool]:
@@ -238,23 +289,7 @@ def read_flags(
     `ambiguous` maps a flag to the reason its stored value cannot be trusted without a statement."""
     values: dict[str, bool] = {}
     for flag in FLAGS:
-        top = cfg.get(flag)
-        if flag == "fc_norm" and top is None and cfg.get("use_aux_norm") is not None:
-            top = cfg["use_aux_norm"]
-            d.decide(f"legacy use_aux_norm={top} read as fc_norm")
-        inner = nested.get(flag) if flag == "norm_before_fc" else None
-        for v, where in ((top, flag), (inner, f"eagle_config.{flag}")):
-            if v is not None and not isinstance(v, bool):
-                raise BadInput(
-                    f"config.json: {where} must be true or false, found {v!r}",
-                    hint="write true or false in config.json",
-                )
-        if top is not None and inner is not None and top != inner:
-            raise BadInput(
-                f"config.json: {flag}={top} at the top level but eagle_config.{flag}={inner}",
-                hint="make the two agree in config.json (eaglezoo convert writes both from one value)",
-            )
-        stored = top if top is not None else inner
+        stored = _stored_flag(flag, cfg, nested, d)
         if flag in opts.flags:
             d.decide(f"{flag}={opts.flags[flag]} as stated by the user (config: {stored})")
             values[flag] = opts.flags[flag]
@@ -276,26 +311,35 @@ def read_flags(
     return values
 
 
+@dataclass(frozen=True)
+class FlatRules:
+    """How a flat dialect lays a drafter out: its name (None: no dialect claims the config), the convention of the
+    aux ids under `eagle_config` (nested) and at the top level (None: the dialect documents none), the prefixes
+    renamed to canonical tensor names, the flags' values where the config leaves them unstated, and the flags whose
+    stated value is ambiguous (the warning each gets)."""
+
+    dialect: str | None
+    nested_convention: Convention | None
+    top_convention: Convention | None
+    prefix_renames: Sequence[tuple[str, str]] = ()
+    flag_defaults: dict[str, bool] | None = None
+    ambiguous_flags: dict[str, str] | None = None
+
+
 def read_flat(
-    dialect: str | None,
+    rules: FlatRules,
     cfg: dict,
     ckpt: Checkpoint,
     opts: ReadOptions,
     *,
-    nested_convention: Convention | None,
-    top_convention: Convention | None,
-    prefix_renames: list[tuple[str, str]],
     extra_drops: Callable[[str], str | None] = lambda n: None,
-    flag_defaults: dict[str, bool] | None = None,
-    ambiguous_flags: dict[str, str] | None = None,
     layer_cfg: dict | None = None,
-    top: dict | None = None,
 ) -> Reading:
     """Read a drafter whose decoder keys live in `layer_cfg` (the config itself for HF-flat dialects)
-    and whose EAGLE keys live in `top`."""
+    and whose EAGLE keys live at the top of `cfg`."""
     d = Decisions()
     layer_cfg = cfg if layer_cfg is None else layer_cfg
-    top = cfg if top is None else top
+    top = cfg
     nested = top.get("eagle_config") or layer_cfg.get("eagle_config") or {}
     if not isinstance(nested, dict):
         raise BadInput(
@@ -308,7 +352,7 @@ def read_flat(
             hint="this is not an EAGLE-3 drafter; eaglezoo reads EAGLE-3 and 3.1 drafters only",
         )
     geometry = _geometry(layer_cfg, top, d)
-    flags = read_flags(top, nested, opts, d, flag_defaults or {}, ambiguous_flags or {})
+    flags = read_flags(top, nested, opts, d, rules.flag_defaults or {}, rules.ambiguous_flags or {})
     if flags["fc_norm"] and flags["norm_before_fc"]:
         raise BadInput(
             "config.json: fc_norm and norm_before_fc are both true; they are mutually exclusive "
@@ -316,8 +360,8 @@ def read_flat(
             code="flags-exclusive",
             hint="set one of them to false in config.json (3.1 drafters use fc_norm)",
         )
-    renames, drops = _tensor_names(ckpt, prefix_renames, extra_drops)  # first: the aux count can come from fc
-    found = _stated_aux_ids(top, nested, top_convention, nested_convention)
+    renames, drops = _tensor_names(ckpt, rules.prefix_renames, extra_drops)  # first: the aux count can come from fc
+    found = _stated_aux_ids(top, nested, rules.top_convention, rules.nested_convention)
     aux, k = _aux_layers(found, top, _fan_in_k(ckpt, renames, geometry.target_hidden), geometry, opts, d)
     if layer_cfg.get("tie_word_embeddings"):
         d.warn("tie_word_embeddings was true: written false (SGLang would tie lm_head to embed_tokens)")
@@ -336,7 +380,7 @@ def read_flat(
         layer_config=_carried_layer_config(layer_cfg, nested),
         **flags,
     )
-    return Reading(dialect, spec, renames, drops, d.decisions, d.warnings, d.aux_stated_by)
+    return Reading(rules.dialect, spec, renames, drops, d.decisions, d.warnings, d.aux_stated_by)
 
 
 @dataclass
@@ -365,7 +409,8 @@ def _geometry(layer_cfg: dict, top: dict, d: Decisions) -> Geometry:
     if target_hidden is None:
         if "target_hidden_size" in top:
             d.decide(
-                "target_hidden_size: null read as hidden_size (the key is omitted on output: vLLM's HF path crashes on null)"
+                "target_hidden_size: null read as hidden_size "
+                "(the key is omitted on output: vLLM's HF path crashes on null)"
             )
         target_hidden = hidden
     elif not isinstance(target_hidden, int) or target_hidden <= 0:
@@ -383,7 +428,7 @@ def _geometry(layer_cfg: dict, top: dict, d: Decisions) -> Geometry:
 
 
 def _tensor_names(
-    ckpt: Checkpoint, prefix_renames: list[tuple[str, str]], extra_drops: Callable[[str], str | None]
+    ckpt: Checkpoint, prefix_renames: Sequence[tuple[str, str]], extra_drops: Callable[[str], str | None]
 ) -> tuple[dict[str, str], dict[str, str]]:
     """(source name -> canonical name, source name -> why it is dropped)."""
     renames, drops = {}, {}

@@ -5,6 +5,7 @@ speculators convert/dflash/converter.py:6-7)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from ...errors import BadInput
@@ -71,23 +72,34 @@ def check_mask_token(mask: int | None, vocab: int, where: str) -> None:
         )
 
 
+@dataclass(frozen=True)
+class BlockDialect:
+    """A block dialect's own terms: its name, the family it reads, the key its aux ids sit under, and the
+    architectures the drafter is recorded with."""
+
+    name: str
+    family: Family
+    key: AuxKey
+    architectures: list[str]
+
+
+@dataclass(frozen=True)
+class BlockFields:
+    """What a block dialect found in its config: `fields` the family keys (None where unstated), `extra` the family
+    keys this dialect keeps that eaglezoo carries unread, the draft vocabulary and target hidden size (None: the
+    drafter's own vocabulary and hidden size)."""
+
+    fields: dict[str, Any]
+    extra: dict[str, Any]
+    draft_vocab: int | None = None
+    target_hidden: int | None = None
+
+
 def read_block(
-    dialect: str,
-    family: Family,
-    cfg: dict,
-    layer_cfg: dict,
-    ckpt: Checkpoint,
-    *,
-    key: AuxKey,
-    fields: dict[str, Any],
-    extra: dict[str, Any],
-    architectures: list[str],
-    draft_vocab: int | None,
-    target_hidden: int | None,
-    d: Decisions,
+    dialect: BlockDialect, found: BlockFields, cfg: dict, layer_cfg: dict, ckpt: Checkpoint, d: Decisions
 ) -> Reading:
-    """A block-family drafter: `fields` are the family keys as found (None where unstated), `extra` the family
-    keys this dialect keeps that eaglezoo carries unread."""
+    """A block-family drafter of `dialect`, from what it `found` in `cfg` (the decoder keys in `layer_cfg`)."""
+    family, key, fields, architectures = dialect.family, dialect.key, found.fields, dialect.architectures
     check_field_types(fields, "config.json")
     hidden = require_int(layer_cfg, "hidden_size")
     vocab = require_int(layer_cfg, "vocab_size")
@@ -103,7 +115,7 @@ def read_block(
     ids = parse_ids(ids_value, key.name)
     aux = AuxLayers(ids=tuple(ids), convention=key.convention)
     d.decide(f"aux ids {ids} from {key.name} ({key.convention} convention) = boundary {aux.boundary()}")
-    draft_vocab = draft_vocab or vocab
+    draft_vocab = found.draft_vocab or vocab
     if not isinstance(draft_vocab, int) or draft_vocab <= 0 or draft_vocab > vocab:
         raise BadInput(
             f"config.json: draft_vocab_size must be an integer in 1..vocab_size ({vocab}), found {draft_vocab!r}",
@@ -115,17 +127,17 @@ def read_block(
         architectures=architectures,
         num_layers=require_int(layer_cfg, "num_hidden_layers"),
         hidden_size=hidden,
-        target_hidden_size=target_hidden or hidden,
+        target_hidden_size=found.target_hidden or hidden,
         vocab_size=vocab,
         draft_vocab_size=draft_vocab,
         num_aux=len(ids),
         aux=aux,
         dtype=cfg.get("torch_dtype") or cfg.get("dtype") or layer_cfg.get("torch_dtype") or layer_cfg.get("dtype"),
         family=family,
-        family_fields=FamilyFields(**fields, extra=extra),
+        family_fields=FamilyFields(**fields, extra=found.extra),
         layer_config=dict(layer_cfg),
     )
-    return Reading(dialect, spec, renames, drops, d.decisions, d.warnings)
+    return Reading(dialect.name, spec, renames, drops, d.decisions, d.warnings)
 
 
 def account(ckpt: Checkpoint, family: Family) -> tuple[dict[str, str], dict[str, str]]:

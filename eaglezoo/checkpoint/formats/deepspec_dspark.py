@@ -8,7 +8,17 @@ from ..spec import DrafterSpec
 from ..tensors import Checkpoint
 from . import aux_ids
 from .base import Decisions, Reading, ReadOptions
-from .blocks import CARRIED, FIELD_KEYS, carried_in, place_extra, read_block, split_fields, stated
+from .blocks import (
+    CARRIED,
+    FIELD_KEYS,
+    BlockDialect,
+    BlockFields,
+    carried_in,
+    place_extra,
+    read_block,
+    split_fields,
+    stated,
+)
 
 NAME = "dspark"
 FAMILY = "dspark"
@@ -47,18 +57,12 @@ def read(cfg: dict, ckpt: Checkpoint, opts: ReadOptions) -> Reading:
     if "draft_vocab_size" in cfg:
         extra["draft_vocab_size"] = True  # written back only where it was
     return read_block(
-        NAME,
-        FAMILY,
+        BlockDialect(NAME, FAMILY, aux_ids.DEEPSPEC_TARGET, archs),
+        BlockFields(fields, extra, cfg.get("draft_vocab_size"), cfg.get("target_hidden_size")),
         cfg,
         layer_cfg,
         ckpt,
-        key=aux_ids.DEEPSPEC_TARGET,
-        fields=fields,
-        extra=extra,
-        architectures=archs,
-        draft_vocab=cfg.get("draft_vocab_size"),
-        target_hidden=cfg.get("target_hidden_size"),
-        d=d,
+        d,
     )
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ..tensors import Checkpoint
 from . import aux_ids
-from .base import Reading, ReadOptions, parse_ids, read_flat
+from .base import FlatRules, Reading, ReadOptions, parse_ids, read_flat
 
 NAME = "deepspec-eagle3"
 ARCH = "Qwen3Eagle3Model"
@@ -31,14 +31,16 @@ def read(cfg: dict, ckpt: Checkpoint, opts: ReadOptions) -> Reading:
         view["num_hidden_layers"] = cfg["draft_num_hidden_layers"]
         notes.append(f"draft_num_hidden_layers={cfg['draft_num_hidden_layers']} is the drafter's layer count")
     reading = read_flat(
-        NAME,
+        FlatRules(
+            NAME,
+            nested_convention="layer-output",
+            top_convention="boundary",
+            prefix_renames=[("midlayer.", "layers.0.")],
+            flag_defaults={"norm_before_residual": False, "norm_output": False},
+        ),
         view,
         ckpt,
         opts,
-        nested_convention="layer-output",
-        top_convention="boundary",
-        prefix_renames=[("midlayer.", "layers.0.")],
-        flag_defaults={"norm_before_residual": False, "norm_output": False},
     )
     reading.spec.architectures = ["Eagle3Qwen3ForCausalLM"]
     renamed = "architecture Qwen3Eagle3Model (DeepSpec) written as Eagle3Qwen3ForCausalLM, the name vLLM registers"

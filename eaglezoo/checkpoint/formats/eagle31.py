@@ -8,7 +8,7 @@ from __future__ import annotations
 from ...errors import UsageError
 from ..spec import DrafterSpec
 from ..tensors import Checkpoint
-from .base import FLAGS, Reading, ReadOptions, read_flat
+from .base import FLAGS, FlatRules, Reading, ReadOptions, read_flat
 
 NAME = "eagle31"
 
@@ -31,7 +31,10 @@ def detect(cfg: dict, names: set[str], metadata: dict) -> bool:
 
 def read(cfg: dict, ckpt: Checkpoint, opts: ReadOptions) -> Reading:
     return read_flat(
-        NAME, cfg, ckpt, opts, nested_convention="layer-output", top_convention="boundary", prefix_renames=[]
+        FlatRules(NAME, nested_convention="layer-output", top_convention="boundary", prefix_renames=[]),
+        cfg,
+        ckpt,
+        opts,
     )
 
 

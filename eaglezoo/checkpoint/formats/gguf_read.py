@@ -25,7 +25,7 @@ from pathlib import Path
 
 from ...errors import BadInput
 from ..problems import Finding
-from . import gguf_eagle3
+from . import gguf_dflash, gguf_eagle3
 from .gguf_eagle3 import BUILD
 
 DRAFTER_ARCHS = ("eagle3", "dflash")
@@ -100,8 +100,6 @@ def findings(facts: GgufFacts, tcfg: dict | None) -> list[Finding]:
 
 def dflash(facts: GgufFacts, tcfg: dict | None) -> list[Finding]:
     """A DFlash (or DSpark) GGUF: its taps, block size and mask token (gguf_dflash.py's docstring)."""
-    from . import gguf_dflash
-
     ids = facts.key("{arch}.target_layers")
     if ids is None:
         return [

@@ -1,4 +1,5 @@
-"""The target's tokenizer as GGUF keys, for a drafter GGUF llama.cpp b11434 loads (docs/commands/convert-lint.md#gguf-llamacpp).
+"""The target's tokenizer as GGUF keys, for a drafter GGUF llama.cpp b11434 loads
+(docs/commands/convert-lint.md#gguf-llamacpp).
 
 llama.cpp loads a vocabulary for every model, the drafter too: `tokenizer.ggml.model` is required
 (src/llama-vocab.cpp:1974), and the EAGLE-3 graph scatters the draft logits into that vocabulary's token count

@@ -5,7 +5,7 @@ ModelOpt's internal names (`input_embeds_norm`, top-level `hidden_norm`, `eagle_
 from __future__ import annotations
 
 from ..tensors import Checkpoint
-from .base import Reading, ReadOptions, read_flat, trivial_vocab_map_drop
+from .base import FlatRules, Reading, ReadOptions, read_flat, trivial_vocab_map_drop
 
 NAME = "modelopt"
 MARKERS = ("use_input_layernorm_in_first_layer", "use_last_layernorm", "use_mtp_layernorm")
@@ -25,18 +25,20 @@ def detect(cfg: dict, names: set[str], metadata: dict) -> bool:
 
 def read(cfg: dict, ckpt: Checkpoint, opts: ReadOptions) -> Reading:
     return read_flat(
-        NAME,
+        FlatRules(
+            NAME,
+            nested_convention="layer-output",
+            top_convention=None,
+            prefix_renames=[
+                ("midlayer.", "layers.0."),
+                ("input_embeds_norm.", "layers.0.input_layernorm."),
+                ("hidden_norm.", "layers.0.hidden_norm."),
+                ("eagle_lm_head.", "lm_head."),
+            ],
+            flag_defaults={"norm_before_residual": False, "norm_output": False},
+        ),
         cfg,
         ckpt,
         opts,
-        nested_convention="layer-output",
-        top_convention=None,
-        prefix_renames=[
-            ("midlayer.", "layers.0."),
-            ("input_embeds_norm.", "layers.0.input_layernorm."),
-            ("hidden_norm.", "layers.0.hidden_norm."),
-            ("eagle_lm_head.", "lm_head."),
-        ],
         extra_drops=trivial_vocab_map_drop(ckpt, cfg.get("draft_vocab_size"), cfg.get("vocab_size")),
-        flag_defaults={"norm_before_residual": False, "norm_output": False},
     )

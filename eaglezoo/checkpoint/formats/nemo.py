@@ -6,7 +6,7 @@ ids found in its config need `--aux-convention`."""
 from __future__ import annotations
 
 from ..tensors import Checkpoint
-from .base import Reading, ReadOptions, read_flat, trivial_vocab_map_drop
+from .base import FlatRules, Reading, ReadOptions, read_flat, trivial_vocab_map_drop
 
 NAME = "nemo"
 
@@ -17,13 +17,15 @@ def detect(cfg: dict, names: set[str], metadata: dict) -> bool:
 
 def read(cfg: dict, ckpt: Checkpoint, opts: ReadOptions) -> Reading:
     return read_flat(
-        NAME,
+        FlatRules(
+            NAME,
+            nested_convention=None,
+            top_convention=None,
+            prefix_renames=[("model.", "")],
+            flag_defaults={"norm_before_residual": False, "norm_output": False},
+        ),
         cfg,
         ckpt,
         opts,
-        nested_convention=None,
-        top_convention=None,
-        prefix_renames=[("model.", "")],
         extra_drops=trivial_vocab_map_drop(ckpt, cfg.get("draft_vocab_size"), cfg.get("vocab_size")),
-        flag_defaults={"norm_before_residual": False, "norm_output": False},
     )

@@ -11,7 +11,7 @@ from ...errors import BadInput
 from ..spec import DrafterSpec, FamilyFields
 from ..tensors import Checkpoint
 from . import eagle31, speculators
-from .base import Reading, ReadOptions, read_flat, trivial_vocab_map_drop
+from .base import FlatRules, Reading, ReadOptions, read_flat, trivial_vocab_map_drop
 from .blocks import check_field_types, check_mask_token
 
 NAME = "peagle"
@@ -29,14 +29,16 @@ def detect(cfg: dict, names: set[str], metadata: dict) -> bool:
 
 def read(cfg: dict, ckpt: Checkpoint, opts: ReadOptions) -> Reading:
     reading = read_flat(
-        NAME,
+        FlatRules(
+            NAME,
+            nested_convention="layer-output",
+            top_convention="boundary",
+            prefix_renames=[],
+            flag_defaults={"norm_before_residual": False, "norm_output": False},
+        ),
         cfg,
         ckpt,
         opts,
-        nested_convention="layer-output",
-        top_convention="boundary",
-        prefix_renames=[],
-        flag_defaults={"norm_before_residual": False, "norm_output": False},
     )
     return as_peagle(reading, cfg, "mask_token_id")
 
@@ -100,16 +102,17 @@ class Speculators:
             )
         vocab = layer_cfg.get("vocab_size")
         reading = read_flat(
-            Speculators.NAME,
+            FlatRules(
+                Speculators.NAME,
+                nested_convention=None,
+                top_convention="boundary",
+                prefix_renames=[],
+                flag_defaults={"norm_before_residual": False, "norm_output": False},
+            ),
             cfg,
             ckpt,
             opts,
             layer_cfg=layer_cfg,
-            top=cfg,
-            nested_convention=None,
-            top_convention="boundary",
-            prefix_renames=[],
-            flag_defaults={"norm_before_residual": False, "norm_output": False},
             extra_drops=lambda n: (
                 speculators.TRAINING_ONLY
                 if n.startswith(("verifier_lm_head.", "verifier_norm."))

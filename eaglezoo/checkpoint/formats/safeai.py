@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from ..tensors import Checkpoint
-from .base import Reading, ReadOptions, read_flat, trivial_vocab_map_drop
+from .base import FlatRules, Reading, ReadOptions, read_flat, trivial_vocab_map_drop
 
 NAME = "safeai"
 
@@ -24,15 +24,17 @@ def _torchspec(cfg: dict, metadata: dict) -> bool:
 
 
 def read(cfg: dict, ckpt: Checkpoint, opts: ReadOptions) -> Reading:
+    # SafeAILab configs carry no ids; SafeAILab captures before layers 2, L//2, L-3 (boundary).
     return read_flat(
-        NAME,
+        FlatRules(
+            NAME,
+            nested_convention=None,
+            top_convention=None,
+            prefix_renames=[("midlayer.", "layers.0.")],
+            flag_defaults={"norm_before_residual": False, "norm_output": False},
+        ),
         cfg,
         ckpt,
         opts,
-        # SafeAILab configs carry no ids; SafeAILab captures before layers 2, L//2, L-3 (boundary).
-        nested_convention=None,
-        top_convention=None,
-        prefix_renames=[("midlayer.", "layers.0.")],
         extra_drops=trivial_vocab_map_drop(ckpt, cfg.get("draft_vocab_size"), cfg.get("vocab_size")),
-        flag_defaults={"norm_before_residual": False, "norm_output": False},
     )

@@ -5,7 +5,7 @@ always-present `d2t`/`t2d`, nested `eagle_config` ids in the layer-output conven
 from __future__ import annotations
 
 from ..tensors import Checkpoint
-from .base import Reading, ReadOptions, read_flat, trivial_vocab_map_drop
+from .base import FlatRules, Reading, ReadOptions, read_flat, trivial_vocab_map_drop
 
 NAME = "specforge"
 
@@ -29,14 +29,16 @@ def detect(cfg: dict, names: set[str], metadata: dict) -> bool:
 
 def read(cfg: dict, ckpt: Checkpoint, opts: ReadOptions) -> Reading:
     return read_flat(
-        NAME,
+        FlatRules(
+            NAME,
+            nested_convention="layer-output",
+            top_convention=None,
+            prefix_renames=[("midlayer.", "layers.0.")],
+            flag_defaults={"norm_before_residual": False, "norm_output": False},
+            ambiguous_flags={"norm_output": NORM_OUTPUT_AMBIGUITY},
+        ),
         cfg,
         ckpt,
         opts,
-        nested_convention="layer-output",
-        top_convention=None,
-        prefix_renames=[("midlayer.", "layers.0.")],
         extra_drops=trivial_vocab_map_drop(ckpt, cfg.get("draft_vocab_size"), cfg.get("vocab_size")),
-        flag_defaults={"norm_before_residual": False, "norm_output": False},
-        ambiguous_flags={"norm_output": NORM_OUTPUT_AMBIGUITY},
     )

@@ -3,10 +3,10 @@ EAGLE keys at the top level (ids in the boundary convention), `speculators_confi
 
 from __future__ import annotations
 
-from ...errors import UsageError
+from ...errors import BadInput, UsageError
 from ..spec import DrafterSpec
 from ..tensors import Checkpoint
-from .base import NAME_THE_DIALECT, Reading, ReadOptions, read_flat, trivial_vocab_map_drop
+from .base import NAME_THE_DIALECT, FlatRules, Reading, ReadOptions, read_flat, trivial_vocab_map_drop
 
 NAME = "speculators"
 
@@ -24,8 +24,6 @@ def detect(cfg: dict, names: set[str], metadata: dict) -> bool:
 def read(cfg: dict, ckpt: Checkpoint, opts: ReadOptions) -> Reading:
     layer_cfg = cfg.get("transformer_layer_config")
     if not isinstance(layer_cfg, dict):
-        from ...errors import BadInput
-
         raise BadInput(
             "config.json: speculators format without a transformer_layer_config object",
             hint=f"fix config.json; if the dialect was misdetected, {NAME_THE_DIALECT}",
@@ -38,15 +36,11 @@ def read(cfg: dict, ckpt: Checkpoint, opts: ReadOptions) -> Reading:
         )
     vocab = layer_cfg.get("vocab_size")
     reading = read_flat(
-        NAME,
+        FlatRules(NAME, nested_convention=None, top_convention="boundary", prefix_renames=[]),
         cfg,
         ckpt,
         opts,
         layer_cfg=layer_cfg,
-        top=cfg,
-        nested_convention=None,
-        top_convention="boundary",
-        prefix_renames=[],
         extra_drops=lambda n: (
             TRAINING_ONLY
             if n.startswith(("verifier_lm_head.", "verifier_norm."))

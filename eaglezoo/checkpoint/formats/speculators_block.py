@@ -12,7 +12,7 @@ from ..spec import DrafterSpec, Family
 from ..tensors import Checkpoint
 from . import aux_ids
 from .base import NAME_THE_DIALECT, Decisions, Reading
-from .blocks import FIELD_KEYS, carried_in, place_extra, read_block, split_fields, stated
+from .blocks import FIELD_KEYS, BlockDialect, BlockFields, carried_in, place_extra, read_block, split_fields, stated
 
 OWN = {"speculators_config", "speculators_version"}
 ARCHITECTURES = {"dflash": "DFlashSpeculator", "dspark": "DSparkSpeculator"}  # the speculators config defaults
@@ -47,18 +47,12 @@ def read(name: str, family: Family, cfg: dict, ckpt: Checkpoint) -> Reading:
     if "target_hidden_size" in cfg:
         extra["target_hidden_size"] = cfg["target_hidden_size"]  # written back as found (null or a number)
     reading = read_block(
-        name,
-        family,
+        BlockDialect(name, family, aux_ids.SPECULATORS, [ARCHITECTURES[family]]),
+        BlockFields(fields, extra, cfg.get("draft_vocab_size"), cfg.get("target_hidden_size")),
         cfg,
         layer_cfg,
         ckpt,
-        key=aux_ids.SPECULATORS,
-        fields=fields,
-        extra=extra,
-        architectures=[ARCHITECTURES[family]],
-        draft_vocab=cfg.get("draft_vocab_size"),
-        target_hidden=cfg.get("target_hidden_size"),
-        d=d,
+        d,
     )
     if extra.get("speculators_config") == envelope(reading.spec, None):
         del reading.spec.family_fields.extra["speculators_config"]  # what the writer regenerates: nothing to carry

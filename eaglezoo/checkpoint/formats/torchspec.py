@@ -5,7 +5,7 @@ layer-output convention, except that the vLLM export of `kimi_k2` drafters alrea
 from __future__ import annotations
 
 from ..tensors import Checkpoint
-from .base import Reading, ReadOptions, read_flat, trivial_vocab_map_drop
+from .base import FlatRules, Reading, ReadOptions, read_flat, trivial_vocab_map_drop
 
 NAME = "torchspec"
 
@@ -18,15 +18,17 @@ def read(cfg: dict, ckpt: Checkpoint, opts: ReadOptions) -> Reading:
     vllm_export = any(n.startswith("layers.0.") for n in ckpt.refs)
     shifted = vllm_export and cfg.get("model_type") == "kimi_k2"
     reading = read_flat(
-        NAME,
+        FlatRules(
+            NAME,
+            nested_convention="boundary" if shifted else "layer-output",
+            top_convention=None,
+            prefix_renames=[("midlayer.", "layers.0.")],
+            flag_defaults={"norm_before_residual": False, "norm_output": False},
+        ),
         cfg,
         ckpt,
         opts,
-        nested_convention="boundary" if shifted else "layer-output",
-        top_convention=None,
-        prefix_renames=[("midlayer.", "layers.0.")],
         extra_drops=trivial_vocab_map_drop(ckpt, cfg.get("draft_vocab_size"), cfg.get("vocab_size")),
-        flag_defaults={"norm_before_residual": False, "norm_output": False},
     )
     if shifted:
         reading.decisions.insert(

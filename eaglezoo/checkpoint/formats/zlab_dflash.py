@@ -9,7 +9,7 @@ from ..spec import DrafterSpec
 from ..tensors import Checkpoint
 from . import aux_ids
 from .base import Decisions, Reading, ReadOptions
-from .blocks import CARRIED, FIELD_KEYS, carried_in, place_extra, read_block
+from .blocks import CARRIED, FIELD_KEYS, BlockDialect, BlockFields, carried_in, place_extra, read_block
 
 NAME = "dflash"
 FAMILY = "dflash"
@@ -37,18 +37,7 @@ def read(cfg: dict, ckpt: Checkpoint, opts: ReadOptions) -> Reading:
     }
     fields.update({k: extra.pop(k) for k in FIELD_KEYS if k in extra and fields.get(k) is None})
     return read_block(
-        NAME,
-        FAMILY,
-        cfg,
-        layer_cfg,
-        ckpt,
-        key=aux_ids.DFLASH_TARGET,
-        fields=fields,
-        extra=extra,
-        architectures=[ARCH],
-        draft_vocab=None,
-        target_hidden=None,
-        d=d,
+        BlockDialect(NAME, FAMILY, aux_ids.DFLASH_TARGET, [ARCH]), BlockFields(fields, extra), cfg, layer_cfg, ckpt, d
     )
 
 
