@@ -503,7 +503,7 @@ def choose(readings: list[Reading], trials: dict, server: Acceptance | None) -> 
 
 def distance(trial: Acceptance, server: Acceptance) -> float:
     if server.per_prompt and len(server.per_prompt) == len(trial.per_prompt):
-        return sum(abs(a - b) for a, b in zip(trial.per_prompt, server.per_prompt))
+        return sum(abs(a - b) for a, b in zip(trial.per_prompt, server.per_prompt, strict=True))
     return abs(trial.mean_acceptance_length - server.mean_acceptance_length)
 
 
@@ -527,7 +527,7 @@ def trust_server(found: list[Suspect], trials: dict, server: Acceptance | None) 
 
 def same(a: Acceptance, b: Acceptance) -> bool:
     if a.per_prompt and len(a.per_prompt) == len(b.per_prompt):
-        return all(abs(x - y) < 1e-6 for x, y in zip(a.per_prompt, b.per_prompt))
+        return all(abs(x - y) < 1e-6 for x, y in zip(a.per_prompt, b.per_prompt, strict=True))
     return abs(a.mean_acceptance_length - b.mean_acceptance_length) < MIN_GAP
 
 

@@ -71,7 +71,7 @@ def run_trials(
         gens = target.greedy([prompts.encoded[i] for i in batch], n_new + k, union)
         for v in variants:
             fed = [Generation(g.tokens, [g.aux[union.index(b)] for b in v.boundary], g.prompt_len) for g in gens]
-            for i, judged in zip(batch, judge(drafters[v.source], fed, k, n_new)):
+            for i, judged in zip(batch, judge(drafters[v.source], fed, k, n_new), strict=True):
                 paths[v.source][i] = judged.path
         done += len(batch)
         progress(done, len(prompts.encoded), phase=f"native reference on {target_dir.name}")

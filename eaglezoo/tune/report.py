@@ -193,7 +193,7 @@ def table_command(target: str, config: dict) -> str:
 
 def confirmation(measured: Measured, grid: list[Cell], static: int, verdicts, decided: str, failed: bool) -> dict:
     levels = []
-    for x, timing, (none, best) in zip(measured.confirmed, measured.confirmed_timing, verdicts):
+    for x, timing, (none, best) in zip(measured.confirmed, measured.confirmed_timing, verdicts, strict=True):
         levels.append(
             {
                 "concurrency": x.concurrency,
@@ -254,7 +254,9 @@ def floor_checks(grid: list[Cell], k_max: int, floors: Floors) -> tuple[dict[str
             where = f"K={k} at concurrency {x.concurrency}"
             failures += [
                 f"{where}: acceptance at position {i + 1} is {rate:.3f} < {floor}"
-                for i, (rate, floor) in enumerate(zip(x.acceptance_per_position or [], per_position or []))
+                for i, (rate, floor) in enumerate(
+                    zip(x.acceptance_per_position or [], per_position or [], strict=False)
+                )
                 if rate < floor
             ]
             if al is not None and x.acceptance_length is not None and x.acceptance_length < al:

@@ -67,7 +67,7 @@ def text(tokenizer, p: Prompt, template: bool, answers: list[str]) -> str:
         return user
     earlier = p.history or []
     messages = [{"role": "system", "content": p.system}] if p.system is not None else []
-    for question, answer in zip(earlier, answers):
+    for question, answer in zip(earlier, answers, strict=False):
         messages += [{"role": "user", "content": question}, {"role": "assistant", "content": answer}]
     messages.append({"role": "user", "content": earlier[len(answers)] if len(answers) < len(earlier) else user})
     switch = {} if p.thinking is None else {"enable_thinking": p.thinking}

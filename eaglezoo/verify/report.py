@@ -281,6 +281,9 @@ class Origin(BaseModel):
     notes: tuple[str, ...] = ()
 
 
+NO_GATE, NO_ORIGIN = Gate(), Origin()  # the defaults: no floors stated, nothing known of where the files came from
+
+
 class VerifyReport(BaseModel):
     """One verify run, whatever the engine (docs/report.md, generated from this model)."""
 
@@ -444,14 +447,18 @@ def _by_k_problem(table: ByK | None, k: int) -> str | None:
 
 
 def report_for(
-    work: Workload, m: Measurement, gate: Gate = Gate(), origin: Origin = Origin(), comparison: Comparison | None = None
+    work: Workload,
+    m: Measurement,
+    gate: Gate = NO_GATE,
+    origin: Origin = NO_ORIGIN,
+    comparison: Comparison | None = None,
 ) -> VerifyReport:
     """The one report of one measurement, built once: the engine's own counters are the headline when it keeps
     them; the floors are applied and the provenance recorded here, never patched on afterwards."""
     k, tally = work.k, Tally(work.k)
     buckets: dict[str, Tally] = {}
     per_prompt: list[dict[str, Any]] = []
-    for i, p, ids, steps in zip(work.indices, work.prompts, work.encoded, m.accepted):
+    for i, p, ids, steps in zip(work.indices, work.prompts, work.encoded, m.accepted, strict=True):
         if steps is None:
             continue
         tally.add(steps)
@@ -655,7 +662,7 @@ def gated(
     ]
     whys = [[prefix + w for w in not_like_with_like(basis, prompt_set, engine)] for _, basis, prefix in groups]
     checks = floor_checks(gate.stated, s, by_condition, "command line", True)
-    for (floors, _, _), why in zip(groups, whys):
+    for (floors, _, _), why in zip(groups, whys, strict=True):
         checks += floor_checks(floors, s, by_condition, "registry", not why)
     failures = [failure_of(c) for c in checks if c.gated and c.met is False]
     notes = [
@@ -787,7 +794,7 @@ def compare_engines(ref: VerifyReport, other: VerifyReport) -> Comparison:
             "dtype": {a: ref.dtype, b: other.dtype},
             "acceptance_per_position": {a: ref.acceptance_per_position, b: other.acceptance_per_position},
             "difference_per_position": [
-                y - x for x, y in zip(ref.acceptance_per_position, other.acceptance_per_position)
+                y - x for x, y in zip(ref.acceptance_per_position, other.acceptance_per_position, strict=True)
             ],
             "mean_acceptance_length": {a: ref.mean_acceptance_length, b: other.mean_acceptance_length},
             "difference_mean_acceptance_length": other.mean_acceptance_length - ref.mean_acceptance_length,
@@ -814,7 +821,7 @@ def compare_engines(ref: VerifyReport, other: VerifyReport) -> Comparison:
 
 def speedup_report(with_drafter: dict[str, Any], without: dict[str, Any], temperature: float) -> dict[str, Any]:
     levels = []
-    for spec, base in zip(with_drafter["passes"], without["passes"]):
+    for spec, base in zip(with_drafter["passes"], without["passes"], strict=True):
         a, b = pass_timing(spec), pass_timing(base)
         levels.append(
             {
@@ -824,7 +831,7 @@ def speedup_report(with_drafter: dict[str, Any], without: dict[str, Any], temper
                 "speedup": a["output_tokens_per_s"] / b["output_tokens_per_s"],
             }
         )
-    pairs = list(zip(with_drafter["passes"][0]["requests"], without["passes"][0]["requests"]))
+    pairs = list(zip(with_drafter["passes"][0]["requests"], without["passes"][0]["requests"], strict=True))
     identical = sum(x["tokens"] == y["tokens"] for x, y in pairs) / len(pairs)
     return {
         "levels": levels,

@@ -26,7 +26,7 @@ from ..lint import lint_drafter
 from .conversation import converse
 from .prompting import encode, load_tokenizer
 from .quantization import load_kwargs, quantization_config
-from .report import Gate, Origin, VerifyReport, compare_engines, report_for
+from .report import NO_GATE, NO_ORIGIN, Gate, Origin, VerifyReport, compare_engines, report_for
 from .workload import (
     Measurement,
     NativeOptions,
@@ -67,8 +67,8 @@ def verify(
     *,
     prompts_file: Path | None = None,
     opts: ReadOptions | None = None,
-    gate: Gate = Gate(),
-    origin: Origin = Origin(),
+    gate: Gate = NO_GATE,
+    origin: Origin = NO_ORIGIN,
     target_name: str | None = None,
     progress: Progress = lambda *a, **kw: None,
 ) -> VerifyReport:
@@ -319,7 +319,7 @@ def sampled_on_native(prompts: list[Prompt], encoded: list, engines: list[str]) 
         return []
     return [
         {"index": n, "bucket": p.bucket, "reason": SAMPLED_ON_NATIVE}
-        for n, (p, ids) in enumerate(zip(prompts, encoded))
+        for n, (p, ids) in enumerate(zip(prompts, encoded, strict=True))
         if p.temperature and ids is not None
     ]
 

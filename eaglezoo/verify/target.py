@@ -145,8 +145,12 @@ class Target:
         target's text differ from vLLM's wherever it wants to stop)."""
         width = max(len(p) for p in prompts)
         pads = [width - len(p) for p in prompts]
-        ids = torch.tensor([[self.pad_id] * n + p for n, p in zip(pads, prompts)], device=self.model.device)
-        mask = torch.tensor([[0] * n + [1] * len(p) for n, p in zip(pads, prompts)], device=self.model.device)
+        ids = torch.tensor(
+            [[self.pad_id] * n + p for n, p in zip(pads, prompts, strict=True)], device=self.model.device
+        )
+        mask = torch.tensor(
+            [[0] * n + [1] * len(p) for n, p in zip(pads, prompts, strict=True)], device=self.model.device
+        )
         with self.capture(boundary_ids) as store:
             out = self.model.generate(
                 ids,
@@ -157,4 +161,7 @@ class Target:
                 pad_token_id=self.pad_id,
             )
         aux = [torch.cat(store[i], dim=1) for i in boundary_ids]  # [B, width + N - 1, H_t]
-        return [Generation(out[j, n:], [a[j, n:] for a in aux], len(p)) for j, (n, p) in enumerate(zip(pads, prompts))]
+        return [
+            Generation(out[j, n:], [a[j, n:] for a in aux], len(p))
+            for j, (n, p) in enumerate(zip(pads, prompts, strict=True))
+        ]

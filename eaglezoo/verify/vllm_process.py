@@ -221,10 +221,8 @@ def stop(proc: subprocess.Popen) -> None:
     """The worker, vLLM's engine core and its rank workers share one process group: end them all,
     SIGTERM first, then SIGKILL for whatever is left after a grace period (a rank stuck on a GPU)."""
     signal_group(proc.pid, signal.SIGTERM)
-    try:
+    with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        pass
     for _ in range(20):
         if not signal_group(proc.pid, 0):
             break
