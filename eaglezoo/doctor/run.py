@@ -9,15 +9,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from ..checkpoint.config import target_config
 from ..checkpoint.formats.aux_ids import Capture, vllm_captures
 from ..checkpoint.formats.base import ReadOptions
 from ..errors import EaglezooError, EngineError, UsageError
+from ..lint import lint_drafter
 from ..serving import DEV_MODE
 from ..verify.endpoint import ServerFacts, ServerFailed, check_depth, check_server, measure_requests, server_facts
 from ..verify.identity import read_served
 from ..verify.report import built
 from ..verify.run import SAMPLED_ON_NATIVE, prepare
 from ..verify.workload import Progress, Workload
+from .deployment import measure_deployment
 from .fit import classify, fingerprint
 from .report import Acceptance, DoctorReport, Server
 from .suspects import Suspect, as_named, as_served, k_table_zero, suspects
@@ -221,8 +224,6 @@ def measure(
             return Served(facts, [], {"drafts": 0, "draft_tokens": 0, "accepted": 0, "per_position": []}, 0.0, failure)
         check_depth(requests, counters, work.k)  # a server that does not say its K shows it in what it drafts
         return Served(facts, requests, counters, seconds)
-    from .deployment import measure_deployment
-
     return Served(*measure_deployment(work, sides.named_drafter, request, progress))
 
 
@@ -384,9 +385,6 @@ def gather_suspects(
 def served_lint(served, target_dir: Path) -> list[str]:
     """What lint says of the served folder against the served target (context, RoPE, keys an engine ignores, engine
     versions...): said beside the findings, which are only what the trials can try."""
-    from ..checkpoint.config import target_config
-    from ..lint import lint_drafter
-
     try:
         findings = lint_drafter(served, target_config(target_dir), target_dir)
     except EaglezooError as exc:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import weakref
 from pathlib import Path
+from pydoc_data.topics import topics
 
 from ..errors import UsageError, first_line
 from .workload import Prompt
@@ -76,8 +77,6 @@ def text(tokenizer, p: Prompt, template: bool, answers: list[str]) -> str:
 
 @functools.cache
 def _document() -> str:
-    from pydoc_data.topics import topics
-
     return "\n\n".join(topics[name] for name in sorted(topics))
 
 

@@ -4,6 +4,7 @@ of two engines and the speedup, whatever engine measured. Reading a saved one ba
 from __future__ import annotations
 
 import datetime as dt
+import os
 from statistics import mean, median
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
@@ -14,6 +15,7 @@ from ..checkpoint.problems import Finding
 from ..errors import EngineError
 from ..limits import MAX_K, MAX_LEVELS, MAX_NEW_TOKENS, MAX_PROMPTS, MAX_TEMPERATURE
 from ..reproduce import Reproduction, reproduction
+from ..serving import serve_drafter
 from .acceptance import INTERVAL, SEED, Tally, bootstrap_interval, by_k_estimate
 from .workload import Measurement, PromptSet, Workload, bucket_problem
 
@@ -566,10 +568,6 @@ def serve_path(work: Workload, origin: Origin) -> list[str]:
 def serving_path(work: Workload, registry_id: str | None, engine: str = "vllm", k: int | None = None):
     """`serving.serve_drafter` for what was measured (verify, tune): local paths named whole, the converted folder
     written in the current directory, as serve-config prints them (issue 46)."""
-    import os
-
-    from ..serving import serve_drafter
-
     drafter, name = work.drafter, os.path.abspath(work.drafter.path)
     source = [registry_id] if registry_id else [name, *_stated_ids(drafter)]
     return serve_drafter(

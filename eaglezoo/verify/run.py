@@ -24,9 +24,11 @@ from ..errors import UsageError
 from ..limits import MAX_TEMPERATURE
 from ..lint import lint_drafter
 from .conversation import converse
+from .endpoint import check_server, measure_endpoint
 from .prompting import encode, load_tokenizer
 from .quantization import load_kwargs, quantization_config
 from .report import NO_GATE, NO_ORIGIN, Gate, Origin, VerifyReport, compare_engines, report_for
+from .vllm_engine import EngineOptions, check_vllm_options, vllm_session
 from .workload import (
     Measurement,
     NativeOptions,
@@ -103,7 +105,7 @@ def verify(
         r.trust_remote_code,
     )
     if "native" in engines:
-        from .native import refuse
+        from .native import refuse  # noqa: PLC0415 - native.py holds torch at its top: loaded only when the native engine runs
 
         refuse(work)
     # Engines first: what they refuse is refused before a long native pass, and the GPU is free after them.
@@ -159,17 +161,13 @@ def check_settings(
     if native is not None and native.dequantize_mxfp4 and "native" not in engines:
         raise UsageError("--dequantize-mxfp4 is for the native engine", hint="vLLM runs MXFP4 weights as they are")
     if "vllm" in engines:
-        from .vllm_engine import EngineOptions, check_vllm_options
-
         check_vllm_options(engine_options or EngineOptions())
     if endpoint:
-        from .endpoint import check_server
-
         check_server(endpoint)
     if "native" in engines and dtype != "auto":
         dtype_name(dtype)
     if "native" in engines and device != "auto":  # auto always resolves; a named device needs torch to check
-        from .target import resolve_device
+        from .target import resolve_device  # noqa: PLC0415 - target.py holds torch at its top: a named device only
 
         resolve_device(device)
 
@@ -191,8 +189,6 @@ def check_engine_only(engines: list[str], engine_options) -> None:
     """vLLM's own settings asked for where no vLLM runs would be silently ignored: refused instead."""
     if "vllm" in engines or engine_options is None:
         return
-    from .vllm_engine import EngineOptions
-
     engine_only = VLLM_ONLY + (("max_model_len",) if engines == ["native"] else ())  # an endpoint's context too
     given = [name for name in engine_only if getattr(engine_options, name) != getattr(EngineOptions(), name)]
     if given:
@@ -338,8 +334,6 @@ def runs_on(
     """measure(work, speedup, progress) on one engine for several workloads (a conversation's earlier turns, then
     the measurement): vLLM is started once for all of them."""
     if name == "vllm":
-        from .vllm_engine import EngineOptions, vllm_session
-
         with vllm_session(work, engine_options or EngineOptions(), progress) as session:
             yield session.measure
         return
@@ -351,9 +345,7 @@ def measure(
 ) -> Measurement:
     """One run on the native engine or an endpoint (vLLM runs through `runs_on`)."""
     if name == "native":
-        from .native import measure_native
+        from .native import measure_native  # noqa: PLC0415 - native.py holds torch at its top: loaded only when the native engine runs
 
         return measure_native(work, device, dtype, native, progress)
-    from .endpoint import measure_endpoint
-
     return measure_endpoint(work, endpoint, progress)

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+from transformers import AutoModelForCausalLM
+from transformers.utils import logging as hf_logging
 
 from ..errors import UsageError
 from .prompting import load_error, load_tokenizer
@@ -69,9 +71,6 @@ class Target:
     ):
         path = Path(path)
         self.tokenizer = load_tokenizer(path, trust_remote_code)
-        from transformers import AutoModelForCausalLM
-        from transformers.utils import logging as hf_logging
-
         hf_logging.disable_progress_bar()  # our own progress is shown; a second bar garbles stderr
         qc = quantization_config(path)
         kwargs = {"dtype": dtype, "trust_remote_code": trust_remote_code, **load_kwargs(path, qc, dequantize_mxfp4)}
