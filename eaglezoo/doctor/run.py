@@ -18,7 +18,7 @@ from ..serving import DEV_MODE
 from ..verify.endpoint import ServerFacts, ServerFailed, check_depth, check_server, measure_requests, server_facts
 from ..verify.identity import read_served
 from ..verify.report import built
-from ..verify.run import SAMPLED_ON_NATIVE, prepare
+from ..verify.run import SAMPLED_ON_NATIVE, WorkloadPlan, prepare
 from ..verify.workload import Progress, Workload
 from .deployment import measure_deployment
 from .fit import classify, fingerprint
@@ -90,21 +90,19 @@ def diagnose(
     )
     k = depth(facts, request.k)
     try:
-        work = prepare(
+        plan = WorkloadPlan(
             sides.named_drafter,
             sides.named_target,
             target_name or str(sides.named_target),
-            None,
-            opts or ReadOptions(),
-            prompts_file,
-            request.max_prompts,
-            k,
-            request.max_new_tokens,
-            0.0,
-            None,
-            ["native", "vllm"],
-            server_context(facts, request),
-        )  # the server's context bounds the prompts
+            opts=opts or ReadOptions(),
+            prompts_file=prompts_file,
+            max_prompts=request.max_prompts,
+            k=k,
+            max_new_tokens=request.max_new_tokens,
+            engines=("native", "vllm"),
+            max_model_len=server_context(facts, request),  # the server's context bounds the prompts
+        )
+        work = prepare(plan)
     except UsageError as exc:
         if SAMPLED_ON_NATIVE in exc.message:  # every row sampled: doctor's reason, not the native engine's
             raise UsageError(

@@ -48,23 +48,22 @@ def cell(k: int, c: int, tokens_per_s: float) -> Cell:
 def work():
     from eaglezoo.checkpoint.formats.base import ReadOptions
     from eaglezoo.registry.load import lookup
-    from eaglezoo.verify.run import prepare
+    from eaglezoo.verify.run import WorkloadPlan, prepare
 
     entry, _ = lookup(ENTRY, None)
     return prepare(
-        EXAMPLE / "eagle31-safeai",
-        EXAMPLE / "target",
-        str(EXAMPLE / "target"),
-        None,
-        entry.read_options(ReadOptions()),
-        EXAMPLE / "prompts.jsonl",
-        4,
-        2,
-        16,
-        0.0,
-        None,
-        ["vllm"],
-        256,
+        WorkloadPlan(
+            EXAMPLE / "eagle31-safeai",
+            EXAMPLE / "target",
+            str(EXAMPLE / "target"),
+            opts=entry.read_options(ReadOptions()),
+            prompts_file=EXAMPLE / "prompts.jsonl",
+            max_prompts=4,
+            k=2,
+            max_new_tokens=16,
+            engines=("vllm",),
+            max_model_len=256,
+        )
     )
 
 
