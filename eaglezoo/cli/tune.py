@@ -192,6 +192,7 @@ def tune_source(
     aux ids, prompts, floors and hardware."""
     from ..tune import check_grid
     from ..tune import tune as run_tune
+    from ..tune.report import EntryFacts
     from ..verify.run import WorkloadPlan, prepare
 
     r, options = request, request.engine_options
@@ -242,10 +243,12 @@ def tune_source(
         options,
         list(r.levels),
         progress,
-        floors=floors,
-        entry_hardware=entry.hardware.runner if entry is not None and entry.hardware else None,
+        EntryFacts(
+            floors=floors,
+            hardware=entry.hardware.runner if entry is not None and entry.hardware else None,
+            registry_id=entry.id if entry is not None else None,
+        ),
         rule=r.sampling,
-        registry_id=entry.id if entry is not None else None,
     )
 
 

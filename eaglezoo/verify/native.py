@@ -90,13 +90,10 @@ def measure_native(work: Workload, device: str, dtype: str, options: NativeOptio
         )
     except ValueError as exc:
         raise BadInput(str(exc), hint="run eaglezoo lint on the drafter: its tensors do not fit its config") from None
-    boundary = work.spec.aux.boundary()
     t_load = time.perf_counter() - t_start
 
     try:
-        results, t_target, t_drafter = run_batches(
-            target, drafter, boundary, work.encoded, work.k, work.max_new_tokens, options.batch_size, progress
-        )
+        results, t_target, t_drafter = run_batches(target, drafter, work, options.batch_size, progress)
     except torch.OutOfMemoryError:
         raise UsageError(
             f"the {device} device ran out of memory with {options.batch_size} prompts per batch",
@@ -134,16 +131,10 @@ def by_k_rows(lengths: list[list[int]], work: Workload) -> list[dict]:
 
 
 def run_batches(
-    target: Target,
-    drafter: Eagle3Drafter,
-    boundary: list[int],
-    prompts: list[list[int]],
-    k: int,
-    n_new: int,
-    batch_size: int,
-    progress: Progress = lambda *a, **kw: None,
+    target: Target, drafter: Eagle3Drafter, work: Workload, batch_size: int, progress: Progress = lambda *a, **kw: None
 ):
-    """Every prompt judged, batch by batch: (results in prompt order, target s, drafter s)."""
+    """Every prompt of the workload judged, batch by batch: (results in prompt order, target s, drafter s)."""
+    boundary, prompts, k, n_new = work.spec.aux.boundary(), work.encoded, work.k, work.max_new_tokens
     judged: dict[int, Judged] = {}
     t_target = t_drafter = 0.0
     for batch in batches([len(p) + n_new + k for p in prompts], batch_size):

@@ -63,6 +63,18 @@ class VerifyRequest:
 
 
 @dataclass(frozen=True)
+class Sources:
+    """Where verify's files are, once names are folders: the drafter and the target (its name as reported: the Hub
+    repo it came from, else its folder), the prompts file (None: the built-in set) and how to read the drafter."""
+
+    drafter_dir: Path
+    target_dir: Path
+    target_name: str | None = None
+    prompts_file: Path | None = None
+    opts: ReadOptions | None = None
+
+
+@dataclass(frozen=True)
 class WorkloadPlan:
     """What `prepare` builds a Workload from, once names are folders: the drafter and target (the target's name and
     revision as reported), how to read the drafter, the prompts, and the settings that bound them (K, new tokens,
@@ -85,18 +97,14 @@ class WorkloadPlan:
 
 
 def verify(
-    drafter_dir: Path,
-    target_dir: Path,
+    sources: Sources,
     request: VerifyRequest = VerifyRequest(),
     *,
-    prompts_file: Path | None = None,
-    opts: ReadOptions | None = None,
     gate: Gate = NO_GATE,
     origin: Origin = NO_ORIGIN,
-    target_name: str | None = None,
     progress: Progress = lambda *a, **kw: None,
 ) -> VerifyReport:
-    r = request
+    r, target_dir = request, sources.target_dir
     engines = list(r.engines)
     speedup = list(r.speedup) if r.speedup else None
     check_request(r, gate.stated.min_acceptance)
@@ -105,12 +113,12 @@ def verify(
         check_target(target_dir, r.native)
     work = prepare(
         WorkloadPlan(
-            drafter_dir,
+            sources.drafter_dir,
             target_dir,
-            target_name or str(target_dir),
+            sources.target_name or str(target_dir),
             origin.target_revision,
-            opts or ReadOptions(),
-            prompts_file,
+            sources.opts or ReadOptions(),
+            sources.prompts_file,
             r.max_prompts,
             r.k,
             r.max_new_tokens,

@@ -69,7 +69,7 @@ def work():
 
 def tuned(work, best_k: int, tmp_path, registry_id: str | None = ENTRY) -> tuple[dict, str]:
     """A tune report where `best_k` wins at every load by far, saved, and what `eaglezoo report` prints of it."""
-    from eaglezoo.tune.report import Measured, report
+    from eaglezoo.tune.report import EntryFacts, Measured, report
 
     grid = [cell(k, c, 100.0 * c * (3.0 if k == best_k else 1.0 + 0.1 * k)) for k in range(3) for c in LEVELS]
     confirmed = [next(x for x in grid if x.k == best_k and x.concurrency == c) for c in LEVELS]
@@ -81,7 +81,7 @@ def tuned(work, best_k: int, tmp_path, registry_id: str | None = ENTRY) -> tuple
         confirmed_config={},
     )
     saved = tmp_path / f"tune-k{best_k}.json"
-    saved.write_text(report(work, measured, LEVELS, registry_id=registry_id).model_dump_json())
+    saved.write_text(report(work, measured, LEVELS, EntryFacts(registry_id=registry_id)).model_dump_json())
     shown = run_inprocess("report", saved)
     assert shown.code == 0, shown.err
     return json.loads(saved.read_text()), shown.out
