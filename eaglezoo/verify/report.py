@@ -15,7 +15,7 @@ from ..checkpoint.problems import Finding
 from ..errors import EngineError
 from ..limits import MAX_K, MAX_LEVELS, MAX_NEW_TOKENS, MAX_PROMPTS, MAX_TEMPERATURE
 from ..reproduce import Reproduction, reproduction
-from ..serving import serve_drafter
+from ..serving import ServeConfig, serve_drafter
 from .acceptance import INTERVAL, SEED, Tally, bootstrap_interval, by_k_estimate
 from .workload import Measurement, PromptSet, Workload, bucket_problem
 
@@ -565,7 +565,7 @@ def serve_path(work: Workload, origin: Origin) -> list[str]:
     return serving_path(work, origin.registry_id).steps
 
 
-def serving_path(work: Workload, registry_id: str | None, engine: str = "vllm", k: int | None = None):
+def serving_path(work: Workload, registry_id: str | None, engine: str = "vllm", k: int | None = None) -> ServeConfig:
     """`serving.serve_drafter` for what was measured (verify, tune): local paths named whole, the converted folder
     written in the current directory, as serve-config prints them (issue 46)."""
     drafter, name = work.drafter, os.path.abspath(work.drafter.path)
