@@ -248,12 +248,12 @@ def diagnose_source(
 
 def resolve_and_diagnose(drafter, target, request, revision, registry_dir, prompts_file, outputs, progress):
     from ..checkpoint.formats.base import ReadOptions
-    from ..doctor.run import diagnose
+    from ..doctor.run import Named, diagnose, no_floors
     from .sources import resolve_request
 
     if drafter is None:
         target_dir = local_target(target)
-        return diagnose(request, None, target_dir, prompts_file=prompts_file, target_name=target, progress=progress)
+        return diagnose(request, Named(None, target_dir, prompts_file, target_name=target), progress)
     named = resolve_request(
         drafter,
         target,
@@ -266,15 +266,17 @@ def resolve_and_diagnose(drafter, target, request, revision, registry_dir, promp
     entry, tgt = named.entry, named.target
     return diagnose(
         request,
-        named.source.path,
-        tgt.path,
-        prompts_file=named.prompts_file,
-        opts=named.options,
-        floors_at=(lambda k: covering_floors(entry, k)) if entry is not None else lambda k: None,
-        entry_prompts=prompts_file is None and entry is not None and bool(entry.prompts),
-        target_name=tgt.repo or str(tgt.path),
-        drafter_name=drafter,
-        progress=progress,
+        Named(
+            named.source.path,
+            tgt.path,
+            named.prompts_file,
+            named.options,
+            floors_at=(lambda k: covering_floors(entry, k)) if entry is not None else no_floors,
+            entry_prompts=prompts_file is None and entry is not None and bool(entry.prompts),
+            target_name=tgt.repo or str(tgt.path),
+            drafter_name=drafter,
+        ),
+        progress,
     )
 
 

@@ -192,7 +192,8 @@ def tune_source(
     aux ids, prompts, floors and hardware."""
     from ..tune import check_grid
     from ..tune import tune as run_tune
-    from ..verify.run import prepare
+    from ..tune.report import EntryFacts
+    from ..verify.run import WorkloadPlan, prepare
 
     r, options = request, request.engine_options
     check_grid(list(r.levels), r.k_max, options, r.sampling)
@@ -222,30 +223,32 @@ def tune_source(
             )
     src, tgt = named.source, named.target
     work = prepare(
-        src.path,
-        tgt.path,
-        tgt.repo or str(tgt.path),
-        tgt.commit,
-        named.options,
-        named.prompts_file,
-        r.max_prompts,
-        r.k_max,
-        r.max_new_tokens,
-        0.0,
-        None,
-        ["vllm"],
-        options.max_model_len,
-        options.trust_remote_code,
+        WorkloadPlan(
+            src.path,
+            tgt.path,
+            tgt.repo or str(tgt.path),
+            tgt.commit,
+            named.options,
+            named.prompts_file,
+            r.max_prompts,
+            r.k_max,
+            r.max_new_tokens,
+            engines=("vllm",),
+            max_model_len=options.max_model_len,
+            trust_remote_code=options.trust_remote_code,
+        )
     )
     return run_tune(
         work,
         options,
         list(r.levels),
         progress,
-        floors=floors,
-        entry_hardware=entry.hardware.runner if entry is not None and entry.hardware else None,
+        EntryFacts(
+            floors=floors,
+            hardware=entry.hardware.runner if entry is not None and entry.hardware else None,
+            registry_id=entry.id if entry is not None else None,
+        ),
         rule=r.sampling,
-        registry_id=entry.id if entry is not None else None,
     )
 
 

@@ -562,7 +562,7 @@ def verify_source(
     (`outputs`: option -> path)."""
     from ..checkpoint.formats.base import ReadOptions
     from ..verify.report import Floors, Gate, Origin
-    from ..verify.run import check_settings, verify
+    from ..verify.run import Sources, check_settings, verify
 
     r = request
     check_settings(list(r.engines), r.endpoint, r.engine_options, r.device, r.dtype, r.native)  # before any download
@@ -585,12 +585,8 @@ def verify_source(
         registry_id=entry.id if entry else None, drafter_revision=src.commit, target_revision=tgt.commit, notes=notes
     )
     return verify(
-        src.path,
-        tgt.path,
+        Sources(src.path, tgt.path, tgt.repo or str(tgt.path), named.prompts_file, named.options),
         r,
-        target_name=tgt.repo or str(tgt.path),
-        prompts_file=named.prompts_file,
-        opts=named.options,
         gate=gate,
         origin=origin,
         progress=progress,

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from .. import __version__
 from ..errors import BadInput
 from ..limits import MAX_K, MAX_PROMPTS
+from ..verify.saved import validated
 
 Verdict = Literal["healthy", "engine-config", "drafter", "target-mismatch", "workload"]
 VERDICTS: tuple[Verdict, ...] = ("healthy", "engine-config", "drafter", "target-mismatch", "workload")
@@ -152,7 +153,6 @@ def _depth_problem(a: Acceptance, k: int) -> str | None:
 def doctor_from(data: dict, where: str) -> DoctorReport:
     """A saved doctor report, read strictly (its figures checked against each other); the first problem named by
     its field, worded as every report reader words it."""
-    from ..verify.saved import validated
 
     def refuse(what: str) -> BadInput:
         return BadInput(f"{where}: {what}", hint="give a report written by doctor --report")

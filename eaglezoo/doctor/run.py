@@ -9,19 +9,22 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from ..checkpoint.config import target_config
 from ..checkpoint.formats.aux_ids import Capture, vllm_captures
 from ..checkpoint.formats.base import ReadOptions
 from ..errors import EaglezooError, EngineError, UsageError
+from ..lint import lint_drafter
 from ..serving import DEV_MODE
 from ..verify.endpoint import ServerFacts, ServerFailed, check_depth, check_server, measure_requests, server_facts
 from ..verify.identity import read_served
 from ..verify.report import built
-from ..verify.run import SAMPLED_ON_NATIVE, prepare
+from ..verify.run import SAMPLED_ON_NATIVE, WorkloadPlan, prepare
 from ..verify.workload import Progress, Workload
+from .deployment import measure_deployment
 from .fit import classify, fingerprint
 from .report import Acceptance, DoctorReport, Server
 from .suspects import Suspect, as_named, as_served, k_table_zero, suspects
-from .trials import Prompts, Variant, acceptance, run_trials
+from .trials import Prompts, Reference, Variant, acceptance, run_trials
 from .verdict import MIN_GAP, Evidence, judge
 
 DEFAULT_K = 3  # the draft depth doctor measures where neither the server nor -k says one
@@ -64,20 +67,34 @@ class Served:
     refusal: EaglezooError | None = None  # the planned deployment's engine would not serve the folder
 
 
-def diagnose(
-    request: DoctorRequest,
-    drafter_dir: Path | None,
-    target_dir: Path | None,
-    *,
-    prompts_file: Path | None = None,
-    opts: ReadOptions | None = None,
-    floors_at: Callable[[int], list[float] | None] = lambda k: None,
-    entry_prompts: bool = False,
-    target_name: str | None = None,
-    drafter_name: str | None = None,
-    progress: Progress = lambda *a, **kw: None,
-) -> DoctorReport:
+def no_floors(k: int) -> list[float] | None:
+    return None
+
+
+@dataclass(frozen=True)
+class Named:
+    """What the command named, resolved: the drafter and target folders (None: the server's own), the prompts file,
+    how to read the drafter, the registry entry's floors at a K and whether its prompts are the ones run, and the
+    names the report gives the drafter and target."""
+
+    drafter_dir: Path | None = None
+    target_dir: Path | None = None
+    prompts_file: Path | None = None
+    opts: ReadOptions | None = None
+    floors_at: Callable[[int], list[float] | None] = no_floors
+    entry_prompts: bool = False
+    target_name: str | None = None
+    drafter_name: str | None = None
+
+
+def diagnose(request: DoctorRequest, named: Named, progress: Progress = lambda *a, **kw: None) -> DoctorReport:
     t0 = time.perf_counter()
+    drafter_dir, target_dir, target_name, drafter_name = (
+        named.drafter_dir,
+        named.target_dir,
+        named.target_name,
+        named.drafter_name,
+    )
     base = check_server(request.endpoint) if request.endpoint else None
     facts = server_facts(base) if base else None
     sides = (
@@ -87,21 +104,19 @@ def diagnose(
     )
     k = depth(facts, request.k)
     try:
-        work = prepare(
+        plan = WorkloadPlan(
             sides.named_drafter,
             sides.named_target,
             target_name or str(sides.named_target),
-            None,
-            opts or ReadOptions(),
-            prompts_file,
-            request.max_prompts,
-            k,
-            request.max_new_tokens,
-            0.0,
-            None,
-            ["native", "vllm"],
-            server_context(facts, request),
-        )  # the server's context bounds the prompts
+            opts=named.opts or ReadOptions(),
+            prompts_file=named.prompts_file,
+            max_prompts=request.max_prompts,
+            k=k,
+            max_new_tokens=request.max_new_tokens,
+            engines=("native", "vllm"),
+            max_model_len=server_context(facts, request),  # the server's context bounds the prompts
+        )
+        work = prepare(plan)
     except UsageError as exc:
         if SAMPLED_ON_NATIVE in exc.message:  # every row sampled: doctor's reason, not the native engine's
             raise UsageError(
@@ -119,20 +134,21 @@ def diagnose(
     if served.refusal is not None and not (others or any(r.suspects for r in readings)):
         raise served.refusal  # the engine's failure, which doctor cannot explain from the files
     server, said = observed(served, k)
+    ref = Reference(request.device, request.reference_dtype, request.batch_size, work.trust_remote_code)
     chosen, trials, reference_s, passes, reading_notes = try_fixes(
-        sides, work, readings, others, server, request, progress
+        sides, work, Suspected(readings, others), server, ref, progress
     )
     found, trusted = trust_server(chosen.suspects, trials, server)
     found = refusal_first(found + others, served, sides, drafter_name)
     notes += reading_notes + trusted + precision_note(request.reference_dtype)
-    floors = floors_at(k)
+    floors = named.floors_at(k)
     evidence = Evidence(
         server=server,
         requests=served.requests,
         trials=trials,
         suspects=found,
         floors=floors,
-        entry_prompts=entry_prompts,
+        entry_prompts=named.entry_prompts,
         k_zero=k_table_zero(served.facts.k_table),
         k_table=served.facts.k_table,
         refusal=served.refusal.message if served.refusal else None,
@@ -221,8 +237,6 @@ def measure(
             return Served(facts, [], {"drafts": 0, "draft_tokens": 0, "accepted": 0, "per_position": []}, 0.0, failure)
         check_depth(requests, counters, work.k)  # a server that does not say its K shows it in what it drafts
         return Served(facts, requests, counters, seconds)
-    from .deployment import measure_deployment
-
     return Served(*measure_deployment(work, sides.named_drafter, request, progress))
 
 
@@ -335,6 +349,15 @@ class Reading:
     suspects: list[Suspect]
 
 
+@dataclass(frozen=True)
+class Suspected:
+    """The suspects the served files raise: per reading of the folder by vLLM's runners, and the others (whatever
+    the reading), which every reading's trials try too."""
+
+    readings: list[Reading]
+    others: list[Suspect]
+
+
 def gather_suspects(
     sides: Sides, work: Workload, facts: ServerFacts, drafter_name: str | None
 ) -> tuple[list[Reading], list[Suspect], list[str]]:
@@ -384,9 +407,6 @@ def gather_suspects(
 def served_lint(served, target_dir: Path) -> list[str]:
     """What lint says of the served folder against the served target (context, RoPE, keys an engine ignores, engine
     versions...): said beside the findings, which are only what the trials can try."""
-    from ..checkpoint.config import target_config
-    from ..lint import lint_drafter
-
     try:
         findings = lint_drafter(served, target_config(target_dir), target_dir)
     except EaglezooError as exc:
@@ -415,18 +435,13 @@ def target_suspect(fit: str, parts: list[str], sides: Sides) -> Suspect:
 
 
 def try_fixes(
-    sides: Sides,
-    work: Workload,
-    readings: list[Reading],
-    others: list[Suspect],
-    server: Acceptance | None,
-    request: DoctorRequest,
-    progress: Progress,
+    sides: Sides, work: Workload, suspected: Suspected, server: Acceptance | None, ref: Reference, progress: Progress
 ) -> tuple[Reading, dict, float, int, list[str]]:
     """Native trials: on the served target the drafter as served and with each fix alone, for every reading of the
     served folder; the drafter as named on its own target (the same pass where the targets are one). The reading
     whose trial reproduces the server is the one it ran."""
     t0 = time.perf_counter()
+    readings, others = suspected.readings, suspected.others
     prompts = Prompts(work.encoded, work.k, work.max_new_tokens)
     reference = as_named(work.drafter)
     passes: list[tuple[Path, list[Variant]]] = []
@@ -443,16 +458,7 @@ def try_fixes(
         passes.append((sides.named_target, [reference]))
     trials = {}
     for target_dir, variants in passes:
-        paths = run_trials(
-            target_dir,
-            variants,
-            prompts,
-            request.device,
-            request.reference_dtype,
-            request.batch_size,
-            progress,
-            work.trust_remote_code,
-        )
+        paths = run_trials(target_dir, variants, prompts, ref, progress)
         trials.update({source: acceptance(source, steps, work.k) for source, steps in paths.items()})
     chosen, notes = choose(readings, trials, server)
     prefix = f"{readings.index(chosen)}|" if len(readings) > 1 else ""
@@ -503,7 +509,7 @@ def choose(readings: list[Reading], trials: dict, server: Acceptance | None) -> 
 
 def distance(trial: Acceptance, server: Acceptance) -> float:
     if server.per_prompt and len(server.per_prompt) == len(trial.per_prompt):
-        return sum(abs(a - b) for a, b in zip(trial.per_prompt, server.per_prompt))
+        return sum(abs(a - b) for a, b in zip(trial.per_prompt, server.per_prompt, strict=True))
     return abs(trial.mean_acceptance_length - server.mean_acceptance_length)
 
 
@@ -527,7 +533,7 @@ def trust_server(found: list[Suspect], trials: dict, server: Acceptance | None) 
 
 def same(a: Acceptance, b: Acceptance) -> bool:
     if a.per_prompt and len(a.per_prompt) == len(b.per_prompt):
-        return all(abs(x - y) < 1e-6 for x, y in zip(a.per_prompt, b.per_prompt))
+        return all(abs(x - y) < 1e-6 for x, y in zip(a.per_prompt, b.per_prompt, strict=True))
     return abs(a.mean_acceptance_length - b.mean_acceptance_length) < MIN_GAP
 
 

@@ -37,20 +37,28 @@ class Prompts:
     max_new_tokens: int
 
 
+@dataclass(frozen=True)
+class Reference:
+    """How the native reference runs the trials: its device and dtype, prompts per target batch, and whether the
+    target's own code may run."""
+
+    device: str = "auto"
+    dtype: str = "float32"
+    batch_size: int = 32
+    trust_remote_code: bool = False
+
+
 def run_trials(
     target_dir: Path,
     variants: list[Variant],
     prompts: Prompts,
-    device: str = "auto",
-    dtype: str = "float32",
-    batch_size: int = 32,
+    reference: Reference,
     progress: Progress = lambda *a, **kw: None,
-    trust_remote_code: bool = False,
 ) -> dict[str, list[list[int]]]:
     """Each variant's accepted draft tokens at every verify step of every prompt, keyed by its source."""
-    device = resolve_device(device)
-    torch_dtype = resolve_dtype(dtype, device)
-    target = Target(target_dir, device=device, dtype=torch_dtype, trust_remote_code=trust_remote_code)
+    device = resolve_device(reference.device)
+    torch_dtype = resolve_dtype(reference.dtype, device)
+    target = Target(target_dir, device=device, dtype=torch_dtype, trust_remote_code=reference.trust_remote_code)
     embed = target.input_embeddings().detach()
     drafters = {}
     for v in variants:
@@ -67,11 +75,11 @@ def run_trials(
     paths: dict[str, list] = {v.source: [None] * len(prompts.encoded) for v in variants}
     n_new, k = prompts.max_new_tokens, prompts.k
     done = 0
-    for batch in batches([len(p) + n_new + k for p in prompts.encoded], batch_size):
+    for batch in batches([len(p) + n_new + k for p in prompts.encoded], reference.batch_size):
         gens = target.greedy([prompts.encoded[i] for i in batch], n_new + k, union)
         for v in variants:
             fed = [Generation(g.tokens, [g.aux[union.index(b)] for b in v.boundary], g.prompt_len) for g in gens]
-            for i, judged in zip(batch, judge(drafters[v.source], fed, k, n_new)):
+            for i, judged in zip(batch, judge(drafters[v.source], fed, k, n_new), strict=True):
                 paths[v.source][i] = judged.path
         done += len(batch)
         progress(done, len(prompts.encoded), phase=f"native reference on {target_dir.name}")

@@ -132,7 +132,9 @@ def undrafted(requests: list[dict]) -> tuple[int, int]:
     prefill's) aside: each verify step yields 1 + accepted tokens."""
     decoded = [len(r["tokens"]) - 1 for r in requests]
     drafted = [sum(1 + a for a in r["accepted"] or []) for r in requests]
-    return sum(max(0, n - d) for n, d in zip(decoded, drafted)), sum(decoded)  # a last step cut at max_tokens: 0
+    return sum(max(0, n - d) for n, d in zip(decoded, drafted, strict=True)), sum(
+        decoded
+    )  # a last step cut at max_tokens: 0
 
 
 def k_zero_finding(e: Evidence) -> Finding:
@@ -210,7 +212,7 @@ def unexplained(e: Evidence) -> list[Finding]:
 def below_floors(a: Acceptance, floors: list[float] | None) -> list[str]:
     return [
         f"position {i + 1}: {rate:.3f} below the floor {floor:.3f}"
-        for i, (rate, floor) in enumerate(zip(a.per_position, floors or []))
+        for i, (rate, floor) in enumerate(zip(a.per_position, floors or [], strict=False))
         if rate < floor
     ]
 

@@ -2,9 +2,9 @@
 is settled (`measure.py`), decided (`decide.py`), reported (`report.py`, `model.py`) and read back (`saved.py`).
 
 The names below are imported when first asked for (PEP 562): `eaglezoo.cli` imports `tune.rule` for its options'
-defaults, and every command would otherwise pay for the report models at start-up (tests/cli/test_startup.py). `decide` and
-`report` name their submodules here (a lazy name cannot shadow a submodule once that is imported): import the
-functions from `tune.decide` and `tune.report`."""
+defaults, and every command would otherwise pay for the report models at start-up (tests/cli/test_startup.py).
+`decide` and `report` name their submodules here (a lazy name cannot shadow a submodule once that is imported):
+import the functions from `tune.decide` and `tune.report`."""
 
 from __future__ import annotations
 

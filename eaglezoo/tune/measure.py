@@ -41,7 +41,7 @@ class Samples:
             self.counters["drafts"] += c["drafts"]
             self.counters["accepted"] += c["accepted"]
             before = self.counters["per_position"] or [0] * len(c["per_position"])
-            self.counters["per_position"] = [a + b for a, b in zip(before, c["per_position"])]
+            self.counters["per_position"] = [a + b for a, b in zip(before, c["per_position"], strict=True)]
 
 
 class Bench:
@@ -70,7 +70,7 @@ class Bench:
         `row` (a new row when None: its passes per repeat set from the warm-up pass)."""
         row = dict(row or {})
         if config != self.config or not all(c in row for c in loads):
-            for c, p in zip(loads, self._run(config, f"{label}, warm-up", loads)):
+            for c, p in zip(loads, self._run(config, f"{label}, warm-up", loads), strict=True):
                 row.setdefault(c, Samples(self.passes_for(p)))
         plan = [c for c in loads for _ in range(row[c].passes_per_repeat * repeats)]
         passes = iter(self._run(config, label, plan))

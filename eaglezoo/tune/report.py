@@ -4,7 +4,7 @@ confirmation's verdict, the no-speculation column, the registry entry's floors a
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..reproduce import reproduction
 from ..serving import sglang_serve_command, vllm_serve_command
@@ -21,6 +21,19 @@ ISSUE = "vLLM #49986"
 
 
 Floors = dict[int, tuple[list[float] | None, float | None]]  # K -> (per-position floors, acceptance-length floor)
+
+
+@dataclass(frozen=True)
+class EntryFacts:
+    """What a registry entry brings to a tune run: its floors per K (checked on the grid), its hardware class (set
+    beside the placement measured) and its id (the convert command names the drafter by it). Empty without one."""
+
+    floors: Floors = field(default_factory=dict)
+    hardware: str | None = None
+    registry_id: str | None = None
+
+
+NO_ENTRY = EntryFacts()
 
 
 @dataclass(frozen=True)
@@ -50,14 +63,14 @@ def report(
     work: Workload,
     measured: Measured,
     concurrency: list[int],
-    floors=None,
+    entry: EntryFacts = NO_ENTRY,
     placed: tuple[Placement, list[str]] | None = None,
     rule: SamplingRule | None = None,
-    registry_id: str | None = None,
 ) -> TuneReport:
     """The one report of a tune run, built once. Its commands serve the drafter as serve-config does (the folder
-    `convert_command` writes, where the engine would not read it as given; `registry_id` names the entry it was
-    read from, which convert names it by)."""
+    `convert_command` writes, where the engine would not read it as given; `entry.registry_id` names the entry it
+    was read from, which convert names it by)."""
+    registry_id = entry.registry_id
     rule = rule or SamplingRule()
     target, grid = work.target_name, measured.grid
     path = serving_path(work, registry_id)
@@ -93,7 +106,7 @@ def report(
             "batch sizes between two measured concurrencies take the K measured at the next one up "
             "(interpolated, not measured); above the highest, its K carries on"
         )
-    checked, failures, floor_notes = floor_checks(grid, work.k, floors or {})
+    checked, failures, floor_notes = floor_checks(grid, work.k, entry.floors)
     hardware, place_notes = placed or (None, [])
     return built(
         TuneReport,
@@ -193,7 +206,7 @@ def table_command(target: str, config: dict) -> str:
 
 def confirmation(measured: Measured, grid: list[Cell], static: int, verdicts, decided: str, failed: bool) -> dict:
     levels = []
-    for x, timing, (none, best) in zip(measured.confirmed, measured.confirmed_timing, verdicts):
+    for x, timing, (none, best) in zip(measured.confirmed, measured.confirmed_timing, verdicts, strict=True):
         levels.append(
             {
                 "concurrency": x.concurrency,
@@ -254,7 +267,9 @@ def floor_checks(grid: list[Cell], k_max: int, floors: Floors) -> tuple[dict[str
             where = f"K={k} at concurrency {x.concurrency}"
             failures += [
                 f"{where}: acceptance at position {i + 1} is {rate:.3f} < {floor}"
-                for i, (rate, floor) in enumerate(zip(x.acceptance_per_position or [], per_position or []))
+                for i, (rate, floor) in enumerate(
+                    zip(x.acceptance_per_position or [], per_position or [], strict=False)
+                )
                 if rate < floor
             ]
             if al is not None and x.acceptance_length is not None and x.acceptance_length < al:

@@ -23,7 +23,7 @@ from ..verify.workload import Progress, Workload
 from .decide import decide, recommendation, schedule_of, static_best, table_k, verdict
 from .measure import Bench, cell_of, grid_of, settle, single_pass_s, timing_of
 from .model import Adaptive, Cell, Choice, TuneReport
-from .report import Floors, Measured, placement, report, speculative_config
+from .report import NO_ENTRY, EntryFacts, Measured, placement, report, speculative_config
 from .rule import SamplingRule
 
 
@@ -86,10 +86,8 @@ def tune(
     opts: EngineOptions,
     concurrency: list[int],
     progress: Progress,
-    floors: Floors | None = None,
-    entry_hardware: str | None = None,
+    entry: EntryFacts = NO_ENTRY,
     rule: SamplingRule | None = None,
-    registry_id: str | None = None,
 ) -> TuneReport:
     """The grid measured until settled, the decision, the configs, the confirmation and the adaptive column
     (work.k is K_max); the registry entry's floors checked on the grid, and its hardware class set beside."""
@@ -128,9 +126,7 @@ def tune(
         single_pass_s=single_pass_s(bench, [*rows.values(), confirmed]),
         repeats=sum(len(s.repeats) for row in [*rows.values(), confirmed] for s in row.values()),
     )
-    return report(
-        work, measured, concurrency, floors or {}, placement(measured.engine, opts, entry_hardware), rule, registry_id
-    )
+    return report(work, measured, concurrency, entry, placement(measured.engine, opts, entry.hardware), rule)
 
 
 def recommended_config(drafter: str, k_max: int, decision: list[Choice]) -> dict:

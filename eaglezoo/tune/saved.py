@@ -7,6 +7,7 @@ import shlex
 
 from ..errors import BadInput
 from ..serving import diagnose_command, vllm_serve_command
+from ..verify.saved import validated
 from .model import TuneReport
 from .report import speculative_config, table_command
 
@@ -14,7 +15,6 @@ from .report import speculative_config, table_command
 def tune_from(data: dict, where: str) -> TuneReport:
     """A saved tune report, refused (one BadInput naming the field) unless it holds what tune writes: a whole grid,
     decisions that follow it, and the serving command its own speculative config gives (the page prints it)."""
-    from ..verify.saved import validated
 
     def refuse(what: str) -> BadInput:
         return BadInput(f"{where}: {what}", hint="give the file that eaglezoo tune --report FILE wrote")

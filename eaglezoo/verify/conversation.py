@@ -40,7 +40,7 @@ def converse(work: Workload, answer: Answer, engine: str) -> Workload:
                 notes=[],
             )
         )
-        for j, tokens in zip(pending, asked.tokens):
+        for j, tokens in zip(pending, asked.tokens, strict=True):
             answers[j].append(reply(tokenizer, tokens[: work.max_new_tokens], ends))
             encoded[j] = encode_one(tokenizer, work.prompts[j], answers[j])
             if len(encoded[j]) + extra > context:

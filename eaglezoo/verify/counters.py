@@ -75,7 +75,7 @@ class SpecDecodeCounters(BaseModel):
         ]
         pairs += [
             (f"num_accepted_tokens_per_pos at position {pos}", a, b)
-            for pos, (a, b) in enumerate(zip(earlier, self.num_accepted_tokens_per_pos))
+            for pos, (a, b) in enumerate(zip(earlier, self.num_accepted_tokens_per_pos, strict=False))
         ]
         if len(before.num_accepted_tokens_per_pos) > positions:
             pairs.append(

@@ -177,7 +177,7 @@ class DFlashDrafter(nn.Module):
         positions = (slots[..., None] + 1 + torch.arange(depth + 1, device=device)).expand(b, -1, -1)
         cos, sin = self.rotary(fused, positions.reshape(b, -1))
         h = self.embed_tokens(block)
-        for layer, context in zip(self.layers, contexts):
+        for layer, context in zip(self.layers, contexts, strict=True):
             h = layer(h, cos, sin, context, slots)
         h = h[:, :, 1:]
         logits = self.lm_head(self.norm(h))  # [B, L, K, V_d]

@@ -203,7 +203,7 @@ class Eagle3Drafter(nn.Module):
     def combine(self, aux: list[torch.Tensor]) -> torch.Tensor:
         """k captured target states [T, H_t] each -> fc input -> [T, H]."""
         if self.spec.fc_norm:
-            aux = [norm(a) for norm, a in zip(self.fc_norm, aux)]
+            aux = [norm(a) for norm, a in zip(self.fc_norm, aux, strict=True)]
         u = torch.cat(aux, dim=-1)
         if self.spec.norm_before_fc:
             u = self.input_norm(u)
@@ -221,7 +221,7 @@ class Eagle3Drafter(nn.Module):
         cos, sin = self.rope(positions, hidden)
         embeds = self.embed_tokens(tokens)
         h = hidden
-        for layer, cache in zip(self.layers, caches):
+        for layer, cache in zip(self.layers, caches, strict=True):
             h = layer(h, embeds, cos, sin, cache)
         return h, self.norm(h)
 

@@ -21,11 +21,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlparse
 
+from prometheus_client.parser import text_string_to_metric_families
+
 from ..errors import EngineError, UsageError, printable
 from ..limits import MAX_K
 from ..serving import DEV_MODE
 from ..settings import endpoint_timeout_s
 from .counters import SpecDecodeCounters
+from .identity import differences, read_served
 from .server_facts import LOOPBACK, ServerFacts
 from .server_http import ABOUT_S, Redirected, TimedOut, fetch
 from .vllm_worker import COUNTERS, PER_POSITION
@@ -294,8 +297,6 @@ def check_drafter(config: dict | None, work: Workload, base: str) -> list[str]:
         return [f"the server runs on another machine: its drafter {config['model']} was not compared"]
     if not served.is_dir():
         return [f"the server's drafter {config['model']} is not a folder on this machine: its identity was not checked"]
-    from .identity import differences, read_served
-
     found = differences(read_served(served), work.drafter, work.target_layers)
     if found:
         raise EngineError(
@@ -308,8 +309,6 @@ def check_drafter(config: dict | None, work: Workload, base: str) -> list[str]:
 def scrape(base: str) -> SpecDecodeCounters:
     """vLLM's spec-decode counters from /metrics (Prometheus text, counters with the _total suffix), summed over
     its engines and checked (verify/counters.py)."""
-    from prometheus_client.parser import text_string_to_metric_families
-
     out = {"num_drafts": 0, "num_draft_tokens": 0, "num_accepted_tokens": 0}
     per_position: dict[int, int] = {}
     found = False

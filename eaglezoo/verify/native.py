@@ -90,13 +90,10 @@ def measure_native(work: Workload, device: str, dtype: str, options: NativeOptio
         )
     except ValueError as exc:
         raise BadInput(str(exc), hint="run eaglezoo lint on the drafter: its tensors do not fit its config") from None
-    boundary = work.spec.aux.boundary()
     t_load = time.perf_counter() - t_start
 
     try:
-        results, t_target, t_drafter = run_batches(
-            target, drafter, boundary, work.encoded, work.k, work.max_new_tokens, options.batch_size, progress
-        )
+        results, t_target, t_drafter = run_batches(target, drafter, work, options.batch_size, progress)
     except torch.OutOfMemoryError:
         raise UsageError(
             f"the {device} device ran out of memory with {options.batch_size} prompts per batch",
@@ -124,7 +121,7 @@ def measure_native(work: Workload, device: str, dtype: str, options: NativeOptio
         },
         all_positions=every.summary(),
         by_k=by_k_rows([r.lengths for r in results], work),
-        feedback_rms=[sum(col) / len(results) for col in zip(*(r.feedback_rms for r in results))],
+        feedback_rms=[sum(col) / len(results) for col in zip(*(r.feedback_rms for r in results), strict=True)],
     )
 
 
@@ -134,16 +131,10 @@ def by_k_rows(lengths: list[list[int]], work: Workload) -> list[dict]:
 
 
 def run_batches(
-    target: Target,
-    drafter: Eagle3Drafter,
-    boundary: list[int],
-    prompts: list[list[int]],
-    k: int,
-    n_new: int,
-    batch_size: int,
-    progress: Progress = lambda *a, **kw: None,
+    target: Target, drafter: Eagle3Drafter, work: Workload, batch_size: int, progress: Progress = lambda *a, **kw: None
 ):
-    """Every prompt judged, batch by batch: (results in prompt order, target s, drafter s)."""
+    """Every prompt of the workload judged, batch by batch: (results in prompt order, target s, drafter s)."""
+    boundary, prompts, k, n_new = work.spec.aux.boundary(), work.encoded, work.k, work.max_new_tokens
     judged: dict[int, Judged] = {}
     t_target = t_drafter = 0.0
     for batch in batches([len(p) + n_new + k for p in prompts], batch_size):
@@ -151,7 +142,7 @@ def run_batches(
         # K extra tokens judge the drafts of the last rounds, as an engine verifying them would.
         gens = target.greedy([prompts[i] for i in batch], n_new + k, boundary)
         t1 = time.perf_counter()
-        judged.update(zip(batch, judge(drafter, gens, k, n_new)))
+        judged.update(zip(batch, judge(drafter, gens, k, n_new), strict=True))
         t_target += t1 - t0
         t_drafter += time.perf_counter() - t1
         progress(len(judged), len(prompts), phase="verifying")
@@ -178,15 +169,16 @@ def judge(drafter: Eagle3Drafter, gens: list[Generation], k: int, n_new: int) ->
     slots = [len(g.tokens) - 1 for g in gens]
     width = max(slots)
     aux = [
-        torch.stack([F.pad(g.aux[j], (0, 0, 0, width - n)) for g, n in zip(gens, slots)]).to(device, dtype)
+        torch.stack([F.pad(g.aux[j], (0, 0, 0, width - n)) for g, n in zip(gens, slots, strict=True)]).to(device, dtype)
         for j in range(len(gens[0].aux))
     ]
-    next_tokens = torch.stack([F.pad(g.tokens[1:], (0, width - n)) for g, n in zip(gens, slots)]).to(device)
+    rows = [F.pad(g.tokens[1:], (0, width - n)) for g, n in zip(gens, slots, strict=True)]
+    next_tokens = torch.stack(rows).to(device)
     firsts = [g.prompt_len - 1 for g in gens]  # the slot of the round started after prefill: the first chain judged
     with torch.inference_mode():  # every row gets N + K chains, from its first on
         chains = drafter.draft_chains(aux, next_tokens, k, start=torch.tensor(firsts))
     out = []
-    for j, (g, first) in enumerate(zip(gens, firsts)):
+    for j, (g, first) in enumerate(zip(gens, firsts, strict=True)):
         seq = g.tokens.to(device)
         lengths = accepted_lengths(chains.draft_ids[:, j], seq, first, first + n_new - 2, first)
         rms = chains.feedback_sq[:, j].mean(-1).sqrt().tolist()

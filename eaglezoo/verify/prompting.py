@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import weakref
 from pathlib import Path
+from pydoc_data.topics import topics
 
 from ..errors import UsageError, first_line
 from .workload import Prompt
@@ -67,7 +68,7 @@ def text(tokenizer, p: Prompt, template: bool, answers: list[str]) -> str:
         return user
     earlier = p.history or []
     messages = [{"role": "system", "content": p.system}] if p.system is not None else []
-    for question, answer in zip(earlier, answers):
+    for question, answer in zip(earlier, answers, strict=False):
         messages += [{"role": "user", "content": question}, {"role": "assistant", "content": answer}]
     messages.append({"role": "user", "content": earlier[len(answers)] if len(answers) < len(earlier) else user})
     switch = {} if p.thinking is None else {"enable_thinking": p.thinking}
@@ -76,8 +77,6 @@ def text(tokenizer, p: Prompt, template: bool, answers: list[str]) -> str:
 
 @functools.cache
 def _document() -> str:
-    from pydoc_data.topics import topics
-
     return "\n\n".join(topics[name] for name in sorted(topics))
 
 

@@ -11,13 +11,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import BadInput, UsageError
+from ..fsutil import read_json
 
 VLLM = "use --engine vllm, which runs the quantized weights"
 
 
 def quantization_config(target_dir: Path) -> dict | None:
-    from ..fsutil import read_json
-
     cfg = read_json(target_dir / "config.json", "target config")
     qc = cfg.get("quantization_config") or (cfg.get("text_config") or {}).get("quantization_config")
     return qc if isinstance(qc, dict) else None

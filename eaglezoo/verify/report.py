@@ -4,6 +4,7 @@ of two engines and the speedup, whatever engine measured. Reading a saved one ba
 from __future__ import annotations
 
 import datetime as dt
+import os
 from statistics import mean, median
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
@@ -14,6 +15,7 @@ from ..checkpoint.problems import Finding
 from ..errors import EngineError
 from ..limits import MAX_K, MAX_LEVELS, MAX_NEW_TOKENS, MAX_PROMPTS, MAX_TEMPERATURE
 from ..reproduce import Reproduction, reproduction
+from ..serving import ServeConfig, serve_drafter
 from .acceptance import INTERVAL, SEED, Tally, bootstrap_interval, by_k_estimate
 from .workload import Measurement, PromptSet, Workload, bucket_problem
 
@@ -281,6 +283,9 @@ class Origin(BaseModel):
     notes: tuple[str, ...] = ()
 
 
+NO_GATE, NO_ORIGIN = Gate(), Origin()  # the defaults: no floors stated, nothing known of where the files came from
+
+
 class VerifyReport(BaseModel):
     """One verify run, whatever the engine (docs/report.md, generated from this model)."""
 
@@ -444,14 +449,18 @@ def _by_k_problem(table: ByK | None, k: int) -> str | None:
 
 
 def report_for(
-    work: Workload, m: Measurement, gate: Gate = Gate(), origin: Origin = Origin(), comparison: Comparison | None = None
+    work: Workload,
+    m: Measurement,
+    gate: Gate = NO_GATE,
+    origin: Origin = NO_ORIGIN,
+    comparison: Comparison | None = None,
 ) -> VerifyReport:
     """The one report of one measurement, built once: the engine's own counters are the headline when it keeps
     them; the floors are applied and the provenance recorded here, never patched on afterwards."""
     k, tally = work.k, Tally(work.k)
     buckets: dict[str, Tally] = {}
     per_prompt: list[dict[str, Any]] = []
-    for i, p, ids, steps in zip(work.indices, work.prompts, work.encoded, m.accepted):
+    for i, p, ids, steps in zip(work.indices, work.prompts, work.encoded, m.accepted, strict=True):
         if steps is None:
             continue
         tally.add(steps)
@@ -556,13 +565,9 @@ def serve_path(work: Workload, origin: Origin) -> list[str]:
     return serving_path(work, origin.registry_id).steps
 
 
-def serving_path(work: Workload, registry_id: str | None, engine: str = "vllm", k: int | None = None):
+def serving_path(work: Workload, registry_id: str | None, engine: str = "vllm", k: int | None = None) -> ServeConfig:
     """`serving.serve_drafter` for what was measured (verify, tune): local paths named whole, the converted folder
     written in the current directory, as serve-config prints them (issue 46)."""
-    import os
-
-    from ..serving import serve_drafter
-
     drafter, name = work.drafter, os.path.abspath(work.drafter.path)
     source = [registry_id] if registry_id else [name, *_stated_ids(drafter)]
     return serve_drafter(
@@ -655,7 +660,7 @@ def gated(
     ]
     whys = [[prefix + w for w in not_like_with_like(basis, prompt_set, engine)] for _, basis, prefix in groups]
     checks = floor_checks(gate.stated, s, by_condition, "command line", True)
-    for (floors, _, _), why in zip(groups, whys):
+    for (floors, _, _), why in zip(groups, whys, strict=True):
         checks += floor_checks(floors, s, by_condition, "registry", not why)
     failures = [failure_of(c) for c in checks if c.gated and c.met is False]
     notes = [
@@ -787,7 +792,7 @@ def compare_engines(ref: VerifyReport, other: VerifyReport) -> Comparison:
             "dtype": {a: ref.dtype, b: other.dtype},
             "acceptance_per_position": {a: ref.acceptance_per_position, b: other.acceptance_per_position},
             "difference_per_position": [
-                y - x for x, y in zip(ref.acceptance_per_position, other.acceptance_per_position)
+                y - x for x, y in zip(ref.acceptance_per_position, other.acceptance_per_position, strict=True)
             ],
             "mean_acceptance_length": {a: ref.mean_acceptance_length, b: other.mean_acceptance_length},
             "difference_mean_acceptance_length": other.mean_acceptance_length - ref.mean_acceptance_length,
@@ -814,7 +819,7 @@ def compare_engines(ref: VerifyReport, other: VerifyReport) -> Comparison:
 
 def speedup_report(with_drafter: dict[str, Any], without: dict[str, Any], temperature: float) -> dict[str, Any]:
     levels = []
-    for spec, base in zip(with_drafter["passes"], without["passes"]):
+    for spec, base in zip(with_drafter["passes"], without["passes"], strict=True):
         a, b = pass_timing(spec), pass_timing(base)
         levels.append(
             {
@@ -824,7 +829,7 @@ def speedup_report(with_drafter: dict[str, Any], without: dict[str, Any], temper
                 "speedup": a["output_tokens_per_s"] / b["output_tokens_per_s"],
             }
         )
-    pairs = list(zip(with_drafter["passes"][0]["requests"], without["passes"][0]["requests"]))
+    pairs = list(zip(with_drafter["passes"][0]["requests"], without["passes"][0]["requests"], strict=True))
     identical = sum(x["tokens"] == y["tokens"] for x, y in pairs) / len(pairs)
     return {
         "levels": levels,

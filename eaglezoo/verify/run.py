@@ -24,9 +24,11 @@ from ..errors import UsageError
 from ..limits import MAX_TEMPERATURE
 from ..lint import lint_drafter
 from .conversation import converse
+from .endpoint import check_server, measure_endpoint
 from .prompting import encode, load_tokenizer
 from .quantization import load_kwargs, quantization_config
-from .report import Gate, Origin, VerifyReport, compare_engines, report_for
+from .report import NO_GATE, NO_ORIGIN, Gate, Origin, VerifyReport, compare_engines, report_for
+from .vllm_engine import EngineOptions, check_vllm_options, vllm_session
 from .workload import (
     Measurement,
     NativeOptions,
@@ -60,59 +62,84 @@ class VerifyRequest:
     native: NativeOptions = field(default_factory=NativeOptions)
 
 
+@dataclass(frozen=True)
+class Sources:
+    """Where verify's files are, once names are folders: the drafter and the target (its name as reported: the Hub
+    repo it came from, else its folder), the prompts file (None: the built-in set) and how to read the drafter."""
+
+    drafter_dir: Path
+    target_dir: Path
+    target_name: str | None = None
+    prompts_file: Path | None = None
+    opts: ReadOptions | None = None
+
+
+@dataclass(frozen=True)
+class WorkloadPlan:
+    """What `prepare` builds a Workload from, once names are folders: the drafter and target (the target's name and
+    revision as reported), how to read the drafter, the prompts, and the settings that bound them (K, new tokens,
+    sampling, the engines that will measure and their context)."""
+
+    drafter_dir: Path
+    target_dir: Path
+    target_name: str
+    target_revision: str | None = None
+    opts: ReadOptions = field(default_factory=ReadOptions)
+    prompts_file: Path | None = None
+    max_prompts: int | None = None
+    k: int = 3
+    max_new_tokens: int = 64
+    temperature: float = 0.0
+    seed: int | None = None
+    engines: tuple[str, ...] = ("native",)
+    max_model_len: int | None = None
+    trust_remote_code: bool = False
+
+
 def verify(
-    drafter_dir: Path,
-    target_dir: Path,
+    sources: Sources,
     request: VerifyRequest = VerifyRequest(),
     *,
-    prompts_file: Path | None = None,
-    opts: ReadOptions | None = None,
-    gate: Gate = Gate(),
-    origin: Origin = Origin(),
-    target_name: str | None = None,
+    gate: Gate = NO_GATE,
+    origin: Origin = NO_ORIGIN,
     progress: Progress = lambda *a, **kw: None,
 ) -> VerifyReport:
-    r = request
-    engines, endpoint, engine_options, device, dtype, native = (
-        list(r.engines),
-        r.endpoint,
-        r.engine_options,
-        r.device,
-        r.dtype,
-        r.native,
-    )
+    r, target_dir = request, sources.target_dir
+    engines = list(r.engines)
     speedup = list(r.speedup) if r.speedup else None
-    check_request(r.k, r.max_new_tokens, r.max_prompts, gate.stated.min_acceptance, r.temperature, engines, speedup)
-    check_settings(engines, endpoint, engine_options, device, dtype, native)
+    check_request(r, gate.stated.min_acceptance)
+    check_settings(engines, r.endpoint, r.engine_options, r.device, r.dtype, r.native)
     if "native" in engines:
-        check_target(target_dir, native)
+        check_target(target_dir, r.native)
     work = prepare(
-        drafter_dir,
-        target_dir,
-        target_name or str(target_dir),
-        origin.target_revision,
-        opts or ReadOptions(),
-        prompts_file,
-        r.max_prompts,
-        r.k,
-        r.max_new_tokens,
-        r.temperature,
-        r.seed,
-        engines,
-        engine_options.max_model_len if engine_options else None,
-        r.trust_remote_code,
+        WorkloadPlan(
+            sources.drafter_dir,
+            target_dir,
+            sources.target_name or str(target_dir),
+            origin.target_revision,
+            sources.opts or ReadOptions(),
+            sources.prompts_file,
+            r.max_prompts,
+            r.k,
+            r.max_new_tokens,
+            r.temperature,
+            r.seed,
+            r.engines,
+            r.engine_options.max_model_len if r.engine_options else None,
+            r.trust_remote_code,
+        )
     )
     if "native" in engines:
-        from .native import refuse
+        from .native import refuse  # noqa: PLC0415 - native.py holds torch at its top: loaded only when the native engine runs
 
         refuse(work)
     # Engines first: what they refuse is refused before a long native pass, and the GPU is free after them.
     first, *rest = sorted(engines, key=lambda name: name == "native")
-    with runs_on(first, work, device, dtype, endpoint, engine_options, native, progress) as measure_first:
+    with runs_on(first, work, r, progress) as measure_first:
         work = converse(work, lambda sub: measure_first(sub, None, answering(progress)), first)
         measured = {first: measure_first(work, speedup, progress)}
     for name in rest:
-        measured[name] = measure(name, work, device, dtype, endpoint, native, progress)
+        measured[name] = measure(name, work, r, progress)
     comparison = (
         compare_engines(report_for(work, measured["native"]), report_for(work, measured["vllm"]))
         if len(measured) == 2
@@ -125,7 +152,9 @@ def answering(progress: Progress) -> Progress:
     return lambda done, total, **_: progress(done, total, phase="answering earlier turns")
 
 
-def check_request(k, max_new_tokens, max_prompts, min_acceptance, temperature, engines, speedup) -> None:
+def check_request(r: VerifyRequest, min_acceptance: list[float] | None) -> None:
+    k, max_new_tokens, max_prompts, temperature = r.k, r.max_new_tokens, r.max_prompts, r.temperature
+    engines, speedup = list(r.engines), r.speedup
     if k < 1 or max_new_tokens < 1 or (max_prompts is not None and max_prompts < 1):
         raise UsageError("K, --max-new-tokens and --max-prompts must be at least 1", hint="give values of 1 or more")
     if min_acceptance and len(min_acceptance) > k:
@@ -159,17 +188,13 @@ def check_settings(
     if native is not None and native.dequantize_mxfp4 and "native" not in engines:
         raise UsageError("--dequantize-mxfp4 is for the native engine", hint="vLLM runs MXFP4 weights as they are")
     if "vllm" in engines:
-        from .vllm_engine import EngineOptions, check_vllm_options
-
         check_vllm_options(engine_options or EngineOptions())
     if endpoint:
-        from .endpoint import check_server
-
         check_server(endpoint)
     if "native" in engines and dtype != "auto":
         dtype_name(dtype)
     if "native" in engines and device != "auto":  # auto always resolves; a named device needs torch to check
-        from .target import resolve_device
+        from .target import resolve_device  # noqa: PLC0415 - target.py holds torch at its top: a named device only
 
         resolve_device(device)
 
@@ -191,8 +216,6 @@ def check_engine_only(engines: list[str], engine_options) -> None:
     """vLLM's own settings asked for where no vLLM runs would be silently ignored: refused instead."""
     if "vllm" in engines or engine_options is None:
         return
-    from .vllm_engine import EngineOptions
-
     engine_only = VLLM_ONLY + (("max_model_len",) if engines == ["native"] else ())  # an endpoint's context too
     given = [name for name in engine_only if getattr(engine_options, name) != getattr(EngineOptions(), name)]
     if given:
@@ -209,23 +232,10 @@ def check_target(target_dir: Path, native: NativeOptions) -> None:
     load_kwargs(target_dir, quantization_config(target_dir), native.dequantize_mxfp4)
 
 
-def prepare(
-    drafter_dir: Path,
-    target_dir: Path,
-    target_name: str,
-    target_revision: str | None,
-    opts: ReadOptions,
-    prompts_file: Path | None,
-    max_prompts: int | None,
-    k: int,
-    max_new_tokens: int,
-    temperature: float,
-    seed: int | None,
-    engines: list[str],
-    max_model_len: int | None,
-    trust_remote_code: bool = False,
-) -> Workload:
-    prompts, rows, prompt_set = read_prompt_set(prompts_file, max_prompts)
+def prepare(plan: WorkloadPlan) -> Workload:
+    drafter_dir, target_dir, k, max_new_tokens = plan.drafter_dir, plan.target_dir, plan.k, plan.max_new_tokens
+    engines, opts, trust_remote_code = list(plan.engines), plan.opts, plan.trust_remote_code
+    prompts, rows, prompt_set = read_prompt_set(plan.prompts_file, plan.max_prompts)
     tcfg = target_config(target_dir)
     layers = target_layers(tcfg)
     drafter = read_drafter(drafter_dir, None, replace(opts, target_layers=layers))
@@ -238,7 +248,7 @@ def prepare(
     unfit += sampled_on_native(prompts, encoded, engines)
     for s in unfit:
         encoded[s["index"]] = None
-    context = prompt_context(drafter.spec, tcfg, engines, max_model_len)
+    context = prompt_context(drafter.spec, tcfg, engines, plan.max_model_len)
     skipped = sorted(unfit + too_long(prompts, encoded, context, max_new_tokens + k), key=lambda s: s["index"])
     kept = [i for i in range(len(prompts)) if i not in {s["index"] for s in skipped}]
     if not kept and unfit:
@@ -256,16 +266,16 @@ def prepare(
     return Workload(
         drafter,
         target_dir,
-        target_name,
-        target_revision,
+        plan.target_name,
+        plan.target_revision,
         findings,
         [prompts[i] for i in kept],
         [encoded[i] for i in kept],
         skipped,
         k,
         max_new_tokens,
-        temperature,
-        seed,
+        plan.temperature,
+        plan.seed,
         [rows[i] for i in kept],
         trust_remote_code,
         notes,
@@ -319,41 +329,28 @@ def sampled_on_native(prompts: list[Prompt], encoded: list, engines: list[str]) 
         return []
     return [
         {"index": n, "bucket": p.bucket, "reason": SAMPLED_ON_NATIVE}
-        for n, (p, ids) in enumerate(zip(prompts, encoded))
+        for n, (p, ids) in enumerate(zip(prompts, encoded, strict=True))
         if p.temperature and ids is not None
     ]
 
 
 @contextmanager
 def runs_on(
-    name: str,
-    work: Workload,
-    device: str,
-    dtype: str,
-    endpoint: str | None,
-    engine_options,
-    native: NativeOptions,
-    progress: Progress,
+    name: str, work: Workload, request: VerifyRequest, progress: Progress
 ) -> Iterator[Callable[..., Measurement]]:
     """measure(work, speedup, progress) on one engine for several workloads (a conversation's earlier turns, then
     the measurement): vLLM is started once for all of them."""
     if name == "vllm":
-        from .vllm_engine import EngineOptions, vllm_session
-
-        with vllm_session(work, engine_options or EngineOptions(), progress) as session:
+        with vllm_session(work, request.engine_options or EngineOptions(), progress) as session:
             yield session.measure
         return
-    yield lambda sub, _speedup, shown: measure(name, sub, device, dtype, endpoint, native, shown)
+    yield lambda sub, _speedup, shown: measure(name, sub, request, shown)
 
 
-def measure(
-    name: str, work: Workload, device: str, dtype: str, endpoint: str | None, native: NativeOptions, progress: Progress
-) -> Measurement:
+def measure(name: str, work: Workload, request: VerifyRequest, progress: Progress) -> Measurement:
     """One run on the native engine or an endpoint (vLLM runs through `runs_on`)."""
     if name == "native":
-        from .native import measure_native
+        from .native import measure_native  # noqa: PLC0415 - native.py holds torch at its top: loaded only when the native engine runs
 
-        return measure_native(work, device, dtype, native, progress)
-    from .endpoint import measure_endpoint
-
-    return measure_endpoint(work, endpoint, progress)
+        return measure_native(work, request.device, request.dtype, request.native, progress)
+    return measure_endpoint(work, request.endpoint, progress)

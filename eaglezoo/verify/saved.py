@@ -1,8 +1,9 @@
 """A saved verify report read back: `read_report`, the one strict reader every command that reads one uses
-(`registry record`, `registry check`, `push --report`, `registry site`; `reports.read_saved` for any kind). It is the model's own validation: the types
-and ranges of every field, and the cross-field checks `VerifyReport` states (which run when verify builds a
-report too, so what verify writes, its readers read). A refusal is one line naming the field and what was
-expected: the registry's statuses, the kept reports' file names and the pages are built from these values."""
+(`registry record`, `registry check`, `push --report`, `registry site`; `reports.read_saved` for any kind). It is
+the model's own validation: the types and ranges of every field, and the cross-field checks `VerifyReport` states
+(which run when verify builds a report too, so what verify writes, its readers read). A refusal is one line naming
+the field and what was expected: the registry's statuses, the kept reports' file names and the pages are built from
+these values."""
 
 from __future__ import annotations
 

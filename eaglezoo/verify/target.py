@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+from transformers import AutoModelForCausalLM
+from transformers.utils import logging as hf_logging
 
 from ..errors import UsageError
 from .prompting import load_error, load_tokenizer
@@ -69,9 +71,6 @@ class Target:
     ):
         path = Path(path)
         self.tokenizer = load_tokenizer(path, trust_remote_code)
-        from transformers import AutoModelForCausalLM
-        from transformers.utils import logging as hf_logging
-
         hf_logging.disable_progress_bar()  # our own progress is shown; a second bar garbles stderr
         qc = quantization_config(path)
         kwargs = {"dtype": dtype, "trust_remote_code": trust_remote_code, **load_kwargs(path, qc, dequantize_mxfp4)}
@@ -145,8 +144,12 @@ class Target:
         target's text differ from vLLM's wherever it wants to stop)."""
         width = max(len(p) for p in prompts)
         pads = [width - len(p) for p in prompts]
-        ids = torch.tensor([[self.pad_id] * n + p for n, p in zip(pads, prompts)], device=self.model.device)
-        mask = torch.tensor([[0] * n + [1] * len(p) for n, p in zip(pads, prompts)], device=self.model.device)
+        ids = torch.tensor(
+            [[self.pad_id] * n + p for n, p in zip(pads, prompts, strict=True)], device=self.model.device
+        )
+        mask = torch.tensor(
+            [[0] * n + [1] * len(p) for n, p in zip(pads, prompts, strict=True)], device=self.model.device
+        )
         with self.capture(boundary_ids) as store:
             out = self.model.generate(
                 ids,
@@ -157,4 +160,7 @@ class Target:
                 pad_token_id=self.pad_id,
             )
         aux = [torch.cat(store[i], dim=1) for i in boundary_ids]  # [B, width + N - 1, H_t]
-        return [Generation(out[j, n:], [a[j, n:] for a in aux], len(p)) for j, (n, p) in enumerate(zip(pads, prompts))]
+        return [
+            Generation(out[j, n:], [a[j, n:] for a in aux], len(p))
+            for j, (n, p) in enumerate(zip(pads, prompts, strict=True))
+        ]

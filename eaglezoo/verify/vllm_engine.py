@@ -23,10 +23,12 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
+from ..convert import apply, plan_from
 from ..errors import EngineError, UsageError
 from ..fsutil import staging
 from ..limits import MAX_MODEL_LEN
 from ..serving import engine_support, family_serve_config, serve_config
+from .report import speedup_report
 from .vllm_process import WorkerSession, finds_vllm, no_vllm
 from .workload import Measurement, Progress, Workload, dtype_name
 
@@ -220,8 +222,6 @@ def measurement(
         "trust_remote_code": opts.trust_remote_code,
         "start_s": started["start_s"],
     }
-    from .report import speedup_report
-
     return Measurement(
         accepted=[r["accepted"] for r in first["requests"]],
         tokens=[r["tokens"] for r in first["requests"]],
@@ -249,7 +249,5 @@ def engine_drafter(work: Workload, out: Path) -> Path:
     P-EAGLE that form keeps `mask_token_id` and `mask_hidden` under an EAGLE-3 architecture name, since vLLM 0.32
     prefixes `Eagle3` to any other under `method: eagle3` (transformers_utils/configs/eagle.py:55-64), and
     `Eagle3PeagleLlamaForCausalLM` is no model it has (docs/formats.md#p-eagle; the copy serve-config prints)."""
-    from ..convert import apply, plan_from
-
     apply(plan_from(work.drafter, "native" if work.spec.family == "dflash" else "eagle31"), out)  # dflash: z-lab's
     return out

@@ -148,9 +148,10 @@ class WorkerSession:
         events = self.read_events(time.monotonic() + self.timeout_s, progress, label)
         self.engine = next((e for e in reversed(events) if e["event"] == "engine"), self.engine)
         self.config = request["speculative_config"]
-        return worker_result(
-            events, self.engine, len(request["concurrency"]), self.proc.poll(), self.python, self.log_path, log_start
-        )
+        failure = next((e for e in events if e["event"] == "error"), None)
+        if failure is not None:
+            raise worker_error(failure, self.python, self.log_path, log_start)
+        return worker_result(events, self.engine, len(request["concurrency"]), self.proc.poll())
 
     def read_events(self, deadline: float, progress: Progress, label: str) -> list[dict]:
         """Events until the run is done, the worker reported an error, or it exited. Not until end of file:
@@ -178,18 +179,8 @@ class WorkerSession:
         return events
 
 
-def worker_result(
-    events: list[dict],
-    engine: dict | None,
-    passes: int,
-    returncode: int | None,
-    python: str,
-    log_path: Path,
-    log_start: int,
-) -> dict:
-    for e in events:
-        if e["event"] == "error":
-            raise worker_error(e, python, log_path, log_start)
+def worker_result(events: list[dict], engine: dict | None, passes: int, returncode: int | None) -> dict:
+    """The run's passes, whole (the caller has raised the worker's first error event, if any)."""
     try:
         result = WorkerResult(engine=engine, passes=[e for e in events if e["event"] == "pass"]) if engine else None
     except ValidationError:
@@ -221,10 +212,8 @@ def stop(proc: subprocess.Popen) -> None:
     """The worker, vLLM's engine core and its rank workers share one process group: end them all,
     SIGTERM first, then SIGKILL for whatever is left after a grace period (a rank stuck on a GPU)."""
     signal_group(proc.pid, signal.SIGTERM)
-    try:
+    with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        pass
     for _ in range(20):
         if not signal_group(proc.pid, 0):
             break

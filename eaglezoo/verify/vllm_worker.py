@@ -270,13 +270,13 @@ def counters(llm) -> dict:
             out[COUNTERS[metric.name]] += int(metric.value)
         elif metric.name == PER_POSITION:  # one Vector per engine
             summed = out["per_position"] or [0] * len(metric.values)
-            out["per_position"] = [a + int(b) for a, b in zip(summed, metric.values)]
+            out["per_position"] = [a + int(b) for a, b in zip(summed, metric.values, strict=True)]
     return out
 
 
 def delta(before: dict, after: dict) -> dict:
     base = before["per_position"] or [0] * len(after["per_position"])
-    pos = [a - b for a, b in zip(after["per_position"], base)]
+    pos = [a - b for a, b in zip(after["per_position"], base, strict=True)]
     return {
         "drafts": after["drafts"] - before["drafts"],
         "draft_tokens": after["draft_tokens"] - before["draft_tokens"],

@@ -392,7 +392,7 @@ def prompt_context(spec: DrafterSpec, tcfg: dict, engines: list[str], max_model_
 
 def too_long(prompts: list[Prompt], encoded: list[list[int]], context: int, extra: int) -> list[dict]:
     skipped = []
-    for n, (p, ids) in enumerate(zip(prompts, encoded)):
+    for n, (p, ids) in enumerate(zip(prompts, encoded, strict=True)):
         if ids is None:  # skipped already, for another reason
             continue
         if not ids:

@@ -48,29 +48,28 @@ def cell(k: int, c: int, tokens_per_s: float) -> Cell:
 def work():
     from eaglezoo.checkpoint.formats.base import ReadOptions
     from eaglezoo.registry.load import lookup
-    from eaglezoo.verify.run import prepare
+    from eaglezoo.verify.run import WorkloadPlan, prepare
 
     entry, _ = lookup(ENTRY, None)
     return prepare(
-        EXAMPLE / "eagle31-safeai",
-        EXAMPLE / "target",
-        str(EXAMPLE / "target"),
-        None,
-        entry.read_options(ReadOptions()),
-        EXAMPLE / "prompts.jsonl",
-        4,
-        2,
-        16,
-        0.0,
-        None,
-        ["vllm"],
-        256,
+        WorkloadPlan(
+            EXAMPLE / "eagle31-safeai",
+            EXAMPLE / "target",
+            str(EXAMPLE / "target"),
+            opts=entry.read_options(ReadOptions()),
+            prompts_file=EXAMPLE / "prompts.jsonl",
+            max_prompts=4,
+            k=2,
+            max_new_tokens=16,
+            engines=("vllm",),
+            max_model_len=256,
+        )
     )
 
 
 def tuned(work, best_k: int, tmp_path, registry_id: str | None = ENTRY) -> tuple[dict, str]:
     """A tune report where `best_k` wins at every load by far, saved, and what `eaglezoo report` prints of it."""
-    from eaglezoo.tune.report import Measured, report
+    from eaglezoo.tune.report import EntryFacts, Measured, report
 
     grid = [cell(k, c, 100.0 * c * (3.0 if k == best_k else 1.0 + 0.1 * k)) for k in range(3) for c in LEVELS]
     confirmed = [next(x for x in grid if x.k == best_k and x.concurrency == c) for c in LEVELS]
@@ -82,7 +81,7 @@ def tuned(work, best_k: int, tmp_path, registry_id: str | None = ENTRY) -> tuple
         confirmed_config={},
     )
     saved = tmp_path / f"tune-k{best_k}.json"
-    saved.write_text(report(work, measured, LEVELS, registry_id=registry_id).model_dump_json())
+    saved.write_text(report(work, measured, LEVELS, EntryFacts(registry_id=registry_id)).model_dump_json())
     shown = run_inprocess("report", saved)
     assert shown.code == 0, shown.err
     return json.loads(saved.read_text()), shown.out
