@@ -222,7 +222,8 @@ def test_the_entrys_floors_are_checked_at_every_load_and_its_hardware_named(tune
         "2": {"per_position": [0.99, 0.99], "mean_acceptance_length": None},
     }
     cells = {(c["k"], c["concurrency"]): c for c in report["grid"]}
-    assert report["failures"] == [
+    floor_failures = [f for f in report["failures"] if not f.startswith("confirmation")]  # those are timing's
+    assert floor_failures == [
         f"K=2 at concurrency {c}: acceptance at position {i + 1} is "
         f"{cells[(2, c)]['acceptance_per_position'][i]:.3f} < 0.99"
         for c in (1, 2)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
-from conftest import EXAMPLE, assert_clean_failure, hubcli, run_cli, tree_digest
+from conftest import EXAMPLE, ROOT, assert_clean_failure, hubcli, run_cli, tree_digest
 from safetensors.torch import save as save_safetensors
 from support.factory import make_drafter, make_spec
 
@@ -303,8 +303,9 @@ def test_every_command_honours_the_aux_ids_an_entry_states_for_a_config_without_
     # target, said as such; the path converts it first (the converted folder carries the entry's ids), then serves it
     sc = served.json()
     assert served.code == 0 and sc["unconverted_capture"] == [2, 2, 1] and sc["aux_layers_captured"] == [2, 3, 4]
-    assert sc["convert_command"] == f"eaglezoo convert tiny-safeai tiny-safeai-eagle31 --registry {reg}"
-    assert sc["steps"] == [sc["convert_command"], sc["command"]] and sc["drafter"] == "tiny-safeai-eagle31"
+    converted = ROOT / "tiny-safeai-eagle31"  # in the CLI's working directory, named whole (doctor reads it anywhere)
+    assert sc["convert_command"] == f"eaglezoo convert tiny-safeai {converted} --registry {reg}"
+    assert sc["steps"] == [sc["convert_command"], sc["command"]] and sc["drafter"] == str(converted)
     pulled = hubcli(hub, "pull", "tiny-safeai", "--registry", reg, "--json")
     assert pulled.code == 0 and set(pulled.json()["sha256_verified"]) == {"config.json", "model.safetensors"}
     r = hubcli(
