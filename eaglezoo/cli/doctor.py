@@ -141,8 +141,8 @@ def doctor(
 
     Example: eaglezoo doctor tiny-example-eagle31 --endpoint http://127.0.0.1:8000
 
-    The verdict (healthy, engine-config, drafter, target-mismatch, workload) is shown by measuring what the fix
-    restores. Exit 0 healthy, 1 a problem found, 2 bad input."""
+    A verdict (healthy, engine-config, drafter, target-mismatch, workload) is shown by measuring what its fix restores.
+    Exit 0 healthy, 1 a problem found, 2 bad input."""
     from ..doctor.run import DEFAULT_K, DoctorRequest
     from ..verify.run import check_settings
     from ..verify.vllm_engine import engine_options
