@@ -131,7 +131,10 @@ SuiteOpt = Annotated[
     Optional[str],
     typer.Option(
         metavar="NAME",
-        help="A shipped prompt suite instead of --prompts: standard (MT-bench, HumanEval) or robustness (a bucket per condition); eaglezoo/data/suites.",
+        help=(
+            "A shipped prompt suite instead of --prompts: standard (MT-bench, HumanEval) or robustness (a bucket "
+            "per condition); eaglezoo/data/suites."
+        ),
     ),
 ]
 

@@ -44,7 +44,10 @@ def compare(
         Optional[Path],
         typer.Option(
             metavar="FILE",
-            help="JSONL prompts; their buckets are the table's rows (default: A's registry entry's, else the shipped set).",
+            help=(
+                "JSONL prompts; their buckets are the table's rows (default: A's registry entry's, else the shipped"
+                " set)."
+            ),
         ),
     ] = None,
     max_prompts: Annotated[Optional[int], typer.Option(min=1)] = None,

@@ -41,7 +41,10 @@ def convert(
         typer.Option(
             "--to",
             metavar="FORMAT",
-            help="Output format: eagle31, speculators, native (a P-EAGLE, DFlash or DSpark drafter's own form), or gguf (llama.cpp; needs --target).",
+            help=(
+                "Output format: eagle31, speculators, native (a P-EAGLE, DFlash or DSpark drafter's own form), or "
+                "gguf (llama.cpp; needs --target)."
+            ),
         ),
     ] = "eagle31",
     from_: FromOpt = None,

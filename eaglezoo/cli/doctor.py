@@ -36,7 +36,10 @@ def doctor(
         str | None,
         typer.Argument(
             metavar="[DRAFTER]",
-            help="The drafter it should serve: a registry id, a folder or a Hub repo id (default: the server's own, read from its folder).",
+            help=(
+                "The drafter it should serve: a registry id, a folder or a Hub repo id (default: the server's own, "
+                "read from its folder)."
+            ),
         ),
     ] = None,
     target: Annotated[
@@ -53,7 +56,9 @@ def doctor(
         str | None,
         typer.Option(
             metavar="vllm",
-            help="Diagnose the deployment you are about to start: eaglezoo starts vLLM on the drafter's folder as given.",
+            help=(
+                "Diagnose the deployment you are about to start: eaglezoo starts vLLM on the drafter's folder as given."
+            ),
         ),
     ] = None,
     speculative_config: Annotated[
@@ -61,7 +66,10 @@ def doctor(
         typer.Option(
             metavar="JSON",
             rich_help_panel=ENGINE,
-            help="What you would pass to vllm serve --speculative-config (e.g. a K table); model and method default to the drafter's.",
+            help=(
+                "What you would pass to vllm serve --speculative-config (e.g. a K table); model and method default "
+                "to the drafter's."
+            ),
         ),
     ] = None,
     num_spec_tokens: Annotated[
@@ -96,7 +104,10 @@ def doctor(
         typer.Option(
             metavar="DTYPE",
             rich_help_panel=REFERENCE,
-            help="float32 (the exact reference: about 4 bytes a parameter, 32 GB for an 8B target), bfloat16, float16 or auto (as verify's --dtype).",
+            help=(
+                "float32 (the exact reference: about 4 bytes a parameter, 32 GB for an 8B target), bfloat16, "
+                "float16 or auto (as verify's --dtype)."
+            ),
         ),
     ] = "float32",
     batch_size: Annotated[
@@ -130,7 +141,7 @@ def doctor(
 
     Example: eaglezoo doctor tiny-example-eagle31 --endpoint http://127.0.0.1:8000
 
-    The verdict (healthy, engine-config, drafter, target-mismatch, workload) is shown by measuring what the fix restores.
+    A verdict (healthy, engine-config, drafter, target-mismatch, workload) is shown by measuring what its fix restores.
     Exit 0 healthy, 1 a problem found, 2 bad input."""
     from ..doctor.run import DEFAULT_K, DoctorRequest
     from ..verify.run import check_settings
@@ -309,8 +320,8 @@ def render_prompts(r) -> None:
     server, reference = sides.get("server"), sides.get("reference")
     if not server or not reference or len(server) != len(reference):
         return
-    below = sum(s < ref - 1e-9 for s, ref in zip(server, reference))
-    above = sum(s > ref + 1e-9 for s, ref in zip(server, reference))
+    below = sum(s < ref - 1e-9 for s, ref in zip(server, reference, strict=True))
+    above = sum(s > ref + 1e-9 for s, ref in zip(server, reference, strict=True))
     out.print(
         f"prompt by prompt: the server below the reference on {below}, above on {above}, equal on "
         f"{len(server) - below - above} of {len(server)}"

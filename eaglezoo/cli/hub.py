@@ -94,13 +94,13 @@ def push(
     Exactly the drafter: regular files inside DIR, no hidden files, no symlinks leaving it.
     Unchanged content makes no new commit.
     --dry-run lists the files and prints the card, contacting nothing."""
-    from ..hub.push import check_names
+    from ..hub.push import PushRequest, check_names
     from ..hub.push import push as hub_push
     from ..verify.saved import read_report
 
     check_names(repo, revision, tag)  # before the report is read: the cheapest refusal first
     loaded = read_report(report, "--report", needs="the model card").model_dump(mode="json") if report else None
-    result = hub_push(
+    request = PushRequest(
         folder,
         repo,
         revision=revision,
@@ -113,6 +113,7 @@ def push(
         exclude=exclude,
         dry_run=dry_run,
     )
+    result = hub_push(request)
     files = [{"path": f.path_in_repo, "size": f.size} for f in result.files]
     data = {
         "repo": result.repo,

@@ -333,7 +333,10 @@ def registry_plan(
         bool,
         typer.Option(
             "--commands",
-            help='Print only the verify command lines, one per line (with --json: the plan\'s JSON, whose "commands" lists them).',
+            help=(
+                "Print only the verify command lines, one per line (with --json: the plan's JSON, whose "
+                '"commands" lists them).'
+            ),
         ),
     ] = False,
     registry_dir: RegistryOpt = None,
@@ -468,7 +471,10 @@ def registry_update(
         Optional[str],
         typer.Option(
             metavar="REPO",
-            help="The Hub dataset the registry is published to (default: $EAGLEZOO_REGISTRY_REPO, else eaglezoo/registry).",
+            help=(
+                "The Hub dataset the registry is published to (default: $EAGLEZOO_REGISTRY_REPO, else "
+                "eaglezoo/registry)."
+            ),
         ),
     ] = None,
     revision: Annotated[

@@ -515,7 +515,7 @@ def render_comparison(c) -> None:
         title=f"fidelity: {b} against {a}",
         title_justify="left",
     )
-    for i, (x, y) in enumerate(zip(c.acceptance_per_position[a], c.acceptance_per_position[b]), 1):
+    for i, (x, y) in enumerate(zip(c.acceptance_per_position[a], c.acceptance_per_position[b], strict=False), 1):
         table.add_row(str(i), f"{x:.3f}", f"{y:.3f}", f"{y - x:+.3f}")
     out.print(table)
     verdict = "[green]identical[/green]" if c.identical else "[yellow]different[/yellow]"

@@ -95,7 +95,7 @@ def card_figures(report: dict | None) -> dict[str, bytes]:
     `report`: a verify report as verify/saved.read_report read it (the command reads it; this floor cannot)."""
     if report is None:
         return {}
-    from ..plots import per_position
+    from ..plots import per_position  # noqa: PLC0415 - plots loads matplotlib: only when a report is drawn
 
     return {FIGURE: per_position(report).encode()}
 
@@ -128,7 +128,7 @@ def _acceptance_section(report: dict) -> list[str]:
 
 def _plotted(report: dict) -> list[str]:
     """The sentence under the figure where it draws fewer buckets than the report holds (plots.MAX_BUCKETS)."""
-    from ..plots import plotted_buckets
+    from ..plots import plotted_buckets  # noqa: PLC0415 - plots loads matplotlib: only when a report is drawn
 
     shown, total = plotted_buckets(report)
     return (

@@ -55,7 +55,7 @@ def _bound_the_client() -> None:
         return
     from huggingface_hub import get_session, set_client_factory
 
-    from . import deadline
+    from . import deadline  # noqa: PLC0415 - httpx2 only at a Hub call
 
     library_hooks = get_session().event_hooks
 
@@ -84,7 +84,7 @@ def hub_call(fn, what: str, max_bytes: int | None = None):
     _bound_the_client()
     from huggingface_hub.utils import logging as hf_logging
 
-    from .deadline import start_call
+    from .deadline import start_call  # noqa: PLC0415 - httpx2 only at a Hub call
 
     hf_logging.set_verbosity_error()  # the client logs each retry; we report the outcome once
     start_call(max_bytes)
@@ -125,7 +125,7 @@ def _hub_error(exc: Exception, what: str) -> Exception | None:
     """The one-line error for a failed client call; None when the failure is not the Hub's."""
     from huggingface_hub import errors as e
 
-    from .deadline import DeadlinePassed, TooLarge, unreadable_answer
+    from .deadline import DeadlinePassed, TooLarge, unreadable_answer  # noqa: PLC0415 - httpx2 only at a Hub call
 
     if isinstance(exc, TooLarge):
         return HubError(

@@ -10,9 +10,11 @@ from ..checkpoint.formats.blocks import max_k
 from ..checkpoint.spec import AuxLayers
 from ..errors import BadInput
 from ..serving import engine_support, schema_for
+from ..verify.saved import read_report
 from .ci import recorded_problems
 from .hardware import RUNNERS
 from .load import Registry, select
+from .online import check_online
 from .schema import FACTS, Entry
 
 SHA40 = re.compile(r"^[0-9a-f]{40}$")
@@ -23,6 +25,20 @@ SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
 def check_entry(entry: Entry, reg: Registry) -> list[str]:
     """Consistency beyond the schema; returns problems (empty when consistent)."""
+    problems = _flag_problems(entry) + _shape_problems(entry) + _digest_problems(entry)
+    problems += _path_problems(entry, reg)
+    problems += _engine_problems(entry)
+    problems += _null_problems(entry) + _family_problems(entry)
+    if entry.hardware and entry.hardware.runner not in RUNNERS:
+        problems.append(f"hardware class {entry.hardware.runner} has no CI runner (runners: {', '.join(RUNNERS)})")
+    problems += recorded_problems(entry, reg)
+    if entry.status.state != "unverified" and not any(p.startswith("status.report") for p in problems):
+        problems += _report_problems(entry, reg.path(entry.status.report, "status.report"))
+    return problems
+
+
+def _flag_problems(entry: Entry) -> list[str]:
+    """The EAGLE-3 / 3.1 norm flags against the version the entry states."""
     problems = []
     f = entry.flags
     if entry.eagle_version == "3.1" and not (f.fc_norm and f.norm_output):
@@ -31,6 +47,12 @@ def check_entry(entry: Entry, reg: Registry) -> list[str]:
         problems.append("eagle_version 3 cannot have a 3.1 flag set")
     if f.fc_norm and f.norm_before_fc:
         problems.append("fc_norm and norm_before_fc are mutually exclusive")
+    return problems
+
+
+def _shape_problems(entry: Entry) -> list[str]:
+    """The vocabularies and the aux layers against the target's size."""
+    problems = []
     if entry.draft_vocab_size and entry.target_vocab_size and entry.draft_vocab_size > entry.target_vocab_size:
         problems.append("draft_vocab_size exceeds target_vocab_size")
     ids = entry.aux_layers.ids
@@ -38,24 +60,26 @@ def check_entry(entry: Entry, reg: Registry) -> list[str]:
         boundary = AuxLayers(ids=tuple(ids), convention=entry.aux_layers.convention).boundary()
         if not all(0 <= i <= entry.target_num_layers for i in boundary):
             problems.append(f"aux ids select boundary {boundary}, outside 0..{entry.target_num_layers}")
-    for name, digest in entry.files.items():
-        if not SHA256.match(digest):
-            problems.append(f"files.{name}: not a sha256 hex digest")
+    return problems
+
+
+def _digest_problems(entry: Entry) -> list[str]:
+    """File digests and revisions that look like hashes but are not."""
+    problems = [f"files.{name}: not a sha256 hex digest" for name, d in entry.files.items() if not SHA256.match(d)]
     for repo in (entry.drafter, entry.target):
         if repo.revision and len(repo.revision) == 40 and not SHA40.match(repo.revision):
             problems.append(f"revision {repo.revision!r} looks like a sha but is not 40 hex digits")
-    problems += _path_problems(entry, reg)
+    return problems
+
+
+def _engine_problems(entry: Entry) -> list[str]:
+    """Each engine's stated min_version against the floor its flags need."""
     computed = {e.engine: e for e in engine_support(entry.spec(), schema_for(entry.dialect))}
+    problems = []
     for e in entry.engines:
         floor = computed[e.engine].min_version
         if e.min_version and floor and _v(e.min_version) < _v(floor):
             problems.append(f"engines.{e.engine}.min_version {e.min_version} is below {floor}, which its flags need")
-    problems += _null_problems(entry) + _family_problems(entry)
-    if entry.hardware and entry.hardware.runner not in RUNNERS:
-        problems.append(f"hardware class {entry.hardware.runner} has no CI runner (runners: {', '.join(RUNNERS)})")
-    problems += recorded_problems(entry, reg)
-    if entry.status.state != "unverified" and not any(p.startswith("status.report") for p in problems):
-        problems += _report_problems(entry, reg.path(entry.status.report, "status.report"))
     return problems
 
 
@@ -148,7 +172,6 @@ def _family_problems(entry: Entry) -> list[str]:
 
 
 def _report_problems(entry: Entry, report_path: Path) -> list[str]:
-    from ..verify.saved import read_report
 
     try:
         report = read_report(report_path, "status.report", needs="registry check")
@@ -194,8 +217,6 @@ def check_selected(args: list[str], directory: Path | None = None, online: bool 
     reg, only = select(args, directory)
     results = {k: {"problems": v} for k, v in check_all(reg, only).items()}
     if online:
-        from .online import check_online
-
         for entry_id, result in results.items():
             if entry_id in reg.entries:
                 result["online"] = check_online(reg.entries[entry_id])

@@ -13,9 +13,11 @@ from pathlib import Path
 
 from ..errors import BadInput, EaglezooError, UsageError
 from ..fsutil import atomic_write_bytes, atomic_write_text, inside
+from ..verify.saved import read_report
 from .hardware import RUNNERS, sized_hardware
 from .load import Registry
 from .schema import Entry, Floor, Hardware, Measured, Repo
+from .yaml_edit import set_values
 
 MAX_MODEL_LEN = 8192  # capped by the drafter's own context
 WAITING = "waiting-on-sync"  # the plan's class of entries whose hardware class `registry sync ID --write` computes
@@ -70,31 +72,36 @@ def plan(reg: Registry, only_runner: str | None = None, registry_arg: str | None
                 f"drafters only; serve it with `eaglezoo serve-config {entry.id}`"
             )
             continue
-        hardware, why = entry.hardware, None
-        if hardware is None:
-            sized = sized_hardware(entry)
-            if sized is None:
-                if only_runner is None:
-                    result.waiting[entry.id] = entry.null_reasons.get("hardware", "no hardware class given")
-                    after = sync_command(entry, registry_arg)
-                    result.classes.setdefault(WAITING, []).extend(
-                        Job(j.entry_id, j.k, j.temperature, j.report, j.command, after)
-                        for j in jobs_for(entry, registry_arg)
-                    )
-                continue
-            hardware, why = sized
-            if hardware is not None:
-                result.estimated[entry.id] = f"{hardware.runner}: {hardware.source}"
-        if hardware is None:
-            result.unrunnable[entry.id] = f"no runner class holds its target: {why}"
-        elif hardware.runner not in RUNNERS:
-            result.unrunnable[entry.id] = (
-                f"hardware class {hardware.runner} has no CI runner (runners: {', '.join(RUNNERS)})"
-            )
-        elif only_runner in (None, hardware.runner):
-            result.classes.setdefault(hardware.runner, []).extend(jobs_for(entry, registry_arg, hardware))
+        _place(result, entry, only_runner, registry_arg)
     result.classes = {r: result.classes[r] for r in (*RUNNERS, WAITING) if r in result.classes}
     return result
+
+
+def _place(result: Plan, entry: Entry, only_runner: str | None, registry_arg: str | None) -> None:
+    """One published, verifiable entry's jobs into `result`: in its runner class, in WAITING, or refused."""
+    hardware, why = entry.hardware, None
+    if hardware is None:
+        sized = sized_hardware(entry)
+        if sized is None:
+            if only_runner is None:
+                result.waiting[entry.id] = entry.null_reasons.get("hardware", "no hardware class given")
+                after = sync_command(entry, registry_arg)
+                result.classes.setdefault(WAITING, []).extend(
+                    Job(j.entry_id, j.k, j.temperature, j.report, j.command, after)
+                    for j in jobs_for(entry, registry_arg)
+                )
+            return
+        hardware, why = sized
+        if hardware is not None:
+            result.estimated[entry.id] = f"{hardware.runner}: {hardware.source}"
+    if hardware is None:
+        result.unrunnable[entry.id] = f"no runner class holds its target: {why}"
+    elif hardware.runner not in RUNNERS:
+        result.unrunnable[entry.id] = (
+            f"hardware class {hardware.runner} has no CI runner (runners: {', '.join(RUNNERS)})"
+        )
+    elif only_runner in (None, hardware.runner):
+        result.classes.setdefault(hardware.runner, []).extend(jobs_for(entry, registry_arg, hardware))
 
 
 def jobs_for(entry: Entry, registry_arg: str | None = None, hardware: Hardware | None = None) -> list[Job]:
@@ -153,7 +160,6 @@ class Recorded:
 
 def load_report(path: Path):
     """The report, read strictly (verify/saved.read_report), that a registry entry may record: one that drafted."""
-    from ..verify.saved import read_report
 
     report = read_report(path, "report", needs="registry record")
     if report.num_drafts < 1:
@@ -376,7 +382,7 @@ def below_floor(report, floor: Floor) -> list[str]:
     """The entry's own floors, applied here: whatever floors the run was given."""
     why = [
         f"acceptance at position {i + 1} is {got:.3f} < {want}"
-        for i, (got, want) in enumerate(zip(report.acceptance_per_position, floor.per_position or []))
+        for i, (got, want) in enumerate(zip(report.acceptance_per_position, floor.per_position or [], strict=False))
         if got < want
     ]
     if floor.mean_acceptance_length is not None and report.mean_acceptance_length < floor.mean_acceptance_length:
@@ -396,7 +402,6 @@ def _where(report) -> str:
 
 def _entry_text(reg: Registry, entry: Entry, measured: Measured, state: str) -> tuple[Path, str]:
     """The entry's YAML file and its new text (nothing written)."""
-    from .yaml_edit import set_values
 
     kept = [
         m

@@ -9,6 +9,7 @@ sync, record) act on the user's folder when one is named, else on the base copy.
 
 from __future__ import annotations
 
+import difflib
 import os
 import sys
 from dataclasses import dataclass
@@ -203,7 +204,6 @@ class Registry:
 
 def nearest_ids(asked: str, ids: list[str], n: int = 3) -> list[str]:
     """The ids a mistyped one most likely meant: those that contain it, then the closest spellings (difflib)."""
-    import difflib
 
     lower = {i.lower(): i for i in ids}
     within = [i for i in ids if asked.lower() in i.lower()]

@@ -11,11 +11,13 @@ from __future__ import annotations
 import datetime as dt
 import re
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ..checkpoint.spec import AuxLayers, DrafterSpec, Family, FamilyFields
+from ..hub.client import repo_id_problem  # light: the client itself (huggingface_hub) is imported by each call
 
 if TYPE_CHECKING:
     from ..checkpoint.formats.base import ReadOptions
@@ -43,7 +45,6 @@ class Repo(Strict):
     @field_validator("repo")
     @classmethod
     def hub_repo_id(cls, repo: str | None) -> str | None:
-        from ..hub.client import repo_id_problem  # imports the client late: hub.configure() runs first
 
         problem = repo_id_problem(repo) if repo is not None else None
         if problem:
@@ -400,7 +401,6 @@ class Entry(Strict):
     def read_options(self, opts: ReadOptions) -> ReadOptions:
         """`opts` with what the registry knows and many published configs omit: the aux ids, with their
         convention, in the fields of their own that the reader consults after the user's (a new value)."""
-        from dataclasses import replace
 
         ids = tuple(self.aux_layers.ids) if self.aux_layers.ids else None
         return replace(

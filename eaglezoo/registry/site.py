@@ -13,7 +13,9 @@ from pathlib import Path
 from ..errors import EaglezooError
 from ..fsutil import check_out_dir, refuse_overlap, replace_dir, staging
 from ..pages import document, escape, plotted_note  # escape: HTML-escaped, control and bidi characters made visible
+from ..plots import per_position, plotted_buckets
 from ..serving import serve_entry, shown_path
+from ..verify.saved import read_report
 from .listing import serving_summary, shown_figure
 from .load import Registry
 from .schema import EVIDENCE_LEVELS, FACTS, Entry, best_first
@@ -88,7 +90,8 @@ def index(reg: Registry) -> str:
         rows.append(
             f'<tr><td><a href="entries/{escape(e.id)}.html">{escape(e.id)}</a></td>'
             f"<td>{escape(e.target.repo or e.target.path or '')}</td><td>{escape(e.family)}</td>"
-            f"<td>{escape(e.dialect or '?')}</td><td>{escape(e.eagle_version or '-')}</td><td>{escape(levels)}</td><td>{escape(e.status.state)}</td>"
+            f"<td>{escape(e.dialect or '?')}</td><td>{escape(e.eagle_version or '-')}</td><td>{escape(levels)}</td>"
+            f"<td>{escape(e.status.state)}</td>"
             f"<td>{escape(_reported(e))}</td><td>{measured}</td><td>{escape(serving_summary(e))}</td>"
             f"<td>{escape(e.hardware.runner if e.hardware else 'cpu' if e.target.path else '?')}</td></tr>"
         )
@@ -185,8 +188,6 @@ def _floors(e: Entry) -> str:
 def _measured(e: Entry, reg: Registry) -> str:
     if not e.measured:
         return "<h2>Measured</h2><p>no verify report recorded yet (`eaglezoo registry record`)</p>"
-    from ..plots import per_position, plotted_buckets
-    from ..verify.saved import read_report
 
     parts = ["<h2>Measured</h2>"]
     for m in e.measured:

@@ -18,12 +18,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..checkpoint.formats.base import ReadOptions
+from ..checkpoint.read import interpret, read_config
 from ..checkpoint.tensors import ST_DTYPES
 from ..errors import EaglezooError, HubError, HubSilent
 from ..fsutil import atomic_write_text
+from ..hub.remote import RemoteCheckpoint
 from ..hub.state import Snapshot, snapshot
 from .hardware import plan_hardware
+from .load import select
 from .schema import EVIDENCE_LEVELS, FACTS, Entry, EvidenceLevel
+from .yaml_edit import set_values
 
 FLAGS = ("fc_norm", "norm_output", "norm_before_fc", "norm_before_residual")
 SHA = 40
@@ -75,8 +80,6 @@ def sync_entry(entry: Entry) -> EntrySync:
 
 def sync_template(entry: Entry, template: Path, source: str, level: EvidenceLevel) -> EntrySync:
     """What a trainer template (a config alone) states about the entry's drafter, at the level it deserves."""
-    from ..checkpoint.formats.base import ReadOptions
-    from ..checkpoint.read import read_config
 
     result = EntrySync(entry.id)
     opts = ReadOptions(allow_missing_aux=True, trust_stored_flags=True)
@@ -119,9 +122,6 @@ def _current(repo: str, pinned: str | None, role: str, result: EntrySync) -> Sna
 
 
 def drafter_facts(snap: Snapshot, entry: Entry) -> list[Fact]:
-    from ..checkpoint.formats.base import ReadOptions
-    from ..checkpoint.read import interpret
-    from ..hub.remote import RemoteCheckpoint
 
     ckpt = RemoteCheckpoint(snap.repo, snap.sha)
     # the facts are what the files state; the entry only names the convention of ids stored without one
@@ -164,7 +164,6 @@ def config_facts(reading, cfg: dict, at: str, level: EvidenceLevel) -> list[Fact
 
 
 def target_facts(snap: Snapshot, entry: Entry) -> list[Fact]:
-    from ..hub.remote import RemoteCheckpoint
 
     ckpt = RemoteCheckpoint(snap.repo, snap.sha, need_weights=False)
     cfg = ckpt.config.get("text_config") or ckpt.config
@@ -229,7 +228,6 @@ def _get(data: dict, dotted: str) -> Any:
 def write_entry(path: Path, entry: Entry, differences: list[Difference]) -> bool:
     """Records the files' values with their evidence; True when the file changed. A fact held on stronger
     evidence (`disagrees`) is never written."""
-    from .yaml_edit import set_values
 
     written = [d for d in differences if d.kind != "disagrees"]
     changes: dict[tuple[str, ...], Any] = {tuple(d.field.split(".")): d.hub for d in written}
@@ -257,7 +255,6 @@ def sync_selected(
     args: list[str], directory: Path | None, write: bool, template: tuple[Path, str, EvidenceLevel] | None = None
 ) -> list[EntrySync]:
     """Sync the selected entries from the Hub, or one entry from a template (path, source URL, level)."""
-    from .load import select
 
     reg, only = select(args, directory)
     results = [EntrySync(name, error=message) for name, message in reg.broken.items() if not only or name in only]

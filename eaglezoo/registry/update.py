@@ -17,15 +17,19 @@ import hashlib
 import os
 import re
 import shutil
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from ..errors import BadInput, HubError
 from ..fsutil import atomic_write_text, replace_dir, staging
 from ..hub.client import hub_call
+from ..hub.pull import _safe_name
 from ..limits import MAX_REGISTRY_BYTES, MAX_REGISTRY_FILE_BYTES, MAX_REGISTRY_FILES
 from . import shipped
-from .shipped import Snapshot
+from .check import check_all
+from .load import load_copy
+from .shipped import Copy, Snapshot
 
 DEFAULT_REPO = "eaglezoo/registry"  # the dataset the registry workflow publishes main's registry to
 REPO_ENV = "EAGLEZOO_REGISTRY_REPO"
@@ -135,7 +139,6 @@ def _is_entry(name: str) -> bool:
 
 
 def _refuse_unsafe(names: list[str], what: str) -> None:
-    from ..hub.pull import _safe_name
 
     bad = [n for n in names if not isinstance(n, str) or not _safe_name(n)]
     if bad:
@@ -148,7 +151,6 @@ def _refuse_unsafe(names: list[str], what: str) -> None:
 def _download(repo: str, listing: Listing, tmp: Path) -> None:
     """The files the listing names, each at its commit: the listing is not read again (a Hub whose listing
     changes while it is read changes nothing here)."""
-    from concurrent.futures import ThreadPoolExecutor
 
     from huggingface_hub import hf_hub_download
 
@@ -188,9 +190,6 @@ def _digest(path: Path, f: Listed) -> str:
 
 def _check(tmp: Path, what: str) -> None:
     """The snapshot as `registry check` checks a registry: every file loads, every entry is consistent."""
-    from .check import check_all
-    from .load import load_copy
-    from .shipped import Copy
 
     reg = load_copy(Copy("updated", tmp / "registry"))
     failing = {name: _relative(message, tmp) for name, message in reg.broken.items()}

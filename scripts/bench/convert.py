@@ -138,8 +138,8 @@ def main():
         src = work / f"src-{int(embed)}"
         size = build(src, embed)
         tools = {
-            "cp -r": lambda out: ["cp", "-r", str(src), str(out)],
-            "eaglezoo convert": lambda out: [
+            "cp -r": lambda out, src=src: ["cp", "-r", str(src), str(out)],
+            "eaglezoo convert": lambda out, src=src: [
                 args.eaglezoo,
                 "convert",
                 str(src),
@@ -151,7 +151,7 @@ def main():
             ],
         }
         if Path(args.speculators).exists():
-            tools["speculators convert"] = lambda out: [
+            tools["speculators convert"] = lambda out, src=src: [
                 args.speculators,
                 "convert",
                 str(src),

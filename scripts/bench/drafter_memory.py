@@ -144,8 +144,8 @@ def main():
                 + (
                     r["failed"]
                     if "failed" in r
-                    else f"drafting {r['drafting_mb']:8.1f} MB (peak {r['peak_mb']:.0f} MB, set-up {r['setup_peak_mb']:.0f} MB), "
-                    f"{r['seconds']:.2f} s"
+                    else f"drafting {r['drafting_mb']:8.1f} MB (peak {r['peak_mb']:.0f} MB, "
+                    f"set-up {r['setup_peak_mb']:.0f} MB), {r['seconds']:.2f} s"
                 ),
                 flush=True,
             )

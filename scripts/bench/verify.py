@@ -11,7 +11,8 @@ hidden 576) for a deeper target.
     python -m scripts.bench.verify [--device auto] [--reps 3] [--prompts 32] [--batch-sizes 1,8,16]
     python -m scripts.bench.verify --example-only --prompts 32 --batch-sizes 1,8,16,32
     python -m scripts.bench.verify --pair DRAFTER TARGET PROMPTS   # also a real pair (e.g. the real-model tier)
-    python -m scripts.bench.verify --engine vllm --engine-python .venv-vllm/bin/python   # see scripts/bench/verify_engine.py
+    # see scripts/bench/verify_engine.py:
+    python -m scripts.bench.verify --engine vllm --engine-python .venv-vllm/bin/python
 """
 
 from __future__ import annotations
@@ -85,7 +86,7 @@ def smollm_geometry_pair(work: Path):
     return work / "drafter", work / "target", {}
 
 
-def bench(
+def bench(  # noqa: PLR0913 - a script's settings, each named at its call
     drafter_dir: Path,
     target_dir: Path,
     opts: dict,

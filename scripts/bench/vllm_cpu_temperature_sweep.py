@@ -131,10 +131,11 @@ def main():
     from transformers import AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(TARGET)
-    lines = open(PROMPTS).read().splitlines()[:8]
+    with open(PROMPTS) as f:
+        lines = f.read().splitlines()[:8]
     prompts = [
-        TokensPrompt(prompt_token_ids=tok(json.loads(l)["prompt"], add_special_tokens=False)["input_ids"])
-        for l in lines
+        TokensPrompt(prompt_token_ids=tok(json.loads(line)["prompt"], add_special_tokens=False)["input_ids"])
+        for line in lines
     ]
     llm = LLM(
         model=TARGET,
@@ -160,7 +161,7 @@ def main():
                 drafts = c1[0] - c0[0]
                 dtoks = c1[1] - c0[1]
                 acc = c1[2] - c0[2]
-                per_pos = [b - a for a, b in zip(c0[3], c1[3])]
+                per_pos = [b - a for a, b in zip(c0[3], c1[3], strict=True)]
                 n = len(REC)
                 exp_al = sum(r["exp_al"] for r in REC) / n if n else float("nan")
                 hook_al = 1 + sum(r["accepted"] for r in REC) / n if n else float("nan")
@@ -207,11 +208,13 @@ def main():
                 results.append(res)
                 outputs[f"{mode}_T{T}_seed{0 if seeded else None}"] = [
                     dict(prompt_ids=list(p["prompt_token_ids"]), out_ids=list(o.outputs[0].token_ids))
-                    for p, o in zip(prompts, outs)
+                    for p, o in zip(prompts, outs, strict=True)
                 ]
                 print("RESULT", json.dumps({k: v for k, v in res.items() if k != "records"}), flush=True)
-    json.dump(results, open(os.path.join(OUT, "al_sweep_results.json"), "w"), indent=1)
-    json.dump(outputs, open(os.path.join(OUT, "al_sweep_outputs.json"), "w"))
+    with open(os.path.join(OUT, "al_sweep_results.json"), "w") as f:
+        json.dump(results, f, indent=1)
+    with open(os.path.join(OUT, "al_sweep_outputs.json"), "w") as f:
+        json.dump(outputs, f)
     print("\nmode   T    seed  drafts acc   AL     hookAL expectedAL  mean pT(d1)  mean p_kernel(d1)")
     for r in results:
         print(

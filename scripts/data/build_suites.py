@@ -13,8 +13,9 @@ Each prompt is a user message ("chat": true): verify applies the target's chat t
 `robustness.jsonl` (`--suite robustness`) is built from the MT-bench rows of `standard.jsonl` (the first
 question of each category) under the conditions EAGLE 3.1's robustness claim is about, bucket = condition:
 the template as is, other system prompts, the template switched off, other model families' role markers,
-the second turn after the target's own first answer, sampling at T = 1, thinking on and off (skipped where the target's template has no switch), and a context ladder of 512 to
-32768 tokens of a long licensed document before the question (skipped where the context cannot hold it).
+the second turn after the target's own first answer, sampling at T = 1, thinking on and off (skipped where the
+target's template has no switch), and a context ladder of 512 to 32768 tokens of a long licensed document before
+the question (skipped where the context cannot hold it).
 
     python -m scripts.data.build_suites --robustness          # from the committed standard.jsonl
 """
@@ -81,7 +82,8 @@ SAMPLED = 1.0  # the temperature EAGLE's papers report beside greedy
 
 
 ROBUSTNESS_README = """
-`robustness.jsonl` (`eaglezoo verify --suite robustness`; `python -m scripts.data.build_suites --robustness`) holds the first
+`robustness.jsonl` (`eaglezoo verify --suite robustness`; `python -m scripts.data.build_suites --robustness`) \
+holds the first
 MT-bench question of each category (the rows above, same licence) under the conditions below, bucket = condition:
 `template` (the target's chat template as is), `system:brief` and `system:expert` (other system prompts),
 `no-template` (the template switched off), `markers:llama3` and `markers:vicuna` (other families' role markers as

@@ -2,9 +2,9 @@
 """The real-model tier's `distill` stage on vLLM (CPU or GPU): the target's greedy answers to the
 seeded chat requests of scripts/data/chat_prompts.py, packed into one token stream (distill.pt).
 
-Runs in the engine's environment (vLLM and torch; no eaglezoo), from the repository root: scripts/train/real_model_tier.py starts it with
-`distill --engine vllm`. Batched by vLLM itself, it is about 3.6x faster than transformers' generate on
-2 CPU cores (289 vs 80 tokens/s, 135M target, fp32).
+Runs in the engine's environment (vLLM and torch; no eaglezoo), from the repository root:
+scripts/train/real_model_tier.py starts it with `distill --engine vllm`. Batched by vLLM itself, it is about 3.6x
+faster than transformers' generate on 2 CPU cores (289 vs 80 tokens/s, 135M target, fp32).
 
     python -m scripts.data.distill_vllm TARGET_DIR OUT.pt --requests N --max-new T
 """

@@ -20,7 +20,8 @@ Stages (`all` runs them in turn; each reads what the one before wrote in --out):
     # 2 CPU cores (docs/benchmarks.md, "Real-model tier"): about 100 minutes
     python -m scripts.train.real_model_tier distill  --out DIR --engine vllm --requests 2000 --max-new 160
     python -m scripts.train.real_model_tier features --out DIR --seq 512 --train-batch 8
-    python -m scripts.train.real_model_tier train    --out DIR --v31 --cached --draft-vocab 4096 --train-batch 4 --seq 512 --steps 1100 --seconds 2820
+    python -m scripts.train.real_model_tier train    --out DIR --v31 --cached --draft-vocab 4096 --train-batch 4 \
+        --seq 512 --steps 1100 --seconds 2820
     python -m scripts.train.real_model_tier evaluate --out DIR --v31
 """
 
@@ -131,7 +132,7 @@ def distill(args, log):
         out = target.generate(
             ids, attention_mask=mask, max_new_tokens=args.max_new, do_sample=False, eos_token_id=end, pad_token_id=pad
         )[:, width:].tolist()
-        for prompt, answer in zip(part, out):
+        for prompt, answer in zip(part, out, strict=True):
             answer = answer[: answer.index(end) + 1] if end in answer else answer
             stream += prompt + answer
             response_tokens += len(answer)

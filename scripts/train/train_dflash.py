@@ -93,7 +93,9 @@ def loss_of(model: DFlashDrafter, target, x: torch.Tensor, depth: int) -> torch.
     return loss
 
 
-def train(model: DFlashDrafter, target, pool, steps: int, lr: float, batch: int, log) -> DFlashDrafter:
+def train(  # noqa: PLR0913 - a script's settings, each named at its call
+    model: DFlashDrafter, target, pool, steps: int, lr: float, batch: int, log
+) -> DFlashDrafter:
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
     gen = torch.Generator().manual_seed(tr.SEED + 23)

@@ -189,7 +189,9 @@ def target_features(target, x: torch.Tensor, aux: list[int]):
 
 
 @torch.no_grad()
-def self_distillation_pool(target, stream, n: int, log, prompt_len: int = 24, seq: int = SEQ, batch: int = 64):
+def self_distillation_pool(  # noqa: PLR0913 - a script's settings, each named at its call
+    target, stream, n: int, log, prompt_len: int = 24, seq: int = SEQ, batch: int = 64
+):
     """The target's own greedy continuations of corpus snippets: what the drafter sees when serving."""
     gen = torch.Generator().manual_seed(SEED + 3)
     starts = torch.randint(0, len(stream) - prompt_len, (n,), generator=gen)
@@ -245,7 +247,7 @@ def mixed_batches(stream, pool, gen: torch.Generator, corpus=(4, DRAFT_SEQ), poo
         yield pool[torch.randint(0, len(pool), (pool_batch,), generator=gen)]
 
 
-def train_drafter(
+def train_drafter(  # noqa: PLR0913 - a script's settings, each named at its call
     target,
     stream,
     pool,

@@ -69,7 +69,7 @@ def loss_of(model: PeagleDrafter, target, x: torch.Tensor, used: torch.Tensor, d
     return loss
 
 
-def train(
+def train(  # noqa: PLR0913 - a script's settings, each named at its call
     model: PeagleDrafter, target, stream, pool, steps: int, depth: int, lr: float, batch: int, log
 ) -> PeagleDrafter:
     used, _, _ = tr.draft_vocab(stream, model.spec.vocab_size, model.spec.draft_vocab_size)

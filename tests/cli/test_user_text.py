@@ -22,7 +22,7 @@ BIDI = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c
 
 def prompts_file(path: Path, buckets: list[str]) -> Path:
     rows = [json.loads(line) for line in (EXAMPLE / "prompts.jsonl").read_text().splitlines()][: len(buckets)]
-    path.write_text("".join(json.dumps({**row, "bucket": b}) + "\n" for row, b in zip(rows, buckets)))
+    path.write_text("".join(json.dumps({**row, "bucket": b}) + "\n" for row, b in zip(rows, buckets, strict=True)))
     return path
 
 
@@ -32,7 +32,7 @@ def renamed(names: list[str], source: Path = SAVED) -> dict:
     drift = data["drift"]
     old = list(drift["mean_acceptance_length_by_bucket"])
     assert len(old) <= len(names)
-    new = dict(zip(old, names))
+    new = dict(zip(old, names, strict=False))
     for key, table in drift.items():
         if key.endswith("_by_bucket"):
             drift[key] = {new[b]: v for b, v in table.items()}

@@ -4,9 +4,10 @@ registry comes with it, and the main job (convert, lint, verify) works on a draf
 Isolation: the fresh venv is made from the base interpreter without the system's packages; the project's
 dependencies are reached through a `.pth` line naming this venv's site-packages, a line that puts that folder
 on sys.path without running its own .pth files, so the editable install's finder (which maps `eaglezoo` to this
-checkout) never loads (run it without PYTHONPATH: the wheel is built from this checkout anyway). The wheel is installed into the fresh venv itself, the CLI runs with the cwd outside the
-repository, no PYTHONPATH, no EAGLEZOO_REGISTRY, and an empty EAGLEZOO_CACHE: if the wheel did not carry the
-registry, `registry list` would find none."""
+checkout) never loads (run it without PYTHONPATH: the wheel is built from this checkout anyway). The wheel is
+installed into the fresh venv itself, the CLI runs with the cwd outside the repository, no PYTHONPATH, no
+EAGLEZOO_REGISTRY, and an empty EAGLEZOO_CACHE: if the wheel did not carry the registry, `registry list` would
+find none."""
 
 from __future__ import annotations
 

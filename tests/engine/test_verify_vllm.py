@@ -36,7 +36,7 @@ def test_the_engines_acceptance_by_k_is_an_estimate_close_to_the_exact_table(com
     assert by_k["vllm"]["basis"] == "estimate" and by_k["native"]["basis"] == "exact"
     assert len(by_k["vllm"]["values"]) == len(by_k["native"]["values"]) == 5
     assert by_k["vllm"]["values"][-1] == pytest.approx(by_k["native"]["values"][-1])  # K_max: the run itself
-    assert max(abs(a - b) for a, b in zip(by_k["vllm"]["values"], by_k["native"]["values"])) < 0.1, by_k
+    assert max(abs(a - b) for a, b in zip(by_k["vllm"]["values"], by_k["native"]["values"], strict=True)) < 0.1, by_k
 
 
 def test_engine_report_has_the_native_schema_and_an_engine_block(compared):

@@ -162,7 +162,7 @@ PUSH = ["push", EXAMPLE / "eagle31-safeai", "tester/drafter"]
     ],
     ids=["not-json", "wrong-shape"],
 )
-def test_a_200_answer_that_is_not_the_expected_json_is_named(
+def test_a_200_answer_that_is_not_the_expected_json_is_named(  # noqa: PLR0913 - pytest: fixtures and parameters
     answering_hub, tmp_path, args, expected, body, ctype, sent
 ):
     endpoint = answering_hub(200, body, ctype)
@@ -232,7 +232,9 @@ PULL, LINT = ["pull", "tester/drafter"], ["lint", "tester/drafter"]
     ],
     ids=["pull", "lint", "push", "pull-cut-mid-token", "push-400", "lint-token-file", "pull-json"],
 )
-def test_a_token_echoed_by_the_server_is_never_printed(echoing_hub, tmp_path, args, status, pad, where, as_json):
+def test_a_token_echoed_by_the_server_is_never_printed(  # noqa: PLR0913 - pytest: fixtures and parameters
+    echoing_hub, tmp_path, args, status, pad, where, as_json
+):
     """The answer quotes the request's Authorization header: the error line quotes the answer, never the token,
     whether the token came from HF_TOKEN or the client's token file, and wherever the quote is cut."""
     env = hub_env(tmp_path, echoing_hub(status, pad))

@@ -10,6 +10,7 @@ import shutil
 import socket
 import threading
 import time
+from pathlib import Path
 
 import pytest
 from conftest import assert_clean_failure, hubcli, run_cli
@@ -212,7 +213,8 @@ def test_pull_refuses_manifest_names_outside_the_download(hub, converted, tmp_pa
     assert not (tmp_path / "dl").exists()
     import hashlib
 
-    digest = hashlib.sha256(open("/etc/hostname", "rb").read()).hexdigest() if os.path.exists("/etc/hostname") else None
+    hostname = Path("/etc/hostname")
+    digest = hashlib.sha256(hostname.read_bytes()).hexdigest() if hostname.exists() else None
     assert digest is None or digest[:8] not in r.err
 
 

@@ -22,7 +22,7 @@ LAYER_CFG = {
 }
 
 
-def make_spec(
+def make_spec(  # noqa: PLR0913 - a test builder: its calls each name the few fields they vary
     hidden=64,
     target_hidden=64,
     vocab=256,
@@ -113,7 +113,7 @@ def write_weights(out: Path, state: dict[str, torch.Tensor], file: str, metadata
         raise ValueError(file)
 
 
-def make_drafter(
+def make_drafter(  # noqa: PLR0913 - a test builder: its ~80 calls each name the few settings they vary
     out: Path,
     dialect: str = "safeai",
     spec: DrafterSpec | None = None,
@@ -132,71 +132,9 @@ def make_drafter(
     if embed:
         torch.manual_seed(seed + 100)
         state["embed_tokens.weight"] = torch.randn(spec.vocab_size, spec.hidden_size).to(torch.float16)
-    boundary = spec.aux.boundary()
-    layer_output = spec.aux.layer_output()
-    metadata = None
-
-    def ren(old: str, new: str):
-        return {(new + k[len(old) :] if k.startswith(old) else k): v for k, v in state.items()}
-
-    if dialect == "safeai":
-        state = ren("layers.0.", "midlayer.")
-        cfg = _flat_config(spec, "LlamaForCausalLM")
-        file = file or "bin"
-    elif dialect == "specforge":
-        state = ren("layers.0.", "midlayer.")
-        if not spec.has_vocab_map:  # SpecForge always registers the buffers
-            state["d2t"] = torch.zeros(spec.draft_vocab_size, dtype=torch.long)
-            state["t2d"] = torch.ones(spec.vocab_size, dtype=torch.bool)
-        cfg = _flat_config(spec, "LlamaForCausalLMEagle3")
-        if with_ids:
-            cfg["eagle_config"] = {"eagle_aux_hidden_state_layer_ids": layer_output, "use_aux_hidden_state": True}
-        file = file or "safetensors"
-    elif dialect == "modelopt":
-        state = ren("layers.0.", "midlayer.")
-        state.pop("t2d", None)
-        cfg = _flat_config(spec, "LlamaForCausalLMEagle3")
-        cfg["eagle_config"] = {
-            "eagle_aux_hidden_state_layer_ids": layer_output,
-            "use_aux_hidden_state": True,
-            "use_input_layernorm_in_first_layer": True,
-            "use_last_layernorm": False,
-            "use_mtp_layernorm": False,
-        }
-        file = file or "safetensors"
-    elif dialect == "nemo":
-        state = {("model." + k if k != "lm_head.weight" else k): v for k, v in state.items()}
-        cfg = _flat_config(spec, "LlamaForCausalLMEagle3")
-        file = file or "safetensors"
-    elif dialect == "torchspec":
-        state = ren("layers.0.", "midlayer.")
-        cfg = _flat_config(spec, "LlamaForCausalLMEagle3")
-        cfg["_torchspec_version"] = "0.3.0"
-        cfg["eagle_config"] = {"eagle_aux_hidden_state_layer_ids": layer_output, "use_aux_hidden_state": True}
-        metadata = {"format": "pt", "torchspec_version": "0.3.0"}
-        file = file or "safetensors"
-    elif dialect == "speculators":
-        layer = {
-            **spec.layer_config,
-            "hidden_size": spec.hidden_size,
-            "num_hidden_layers": spec.num_layers,
-            "vocab_size": spec.vocab_size,
-            "tie_word_embeddings": False,
-            "torch_dtype": "float16",
-        }
-        cfg = {
-            "architectures": ["Eagle3Speculator"],
-            "speculators_model_type": "eagle3",
-            "transformer_layer_config": layer,
-            "draft_vocab_size": spec.draft_vocab_size,
-            "target_hidden_size": None,
-            "eagle_aux_hidden_state_layer_ids": boundary,
-            **spec.flags(),
-            "speculators_config": {"algorithm": "eagle3", "proposal_methods": [], "verifier": {"name_or_path": None}},
-        }
-        file = file or "safetensors"
-    else:
+    if dialect not in DIALECTS:
         raise ValueError(dialect)
+    state, cfg, default_file, metadata = DIALECTS[dialect](spec, state, with_ids)
     if legacy_aux_norm:
         state = {
             k.replace("fc_norm.0.", "aux_norm_low.")
@@ -207,8 +145,93 @@ def make_drafter(
         cfg.pop("fc_norm", None)
         cfg["use_aux_norm"] = True
     (out / "config.json").write_text(json.dumps(cfg, indent=2))
-    write_weights(out, state, file, metadata)
+    write_weights(out, state, file or default_file, metadata)
     return out
+
+
+# Each dialect's form of a drafter: (its state dict, its config, its default weight file, safetensors metadata)
+Form = tuple[dict, dict, str, "dict | None"]
+
+
+def _renamed(state: dict, old: str, new: str) -> dict:
+    return {(new + k[len(old) :] if k.startswith(old) else k): v for k, v in state.items()}
+
+
+def _safeai(spec: DrafterSpec, state: dict, with_ids: bool) -> Form:
+    return _renamed(state, "layers.0.", "midlayer."), _flat_config(spec, "LlamaForCausalLM"), "bin", None
+
+
+def _specforge(spec: DrafterSpec, state: dict, with_ids: bool) -> Form:
+    state = _renamed(state, "layers.0.", "midlayer.")
+    if not spec.has_vocab_map:  # SpecForge always registers the buffers
+        state["d2t"] = torch.zeros(spec.draft_vocab_size, dtype=torch.long)
+        state["t2d"] = torch.ones(spec.vocab_size, dtype=torch.bool)
+    cfg = _flat_config(spec, "LlamaForCausalLMEagle3")
+    if with_ids:
+        cfg["eagle_config"] = {
+            "eagle_aux_hidden_state_layer_ids": spec.aux.layer_output(),
+            "use_aux_hidden_state": True,
+        }
+    return state, cfg, "safetensors", None
+
+
+def _modelopt(spec: DrafterSpec, state: dict, with_ids: bool) -> Form:
+    state = _renamed(state, "layers.0.", "midlayer.")
+    state.pop("t2d", None)
+    cfg = _flat_config(spec, "LlamaForCausalLMEagle3")
+    cfg["eagle_config"] = {
+        "eagle_aux_hidden_state_layer_ids": spec.aux.layer_output(),
+        "use_aux_hidden_state": True,
+        "use_input_layernorm_in_first_layer": True,
+        "use_last_layernorm": False,
+        "use_mtp_layernorm": False,
+    }
+    return state, cfg, "safetensors", None
+
+
+def _nemo(spec: DrafterSpec, state: dict, with_ids: bool) -> Form:
+    state = {("model." + k if k != "lm_head.weight" else k): v for k, v in state.items()}
+    return state, _flat_config(spec, "LlamaForCausalLMEagle3"), "safetensors", None
+
+
+def _torchspec(spec: DrafterSpec, state: dict, with_ids: bool) -> Form:
+    cfg = _flat_config(spec, "LlamaForCausalLMEagle3")
+    cfg["_torchspec_version"] = "0.3.0"
+    cfg["eagle_config"] = {"eagle_aux_hidden_state_layer_ids": spec.aux.layer_output(), "use_aux_hidden_state": True}
+    metadata = {"format": "pt", "torchspec_version": "0.3.0"}
+    return _renamed(state, "layers.0.", "midlayer."), cfg, "safetensors", metadata
+
+
+def _speculators(spec: DrafterSpec, state: dict, with_ids: bool) -> Form:
+    layer = {
+        **spec.layer_config,
+        "hidden_size": spec.hidden_size,
+        "num_hidden_layers": spec.num_layers,
+        "vocab_size": spec.vocab_size,
+        "tie_word_embeddings": False,
+        "torch_dtype": "float16",
+    }
+    cfg = {
+        "architectures": ["Eagle3Speculator"],
+        "speculators_model_type": "eagle3",
+        "transformer_layer_config": layer,
+        "draft_vocab_size": spec.draft_vocab_size,
+        "target_hidden_size": None,
+        "eagle_aux_hidden_state_layer_ids": spec.aux.boundary(),
+        **spec.flags(),
+        "speculators_config": {"algorithm": "eagle3", "proposal_methods": [], "verifier": {"name_or_path": None}},
+    }
+    return state, cfg, "safetensors", None
+
+
+DIALECTS = {
+    "safeai": _safeai,
+    "specforge": _specforge,
+    "modelopt": _modelopt,
+    "nemo": _nemo,
+    "torchspec": _torchspec,
+    "speculators": _speculators,
+}
 
 
 def make_target(out: Path, layers: int = 4, hidden: int = 64, vocab: int = 256, **extra) -> Path:

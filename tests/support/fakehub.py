@@ -261,7 +261,10 @@ class Handler(BaseHTTPRequestHandler):
         repo, _ = self._repo(repo_id)
         if repo is None:
             return
-        ref = lambda kind, name, sha: {"name": name, "ref": f"refs/{kind}/{name}", "targetCommit": sha}
+
+        def ref(kind: str, name: str, sha: str) -> dict:
+            return {"name": name, "ref": f"refs/{kind}/{name}", "targetCommit": sha}
+
         self._send(
             200,
             {

@@ -30,7 +30,10 @@ BODY = {
 
 def _layer(g: torch.Generator) -> dict[str, torch.Tensor]:
     p = "layers.0."
-    r = lambda *s: torch.randn(*s, generator=g)
+
+    def r(*s: int) -> torch.Tensor:
+        return torch.randn(*s, generator=g)
+
     return {
         p + "input_layernorm.weight": r(H),
         p + "post_attention_layernorm.weight": r(H),

@@ -62,7 +62,7 @@ def draft_from_last_slot(drafter: Eagle3Drafter, aux, next_tokens, k) -> list[in
         for li, layer in enumerate(drafter.layers):
             x, residual = layer.attn_input(h, embeds)
             q, kk, vv = layer.self_attn.project(x, cos, sin)
-            ks, vs = (torch.cat([old, new], 1) for old, new in zip(keys[li], (kk, vv)))
+            ks, vs = (torch.cat([old, new], 1) for old, new in zip(keys[li], (kk, vv), strict=True))
             keys[li] = (ks, vs)
             h = layer.finish(residual + attend(layer.self_attn, q, ks, vs))
         z = drafter.norm(h)

@@ -30,7 +30,7 @@ def library_reads(raw: bytes, scratch: Path):
         with safe_open(str(path), framework="pt") as f:
             metadata = f.metadata() or {}
             try:
-                return metadata, {name: _summary(f.get_tensor(name)) for name in f.keys()}
+                return metadata, {name: _summary(f.get_tensor(name)) for name in f.keys()}  # noqa: SIM118 - a safe_open handle: keys() is its API, not a dict's
             except (SafetensorError, TypeError, RuntimeError):  # dtypes, shapes or strides torch cannot hold
                 return "unloadable"
     except SafetensorError:

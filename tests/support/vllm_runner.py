@@ -41,14 +41,16 @@ def run(req, drafter):
 
 
 def main():
-    req = json.load(open(sys.argv[1]))
+    with open(sys.argv[1]) as f:
+        req = json.load(f)
     result = {"target": run(req, None)}
     for name, path in req["drafters"].items():
         try:
             result[name] = run(req, path)
         except Exception as exc:  # a drafter that fails to load is a result too
             result[name] = {"error": f"{type(exc).__name__}: {exc}"}
-    json.dump(result, open(sys.argv[2], "w"))
+    with open(sys.argv[2], "w") as f:
+        json.dump(result, f)
 
 
 if __name__ == "__main__":

