@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from statistics import mean
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -22,6 +22,7 @@ from .verify.report import VerifyReport, built
 from .verify.saved import validated
 
 Verdict = Literal["B above A", "B below A", "indistinguishable"]
+Step = tuple[str, list[int], list[int]]  # a prompt's bucket, and its accepted tokens per verify step by A, by B
 RELATIVE = 1e-6  # figures written by json round-trip exactly; a ratio recomputed differs by a few ulps
 
 
@@ -185,7 +186,7 @@ def compare(a: VerifyReport, b: VerifyReport) -> CompareReport:
     same_target(a, b)
     both_measured(a, b)
     steps = [(p.bucket, p.accepted, q.accepted) for p, q in zip(a.per_prompt, b.per_prompt, strict=True)]
-    by_bucket: dict[str, list[tuple]] = {}
+    by_bucket: dict[str, list[Step]] = {}
     for s in steps:
         by_bucket.setdefault(s[0], []).append(s)
     buckets = sorted(by_bucket)
@@ -213,8 +214,8 @@ def compared_reproduction(a: VerifyReport, b: VerifyReport) -> Reproduction:
     engines = engine_name(a) if engine_name(a) == engine_name(b) else f"{engine_name(a)} (A), {engine_name(b)} (B)"
     return reproduction(
         engine=engines,
-        prompt_set=ps and ps.name,
-        prompts_sha256=ps and ps.sha256,
+        prompt_set=ps.name if ps else None,
+        prompts_sha256=ps.sha256 if ps else None,
         seed=a.sampling.seed,
         bootstrap_seed=SEED,
     )
@@ -224,10 +225,10 @@ def engine_name(r: VerifyReport) -> str:
     return f"{r.engine.name} {r.engine.version or ''}".strip()
 
 
-def row(bucket: str, steps: list[tuple]) -> Row:
+def row(bucket: str, steps: list[Step]) -> Row:
     a, b = [s[1] for s in steps], [s[2] for s in steps]
 
-    def ratio(pick: list[tuple]) -> float:
+    def ratio(pick: list[Step]) -> float:
         return pooled_length([s[2] for s in pick]) / pooled_length([s[1] for s in pick])
 
     return Row(
@@ -240,7 +241,7 @@ def row(bucket: str, steps: list[tuple]) -> Row:
     )
 
 
-def peers(requests: list[list[int]]) -> dict:
+def peers(requests: list[list[int]]) -> dict[str, float]:
     """One drafter's acceptance length as each peer defines it, from the same verify steps."""
     measured = [r for r in requests if r]
     completion = [1 + sum(a + 1 for a in r) for r in measured]
@@ -253,11 +254,12 @@ def peers(requests: list[list[int]]) -> dict:
     }
 
 
-def compare_from(data: dict, where: str) -> CompareReport:
+def compare_from(data: dict[str, Any], where: str) -> CompareReport:
     """A saved compare report, refused (one BadInput naming the field) unless its figures are ones compare writes
     (the model's cross-field checks, which its builder meets too): the page is drawn from them."""
 
     def refuse(what: str) -> BadInput:
         return BadInput(f"{where}: {what}", hint="give the file that eaglezoo compare --report FILE wrote")
 
-    return validated(CompareReport, data, refuse)  # the model's own checks: every figure against the others
+    report: CompareReport = validated(CompareReport, data, refuse)
+    return report  # the model's own checks: every figure against the others

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any, TypeAlias
 
-from pydantic import Field, TypeAdapter
+from pydantic import BaseModel, Field, TypeAdapter
 
 from .compare import CompareReport, compare_from
 from .doctor.report import DoctorReport, doctor_from
@@ -21,12 +21,18 @@ from .tune import TuneReport, tune_from
 from .verify.report import VerifyReport
 from .verify.saved import report_from
 
-Report = Annotated[VerifyReport | TuneReport | CompareReport | DoctorReport, Field(discriminator="kind")]
-MODELS = {"verify": VerifyReport, "tune": TuneReport, "compare": CompareReport, "doctor": DoctorReport}
+AnyReport: TypeAlias = VerifyReport | TuneReport | CompareReport | DoctorReport
+Report = Annotated[AnyReport, Field(discriminator="kind")]
+MODELS: dict[str, type[BaseModel]] = {
+    "verify": VerifyReport,
+    "tune": TuneReport,
+    "compare": CompareReport,
+    "doctor": DoctorReport,
+}
 HINT = "give a report written by verify, tune, compare or doctor --report"
 
 
-def kind_of(data) -> str:
+def kind_of(data: object) -> str:
     """The report's kind: as it says, or for a report written before it said, by what only that command writes."""
     if not isinstance(data, dict):
         raise BadInput("the report is not a JSON object", hint=HINT)
@@ -34,7 +40,7 @@ def kind_of(data) -> str:
     if kind is not None:
         if kind not in MODELS:
             raise BadInput(f"the report's kind is {str(kind)[:40]!r}; expected one of {', '.join(MODELS)}", hint=HINT)
-        return kind
+        return str(kind)  # a key of MODELS: a str already
     if "grid" in data and "decision" in data:
         return "tune"
     if "rows" in data and "peers" in data:
@@ -44,7 +50,7 @@ def kind_of(data) -> str:
     raise BadInput("the report is none of verify's, tune's or compare's", hint=HINT)
 
 
-def upgraded(data: dict, kind: str) -> dict:
+def upgraded(data: dict[str, Any], kind: str) -> dict[str, Any]:
     """A report as this version writes it: `kind` stated; a tune report's hardware not yet placed is null."""
     data = {**data, "kind": kind}
     if kind == "tune" and data.get("hardware") == {}:
@@ -52,14 +58,14 @@ def upgraded(data: dict, kind: str) -> dict:
     return data
 
 
-def read_saved(path: Path, what: str = "report", needs: str = "its page"):
+def read_saved(path: Path, what: str = "report", needs: str = "its page") -> AnyReport:
     """A saved report of any kind, read strictly by its kind's reader; one BadInput naming the field otherwise."""
     data = read_json(Path(path), what, MAX_REPORT_BYTES)
     kind = kind_of(data)
     return from_data(data, kind, f"{what} {path}", needs)
 
 
-def from_data(data: dict, kind: str, where: str, needs: str = "its page"):
+def from_data(data: dict[str, Any], kind: str, where: str, needs: str = "its page") -> AnyReport:
     data = upgraded(data, kind)
     if kind == "verify":
         return report_from(data, where, needs)
@@ -68,7 +74,7 @@ def from_data(data: dict, kind: str, where: str, needs: str = "its page"):
     return (tune_from if kind == "tune" else compare_from)(data, where)
 
 
-def schema(kind: str) -> dict:
+def schema(kind: str) -> dict[str, Any]:
     """The JSON Schema of one kind of report ("all": the union)."""
     if kind == "all":
         return TypeAdapter(Report).json_schema()
@@ -91,7 +97,7 @@ def schema_markdown() -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def _model_tables(title: str, root: dict) -> list[str]:
+def _model_tables(title: str, root: dict[str, Any]) -> list[str]:
     defs = root.get("$defs", {})
     out = [f"## The {title}", "", *_table(root), ""]
     for name in sorted(defs):
@@ -100,7 +106,7 @@ def _model_tables(title: str, root: dict) -> list[str]:
     return out
 
 
-def _table(model: dict) -> list[str]:
+def _table(model: dict[str, Any]) -> list[str]:
     required = set(model.get("required", []))
     rows = ["| field | type | meaning |", "|---|---|---|"]
     for name, prop in model.get("properties", {}).items():
@@ -112,7 +118,7 @@ def _table(model: dict) -> list[str]:
     return rows
 
 
-def _type(prop: dict) -> str:
+def _type(prop: dict[str, Any]) -> str:
     if "$ref" in prop:
         return f"[{prop['$ref'].rsplit('/', 1)[1]}]"
     if "anyOf" in prop:
@@ -121,7 +127,7 @@ def _type(prop: dict) -> str:
         return f"`{json.dumps(prop['const'])}`"
     if "enum" in prop:
         return " or ".join(f"`{json.dumps(v)}`" for v in prop["enum"])
-    kind = prop.get("type", "any")
+    kind: str = prop.get("type", "any")
     if kind == "array":
         return f"list of {_type(prop.get('items', {}))}"
     if kind == "object" and "additionalProperties" in prop and isinstance(prop["additionalProperties"], dict):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -150,11 +150,12 @@ def _depth_problem(a: Acceptance, k: int) -> str | None:
     return None
 
 
-def doctor_from(data: dict, where: str) -> DoctorReport:
+def doctor_from(data: dict[str, Any], where: str) -> DoctorReport:
     """A saved doctor report, read strictly (its figures checked against each other); the first problem named by
     its field, worded as every report reader words it."""
 
     def refuse(what: str) -> BadInput:
         return BadInput(f"{where}: {what}", hint="give a report written by doctor --report")
 
-    return validated(DoctorReport, data, refuse)
+    report: DoctorReport = validated(DoctorReport, data, refuse)
+    return report

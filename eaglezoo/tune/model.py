@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from statistics import median
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -182,7 +182,7 @@ class Confirmation(BaseModel):
     """The best single K over every load (geometric mean of the speedups)."""
     best_static: list[StaticPass]
     """That K's medians per load."""
-    config: dict | None = None
+    config: dict[Any, Any] | None = None
     """The --speculative-config that was run (an all-zero table where no speculation is recommended)."""
     verdict: Literal["confirmed", "failed", "not judged"] | None = None
     """failed: it loses to no speculation or to the best static K at some load (exit 1, the simpler configuration
@@ -231,7 +231,7 @@ class Adaptive(BaseModel):
 
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
-    config: dict
+    config: dict[Any, Any]
     """The --speculative-config run."""
     levels: list[AdaptiveLevel]
     """Per load: its median, interval, and verdict against no speculation."""
@@ -315,7 +315,7 @@ class TuneReport(BaseModel):
     """vLLM's num_speculative_tokens_per_batch_size: [[first batch size, last batch size, K], ...]."""
     basis: str
     """What the decision rests on, in words."""
-    vllm_speculative_config: dict
+    vllm_speculative_config: dict[Any, Any]
     """The --speculative-config that serves the schedule."""
     vllm_command: str
     """The vllm serve command with it (without it where every K of the table is 0: no speculation)."""
@@ -337,7 +337,7 @@ class TuneReport(BaseModel):
     """The table against no speculation at all, at every load."""
     adaptive: Adaptive | None = None
     """vLLM's online K selection as one more column, where the hardware allows it (the notes say why not)."""
-    sglang_adaptive_config: dict | None = None
+    sglang_adaptive_config: dict[Any, Any] | None = None
     """SGLang's --speculative-adaptive-config JSON: per batch-size bucket (the smallest batch size it applies
     to), the candidate_steps the decision allows there."""
     sglang_adaptive_command: str | None = None
