@@ -38,7 +38,7 @@ def kind_of(data: object) -> str:
         raise BadInput("the report is not a JSON object", hint=HINT)
     kind = data.get("kind")
     if kind is not None:
-        if kind not in MODELS:
+        if not isinstance(kind, str) or kind not in MODELS:
             raise BadInput(f"the report's kind is {str(kind)[:40]!r}; expected one of {', '.join(MODELS)}", hint=HINT)
         return str(kind)  # a key of MODELS: a str already
     if "grid" in data and "decision" in data:

@@ -4,6 +4,8 @@ as if true, and never an internal error (an empty interval on a doctor page was 
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from conftest import assert_clean_failure, run_inprocess
 from support.saved_reports import valid, write
@@ -90,3 +92,11 @@ def test_sglangs_count_may_pass_k_plus_1_by_its_prefill_token(tmp_path):
     assert run_inprocess("report", write(tmp_path / "r.json", data)).code == 0
     data = compare(lambda row, d: d["peers"]["b"].update(sglang=5.5))
     assert_clean_failure(run_inprocess("report", write(tmp_path / "r.json", data)), contains="peers.b")
+
+
+@pytest.mark.parametrize("kind", [[], {}, 3, True], ids=["list", "object", "number", "bool"])
+def test_a_kind_that_is_not_a_name_is_refused_in_one_line(kind, tmp_path):
+    saved = tmp_path / "report.json"
+    saved.write_text(json.dumps({"kind": kind}))
+    r = run_inprocess("report", saved)
+    assert r.code == 2 and "the report's kind is" in r.err and "internal error" not in r.err, r.err
