@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from ...errors import UsageError
 from ..spec import DrafterSpec
-from .gguf_eagle3 import BUILD, NO_FINAL_TAP, GgufPlan, GgufTarget, GgufTensor, _rope_theta
+from .gguf_eagle3 import BUILD, NO_FINAL_TAP, GgufPlan, GgufTarget, GgufTensor, body_keys
 
 ARCH = "dflash"
 LAYER_NAMES = {
@@ -98,24 +98,13 @@ def plan(
 ) -> GgufPlan:
     f = spec.family_fields
     assert f is not None and spec.aux is not None
-    cfg, a = spec.layer_config, ARCH
+    a = ARCH
     boundary = spec.aux.boundary()
     keys: dict[str, tuple[str, object]] = {
         "general.type": ("STRING", "model"),
         "general.name": ("STRING", name),
-        f"{a}.block_count": ("UINT32", spec.num_layers),
-        f"{a}.context_length": ("UINT32", int(cfg.get("max_position_embeddings") or 0)),
-        f"{a}.embedding_length": ("UINT32", spec.hidden_size),
-        f"{a}.feed_forward_length": ("UINT32", int(cfg["intermediate_size"])),
-        f"{a}.attention.head_count": ("UINT32", int(cfg["num_attention_heads"])),
-        f"{a}.attention.head_count_kv": ("UINT32", int(cfg.get("num_key_value_heads") or cfg["num_attention_heads"])),
-        f"{a}.rope.freq_base": ("FLOAT32", _rope_theta(cfg)),
-        f"{a}.attention.layer_norm_rms_epsilon": ("FLOAT32", float(cfg.get("rms_norm_eps", 1e-6))),
-        f"{a}.attention.key_length": ("UINT32", spec.head_dim),
-        f"{a}.attention.value_length": ("UINT32", spec.head_dim),
+        **body_keys(spec, a),
     }
-    if not keys[f"{a}.context_length"][1]:
-        del keys[f"{a}.context_length"]
     tensors = []
     for canonical, ref in refs.items():
         shape = tuple(int(n) for n in ref.shape)

@@ -175,6 +175,27 @@ class GgufPlan:
         return out
 
 
+def body_keys(spec: DrafterSpec, a: str) -> dict[str, tuple[str, object]]:
+    """The drafter's Llama decoder layer as llama.cpp's loader reads it (EAGLE-3 and DFlash alike); no context length
+    where the config states none."""
+    cfg = spec.layer_config
+    keys: dict[str, tuple[str, object]] = {
+        f"{a}.block_count": ("UINT32", spec.num_layers),
+        f"{a}.context_length": ("UINT32", int(cfg.get("max_position_embeddings") or 0)),
+        f"{a}.embedding_length": ("UINT32", spec.hidden_size),
+        f"{a}.feed_forward_length": ("UINT32", int(cfg["intermediate_size"])),
+        f"{a}.attention.head_count": ("UINT32", int(cfg["num_attention_heads"])),
+        f"{a}.attention.head_count_kv": ("UINT32", int(cfg.get("num_key_value_heads") or cfg["num_attention_heads"])),
+        f"{a}.rope.freq_base": ("FLOAT32", _rope_theta(cfg)),
+        f"{a}.attention.layer_norm_rms_epsilon": ("FLOAT32", float(cfg.get("rms_norm_eps", 1e-6))),
+        f"{a}.attention.key_length": ("UINT32", spec.head_dim),
+        f"{a}.attention.value_length": ("UINT32", spec.head_dim),
+    }
+    if not keys[f"{a}.context_length"][1]:
+        del keys[f"{a}.context_length"]
+    return keys
+
+
 def plan(
     spec: DrafterSpec,
     refs: dict,
@@ -199,22 +220,11 @@ def plan(
         f"{a}.target_hidden_size": ("UINT32", spec.target_hidden_size),
         f"{a}.norm_before_residual": ("BOOL", spec.norm_before_residual),
         f"{a}.norm_before_fc": ("BOOL", spec.norm_before_fc),
-        f"{a}.block_count": ("UINT32", spec.num_layers),
-        f"{a}.context_length": ("UINT32", int(cfg.get("max_position_embeddings") or 0)),
-        f"{a}.embedding_length": ("UINT32", spec.hidden_size),
-        f"{a}.feed_forward_length": ("UINT32", int(cfg["intermediate_size"])),
-        f"{a}.attention.head_count": ("UINT32", int(cfg["num_attention_heads"])),
-        f"{a}.attention.head_count_kv": ("UINT32", int(cfg.get("num_key_value_heads") or cfg["num_attention_heads"])),
-        f"{a}.rope.freq_base": ("FLOAT32", _rope_theta(cfg)),
-        f"{a}.attention.layer_norm_rms_epsilon": ("FLOAT32", float(cfg.get("rms_norm_eps", 1e-6))),
-        f"{a}.attention.key_length": ("UINT32", spec.head_dim),
-        f"{a}.attention.value_length": ("UINT32", spec.head_dim),
+        **body_keys(spec, a),
         f"{a}.vocab_size": ("UINT32", spec.vocab_size),
         f"{a}.rope.dimension_count": ("UINT32", spec.head_dim),
         "general.quantization_version": ("UINT32", 2),
     }
-    if not keys[f"{a}.context_length"][1]:
-        del keys[f"{a}.context_length"]
     tensors = _tensors(spec, refs, dtype)
     floats = {t.dtype for t in tensors if len(t.shape) == 2}
     keys["general.file_type"] = (
