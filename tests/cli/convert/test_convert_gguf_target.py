@@ -95,6 +95,8 @@ def test_refuses_a_non_llama_target(tmp_path):
     r = run_inprocess("convert", other, out, "--to", "gguf")
     assert_clean_failure(r, out, contains="a Qwen2ForCausalLM: eaglezoo writes LlamaForCausalLM targets")
     assert "convert_hf_to_gguf.py" in r.err
+    coded = run_inprocess("convert", other, out, "--to", "gguf", "--json")
+    assert json.loads(coded.out)["code"] == "gguf-target-unsupported" and not out.exists()
 
 
 def test_refuses_drafter_options_on_a_target(tmp_path):
