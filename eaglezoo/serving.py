@@ -710,6 +710,8 @@ def llamacpp_serve_config(  # noqa: PLR0913 - the path's parts, each named
         warnings=[tap] if tap else [],
         notes=[
             f"llama.cpp {LLAMACPP_BUILD} is the build eaglezoo read the source of; earlier builds unverified",
+            f"step 1 is once per target: where {target_out} exists, keep it (convert refuses to overwrite it "
+            "without --force)",
             LLAMACPP_OTHER_TARGETS,
         ],
     )
