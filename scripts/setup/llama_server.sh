@@ -17,6 +17,13 @@ if [ -x "$DEST/bin/llama-server" ]; then
   echo "$DEST/bin/llama-server"
   exit 0
 fi
+for tool in cmake ninja c++; do
+  if ! command -v "$tool" >/dev/null; then
+    echo "error: building llama-server needs $tool, which is not on PATH (hint: install cmake, ninja and a C++" \
+      "compiler, e.g. apt-get install cmake ninja-build g++, then run bash scripts/setup/llama_server.sh again)" >&2
+    exit 2
+  fi
+done
 SRC=$(bash scripts/setup/llamacpp_src.sh | tail -n 1)/llama.cpp
 mkdir -p "$DEST"
 nice -n 19 cmake -S "$SRC" -B "$DEST/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DGGML_CUDA=OFF \

@@ -59,3 +59,27 @@ def test_the_test_command_builds_llama_server_after_vllm():
     lines = [x.strip() for x in (ROOT / "scripts" / "test.sh").read_text().splitlines()]
     assert SETUP_COMMAND in lines
     assert lines.index(SETUP_COMMAND) == lines.index("bash scripts/setup/vllm_cpu.sh .venv-vllm") + 1
+
+
+def test_a_missing_build_tool_is_one_line_naming_it(tmp_path):
+    import shutil
+
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    for name in ("bash", "dirname"):
+        (tools / name).symlink_to(shutil.which(name))
+    dest = tmp_path / "build"
+    env = {**os.environ, "PATH": str(tools), "EAGLEZOO_LLAMACPP_BUILD": str(dest)}
+    proc = subprocess.run(
+        [str(tools / "bash"), "scripts/setup/llama_server.sh"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 2 and proc.stdout == ""
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: building llama-server needs cmake"), proc.stderr
+    assert not dest.exists()
