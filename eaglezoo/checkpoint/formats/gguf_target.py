@@ -135,6 +135,12 @@ def plan_target(target_dir: Path, dtype: str = "float32") -> TargetPlan:
         raise UsageError(
             f"cannot write this target for llama.cpp: {why}", hint=CONVERTER, code="gguf-target-unsupported"
         )
+    if not (target_dir / "tokenizer.json").is_file():
+        raise UsageError(
+            f"{target_dir} has no tokenizer.json: eaglezoo writes the target's vocabulary from it",
+            hint=f"give the target folder with its tokenizer, or {CONVERTER}",
+            code="gguf-target-unsupported",
+        )
     layers, hidden, heads = int(cfg["num_hidden_layers"]), int(cfg["hidden_size"]), int(cfg["num_attention_heads"])
     head_dim = int(cfg.get("head_dim") or hidden // heads)
     code = DTYPES[dtype]

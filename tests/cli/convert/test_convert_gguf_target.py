@@ -99,6 +99,15 @@ def test_refuses_a_non_llama_target(tmp_path):
     assert json.loads(coded.out)["code"] == "gguf-target-unsupported" and not out.exists()
 
 
+def test_refuses_a_target_without_tokenizer_json(tmp_path):
+    bare = tmp_path / "bare"
+    shutil.copytree(TARGET, bare)
+    (bare / "tokenizer.json").unlink()
+    out = tmp_path / "out"
+    r = run_inprocess("convert", bare, out, "--to", "gguf")
+    assert_clean_failure(r, out, contains="has no tokenizer.json: eaglezoo writes the target's vocabulary from it")
+
+
 def test_refuses_drafter_options_on_a_target(tmp_path):
     out = tmp_path / "out"
     r = run_inprocess("convert", TARGET, out, "--to", "gguf", *EXAMPLE_IDS)
