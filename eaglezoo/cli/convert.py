@@ -97,7 +97,16 @@ def convert(
     if to == "gguf" and from_ is None and _is_target(req.source):
         _convert_target(req, dst, dry_run, force, as_json)
         return
-    prepared = plan(req)
+    try:
+        prepared = plan(req)
+    except UsageError:
+        if from_ is None and _is_target(req.source):  # read as a drafter only to fail: say what it is
+            raise UsageError(
+                f"{shown(req.source)} is a target (a plain causal LM), not a drafter: convert writes a target only as "
+                "llama.cpp's GGUF",
+                hint="eaglezoo convert TARGET OUT --to gguf",
+            ) from None
+        raise
     p = prepared.plan
     if dry_run:
         emit(

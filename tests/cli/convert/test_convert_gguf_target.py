@@ -108,6 +108,13 @@ def test_refuses_a_target_without_tokenizer_json(tmp_path):
     assert_clean_failure(r, out, contains="has no tokenizer.json: eaglezoo writes the target's vocabulary from it")
 
 
+def test_a_target_converted_to_a_drafter_format_says_what_it_is(tmp_path):
+    out = tmp_path / "out"
+    r = run_inprocess("convert", TARGET, out)
+    assert_clean_failure(r, out, contains="is a target (a plain causal LM), not a drafter")
+    assert "--to gguf" in r.err
+
+
 def test_refuses_drafter_options_on_a_target(tmp_path):
     out = tmp_path / "out"
     r = run_inprocess("convert", TARGET, out, "--to", "gguf", *EXAMPLE_IDS)
