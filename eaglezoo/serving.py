@@ -646,6 +646,25 @@ def llamacpp_refusal(p: LlamacppPath) -> str | None:
     return why
 
 
+def _final_tap(p: LlamacppPath, boundary: list[int], target_layers: int | None) -> str | None:
+    """The warning for a tap at the target's last layer (convert's own, `final_tap_warning`); where the target's type
+    is unknown (a registry entry's Hub target), the same said conditionally."""
+    block = p.spec.family in ("dflash", "dspark")
+    warn = gguf_dflash.final_tap_warning if block else gguf_eagle3.final_tap_warning
+    tap = warn(boundary, target_layers, p.target_model_type)
+    if tap or target_layers is None or target_layers not in boundary or p.target_model_type is not None:
+        return tap
+    effect = (
+        'llama-server stops on start ("layer input tensor is null", src/llama-graph.cpp:1413)'
+        if block
+        else "that third of the fc input is not the state the drafter was trained on (common/speculative.cpp:603-604)"
+    )
+    return (
+        f"tap {target_layers} is the target's last layer: if the target is a Llama, Qwen2 or Qwen3, whose llama.cpp "
+        f"{LLAMACPP_BUILD} graphs never fill that state ({', '.join(gguf_eagle3.NO_FINAL_TAP.values())}), {effect}"
+    )
+
+
 def llamacpp_serve_config(  # noqa: PLR0913 - the path's parts, each named
     p: LlamacppPath,
     target: str,
@@ -689,8 +708,15 @@ def llamacpp_serve_config(  # noqa: PLR0913 - the path's parts, each named
         llamacpp_serve_command(target_gguf, drafter_gguf, spec.family, k),
     ]
     boundary = spec.aux.boundary()
-    warn = gguf_dflash.final_tap_warning if spec.family in ("dflash", "dspark") else gguf_eagle3.final_tap_warning
-    tap = warn(boundary, target_layers, p.target_model_type)
+    tap = _final_tap(p, boundary, target_layers)
+    if (
+        tap and spec.family in ("dflash", "dspark") and p.target_model_type is not None
+    ):  # seen: llama-server b11434 aborts on start with the example
+        raise UsageError(
+            f"llama.cpp {LLAMACPP_BUILD} cannot serve this drafter on this target: {tap}",
+            hint="serve it with vLLM (eaglezoo serve-config DRAFTER --engine vllm)",
+            code="gguf-tap-final-unfilled",
+        )
     return ServeConfig(
         engine="llamacpp",
         target=target_gguf,

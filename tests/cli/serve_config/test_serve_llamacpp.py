@@ -58,16 +58,33 @@ def test_printed_text_labels_each_step():
     assert len(labels) == 3 and lines.index(labels[0]) < lines.index(commands[0]) < lines.index(labels[1])
 
 
-def test_dflash_takes_draft_dflash_and_k_within_its_block():
-    sc = path_of("tiny-example-dflash")
+def test_dflash_takes_draft_dflash_and_k_within_its_block(tmp_path):
+    # the DFlash example taps the 4-layer Llama target's last layer (below): against a target whose layer count and
+    # type serve-config does not know, the path is printed
+    sc = path_of("tiny-example-dflash", "--target", "org/target")
     assert "--spec-type draft-dflash" in sc["command"]
-    r = run_inprocess("serve-config", "tiny-example-dflash", "--engine", "llamacpp", "-k", "9")
+    r = run_inprocess(
+        "serve-config", "tiny-example-dflash", "--engine", "llamacpp", "-k", "9", "--target", "org/target"
+    )
     assert_clean_failure(r, contains="beyond the dflash drafter's block")
 
 
-def test_a_folder_and_its_target():
-    sc = path_of(EXAMPLE / "dflash", "--target", TARGET)
-    assert shlex.split(sc["steps"][1])[2].endswith("examples/tiny/dflash")
+def test_refuses_dflash_tapping_the_last_layer_of_a_llama_target():
+    """llama-server b11434 asks a DFlash target for the input of layer L, which a Llama graph never sets, and aborts
+    on start (seen with the example: GGML_ASSERT at src/llama-graph.cpp:1413): no path is printed that cannot run."""
+    for args in (["tiny-example-dflash"], [EXAMPLE / "dflash", "--target", TARGET]):
+        r = run_inprocess("serve-config", *args, "--engine", "llamacpp")
+        assert_clean_failure(r, contains="cannot serve this drafter on this target: tap 4")
+        assert "layer input tensor is null" in r.err
+
+
+def test_a_folder_and_its_target(tmp_path):
+    spec = make_spec(hidden=128, target_hidden=128, vocab=1024, draft_vocab=512, ids=(1, 2, 3))
+    src = make_drafter(tmp_path / "src", "speculators", spec=spec)
+    sc = path_of(src, "--target", TARGET)
+    drafter_step = shlex.split(sc["steps"][1])
+    assert drafter_step[2] == str(src) and drafter_step[drafter_step.index("--target") + 1] == str(TARGET)
+    assert sc["aux_layers_captured"] == [1, 2, 3] and sc["warnings"] == []  # no tap at the last layer
 
 
 def test_the_builder_names_each_family():
@@ -105,10 +122,14 @@ def test_the_site_prints_the_same_path(tmp_path):
     assert run_inprocess("registry", "site", site).code == 0
     page = html.unescape((site / "entries" / "tiny-example-eagle3.html").read_text())
     shown = page[page.index("<p>llamacpp</p><pre><code>") :].split("<code>")[1].split("</code>")[0].splitlines()
-    assert shown == [  # the entry as the registry names it (the site is published: no local path)
+    warnings = [x for x in shown if x.startswith("# warning:")]
+    assert shown[: len(warnings)] == warnings and "tap 4 is the target's last layer" in warnings[0]
+    assert shown[len(warnings) :] == [  # the entry as the registry names it (the site is published: no local path)
         "eaglezoo convert examples/tiny/target target-gguf --to gguf",
         "eaglezoo convert tiny-example-eagle3 tiny-example-eagle3-gguf --to gguf --target examples/tiny/target",
         llamacpp_serve_command("target-gguf/target.gguf", "tiny-example-eagle3-gguf/drafter.gguf", "eagle3", 3),
     ]
     refused = html.unescape((site / "entries" / "tiny-example-eagle31.html").read_text())
     assert "llamacpp: not served (llama.cpp b11434 cannot serve this drafter: fc_norm" in refused
+    dflash = html.unescape((site / "entries" / "tiny-example-dflash.html").read_text())  # the target's type unknown
+    assert "# warning: tap 4 is the target's last layer: if the target is a Llama" in dflash
