@@ -161,12 +161,15 @@ def _convert_target(req: ConvertRequest, dst: Path, dry_run: bool, force: bool, 
     ]
     plan_json = {"source": str(req.source), "kind": "target", "to": "gguf", "dtype": p.dtype, "tensors": tensors}
     plan_json["decisions"] = p.gguf.decisions
+    plan_json["drops"] = p.drops
 
     def render(outcome: str) -> None:
         out.print(
             f"[bold]{shown(req.source)}[/bold]: target ({shown(p.config['architectures'][0])}) -> [cyan]gguf[/cyan]"
         )
-        out.print(f"tensors: {len(tensors)} written ({p.dtype}; norms and 1-D tensors F32), none dropped")
+        out.print(f"tensors: {len(tensors)} written ({p.dtype}; norms and 1-D tensors F32), {len(p.drops)} dropped")
+        for name, why in p.drops.items():
+            out.print(f"  drop   {shown(name)}: {shown(why)}")
         for dec in p.gguf.decisions:
             out.print(f"[blue]decision[/blue] {shown(dec)}")
         out.print(outcome)

@@ -50,6 +50,11 @@ TOP_NAMES = {
     "lm_head.weight": "output.weight",
 }
 LAYER_NAMES = {k: v for k, v in gguf_eagle3.LAYER_NAMES.items() if k != "hidden_norm.weight"}
+# what llama.cpp's converter skips (conversion/base.py:1059), with why
+SKIPPED = {
+    ".rotary_emb.inv_freq": "RoPE frequencies, which llama.cpp computes from rope.freq_base (its converter "
+    "skips them: conversion/base.py:1059)"
+}
 
 
 @dataclass(frozen=True)
@@ -72,6 +77,11 @@ class TargetPlan:
     gguf: GgufPlan
     config: dict
     checkpoint: Checkpoint
+    drops: dict[str, str]  # source tensor -> why it is not written
+
+
+def skipped(name: str) -> str | None:
+    return next((why for suffix, why in SKIPPED.items() if name.endswith(suffix)), None)
 
 
 def is_target(folder: Path) -> bool:
@@ -104,7 +114,7 @@ def refusal(cfg: dict, names: list[str]) -> str | None:
     rope = str(effective_rope(cfg).get("rope_type", "default"))
     if rope not in ("default", "llama3"):
         return f"RoPE scaling {rope!r}: eaglezoo writes default and llama3 RoPE"
-    unknown = [n for n in names if gguf_name(n, int(cfg["num_hidden_layers"])) is None]
+    unknown = [n for n in names if gguf_name(n, int(cfg["num_hidden_layers"])) is None and not skipped(n)]
     if unknown:
         return f"tensor(s) with no Llama GGUF name: {', '.join(sorted(unknown)[:4])}"
     return None
@@ -145,7 +155,10 @@ def plan_target(target_dir: Path, dtype: str = "float32") -> TargetPlan:
     head_dim = int(cfg.get("head_dim") or hidden // heads)
     code = DTYPES[dtype]
     tensors = []
+    drops = {n: why for n in ckpt.refs if (why := skipped(n))}
     for name, ref in ckpt.refs.items():
+        if name in drops:
+            continue
         out = gguf_name(name, layers)
         assert out is not None  # refusal() named any other
         shape = tuple(int(n) for n in ref.shape)
@@ -174,7 +187,7 @@ def plan_target(target_dir: Path, dtype: str = "float32") -> TargetPlan:
         "general.quantization_version": ("UINT32", 2),
         **gguf_tokenizer.tokenizer_keys(target_dir, int(cfg["vocab_size"]), hint=CONVERTER),
     }
-    return TargetPlan(target_dir, dtype, GgufPlan(keys, tensors, decisions, [], arch=ARCH), cfg, ckpt)
+    return TargetPlan(target_dir, dtype, GgufPlan(keys, tensors, decisions, [], arch=ARCH), cfg, ckpt, drops)
 
 
 def write_target_gguf(
@@ -224,8 +237,8 @@ def apply_target(p: TargetPlan, out: Path, force: bool, progress: Callable[[int]
 
 
 def target_record(p: TargetPlan, gguf_sha: str) -> dict:
-    """conversion.json of a target: every source tensor renamed into the GGUF (none dropped), the keys, the files'
-    sha256s (named relative to the folder, as a drafter's record names them)."""
+    """conversion.json of a target: every source tensor renamed into the GGUF or dropped with its reason, the keys,
+    the files' sha256s (named relative to the folder, as a drafter's record names them)."""
     tensors = {
         t.name: {
             "from": t.canonical,
@@ -244,7 +257,7 @@ def target_record(p: TargetPlan, gguf_sha: str) -> dict:
         "decisions": p.gguf.decisions,
         "warnings": p.gguf.warnings,
         "renames": {t.canonical: t.name for t in p.gguf.tensors if t.canonical},
-        "drops": {},
+        "drops": p.drops,
         "output": {GGUF_FILE: gguf_sha},
         "gguf": {"llama_cpp": BUILD, "keys": p.gguf.summary(), "tensors": tensors},
     }

@@ -78,6 +78,28 @@ def test_target_record_accounts_for_every_tensor(ours):
     assert shown["gguf"].endswith("target.gguf")
 
 
+def test_rope_frequencies_are_dropped_with_their_reason(ours, tmp_path):
+    """Older checkpoints carry `rotary_emb.inv_freq`: llama.cpp's converter skips it (conversion/base.py:1059), so
+    eaglezoo drops it, recorded; the GGUF is the same."""
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    older = tmp_path / "older"
+    shutil.copytree(TARGET, older)
+    weights = load_file(older / "model.safetensors")
+    weights["model.layers.0.self_attn.rotary_emb.inv_freq"] = torch.ones(16)
+    save_file(weights, older / "model.safetensors", metadata={"format": "pt"})
+    out = tmp_path / "out"
+    r = run_inprocess("convert", older, out, "--to", "gguf", "--json")
+    assert r.code == 0, r.err
+    record = json.loads((out / "conversion.json").read_text())
+    assert list(record["drops"]) == ["model.layers.0.self_attn.rotary_emb.inv_freq"]
+    assert "conversion/base.py:1059" in record["drops"]["model.layers.0.self_attn.rotary_emb.inv_freq"]
+    assert len(record["renames"]) + len(record["drops"]) == 39
+    a, b = llamacpp.tensors(ours[0] / "target.gguf"), llamacpp.tensors(out / "target.gguf")
+    assert list(a) == list(b) and all(np.array_equal(a[n][2], b[n][2]) for n in a)
+
+
 def test_dry_run_writes_nothing(tmp_path):
     out = tmp_path / "out"
     r = run_inprocess("convert", TARGET, out, "--to", "gguf", "--dry-run", "--json")
