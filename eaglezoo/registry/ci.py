@@ -6,6 +6,7 @@ entry's own floors)."""
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import re
 import shlex
 from dataclasses import dataclass, field
@@ -14,6 +15,7 @@ from pathlib import Path
 from ..errors import BadInput, EaglezooError, UsageError
 from ..fsutil import atomic_write_bytes, atomic_write_text, inside
 from ..verify.saved import read_report
+from .conditions import UNKNOWN, Conditions, parsed_version
 from .hardware import RUNNERS, sized_hardware
 from .load import Registry
 from .schema import Entry, Floor, Hardware, Measured, Repo
@@ -224,6 +226,7 @@ def evidence(report, report_path: Path, entry: Entry, reg: Registry) -> Evidence
         date=dt.datetime.fromisoformat(report.created).date(),
         eaglezoo_version=report.eaglezoo_version,
         report=kept.relative_to(reg.root).as_posix(),
+        conditions=measured_conditions(report, kept.relative_to(reg.root).as_posix(), reg.root),
     )
     state = {True: "verified", False: "failed", None: entry.status.state}[passed]
     return Evidence(measured, state, why if floor else ["the entry has no floors at this K and temperature"])
@@ -388,6 +391,75 @@ def below_floor(report, floor: Floor) -> list[str]:
     if floor.mean_acceptance_length is not None and report.mean_acceptance_length < floor.mean_acceptance_length:
         why.append(f"mean acceptance length {report.mean_acceptance_length:.3f} < {floor.mean_acceptance_length}")
     return why
+
+
+CHAT_NOTE = re.compile(
+    r"^(?P<n>\d+) chat prompt\(s\) (?P<how>in the target's chat template|as raw text)"
+)  # prompting.py
+TOP_P = {"vllm": 1.0}  # vLLM's SamplingParams default (vllm/sampling_params.py:312), which verify leaves as it is
+
+
+def measured_conditions(report, source: str, root: Path) -> Conditions:
+    """What a verify report was measured under, in a reported figure's shape: each condition the report states,
+    `unknown` where it does not (the endpoint's server sampling defaults, the thinking switch). The native engine is
+    eaglezoo's own code, so its version is eaglezoo's. verify drafts a chain of K tokens."""
+    engine = report.engine.name
+    version = report.eaglezoo_version if engine == "native" else report.engine.version
+    temperature = float(report.sampling.temperature)
+    return Conditions(
+        k=report.num_spec_tokens,
+        k_spelling=UNKNOWN,
+        drafting="chain",
+        temperature=temperature,
+        top_p=TOP_P.get(engine, UNKNOWN),
+        dataset=_dataset(report.prompt_set, root) if report.prompt_set else UNKNOWN,
+        dataset_size=report.num_prompts,
+        max_new_tokens=report.max_new_tokens,
+        engine=engine,
+        engine_version=version if version and _is_version(version) else UNKNOWN,
+        thinking=UNKNOWN,
+        prompt_format=_prompt_format(report),
+        source=source,
+    )
+
+
+def _dataset(prompt_set, root: Path) -> str:
+    """The prompt set by name: `default`, `suite:NAME`, or a file by its path in this repository (the file of the
+    same bytes, found by the path's tail, when verify ran in another checkout), else by its file name alone (a
+    path on the machine that ran verify says nothing to another)."""
+    name = prompt_set.name
+    if name == "default" or name.startswith("suite:"):
+        return name
+    path, here = Path(name), root.resolve()
+    if path.is_absolute() and path.resolve().is_relative_to(here):
+        return path.resolve().relative_to(here).as_posix()
+    parts = path.parts
+    for i in range(1 if path.is_absolute() else 0, len(parts)):
+        candidate = root / Path(*parts[i:])
+        if candidate.is_file() and hashlib.sha256(candidate.read_bytes()).hexdigest() == prompt_set.sha256:
+            return Path(*parts[i:]).as_posix()
+    return Path(name).name
+
+
+def _is_version(text: str) -> bool:
+    try:
+        parsed_version(text, "engine version")
+    except ValueError:
+        return False
+    return True
+
+
+def _prompt_format(report) -> str:
+    """chat where verify's note says every prompt taken went through the chat template, raw where no prompt was
+    a chat one (no note) or the target had no template for them; unknown for a mixed set."""
+    taken = report.num_prompts + len(report.skipped_prompts)
+    notes = [m for m in (CHAT_NOTE.match(n) for n in report.notes) if m]
+    if not notes:
+        return "raw"
+    chats, how = int(notes[0]["n"]), notes[0]["how"]
+    if how == "as raw text":
+        return "raw"
+    return "chat" if chats == taken else UNKNOWN
 
 
 def _where(report) -> str:
