@@ -106,7 +106,7 @@ def render_compared(rows) -> None:
         why = (
             f"; differs from {row.nearest.entry_id} ({row.nearest.origin}) in {'; '.join(row.differs)}"
             if row.nearest
-            else ""
+            else "; no other figure of its metric for this target"
         )
         out.print(f"  {f.entry_id} ({f.origin}) {f.metric} {f.label()}{why}", markup=False)
 

@@ -163,3 +163,31 @@ def test_the_target_s_figures_are_compared_like_with_like(tmp_path):
     assert "c (reported) acceptance_length 2.9" in text and "temperature: 1 vs 0" in text
     show = run_inprocess("registry", "show", "a", "--registry", registry, "--json")
     assert show.code == 0 and show.json()["figures"][0]["comparable_with"] == ["b (reported)"]
+
+
+VLLM_CI = "https://github.com/vllm-project/vllm/blob/029ba37503c59160eacf163dd50b3bb1a6cfe982/tests/v1/spec_decode/"
+
+
+@pytest.mark.parametrize(
+    "drafter,target,length,per_position",
+    [
+        ("RedHatAI/Llama-3.1-8B-Instruct-speculator.eagle3", "meta-llama/Llama-3.1-8B-Instruct", 2.60, 0.7296),
+        ("RedHatAI/Qwen3-8B-speculator.eagle3", "Qwen/Qwen3-8B", 2.26, 0.6541),
+        ("RedHatAI/gpt-oss-20b-speculator.eagle3", "openai/gpt-oss-20b", 2.56, 0.7165),
+        ("nm-testing/Speculator-Qwen3-30B-MOE-VL-Eagle3", "Qwen/Qwen3-VL-30B-A3B-Instruct-FP8", 1.35, 0.29),
+    ],
+)
+def test_the_vllm_ci_pairs_are_reference_entries_with_their_evidence(drafter, target, length, per_position):
+    """vLLM's CI gates four pairs (tests/v1/spec_decode/test_acceptance_length.py): each is an entry whose figures
+    state the file at its commit and every condition the file states."""
+    r = run_inprocess("registry", "list", "--target", target, "--json")
+    entry = next(e for e in r.json() if e["drafter"]["repo"] == drafter)
+    ci = [x for x in entry["reported"] if x["conditions"]["source"].startswith(VLLM_CI)]
+    assert [(x["metric"], x["definition"]) for x in ci] == [
+        ("acceptance_length", "with-bonus"),
+        ("per_position_acceptance", "joint"),
+    ]
+    assert ci[0]["value"] == length and ci[1]["value"][0] == per_position and len(ci[1]["value"]) == 3
+    stated = {k: v for k, v in ci[0]["conditions"].items() if v != "unknown" and k != "source"}
+    assert stated == {**CI, "temperature": 0.0, "prompt_format": "chat"}
+    assert any(s.startswith(VLLM_CI) for s in entry["sources"])
