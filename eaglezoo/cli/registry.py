@@ -226,7 +226,7 @@ def registry_show(
         out.print(facts)
         if rows:
             render_figures(rows)
-        rest = entry.model_dump(mode="json", exclude_none=True, exclude={"evidence", "reported"})
+        rest = entry.model_dump(mode="json", exclude_none=True, exclude={"evidence"})
         out.print(yaml.safe_dump(rest, sort_keys=False), markup=False)
 
     emit({**entry.model_dump(mode="json"), "figures": [r.to_json() for r in rows]}, as_json, render)

@@ -68,12 +68,6 @@ def plan(reg: Registry, only_runner: str | None = None, registry_arg: str | None
     for entry in reg.entries.values():
         if not entry.drafter.repo:
             continue  # the embedded examples run in the test suite
-        if entry.family == "dspark":  # verify runs EAGLE-3, P-EAGLE and DFlash (verify/run.py): no job would pass
-            result.unverifiable[entry.id] = (
-                f"a {entry.family} drafter: verify runs EAGLE-3, P-EAGLE and DFlash "
-                f"drafters only; serve it with `eaglezoo serve-config {entry.id}`"
-            )
-            continue
         _place(result, entry, only_runner, registry_arg)
     result.classes = {r: result.classes[r] for r in (*RUNNERS, WAITING) if r in result.classes}
     return result
@@ -106,6 +100,15 @@ def _place(result: Plan, entry: Entry, only_runner: str | None, registry_arg: st
         result.classes.setdefault(hardware.runner, []).extend(jobs_for(entry, registry_arg, hardware))
 
 
+# The engine each family's verify job runs on: vLLM serves EAGLE-3, P-EAGLE and DFlash; a DSpark drafter runs on
+# llama.cpp (its GGUF), which vLLM does not serve.
+FAMILY_ENGINE = {"dspark": "llamacpp"}
+
+
+def engine_of(entry: Entry) -> str:
+    return FAMILY_ENGINE.get(entry.family, "vllm")
+
+
 def jobs_for(entry: Entry, registry_arg: str | None = None, hardware: Hardware | None = None) -> list[Job]:
     """One job per (K, temperature) with floors, once however many floors (conditions included) it has; an entry
     without floors is measured at its engine's K, greedily. `hardware`: the class it runs on (None: not known yet,
@@ -121,17 +124,13 @@ def job(
 ) -> Job:
     hw = hardware or entry.hardware
     report = f"reports/{entry.id}.k{k}.t{temperature:g}.json"
-    cmd = [
-        "eaglezoo",
-        "verify",
-        entry.id,
-        "--engine",
-        "vllm",
-        "--num-spec-tokens",
-        str(k),
-        "--temperature",
-        f"{temperature:g}",
-    ]
+    engine = engine_of(entry)
+    cmd = ["eaglezoo", "verify", entry.id, "--engine", engine, "--num-spec-tokens", str(k)]
+    cmd += ["--temperature", f"{temperature:g}"]
+    if engine != "vllm":  # vLLM's options (parallel sizes, context, remote code) are not another engine's
+        cmd += ["--seed", "0"] if temperature > 0 else []
+        cmd += ["--registry", registry_arg] if registry_arg else []
+        return Job(entry.id, k, temperature, report, cmd + ["--report", report])
     if hw is not None:
         cmd += [
             "--tensor-parallel-size",

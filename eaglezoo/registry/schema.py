@@ -274,7 +274,8 @@ class Hardware(Strict):
     pipeline_parallel_size: int = Field(1, ge=1)
     expert_parallel: bool = False
     quantization: str | None = None
-    source: str  # "registry sync: ..." computed, "estimate: ..." from the name; anything else overrides by hand
+    source: str  # "registry sync: ..." computed, "estimate: ..." from the name, "derived: ..." by the rule from stated
+    # facts (registry plan); anything else overrides by hand
 
     @model_validator(mode="after")
     def parallelism_fills_the_gpus(self) -> Self:
@@ -291,7 +292,7 @@ class Hardware(Strict):
     @property
     def recomputable(self) -> bool:
         """Computed by the rule (or estimated): sync may replace it; a hand override it keeps."""
-        return self.source.startswith(("registry sync", "estimate"))
+        return self.source.startswith(("registry sync", "estimate", "derived"))
 
 
 class Floor(Strict):
