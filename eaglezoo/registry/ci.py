@@ -6,7 +6,6 @@ entry's own floors)."""
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import re
 import shlex
 from dataclasses import dataclass, field
@@ -225,7 +224,7 @@ def evidence(report, report_path: Path, entry: Entry, reg: Registry) -> Evidence
         date=dt.datetime.fromisoformat(report.created).date(),
         eaglezoo_version=report.eaglezoo_version,
         report=kept.relative_to(reg.root).as_posix(),
-        conditions=measured_conditions(report, kept.relative_to(reg.root).as_posix(), reg.root),
+        conditions=measured_conditions(report, kept.relative_to(reg.root).as_posix(), entry),
     )
     state = {True: "verified", False: "failed", None: entry.status.state}[passed]
     return Evidence(measured, state, why if floor else ["the entry has no floors at this K and temperature"])
@@ -398,7 +397,7 @@ CHAT_NOTE = re.compile(
 TOP_P = {"vllm": 1.0}  # vLLM's SamplingParams default (vllm/sampling_params.py:312), which verify leaves as it is
 
 
-def measured_conditions(report, source: str, root: Path) -> Conditions:
+def measured_conditions(report, source: str, entry: Entry) -> Conditions:
     """What a verify report was measured under, in a reported figure's shape: each condition the report states,
     `unknown` where it does not (the endpoint's server sampling defaults, the thinking switch). The native engine is
     eaglezoo's own code, so its version is eaglezoo's. verify drafts a chain of K tokens."""
@@ -411,7 +410,7 @@ def measured_conditions(report, source: str, root: Path) -> Conditions:
         drafting="chain",
         temperature=temperature,
         top_p=TOP_P.get(engine, UNKNOWN),
-        dataset=_dataset(report.prompt_set, root) if report.prompt_set else UNKNOWN,
+        dataset=_dataset(report.prompt_set, entry) if report.prompt_set else UNKNOWN,
         dataset_size=report.num_prompts,
         max_new_tokens=report.max_new_tokens,
         engine=engine,
@@ -422,22 +421,17 @@ def measured_conditions(report, source: str, root: Path) -> Conditions:
     )
 
 
-def _dataset(prompt_set, root: Path) -> str:
-    """The prompt set by name: `default`, `suite:NAME`, or a file by its path in this repository (the file of the
-    same bytes, found by the path's tail, when verify ran in another checkout), else by its file name alone (a
-    path on the machine that ran verify says nothing to another)."""
-    name = prompt_set.name
+def _dataset(prompt_set, entry: Entry) -> str:
+    """The prompt set by name: `default`, `suite:NAME`, the entry's own `prompts` where the report's path ends in it
+    (verify may have run in another checkout), else the file's name alone (a path on the machine that ran verify says
+    nothing to another). From the report's words only, so that `registry check` reads the same in every copy."""
+    name = prompt_set.name.replace("\\", "/")
     if name == "default" or name.startswith("suite:"):
         return name
-    path, here = Path(name), root.resolve()
-    if path.is_absolute() and path.resolve().is_relative_to(here):
-        return path.resolve().relative_to(here).as_posix()
-    parts = path.parts
-    for i in range(1 if path.is_absolute() else 0, len(parts)):
-        candidate = root / Path(*parts[i:])
-        if candidate.is_file() and hashlib.sha256(candidate.read_bytes()).hexdigest() == prompt_set.sha256:
-            return Path(*parts[i:]).as_posix()
-    return Path(name).name
+    own = entry.prompts
+    if own and (name == own or name.endswith("/" + own)):
+        return own
+    return name.rsplit("/", 1)[-1]
 
 
 def _is_version(text: str) -> bool:
