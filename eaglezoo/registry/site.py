@@ -16,7 +16,7 @@ from ..pages import document, escape, plotted_note  # escape: HTML-escaped, cont
 from ..plots import per_position, plotted_buckets
 from ..serving import serve_entry, shown_path
 from ..verify.saved import read_report
-from .listing import serving_summary, shown_figure
+from .listing import compared, serving_summary, shown_figure, target_name
 from .load import Registry
 from .schema import EVIDENCE_LEVELS, FACTS, Entry, best_first
 
@@ -104,7 +104,8 @@ def index(reg: Registry) -> str:
 
 
 def entry_page(e: Entry, reg: Registry) -> str:
-    sections = [_facts(e), _serving(e), _reported_figures(e), _floors(e), _measured(e, reg), _sources(e)]
+    sections = [_facts(e), _serving(e), _reported_figures(e), _compared_figures(e, reg), _floors(e)]
+    sections += [_measured(e, reg), _sources(e)]
     body = (
         f'<p><a href="../index.html">all drafters</a></p><h1>{escape(e.id)}</h1>'
         f"<p>{escape(e.drafter.repo or e.drafter.path or '')} for {escape(e.target.repo or e.target.path or '')}"
@@ -169,6 +170,31 @@ def _reported_figures(e: Entry) -> str:
         f"(eaglezoo verify measures this drafter itself).</p><table><tr><th>metric</th><th>value (K, benchmark, "
         f"engine)</th><th>source</th></tr>{rows}</table>"
     )
+
+
+def _compared_figures(e: Entry, reg: Registry) -> str:
+    """Each figure of the entry, reported and measured, with the other entries of its target whose figures were taken
+    under the same conditions (listing.compared), else what differs from the nearest."""
+    rivals = [x for x in reg.entries.values() if x.id != e.id and target_name(x) == target_name(e)]
+    rows = [r for r in compared([e, *rivals]) if r.figure.entry_id == e.id]
+    if not rows:
+        return ""
+    cells = "".join(
+        f"<tr><td>{escape(r.figure.origin)}</td><td>{escape(r.figure.metric)}</td><td>{escape(r.figure.label())}</td>"
+        f"<td>{_entry_links(r.comparable) or 'none'}</td>"
+        f"<td>{escape(r.nearest.entry_id + ': ' + '; '.join(r.differs)) if r.nearest else ''}</td></tr>"
+        for r in rows
+    )
+    return (
+        "<h2>Compared like with like</h2><p>A figure compares only with figures taken under the same conditions "
+        "(docs/registry.md, Figures and their conditions).</p><table><tr><th>origin</th><th>metric</th><th>figure</th>"
+        f"<th>comparable with</th><th>differs from the nearest</th></tr>{cells}</table>"
+    )
+
+
+def _entry_links(figures) -> str:
+    ids = dict.fromkeys(f.entry_id for f in figures)
+    return ", ".join(f'<a href="{escape(i)}.html">{escape(i)}</a>' for i in ids)
 
 
 def _floors(e: Entry) -> str:

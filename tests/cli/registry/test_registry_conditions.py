@@ -163,6 +163,12 @@ def test_the_target_s_figures_are_compared_like_with_like(tmp_path):
     assert "c (reported) acceptance_length 2.9" in text and "temperature: 1 vs 0" in text
     show = run_inprocess("registry", "show", "a", "--registry", registry, "--json")
     assert show.code == 0 and show.json()["figures"][0]["comparable_with"] == ["b (reported)"]
+    site = tmp_path / "site"
+    assert run_inprocess("registry", "site", site, "--registry", registry).code == 0
+    page = (site / "entries" / "a.html").read_text()
+    compared = page[page.index("Compared like with like") :]
+    assert '<a href="b.html">b</a>' in compared and "c.html" not in compared
+    assert "temperature: 1 vs 0" in (site / "entries" / "c.html").read_text()
 
 
 VLLM_CI = "https://github.com/vllm-project/vllm/blob/029ba37503c59160eacf163dd50b3bb1a6cfe982/tests/v1/spec_decode/"
