@@ -92,11 +92,11 @@ def render_compared(rows) -> None:
 
     for group in side_by_side(rows):
         first = group[0].figure
-        out.print(f"comparable: {first.metric} ({first.definition}), {first.label().split(' ', 1)[1]}", markup=False)
+        out.print(f"comparable: {first.metric} ({first.definition}), {first.where()}", markup=False)
         table = Table("entry", "origin", "value", "source")
         for row in group:
             f = row.figure
-            table.add_row(shown(f.entry_id), f.origin, shown(f.label().split(" (", 1)[0]), shown(f.conditions.source))
+            table.add_row(shown(f.entry_id), f.origin, shown(f.shown_value()), shown(f.conditions.source))
         out.print(table)
     apart = [r for r in rows if not r.comparable and not r.figure.broken]
     if apart:

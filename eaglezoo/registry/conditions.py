@@ -156,14 +156,20 @@ class Figure:
     origin: Literal["reported", "measured"]
     broken: bool = False
 
-    def label(self) -> str:
+    def shown_value(self) -> str:
+        return ", ".join(f"{v:g}" for v in self.value) if isinstance(self.value, list) else f"{self.value:g}"
+
+    def where(self) -> str:
+        """The conditions that tell figures apart at a glance: `(K=3, T=0, MT-Bench x80, vllm 0.10.1)`."""
         c = self.conditions
-        value = ", ".join(f"{v:g}" for v in self.value) if isinstance(self.value, list) else f"{self.value:g}"
-        k = self.conditions.chain_k()
+        k = c.chain_k()
         temperature = "?" if c.temperature == UNKNOWN else f"{c.temperature:g}"
         engine = c.engine + ("" if c.engine_version == UNKNOWN else f" {c.engine_version}")
         dataset = c.dataset + ("" if c.dataset_size == UNKNOWN else f" x{c.dataset_size}")
-        return f"{value} (K={k if k is not None else '?'}, T={temperature}, {dataset}, {engine})"
+        return f"(K={k if k is not None else '?'}, T={temperature}, {dataset}, {engine})"
+
+    def label(self) -> str:
+        return f"{self.shown_value()} {self.where()}"
 
 
 def _same(a: Conditions, b: Conditions, name: str) -> bool:

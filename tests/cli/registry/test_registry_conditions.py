@@ -132,8 +132,14 @@ def test_the_target_s_figures_are_compared_like_with_like(tmp_path):
     SGLang's chain spelling 3-1-4 compares with chain K=3, its tree spelling 3-4-8 does not."""
     registry = registry_of(
         tmp_path,
-        a=with_figures(figure(2.6, definition="with-bonus", source="https://example.org/ci", **CI)),
-        b=with_figures(figure(2.3, definition="with-bonus", source="https://example.org/ci", **CI)),
+        a=with_figures(
+            figure(2.6, definition="with-bonus", source="https://example.org/ci", **CI),
+            figure("[0.7, 0.5, 0.4]", "per_position_acceptance", "joint", source="https://example.org/ci", **CI),
+        ),
+        b=with_figures(
+            figure(2.3, definition="with-bonus", source="https://example.org/ci", **CI),
+            figure("[0.6, 0.4, 0.3]", "per_position_acceptance", "joint", source="https://example.org/ci", **CI),
+        ),
         c=with_figures(
             figure(2.9, definition="with-bonus", source="https://example.org/ci", **{**CI, "temperature": 1})
         ),
@@ -150,7 +156,9 @@ def test_the_target_s_figures_are_compared_like_with_like(tmp_path):
     )
     r = run_inprocess("registry", "list", "--registry", registry, "--target", "org/target", "--json")
     assert r.code == 0, r.err
-    figures = {f["value"]: f for e in r.json() for f in e["figures"]}
+    figures = {str(f["value"]): f for e in r.json() for f in e["figures"]}
+    figures = {float(v) if "[" not in v else v: f for v, f in figures.items()}
+    assert figures["[0.7, 0.5, 0.4]"]["comparable_with"] == ["b (reported)"]
     assert figures[2.6]["comparable_with"] == ["b (reported)"] and figures[2.3]["comparable_with"] == ["a (reported)"]
     assert figures[2.9]["comparable_with"] == [] and figures[2.9]["differs"] == ["temperature: 1 vs 0"]
     # a condition that two sources both leave unknown cannot be shown to be the same
@@ -160,6 +168,7 @@ def test_the_target_s_figures_are_compared_like_with_like(tmp_path):
     assert "drafting: tree vs chain" in figures[3.1]["differs"] and "k: unknown vs 3" in figures[3.1]["differs"]
     text = run_inprocess("registry", "list", "--registry", registry, "--target", "org/target").out
     assert "comparable: acceptance_length (with-bonus), (K=3, T=0, MT-Bench x80, vllm)" in text, text
+    assert "comparable: per_position_acceptance (joint), (K=3, T=0, MT-Bench x80, vllm)" in text, text
     assert "c (reported) acceptance_length 2.9" in text and "temperature: 1 vs 0" in text
     show = run_inprocess("registry", "show", "a", "--registry", registry, "--json")
     assert show.code == 0 and show.json()["figures"][0]["comparable_with"] == ["b (reported)"]
