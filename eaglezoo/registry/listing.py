@@ -1,7 +1,8 @@
 """What `registry list` and the site's index say of each entry beside its facts, to answer "which drafter for my
-target?": the reported figure shown (the most comparable, with its K, benchmark and engine), whether each engine
-serves the drafter as published or needs `eaglezoo convert` first, and, for a target no entry names, the
-nearest targets that some do."""
+target?": the reported figure shown (the most comparable, with its K, benchmark and engine), each figure beside the
+figures of the same target taken under the same conditions (`compared`, conditions.differences: like with like,
+else what differs), whether each engine serves the drafter as published or needs `eaglezoo convert` first, and,
+for a target no entry names, the nearest targets that some do."""
 
 from __future__ import annotations
 
