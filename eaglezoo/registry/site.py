@@ -77,10 +77,14 @@ def index(reg: Registry) -> str:
     head = (
         "<tr><th>entry</th><th>target</th><th>family</th><th>dialect</th><th>EAGLE</th><th>evidence</th>"
         "<th>status</th>"
-        "<th>reported AL</th><th>measured AL</th><th>serves</th><th>hardware</th></tr>"
+        "<th>reported AL</th><th>comparable with</th><th>measured AL</th><th>serves</th><th>hardware</th></tr>"
     )
     rows = []
+    figures = compared(list(reg.entries.values()))
     for e in sorted(reg.entries.values(), key=lambda e: e.id):
+        shown = shown_figure(e)
+        row = next((r for r in figures if shown and r.figure == shown.figure(e.id)), None)
+        comparable = _entry_links(row.comparable, "entries/") if row else ""
         levels = ", ".join(
             f"{sum(x.level == lv for x in e.evidence.values())} {lv}"
             for lv in EVIDENCE_LEVELS
@@ -92,7 +96,7 @@ def index(reg: Registry) -> str:
             f"<td>{escape(e.target.repo or e.target.path or '')}</td><td>{escape(e.family)}</td>"
             f"<td>{escape(e.dialect or '?')}</td><td>{escape(e.eagle_version or '-')}</td><td>{escape(levels)}</td>"
             f"<td>{escape(e.status.state)}</td>"
-            f"<td>{escape(_reported(e))}</td><td>{measured}</td><td>{escape(serving_summary(e))}</td>"
+            f"<td>{escape(_reported(e))}</td><td>{comparable}</td><td>{measured}</td><td>{escape(serving_summary(e))}</td>"
             f"<td>{escape(e.hardware.runner if e.hardware else 'cpu' if e.target.path else '?')}</td></tr>"
         )
     body = (
@@ -192,9 +196,10 @@ def _compared_figures(e: Entry, reg: Registry) -> str:
     )
 
 
-def _entry_links(figures) -> str:
+def _entry_links(figures, folder: str = "") -> str:
+    """Links to the entries these figures belong to, each once."""
     ids = dict.fromkeys(f.entry_id for f in figures)
-    return ", ".join(f'<a href="{escape(i)}.html">{escape(i)}</a>' for i in ids)
+    return ", ".join(f'<a href="{escape(folder + i)}.html">{escape(i)}</a>' for i in ids)
 
 
 def _floors(e: Entry) -> str:
