@@ -84,7 +84,7 @@ def index(reg: Registry) -> str:
     for e in sorted(reg.entries.values(), key=lambda e: e.id):
         shown = shown_figure(e)
         row = next((r for r in figures if shown and r.figure == shown.figure(e.id)), None)
-        comparable = _entry_links(row.comparable, "entries/") if row else ""
+        comparable = escape(", ".join(dict.fromkeys(f.entry_id for f in row.comparable))) if row else ""
         levels = ", ".join(
             f"{sum(x.level == lv for x in e.evidence.values())} {lv}"
             for lv in EVIDENCE_LEVELS
@@ -196,10 +196,11 @@ def _compared_figures(e: Entry, reg: Registry) -> str:
     )
 
 
-def _entry_links(figures, folder: str = "") -> str:
-    """Links to the entries these figures belong to, each once."""
+def _entry_links(figures) -> str:
+    """Links to the entries these figures belong to, each once (the index lists each entry by one link: it names
+    them as text)."""
     ids = dict.fromkeys(f.entry_id for f in figures)
-    return ", ".join(f'<a href="{escape(folder + i)}.html">{escape(i)}</a>' for i in ids)
+    return ", ".join(f'<a href="{escape(i)}.html">{escape(i)}</a>' for i in ids)
 
 
 def _floors(e: Entry) -> str:

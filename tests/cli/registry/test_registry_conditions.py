@@ -179,7 +179,7 @@ def test_the_target_s_figures_are_compared_like_with_like(tmp_path):
     assert '<a href="b.html">b</a>' in compared and "c.html" not in compared
     assert "temperature: 1 vs 0" in (site / "entries" / "c.html").read_text()
     row = next(r for r in (site / "index.html").read_text().split("<tr>") if 'href="entries/a.html"' in r)
-    assert '<a href="entries/b.html">b</a>' in row
+    assert "<td>b</td>" in row and row.count("<a href=") == 1  # named, not linked: the index links each entry once
 
 
 VLLM_CI = "https://github.com/vllm-project/vllm/blob/029ba37503c59160eacf163dd50b3bb1a6cfe982/tests/v1/spec_decode/"
