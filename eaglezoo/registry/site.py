@@ -197,8 +197,8 @@ def _compared_figures(e: Entry, reg: Registry) -> str:
 
 
 def _entry_links(figures) -> str:
-    """Links to the entries these figures belong to, each once (the index lists each entry by one link: it names
-    them as text)."""
+    """Links to the entries these figures belong to, each once, for an entry page (the index names them as text:
+    it links each entry once)."""
     ids = dict.fromkeys(f.entry_id for f in figures)
     return ", ".join(f'<a href="{escape(i)}.html">{escape(i)}</a>' for i in ids)
 
