@@ -35,7 +35,7 @@ def registry_list(
     A target no entry names gets the nearest targets that some do.
     A file that does not load is named on stderr; the others still list."""
     from ..registry import load as registry
-    from ..registry.listing import for_target, nearest_targets
+    from ..registry.listing import compared, for_target, nearest_targets
 
     reg = registry.layered(registry_dir)
     entries = for_target(list(reg.entries.values()), target)
@@ -43,7 +43,14 @@ def registry_list(
     note_overridden(reg.overridden, reg.mine)
     if target and not entries:
         note_nearest(target, nearest_targets(list(reg.entries.values()), target))
-    emit([listed_json(e) for e in entries], as_json, lambda: render_registry(entries))
+    rows = compared(entries)
+
+    def render() -> None:
+        render_registry(entries, rows)
+        if target:
+            render_compared(rows)
+
+    emit([listed_json(e, rows) for e in entries], as_json, render)
 
 
 def note_nearest(asked: str, nearest: list[str]) -> None:
@@ -56,8 +63,9 @@ def note_nearest(asked: str, nearest: list[str]) -> None:
     err.print(f"note: no drafter in the registry names a target containing {shown(asked)}{guess}")
 
 
-def listed_json(entry) -> dict:
-    """The entry as its file states it, and what the listing says of it: the figure shown, each engine's path."""
+def listed_json(entry, rows) -> dict:
+    """The entry as its file states it, and what the listing says of it: the figure shown, each engine's path,
+    and each of its figures beside the others of its target (those it compares with, else what differs)."""
     from ..registry.listing import serving, shown_figure
 
     figure = shown_figure(entry)
@@ -65,7 +73,42 @@ def listed_json(entry) -> dict:
         **entry.model_dump(mode="json"),
         "shown_reported": {**figure.model_dump(mode="json"), "label": figure.label()} if figure else None,
         "serving": [s.to_json() for s in serving(entry)],
+        "figures": [r.to_json() for r in rows if r.figure.entry_id == entry.id],
     }
+
+
+def comparable_ids(row) -> str:
+    """The entries a figure can be compared with, by id: `none` when it can be compared with no other."""
+    ids = list(
+        dict.fromkeys(f"{f.entry_id}" + (" (measured)" if f.origin == "measured" else "") for f in row.comparable)
+    )
+    return ", ".join(ids) if ids else "none"
+
+
+def render_compared(rows) -> None:
+    """The target's figures: those taken under the same conditions side by side, each group with the conditions
+    it shares; then every other, apart, with what differs from the nearest figure of its metric."""
+    from ..registry.listing import side_by_side
+
+    for group in side_by_side(rows):
+        first = group[0].figure
+        out.print(f"comparable: {first.metric} ({first.definition}), {first.where()}", markup=False)
+        table = Table("entry", "origin", "value", "source")
+        for row in group:
+            f = row.figure
+            table.add_row(shown(f.entry_id), f.origin, shown(f.shown_value()), shown(f.conditions.source))
+        out.print(table)
+    apart = [r for r in rows if not r.comparable and not r.figure.broken]
+    if apart:
+        out.print("not comparable with any other figure of this target:", markup=False)
+    for row in apart:
+        f = row.figure
+        why = (
+            f"; differs from {row.nearest.entry_id} ({row.nearest.origin}) in {'; '.join(row.differs)}"
+            if row.nearest
+            else "; no other figure of its metric for this target"
+        )
+        out.print(f"  {f.entry_id} ({f.origin}) {f.metric} {f.label()}{why}", markup=False)
 
 
 def warn_skipped(reg) -> None:
@@ -93,18 +136,29 @@ LEVEL_SHORT = {
 }
 
 
-def render_registry(entries) -> None:
+def render_registry(entries, rows) -> None:
     if not entries:
         out.print("0 entries")
         return
     from ..registry.listing import serving_summary, shown_figure
 
     table = Table(
-        "id", "target", "family", "dialect", "EAGLE", "aux ids", "facts by evidence", "reported AL", "serves", "status"
+        "id",
+        "target",
+        "family",
+        "dialect",
+        "EAGLE",
+        "aux ids",
+        "facts by evidence",
+        "reported AL",
+        "comparable",
+        "serves",
+        "status",
     )
     for e in entries:
         figure = shown_figure(e)
         rep = shown(figure.label()) if figure else ""
+        row = next((r for r in rows if figure and r.figure == figure.figure(e.id)), None)
         aux = e.evidence.get("aux_layers")
         ids = (
             f"{e.aux_layers.ids} {e.aux_layers.convention} [dim]({LEVEL_SHORT[aux.level]})[/dim]"
@@ -120,6 +174,7 @@ def render_registry(entries) -> None:
             ids,
             _levels(e),
             rep,
+            shown(comparable_ids(row)) if row else "",
             serving_summary(e),
             e.status.state,
         )
@@ -145,10 +200,13 @@ def registry_show(
 
     Example: eaglezoo registry show nvidia-llama-3.3-70b-instruct-eagle3"""
     from ..registry import load as registry
+    from ..registry.listing import compared, target_name
 
     entry, reg = registry.lookup(entry_id, registry_dir)
     if registry.replaces_base(entry.id, reg):
         note_overridden((entry.id,), reg.directory)
+    rivals = [e for e in registry.layered(registry_dir).entries.values() if target_name(e) == target_name(entry)]
+    rows = [r for r in compared([entry, *(e for e in rivals if e.id != entry.id)]) if r.figure.entry_id == entry.id]
 
     def render():
         import yaml
@@ -166,10 +224,24 @@ def registry_show(
             elif value is not None:
                 facts.add_row(name, shown(_short(value)), evidence.level, shown(evidence.source))
         out.print(facts)
+        if rows:
+            render_figures(rows)
         rest = entry.model_dump(mode="json", exclude_none=True, exclude={"evidence"})
         out.print(yaml.safe_dump(rest, sort_keys=False), markup=False)
 
-    emit(entry.model_dump(mode="json"), as_json, render)
+    emit({**entry.model_dump(mode="json"), "figures": [r.to_json() for r in rows]}, as_json, render)
+
+
+def render_figures(rows) -> None:
+    """Each figure of the entry with the figures of its target's other entries taken under the same conditions,
+    or what differs from the nearest."""
+    table = Table("origin", "metric", "figure", "comparable with", "differs from the nearest")
+    for row in rows:
+        f = row.figure
+        differs = f"{row.nearest.entry_id}: {'; '.join(row.differs)}" if row.nearest else ""
+        label = f.label() + (" BROKEN SETUP" if f.broken else "")
+        table.add_row(f.origin, f.metric, shown(label), shown(comparable_ids(row)), shown(differs))
+    out.print(table)
 
 
 @registry_app.command("site")

@@ -28,13 +28,24 @@ def check_entry(entry: Entry, reg: Registry) -> list[str]:
     problems = _flag_problems(entry) + _shape_problems(entry) + _digest_problems(entry)
     problems += _path_problems(entry, reg)
     problems += _engine_problems(entry)
-    problems += _null_problems(entry) + _family_problems(entry)
+    problems += _null_problems(entry) + _family_problems(entry) + _requirement_problems(entry)
     if entry.hardware and entry.hardware.runner not in RUNNERS:
         problems.append(f"hardware class {entry.hardware.runner} has no CI runner (runners: {', '.join(RUNNERS)})")
     problems += recorded_problems(entry, reg)
     if entry.status.state != "unverified" and not any(p.startswith("status.report") for p in problems):
         problems += _report_problems(entry, reg.path(entry.status.report, "status.report"))
     return problems
+
+
+def _requirement_problems(entry: Entry) -> list[str]:
+    """A figure measured in the thinking mode the entry's requirements rule out."""
+    wanted = entry.requirements.thinking
+    return [
+        f"{f.origin} figure {f.label()} was measured with thinking {f.conditions.thinking}, but the entry "
+        f"requires thinking {wanted}: state the figure's thinking as its source does, or the requirement"
+        for f in entry.figures()
+        if wanted is not None and f.conditions.thinking not in (wanted, "unknown")
+    ]
 
 
 def _flag_problems(entry: Entry) -> list[str]:

@@ -14,6 +14,7 @@ from pathlib import Path
 from ..errors import BadInput, EaglezooError, UsageError
 from ..fsutil import atomic_write_bytes, atomic_write_text, inside
 from ..verify.saved import read_report
+from .conditions import UNKNOWN, Conditions, parsed_version
 from .hardware import RUNNERS, sized_hardware
 from .load import Registry
 from .schema import Entry, Floor, Hardware, Measured, Repo
@@ -66,12 +67,6 @@ def plan(reg: Registry, only_runner: str | None = None, registry_arg: str | None
     for entry in reg.entries.values():
         if not entry.drafter.repo:
             continue  # the embedded examples run in the test suite
-        if entry.family == "dspark":  # verify runs EAGLE-3, P-EAGLE and DFlash (verify/run.py): no job would pass
-            result.unverifiable[entry.id] = (
-                f"a {entry.family} drafter: verify runs EAGLE-3, P-EAGLE and DFlash "
-                f"drafters only; serve it with `eaglezoo serve-config {entry.id}`"
-            )
-            continue
         _place(result, entry, only_runner, registry_arg)
     result.classes = {r: result.classes[r] for r in (*RUNNERS, WAITING) if r in result.classes}
     return result
@@ -104,6 +99,15 @@ def _place(result: Plan, entry: Entry, only_runner: str | None, registry_arg: st
         result.classes.setdefault(hardware.runner, []).extend(jobs_for(entry, registry_arg, hardware))
 
 
+# The engine each family's verify job runs on: vLLM serves EAGLE-3, P-EAGLE and DFlash; a DSpark drafter runs on
+# llama.cpp (its GGUF), which vLLM does not serve.
+FAMILY_ENGINE = {"dspark": "llamacpp"}
+
+
+def engine_of(entry: Entry) -> str:
+    return FAMILY_ENGINE.get(entry.family, "vllm")
+
+
 def jobs_for(entry: Entry, registry_arg: str | None = None, hardware: Hardware | None = None) -> list[Job]:
     """One job per (K, temperature) with floors, once however many floors (conditions included) it has; an entry
     without floors is measured at its engine's K, greedily. `hardware`: the class it runs on (None: not known yet,
@@ -119,17 +123,13 @@ def job(
 ) -> Job:
     hw = hardware or entry.hardware
     report = f"reports/{entry.id}.k{k}.t{temperature:g}.json"
-    cmd = [
-        "eaglezoo",
-        "verify",
-        entry.id,
-        "--engine",
-        "vllm",
-        "--num-spec-tokens",
-        str(k),
-        "--temperature",
-        f"{temperature:g}",
-    ]
+    engine = engine_of(entry)
+    cmd = ["eaglezoo", "verify", entry.id, "--engine", engine, "--num-spec-tokens", str(k)]
+    cmd += ["--temperature", f"{temperature:g}"]
+    if engine != "vllm":  # vLLM's options (parallel sizes, context, remote code) are not another engine's
+        cmd += ["--seed", "0"] if temperature > 0 else []
+        cmd += ["--registry", registry_arg] if registry_arg else []
+        return Job(entry.id, k, temperature, report, cmd + ["--report", report])
     if hw is not None:
         cmd += [
             "--tensor-parallel-size",
@@ -224,6 +224,7 @@ def evidence(report, report_path: Path, entry: Entry, reg: Registry) -> Evidence
         date=dt.datetime.fromisoformat(report.created).date(),
         eaglezoo_version=report.eaglezoo_version,
         report=kept.relative_to(reg.root).as_posix(),
+        conditions=measured_conditions(report, kept.relative_to(reg.root).as_posix(), entry),
     )
     state = {True: "verified", False: "failed", None: entry.status.state}[passed]
     return Evidence(measured, state, why if floor else ["the entry has no floors at this K and temperature"])
@@ -388,6 +389,70 @@ def below_floor(report, floor: Floor) -> list[str]:
     if floor.mean_acceptance_length is not None and report.mean_acceptance_length < floor.mean_acceptance_length:
         why.append(f"mean acceptance length {report.mean_acceptance_length:.3f} < {floor.mean_acceptance_length}")
     return why
+
+
+CHAT_NOTE = re.compile(
+    r"^(?P<n>\d+) chat prompt\(s\) (?P<how>in the target's chat template|as raw text)"
+)  # prompting.py
+TOP_P = {"vllm": 1.0}  # vLLM's SamplingParams default (vllm/sampling_params.py:312), which verify leaves as it is
+
+
+def measured_conditions(report, source: str, entry: Entry) -> Conditions:
+    """What a verify report was measured under, in a reported figure's shape: each condition the report states,
+    `unknown` where it does not (the endpoint's server sampling defaults, the thinking switch). The native engine is
+    eaglezoo's own code, so its version is eaglezoo's. verify drafts a chain of K tokens."""
+    engine = report.engine.name
+    version = report.eaglezoo_version if engine == "native" else report.engine.version
+    temperature = float(report.sampling.temperature)
+    return Conditions(
+        k=report.num_spec_tokens,
+        k_spelling=UNKNOWN,
+        drafting="chain",
+        temperature=temperature,
+        top_p=TOP_P.get(engine, UNKNOWN),
+        dataset=_dataset(report.prompt_set, entry) if report.prompt_set else UNKNOWN,
+        dataset_size=report.num_prompts,
+        max_new_tokens=report.max_new_tokens,
+        engine=engine,
+        engine_version=version if version and _is_version(version) else UNKNOWN,
+        thinking=UNKNOWN,
+        prompt_format=_prompt_format(report),
+        source=source,
+    )
+
+
+def _dataset(prompt_set, entry: Entry) -> str:
+    """The prompt set by name: `default`, `suite:NAME`, the entry's own `prompts` where the report's path ends in it
+    (verify may have run in another checkout), else the file's name alone (a path on the machine that ran verify says
+    nothing to another). From the report's words only, so that `registry check` reads the same in every copy."""
+    name = prompt_set.name.replace("\\", "/")
+    if name == "default" or name.startswith("suite:"):
+        return name
+    own = entry.prompts
+    if own and (name == own or name.endswith("/" + own)):
+        return own
+    return name.rsplit("/", 1)[-1]
+
+
+def _is_version(text: str) -> bool:
+    try:
+        parsed_version(text, "engine version")
+    except ValueError:
+        return False
+    return True
+
+
+def _prompt_format(report) -> str:
+    """chat where verify's note says every prompt taken went through the chat template, raw where no prompt was
+    a chat one (no note) or the target had no template for them; unknown for a mixed set."""
+    taken = report.num_prompts + len(report.skipped_prompts)
+    notes = [m for m in (CHAT_NOTE.match(n) for n in report.notes) if m]
+    if not notes:
+        return "raw"
+    chats, how = int(notes[0]["n"]), notes[0]["how"]
+    if how == "as raw text":
+        return "raw"
+    return "chat" if chats == taken else UNKNOWN
 
 
 def _where(report) -> str:

@@ -22,7 +22,9 @@ RUNNERS = tuple(
     for m, g, n in LAYOUTS
 )  # the self-hosted runner labels: one per layout
 EXPERT_KEYS = ("num_experts", "n_routed_experts", "num_local_experts")
-DTYPE_BYTES = {name: bits / 8 for name, bits in ST_DTYPES.values()}  # target_dtype, as sync names it -> bytes
+# target_dtype -> bytes per weight: as sync names it (the safetensors dtype), or `fp8` where a model card says the
+# checkpoint is FP8 without its exact format (every FP8 format is one byte)
+DTYPE_BYTES = {name: bits / 8 for name, bits in ST_DTYPES.values()} | {"fp8": 1.0}
 
 
 def kv_bytes_per_token(cfg: dict) -> int:
@@ -75,26 +77,44 @@ def plan_hardware(weight_bytes: int, cfg: dict, source: str) -> tuple[Hardware |
 
 
 def sized_hardware(entry) -> tuple[Hardware | None, str | None] | None:
-    """The class by the rule from a size the entry states with its evidence: the target's weight bytes, else its
-    parameter count at its dtype's width (2 bytes when none is stated). The entry holds no attention config, so
-    without the KV term, as the name-based estimates are. None when the entry states neither."""
+    """The class DERIVED by the rule from a size the entry states with its evidence: the target's weight bytes, else
+    its parameter count times its dtype's bytes per weight (2 when none is stated), plus the KV cache of the verify
+    workload where the entry states the target's layers and hidden size (an upper bound: every head cached, as the
+    entry states no KV-head count), labelled `derived:` with the arithmetic. None when it states no size."""
     if entry.target_weight_bytes:
         nbytes, fact = entry.target_weight_bytes, "target_weight_bytes"
-        how = f"{nbytes / 1e9:.0f} GB"
+        how = f"{nbytes / 1e9:.0f} GB of weights"
     elif entry.target_parameters:
         width = DTYPE_BYTES.get(entry.target_dtype or "", 2)
         stated = f"as {entry.target_dtype}" if entry.target_dtype in DTYPE_BYTES else "bf16 assumed"
         nbytes, fact = int(entry.target_parameters * width), "target_parameters"
-        how = f"{entry.target_parameters / 1e9:.0f}B parameters at {width:g} bytes ({stated}) = {nbytes / 1e9:.0f} GB"
+        how = (
+            f"{entry.target_parameters / 1e9:.0f}B parameters at {width:g} bytes ({stated}) = "
+            f"{nbytes / 1e9:.0f} GB of weights"
+        )
     else:
         return None
     evidence = entry.evidence[fact]  # the schema refuses the fact without it
+    kv, kv_how = kv_bound(entry)
     name = entry.target.repo or entry.target.path
     source = (
-        f"estimate: {name}'s {how} of weights ({fact}, {evidence.level}: {evidence.source}), by the "
-        "docs/registry.md rule without its KV term; `registry sync` replaces it with the target's header bytes"
+        f"derived: {name}'s {how} ({fact}, {evidence.level}: {evidence.source}); {kv_how}; by the docs/registry.md "
+        "rule; `registry sync` replaces it with the target's header bytes and config"
     )
-    return plan_hardware(nbytes, {}, source)
+    return plan_hardware(nbytes + kv, {}, source)
+
+
+def kv_bound(entry) -> tuple[int, str]:
+    """The verify workload's KV cache at most (bytes) and the arithmetic, from the target's layers and hidden size
+    the entry states: 2 (K and V) x layers x hidden x 2 bytes a token, for KV_TOKENS tokens."""
+    layers, hidden = entry.target_num_layers, entry.target_hidden_size
+    if not (layers and hidden):
+        return 0, "KV cache not counted: the entry states no target_num_layers and target_hidden_size"
+    per_token = 2 * layers * hidden * 2
+    total = per_token * KV_TOKENS
+    return total, (
+        f"KV cache at most 2 x {layers} layers x {hidden} hidden x 2 bytes x {KV_TOKENS} tokens = {total / 1e9:.1f} GB"
+    )
 
 
 def parallel_sizes(gpus: int, cfg: dict) -> tuple[int, int]:

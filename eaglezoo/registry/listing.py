@@ -1,7 +1,8 @@
 """What `registry list` and the site's index say of each entry beside its facts, to answer "which drafter for my
-target?": the reported figure shown (the most comparable, with its K, benchmark and engine), whether each engine
-serves the drafter as published or needs `eaglezoo convert` first, and, for a target no entry names, the
-nearest targets that some do."""
+target?": the reported figure shown (the most comparable, with its K, benchmark and engine), each figure beside the
+figures of the same target taken under the same conditions (`compared`, conditions.differences: like with like,
+else what differs), whether each engine serves the drafter as published or needs `eaglezoo convert` first, and,
+for a target no entry names, the nearest targets that some do."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Literal
 
 from ..errors import EaglezooError
 from ..serving import serve_entry
+from .conditions import Figure, differences
 from .schema import Entry, Reported, best_first
 
 ENGINES = ("vllm", "sglang")
@@ -109,3 +111,74 @@ def nearest_targets(entries: list[Entry], asked: str, n: int = 3) -> list[str]:
         return same[:n]
     close = difflib.get_close_matches(want, list(normal.values()), n=n, cutoff=0.6)
     return list(dict.fromkeys(t for c in close for t in targets if normal[t] == c))[:n]
+
+
+@dataclass(frozen=True)
+class Compared:
+    """One figure beside the others of its target: the figures it can be compared with (the same metric,
+    definition and conditions), and, where none can, the nearest figure of its metric and what differs from it."""
+
+    figure: Figure
+    comparable: tuple[Figure, ...]
+    nearest: Figure | None
+    differs: tuple[str, ...]
+
+    def to_json(self) -> dict:
+        return {
+            **_figure_json(self.figure),
+            "comparable_with": [_name(f) for f in self.comparable],
+            "nearest": _name(self.nearest) if self.nearest else None,
+            "differs": list(self.differs),
+        }
+
+
+def _name(f: Figure) -> str:
+    return f"{f.entry_id} ({f.origin})"
+
+
+def _figure_json(f: Figure) -> dict:
+    return {
+        "entry": f.entry_id,
+        "origin": f.origin,
+        "metric": f.metric,
+        "definition": f.definition,
+        "value": f.value,
+        "label": f.label(),
+        "conditions": f.conditions.model_dump(mode="json"),
+    }
+
+
+def compared(entries: list[Entry]) -> list[Compared]:
+    """Every figure of these entries beside the other figures of the same target and metric (a broken setup's
+    is compared with nothing), in the entries' order."""
+    figures = [(target_name(e), f) for e in entries for f in e.figures()]
+    return [_compared(f, [g for t, g in figures if t == target and _rivals(f, g)]) for target, f in figures]
+
+
+def _rivals(f: Figure, g: Figure) -> bool:
+    return g is not f and g.metric == f.metric and not (f.broken or g.broken)
+
+
+def _compared(f: Figure, rivals: list[Figure]) -> Compared:
+    differs = {id(g): differences(f, g) for g in rivals}
+    same = tuple(g for g in rivals if not differs[id(g)])
+    if same or not rivals:
+        return Compared(f, same, None, ())
+    # the nearest of another entry's figures (what a user chooses between), else of the entry's own
+    nearest = min(rivals, key=lambda g: (g.entry_id == f.entry_id, len(differs[id(g)])))
+    return Compared(f, (), nearest, tuple(differs[id(nearest)]))
+
+
+def side_by_side(rows: list[Compared]) -> list[list[Compared]]:
+    """The figures that can be compared, in groups of one metric and one set of conditions (each group's every
+    figure comparable with every other), in the order first met; a figure comparable with none is in no group."""
+    groups: list[list[Compared]] = []
+    for row in rows:
+        if not row.comparable:
+            continue
+        group = next((g for g in groups if all(x.figure in row.comparable for x in g)), None)
+        if group is None:
+            groups.append([row])
+        else:
+            group.append(row)
+    return [g for g in groups if len(g) > 1]

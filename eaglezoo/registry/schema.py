@@ -18,6 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from ..checkpoint.spec import AuxLayers, DrafterSpec, Family, FamilyFields
 from ..hub.client import repo_id_problem  # light: the client itself (huggingface_hub) is imported by each call
+from .conditions import UNKNOWN, Conditions, Definition, Figure, on_off, parsed_version
+from .conditions import problems as figure_problems
 
 if TYPE_CHECKING:
     from ..checkpoint.formats.base import ReadOptions
@@ -165,18 +167,27 @@ class Flags(Strict):
 
 
 class Reported(Strict):
-    """A figure someone published about the drafter, with what it was measured under. `setup: broken`: the setup
-    measured is known to be wrong (aux ids guessed, a misread flag), and `why` says how; such a figure is shown
-    labelled, and after every other."""
+    """A figure someone published about the drafter, with everything it was measured under (`conditions`,
+    conditions.py), each condition `unknown` where the source does not say it. `setup: broken`: the setup measured
+    is known to be wrong (aux ids guessed, a misread flag), and `why` says how; such a figure is shown labelled,
+    and after every other."""
 
     metric: Literal["acceptance_length", "acceptance_rate", "speedup", "throughput_gain", "per_position_acceptance"]
+    definition: Definition  # the metric's definition (conditions.DEFINITIONS), or unknown
     value: float | list[float]
-    benchmark: str | None = None
-    engine: str | None = None
-    k: int | None = Field(None, ge=1)
+    conditions: Conditions
     setup: Literal["broken"] | None = None
     why: str | None = Field(None, min_length=1)
-    source: str
+
+    @model_validator(mode="before")
+    @classmethod
+    def states_its_conditions(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "conditions" not in data:
+            raise ValueError(
+                "a figure without its conditions: state conditions: with every one of "
+                f"{', '.join(Conditions.model_fields)} (unknown where the source does not say it), and its definition"
+            )
+        return data
 
     @model_validator(mode="after")
     def broken_says_why(self) -> Self:
@@ -184,17 +195,42 @@ class Reported(Strict):
             raise ValueError("setup: broken and its why go together")
         return self
 
+    @model_validator(mode="after")
+    def conditions_agree(self) -> Self:
+        cites_original(self.conditions.source)
+        cites_original(self.conditions.dataset)
+        found = figure_problems(self.metric, self.definition, self.value, self.conditions)
+        if found:
+            raise ValueError(f"the figure's conditions contradict each other: {'; '.join(found)}")
+        return self
+
     @property
     def broken(self) -> bool:
         return self.setup == "broken"
 
+    @property
+    def k(self) -> int | None:
+        return self.conditions.chain_k()
+
+    @property
+    def benchmark(self) -> str | None:
+        return None if self.conditions.dataset == UNKNOWN else self.conditions.dataset
+
+    @property
+    def engine(self) -> str | None:
+        return None if self.conditions.engine == UNKNOWN else self.conditions.engine
+
+    @property
+    def source(self) -> str:
+        return self.conditions.source
+
+    def figure(self, entry_id: str) -> Figure:
+        return Figure(entry_id, self.metric, self.definition, self.value, self.conditions, "reported", self.broken)
+
     def label(self) -> str:
-        """The value with everything that makes it comparable, unknowns said as such: `2.77 (K=3, MT-Bench,
-        vllm)`; a broken setup's figure says so."""
-        value = ", ".join(f"{v:g}" for v in self.value) if isinstance(self.value, list) else f"{self.value:g}"
-        k = self.k if self.k is not None else "?"
-        where = f"K={k}, {self.benchmark or 'benchmark ?'}, {self.engine or 'engine ?'}"
-        return f"{value} ({where})" + (f", BROKEN SETUP: {self.why}" if self.broken else "")
+        """The value with everything that makes it comparable, unknowns said as such: `2.77 (K=3, T=0, MT-Bench
+        x80, vllm 0.10.1)`; a broken setup's figure says so."""
+        return self.figure("").label() + (f", BROKEN SETUP: {self.why}" if self.broken else "")
 
 
 # Where most publishers measure, so the figure shown first where an entry has it.
@@ -220,6 +256,13 @@ class EngineConfig(Strict):
     num_speculative_tokens: int = 3
     notes: str | None = None
 
+    @field_validator("min_version")
+    @classmethod
+    def version_parses(cls, version: str | None) -> str | None:
+        if version is not None:
+            parsed_version(version, "min_version")
+        return version
+
 
 class Hardware(Strict):
     """What the target needs to be served for verification: one CI runner class."""
@@ -231,7 +274,8 @@ class Hardware(Strict):
     pipeline_parallel_size: int = Field(1, ge=1)
     expert_parallel: bool = False
     quantization: str | None = None
-    source: str  # "registry sync: ..." computed, "estimate: ..." from the name; anything else overrides by hand
+    source: str  # "registry sync: ..." computed, "estimate: ..." from the name, "derived: ..." by the rule from stated
+    # facts (registry plan); anything else overrides by hand
 
     @model_validator(mode="after")
     def parallelism_fills_the_gpus(self) -> Self:
@@ -248,7 +292,7 @@ class Hardware(Strict):
     @property
     def recomputable(self) -> bool:
         """Computed by the rule (or estimated): sync may replace it; a hand override it keeps."""
-        return self.source.startswith(("registry sync", "estimate"))
+        return self.source.startswith(("registry sync", "estimate", "derived"))
 
 
 class Floor(Strict):
@@ -298,6 +342,39 @@ class Measured(Strict):
     date: dt.date
     eaglezoo_version: str
     report: str  # the report, kept under registry/reports/
+    # What it was measured under, as `registry record` reads it from the report (ci.measured_conditions): the
+    # shape of a reported figure's, so that a run sits beside the publisher's figure it can be compared with.
+    # The acceptance length counts the bonus token, the per-position rates are joint (verify/report.py).
+    conditions: Conditions
+
+    def figures(self, entry_id: str) -> list[Figure]:
+        return [
+            Figure(
+                entry_id, "acceptance_length", "with-bonus", self.mean_acceptance_length, self.conditions, "measured"
+            ),
+            Figure(
+                entry_id, "per_position_acceptance", "joint", self.acceptance_per_position, self.conditions, "measured"
+            ),
+        ]
+
+
+class Requirements(Strict):
+    """What the drafter needs of the workload, as its publisher states it (with the source). `thinking`: the
+    target's thinking mode the drafter was trained for; a figure measured in the other mode contradicts it."""
+
+    thinking: Literal["on", "off"] | None = None
+    source: str | None = None
+
+    @field_validator("thinking", mode="before")
+    @classmethod
+    def yaml_on_off(cls, value: object) -> object:
+        return on_off(value)
+
+    @model_validator(mode="after")
+    def stated_with_source(self) -> Self:
+        if self.thinking is not None and self.source is None:
+            raise ValueError("requirements.thinking needs its source (where the publisher states it)")
+        return self
 
 
 class Status(Strict):
@@ -346,6 +423,7 @@ class Entry(Strict):
     acceptance_floors: list[Floor] | None = None
     measured: list[Measured] = Field(default_factory=list)
     prompts: str | None = None  # a JSONL prompt set in this repository that fits the drafter's context
+    requirements: Requirements = Requirements()
     status: Status = Status()
     sources: list[str]
     evidence: dict[str, Evidence] = Field(default_factory=dict)  # fact (FACTS) -> its level and source
@@ -397,6 +475,10 @@ class Entry(Strict):
             return stated or None
         value = getattr(self, name)
         return None if value in ({}, []) else value
+
+    def figures(self) -> list[Figure]:
+        """Every figure of the entry, reported then measured, each with its conditions."""
+        return [r.figure(self.id) for r in self.reported] + [f for m in self.measured for f in m.figures(self.id)]
 
     def read_options(self, opts: ReadOptions) -> ReadOptions:
         """`opts` with what the registry knows and many published configs omit: the aux ids, with their

@@ -16,7 +16,7 @@ from ..pages import document, escape, plotted_note  # escape: HTML-escaped, cont
 from ..plots import per_position, plotted_buckets
 from ..serving import serve_entry, shown_path
 from ..verify.saved import read_report
-from .listing import serving_summary, shown_figure
+from .listing import compared, serving_summary, shown_figure, target_name
 from .load import Registry
 from .schema import EVIDENCE_LEVELS, FACTS, Entry, best_first
 
@@ -77,10 +77,14 @@ def index(reg: Registry) -> str:
     head = (
         "<tr><th>entry</th><th>target</th><th>family</th><th>dialect</th><th>EAGLE</th><th>evidence</th>"
         "<th>status</th>"
-        "<th>reported AL</th><th>measured AL</th><th>serves</th><th>hardware</th></tr>"
+        "<th>reported AL</th><th>comparable with</th><th>measured AL</th><th>serves</th><th>hardware</th></tr>"
     )
     rows = []
+    figures = compared(list(reg.entries.values()))
     for e in sorted(reg.entries.values(), key=lambda e: e.id):
+        shown = shown_figure(e)
+        row = next((r for r in figures if shown and r.figure == shown.figure(e.id)), None)
+        comparable = escape(", ".join(dict.fromkeys(f.entry_id for f in row.comparable))) if row else ""
         levels = ", ".join(
             f"{sum(x.level == lv for x in e.evidence.values())} {lv}"
             for lv in EVIDENCE_LEVELS
@@ -92,7 +96,7 @@ def index(reg: Registry) -> str:
             f"<td>{escape(e.target.repo or e.target.path or '')}</td><td>{escape(e.family)}</td>"
             f"<td>{escape(e.dialect or '?')}</td><td>{escape(e.eagle_version or '-')}</td><td>{escape(levels)}</td>"
             f"<td>{escape(e.status.state)}</td>"
-            f"<td>{escape(_reported(e))}</td><td>{measured}</td><td>{escape(serving_summary(e))}</td>"
+            f"<td>{escape(_reported(e))}</td><td>{comparable}</td><td>{measured}</td><td>{escape(serving_summary(e))}</td>"
             f"<td>{escape(e.hardware.runner if e.hardware else 'cpu' if e.target.path else '?')}</td></tr>"
         )
     body = (
@@ -104,7 +108,8 @@ def index(reg: Registry) -> str:
 
 
 def entry_page(e: Entry, reg: Registry) -> str:
-    sections = [_facts(e), _serving(e), _reported_figures(e), _floors(e), _measured(e, reg), _sources(e)]
+    sections = [_facts(e), _serving(e), _reported_figures(e), _compared_figures(e, reg), _floors(e)]
+    sections += [_measured(e, reg), _sources(e)]
     body = (
         f'<p><a href="../index.html">all drafters</a></p><h1>{escape(e.id)}</h1>'
         f"<p>{escape(e.drafter.repo or e.drafter.path or '')} for {escape(e.target.repo or e.target.path or '')}"
@@ -171,6 +176,33 @@ def _reported_figures(e: Entry) -> str:
         f"(eaglezoo verify measures this drafter itself).</p><table><tr><th>metric</th><th>value (K, benchmark, "
         f"engine)</th><th>source</th></tr>{rows}</table>"
     )
+
+
+def _compared_figures(e: Entry, reg: Registry) -> str:
+    """Each figure of the entry, reported and measured, with the other entries of its target whose figures were taken
+    under the same conditions (listing.compared), else what differs from the nearest."""
+    rivals = [x for x in reg.entries.values() if x.id != e.id and target_name(x) == target_name(e)]
+    rows = [r for r in compared([e, *rivals]) if r.figure.entry_id == e.id]
+    if not rows:
+        return ""
+    cells = "".join(
+        f"<tr><td>{escape(r.figure.origin)}</td><td>{escape(r.figure.metric)}</td><td>{escape(r.figure.label())}</td>"
+        f"<td>{_entry_links(r.comparable) or 'none'}</td>"
+        f"<td>{escape(r.nearest.entry_id + ': ' + '; '.join(r.differs)) if r.nearest else ''}</td></tr>"
+        for r in rows
+    )
+    return (
+        "<h2>Compared like with like</h2><p>A figure compares only with figures taken under the same conditions "
+        "(docs/registry.md, Figures and their conditions).</p><table><tr><th>origin</th><th>metric</th><th>figure</th>"
+        f"<th>comparable with</th><th>differs from the nearest</th></tr>{cells}</table>"
+    )
+
+
+def _entry_links(figures) -> str:
+    """Links to the entries these figures belong to, each once, for an entry page (the index names them as text:
+    it links each entry once)."""
+    ids = dict.fromkeys(f.entry_id for f in figures)
+    return ", ".join(f'<a href="{escape(i)}.html">{escape(i)}</a>' for i in ids)
 
 
 def _floors(e: Entry) -> str:

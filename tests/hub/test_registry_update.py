@@ -155,6 +155,9 @@ FABRICATED_ROW = """- k: 5
   date: 2026-11-23
   eaglezoo_version: 0.1.0
   report: examples/tiny/k5.json
+  conditions: {k: 5, k_spelling: unknown, drafting: chain, temperature: 0.0, top_p: unknown, dataset: unknown,
+    dataset_size: unknown, max_new_tokens: unknown, engine: native, engine_version: unknown, thinking: unknown,
+    prompt_format: unknown, source: examples/tiny/k5.json}
 """
 FIGURES = {  # TINY's text changed: old -> new, and the start of the line that refuses it
     "mean_acceptance_length": (

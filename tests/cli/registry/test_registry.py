@@ -22,7 +22,7 @@ def test_registry_holds_at_least_30_sourced_entries_that_check():
     assert len(entries) >= 30
     for e in entries:
         assert e["sources"], e["id"]
-        assert all(rep["source"] for rep in e["reported"]), e["id"]
+        assert all(rep["conditions"]["source"] for rep in e["reported"]), e["id"]
         assert e["status"]["state"] in ("unverified", "verified", "failed")
         if e["aux_layers"]["ids"] is not None:
             assert e["aux_layers"]["convention"] and e["evidence"]["aux_layers"]["source"], e["id"]

@@ -88,16 +88,18 @@ def test_serve_config_refusals_of_family_entries_are_one_line():
     assert json.loads(r.out)["speculative_config"]["parallel_drafting"] is True
 
 
-def test_plan_keeps_family_entries_out_of_verify_jobs(listed):
+def test_plan_verifies_dspark_entries_on_llama_cpp(listed):
+    """vLLM serves no DSpark drafter: their verify jobs run on llama.cpp (issue 43, item 6), without vLLM's options."""
     r = run_inprocess("registry", "plan", "--json")
     assert r.code == 0, r.err
     plan = r.json()
     family = {i for i, e in listed.items() if e["family"] == "dspark"}
-    assert set(plan["unverifiable"]) == family
-    jobs = [j["id"] for c in plan["classes"] for j in c["jobs"]]
-    assert family.isdisjoint(jobs) and not any(i in c for c in plan["commands"] for i in family)
+    assert plan["unverifiable"] == {}
+    jobs = {j["id"]: j["command"] for c in plan["classes"] for j in c["jobs"]}
+    assert all(jobs[i].startswith(f"eaglezoo verify {i} --engine llamacpp ") for i in family)
+    assert not any("--tensor-parallel-size" in jobs[i] for i in family)
     text = run_inprocess("registry", "plan").out
-    assert f"not verified {DSPARK}: a dspark drafter" in text
+    assert f"eaglezoo verify {DSPARK} --engine llamacpp" in text and "not verified" not in text
 
 
 def test_sync_from_a_template_records_block_size_and_mask_token(tmp_path):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from conftest import assert_clean_failure, run_inprocess
-from support.registry_entries import GOOD
+from support.registry_entries import GOOD, figure
 
 NVIDIA = "nvidia-llama-3.3-70b-instruct-eagle3"
 LLAMA_70B = "meta-llama/Llama-3.3-70B-Instruct"
@@ -17,11 +17,19 @@ LLAMA_70B = "meta-llama/Llama-3.3-70B-Instruct"
 # Three figures in the order a publisher might list them: the least comparable first, a broken setup's last.
 FIGURES = (
     GOOD
-    + """reported:
-- {metric: acceptance_length, value: 1.9, benchmark: GSM8K, engine: sglang, k: 3, source: https://example.org/a}
-- {metric: acceptance_length, value: 1.01, benchmark: MT-Bench, engine: vllm, k: 3, setup: broken,
-   why: aux ids guessed, source: https://example.org/b}
-- {metric: acceptance_length, value: 2.5, benchmark: MT-Bench, engine: vllm, k: 3, source: https://example.org/c}
+    + f"""reported:
+- {figure(1.9, dataset="GSM8K", engine="sglang", k=3, source="https://example.org/a")}
+- {
+        figure(
+            1.01,
+            dataset="MT-Bench",
+            engine="vllm",
+            k=3,
+            source="https://example.org/b",
+            extra=", setup: broken, why: aux ids guessed",
+        )
+    }
+- {figure(2.5, dataset="MT-Bench", engine="vllm", k=3, source="https://example.org/c")}
 """
 )
 
@@ -42,36 +50,36 @@ def listed(*args: str) -> dict[str, dict]:
 
 def test_the_nvidia_entry_shows_its_working_figure_and_labels_the_broken_one():
     entry = listed("--target", LLAMA_70B)[NVIDIA]
-    assert entry["shown_reported"]["value"] == 2.77 and entry["shown_reported"]["k"] == 3
+    assert entry["shown_reported"]["value"] == 2.77 and entry["shown_reported"]["conditions"]["k"] == 3
     broken = [x for x in entry["reported"] if x["value"] == 1.036]
     assert broken and broken[0]["setup"] == "broken" and "(2, 40, 77)" in broken[0]["why"]
-    assert all("vllm/pull/50170" in x["source"] for x in entry["reported"])
+    assert all("vllm/pull/50170" in x["conditions"]["source"] for x in entry["reported"])
     text = run_inprocess("registry", "list", "--target", LLAMA_70B).out
     row = next(line for line in text.splitlines() if NVIDIA in line)
-    assert "2.77 (K=3, benchmark ?, vllm)" in row and "1.036" not in row
+    assert "2.77 (K=3, T=?, unknown, vllm)" in row and "1.036" not in row
 
 
 def test_the_most_comparable_figure_is_shown_first_with_its_k_benchmark_and_engine(tmp_path):
     registry = registry_of(tmp_path, good=FIGURES)
     entry = listed("--registry", str(registry))["good"]
     assert entry["shown_reported"]["value"] == 2.5
-    assert entry["shown_reported"]["label"] == "2.5 (K=3, MT-Bench, vllm)"
+    assert entry["shown_reported"]["label"] == "2.5 (K=3, T=?, MT-Bench, vllm)"
     page = tmp_path / "site"
     assert run_inprocess("registry", "site", page, "--registry", registry).code == 0
     index = (page / "index.html").read_text()
-    assert "2.5 (K=3, MT-Bench, vllm)" in index and "1.01" not in index
+    assert "2.5 (K=3, T=?, MT-Bench, vllm)" in index and "1.01" not in index
     entry_page = (page / "entries" / "good.html").read_text()
     figures = entry_page[entry_page.index("Reported by others") :]
-    assert figures.index("2.5 (K=3") < figures.index("1.9 (K=3, GSM8K") < figures.index("1.01 (K=3")
+    assert figures.index("2.5 (K=3") < figures.index("1.9 (K=3, T=?, GSM8K") < figures.index("1.01 (K=3")
     assert "BROKEN SETUP: aux ids guessed" in figures
 
 
 @pytest.mark.parametrize(
     "item,where",
     [
-        ("{metric: acceptance_length, value: 1.0, setup: broken, source: s}", "setup: broken and its why go together"),
-        ("{metric: acceptance_length, value: 1.0, why: guessed, source: s}", "setup: broken and its why go together"),
-        ("{metric: acceptance_length, value: 1.0, setup: odd, why: w, source: s}", "reported.0.setup"),
+        (figure(1.0, extra=", setup: broken"), "setup: broken and its why go together"),
+        (figure(1.0, extra=", why: guessed"), "setup: broken and its why go together"),
+        (figure(1.0, extra=", setup: odd, why: w"), "reported.0.setup"),
     ],
 )
 def test_a_broken_setup_needs_its_why(tmp_path, item, where):

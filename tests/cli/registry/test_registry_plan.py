@@ -17,11 +17,12 @@ def test_plan_groups_the_shipped_registry_by_runner_with_exact_commands():
     registry = {p.stem: yaml.safe_load(p.read_text()) for p in (ROOT / "registry").glob("*.yaml")}
     planned = {j["id"] for c in plan["classes"] if c["runner"] in plan["runners"] for j in c["jobs"]}
     published = {k for k, v in registry.items() if v["drafter"].get("repo")}
-    unrun = {k for k in published if registry[k].get("family", "eagle3") == "dspark"}  # verify runs no DSpark
-    assert set(plan["unverifiable"]) == unrun
-    assert planned | set(plan["waiting"]) == published - unrun and not planned & set(plan["waiting"])
+    assert plan["unverifiable"] == {}  # DSpark runs on llama.cpp
+    assert planned | set(plan["waiting"]) == published and not planned & set(plan["waiting"])
     for c in plan["classes"]:
         for j in c["jobs"] if c["runner"] in plan["runners"] else []:  # waiting-on-sync: below
+            if j["id"] in plan["estimated"] or registry[j["id"]].get("family") == "dspark":
+                continue  # derived from stated facts (below) or not a vLLM job
             hw = registry[j["id"]]["hardware"]
             assert j["command"].startswith(f"eaglezoo verify {j['id']} --engine vllm")
             assert f"--tensor-parallel-size {hw['tensor_parallel_size']}" in j["command"]
@@ -70,9 +71,9 @@ def test_plan_runs_each_setting_once_against_the_registry_it_was_asked_for(tmp_p
 
 
 def published() -> set[str]:
-    """The published entries verify runs: every family but DSpark (`plan` lists those as unverifiable)."""
+    """The published entries: every one with a drafter repo, of every family."""
     entries = [yaml.safe_load(p.read_text()) for p in (ROOT / "registry").glob("*.yaml")]
-    return {e["id"] for e in entries if e["drafter"].get("repo") and e.get("family", "eagle3") != "dspark"}
+    return {e["id"] for e in entries if e["drafter"].get("repo")}
 
 
 def test_plan_gives_every_published_entry_a_job():
@@ -91,7 +92,8 @@ def test_plan_gives_every_published_entry_a_job():
         assert j["command"].startswith(f"eaglezoo verify {j['id']} --engine vllm") and "--report" in j["command"]
         assert j["command"] not in plan["commands"]  # no runner runs it before the sync gives its class
     runnable = [j["command"] for runner in plan["runners"] for j in jobs[runner]]
-    assert plan["commands"] == runnable and all("--tensor-parallel-size" in c for c in runnable)
+    vllm = [c for c in runnable if "--engine vllm" in c]
+    assert plan["commands"] == runnable and all("--tensor-parallel-size" in c for c in vllm)
     text = run_inprocess("registry", "plan")
     assert text.code == 0 and "not planned" not in text.out
     assert all(f"eaglezoo registry sync {j['id']} --write" in text.out for j in waiting)
@@ -128,3 +130,30 @@ def test_a_stated_parameter_count_gives_the_class(tmp_path):
     path.write_text(yaml.safe_dump(data, sort_keys=False))
     r = run_inprocess("registry", "plan", "--registry", reg, "--json")
     assert r.code == 1 and "do not fit" in r.json()["unrunnable"][entry_id], r.out
+
+
+def test_every_published_entry_is_planned_on_the_hardware_it_needs():
+    """Issue 43, item 6: a class stated, or derived from the target's stated size with the arithmetic (labelled
+    derived); no ~1T-parameter target on one GPU; the DSpark entries get a verify job on llama.cpp."""
+    r = run_inprocess("registry", "plan", "--json")
+    assert r.code == 0, r.err
+    plan = r.json()
+    registry = {p.stem: yaml.safe_load(p.read_text()) for p in (ROOT / "registry").glob("*.yaml")}
+    runner = {j["id"]: c["runner"] for c in plan["classes"] for j in c["jobs"]}
+    kimi = "aq-medai-kimi-k2-instruct-eagle3"  # 1T parameters in FP8, as its model card states
+    assert runner[kimi] == "gpu-2x8x141g"
+    derived = plan["estimated"][kimi]
+    assert derived.startswith("gpu-2x8x141g: derived: ") and "1000B parameters at 1 bytes (as fp8) = 1000 GB" in derived
+    assert "KV cache at most 2 x 61 layers x 7168 hidden x 2 bytes x 65536 tokens = 114.6 GB" in derived
+    for entry_id, data in registry.items():
+        if (data.get("target_parameters") or 0) >= 100_000_000_000 and entry_id in runner:
+            assert runner[entry_id] not in ("gpu-1x80g", "waiting-on-sync"), entry_id
+    # every entry that still waits on a sync states no size for the rule to derive from, and says why
+    for entry_id in plan["waiting"]:
+        assert not registry[entry_id].get("target_parameters") and registry[entry_id]["null_reasons"]["hardware"]
+    dspark = [i for i, d in registry.items() if d.get("family") == "dspark" and d["drafter"].get("repo")]
+    assert len(dspark) == 3
+    for entry_id in dspark:
+        (job,) = [j for c in plan["classes"] for j in c["jobs"] if j["id"] == entry_id]
+        assert job["command"].startswith(f"eaglezoo verify {entry_id} --engine llamacpp --num-spec-tokens 3")
+        assert "--tensor-parallel-size" not in job["command"] and job["command"] in plan["commands"]

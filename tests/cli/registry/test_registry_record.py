@@ -47,6 +47,18 @@ def test_record_a_passing_then_a_failing_report(local_registry, tmp_path):
     m = data["measured"][0]
     assert (m["k"], m["temperature"], m["engine"], m["passed"]) == (3, 0.0, "native", True)
     assert m["num_drafts"] == json.loads(report.read_text())["num_drafts"] > 0
+    # the run's conditions, in a reported figure's shape (issue 43): what the report states, unknown where it does not
+    c = m["conditions"]
+    assert (c["k"], c["drafting"], c["temperature"], c["engine"], c["max_new_tokens"]) == (
+        3,
+        "chain",
+        0.0,
+        "native",
+        16,
+    )
+    assert c["dataset"] == "examples/tiny/prompts.jsonl"
+    assert c["dataset_size"] == json.loads(report.read_text())["num_prompts"]
+    assert c["thinking"] == "unknown" and c["source"] == data["status"]["report"]
     assert run_inprocess("registry", "check", "--registry", local_registry, "tiny-example-eagle31").code == 0
     # the entry's floors are raised: the same kind of run now fails them, and record says so
     path = local_registry / "tiny-example-eagle31.yaml"
