@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 
 from ..reproduce import reproduction
 from ..serving import sglang_serve_command, vllm_serve_command
-from ..verify.report import built, serving_path
+from ..verify.report import PassTiming, built, serving_path
 from ..verify.vllm_engine import EngineOptions
+from ..verify.vllm_process import EngineEvent
 from ..verify.workload import Workload
 from .decide import decide, judge, recommendation, schedule_of, sglang_adaptive_config, static_best, table_k, verdict
 from .model import Adaptive, Cell, Choice, KFloor, NoSpeculation, Placement, TuneReport
@@ -40,10 +41,12 @@ NO_ENTRY = EntryFacts()
 class Measured:
     """Everything the engine measured for one tune, handed to `report`."""
 
-    engine: dict
+    engine: EngineEvent
     grid: list[Cell]
     confirmed: list[Cell]
-    confirmed_timing: list[dict]  # per load: pass_timing over every measured request (output_tokens_per_s: the median)
+    confirmed_timing: list[
+        PassTiming
+    ]  # per load: pass_timing over every measured request (output_tokens_per_s: the median)
     confirmed_config: dict
     adaptive: Adaptive | None = None
     notes: tuple[str, ...] = ()
@@ -115,9 +118,9 @@ def report(
         convert_command=path.convert_command,
         engine={
             "name": "vllm",
-            "version": measured.engine["version"],
-            "device": measured.engine["device"],
-            "dtype": measured.engine["dtype"],
+            "version": measured.engine.version,
+            "device": measured.engine.device,
+            "dtype": measured.engine.dtype,
         },
         k_max=work.k,
         concurrency=concurrency,
@@ -163,7 +166,7 @@ def report(
         failures=failures + confirm_failures,
         notes=notes + floor_notes + place_notes,
         reproduction=reproduction(
-            engine=f"vllm {measured.engine['version']}",
+            engine=f"vllm {measured.engine.version}",
             prompt_set=work.prompt_set and work.prompt_set.name,
             prompts_sha256=work.prompt_set and work.prompt_set.sha256,
             seed=work.seed,
@@ -210,7 +213,7 @@ def confirmation(measured: Measured, grid: list[Cell], static: int, verdicts, de
         levels.append(
             {
                 "concurrency": x.concurrency,
-                **timing,
+                **timing.model_dump(),
                 "output_tokens_per_s": x.output_tokens_per_s,
                 "repeats": x.repeats,
                 "interval": x.interval,
@@ -277,13 +280,13 @@ def floor_checks(grid: list[Cell], k_max: int, floors: Floors) -> tuple[dict[str
     return checked, failures, notes
 
 
-def placement(engine: dict, opts: EngineOptions, entry_hardware: str | None) -> tuple[Placement, list[str]]:
+def placement(engine: EngineEvent, opts: EngineOptions, entry_hardware: str | None) -> tuple[Placement, list[str]]:
     measured = (
-        f"{engine['device']} {engine['dtype']}, tensor parallel {opts.tensor_parallel_size} x pipeline "
+        f"{engine.device} {engine.dtype}, tensor parallel {opts.tensor_parallel_size} x pipeline "
         f"parallel {opts.pipeline_parallel_size}"
     )
     notes = []
-    if entry_hardware and engine["device"].startswith("cpu"):
+    if entry_hardware and engine.device.startswith("cpu"):
         notes.append(
             f"the registry entry serves its target on {entry_hardware}; this decision was measured on "
             f"{measured}: which K pays depends on the hardware, so tune where you serve"
