@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import shlex
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -19,6 +19,7 @@ from ..verify.counters import SpecDecodeCounters
 from ..verify.endpoint import ServerFacts, ServerFailed, check_depth, check_server, measure_requests, server_facts
 from ..verify.identity import read_served
 from ..verify.report import built
+from ..verify.report.gate import NO_FLOORS, FloorTable
 from ..verify.run import SAMPLED_ON_NATIVE, WorkloadPlan, prepare
 from ..verify.workload import Progress, Workload
 from .deployment import measure_deployment
@@ -68,10 +69,6 @@ class Served:
     refusal: EaglezooError | None = None  # the planned deployment's engine would not serve the folder
 
 
-def no_floors(k: int) -> list[float] | None:
-    return None
-
-
 @dataclass(frozen=True)
 class Named:
     """What the command named, resolved: the drafter and target folders (None: the server's own), the prompts file,
@@ -82,7 +79,7 @@ class Named:
     target_dir: Path | None = None
     prompts_file: Path | None = None
     opts: ReadOptions | None = None
-    floors_at: Callable[[int], list[float] | None] = no_floors
+    floors: FloorTable = NO_FLOORS  # the registry entry's (T=0): doctor holds the server to `covering(K)`
     entry_prompts: bool = False
     target_name: str | None = None
     drafter_name: str | None = None
@@ -142,7 +139,7 @@ def diagnose(request: DoctorRequest, named: Named, progress: Progress = lambda *
     found, trusted = trust_server(chosen.suspects, trials, server)
     found = refusal_first(found + others, served, sides, drafter_name)
     notes += reading_notes + trusted + precision_note(request.reference_dtype)
-    floors = named.floors_at(k)
+    floors = named.floors.covering(k)
     evidence = Evidence(
         server=server,
         requests=served.requests,

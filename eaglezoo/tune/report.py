@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from ..reproduce import reproduction
 from ..serving import sglang_serve_command, vllm_serve_command
 from ..verify.report import PassTiming, built, serving_path
+from ..verify.report.gate import Floors, failure_of
+from ..verify.report.gate import floor_checks as check_floors
 from ..verify.vllm_engine import EngineOptions
 from ..verify.vllm_process import EngineEvent
 from ..verify.workload import Workload
@@ -21,15 +23,12 @@ SGLANG_ADAPTIVE_FILE = "sglang-adaptive.json"
 ISSUE = "vLLM #49986"
 
 
-Floors = dict[int, tuple[list[float] | None, float | None]]  # K -> (per-position floors, acceptance-length floor)
-
-
 @dataclass(frozen=True)
 class EntryFacts:
     """What a registry entry brings to a tune run: its floors per K (checked on the grid), its hardware class (set
     beside the placement measured) and its id (the convert command names the drafter by it). Empty without one."""
 
-    floors: Floors = field(default_factory=dict)
+    floors: dict[int, Floors] = field(default_factory=dict)  # K -> the entry's whole-run floors (FloorTable.whole)
     hardware: str | None = None
     registry_id: str | None = None
 
@@ -256,27 +255,21 @@ def no_speculation(grid: list[Cell], confirmed: list[Cell], schedule: list[list[
     return out
 
 
-def floor_checks(grid: list[Cell], k_max: int, floors: Floors) -> tuple[dict[str, KFloor], list[str], list[str]]:
+def floor_checks(
+    grid: list[Cell], k_max: int, floors: dict[int, Floors]
+) -> tuple[dict[str, KFloor], list[str], list[str]]:
     """The registry entry's floors at every K tune measured, at every load: a decision made on a drafter that
     falls below its recorded acceptance (wrong aux ids, a dropped norm) would be a decision about another drafter.
-    (floors checked, failures, notes)."""
+    (floors checked, failures, notes). Each cell is checked as verify checks a run (`gate.floor_checks`)."""
     checked, failures, notes = {}, [], []
-    for k, (per_position, al) in sorted(floors.items()):
+    for k, floor in sorted(floors.items()):
         if k > k_max:
             notes.append(f"the registry entry's floors at K={k} were not checked: tune measured K up to {k_max}")
             continue
-        checked[str(k)] = KFloor(per_position=per_position, mean_acceptance_length=al)
+        checked[str(k)] = KFloor(per_position=floor.min_acceptance, mean_acceptance_length=floor.min_al)
         for x in (x for x in grid if x.k == k):
-            where = f"K={k} at concurrency {x.concurrency}"
-            failures += [
-                f"{where}: acceptance at position {i + 1} is {rate:.3f} < {floor}"
-                for i, (rate, floor) in enumerate(
-                    zip(x.acceptance_per_position or [], per_position or [], strict=False)
-                )
-                if rate < floor
-            ]
-            if al is not None and x.acceptance_length is not None and x.acceptance_length < al:
-                failures.append(f"{where}: acceptance length {x.acceptance_length:.3f} < {al}")
+            checks = check_floors(floor, x.acceptance_per_position or [], x.acceptance_length, {}, "registry", True)
+            failures += [f"K={k} at concurrency {x.concurrency}: {failure_of(c)}" for c in checks if c.met is False]
     return checked, failures, notes
 
 

@@ -16,7 +16,7 @@ from ..acceptance import INTERVAL, SEED, Tally, bootstrap_interval, by_k_estimat
 from ..counters import SpecDecodeCounters
 from ..workload import Measurement, Workload
 from .gate import NO_GATE, Gate, gated
-from .models import Comparison, Drift, PromptResult, VerifyReport
+from .models import Comparison, Drift, PromptResult, Tallied, VerifyReport
 
 if TYPE_CHECKING:
     from ...checkpoint.read import Drafter
@@ -58,7 +58,7 @@ def report_for(
         per_prompt.append(
             built(PromptResult, index=i, bucket=p.bucket, prompt_tokens=len(ids), **earlier, accepted=steps, **own)
         )
-    s = tally.summary()
+    s = built(Tallied, **tally.summary())
     notes = list(work.notes) + list(m.notes)
     if m.counters is not None:
         s, note = headline_from_counters(m.counters, tally, k)
@@ -88,12 +88,12 @@ def report_for(
         num_spec_tokens=k,
         max_new_tokens=work.max_new_tokens,
         num_prompts=len(work.prompts),
-        acceptance_per_position=s["acceptance_per_position"],
-        mean_acceptance_length=s["mean_acceptance_length"],
+        acceptance_per_position=s.acceptance_per_position,
+        mean_acceptance_length=s.mean_acceptance_length,
         mean_acceptance_length_per_prompt=sum(als) / len(als) if als else None,
-        num_drafts=s["num_drafts"],
-        num_accepted=s["num_accepted"],
-        histogram=s["histogram"],
+        num_drafts=s.num_drafts,
+        num_accepted=s.num_accepted,
+        histogram=s.histogram,
         all_positions=m.all_positions,
         mean_acceptance_length_interval=interval([x.accepted for x in per_prompt]),
         drift=drift,
@@ -107,7 +107,7 @@ def report_for(
         per_prompt=per_prompt,
         skipped_prompts=work.skipped,
         notes=notes + gate_notes + list(origin.notes),
-        acceptance_by_k=acceptance_by_k(m, s["acceptance_per_position"]),
+        acceptance_by_k=acceptance_by_k(m, s.acceptance_per_position),
         thresholds=thresholds,
         failures=failures,
         registry_id=origin.registry_id,
@@ -206,16 +206,17 @@ def acceptance_by_k(m: Measurement, per_position: list[float]) -> dict[str, Any]
     return {"basis": ESTIMATE, "rows": by_k_estimate(per_position)}
 
 
-def headline_from_counters(c: SpecDecodeCounters, tally: Tally, k: int) -> tuple[dict[str, Any], str | None]:
+def headline_from_counters(c: SpecDecodeCounters, tally: Tally, k: int) -> tuple[Tallied, str | None]:
     """The engine's counters (deltas over the measured requests) as the report's totals. When the
     per-request metrics add up to something else, another client moved the counters: say so."""
-    s = {
-        "acceptance_per_position": c.acceptance_per_position(k),
-        "mean_acceptance_length": c.mean_acceptance_length,
-        "num_drafts": c.num_drafts,
-        "num_accepted": c.num_accepted_tokens,
-        "histogram": tally.histogram() if tally.num_drafts else [],
-    }
+    s = built(
+        Tallied,
+        acceptance_per_position=c.acceptance_per_position(k),
+        mean_acceptance_length=c.mean_acceptance_length,
+        num_drafts=c.num_drafts,
+        num_accepted=c.num_accepted_tokens,
+        histogram=tally.histogram() if tally.num_drafts else [],
+    )
     note = None
     if tally.num_drafts and (tally.num_drafts, tally.num_accepted) != (c.num_drafts, c.num_accepted_tokens):
         note = (

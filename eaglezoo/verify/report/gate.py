@@ -3,13 +3,14 @@ were measured on) and their check against the measured figures (`gated`): PASS, 
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from ...checkpoint.problems import Finding
 from ..workload import PromptSet
-from .models import FloorCheck, GateResult, Thresholds
+from .models import FloorCheck, GateResult, Tallied, Thresholds
 
 
 class Basis(BaseModel):
@@ -44,6 +45,45 @@ class Floors(BaseModel):
     def __bool__(self) -> bool:
         return bool(self.min_acceptance or self.min_al is not None or self.condition_floors)
 
+    def whole(self) -> Floors:
+        """The floors on the whole run's figures (per position, the acceptance length), without the conditions'."""
+        return Floors(min_acceptance=self.min_acceptance, min_al=self.min_al)
+
+    def by_condition(self) -> Floors:
+        """The conditions' floors alone (each measured on a set that holds its condition, not the whole run's)."""
+        return Floors(condition_floors=self.condition_floors)
+
+
+class FloorTable(BaseModel):
+    """A registry entry's floors at one temperature, by K (`registry.schema.Entry.floor_table`): the one value an
+    entry's floors reach verify (`at`), tune (`whole`, every K) and doctor (`covering`) in."""
+
+    model_config = ConfigDict(frozen=True)
+
+    by_k: dict[int, Floors] = {}
+
+    def at(self, k: int) -> Floors:
+        """The floors at exactly this K (none where the entry has none: floors compare like with like)."""
+        return self.by_k.get(k, Floors())
+
+    def whole(self) -> dict[int, Floors]:
+        """Each K's whole-run floors, at the Ks that have them."""
+        return {k: f.whole() for k, f in sorted(self.by_k.items()) if f.whole()}
+
+    def covering(self, k: int) -> list[float] | None:
+        """The per-position floors for the positions a K-deep run shares with them: this K's where the entry has
+        them, else the deepest shallower K's (positions 1..K' of a deeper run draft exactly as at K'), else a deeper
+        K's first K positions."""
+        ks = sorted(x for x, f in self.by_k.items() if f.min_acceptance)
+        if not ks:
+            return None
+        shallower = [x for x in ks if x <= k]
+        floors = self.by_k[shallower[-1] if shallower else ks[0]].min_acceptance or []
+        return list(floors[:k])
+
+
+NO_FLOORS = FloorTable()  # no registry entry, or one without floors
+
 
 class Gate(BaseModel):
     """What the run is held to: the floors stated for this run (the command line: they gate whatever it runs on),
@@ -63,7 +103,7 @@ NO_GATE = Gate()  # the default: no floors stated
 
 def gated(
     gate: Gate,
-    s: dict[str, Any],
+    s: Tallied,
     by_condition: dict[str, float],
     findings: list[Finding],
     prompt_set: PromptSet | None,
@@ -81,9 +121,10 @@ def gated(
         if f
     ]
     whys = [[prefix + w for w in not_like_with_like(basis, prompt_set, engine)] for _, basis, prefix in groups]
-    checks = floor_checks(gate.stated, s, by_condition, "command line", True)
+    figures = (s.acceptance_per_position, s.mean_acceptance_length, by_condition)
+    checks = floor_checks(gate.stated, *figures, "command line", True)
     for (floors, _, _), why in zip(groups, whys, strict=True):
-        checks += floor_checks(floors, s, by_condition, "registry", not why)
+        checks += floor_checks(floors, *figures, "registry", not why)
     failures = [failure_of(c) for c in checks if c.gated and c.met is False]
     notes = [
         f"no prompt of {c.what.removesuffix(': acceptance length')} was measured: its floor ({c.floor:g}) was "
@@ -91,7 +132,7 @@ def gated(
         for c in checks
         if c.measured is None
     ]
-    if s["num_drafts"] == 0:
+    if s.num_drafts == 0:
         failures.append("no drafts were measured (continuations too short for K)")
     errors = [f for f in findings if f.severity == "error"]
     if errors:
@@ -152,16 +193,22 @@ def not_like_with_like(basis: Basis | None, prompt_set: PromptSet | None, engine
 
 
 def floor_checks(
-    floors: Floors, s: dict[str, Any], by_condition: dict[str, float], source: str, gates: bool
+    floors: Floors,
+    rates: Sequence[float],
+    length: float | None,
+    by_condition: dict[str, float],
+    source: Literal["command line", "registry"],
+    gates: bool,
 ) -> list[FloorCheck]:
-    rates = s["acceptance_per_position"]
-    pairs = [
+    """Each floor against its figure: the rate at each position, the acceptance length (None: not measured), each
+    condition's length (verify's run, and each of tune's cells)."""
+    pairs: list[tuple[str, float, float | None]] = [
         (f"acceptance at position {i + 1}", floor, rates[i])
         for i, floor in enumerate(floors.min_acceptance or [])
         if i < len(rates)
     ]
     if floors.min_al is not None:
-        pairs.append(("mean acceptance length", floors.min_al, s["mean_acceptance_length"]))
+        pairs.append(("mean acceptance length", floors.min_al, length))
     pairs += [
         (f"condition {name}: acceptance length", floor, by_condition.get(name))
         for name, floor in (floors.condition_floors or {}).items()

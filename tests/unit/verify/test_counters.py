@@ -105,9 +105,9 @@ def test_verifys_headline_is_the_counters_rates():
     tally = Tally(3)
     tally.add([2, 1, 0])
     s, note = headline_from_counters(COUNTED, tally, 3)
-    assert s["acceptance_per_position"] == COUNTED.acceptance_per_position(3)
-    assert s["mean_acceptance_length"] == COUNTED.mean_acceptance_length
-    assert (s["num_drafts"], s["num_accepted"]) == (10, 12)
+    assert s.acceptance_per_position == COUNTED.acceptance_per_position(3)
+    assert s.mean_acceptance_length == COUNTED.mean_acceptance_length
+    assert (s.num_drafts, s.num_accepted, s.histogram) == (10, 12, [1, 1, 1, 0])
     assert note and "(10 drafts, 12 accepted)" in note and "(3, 3)" in note
 
 
