@@ -16,7 +16,7 @@ from ..acceptance import INTERVAL, SEED, Tally, bootstrap_interval, by_k_estimat
 from ..counters import SpecDecodeCounters
 from ..workload import Measurement, Workload
 from .gate import NO_GATE, Gate, gated
-from .models import Comparison, Drift, PromptResult, Tallied, VerifyReport
+from .models import ByK, Comparison, Drift, PromptResult, Tallied, VerifyReport
 
 if TYPE_CHECKING:
     from ...checkpoint.read import Drafter
@@ -198,12 +198,12 @@ ESTIMATE = (
 )
 
 
-def acceptance_by_k(m: Measurement, per_position: list[float]) -> dict[str, Any] | None:
+def acceptance_by_k(m: Measurement, per_position: list[float]) -> ByK | None:
     if m.by_k is not None:
-        return {"basis": EXACT, "rows": m.by_k}
+        return built(ByK, basis=EXACT, rows=m.by_k)
     if not per_position:
         return None
-    return {"basis": ESTIMATE, "rows": by_k_estimate(per_position)}
+    return built(ByK, basis=ESTIMATE, rows=by_k_estimate(per_position))
 
 
 def headline_from_counters(c: SpecDecodeCounters, tally: Tally, k: int) -> tuple[Tallied, str | None]:
