@@ -259,7 +259,8 @@ def diagnose_source(
 
 def resolve_and_diagnose(drafter, target, request, revision, registry_dir, prompts_file, outputs, progress):
     from ..checkpoint.formats.base import ReadOptions
-    from ..doctor.run import Named, diagnose, no_floors
+    from ..doctor.run import Named, diagnose
+    from ..verify.report.gate import NO_FLOORS
     from .sources import resolve_request
 
     if drafter is None:
@@ -282,27 +283,13 @@ def resolve_and_diagnose(drafter, target, request, revision, registry_dir, promp
             tgt.path,
             named.prompts_file,
             named.options,
-            floors_at=(lambda k: covering_floors(entry, k)) if entry is not None else no_floors,
+            floors=entry.floor_table(0.0) if entry is not None else NO_FLOORS,
             entry_prompts=prompts_file is None and entry is not None and bool(entry.prompts),
             target_name=tgt.repo or str(tgt.path),
             drafter_name=drafter,
         ),
         progress,
     )
-
-
-def covering_floors(entry, k: int) -> list[float] | None:
-    """The entry's per-position floors (T=0) for the positions a K-deep run shares with them: its own K's where it
-    has them, else the deepest shallower K's (positions 1..K' of a deeper run draft exactly as at K'), else a
-    deeper K's first K positions (`Entry.floors_at` at that K)."""
-    ks = sorted(
-        {f.k for f in entry.acceptance_floors or [] if f.temperature == 0.0 and f.condition is None and f.per_position}
-    )
-    if not ks:
-        return None
-    shallower = [x for x in ks if x <= k]
-    floors = entry.floors_at(shallower[-1] if shallower else ks[0], 0.0)[0]
-    return list(floors[:k]) if floors else None
 
 
 def local_target(target: str | None) -> Path | None:

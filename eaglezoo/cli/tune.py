@@ -209,11 +209,7 @@ def tune_source(
     )
     entry, floors = named.entry, {}
     if entry is not None:
-        floors = {
-            f.k: entry.floors_at(f.k, 0.0)[:2]
-            for f in entry.acceptance_floors or []
-            if f.temperature == 0 and f.condition is None
-        }
+        floors = entry.floor_table(0.0).whole()
         if entry.hardware and not r.parallel_given:
             options = options.model_copy(
                 update={

@@ -596,21 +596,13 @@ def verify_source(
 def entry_gate(src, gate, k: int, temperature: float):
     """The entry's floors at exactly this K and temperature beside the stated ones, with what they were measured
     on: (the gate, a note when the entry has none here)."""
-    from ..verify.report import Floors
-
     entry = src.entry
-    per_position, al, note = entry.floors_at(k, temperature)
+    floors, note = entry.floors(k, temperature), entry.floors_note(k, temperature)
     whole = entry.floor_for(k, temperature)
-    by_condition = entry.condition_floor_list(k, temperature)
-    update = {
-        "entry": Floors(min_acceptance=per_position, min_al=al),
-        "measured_on": floor_basis(src, whole) if whole is not None else None,
-    }
-    if by_condition:  # a condition's floor that names no set holds on any set with that condition, taken whole
-        update |= {
-            "conditions": Floors(condition_floors={f.condition: f.mean_acceptance_length for f in by_condition}),
-            "conditions_measured_on": floor_basis(src, by_condition[0], by_condition=True),
-        }
+    update = {"entry": floors.whole(), "measured_on": floor_basis(src, whole) if whole is not None else None}
+    if floors.condition_floors:  # a condition's floor that names no set holds on any set with that condition, whole
+        first = entry.condition_floor_list(k, temperature)[0]
+        update |= {"conditions": floors.by_condition(), "conditions_measured_on": floor_basis(src, first, True)}
     return gate.model_copy(update=update), ((note,) if note else ())
 
 

@@ -7,6 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..errors import EngineError
+from ..verify.counters import SpecDecodeCounters
 from ..verify.endpoint import ServerFacts
 from ..verify.vllm_engine import EngineOptions, vllm_session
 from ..verify.vllm_process import refused_input
@@ -41,7 +42,7 @@ def measure_deployment(work: Workload, drafter_dir: Path, request, progress: Pro
     except EngineError as refusal:
         if not refused_input(refusal):
             raise  # a timeout, memory, a missing interpreter: said as they are, with their own hint
-        return facts, [], {"drafts": 0, "draft_tokens": 0, "accepted": 0, "per_position": []}, 0.0, refusal
-    first = run["passes"][0]
-    facts = replace(facts, version=run["engine"].get("version"), dtype=run["engine"].get("dtype"))
-    return facts, first["requests"], first["counters"], first["wall_s"], None
+        return facts, [], SpecDecodeCounters.none(), 0.0, refusal
+    first = run.passes[0]
+    facts = replace(facts, version=run.engine.version, dtype=run.engine.dtype)
+    return facts, first.requests, first.counters, first.wall_s, None

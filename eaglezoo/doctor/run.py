@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import shlex
 import time
-from collections.abc import Callable
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -15,9 +15,11 @@ from ..checkpoint.formats.base import ReadOptions
 from ..errors import EaglezooError, EngineError, UsageError
 from ..lint import lint_drafter
 from ..serving import DEV_MODE
+from ..verify.counters import SpecDecodeCounters
 from ..verify.endpoint import ServerFacts, ServerFailed, check_depth, check_server, measure_requests, server_facts
 from ..verify.identity import read_served
 from ..verify.report import built
+from ..verify.report.gate import NO_FLOORS, FloorTable
 from ..verify.run import SAMPLED_ON_NATIVE, WorkloadPlan, prepare
 from ..verify.workload import Progress, Workload
 from .deployment import measure_deployment
@@ -25,7 +27,7 @@ from .fit import classify, fingerprint
 from .report import Acceptance, DoctorReport, Server
 from .suspects import Suspect, as_named, as_served, k_table_zero, suspects
 from .trials import Prompts, Reference, Variant, acceptance, run_trials
-from .verdict import MIN_GAP, Evidence, judge
+from .verdict import MIN_GAP, Answered, Evidence, judge
 
 DEFAULT_K = 3  # the draft depth doctor measures where neither the server nor -k says one
 
@@ -61,14 +63,10 @@ class Served:
     """What the server (or the planned deployment) did with the prompts."""
 
     facts: ServerFacts
-    requests: list[dict]  # each: tokens, accepted per verify step (None without per-request metrics)
-    counters: dict
+    requests: Sequence[Answered]  # each: tokens, accepted per verify step (None without per-request metrics)
+    counters: SpecDecodeCounters
     seconds: float
     refusal: EaglezooError | None = None  # the planned deployment's engine would not serve the folder
-
-
-def no_floors(k: int) -> list[float] | None:
-    return None
 
 
 @dataclass(frozen=True)
@@ -81,7 +79,7 @@ class Named:
     target_dir: Path | None = None
     prompts_file: Path | None = None
     opts: ReadOptions | None = None
-    floors_at: Callable[[int], list[float] | None] = no_floors
+    floors: FloorTable = NO_FLOORS  # the registry entry's (T=0): doctor holds the server to `covering(K)`
     entry_prompts: bool = False
     target_name: str | None = None
     drafter_name: str | None = None
@@ -141,7 +139,7 @@ def diagnose(request: DoctorRequest, named: Named, progress: Progress = lambda *
     found, trusted = trust_server(chosen.suspects, trials, server)
     found = refusal_first(found + others, served, sides, drafter_name)
     notes += reading_notes + trusted + precision_note(request.reference_dtype)
-    floors = named.floors_at(k)
+    floors = named.floors.covering(k)
     evidence = Evidence(
         server=server,
         requests=served.requests,
@@ -234,7 +232,7 @@ def measure(
             failure = server_failure(base, exc)
             if failure is None:
                 raise
-            return Served(facts, [], {"drafts": 0, "draft_tokens": 0, "accepted": 0, "per_position": []}, 0.0, failure)
+            return Served(facts, [], SpecDecodeCounters.none(), 0.0, failure)
         check_depth(requests, counters, work.k)  # a server that does not say its K shows it in what it drafts
         return Served(facts, requests, counters, seconds)
     return Served(*measure_deployment(work, sides.named_drafter, request, progress))
@@ -284,7 +282,7 @@ def observed(served: Served, k: int) -> tuple[Acceptance | None, list[str]]:
     """The server's acceptance (None where the engine refused to serve), with what it could not be read from."""
     if served.refusal is not None:
         return None, [f"vLLM could not serve the folder as it is: {served.refusal.message}"]
-    if served.counters["drafts"] == 0 and not k_table_zero(served.facts.k_table):
+    if served.counters.num_drafts == 0 and not k_table_zero(served.facts.k_table):
         raise EngineError(
             f"{served.facts.url} ran no speculative decoding for these requests (0 drafts)",
             hint="start it with --speculative-config (vLLM #25250: a missing drafter is silent)",
@@ -319,20 +317,21 @@ def endpoint_sides(facts: ServerFacts, drafter_dir: Path | None, target_dir: Pat
     return Sides(named_drafter, named_target, served_drafter, served_target)
 
 
-def server_acceptance(requests: list[dict], counters: dict, k: int) -> tuple[Acceptance, list[str]]:
+def server_acceptance(
+    requests: Sequence[Answered], counters: SpecDecodeCounters, k: int
+) -> tuple[Acceptance, list[str]]:
     """The server's acceptance from its per-request figures, else from its counters, with the bias that costs."""
-    if requests and all(r["accepted"] is not None for r in requests):
-        return acceptance("server", [r["accepted"] for r in requests], k), []
-    drafts = counters["drafts"]
-    mean = 1 + counters["accepted"] / drafts if drafts else 1.0
-    rates = [n / drafts if drafts else 0.0 for n in counters["per_position"]][:k]
+    steps = [r.accepted for r in requests]
+    if steps and all(s is not None for s in steps):
+        return acceptance("server", [s for s in steps if s is not None], k), []
+    mean = counters.mean_acceptance_length
     return Acceptance(
         source="server",
         mean_acceptance_length=mean,
         interval=[mean, mean],
-        per_position=rates,
+        per_position=counters.acceptance_rates()[:k],
         prompts=len(requests),
-        drafts=drafts,
+        drafts=counters.num_drafts,
     ), [
         "the server gave no per-request acceptance: restart it with --per-request-spec-decode-metrics detailed for "
         "per-prompt figures and intervals. Read from /metrics instead: vLLM's per-position counter has no "
@@ -537,7 +536,7 @@ def same(a: Acceptance, b: Acceptance) -> bool:
     return abs(a.mean_acceptance_length - b.mean_acceptance_length) < MIN_GAP
 
 
-def server_part(facts: ServerFacts, requests: list[dict], k: int, endpoint: str | None) -> Server:
+def server_part(facts: ServerFacts, requests: Sequence[Answered], k: int, endpoint: str | None) -> Server:
     return Server(
         url=facts.url if endpoint else None,
         engine="vllm" if endpoint else "vllm (started by eaglezoo)",
@@ -549,6 +548,6 @@ def server_part(facts: ServerFacts, requests: list[dict], k: int, endpoint: str 
         k_table=facts.k_table,
         draft_sample_method=facts.draft_sample_method,
         max_model_len=facts.max_model_len,
-        per_request_metrics=bool(requests) and all(r["accepted"] is not None for r in requests),
+        per_request_metrics=bool(requests) and all(r.accepted is not None for r in requests),
         config_readable=facts.dev_mode,
     )

@@ -4,11 +4,25 @@ and as named, and at least MIN_GAP (two lengths closer than that are one for a d
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from ..serving import DEV_MODE
 from .report import Acceptance, Finding, Verdict
 from .suspects import Suspect
+
+
+class Answered(Protocol):
+    """A request as the server (verify's `endpoint.Completion`) or the planned deployment (`vllm_process.
+    RequestResult`) answered it: its tokens, and the tokens accepted at each verify step (None without them)."""
+
+    @property
+    def tokens(self) -> list[int]: ...
+
+    @property
+    def accepted(self) -> list[int] | None: ...
+
 
 MIN_GAP = 0.05  # acceptance length
 RECOVERED = 0.5  # of the gap, for a fix to count as the cause
@@ -18,7 +32,7 @@ TAIL_RATE = 0.2  # a drafted position accepting less is rarely worth its drafter
 @dataclass(frozen=True)
 class Evidence:
     server: Acceptance | None  # None: the engine refused to serve the folder (`refusal` says why)
-    requests: list[dict]
+    requests: Sequence[Answered]
     trials: dict[str, Acceptance]
     suspects: list[Suspect]
     floors: list[float] | None
@@ -127,11 +141,11 @@ def from_suspect(s: Suspect, e: Evidence) -> Finding:
     )
 
 
-def undrafted(requests: list[dict]) -> tuple[int, int]:
+def undrafted(requests: Sequence[Answered]) -> tuple[int, int]:
     """(tokens decoded without a draft, tokens decoded) over the requests, each request's first token (the
     prefill's) aside: each verify step yields 1 + accepted tokens."""
-    decoded = [len(r["tokens"]) - 1 for r in requests]
-    drafted = [sum(1 + a for a in r["accepted"] or []) for r in requests]
+    decoded = [len(r.tokens) - 1 for r in requests]
+    drafted = [sum(1 + a for a in r.accepted or []) for r in requests]
     return sum(max(0, n - d) for n, d in zip(decoded, drafted, strict=True)), sum(
         decoded
     )  # a last step cut at max_tokens: 0
@@ -140,7 +154,7 @@ def undrafted(requests: list[dict]) -> tuple[int, int]:
 def k_zero_finding(e: Evidence) -> Finding:
     ranges = ", ".join(f"{lo}-{hi}" for lo, hi, _ in e.k_zero)
     table = [[lo, hi, k or e.k] for lo, hi, k in e.k_table]
-    idle, total = undrafted(e.requests) if all(r["accepted"] is not None for r in e.requests) else (None, None)
+    idle, total = undrafted(e.requests) if all(r.accepted is not None for r in e.requests) else (None, None)
     seen = (
         f"{idle} of the {total} tokens decoded here (after each prompt's first) had no draft"
         if idle is not None

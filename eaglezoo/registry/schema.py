@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from ..checkpoint.spec import AuxLayers, DrafterSpec, Family, FamilyFields
 from ..hub.client import repo_id_problem  # light: the client itself (huggingface_hub) is imported by each call
+from ..verify.report.gate import Floors, FloorTable
 from .conditions import UNKNOWN, Conditions, Definition, Figure, on_off, parsed_version
 from .conditions import problems as figure_problems
 
@@ -521,17 +522,30 @@ class Entry(Strict):
             and f.mean_acceptance_length is not None
         }  # a condition's floor has one (Floor.consistent)
 
-    def floors_at(self, k: int, temperature: float) -> tuple[list[float] | None, float | None, str | None]:
-        """(per-position floors, acceptance-length floor, a note when none applies) for exactly this K and
-        temperature: floors compare like with like."""
+    def floors(self, k: int, temperature: float) -> Floors:
+        """The floors at exactly this K and temperature (floors compare like with like): the whole run's (per
+        position, acceptance length) and each condition's."""
         floor = self.floor_for(k, temperature)
-        if floor is not None:
-            return floor.per_position, floor.mean_acceptance_length, None
+        return Floors(
+            min_acceptance=floor.per_position if floor else None,
+            min_al=floor.mean_acceptance_length if floor else None,
+            condition_floors=self.condition_floors(k, temperature) or None,
+        )
+
+    def floor_table(self, temperature: float) -> FloorTable:
+        """The floors at this temperature at every K the entry has some for: what tune and doctor look up."""
+        ks = sorted({f.k for f in self.acceptance_floors or [] if f.temperature == temperature})
+        return FloorTable(by_k={k: self.floors(k, temperature) for k in ks})
+
+    def floors_note(self, k: int, temperature: float) -> str | None:
+        """Why no whole-run floor applies at exactly this K and temperature (None: one does)."""
+        if self.floor_for(k, temperature) is not None:
+            return None
         if not self.acceptance_floors:
             why = self.null_reasons.get("acceptance_floors", "none recorded")
-            return None, None, f"the registry entry has no acceptance floors ({why})"
+            return f"the registry entry has no acceptance floors ({why})"
         have = ", ".join(f"K={f.k} T={f.temperature:g}" for f in self.acceptance_floors)
-        return None, None, f"the registry's acceptance floors are for {have}: none applied at K={k} T={temperature:g}"
+        return f"the registry's acceptance floors are for {have}: none applied at K={k} T={temperature:g}"
 
     def spec(self) -> DrafterSpec | None:
         """A DrafterSpec when the entry knows enough (for serving configs and engine floors)."""

@@ -12,8 +12,11 @@ import time
 from dataclasses import dataclass, field
 from statistics import median
 
-from ..verify.report import pass_timing
+from ..verify.counters import SpecDecodeCounters
+from ..verify.report.models import PassTiming
+from ..verify.report.timing import pass_timing
 from ..verify.vllm_engine import VllmSession
+from ..verify.vllm_process import EngineEvent, PassEvent, RequestResult
 from ..verify.workload import Workload
 from .decide import contenders
 from .model import Cell, Latency
@@ -28,20 +31,16 @@ class Samples:
     passes_per_repeat: int
     repeats: list[float] = field(default_factory=list)
     pass_walls: list[float] = field(default_factory=list)
-    requests: list[dict] = field(default_factory=list)
-    counters: dict = field(default_factory=lambda: {"drafts": 0, "accepted": 0, "per_position": []})
+    requests: list[RequestResult] = field(default_factory=list)
+    counters: SpecDecodeCounters = field(default_factory=SpecDecodeCounters.none)
 
-    def add(self, passes: list[dict]) -> None:
-        tokens = sum(len(r["tokens"]) for p in passes for r in p["requests"])
-        self.repeats.append(tokens / sum(p["wall_s"] for p in passes))
+    def add(self, passes: list[PassEvent]) -> None:
+        tokens = sum(len(r.tokens) for p in passes for r in p.requests)
+        self.repeats.append(tokens / sum(p.wall_s for p in passes))
         for p in passes:
-            self.pass_walls.append(p["wall_s"])
-            self.requests += p["requests"]
-            c = p["counters"]
-            self.counters["drafts"] += c["drafts"]
-            self.counters["accepted"] += c["accepted"]
-            before = self.counters["per_position"] or [0] * len(c["per_position"])
-            self.counters["per_position"] = [a + b for a, b in zip(before, c["per_position"], strict=True)]
+            self.pass_walls.append(p.wall_s)
+            self.requests += p.requests
+            self.counters += p.counters
 
 
 class Bench:
@@ -51,17 +50,17 @@ class Bench:
         self.session, self.work, self.rule = session, work, rule
         self.engine_s = self.starts_s = 0.0
         self.config: dict | None | str = "none yet"
-        self.engine: dict | None = None
+        self.engine: EngineEvent | None = None
 
-    def _run(self, config: dict | None, label: str, loads: list[int]) -> list[dict]:
+    def _run(self, config: dict | None, label: str, loads: list[int]) -> list[PassEvent]:
         t0 = time.perf_counter()
         result = self.session.run(self.work, config, label, loads)
         self.engine_s += time.perf_counter() - t0
         if config != self.config:
-            self.starts_s += result["engine"]["start_s"]
+            self.starts_s += result.engine.start_s
             self.config = config
-        self.engine = self.engine or result["engine"]  # the first engine's version, device and dtype
-        return result["passes"]
+        self.engine = self.engine or result.engine  # the first engine's version, device and dtype
+        return result.passes
 
     def measure(
         self, config: dict | None, label: str, loads: list[int], repeats: int, row: dict[int, Samples] | None = None
@@ -79,24 +78,24 @@ class Bench:
                 row[c].add([next(passes) for _ in range(row[c].passes_per_repeat)])
         return row
 
-    def passes_for(self, warm_pass: dict) -> int:
+    def passes_for(self, warm_pass: PassEvent) -> int:
         """Passes of the prompt set a repeat needs for the minimum tokens and seconds (from a warm-up pass)."""
-        tokens = sum(len(r["tokens"]) for r in warm_pass["requests"]) or 1
+        tokens = sum(len(r.tokens) for r in warm_pass.requests) or 1
         need = max(
             math.ceil(self.rule.min_tokens / tokens),
-            math.ceil(self.rule.min_seconds / max(warm_pass["wall_s"], 1e-9)),
+            math.ceil(self.rule.min_seconds / max(warm_pass.wall_s, 1e-9)),
             1,
         )
         return min(need, MAX_PASSES_PER_REPEAT)
 
 
-def timing_of(s: Samples) -> dict:
+def timing_of(s: Samples) -> PassTiming:
     """PassTiming's figures over every request measured (as one pass lasting all the repeats)."""
-    return pass_timing({"requests": s.requests, "wall_s": sum(s.pass_walls)})
+    return pass_timing(s.requests, sum(s.pass_walls))
 
 
 def cell_of(k: int, c: int, s: Samples) -> Cell:
-    drafts = s.counters["drafts"] if k else 0
+    drafted = bool(k and s.counters.num_drafts)
     low, high, coverage = interval(s.repeats)
     timing = timing_of(s)
     lat = latencies(s.requests)
@@ -104,9 +103,9 @@ def cell_of(k: int, c: int, s: Samples) -> Cell:
         k=k,
         concurrency=c,
         output_tokens_per_s=median(s.repeats),
-        mean_tpot_ms=timing["mean_tpot_ms"],
-        acceptance_length=1 + s.counters["accepted"] / drafts if drafts else None,
-        acceptance_per_position=[n / drafts for n in s.counters["per_position"]] if drafts else None,
+        mean_tpot_ms=timing.mean_tpot_ms,
+        acceptance_length=s.counters.mean_acceptance_length if drafted else None,
+        acceptance_per_position=s.counters.acceptance_rates() if drafted else None,
         repeats=s.repeats,
         interval=[low, high],
         interval_coverage=coverage,

@@ -8,8 +8,11 @@ from dataclasses import dataclass, field
 
 from ..reproduce import reproduction
 from ..serving import sglang_serve_command, vllm_serve_command
-from ..verify.report import built, serving_path
+from ..verify.report import PassTiming, built, serving_path
+from ..verify.report.gate import Floors, failure_of
+from ..verify.report.gate import floor_checks as check_floors
 from ..verify.vllm_engine import EngineOptions
+from ..verify.vllm_process import EngineEvent
 from ..verify.workload import Workload
 from .decide import decide, judge, recommendation, schedule_of, sglang_adaptive_config, static_best, table_k, verdict
 from .model import Adaptive, Cell, Choice, KFloor, NoSpeculation, Placement, TuneReport
@@ -20,15 +23,12 @@ SGLANG_ADAPTIVE_FILE = "sglang-adaptive.json"
 ISSUE = "vLLM #49986"
 
 
-Floors = dict[int, tuple[list[float] | None, float | None]]  # K -> (per-position floors, acceptance-length floor)
-
-
 @dataclass(frozen=True)
 class EntryFacts:
     """What a registry entry brings to a tune run: its floors per K (checked on the grid), its hardware class (set
     beside the placement measured) and its id (the convert command names the drafter by it). Empty without one."""
 
-    floors: Floors = field(default_factory=dict)
+    floors: dict[int, Floors] = field(default_factory=dict)  # K -> the entry's whole-run floors (FloorTable.whole)
     hardware: str | None = None
     registry_id: str | None = None
 
@@ -40,10 +40,12 @@ NO_ENTRY = EntryFacts()
 class Measured:
     """Everything the engine measured for one tune, handed to `report`."""
 
-    engine: dict
+    engine: EngineEvent
     grid: list[Cell]
     confirmed: list[Cell]
-    confirmed_timing: list[dict]  # per load: pass_timing over every measured request (output_tokens_per_s: the median)
+    confirmed_timing: list[
+        PassTiming
+    ]  # per load: pass_timing over every measured request (output_tokens_per_s: the median)
     confirmed_config: dict
     adaptive: Adaptive | None = None
     notes: tuple[str, ...] = ()
@@ -115,9 +117,9 @@ def report(
         convert_command=path.convert_command,
         engine={
             "name": "vllm",
-            "version": measured.engine["version"],
-            "device": measured.engine["device"],
-            "dtype": measured.engine["dtype"],
+            "version": measured.engine.version,
+            "device": measured.engine.device,
+            "dtype": measured.engine.dtype,
         },
         k_max=work.k,
         concurrency=concurrency,
@@ -163,7 +165,7 @@ def report(
         failures=failures + confirm_failures,
         notes=notes + floor_notes + place_notes,
         reproduction=reproduction(
-            engine=f"vllm {measured.engine['version']}",
+            engine=f"vllm {measured.engine.version}",
             prompt_set=work.prompt_set and work.prompt_set.name,
             prompts_sha256=work.prompt_set and work.prompt_set.sha256,
             seed=work.seed,
@@ -210,7 +212,7 @@ def confirmation(measured: Measured, grid: list[Cell], static: int, verdicts, de
         levels.append(
             {
                 "concurrency": x.concurrency,
-                **timing,
+                **timing.model_dump(),
                 "output_tokens_per_s": x.output_tokens_per_s,
                 "repeats": x.repeats,
                 "interval": x.interval,
@@ -253,37 +255,31 @@ def no_speculation(grid: list[Cell], confirmed: list[Cell], schedule: list[list[
     return out
 
 
-def floor_checks(grid: list[Cell], k_max: int, floors: Floors) -> tuple[dict[str, KFloor], list[str], list[str]]:
+def floor_checks(
+    grid: list[Cell], k_max: int, floors: dict[int, Floors]
+) -> tuple[dict[str, KFloor], list[str], list[str]]:
     """The registry entry's floors at every K tune measured, at every load: a decision made on a drafter that
     falls below its recorded acceptance (wrong aux ids, a dropped norm) would be a decision about another drafter.
-    (floors checked, failures, notes)."""
+    (floors checked, failures, notes). Each cell is checked as verify checks a run (`gate.floor_checks`)."""
     checked, failures, notes = {}, [], []
-    for k, (per_position, al) in sorted(floors.items()):
+    for k, floor in sorted(floors.items()):
         if k > k_max:
             notes.append(f"the registry entry's floors at K={k} were not checked: tune measured K up to {k_max}")
             continue
-        checked[str(k)] = KFloor(per_position=per_position, mean_acceptance_length=al)
+        checked[str(k)] = KFloor(per_position=floor.min_acceptance, mean_acceptance_length=floor.min_al)
         for x in (x for x in grid if x.k == k):
-            where = f"K={k} at concurrency {x.concurrency}"
-            failures += [
-                f"{where}: acceptance at position {i + 1} is {rate:.3f} < {floor}"
-                for i, (rate, floor) in enumerate(
-                    zip(x.acceptance_per_position or [], per_position or [], strict=False)
-                )
-                if rate < floor
-            ]
-            if al is not None and x.acceptance_length is not None and x.acceptance_length < al:
-                failures.append(f"{where}: acceptance length {x.acceptance_length:.3f} < {al}")
+            checks = check_floors(floor, x.acceptance_per_position or [], x.acceptance_length, {}, "registry", True)
+            failures += [f"K={k} at concurrency {x.concurrency}: {failure_of(c)}" for c in checks if c.met is False]
     return checked, failures, notes
 
 
-def placement(engine: dict, opts: EngineOptions, entry_hardware: str | None) -> tuple[Placement, list[str]]:
+def placement(engine: EngineEvent, opts: EngineOptions, entry_hardware: str | None) -> tuple[Placement, list[str]]:
     measured = (
-        f"{engine['device']} {engine['dtype']}, tensor parallel {opts.tensor_parallel_size} x pipeline "
+        f"{engine.device} {engine.dtype}, tensor parallel {opts.tensor_parallel_size} x pipeline "
         f"parallel {opts.pipeline_parallel_size}"
     )
     notes = []
-    if entry_hardware and engine["device"].startswith("cpu"):
+    if entry_hardware and engine.device.startswith("cpu"):
         notes.append(
             f"the registry entry serves its target on {entry_hardware}; this decision was measured on "
             f"{measured}: which K pays depends on the hardware, so tune where you serve"

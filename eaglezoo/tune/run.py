@@ -151,7 +151,7 @@ def adaptive_column(
     bench: Bench, drafter: str, k_max: int, opts: EngineOptions, grid: list[Cell], concurrency: list[int]
 ) -> tuple[Adaptive | None, list[str]]:
     """vLLM's online K selection as one more column where the hardware allows it; otherwise the note says why."""
-    device = (bench.engine or {}).get("device", "")
+    device = bench.engine.device if bench.engine else ""
     if device.startswith("cpu"):
         return None, [ADAPTIVE_ON_CPU]
     if opts.enforce_eager or opts.pipeline_parallel_size > 1:

@@ -3,8 +3,13 @@ told apart, and the latencies users compare with `vllm bench serve`."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from math import comb
 from statistics import median
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..verify.vllm_process import RequestResult
 
 INTERVAL_LEVEL = 0.9  # the interval of a median covers the true median at least this often, where repeats allow it
 SEPARATION_MARGIN = 0.03  # two intervals must stand this share of the lower median apart to be told apart
@@ -46,21 +51,21 @@ def percentile(values: list[float], q: float) -> float:
     return xs[low] + (xs[high] - xs[low]) * (at - low)
 
 
-def latencies(requests: list[dict]) -> dict | None:
+def latencies(requests: Sequence[RequestResult]) -> dict | None:
     """TTFT and TPOT (each request's time per output token after the first: its mean inter-token latency) at
     p50 and p90 over the requests, and end-to-end latency; None when no request has a first-token time.
     vLLM 0.32's offline engine keeps no per-token timestamps (RequestStateStats, vllm/v1/metrics/stats.py, holds
     the first and last token's only), so the inter-token distribution `vllm bench serve` prints as ITL is not
     available offline; TPOT is its per-request mean."""
-    ttft = [r["ttft_s"] * 1000 for r in requests if r["ttft_s"] is not None]
+    ttft = [r.ttft_s * 1000 for r in requests if r.ttft_s is not None]
     if not ttft:
         return None
     tpot = [
-        (r["e2e_s"] - r["ttft_s"]) * 1000 / (len(r["tokens"]) - 1)
+        (r.e2e_s - r.ttft_s) * 1000 / (len(r.tokens) - 1)
         for r in requests
-        if r["ttft_s"] is not None and len(r["tokens"]) > 1
+        if r.ttft_s is not None and len(r.tokens) > 1
     ]
-    e2e = [r["e2e_s"] for r in requests]
+    e2e = [r.e2e_s for r in requests]
     return {
         "ttft_p50_ms": percentile(ttft, 50),
         "ttft_p90_ms": percentile(ttft, 90),

@@ -6,7 +6,7 @@ tokens). A run's figures are the difference of two readings: a counter that went
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -48,7 +48,7 @@ class SpecDecodeCounters(BaseModel):
         return self
 
     @classmethod
-    def read(cls, where: str, **values) -> SpecDecodeCounters:
+    def read(cls, where: str, **values: Any) -> SpecDecodeCounters:
         """The counters, or one line naming the first that no engine could have counted."""
         try:
             return cls(**values)
@@ -94,11 +94,33 @@ class SpecDecodeCounters(BaseModel):
             num_accepted_tokens_per_pos=tuple(b - a for _, a, b in pairs[3 : 3 + positions]),
         )
 
-    def counts(self) -> dict:
-        """The shape every engine's counters take in reports: drafts, draft_tokens, accepted, per_position."""
-        return {
-            "drafts": self.num_drafts,
-            "draft_tokens": self.num_draft_tokens,
-            "accepted": self.num_accepted_tokens,
-            "per_position": list(self.num_accepted_tokens_per_pos),
-        }
+    @classmethod
+    def none(cls) -> SpecDecodeCounters:
+        """Nothing counted: no drafts (a run that never reached the engine)."""
+        return cls(num_drafts=0, num_draft_tokens=0, num_accepted_tokens=0, num_accepted_tokens_per_pos=())
+
+    def __add__(self, other: SpecDecodeCounters) -> SpecDecodeCounters:
+        """Two runs' counts together (one K: the positions add up one by one; nothing counted yet adds as zeros)."""
+        mine, theirs = self.num_accepted_tokens_per_pos, other.num_accepted_tokens_per_pos
+        return SpecDecodeCounters(
+            num_drafts=self.num_drafts + other.num_drafts,
+            num_draft_tokens=self.num_draft_tokens + other.num_draft_tokens,
+            num_accepted_tokens=self.num_accepted_tokens + other.num_accepted_tokens,
+            num_accepted_tokens_per_pos=tuple(
+                a + b for a, b in zip(mine or (0,) * len(theirs), theirs or (0,) * len(mine), strict=True)
+            ),
+        )
+
+    @property
+    def mean_acceptance_length(self) -> float:
+        """1 + accepted / drafts, pooled over every draft, as vLLM's own logger counts it (1.0 without drafts)."""
+        return 1 + self.num_accepted_tokens / self.num_drafts if self.num_drafts else 1.0
+
+    def acceptance_rates(self) -> list[float]:
+        """Accepted at position i / drafts, at each position the engine counts (0.0 each without drafts)."""
+        drafts = self.num_drafts
+        return [n / drafts if drafts else 0.0 for n in self.num_accepted_tokens_per_pos]
+
+    def acceptance_per_position(self, k: int) -> list[float]:
+        """The rates at positions 0..K-1: a position the engine did not count is 0.0."""
+        return (self.acceptance_rates() + [0.0] * k)[:k]

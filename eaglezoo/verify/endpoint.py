@@ -18,6 +18,7 @@ import threading
 import time
 import urllib.error
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -36,6 +37,16 @@ from .workload import Measurement, Progress, Workload
 
 MAX_ANSWER = 64 << 20  # bytes: a server that streams more is not answering a completion
 CONCURRENCY = 8
+
+
+@dataclass(frozen=True)
+class Completion:
+    """One request as the server answered it: its tokens, the tokens accepted at each verify step (None without
+    per-request metrics) and the K it drafted with (`num_spec_tokens`, where the server says it)."""
+
+    tokens: list[int]
+    accepted: list[int] | None
+    num_spec_tokens: int | None
 
 
 class ServerFailed(EngineError):
@@ -59,12 +70,12 @@ def measure_endpoint(work: Workload, url: str, progress: Progress) -> Measuremen
     config = speculative_config(base)
     notes = check_drafter(config, work, base)
     results, counters, wall = measure_requests(base, model, work, progress)
-    if counters["drafts"] == 0:
+    if counters.num_drafts == 0:
         raise EngineError(
             f"{base} ran no speculative decoding for these requests (0 drafts)",
             hint="start it with --speculative-config (vLLM #25250: a missing drafter is silent)",
         )
-    accepted = [r["accepted"] for r in results]
+    accepted = [r.accepted for r in results]
     check_depth(results, counters, work.k)
     if any(a is None for a in accepted):
         notes.append(
@@ -81,7 +92,7 @@ def measure_endpoint(work: Workload, url: str, progress: Progress) -> Measuremen
         )
     return Measurement(
         accepted=accepted,
-        tokens=[r["tokens"] for r in results],
+        tokens=[r.tokens for r in results],
         engine={
             "name": "endpoint",
             "url": printable(base),
@@ -97,7 +108,9 @@ def measure_endpoint(work: Workload, url: str, progress: Progress) -> Measuremen
     )
 
 
-def measure_requests(base: str, model: str, work: Workload, progress: Progress) -> tuple[list[dict], dict, float]:
+def measure_requests(
+    base: str, model: str, work: Workload, progress: Progress
+) -> tuple[list[Completion], SpecDecodeCounters, float]:
     """The workload's prompts on the server: each response's tokens and acceptance, the counters' deltas, seconds."""
     before = scrape(base)
     progress(0, len(work.encoded), phase=f"measuring {base}")
@@ -323,7 +336,7 @@ def scrape(base: str) -> SpecDecodeCounters:
         for sample in (s for family in families for s in family.samples):
             name = sample.name.removesuffix("_total")
             if name in COUNTERS:
-                out[FIELDS[COUNTERS[name]]] += _count(sample.value)
+                out[COUNTERS[name]] += _count(sample.value)
                 found = True
             elif name == PER_POSITION:
                 pos = int(sample.labels.get("position", 0))
@@ -354,9 +367,6 @@ def scrape(base: str) -> SpecDecodeCounters:
     )
 
 
-FIELDS = {"drafts": "num_drafts", "draft_tokens": "num_draft_tokens", "accepted": "num_accepted_tokens"}
-
-
 def _count(value: float) -> int:
     """A Prometheus sample as a count: a whole number (a negative or huge one is the counters' type's to refuse)."""
     if not float(value).is_integer():
@@ -364,11 +374,11 @@ def _count(value: float) -> int:
     return int(value)
 
 
-def scrape_delta(before: SpecDecodeCounters, after: SpecDecodeCounters, base: str) -> dict:
-    return after.since(before, f"{base}/metrics").counts()
+def scrape_delta(before: SpecDecodeCounters, after: SpecDecodeCounters, base: str) -> SpecDecodeCounters:
+    return after.since(before, f"{base}/metrics")
 
 
-def run_prompts(base: str, model: str, work: Workload, progress: Progress) -> list[dict]:
+def run_prompts(base: str, model: str, work: Workload, progress: Progress) -> list[Completion]:
     temperatures = work.temperatures()
 
     def body(i: int) -> dict:
@@ -400,7 +410,7 @@ def run_prompts(base: str, model: str, work: Workload, progress: Progress) -> li
     return results
 
 
-def run_wave(base: str, indices: list[int], body) -> Iterator[tuple[int, dict]]:
+def run_wave(base: str, indices: list[int], body) -> Iterator[tuple[int, Completion]]:
     """The requests of `indices`, CONCURRENCY at a time, each result as it comes."""
     n = len(indices)
     todo, done = queue.Queue(), queue.Queue()
@@ -432,7 +442,7 @@ def run_wave(base: str, indices: list[int], body) -> Iterator[tuple[int, dict]]:
         yield i, result
 
 
-def completion(base: str, body: dict) -> dict:
+def completion(base: str, body: dict) -> Completion:
     answer = request(base, "/v1/completions", body)
     try:
         tokens = [int(t) for t in answer["choices"][0].get("token_ids") or []]
@@ -441,11 +451,11 @@ def completion(base: str, body: dict) -> dict:
         if steps is None and spec.get("num_spec_steps") == 0:
             steps = []  # a request that never drafted (K=0 in a K table): vLLM gives its steps as null
         depth = spec.get("num_spec_tokens")
-        result = {
-            "tokens": tokens,
-            "accepted": [_count(x) for x in steps] if steps is not None else None,
-            "num_spec_tokens": _count(depth) if depth is not None else None,
-        }
+        result = Completion(
+            tokens=tokens,
+            accepted=[_count(x) for x in steps] if steps is not None else None,
+            num_spec_tokens=_count(depth) if depth is not None else None,
+        )
     except (KeyError, IndexError, TypeError, ValueError, AttributeError, OverflowError):
         raise EngineError(
             f"{base}/v1/completions answered without a well-formed completion: is this a vLLM server?",
@@ -455,18 +465,18 @@ def completion(base: str, body: dict) -> dict:
     return result
 
 
-def check_steps(base: str, result: dict) -> None:
+def check_steps(base: str, result: Completion) -> None:
     """A request's acceptance as a server reports it: its num_spec_tokens (the configured K) from 1 to limits.MAX_K,
     each step accepting 0 to K tokens (vLLM counts a step in a histogram of K + 1 bins, vllm/v1/metrics/stats.py:
     375-394)."""
-    depth = result["num_spec_tokens"]
+    depth = result.num_spec_tokens
     bad = (
         f"num_spec_tokens {depth}"
         if depth is not None and not 1 <= depth <= MAX_K
         else next(
             (
                 f"per_step_accepted {a} at K={depth or MAX_K}"
-                for a in result["accepted"] or []
+                for a in result.accepted or []
                 if not 0 <= a <= (depth or MAX_K)
             ),
             None,
@@ -479,10 +489,10 @@ def check_steps(base: str, result: dict) -> None:
         )
 
 
-def check_depth(results: list[dict], counters: dict, k: int) -> None:
+def check_depth(results: list[Completion], counters: SpecDecodeCounters, k: int) -> None:
     """The server's draft depth, as it reports it per request or by counter positions, must be K."""
-    depths = {r["num_spec_tokens"] for r in results if r["num_spec_tokens"] is not None}
-    depth = depths.pop() if len(depths) == 1 else len(counters["per_position"]) or None
+    depths = {r.num_spec_tokens for r in results if r.num_spec_tokens is not None}
+    depth = depths.pop() if len(depths) == 1 else len(counters.num_accepted_tokens_per_pos) or None
     if depth is not None and depth != k:
         raise UsageError(f"the server drafts K={depth}, not {k}", hint=f"run with -k {depth}")
 

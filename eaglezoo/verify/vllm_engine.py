@@ -28,8 +28,8 @@ from ..errors import EngineError, UsageError
 from ..fsutil import staging
 from ..limits import MAX_MODEL_LEN
 from ..serving import engine_support, family_serve_config, serve_config
-from .report import speedup_report
-from .vllm_process import WorkerSession, finds_vllm, no_vllm
+from .report.timing import speedup_report
+from .vllm_process import WorkerResult, WorkerSession, finds_vllm, no_vllm
 from .workload import Measurement, Progress, Workload, dtype_name
 
 RESERVED = {
@@ -166,7 +166,7 @@ class VllmSession:
 
     def run(
         self, work: Workload, config: dict | None, label: str, concurrency: list[int], progress: Progress | None = None
-    ) -> dict:
+    ) -> WorkerResult:
         request = {
             "prompts": work.encoded,
             "max_tokens": work.max_new_tokens,
@@ -205,32 +205,37 @@ def vllm_session(work: Workload, opts: EngineOptions, progress: Progress) -> Ite
 
 
 def measurement(
-    work: Workload, spec_run: dict, base_run: dict | None, opts: EngineOptions, python: str, total_s: float
+    work: Workload,
+    spec_run: WorkerResult,
+    base_run: WorkerResult | None,
+    opts: EngineOptions,
+    python: str,
+    total_s: float,
 ) -> Measurement:
-    first = spec_run["passes"][0]
-    if first["counters"]["drafts"] == 0:
+    first = spec_run.passes[0]
+    if first.counters.num_drafts == 0:
         raise EngineError(
             "vLLM ran no speculative decoding at all (0 drafts)",
             hint="rerun with EAGLEZOO_DEBUG=1 to see the engine's log (vLLM #25250)",
         )
-    started = spec_run["engine"]
+    started = spec_run.engine
     engine = {
         "name": "vllm",
-        "version": started["version"],
+        "version": started.version,
         "python": python,
         "parallel": opts.parallel(),
         "trust_remote_code": opts.trust_remote_code,
-        "start_s": started["start_s"],
+        "start_s": started.start_s,
     }
     return Measurement(
-        accepted=[r["accepted"] for r in first["requests"]],
-        tokens=[r["tokens"] for r in first["requests"]],
+        accepted=[r.accepted for r in first.requests],
+        tokens=[r.tokens for r in first.requests],
         engine=engine,
-        device=started["device"],
-        dtype=started["dtype"],
-        notes=[started[k] for k in ("bound", "patched") if started.get(k)],
-        counters=first["counters"],
-        timing={"engine_start_s": started["start_s"], "measure_s": first["wall_s"], "total_s": total_s},
+        device=started.device,
+        dtype=started.dtype,
+        notes=[note for note in (started.bound, started.patched) if note],
+        counters=first.counters,
+        timing={"engine_start_s": started.start_s, "measure_s": first.wall_s, "total_s": total_s},
         speedup=speedup_report(spec_run, base_run, max(work.temperatures())) if base_run else None,
     )
 

@@ -18,9 +18,10 @@ import time
 from pathlib import Path
 from typing import Self
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..errors import EngineError, UsageError, printable
+from .counters import SpecDecodeCounters
 from .workload import Progress
 
 WORKER = Path(__file__).with_name("vllm_worker.py")
@@ -60,6 +61,8 @@ BINDING_HINT = (
 
 
 class EngineEvent(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
     version: str
     device: str
     dtype: str
@@ -69,28 +72,32 @@ class EngineEvent(BaseModel):
 
 
 class RequestResult(BaseModel):
+    """One request as the engine finished it: its tokens, seconds to the last and the first, and the tokens
+    accepted at each verify step (None where the engine kept no per-request figures)."""
+
+    model_config = ConfigDict(frozen=True)
+
     tokens: list[int]
     e2e_s: float
     ttft_s: float | None
     accepted: list[int] | None
 
 
-class Counters(BaseModel):
-    drafts: int
-    draft_tokens: int
-    accepted: int
-    per_position: list[int]
-
-
 class PassEvent(BaseModel):
+    """One pass of the prompts at one concurrency, and what vLLM's counters added over it."""
+
+    model_config = ConfigDict(frozen=True)
+
     concurrency: int
     wall_s: float
     requests: list[RequestResult]
-    counters: Counters
+    counters: SpecDecodeCounters
 
 
 class WorkerResult(BaseModel):
     """What the worker reports (vllm_worker.py): checked here, so a malformed event is one sentence."""
+
+    model_config = ConfigDict(frozen=True)
 
     engine: EngineEvent
     passes: list[PassEvent]
@@ -132,7 +139,7 @@ class WorkerSession:
         else:
             self.log_path.unlink(missing_ok=True)
 
-    def run(self, request: dict, progress: Progress | None = None) -> dict:
+    def run(self, request: dict, progress: Progress | None = None) -> WorkerResult:
         """One run (its speculative config, prompts and concurrencies): the engine serving it and its passes."""
         progress = progress or self.progress
         label = request["label"]
@@ -179,7 +186,7 @@ class WorkerSession:
         return events
 
 
-def worker_result(events: list[dict], engine: dict | None, passes: int, returncode: int | None) -> dict:
+def worker_result(events: list[dict], engine: dict | None, passes: int, returncode: int | None) -> WorkerResult:
     """The run's passes, whole (the caller has raised the worker's first error event, if any)."""
     try:
         result = WorkerResult(engine=engine, passes=[e for e in events if e["event"] == "pass"]) if engine else None
@@ -190,7 +197,7 @@ def worker_result(events: list[dict], engine: dict | None, passes: int, returnco
             f"the vLLM process ended without a complete result (exit status {returncode})",
             hint="rerun with EAGLEZOO_DEBUG=1 to see the engine's output",
         )
-    return result.model_dump()
+    return result
 
 
 def parse_event(line: bytes) -> dict | None:

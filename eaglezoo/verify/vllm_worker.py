@@ -20,10 +20,11 @@ import sys
 import time
 
 COUNTERS = {
-    "vllm:spec_decode_num_drafts": "drafts",
-    "vllm:spec_decode_num_draft_tokens": "draft_tokens",
-    "vllm:spec_decode_num_accepted_tokens": "accepted",
-}  # vllm/v1/spec_decode/metrics.py
+    "vllm:spec_decode_num_drafts": "num_drafts",
+    "vllm:spec_decode_num_draft_tokens": "num_draft_tokens",
+    "vllm:spec_decode_num_accepted_tokens": "num_accepted_tokens",
+}  # vllm/v1/spec_decode/metrics.py: each Prometheus counter, by the SpecDecodingStats field it counts
+PER_POSITION_FIELD = "num_accepted_tokens_per_pos"
 PER_POSITION = "vllm:spec_decode_num_accepted_tokens_per_pos"
 PROTOCOL = sys.stdout  # main() moves it aside: the original stdout, for events only
 
@@ -263,26 +264,22 @@ def unknown_argument(exc: TypeError, given: dict) -> str | None:
 
 
 def counters(llm) -> dict:
-    """vLLM's cumulative, process-global spec-decode counters (vllm/v1/spec_decode/metrics.py)."""
-    out = {"drafts": 0, "draft_tokens": 0, "accepted": 0, "per_position": []}
+    """vLLM's cumulative, process-global spec-decode counters, by SpecDecodingStats' own field names
+    (vllm/v1/spec_decode/metrics.py): what eaglezoo's SpecDecodeCounters (verify/counters.py) reads."""
+    out = {name: 0 for name in COUNTERS.values()} | {PER_POSITION_FIELD: []}
     for metric in llm.get_metrics():
         if metric.name in COUNTERS:
             out[COUNTERS[metric.name]] += int(metric.value)
         elif metric.name == PER_POSITION:  # one Vector per engine
-            summed = out["per_position"] or [0] * len(metric.values)
-            out["per_position"] = [a + int(b) for a, b in zip(summed, metric.values, strict=True)]
+            summed = out[PER_POSITION_FIELD] or [0] * len(metric.values)
+            out[PER_POSITION_FIELD] = [a + int(b) for a, b in zip(summed, metric.values, strict=True)]
     return out
 
 
 def delta(before: dict, after: dict) -> dict:
-    base = before["per_position"] or [0] * len(after["per_position"])
-    pos = [a - b for a, b in zip(after["per_position"], base, strict=True)]
-    return {
-        "drafts": after["drafts"] - before["drafts"],
-        "draft_tokens": after["draft_tokens"] - before["draft_tokens"],
-        "accepted": after["accepted"] - before["accepted"],
-        "per_position": pos,
-    }
+    base = before[PER_POSITION_FIELD] or [0] * len(after[PER_POSITION_FIELD])
+    pos = [a - b for a, b in zip(after[PER_POSITION_FIELD], base, strict=True)]
+    return {name: after[name] - before[name] for name in COUNTERS.values()} | {PER_POSITION_FIELD: pos}
 
 
 def sampling(req: dict, index: int, max_tokens: int):

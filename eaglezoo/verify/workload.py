@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Annotated, Callable
+from typing import TYPE_CHECKING, Annotated, Callable
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
@@ -19,6 +19,10 @@ from ..checkpoint.spec import DrafterSpec
 from ..errors import BadInput, UsageError
 from ..fsutil import parse_json, regular_file
 from ..limits import MAX_PROMPTS
+from .counters import SpecDecodeCounters
+
+if TYPE_CHECKING:
+    from .report.models import Speedup
 
 Progress = Callable[..., None]  # progress(done, total, phase="...")
 
@@ -211,10 +215,10 @@ class Measurement:
     device: str
     dtype: str
     timing: dict
-    counters: dict | None = None
+    counters: SpecDecodeCounters | None = None
     all_positions: dict | None = None
     feedback_rms: list[float] | None = None
-    speedup: dict | None = None
+    speedup: Speedup | None = None
     by_k: list[dict] | None = None  # acceptance at every K <= K, replayed exactly (native)
     notes: list[str] = field(default_factory=list)
 

@@ -16,17 +16,14 @@ from conftest import EXAMPLE, ROOT, run_inprocess
 from eaglezoo.serving import DIAGNOSE_LABEL
 from eaglezoo.tune.model import Cell
 from eaglezoo.tune.stats import interval
+from eaglezoo.verify.report import PassTiming
+from eaglezoo.verify.vllm_process import EngineEvent
 
 ENTRY = "tiny-example-eagle31"
 LEVELS = [1, 2]
-TIMING = {
-    "output_tokens": 640,
-    "wall_s": 4.0,
-    "output_tokens_per_s": 160.0,
-    "mean_tpot_ms": 6.0,
-    "mean_e2e_s": 0.4,
-    "median_e2e_s": 0.4,
-}
+TIMING = PassTiming(
+    output_tokens=640, wall_s=4.0, output_tokens_per_s=160.0, mean_tpot_ms=6.0, mean_e2e_s=0.4, median_e2e_s=0.4
+)
 
 
 def cell(k: int, c: int, tokens_per_s: float) -> Cell:
@@ -74,7 +71,7 @@ def tuned(work, best_k: int, tmp_path, registry_id: str | None = ENTRY) -> tuple
     grid = [cell(k, c, 100.0 * c * (3.0 if k == best_k else 1.0 + 0.1 * k)) for k in range(3) for c in LEVELS]
     confirmed = [next(x for x in grid if x.k == best_k and x.concurrency == c) for c in LEVELS]
     measured = Measured(
-        engine={"version": "0.32.0", "device": "cpu", "dtype": "float32"},
+        engine=EngineEvent(version="0.32.0", device="cpu", dtype="float32", start_s=0.0),
         grid=grid,
         confirmed=confirmed,
         confirmed_timing=[TIMING] * len(LEVELS),

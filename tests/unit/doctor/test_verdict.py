@@ -9,6 +9,7 @@ from dataclasses import replace
 from eaglezoo.doctor.report import Acceptance
 from eaglezoo.doctor.suspects import Suspect
 from eaglezoo.doctor.verdict import Evidence, judge, undrafted
+from eaglezoo.verify.endpoint import Completion
 
 
 def measured(source: str, length: float, rates=(0.6, 0.4, 0.2), spread: float = 0.1) -> Acceptance:
@@ -76,7 +77,10 @@ def test_both_below_the_floors_is_the_drafter_on_its_prompts_and_the_workload_on
 
 
 def test_a_k_table_sending_k_zero_is_seen_in_the_undrafted_tokens():
-    requests = [{"tokens": list(range(33)), "accepted": [1] * 10}, {"tokens": list(range(33)), "accepted": []}]
+    requests = [
+        Completion(tokens=list(range(33)), accepted=[1] * 10, num_spec_tokens=None),
+        Completion(tokens=list(range(33)), accepted=[], num_spec_tokens=None),
+    ]
     assert undrafted(requests) == (2 * 32 - 20, 64)
     verdict, _, findings, _ = judge(
         evidence(2.0, {"reference": 2.0}, requests=requests, k_table=[[1, 2, 0], [3, 256, 3]])

@@ -13,6 +13,7 @@ from eaglezoo.tune import Cell, judge, recommendation, schedule_of, sglang_adapt
 from eaglezoo.tune.decide import decide
 from eaglezoo.tune.report import no_speculation
 from eaglezoo.tune.stats import interval, latencies, percentile
+from eaglezoo.verify.vllm_process import RequestResult
 
 
 def cell(k: int, c: int, repeats: list[float]) -> Cell:
@@ -136,12 +137,15 @@ def test_sglangs_adaptive_config_buckets_start_where_vllms_ranges_start():
 
 
 def test_latencies_as_bench_tools_report_them():
-    requests = [{"ttft_s": t / 1000, "e2e_s": t / 1000 + 0.1, "tokens": [0] * 11} for t in (10, 20, 30, 40, 50)]
+    requests = [
+        RequestResult(ttft_s=t / 1000, e2e_s=t / 1000 + 0.1, tokens=[0] * 11, accepted=None)
+        for t in (10, 20, 30, 40, 50)
+    ]
     lat = latencies(requests)
     assert lat["ttft_p50_ms"] == pytest.approx(30) and lat["ttft_p90_ms"] == pytest.approx(46)
     assert lat["tpot_p50_ms"] == pytest.approx(10) and lat["e2e_p90_s"] == pytest.approx(0.146)
     assert percentile([1.0], 90) == 1.0
-    assert latencies([{"ttft_s": None, "e2e_s": 1.0, "tokens": [1]}]) is None
+    assert latencies([RequestResult(ttft_s=None, e2e_s=1.0, tokens=[1], accepted=None)]) is None
 
 
 def test_sglangs_adaptive_command_names_the_file_and_sizes_the_draft_for_the_largest_step():

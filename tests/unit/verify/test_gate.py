@@ -5,11 +5,14 @@ from __future__ import annotations
 
 from eaglezoo.reproduce import Reproduction, command_line, reproduction
 from eaglezoo.verify.report import Basis, Floors, Gate, gated, not_like_with_like
+from eaglezoo.verify.report.models import Tallied
 from eaglezoo.verify.workload import Prompt, PromptSet, select_rows
 
 SET = PromptSet(name="suite:robustness", sha256="a" * 64, rows=10, taken=10, selection="all 10 rows")
 BASIS = Basis(prompt_set="suite:robustness", prompts_sha256="a" * 64, engine=None, k=3, temperature=0.0)
-FIGURES = {"acceptance_per_position": [0.6, 0.3, 0.1], "mean_acceptance_length": 2.0, "num_drafts": 10}
+FIGURES = Tallied(
+    acceptance_per_position=[0.6, 0.3, 0.1], mean_acceptance_length=2.0, num_drafts=10, num_accepted=10, histogram=[]
+)
 
 
 def test_a_suite_is_sampled_round_robin_over_its_conditions():
