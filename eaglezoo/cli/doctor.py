@@ -50,7 +50,8 @@ def doctor(
         ),
     ] = None,
     endpoint: Annotated[
-        str | None, typer.Option(metavar="URL", help="A running vLLM server to diagnose, e.g. http://127.0.0.1:8000.")
+        str | None,
+        typer.Option(metavar="URL", help="A running vLLM or SGLang server to diagnose, e.g. http://127.0.0.1:8000."),
     ] = None,
     engine: Annotated[
         str | None,
