@@ -104,7 +104,18 @@ def diagnose(request: DoctorRequest, named: Named, progress: Progress = lambda *
     sglang = sglang_facts(base) if base else None
     if sglang is not None:
         return diagnose_sglang(
-            sglang, SglangNamed(drafter_dir, target_dir, named.opts, drafter_name, target_name, request.k)
+            sglang,
+            SglangNamed(
+                drafter_dir,
+                target_dir,
+                named.opts,
+                drafter_name,
+                target_name,
+                request.k,
+                named.prompts_file,
+                request.max_prompts,
+                request.max_new_tokens,
+            ),
         )
     facts = server_facts(base) if base else None
     sides = (

@@ -1,7 +1,8 @@
 """doctor on an SGLang server: its resolved speculative settings (verify/sglang_server.py) against the drafter named,
 each rule a cause code with its fix (docs/doctor.md). SGLang is not run here: every rule is read from SGLang 0.5.23's
-source (cited by file:line), and the report says so (SOURCE_NOTE). The measured acceptance is the server's own
-cumulative figure, where it has drafted; no prompts are sent."""
+source (cited by file:line), and the report says so (SOURCE_NOTE). The measured acceptance: the server's own
+cumulative figure, where it has drafted, and, where the drafter and target are folders here, the prompts sent as
+token ids, greedy, each answer's acceptance read from `sglext.spec_tokens_details`."""
 
 from __future__ import annotations
 
@@ -17,9 +18,13 @@ from ..checkpoint.read import Drafter, read_drafter
 from ..checkpoint.spec import default_boundary_ids
 from ..engine_versions import issues_for, touches
 from ..errors import EaglezooError, EngineError, UsageError
+from ..verify.endpoint import request, run_wave
 from ..verify.report import built
-from ..verify.sglang_server import SglangFacts
-from .report import DoctorReport, Finding, Server
+from ..verify.run import SAMPLED_ON_NATIVE, WorkloadPlan, prepare
+from ..verify.sglang_server import SglangFacts, spec_steps
+from ..verify.workload import Workload
+from .report import Acceptance, DoctorReport, Finding, Server
+from .trials import acceptance
 
 SOURCE_NOTE = "SGLang rules checked against its source (0.5.23), not a running server"
 EAGLE_FAMILY = ("EAGLE", "EAGLE3", "NEXTN")  # NEXTN aliases EAGLE (sglang srt/arg_groups/speculative_hook.py:162)
@@ -36,6 +41,9 @@ class Named:
     drafter_name: str | None
     target_name: str | None
     k: int | None  # -k: the depth the user means to serve
+    prompts_file: Path | None = None
+    max_prompts: int | None = None
+    max_new_tokens: int = 64
 
 
 @dataclass(frozen=True)
@@ -57,16 +65,24 @@ def diagnose_sglang(facts: SglangFacts, named: Named) -> DoctorReport:
             "(eaglezoo serve-config DRAFTER --engine sglang prints the whole command)",
         )
     notes: list[str] = [SOURCE_NOTE]
+    work = workload(facts, named, notes)
     case = Case(
         facts,
-        drafter_of(facts, named, notes),
+        work.drafter if work else drafter_of(facts, named, notes),
         named.drafter_name or facts.drafter or "the server's drafter",
         target_layers(facts, named.target_dir),
         named.k,
     )
+    check_family(case.drafter)
+    server = measure(facts, work) if work else None
+    if work and server is None:
+        notes.append(
+            "the server's answers carry no sglext.spec_tokens_details (return_spec_tokens_details): no per-prompt "
+            "acceptance; its cumulative figure only"
+        )
     findings = [f for rule in RULES if (f := rule(case, notes)) is not None]
     findings.sort(key=lambda f: not f.confirmed)
-    notes += measured_notes(facts)
+    notes += measured_notes(facts, server)
     confirmed = [f for f in findings if f.confirmed]
     verdict = confirmed[0].verdict if confirmed else "healthy"
     summary = confirmed[0].what if confirmed else healthy_summary(facts, findings)
@@ -85,14 +101,14 @@ def diagnose_sglang(facts: SglangFacts, named: Named) -> DoctorReport:
             k_table=None,
             draft_sample_method=None,
             max_model_len=facts.max_model_len,
-            per_request_metrics=False,
+            per_request_metrics=server is not None,
             config_readable=True,
         ),
         drafter=str(case.drafter.path) if case.drafter else case.drafter_name,
         target=named.target_name or facts.model_path or facts.model,
-        prompts=0,
-        max_new_tokens=0,
-        measured=[],
+        prompts=server.prompts if server else 0,
+        max_new_tokens=work.max_new_tokens if server and work else 0,
+        measured=[server] if server else [],
         findings=findings,
         notes=notes,
         timing={"total_s": time.perf_counter() - t0},
@@ -108,14 +124,75 @@ def drafter_of(facts: SglangFacts, named: Named, notes: list[str]) -> Drafter | 
             "(doctor DRAFTER --endpoint URL) for the rules that read it (its family, its aux ids)"
         )
         return None
-    drafter = read_drafter(folder, opts=named.opts or ReadOptions())
-    if drafter.spec.family != "eagle3":
+    return read_drafter(folder, opts=named.opts or ReadOptions())
+
+
+def check_family(drafter: Drafter | None) -> None:
+    if drafter is not None and drafter.spec.family != "eagle3":
         raise UsageError(
             f"doctor's SGLang rules are for EAGLE-3 and EAGLE 3.1 drafters; this is a {drafter.spec.family} drafter",
             hint="lint it (eaglezoo lint DRAFTER) and print SGLang's command with eaglezoo serve-config DRAFTER "
             "--engine sglang",
         )
-    return drafter
+
+
+def workload(facts: SglangFacts, named: Named, notes: list[str]) -> Workload | None:
+    """The prompts, tokenised by the target named (or the server's own folder), where the drafter and target are
+    folders here and the server drafts; else None and a note saying why no prompts were sent."""
+    drafter = named.drafter_dir or facts.local(facts.drafter)
+    target = named.target_dir or facts.local(facts.model_path)
+    if drafter is None or target is None or facts.algorithm not in EAGLE_FAMILY or facts.num_steps is None:
+        notes.append(
+            "no prompts sent: doctor measures an SGLang server where the drafter and target are folders here (name "
+            "them, or run doctor beside the server) and it drafts EAGLE-style"
+        )
+        return None
+    plan = WorkloadPlan(
+        drafter,
+        target,
+        named.target_name or str(target),
+        opts=named.opts or ReadOptions(),
+        prompts_file=named.prompts_file,
+        max_prompts=named.max_prompts,
+        k=facts.num_steps,
+        max_new_tokens=named.max_new_tokens,
+        max_model_len=facts.max_model_len,
+    )
+    try:
+        return prepare(plan)
+    except UsageError as exc:
+        if SAMPLED_ON_NATIVE not in exc.message:
+            raise
+        notes.append("no prompts sent: every row samples (T > 0); doctor measures greedy rows")
+        return None
+
+
+def sglang_completion(base: str, body: dict) -> object:
+    return request(base, "/v1/completions", body)
+
+
+def measure(facts: SglangFacts, work: Workload) -> Acceptance | None:
+    """The prompts as token ids to /v1/completions, greedy, each answer's verify steps read from
+    sglext.spec_tokens_details; None where the server gives none."""
+
+    def body(i: int) -> dict:
+        return {
+            "model": facts.model,
+            "prompt": work.encoded[i],
+            "max_tokens": work.max_new_tokens,
+            "ignore_eos": True,
+            "temperature": 0.0,
+            "return_spec_tokens_details": True,  # protocol.py:393
+            "stream": False,
+        }
+
+    steps: list[list[int]] = []
+    for _, answer in run_wave(facts.url, list(range(len(work.encoded))), body, send=sglang_completion):
+        found = spec_steps(facts.url, answer, work.k)
+        if found is None:
+            return None
+        steps.append(found)
+    return acceptance("server", steps, work.k)
 
 
 def target_layers(facts: SglangFacts, target_dir: Path | None) -> int | None:
@@ -345,8 +422,16 @@ def accepted(f: SglangFacts) -> list[str]:
     return [f"the server's acceptance length since it started: {shown} (avg_spec_accept_length, per DP rank)"]
 
 
-def measured_notes(f: SglangFacts) -> list[str]:
-    return accepted(f) or [
+def measured_notes(f: SglangFacts, server: Acceptance | None) -> list[str]:
+    said = (
+        [
+            f"the server accepts {server.mean_acceptance_length:.3f} on these {server.prompts} prompts "
+            "(sglext.spec_tokens_details, greedy)"
+        ]
+        if server
+        else []
+    )
+    return said + accepted(f) or [
         "the server has not drafted yet (no avg_spec_accept_length): send it traffic, then run doctor again for its "
         "measured acceptance"
     ]

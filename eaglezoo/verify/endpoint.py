@@ -403,8 +403,10 @@ def run_prompts(base: str, model: str, work: Workload, progress: Progress) -> li
     return results
 
 
-def run_wave(base: str, indices: list[int], body) -> Iterator[tuple[int, dict]]:
-    """The requests of `indices`, CONCURRENCY at a time, each result as it comes."""
+def run_wave(base: str, indices: list[int], body, send=None) -> Iterator[tuple[int, dict]]:
+    """The requests of `indices`, CONCURRENCY at a time, each result as it comes (`send(base, body)`: vLLM's
+    `completion` unless given)."""
+    send = send or completion
     n = len(indices)
     todo, done = queue.Queue(), queue.Queue()
     for i in indices:
@@ -417,7 +419,7 @@ def run_wave(base: str, indices: list[int], body) -> Iterator[tuple[int, dict]]:
             except queue.Empty:
                 return
             try:
-                done.put((i, completion(base, body(i)), None))
+                done.put((i, send(base, body(i)), None))
             except Exception as exc:  # raised again in the caller's thread
                 done.put((i, None, exc))
 

@@ -16,7 +16,7 @@ eaglezoo's machines: the fields below are cited from its wheel, `pip download --
 - The cumulative acceptance length: `internal_states[i].avg_spec_accept_length`
   (srt/managers/scheduler_components/internal_state.py:119-125, 243-253): tokens generated over verify steps since
   the server started, the bonus token included (batch_result_processor.py:982-991), as vLLM's 1 + accepted / drafts.
-- Per request (not read by doctor yet): `/generate`'s `meta_info` holds spec_accept_length (completion tokens /
+- Per request: `/generate`'s `meta_info` holds spec_accept_length (completion tokens /
   spec_verify_ct), spec_accept_rate, spec_num_correct_drafts, spec_num_proposed_drafts (spec_verify_ct x
   (speculative_num_draft_tokens - 1)), spec_verify_ct and spec_correct_drafts_histogram
   (srt/managers/tokenizer_manager.py:3148-3195); the OpenAI routes give the same as
@@ -198,3 +198,41 @@ class _Reader:
         if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
             raise self.wrong(key, "a finite number")
         return float(value)
+
+
+def spec_steps(base: str, answer: object, k: int) -> list[int] | None:
+    """One completion's verify steps, each its number of accepted drafts, from `sglext.spec_tokens_details` (the
+    request set `return_spec_tokens_details`; serving_completions.py:554-571, SpecTokensDetails at protocol.py:452):
+    the histogram of accepted drafts per step (schedule_batch.py:1566-1572, batch_result_processor.py:832-836) read
+    back as steps. None where the server gave none (a release without it); what no SGLang writes is refused."""
+    sglext = answer.get("sglext") if isinstance(answer, dict) else None
+    details = sglext.get("spec_tokens_details") if isinstance(sglext, dict) else None
+    if isinstance(details, list) and len(details) == 1:
+        details = details[0]
+    if details is None:
+        return None
+    problem = steps_problem(details, k)
+    if isinstance(problem, str):
+        raise EngineError(
+            f"{base}/v1/completions reports sglext.spec_tokens_details {problem}: SGLang counts no such thing, so "
+            "there is no measurement",
+            hint="point --endpoint at the SGLang server itself",
+        )
+    return problem
+
+
+def steps_problem(details: object, k: int) -> list[int] | str:
+    """The steps, or what is wrong: counts that are whole numbers, a histogram of at most K + 1 bins whose steps are
+    spec_verify_ct and whose accepted drafts are spec_num_correct_drafts."""
+    if not isinstance(details, dict):
+        return "that is not an object"
+    hist = details.get("spec_correct_drafts_histogram") or []
+    counts = [details.get("spec_verify_ct", 0), details.get("spec_num_correct_drafts", 0), *hist]
+    if not isinstance(hist, list) or not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in counts):
+        return "with a count that is not a whole number"
+    verify_ct, correct = counts[0], counts[1]
+    if len(hist) > k + 1:
+        return f"with a step accepting {len(hist) - 1} drafts at K={k}"
+    if sum(hist) != verify_ct or sum(i * n for i, n in enumerate(hist)) != correct:
+        return f"whose histogram {printable(str(hist))[:60]} is not its {verify_ct} steps and {correct} accepted drafts"
+    return [i for i, n in enumerate(hist) for _ in range(n)]

@@ -120,7 +120,19 @@ def protocol_models() -> dict[str, Any]:
     from pydantic import BaseModel, Field, model_serializer
 
     path = source_dir() / "sglang/srt/entrypoints/openai/protocol.py"
-    wanted = ("ModelCard", "ModelList", "CachedTokensDetails", "SpecTokensDetails", "SglExt")
+    wanted = (
+        "ModelCard",
+        "ModelList",
+        "LogProbs",
+        "CachedTokensDetails",
+        "PromptTokensDetails",
+        "CompletionTokensDetails",
+        "UsageInfo",
+        "SpecTokensDetails",
+        "SglExt",
+        "CompletionResponseChoice",
+        "CompletionResponse",
+    )
     tree = ast.parse(path.read_text(encoding="utf-8"))
     namespace: dict[str, Any] = {
         "BaseModel": BaseModel,
@@ -140,7 +152,45 @@ def protocol_models() -> dict[str, Any]:
             exec(compile(ast.Module([node], []), str(path), "exec"), namespace)  # noqa: S102 - SGLang's own classes
     for name in wanted:
         namespace[name].model_rebuild(_types_namespace=namespace)
-    return {name: namespace[name] for name in wanted}
+    # utils.py imports torch: its one function that turns meta_info into SpecTokensDetails (utils.py:308-340), defined
+    # from its source beside the models it returns
+    utils = ast.parse((path.parent / "utils.py").read_text(encoding="utf-8"))
+    (function,) = [
+        n for n in utils.body if isinstance(n, ast.FunctionDef) and n.name == "spec_tokens_details_from_meta_info"
+    ]
+    exec(compile(ast.Module([function], []), str(path.parent / "utils.py"), "exec"), namespace)  # noqa: S102
+    return {name: namespace[name] for name in (*wanted, "spec_tokens_details_from_meta_info")}
+
+
+def completion_body(body: dict[str, Any], accepted: int | None, num_draft_tokens: int) -> dict[str, Any]:
+    """/v1/completions' answer to `body` from a server whose every verify step accepts `accepted` drafts (None: a
+    release that does not report them): meta_info's spec fields as tokenizer_manager.py:3148-3200 computes them for
+    `max_tokens` tokens, through utils.spec_tokens_details_from_meta_info into SglExt at the response's level
+    (serving_completions.py:554-571, 629-645)."""
+    m = protocol_models()
+    tokens = body["max_tokens"]
+    sglext = None
+    if accepted is not None and body.get("return_spec_tokens_details"):
+        verify_ct = -(-tokens // (accepted + 1))
+        proposed = verify_ct * (num_draft_tokens - 1)
+        meta_info = {
+            "spec_accept_rate": accepted * verify_ct / proposed,
+            "spec_accept_length": tokens / verify_ct,
+            "spec_num_correct_drafts": accepted * verify_ct,
+            "spec_num_proposed_drafts": proposed,
+            "spec_verify_ct": verify_ct,
+            "spec_correct_drafts_histogram": [0] * accepted + [verify_ct],
+        }
+        sglext = m["SglExt"](spec_tokens_details=m["spec_tokens_details_from_meta_info"](meta_info))
+    return m["CompletionResponse"](
+        id="cmpl-0",
+        model=body["model"],
+        choices=[m["CompletionResponseChoice"](index=0, text="", finish_reason="length")],
+        usage=m["UsageInfo"](
+            prompt_tokens=len(body["prompt"]), completion_tokens=tokens, total_tokens=len(body["prompt"]) + tokens
+        ),
+        sglext=sglext,
+    ).model_dump(mode="json")
 
 
 def models_body(name: str, context_len: int | None) -> dict[str, Any]:
@@ -153,7 +203,15 @@ class SglangServer:
     """A real HTTP server on 127.0.0.1 answering as SGLang does: /v1/models, /server_info (or only
     /get_server_info, as releases before 0.5.23), 404 for /version and the rest. Stop it with .stop()."""
 
-    def __init__(self, info: dict[str, Any], model: str, context_len: int | None = 1024, legacy: bool = False):
+    def __init__(
+        self,
+        info: dict[str, Any],
+        model: str,
+        context_len: int | None = 1024,
+        legacy: bool = False,
+        accepted: int | None = None,
+        lie: dict[str, Any] | None = None,
+    ):
         answers = {
             "/v1/models": models_body(model, context_len),
             "/get_server_info": info,
@@ -170,9 +228,28 @@ class SglangServer:
                 self.end_headers()
                 self.wfile.write(data)
 
+            def do_POST(self) -> None:  # noqa: N802 - http.server's name
+                request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                if self.path != "/v1/completions":
+                    self.send_error(404)
+                    return
+                steps = info.get("speculative_num_draft_tokens") or 1
+                answer = completion_body(request, accepted, steps)
+                if lie:  # a field SGLang would never write so, laid over what it wrote
+                    answer["sglext"]["spec_tokens_details"].update(lie)
+                data = json.dumps(answer).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+                self.posted.append(request)
+
             def log_message(self, *args: Any) -> None:
                 pass
 
+        self.posted: list[dict[str, Any]] = []
+        Handler.posted = self.posted
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.httpd.server_port}"

@@ -37,11 +37,14 @@ def nested(tmp_path: Path) -> str:
     return str(folder)
 
 
-def doctor(info: dict, *args: str, legacy: bool = False, inprocess: bool = True, drafter="tiny-example-eagle31"):
-    server = SglangServer(info, model=TARGET, legacy=legacy)
+QUICK = ["--max-prompts", "4", "--max-new-tokens", "12"]
+
+
+def doctor(info: dict, *args: str, legacy: bool = False, inprocess: bool = True, accepted: int | None = None):
+    server = SglangServer(info, model=TARGET, legacy=legacy, accepted=accepted)
     try:
         run = run_inprocess if inprocess else run_cli
-        return run("doctor", *([drafter] if drafter else []), "--endpoint", server.url, *args)
+        return run("doctor", "tiny-example-eagle31", "--endpoint", server.url, *QUICK, *args)
     finally:
         server.stop()
 
@@ -192,4 +195,61 @@ def test_a_version_that_does_not_parse_is_said_not_fatal(nested):
 )
 def test_a_setting_sglang_never_writes_is_one_line(nested, lie, says):
     r = doctor(server_info(model_path=TARGET, speculative_draft_model_path=nested, **EAGLE3) | lie)
+    assert_clean_failure(r, contains=says)
+
+
+def test_each_prompts_acceptance_is_read_from_its_answer(nested):
+    """The prompts go as token ids, greedy, asking for return_spec_tokens_details; each answer's
+    sglext.spec_tokens_details (SGLang's own models and meta_info arithmetic) is read back as its verify steps."""
+    info = server_info(model_path=TARGET, speculative_draft_model_path=nested, **EAGLE3)
+    server = SglangServer(info, model=TARGET, accepted=2)
+    try:
+        r = run_inprocess("doctor", "tiny-example-eagle31", "--endpoint", server.url, *QUICK, "--json")
+    finally:
+        server.stop()
+    assert r.code == 0, r.out + r.err
+    report = json.loads(r.out)
+    (measured,) = report["measured"]
+    assert measured["source"] == "server" and measured["prompts"] == 4
+    assert measured["mean_acceptance_length"] == 3.0 and measured["per_position"] == [1.0, 1.0, 0.0]
+    assert report["server"]["per_request_metrics"] and report["prompts"] == 4
+    assert len(server.posted) == 4
+    assert all(p["return_spec_tokens_details"] and p["temperature"] == 0.0 for p in server.posted)
+    assert all(isinstance(p["prompt"], list) and p["max_tokens"] == 12 for p in server.posted)
+
+
+def test_eagle_measured_at_one(nested):
+    info = server_info(model_path=TARGET, speculative_draft_model_path=nested, **EAGLE3) | {
+        "speculative_algorithm": "EAGLE"
+    }
+    r = doctor(info, "--json", accepted=0)
+    assert r.code == 1, r.out + r.err
+    report = json.loads(r.out)
+    assert report["measured"][0]["mean_acceptance_length"] == 1.0
+    assert report["findings"][0]["cause"] == "sglang-eagle-not-eagle3"
+
+
+def test_answers_without_spec_details_are_said(nested):
+    r = doctor(server_info(model_path=TARGET, speculative_draft_model_path=nested, **EAGLE3), "--json")
+    report = json.loads(r.out)
+    assert report["measured"] == [] and any("spec_tokens_details" in n for n in report["notes"])
+
+
+@pytest.mark.parametrize(
+    "lie, says",
+    [
+        ({"spec_correct_drafts_histogram": [0, 0, 0, 0, 3]}, "accepting 4 drafts at K=3"),
+        ({"spec_verify_ct": -1}, "not a whole number"),
+        ({"spec_num_correct_drafts": 999}, "is not its"),
+        ({"spec_correct_drafts_histogram": "lots"}, "not a whole number"),
+    ],
+)
+def test_per_request_acceptance_sglang_never_writes_is_one_line(nested, lie, says):
+    server = SglangServer(
+        server_info(model_path=TARGET, speculative_draft_model_path=nested, **EAGLE3), model=TARGET, accepted=2, lie=lie
+    )
+    try:
+        r = run_inprocess("doctor", "tiny-example-eagle31", "--endpoint", server.url, *QUICK)
+    finally:
+        server.stop()
     assert_clean_failure(r, contains=says)
