@@ -351,7 +351,7 @@ def render_doctor(r) -> None:
         )
     )
     for f in r.findings:
-        mark = "confirmed" if f.confirmed else "not confirmed by a trial" if r.measured else "to check"
+        mark = "confirmed" if f.confirmed else "to check" if r.server.engine == "sglang" else "not confirmed by a trial"
         out.print(f"\n[bold]{shown(f.cause)}[/bold] ({f.verdict}, {mark}): {shown(f.what)}")
         for line in f.evidence:
             out.print(f"  {shown(line)}")

@@ -279,7 +279,7 @@ def rejection_sampling(case: Case, notes: list[str]) -> Finding | None:
     """At temperature > 0 without speculative_use_rejection_sampling (fields/spec.py:117, default False), EAGLE
     verify takes the target-only sampler on CUDA, the draft's own probabilities unused, and the target's argmax on
     CPU, XPU and ROCm, ignoring the temperature (srt/speculative/eagle_utils.py:485-500, 640-648). Rejection
-    sampling needs topk 1 and thresholds of 1.0 (srt/arg_groups/speculative_hook.py:1204-1237)."""
+    sampling needs topk 1 and thresholds of 1.0 (srt/arg_groups/speculative_hook.py:1210-1253)."""
     f = case.facts
     if f.rejection_sampling or f.algorithm not in EAGLE_FAMILY or f.topk != 1:
         return None

@@ -248,7 +248,8 @@ def server_facts(base: str) -> ServerFacts:
         raise EngineError(
             f"the server at {printable(base)} is SGLang: eaglezoo reads a vLLM server's counters and "
             "per-request acceptance",
-            hint="measure it on vLLM (vllm serve ... --speculative-config ...); SGLang servers are not read yet",
+            hint="measure it on vLLM (vllm serve ... --speculative-config ...); eaglezoo doctor DRAFTER --endpoint URL "
+            "reads an SGLang server",
         )
     vllm_config = info.get("vllm_config") if isinstance(info, dict) else None
     spec = (vllm_config or {}).get("speculative_config")
@@ -339,7 +340,8 @@ def scrape(base: str) -> SpecDecodeCounters:
     if not found and any(f.name.startswith("sglang:") for f in families):
         raise EngineError(
             f"the server at {base} is SGLang: eaglezoo reads a vLLM server's counters and per-request acceptance",
-            hint="measure it on vLLM (vllm serve ... --speculative-config ...); SGLang servers are not read yet",
+            hint="measure it on vLLM (vllm serve ... --speculative-config ...); eaglezoo doctor DRAFTER --endpoint URL "
+            "reads an SGLang server",
         )
     if not found:
         raise EngineError(

@@ -21,7 +21,7 @@ eaglezoo's machines: the fields below are cited from its wheel, `pip download --
   (speculative_num_draft_tokens - 1)), spec_verify_ct and spec_correct_drafts_histogram
   (srt/managers/tokenizer_manager.py:3148-3195); the OpenAI routes give the same as
   `sglext.spec_tokens_details` when the request sets `"return_spec_tokens_details": true`
-  (srt/entrypoints/openai/protocol.py:393, 961, 452-478; utils.py:308-340).
+  (srt/entrypoints/openai/protocol.py:393, 961, 456-503; utils.py:310-340).
 - SGLang serves no `/version`: its version is `/server_info`'s.
 """
 
@@ -202,7 +202,7 @@ class _Reader:
 
 def spec_steps(base: str, answer: object, k: int) -> list[int] | None:
     """One completion's verify steps, each its number of accepted drafts, from `sglext.spec_tokens_details` (the
-    request set `return_spec_tokens_details`; serving_completions.py:554-571, SpecTokensDetails at protocol.py:452):
+    request set `return_spec_tokens_details`; serving_completions.py:554-571, SpecTokensDetails at protocol.py:456):
     the histogram of accepted drafts per step (schedule_batch.py:1566-1572, batch_result_processor.py:832-836) read
     back as steps. None where the server gave none (a release without it); what no SGLang writes is refused."""
     sglext = answer.get("sglext") if isinstance(answer, dict) else None

@@ -152,7 +152,7 @@ def protocol_models() -> dict[str, Any]:
             exec(compile(ast.Module([node], []), str(path), "exec"), namespace)  # noqa: S102 - SGLang's own classes
     for name in wanted:
         namespace[name].model_rebuild(_types_namespace=namespace)
-    # utils.py imports torch: its one function that turns meta_info into SpecTokensDetails (utils.py:308-340), defined
+    # utils.py imports torch: its one function that turns meta_info into SpecTokensDetails (utils.py:310-340), defined
     # from its source beside the models it returns
     utils = ast.parse((path.parent / "utils.py").read_text(encoding="utf-8"))
     (function,) = [
@@ -166,7 +166,7 @@ def completion_body(body: dict[str, Any], accepted: int | None, num_draft_tokens
     """/v1/completions' answer to `body` from a server whose every verify step accepts `accepted` drafts (None: a
     release that does not report them): meta_info's spec fields as tokenizer_manager.py:3148-3200 computes them for
     `max_tokens` tokens, through utils.spec_tokens_details_from_meta_info into SglExt at the response's level
-    (serving_completions.py:554-571, 629-645)."""
+    (serving_completions.py:554-571, 638-647)."""
     m = protocol_models()
     tokens = body["max_tokens"]
     sglext = None
