@@ -82,7 +82,7 @@ def diagnose_sglang(facts: SglangFacts, named: Named) -> DoctorReport:
         )
     findings = [f for rule in RULES if (f := rule(case, notes)) is not None]
     findings.sort(key=lambda f: not f.confirmed)
-    notes += measured_notes(facts, server)
+    notes += (work.notes + skipped(work) if work else []) + measured_notes(facts, server)
     confirmed = [f for f in findings if f.confirmed]
     verdict = confirmed[0].verdict if confirmed else "healthy"
     summary = confirmed[0].what if confirmed else healthy_summary(facts, findings)
@@ -90,20 +90,7 @@ def diagnose_sglang(facts: SglangFacts, named: Named) -> DoctorReport:
         DoctorReport,
         verdict=verdict,
         summary=summary,
-        server=Server(
-            url=facts.url,
-            engine="sglang",
-            version=facts.version,
-            target=facts.model_path or facts.model,
-            drafter=facts.drafter,
-            method=facts.algorithm,
-            k=facts.num_steps or 0,
-            k_table=None,
-            draft_sample_method=None,
-            max_model_len=facts.max_model_len,
-            per_request_metrics=server is not None,
-            config_readable=True,
-        ),
+        server=server_part(facts, server),
         drafter=str(case.drafter.path) if case.drafter else case.drafter_name,
         target=named.target_name or facts.model_path or facts.model,
         prompts=server.prompts if server else 0,
@@ -112,6 +99,36 @@ def diagnose_sglang(facts: SglangFacts, named: Named) -> DoctorReport:
         findings=findings,
         notes=notes,
         timing={"total_s": time.perf_counter() - t0},
+    )
+
+
+def skipped(work: Workload) -> list[str]:
+    """The rows not sent, counted by reason (a sampled row: doctor measures greedy rows)."""
+    reasons: dict[str, int] = {}
+    for row in work.skipped:
+        reason = (
+            "a row at temperature > 0 (doctor sends greedy rows)"
+            if row["reason"] == SAMPLED_ON_NATIVE
+            else row["reason"]
+        )
+        reasons[reason] = reasons.get(reason, 0) + 1
+    return [f"{n} prompt(s) not sent: {reason}" for reason, n in reasons.items()]
+
+
+def server_part(facts: SglangFacts, measured: Acceptance | None) -> Server:
+    return Server(
+        url=facts.url,
+        engine="sglang",
+        version=facts.version,
+        target=facts.model_path or facts.model,
+        drafter=facts.drafter,
+        method=facts.algorithm,
+        k=facts.num_steps or 0,
+        k_table=None,
+        draft_sample_method=None,
+        max_model_len=facts.max_model_len,
+        per_request_metrics=measured is not None,
+        config_readable=True,
     )
 
 
@@ -147,6 +164,12 @@ def workload(facts: SglangFacts, named: Named, notes: list[str]) -> Workload | N
             "them, or run doctor beside the server) and it drafts EAGLE-style"
         )
         return None
+    served = facts.local(facts.model_path)
+    if served is not None and served.resolve() != target.resolve():
+        notes.append(
+            f"the server serves {facts.model_path}, not the target named ({target}): the prompts were tokenised by the "
+            "target named, and the drafter's acceptance there is not the one it was trained for"
+        )
     plan = WorkloadPlan(
         drafter,
         target,

@@ -253,3 +253,17 @@ def test_per_request_acceptance_sglang_never_writes_is_one_line(nested, lie, say
     finally:
         server.stop()
     assert_clean_failure(r, contains=says)
+
+
+def test_the_report_and_page_are_written_and_read_back(nested, tmp_path):
+    """An SGLang diagnosis is a doctor report like any other: saved, its page written, `eaglezoo report` reads it."""
+    report, page = tmp_path / "doctor.json", tmp_path / "doctor.html"
+    info = server_info(model_path=TARGET, speculative_draft_model_path=nested, **EAGLE3) | {
+        "speculative_algorithm": "EAGLE"
+    }
+    r = doctor(info, "--report", str(report), "--html", str(page), accepted=0)
+    assert r.code == 1, r.out + r.err
+    assert "sglang-eagle-not-eagle3" in page.read_text()
+    shown = run_inprocess("report", str(report))
+    assert shown.code == 0, shown.err
+    assert "sglang-eagle-not-eagle3" in shown.out and SOURCE_NOTE in shown.out
