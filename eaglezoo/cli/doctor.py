@@ -339,8 +339,7 @@ def render_doctor(r) -> None:
     where = shown(s.url or s.engine)
     out.print(
         f"server: {where}, {ENGINES.get(s.engine, 'vLLM')} {shown(s.version or '?')}, target {shown(s.target)}, "
-        f"drafter "
-        f"{shown(s.drafter or 'not said')}, K={s.k}" + (f", K table {s.k_table}" if s.k_table else "")
+        f"drafter {shown(s.drafter or 'not said')}, K={s.k}" + (f", K table {s.k_table}" if s.k_table else "")
     )
     out.print(
         f"named: drafter {shown(r.drafter)}, target {shown(r.target)}"
