@@ -11,6 +11,7 @@ from conftest import ROOT
 from eaglezoo.checkpoint.codes import CODES
 from eaglezoo.checkpoint.spec import AuxLayers, DrafterSpec
 from eaglezoo.doctor.run import version_notes
+from eaglezoo.engine_versions import KNOWN_ISSUES
 
 
 def findings_made() -> list[tuple[str, object]]:
@@ -62,3 +63,11 @@ def test_a_vllm_version_that_does_not_parse_is_said():
     (note,) = version_notes("main-abcdef", SPEC, None, sampled=False)
     assert "does not parse as a release" in note
     assert version_notes(None, SPEC, None, sampled=False) == []
+
+
+def test_docs_doctor_lists_every_sglang_cause_and_every_engine_row():
+    text = (ROOT / "docs/doctor.md").read_text(encoding="utf-8")
+    missing = [c.code for c in CODES.values() if c.group == "doctor-sglang" and f"### `{c.code}`" not in text]
+    assert missing == []
+    assert [row.key for row in KNOWN_ISSUES if f"| `{row.key}` |" not in text] == []
+    assert "SGLang rules checked against its source (0.5.23), not a running server" in text
