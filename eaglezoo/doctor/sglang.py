@@ -164,6 +164,12 @@ def workload(facts: SglangFacts, named: Named, notes: list[str]) -> Workload | N
             "them, or run doctor beside the server) and it drafts EAGLE-style"
         )
         return None
+    served_drafter = facts.local(facts.drafter)
+    if served_drafter is not None and served_drafter.resolve() != drafter.resolve():
+        notes.append(
+            f"the server's drafter is the folder {facts.drafter}, not the drafter named ({drafter}): the rules hold "
+            "what SGLang reads from its folder to what the drafter named was trained with"
+        )
     served = facts.local(facts.model_path)
     if served is not None and served.resolve() != target.resolve():
         notes.append(

@@ -79,6 +79,7 @@ def test_a_well_served_drafter_is_healthy_and_says_what_it_read(nested):
     assert set(causes(r)) == {"sglang-no-rejection-sampling"}
     assert not causes(r)["sglang-no-rejection-sampling"]["confirmed"]
     assert SOURCE_NOTE in report["notes"]
+    assert any("not the drafter named" in n for n in report["notes"])  # the converted copy serves, the entry is named
 
 
 def test_aux_ids_sglang_does_not_read_are_named_with_the_convert_path():
