@@ -15,6 +15,7 @@ from .checkpoint.formats import gguf_dflash, gguf_eagle3
 from .checkpoint.formats.blocks import max_k
 from .checkpoint.formats.eagle31 import ARCH_NAMES
 from .checkpoint.spec import AuxLayers, DrafterSpec, default_boundary_ids
+from .engine_versions import cited, fixed_in
 from .errors import UsageError
 
 
@@ -51,7 +52,7 @@ def engine_support(spec: DrafterSpec, fmt: str = "eagle31") -> list[EngineSuppor
 def _vllm(spec: DrafterSpec, fmt: str) -> EngineSupport:
     floor, notes, faithful = "0.22.0", [], True  # eagle3 + aux ids: every release read (docs/formats.md#vllm)
     if spec.fc_norm or spec.norm_output:
-        notes.append("fc_norm/norm_output read from 0.22.0 (vLLM PR #42764)")
+        notes.append(f"fc_norm/norm_output read from {fixed_in('vllm-fc-norm')} (vLLM {cited('vllm-fc-norm')})")
     if spec.norm_before_fc:
         notes.append("norm_before_fc read from 0.22.0 or earlier (PR #36545/#38111)")
     if spec.arch == "mla":
@@ -59,16 +60,19 @@ def _vllm(spec: DrafterSpec, fmt: str) -> EngineSupport:
             faithful = False
             notes.append("the MLA drafter class has no norm_before_fc")
         if spec.fc_norm:
-            floor = max(floor, "0.23.0", key=_v)
-            notes.append("fc_norm applied by the MLA drafter only from 0.23.0 (PR #43482)")
+            floor = max(floor, fixed_in("vllm-mla-fc-norm"), key=_v)
+            notes.append(
+                f"fc_norm applied by the MLA drafter only from {fixed_in('vllm-mla-fc-norm')} "
+                f"({cited('vllm-mla-fc-norm')})"
+            )
     if spec.arch == "qwen3":
         floor = max(floor, "0.33.0", key=_v)
         notes.append("Eagle3Qwen3ForCausalLM first seen in 0.33.0")
     if fmt == "speculators" and (spec.fc_norm or spec.norm_output):
-        floor = max(floor, "0.25.0", key=_v)
+        floor = max(floor, fixed_in("vllm-speculators-fc-norm"), key=_v)
         notes.append(
-            "speculators-format fc_norm/norm_output propagated only from 0.25.0 (PR #46488); "
-            "older releases silently run EAGLE-3"
+            f"speculators-format fc_norm/norm_output propagated only from {fixed_in('vllm-speculators-fc-norm')} "
+            f"({cited('vllm-speculators-fc-norm')}); older releases silently run EAGLE-3"
         )
     if fmt == "speculators" and spec.arch not in ("llama", "qwen3"):
         faithful = False

@@ -23,6 +23,7 @@ Group = Literal[
     "engines",
     "gguf",
     "refusals",
+    "doctor-sglang",
 ]
 GROUPS: dict[Group, str] = {
     "reading": "Reading the drafter (the reader refuses; lint reports the refusal as an error and reads on past "
@@ -39,6 +40,9 @@ GROUPS: dict[Group, str] = {
     "`checkpoint/formats/gguf_read.py`; `convert --to gguf`'s refusal; SRC in a fix: the drafter's safetensors "
     "folder)",
     "refusals": "Refusals of verify and serve-config (the stable `code` of the `--json` error)",
+    "doctor-sglang": "doctor on an SGLang server (`findings[].cause` of its report; SGLang rules checked against its "
+    "source (0.5.23), not a running server; docs/doctor.md says how each is found) and the engine releases known to "
+    "serve a drafter wrongly (`eaglezoo/engine_versions.py`)",
 }
 
 
@@ -799,6 +803,70 @@ CODES: dict[str, Code] = _codes(
         "refusals",
         "the chosen engine does not measure this drafter family",
         "use the engine the hint names",
+    ),
+    # doctor on SGLang
+    Code(
+        "sglang-eagle-not-eagle3",
+        ERR,
+        "doctor-sglang",
+        "SGLang runs an EAGLE-3 drafter with --speculative-algorithm EAGLE (or NEXTN): it captures no aux hidden "
+        "states, so the acceptance length falls to about 1.0",
+        "`--speculative-algorithm EAGLE3`",
+    ),
+    Code(
+        "sglang-draft-quantization",
+        ERR,
+        "doctor-sglang",
+        "the drafter is loaded with the target's --quantization, which SGLang gives the draft model when "
+        "--speculative-draft-model-quantization is not set",
+        "`--speculative-draft-model-quantization unquant` (the drafter as trained)",
+    ),
+    Code(
+        "sglang-accept-threshold",
+        ERR,
+        "doctor-sglang",
+        "--speculative-accept-threshold-single or -acc below 1.0: drafts the target would not choose are accepted, "
+        "the output is lossy and the acceptance length inflated",
+        "drop both flags (1.0, the default)",
+    ),
+    Code(
+        "sglang-no-rejection-sampling",
+        WARN,
+        "doctor-sglang",
+        "requests at temperature > 0 are verified without rejection sampling (the target-only sampler on CUDA, the "
+        "target's argmax on ROCm and CPU); greedy requests are not affected",
+        "`--speculative-use-rejection-sampling` for sampled traffic (topk 1, thresholds 1.0)",
+    ),
+    Code(
+        "sglang-dp-attention",
+        WARN,
+        "doctor-sglang",
+        "attention runs data parallel, where SGLang has gathered the aux states on the wrong group (sglang #16274)",
+        "compare with the same server without attention DP; serve without it if acceptance recovers",
+    ),
+    Code(
+        "sglang-draft-tokens",
+        ERR,
+        "doctor-sglang",
+        "SGLang drafts K = --speculative-num-steps; --speculative-num-draft-tokens counts the verified tokens, "
+        "K + 1 with topk 1 (SGLang sets it so whatever was asked)",
+        "`--speculative-num-steps K --speculative-eagle-topk 1 --speculative-num-draft-tokens K+1`",
+    ),
+    Code(
+        "sglang-aux-ids",
+        ERR,
+        "doctor-sglang",
+        "SGLang captures other target layers than the drafter was trained on: it reads the ids from "
+        "eagle_config.eagle_aux_hidden_state_layer_ids only (layer-output, +1 on load), else its default",
+        "`eaglezoo serve-config DRAFTER --engine sglang` (converts, then serves the converted folder)",
+    ),
+    Code(
+        "engine-known-issue",
+        ERR,
+        "doctor-sglang",
+        "the server's release is in a row of eaglezoo/engine_versions.py: a release known to read a drafter wrongly "
+        "or to count acceptance differently (the row and its source are named)",
+        "upgrade past the row's range",
     ),
 )
 

@@ -50,7 +50,8 @@ def doctor(
         ),
     ] = None,
     endpoint: Annotated[
-        str | None, typer.Option(metavar="URL", help="A running vLLM server to diagnose, e.g. http://127.0.0.1:8000.")
+        str | None,
+        typer.Option(metavar="URL", help="A running vLLM or SGLang server to diagnose, e.g. http://127.0.0.1:8000."),
     ] = None,
     engine: Annotated[
         str | None,
@@ -315,6 +316,7 @@ def render_prompts(r) -> None:
     )
 
 
+ENGINES = {"sglang": "SGLang"}  # the engine's name as shown; vLLM's (served or started by eaglezoo) otherwise
 COLOURS = {"healthy": "green", "engine-config": "red", "drafter": "red", "target-mismatch": "red", "workload": "yellow"}
 
 
@@ -323,19 +325,24 @@ def render_doctor(r) -> None:
     s = r.server
     where = shown(s.url or s.engine)
     out.print(
-        f"server: {where}, vLLM {shown(s.version or '?')}, target {shown(s.target)}, drafter "
-        f"{shown(s.drafter or 'not said')}, K={s.k}" + (f", K table {s.k_table}" if s.k_table else "")
+        f"server: {where}, {ENGINES.get(s.engine, 'vLLM')} {shown(s.version or '?')}, target {shown(s.target)}, "
+        f"drafter {shown(s.drafter or 'not said')}, K={s.k}" + (f", K table {s.k_table}" if s.k_table else "")
     )
     out.print(
-        f"named: drafter {shown(r.drafter)}, target {shown(r.target)}; {r.prompts} prompts x {r.max_new_tokens} tokens"
+        f"named: drafter {shown(r.drafter)}, target {shown(r.target)}"
+        + (
+            f"; {r.prompts} prompts x {r.max_new_tokens} tokens"
+            if r.measured
+            else "; its settings read, no prompts sent"
+        )
     )
     for f in r.findings:
-        mark = "confirmed" if f.confirmed else "not confirmed by a trial"
+        mark = "confirmed" if f.confirmed else "to check" if r.server.engine == "sglang" else "not confirmed by a trial"
         out.print(f"\n[bold]{shown(f.cause)}[/bold] ({f.verdict}, {mark}): {shown(f.what)}")
         for line in f.evidence:
             out.print(f"  {shown(line)}")
         out.print(f"  [bold]fix[/bold]: {shown(f.fix)}")
-    out.print("\nacceptance length, per position:")
+    out.print("\nacceptance length, per position:" if r.measured else "")
     for a in r.measured:
         rates = ", ".join(f"{x:.3f}" for x in a.per_position)
         out.print(

@@ -12,6 +12,8 @@ from pathlib import Path
 from ..checkpoint.config import target_config
 from ..checkpoint.formats.aux_ids import Capture, vllm_captures
 from ..checkpoint.formats.base import ReadOptions
+from ..checkpoint.spec import DrafterSpec
+from ..engine_versions import issues_for, touches
 from ..errors import EaglezooError, EngineError, UsageError
 from ..lint import lint_drafter
 from ..serving import DEV_MODE
@@ -21,10 +23,13 @@ from ..verify.identity import read_served
 from ..verify.report import built
 from ..verify.report.gate import NO_FLOORS, FloorTable
 from ..verify.run import SAMPLED_ON_NATIVE, WorkloadPlan, prepare
+from ..verify.sglang_server import sglang_facts
 from ..verify.workload import Progress, Workload
 from .deployment import measure_deployment
 from .fit import classify, fingerprint
 from .report import Acceptance, DoctorReport, Server
+from .sglang import Named as SglangNamed
+from .sglang import diagnose_sglang
 from .suspects import Suspect, as_named, as_served, k_table_zero, suspects
 from .trials import Prompts, Reference, Variant, acceptance, run_trials
 from .verdict import MIN_GAP, Answered, Evidence, judge
@@ -94,6 +99,22 @@ def diagnose(request: DoctorRequest, named: Named, progress: Progress = lambda *
         named.drafter_name,
     )
     base = check_server(request.endpoint) if request.endpoint else None
+    sglang = sglang_facts(base) if base else None
+    if sglang is not None:
+        return diagnose_sglang(
+            sglang,
+            SglangNamed(
+                drafter_dir,
+                target_dir,
+                named.opts,
+                drafter_name,
+                target_name,
+                request.k,
+                named.prompts_file,
+                request.max_prompts,
+                request.max_new_tokens,
+            ),
+        )
     facts = server_facts(base) if base else None
     sides = (
         endpoint_sides(facts, drafter_dir, target_dir)
@@ -138,7 +159,12 @@ def diagnose(request: DoctorRequest, named: Named, progress: Progress = lambda *
     )
     found, trusted = trust_server(chosen.suspects, trials, server)
     found = refusal_first(found + others, served, sides, drafter_name)
-    notes += reading_notes + trusted + precision_note(request.reference_dtype)
+    notes += (
+        reading_notes
+        + trusted
+        + precision_note(request.reference_dtype)
+        + version_notes(served.facts.version, work.drafter.spec, work.drafter.dialect, max(work.temperatures()) > 0)
+    )
     floors = named.floors.covering(k)
     evidence = Evidence(
         server=server,
@@ -551,3 +577,23 @@ def server_part(facts: ServerFacts, requests: Sequence[Answered], k: int, endpoi
         per_request_metrics=bool(requests) and all(r.accepted is not None for r in requests),
         config_readable=facts.dev_mode,
     )
+
+
+def version_notes(version: str | None, spec: DrafterSpec, dialect: str | None, sampled: bool) -> list[str]:
+    """The known-issue rows (eaglezoo/engine_versions.py) the vLLM server's /version falls in, for this drafter and
+    these prompts (`sampled`: a row at temperature > 0); or why they were not checked."""
+    if version is None:
+        return []
+    rows = issues_for("vllm", version)
+    if rows is None:
+        return [
+            f"the server's version {version[:40]!r} does not parse as a release (N.N.N): the known engine issues "
+            "(eaglezoo/engine_versions.py) were not checked"
+        ]
+    fc_norm = spec.fc_norm or spec.norm_output
+    hit = [
+        r
+        for r in rows
+        if touches(r, fc_norm=fc_norm, mla=spec.arch == "mla", speculators=dialect == "speculators", sampled=sampled)
+    ]
+    return [f"vLLM {version} is in a known engine issue, {r.key} ({r.releases()}): {r.what}; {r.source}" for r in hit]

@@ -20,10 +20,12 @@ import urllib.error
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlparse
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from ..engine_versions import ISSUES, issues_for
 from ..errors import EngineError, UsageError, printable
 from ..limits import MAX_K
 from ..serving import DEV_MODE
@@ -83,7 +85,9 @@ def measure_endpoint(work: Workload, url: str, progress: Progress) -> Measuremen
             "detailed for per-prompt and per-bucket figures"
         )
     version = server_version(base)
-    if max(work.temperatures()) > 0 and (version or "").startswith("0.32"):
+    if max(work.temperatures()) > 0 and ISSUES["vllm-cpu-sampled-temperature"] in (
+        issues_for("vllm", version or "") or []
+    ):
         notes.append(
             "rows at temperature > 0 were measured in waves of their own: where this vLLM 0.32 server runs "
             "on CPU (vllm-cpu), its rejection sampler divides the logits by temperatures it never writes, "
@@ -258,7 +262,8 @@ def server_facts(base: str) -> ServerFacts:
         raise EngineError(
             f"the server at {printable(base)} is SGLang: eaglezoo reads a vLLM server's counters and "
             "per-request acceptance",
-            hint="measure it on vLLM (vllm serve ... --speculative-config ...); SGLang servers are not read yet",
+            hint="measure it on vLLM (vllm serve ... --speculative-config ...); eaglezoo doctor DRAFTER --endpoint URL "
+            "reads an SGLang server",
         )
     vllm_config = info.get("vllm_config") if isinstance(info, dict) else None
     spec = (vllm_config or {}).get("speculative_config")
@@ -349,7 +354,8 @@ def scrape(base: str) -> SpecDecodeCounters:
     if not found and any(f.name.startswith("sglang:") for f in families):
         raise EngineError(
             f"the server at {base} is SGLang: eaglezoo reads a vLLM server's counters and per-request acceptance",
-            hint="measure it on vLLM (vllm serve ... --speculative-config ...); SGLang servers are not read yet",
+            hint="measure it on vLLM (vllm serve ... --speculative-config ...); eaglezoo doctor DRAFTER --endpoint URL "
+            "reads an SGLang server",
         )
     if not found:
         raise EngineError(
@@ -410,8 +416,10 @@ def run_prompts(base: str, model: str, work: Workload, progress: Progress) -> li
     return results
 
 
-def run_wave(base: str, indices: list[int], body) -> Iterator[tuple[int, Completion]]:
-    """The requests of `indices`, CONCURRENCY at a time, each result as it comes."""
+def run_wave(base: str, indices: list[int], body, send=None) -> Iterator[tuple[int, Any]]:
+    """The requests of `indices`, CONCURRENCY at a time, each result as it comes (`send(base, body)`: vLLM's
+    `completion` unless given)."""
+    send = send or completion
     n = len(indices)
     todo, done = queue.Queue(), queue.Queue()
     for i in indices:
@@ -424,7 +432,7 @@ def run_wave(base: str, indices: list[int], body) -> Iterator[tuple[int, Complet
             except queue.Empty:
                 return
             try:
-                done.put((i, completion(base, body(i)), None))
+                done.put((i, send(base, body(i)), None))
             except Exception as exc:  # raised again in the caller's thread
                 done.put((i, None, exc))
 

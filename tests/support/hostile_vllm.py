@@ -58,7 +58,8 @@ class Lies:
     never answer; trickle: send the answer a byte every `trickle` seconds; redirect_to: answer every request with
     302 to that base URL (same path); slow: answer each request whole after `slow` seconds; error_body: answer
     /v1/models with HTTP 500 and this body; server_info: /server_info's answer (as in dev mode; else 404); per_request:
-    each completion's metrics.speculative_decoding (as with --per-request-spec-decode-metrics detailed)."""
+    each completion's metrics.speculative_decoding (as with --per-request-spec-decode-metrics detailed); version:
+    what /version answers."""
 
     metrics: list[bytes] | None = None
     model: dict | None = None
@@ -69,6 +70,7 @@ class Lies:
     error_body: bytes | None = None
     server_info: dict | None = None
     per_request: dict | None = None
+    version: str = "0.32.0"
 
 
 def hostile(**lies) -> Hostile:
@@ -128,7 +130,7 @@ class Handler(BaseHTTPRequestHandler):
         if path == "/server_info" and self.lies.server_info is not None:
             return self.send(json.dumps(self.lies.server_info).encode())
         if path == "/version":
-            return self.send(b'{"version": "0.32.0"}')
+            return self.send(json.dumps({"version": self.lies.version}).encode())
         if path == "/metrics":
             answers = self.answers
             return self.send(answers.pop(0) if len(answers) > 1 else answers[0], "text/plain")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import sys
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 
 import pytest
 from conftest import assert_clean_failure, run_inprocess
@@ -69,40 +69,6 @@ def test_a_server_quoting_a_secret_never_prints_it():
         httpd.shutdown()
     assert r.code == 2
     assert SECRET[3:] not in r.err + r.out
-
-
-class SGLangLike(BaseHTTPRequestHandler):
-    """An OpenAI-compatible server whose /metrics are SGLang's (names prefixed `sglang:`)."""
-
-    def log_message(self, *args):
-        pass
-
-    def do_GET(self):
-        if self.path.startswith("/v1/models"):
-            body = json.dumps({"data": [{"id": "examples/tiny/target"}]}).encode()
-        elif self.path.startswith("/server_info"):
-            body = json.dumps({"model_path": "examples/tiny/target", "speculative_algorithm": "EAGLE3"}).encode()
-        elif self.path.startswith("/metrics"):
-            body = b"# TYPE sglang:num_running_reqs gauge\nsglang:num_running_reqs 0.0\n"
-        else:
-            self.send_error(404)
-            return
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-
-def test_an_sglang_server_is_named_as_such():
-    """By its /server_info, before anything is read or measured, with or without a drafter named."""
-    httpd = serve(SGLangLike)
-    try:
-        named = run_inprocess("doctor", "tiny-example-eagle31", "--endpoint", f"http://127.0.0.1:{httpd.server_port}")
-        unnamed = run_inprocess("doctor", "--endpoint", f"http://127.0.0.1:{httpd.server_port}")
-    finally:
-        httpd.shutdown()
-    assert_clean_failure(named, contains="is SGLang")
-    assert_clean_failure(unnamed, contains="is SGLang")
 
 
 def test_a_drafter_of_another_family_is_one_line():
