@@ -1,0 +1,52 @@
+"""`verify --engine llamacpp`: the drafter converted to GGUF as `eaglezoo convert --to gguf` writes it (fp32, into a
+temporary folder), llama-server started with it and the target's GGUF (llamacpp_engine.py), the workload measured
+through the same path as `--endpoint` on a llama-server (llamacpp_endpoint.py), the server stopped."""
+
+from __future__ import annotations
+
+import contextlib
+import tempfile
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+from pathlib import Path
+
+from ..checkpoint.config import target_config
+from ..convert import ConvertRequest, apply, plan_gguf
+from .llamacpp_endpoint import llamacpp_props, measure_llamacpp
+from .llamacpp_engine import LlamacppOptions, llama_server
+from .workload import Measurement, Progress, Workload
+
+GGUF_DTYPE = "float32"  # the native engine's reference precision: a fidelity comparison compares drafters, not casts
+
+
+def convert_drafter(work: Workload, out: Path) -> tuple[Path, list[str]]:
+    """The workload's drafter as llama.cpp reads it, and convert's warnings (each one is a reason llama.cpp may
+    accept differently)."""
+    drafter = work.drafter
+    req = ConvertRequest(
+        source=Path(drafter.path), to="gguf", target=work.target_dir, options=drafter.options, dtype=GGUF_DTYPE
+    )
+    prepared = plan_gguf(drafter, req, target_config(work.target_dir))
+    apply(prepared, out)
+    return out / "drafter.gguf", [f"convert --to gguf: {w}" for w in prepared.plan.warnings]
+
+
+@contextlib.contextmanager
+def llamacpp_session(
+    work: Workload, options: LlamacppOptions, progress: Progress
+) -> Iterator[Callable[..., Measurement]]:
+    """measure(work, speedup, progress) on one llama-server, started once for every workload given."""
+    assert options.target_gguf is not None  # check_llamacpp_options refused it before anything was read
+    with tempfile.TemporaryDirectory(prefix="eaglezoo-llamacpp-") as tmp:
+        progress(0, None, phase="converting the drafter to GGUF")
+        drafter_gguf, warnings = convert_drafter(work, Path(tmp) / "drafter")
+        progress(0, None, phase="starting llama-server")
+        family = work.drafter.spec.family
+        with llama_server(options.target_gguf, drafter_gguf, family, work.k, options.server) as server:
+            props = llamacpp_props(server.url) or {}
+
+            def measure(sub: Workload, _speedup: object, shown: Progress) -> Measurement:
+                m = measure_llamacpp(sub, server.url, props, shown)
+                return replace(m, notes=m.notes + warnings)
+
+            yield measure
