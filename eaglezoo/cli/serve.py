@@ -20,7 +20,7 @@ def serve_config_cmd(
     drafter: Annotated[
         str, typer.Argument(metavar="DRAFTER", help="Registry id (or its YAML file) or drafter directory.")
     ],
-    engine: Annotated[str, typer.Option(help="vllm or sglang.")] = "vllm",
+    engine: Annotated[str, typer.Option(help="vllm, sglang or llamacpp (llama-server).")] = "vllm",
     num_spec_tokens: NumSpecTokensOpt = 3,
     target: Annotated[
         str | None, typer.Option(metavar="TARGET", help="Target to serve (default: the registry's).")
@@ -32,17 +32,23 @@ def serve_config_cmd(
 
     Example: eaglezoo serve-config tiny-example-eagle3 --engine vllm
 
-    With the --speculative-config JSON, the engine's version floor and warnings."""
+    With the --speculative-config JSON, the engine's version floor and warnings. With --engine llamacpp: the
+    target's GGUF, the drafter's GGUF, then llama-server on both."""
     result = serve_config_for(drafter, engine, num_spec_tokens, target, registry_dir)
 
     def render():
         for w in result.warnings:  # first, where they are read before any command is copied
             out.print(f"# warning: {w}", markup=False, soft_wrap=True)
-        if result.convert_command:
+        if result.target_convert_command:  # llama.cpp: three steps, each labelled
+            for label, step in zip(LLAMACPP_LABELS, result.steps, strict=True):
+                out.print(label, markup=False)
+                out.print(step, markup=False, soft_wrap=True)
+        elif result.convert_command:
             out.print("# 1. convert (the warning above says why)", markup=False)
             out.print(result.convert_command, markup=False, soft_wrap=True)
             out.print("# 2. serve the converted folder", markup=False)
-        out.print(result.command, markup=False, soft_wrap=True)
+        if not result.target_convert_command:
+            out.print(result.command, markup=False, soft_wrap=True)
         if result.diagnose_command:
             from ..serving import DIAGNOSE_LABEL
 
@@ -56,6 +62,13 @@ def serve_config_cmd(
             out.print(f"# {note}", markup=False)
 
     emit(result.model_dump(mode="json"), as_json, render)
+
+
+LLAMACPP_LABELS = (
+    "# 1. the target's GGUF (eaglezoo writes it: llama.cpp's converter refuses some tokenizers)",
+    "# 2. the drafter's GGUF, every fact written explicitly",
+    "# 3. serve both (add --port PORT, -t THREADS as you need)",
+)
 
 
 def _captured_text(result: ServeConfig) -> str:
@@ -86,22 +99,33 @@ def serve_config_for(drafter: str, engine: str, k: int, target: str | None = Non
 
 
 def _serve_entry(name: str, engine: str, k: int, target: str | None, registry_dir) -> ServeConfig:
-    from ..checkpoint.config import target_layers
+    from ..checkpoint.config import target_config, target_layers
     from ..registry.load import lookup
     from ..serving import serve_entry
 
     entry, reg = lookup(name, registry_dir)
     spec = entry.spec()
+    model_type = None
     if target is None:
         target_name, layers = _entry_place(entry.target, reg, "target"), entry.target_num_layers
+        if (Path(target_name) / "config.json").is_file():
+            model_type = target_config(Path(target_name)).get("model_type")
     else:
         target_name, tcfg = _checked_target(target)
-        layers = target_layers(tcfg)
+        layers, model_type = target_layers(tcfg), (tcfg or {}).get("model_type")
         if tcfg and entry.target_hidden_size and entry.target_vocab_size:  # spec() fills unknown sizes with 1
             _refuse_misfit(spec, tcfg)
     source = [name, *(["--registry", _whole(registry_dir)] if registry_dir else [])]
     return serve_entry(
-        entry, engine, _entry_place(entry.drafter, reg, "drafter"), target_name, k, source, layers, into=_whole(".")
+        entry,
+        engine,
+        _entry_place(entry.drafter, reg, "drafter"),
+        target_name,
+        k,
+        source,
+        layers,
+        into=_whole("."),
+        target_model_type=model_type,
     )
 
 
@@ -121,7 +145,15 @@ def _serve_folder(path, engine: str, k: int, target: str | None) -> ServeConfig:
     if tcfg:
         _refuse_misfit(drafter.spec, tcfg)
     return serve_drafter(
-        drafter, engine, _whole(path), target_name, k, [_whole(path)], target_layers(tcfg), into=_whole(".")
+        drafter,
+        engine,
+        _whole(path),
+        target_name,
+        k,
+        [_whole(path)],
+        target_layers(tcfg),
+        into=_whole("."),
+        target_model_type=(tcfg or {}).get("model_type"),
     )
 
 

@@ -141,7 +141,9 @@ def _serving(e: Entry) -> str:
     not read the published drafter faithfully, the command to diagnose with apart."""
     drafter = e.drafter.repo or e.drafter.path or ""
     target = e.target.repo or e.target.path or ""
-    return "<h2>Serve it</h2>" + "".join(_served_by(e, engine, drafter, target) for engine in ("vllm", "sglang"))
+    return "<h2>Serve it</h2>" + "".join(
+        _served_by(e, engine, drafter, target) for engine in ("vllm", "sglang", "llamacpp")
+    )
 
 
 def _served_by(e: Entry, engine: str, drafter: str, target: str) -> str:

@@ -7,7 +7,8 @@
 # Layout: $EAGLEZOO_LLAMACPP_BUILD (default ${XDG_CACHE_HOME:-~/.cache}/eaglezoo/llama-server-11434.0.0)/
 #   bin/llama-server
 # The source comes from scripts/setup/llamacpp_src.sh (same cache, checked by sha256). Idempotent: a finished build
-# is kept; an interrupted one is started again from its build folder.
+# is kept; an interrupted one is started again from its build folder. The build runs niced (`nice -n 19`: other work on
+# the machine keeps its CPU) on every core (`-j $(nproc)`); docs/benchmarks.md has the time it takes.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 VERSION=11434.0.0
@@ -18,9 +19,12 @@ if [ -x "$DEST/bin/llama-server" ]; then
 fi
 SRC=$(bash scripts/setup/llamacpp_src.sh | tail -n 1)/llama.cpp
 mkdir -p "$DEST"
-cmake -S "$SRC" -B "$DEST/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DGGML_CUDA=OFF \
+nice -n 19 cmake -S "$SRC" -B "$DEST/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DGGML_CUDA=OFF \
   -DBUILD_SHARED_LIBS=OFF -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=ON >&2
-cmake --build "$DEST/build" --target llama-server -j "$(nproc)" >&2
+# every core this process may use: nproc, but not capped by OMP_NUM_THREADS / OMP_THREAD_LIMIT, which GNU nproc
+# obeys and test environments set to 1 (tests/conftest.py)
+JOBS=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)
+nice -n 19 cmake --build "$DEST/build" --target llama-server -j "$JOBS" >&2
 mkdir -p "$DEST/bin"
 cp "$DEST/build/bin/llama-server" "$DEST/bin/llama-server.tmp"
 mv "$DEST/bin/llama-server.tmp" "$DEST/bin/llama-server"

@@ -43,9 +43,10 @@ def source_dir() -> Path:
 
 
 def convert(
-    src: Path, drafter: Path, target: Path, out: Path, pre_workaround: bool = True, outtype: str = "auto"
+    src: Path, drafter: Path, target: Path | None, out: Path, pre_workaround: bool = True, outtype: str = "auto"
 ) -> subprocess.CompletedProcess:
-    """llama.cpp's converter on `drafter` with `--target-model-dir target`, writing `out`."""
+    """llama.cpp's converter on `drafter` with `--target-model-dir target`, writing `out` (target None: the model
+    `drafter` names is converted on its own, as a target is)."""
     code = src / "llama.cpp"
     env = {
         **os.environ,
@@ -53,7 +54,8 @@ def convert(
         "HF_HUB_OFFLINE": "1",
         "TRANSFORMERS_VERBOSITY": "error",
     }
-    args = [str(drafter), "--target-model-dir", str(target), "--outfile", str(out), "--outtype", outtype]
+    given = ["--target-model-dir", str(target)] if target is not None else []
+    args = [str(drafter), *given, "--outfile", str(out), "--outtype", outtype]
     cmd = (
         [sys.executable, "-c", WORKAROUND, *args]
         if pre_workaround

@@ -176,20 +176,24 @@ class GgufPlan:
 
 
 def body_keys(spec: DrafterSpec, a: str) -> dict[str, tuple[str, object]]:
-    """The drafter's Llama decoder layer as llama.cpp's loader reads it (EAGLE-3 and DFlash alike); no context length
-    where the config states none."""
-    cfg = spec.layer_config
+    """The drafter's Llama decoder layer as llama.cpp's loader reads it (EAGLE-3 and DFlash alike)."""
+    return decoder_keys(spec.layer_config, a, spec.num_layers, spec.hidden_size, spec.head_dim)
+
+
+def decoder_keys(cfg: dict, a: str, num_layers: int, hidden: int, head_dim: int) -> dict[str, tuple[str, object]]:
+    """A Llama decoder stack as llama.cpp's loader reads it, the keys its converter writes
+    (conversion/base.py:1436-1547), for drafters and targets alike; no context length where the config states none."""
     keys: dict[str, tuple[str, object]] = {
-        f"{a}.block_count": ("UINT32", spec.num_layers),
+        f"{a}.block_count": ("UINT32", num_layers),
         f"{a}.context_length": ("UINT32", int(cfg.get("max_position_embeddings") or 0)),
-        f"{a}.embedding_length": ("UINT32", spec.hidden_size),
+        f"{a}.embedding_length": ("UINT32", hidden),
         f"{a}.feed_forward_length": ("UINT32", int(cfg["intermediate_size"])),
         f"{a}.attention.head_count": ("UINT32", int(cfg["num_attention_heads"])),
         f"{a}.attention.head_count_kv": ("UINT32", int(cfg.get("num_key_value_heads") or cfg["num_attention_heads"])),
         f"{a}.rope.freq_base": ("FLOAT32", _rope_theta(cfg)),
         f"{a}.attention.layer_norm_rms_epsilon": ("FLOAT32", float(cfg.get("rms_norm_eps", 1e-6))),
-        f"{a}.attention.key_length": ("UINT32", spec.head_dim),
-        f"{a}.attention.value_length": ("UINT32", spec.head_dim),
+        f"{a}.attention.key_length": ("UINT32", head_dim),
+        f"{a}.attention.value_length": ("UINT32", head_dim),
     }
     if not keys[f"{a}.context_length"][1]:
         del keys[f"{a}.context_length"]
@@ -307,7 +311,6 @@ def llama3_rope_factors(cfg: dict, head_dim: int):
 
 def array_of(t: GgufTensor, spec: DrafterSpec, load: Callable):
     """The numpy array written for `t` (loaded one tensor at a time)."""
-    import numpy as np
     import torch
 
     if t.canonical is None:
@@ -318,21 +321,34 @@ def array_of(t: GgufTensor, spec: DrafterSpec, load: Callable):
     cfg = spec.layer_config
     n_head = int(cfg["num_attention_heads"])
     if t.transform == "permute-q":
-        x = _permute(x, n_head)
+        x = permute_rows(x, n_head)
     elif t.transform == "permute-k":
-        x = _permute(x, int(cfg.get("num_key_value_heads") or n_head))
-    if t.dtype == "BF16":
+        x = permute_rows(x, int(cfg.get("num_key_value_heads") or n_head))
+    return cast(x, t.dtype)
+
+
+def cast(x, dtype: str):
+    """A float tensor as the numpy array the GGUF stores for `dtype` (BF16 as its raw 16 bits)."""
+    import numpy as np
+    import torch
+
+    if dtype == "BF16":
         return x.to(torch.bfloat16).contiguous().view(torch.int16).numpy().view(np.uint16)
-    return x.to({"F32": torch.float32, "F16": torch.float16}[t.dtype]).contiguous().numpy()
+    return x.to({"F32": torch.float32, "F16": torch.float16}[dtype]).contiguous().numpy()
 
 
-def _permute(w, n_head: int):
+def permute_rows(w, n_head: int):
     """conversion/llama.py:175-181 (n_head is already the KV head count for k_proj)."""
     return w.reshape(n_head, 2, w.shape[0] // n_head // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
 
 
 def write(p: GgufPlan, spec: DrafterSpec, load: Callable, path: Path, progress: Callable[[int], None]) -> None:
-    """Stream the GGUF to `path`: header, keys, tensor infos, then one tensor at a time."""
+    """Stream the drafter's GGUF to `path`."""
+    write_arrays(p, lambda t: array_of(t, spec, load), path, progress)
+
+
+def write_arrays(p: GgufPlan, array: Callable, path: Path, progress: Callable[[int], None]) -> None:
+    """Stream a GGUF to `path`: header, keys, tensor infos, then one tensor at a time (`array(t)`: its data)."""
     import gguf
     import numpy as np
 
@@ -352,8 +368,7 @@ def write(p: GgufPlan, spec: DrafterSpec, load: Callable, path: Path, progress: 
     w.write_kv_data_to_file()
     w.write_ti_data_to_file()
     for t in p.tensors:
-        arr = array_of(t, spec, load)
-        w.write_tensor_data(arr)
+        w.write_tensor_data(array(t))
         progress(t.nbytes)
     w.close()
 

@@ -42,7 +42,13 @@ def pre_tokenizer(tok: dict) -> str | None:
     return None
 
 
-def tokenizer_keys(target_dir: Path, vocab_size: int) -> dict[str, tuple[str, object]]:
+OTHER_TOKENIZER = (
+    "convert with llama.cpp's convert_hf_to_gguf.py --target-model-dir TARGET, then fix its keys as "
+    "`eaglezoo lint DRAFT.gguf` says"
+)
+
+
+def tokenizer_keys(target_dir: Path, vocab_size: int, hint: str = OTHER_TOKENIZER) -> dict[str, tuple[str, object]]:
     """tokenizer.* keys from the target's tokenizer, built as llama.cpp's converter builds a GPT-2 style vocabulary
     (conversion/base.py:1583-1625 tokens and types, 1969-1977 the keys; gguf-py/gguf/vocab.py SpecialVocab)."""
     path = target_dir / "tokenizer.json"
@@ -56,8 +62,7 @@ def tokenizer_keys(target_dir: Path, vocab_size: int) -> dict[str, tuple[str, ob
     if pre is None:
         raise UsageError(
             "the target's tokenizer is not a plain byte-level BPE, the one kind eaglezoo names for llama.cpp exactly",
-            hint="convert with llama.cpp's convert_hf_to_gguf.py "
-            "--target-model-dir TARGET, then fix its keys as `eaglezoo lint DRAFT.gguf` says",
+            hint=hint,
         )
     from transformers import AutoTokenizer
 
