@@ -179,7 +179,9 @@ def verify(
     ] = None,
     target_gguf: Annotated[
         Optional[Path],
-        typer.Option(metavar="FILE", rich_help_panel=LLAMACPP, help="The target as a GGUF file (llama-server -m)."),
+        typer.Option(
+            metavar="FILE", rich_help_panel=LLAMACPP, help="The target's GGUF (default: eaglezoo writes it, fp32)."
+        ),
     ] = None,
     engine_timeout: Annotated[
         float,

@@ -158,21 +158,18 @@ def last_line(log: Path) -> str:
 
 @dataclass(frozen=True)
 class LlamacppOptions:
-    """`verify --engine llamacpp`: the server's settings and the target's GGUF (None: eaglezoo has no writer for a
-    target's GGUF on this branch yet, so it is asked for)."""
+    """`verify --engine llamacpp`: the server's settings and the target's GGUF (None: eaglezoo writes it, fp32, as
+    `eaglezoo convert TARGET OUT --to gguf` does)."""
 
     server: LlamaServerOptions = LlamaServerOptions()
     target_gguf: Path | None = None
 
 
 def check_llamacpp_options(options: LlamacppOptions) -> None:
-    """What --engine llamacpp refuses before anything is read: no binary, no target GGUF."""
+    """What --engine llamacpp refuses before anything is read: no binary; a --target-gguf that is no target's GGUF."""
     find_llama_server(options.server.binary)
     if options.target_gguf is None:
-        raise UsageError(
-            "--engine llamacpp needs the target as a GGUF file: eaglezoo does not write a target's GGUF yet",
-            hint="give --target-gguf FILE (llama.cpp's convert_hf_to_gguf.py TARGET --outtype f32 writes one)",
-        )
+        return
     if not options.target_gguf.is_file():
         raise UsageError(f"--target-gguf {options.target_gguf}: not a file", hint="give the target's GGUF file")
     with options.target_gguf.open("rb") as f:

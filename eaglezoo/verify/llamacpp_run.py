@@ -1,5 +1,6 @@
-"""`verify --engine llamacpp`: the drafter converted to GGUF as `eaglezoo convert --to gguf` writes it (fp32, into a
-temporary folder), llama-server started with it and the target's GGUF (llamacpp_engine.py), the workload measured
+"""`verify --engine llamacpp`: the drafter converted to GGUF as `eaglezoo convert --to gguf` writes it and the target
+as `eaglezoo convert TARGET OUT --to gguf` writes it (unless --target-gguf names one), both fp32 into a temporary
+folder; llama-server started with them (llamacpp_engine.py), the workload measured
 through the same path as `--endpoint` on a llama-server (llamacpp_endpoint.py), the server stopped."""
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..checkpoint.config import target_config
+from ..checkpoint.formats.gguf_target import write_target_gguf
 from ..convert import ConvertRequest, apply, plan_gguf
 from .llamacpp_endpoint import llamacpp_props, measure_llamacpp
 from .llamacpp_engine import LlamacppOptions, llama_server
@@ -36,13 +38,16 @@ def llamacpp_session(
     work: Workload, options: LlamacppOptions, progress: Progress
 ) -> Iterator[Callable[..., Measurement]]:
     """measure(work, speedup, progress) on one llama-server, started once for every workload given."""
-    assert options.target_gguf is not None  # check_llamacpp_options refused it before anything was read
     with tempfile.TemporaryDirectory(prefix="eaglezoo-llamacpp-") as tmp:
         progress(0, None, phase="converting the drafter to GGUF")
         drafter_gguf, warnings = convert_drafter(work, Path(tmp) / "drafter")
+        target_gguf = options.target_gguf
+        if target_gguf is None:
+            progress(0, None, phase="converting the target to GGUF")
+            target_gguf = write_target_gguf(work.target_dir, Path(tmp) / "target", GGUF_DTYPE).gguf
         progress(0, None, phase="starting llama-server")
         family = work.drafter.spec.family
-        with llama_server(options.target_gguf, drafter_gguf, family, work.k, options.server) as server:
+        with llama_server(target_gguf, drafter_gguf, family, work.k, options.server) as server:
             props = llamacpp_props(server.url) or {}
 
             def measure(sub: Workload, _speedup: object, shown: Progress) -> Measurement:

@@ -47,7 +47,8 @@ def verify(*args):
 
 
 def test_llamacpp_equals_native_step_for_step_with_taps_in_reach(ggufs):
-    r = verify("--aux-layers", "1,2,3", "--engine", "native,llamacpp", "--target-gguf", ggufs["target"])
+    """Both GGUFs written by eaglezoo (the target's: gguf_target.write_target_gguf), fp32."""
+    r = verify("--aux-layers", "1,2,3", "--engine", "native,llamacpp")  # the target's GGUF written by eaglezoo
     assert r.code == 0, r.err
     report = r.json()
     c = report["comparison"]

@@ -112,7 +112,6 @@ def test_a_llama_server_that_agrees_is_measured(llama_like):
     [
         (["--engine", "vllm,llamacpp"], "native,llamacpp"),
         (["--target-gguf", "x.gguf"], "--target-gguf is for --engine llamacpp"),
-        (["--engine", "llamacpp", "--llama-server", "/bin/true"], "needs the target as a GGUF file"),
         (["--engine", "llamacpp", "--llama-server", "/bin/true", "--target-gguf", "pyproject.toml"], "not a GGUF"),
         (["--engine", "llamacpp", "--llama-server", "/bin/true", "--target-gguf", "absent.gguf"], "not a file"),
     ],
