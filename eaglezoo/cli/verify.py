@@ -72,10 +72,10 @@ def verify(
     suite: SuiteOpt = None,
     engine: Annotated[
         str,
-        typer.Option(metavar="ENGINE", help="native (the fp32 reference), vllm, llamacpp, or native with one of them."),
+        typer.Option(metavar="ENGINE", help="native (fp32 reference), vllm, llamacpp, or native,ENGINE."),
     ] = "native",
     endpoint: Annotated[
-        Optional[str], typer.Option(metavar="URL", help="Measure a running vLLM server or llama-server instead.")
+        Optional[str], typer.Option(metavar="URL", help="Measure a running vLLM or llama.cpp server.")
     ] = None,
     temperature: Annotated[
         float,
@@ -174,14 +174,12 @@ def verify(
         typer.Option(
             metavar="PATH",
             rich_help_panel=LLAMACPP,
-            help="The llama-server binary (default: EAGLEZOO_LLAMA_SERVER, the cache, PATH).",
+            help="Default: EAGLEZOO_LLAMA_SERVER, cache, PATH.",
         ),
     ] = None,
     target_gguf: Annotated[
         Optional[Path],
-        typer.Option(
-            metavar="FILE", rich_help_panel=LLAMACPP, help="The target's GGUF (default: eaglezoo writes it, fp32)."
-        ),
+        typer.Option(metavar="FILE", rich_help_panel=LLAMACPP, help="Default: written by eaglezoo (fp32)."),
     ] = None,
     engine_timeout: Annotated[
         float,
