@@ -72,7 +72,11 @@ def llamacpp_props(base: str) -> dict[str, Any] | None:
     return None
 
 
-def measure_llamacpp(work: Workload, url: str, props: dict[str, Any], progress: Progress) -> Measurement:
+def measure_llamacpp(
+    work: Workload, url: str, props: dict[str, Any], progress: Progress, started: bool = False
+) -> Measurement:
+    """The workload on a llama-server; `started`: eaglezoo started it with the drafter (else the user did, and
+    llama-server does not say which drafter it loaded)."""
     t_start = time.perf_counter()
     base = server_base(url)
     check_server(base, props, work)
@@ -99,9 +103,11 @@ def measure_llamacpp(work: Workload, url: str, props: dict[str, Any], progress: 
         device="cpu" if base.startswith(("http://127.0.0.1", "http://localhost")) else "remote",
         dtype=printable(str(props.get("model_ftype") or "unknown"))[:40],
         timing={"measure_s": wall, "total_s": time.perf_counter() - t_start},
-        notes=[
-            f"llama.cpp ({LLAMACPP_BUILD}'s llama-server) does not say which drafter it loaded: acceptance is "
-            "reported for whatever it serves; its /metrics agreed with every response's timings, step for step"
+        notes=[]
+        if started
+        else [
+            f"llama-server ({LLAMACPP_BUILD}) does not say which drafter it loaded: acceptance is reported for "
+            "whatever it serves (its /metrics agreed with every response's timings, step for step)"
         ],
     )
 

@@ -50,6 +50,16 @@ class LlamaServer:
     url: str
     command: tuple[str, ...]
     log: Path
+    proc: subprocess.Popen[bytes]
+
+    def died(self, exc: EngineError) -> EngineError:
+        """A failed request as what it is: the server's exit, with its log's reason, where it exited."""
+        if self.proc.poll() is None:
+            return exc
+        return EngineError(
+            f"llama-server exited ({self.proc.returncode}) while measuring: {last_line(self.log)}",
+            hint=f"llama.cpp {LLAMACPP_BUILD} failed on this drafter or target; its log line says where",
+        )
 
 
 def free_port() -> int:
@@ -90,7 +100,7 @@ def llama_server(
                 command, stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True
             )
             try:
-                server = LlamaServer(f"http://127.0.0.1:{port}", command, log)
+                server = LlamaServer(f"http://127.0.0.1:{port}", command, log, proc)
                 wait_ready(proc, server, options.start_timeout_s)
                 yield server
             finally:
@@ -142,18 +152,24 @@ LEVEL = re.compile(r"^[\d.]+ ([EWI]) (.*)$")  # llama.cpp's log lines: "0.00.012
 
 
 def last_line(log: Path) -> str:
-    """The log's meaningful line: its first error (what follows are consequences: "failed to load model", "exiting
-    due to model loading error"), else its last line; printable, cut to 200 characters. The log holds file paths
-    and model facts, no secrets (llama-server is given no key)."""
+    """The log's meaningful line: a failed assertion (llama.cpp aborts with GGML_ASSERT/GGML_ABORT), else its first
+    error that is not one llama.cpp calls normal (what follows an error are consequences: "failed to load model",
+    "exiting due to model loading error"), else its last line; source paths cut to llama.cpp's own, printable,
+    200 characters at most. The log holds file paths and model facts, no secrets (llama-server is given no key)."""
     try:
-        lines = [printable(x).strip() for x in log.read_text("utf-8", "replace").splitlines()[:2000]]
+        lines = [printable(x).strip() for x in log.read_text("utf-8", "replace").splitlines()[:5000]]
     except OSError:
         return "no log"
-    parsed = [LEVEL.match(x) for x in lines if x]
-    errors = [m.group(2) for m in parsed if m and m.group(1) == "E"]
-    rest = [x for x in lines if x]
-    chosen = errors[0] if errors else (rest[-1] if rest else None)
-    return (chosen or "no log line")[:200]
+    lines = [x for x in lines if x]
+    aborts = [x for x in lines if ABORT.search(x)]
+    parsed = [LEVEL.match(x) for x in lines]
+    errors = [m.group(2) for m in parsed if m and m.group(1) == "E" and "is normal" not in m.group(2)]
+    chosen = (aborts or errors or lines[-1:] or ["no log line"])[0]
+    return SOURCE_PATH.sub("", chosen)[:200]
+
+
+ABORT = re.compile(r"GGML_ASSERT|GGML_ABORT|terminate called|what\(\)")
+SOURCE_PATH = re.compile(r"^\S*/llama\.cpp/")  # /root/.cache/.../llama.cpp/src/llama-graph.cpp:1413 -> src/...
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -14,10 +15,12 @@ from pathlib import Path
 from ..checkpoint.config import target_config
 from ..checkpoint.formats.gguf_target import write_target_gguf
 from ..convert import ConvertRequest, apply, plan_gguf
+from ..errors import EngineError
 from .llamacpp_endpoint import llamacpp_props, measure_llamacpp
 from .llamacpp_engine import LlamacppOptions, llama_server
 from .workload import Measurement, Progress, Workload
 
+EXIT_S = 0.5
 GGUF_DTYPE = "float32"  # the native engine's reference precision: a fidelity comparison compares drafters, not casts
 
 
@@ -47,11 +50,17 @@ def llamacpp_session(
             target_gguf = write_target_gguf(work.target_dir, Path(tmp) / "target", GGUF_DTYPE).gguf
         progress(0, None, phase="starting llama-server")
         family = work.drafter.spec.family
-        with llama_server(target_gguf, drafter_gguf, family, work.k, options.server) as server:
+        # its one slot holds the workload's context (--max-model-len bounds it) and the K + 1 tokens asked past N
+        server_options = replace(options.server, ctx=work.context + work.k + 2)
+        with llama_server(target_gguf, drafter_gguf, family, work.k, server_options) as server:
             props = llamacpp_props(server.url) or {}
 
             def measure(sub: Workload, _speedup: object, shown: Progress) -> Measurement:
-                m = measure_llamacpp(sub, server.url, props, shown)
+                try:
+                    m = measure_llamacpp(sub, server.url, props, shown, started=True)
+                except EngineError as exc:
+                    time.sleep(EXIT_S)  # a request cut by the server's exit comes back before it is reaped
+                    raise server.died(exc) from None
                 return replace(m, notes=m.notes + warnings)
 
             yield measure

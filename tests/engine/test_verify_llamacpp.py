@@ -9,7 +9,9 @@ less. The test holds that gap to a bound, so that it cannot grow unseen."""
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -136,3 +138,26 @@ def test_a_server_that_dies_at_start_is_one_line_naming_why(ggufs, tmp_path):
 def test_engine_llamacpp_with_a_drafter_gguf_as_target_is_one_line(ggufs):
     r = run_cli("verify", *PAIR, "--aux-layers", "1,2,3", "--engine", "llamacpp", "--target-gguf", ggufs["trained"])
     assert_clean_failure(r, contains="is a drafter")
+
+
+def test_dflash_with_taps_in_reach_equals_native_and_as_shipped_is_one_line(ggufs, tmp_path):
+    """DFlash: the example reads layer outputs 1,2,3 (boundary 2,3,4); llama.cpp asks the target for the input of
+    layer 4, which a Llama graph never sets, and aborts (src/llama-graph.cpp:1413): one line carrying that assertion.
+    The same weights read at layer outputs 0,1,2 (every tap inside its reach) agree with native step for step."""
+    shipped = run_cli(
+        "verify", EXAMPLE / "dflash", "--target", EXAMPLE / "target", "-k", "3", *WORK, "--engine", "llamacpp"
+    )
+    assert_clean_failure(shipped, contains="layer input tensor is null")
+    assert "llama-server exited" in shipped.err
+    moved = tmp_path / "dflash"
+    shutil.copytree(EXAMPLE / "dflash", moved)
+    config = json.loads((moved / "config.json").read_text())
+    config["dflash_config"]["target_layer_ids"] = [0, 1, 2]
+    (moved / "config.json").write_text(json.dumps(config))
+    r = run_cli(
+        "verify", moved, "--target", EXAMPLE / "target", "-k", "3", *WORK, "--engine", "native,llamacpp", "--json"
+    )
+    assert r.code == 0, r.err
+    c = r.json()["comparison"]
+    print("dflash, layer outputs 0,1,2:", c["mean_acceptance_length"], c["num_drafts"], c["num_accepted"])
+    assert c["identical"] and c["prompts_identical"] == c["prompts_compared"] == 8, c
