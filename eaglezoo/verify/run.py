@@ -129,7 +129,7 @@ def verify(
             r.max_new_tokens,
             r.temperature,
             r.seed,
-            r.engines,
+            measured_by(r),
             r.engine_options.max_model_len if r.engine_options else None,
             r.trust_remote_code,
         )
@@ -152,6 +152,14 @@ def verify(
         else None
     )
     return report_for(work, measured[engines[-1]], gate, origin, comparison)
+
+
+def measured_by(r: VerifyRequest) -> tuple[str, ...]:
+    """The engines that measure, as the workload is bounded by them: an endpoint that is a llama-server is llama.cpp
+    (its families, FAMILIES_MEASURED), any other endpoint is vLLM's."""
+    if r.endpoint and llamacpp_props(server_base(r.endpoint)) is not None:
+        return tuple("llamacpp" if e == "endpoint" else e for e in r.engines)
+    return r.engines
 
 
 def answering(progress: Progress) -> Progress:

@@ -149,11 +149,7 @@ def test_dflash_with_taps_in_reach_equals_native_and_as_shipped_is_one_line(gguf
     )
     assert_clean_failure(shipped, contains="layer input tensor is null")
     assert "llama-server exited" in shipped.err
-    moved = tmp_path / "dflash"
-    shutil.copytree(EXAMPLE / "dflash", moved)
-    config = json.loads((moved / "config.json").read_text())
-    config["dflash_config"]["target_layer_ids"] = [0, 1, 2]
-    (moved / "config.json").write_text(json.dumps(config))
+    moved = dflash_in_reach(tmp_path)
     r = run_cli(
         "verify", moved, "--target", EXAMPLE / "target", "-k", "3", *WORK, "--engine", "native,llamacpp", "--json"
     )
@@ -161,3 +157,38 @@ def test_dflash_with_taps_in_reach_equals_native_and_as_shipped_is_one_line(gguf
     c = r.json()["comparison"]
     print("dflash, layer outputs 0,1,2:", c["mean_acceptance_length"], c["num_drafts"], c["num_accepted"])
     assert c["identical"] and c["prompts_identical"] == c["prompts_compared"] == 8, c
+
+
+def dflash_in_reach(tmp_path):
+    """The example DFlash drafter read at layer outputs 0,1,2 (boundary 1,2,3), inside llama.cpp's reach."""
+    moved = tmp_path / "dflash"
+    shutil.copytree(EXAMPLE / "dflash", moved)
+    config = json.loads((moved / "config.json").read_text())
+    config["dflash_config"]["target_layer_ids"] = [0, 1, 2]
+    (moved / "config.json").write_text(json.dumps(config))
+    return moved
+
+
+def test_dflash_on_a_running_llama_server_equals_native(ggufs, tmp_path):
+    moved = dflash_in_reach(tmp_path)
+    convert = run_cli("convert", moved, tmp_path / "gguf", "--to", "gguf", "--target", EXAMPLE / "target")
+    assert convert.code == 0, convert.err
+    pair = [moved, "--target", EXAMPLE / "target", "-k", "3", *WORK, "--json"]
+    native = run_cli("verify", *pair)
+    assert native.code == 0, native.err
+    with serving(ggufs["target"], tmp_path / "gguf" / "drafter.gguf", spec="draft-dflash") as (_, url):
+        r = run_cli("verify", *pair, "--endpoint", url)
+    assert r.code == 0, r.err
+    assert [p["accepted"] for p in r.json()["per_prompt"]] == [p["accepted"] for p in native.json()["per_prompt"]]
+
+
+def test_sampled_on_llamacpp_is_reproducible_with_the_seed(ggufs):
+    """T > 0 with a seed: llama.cpp's rejection sampling, per request seeded, gives the same steps twice (and its
+    /metrics agree with the timings, or the run would be refused)."""
+    runs = [
+        verify("--aux-layers", "1,2,3", "--engine", "llamacpp", "--temperature", "0.7", "--seed", "1") for _ in "ab"
+    ]
+    assert all(r.code == 0 for r in runs), runs[0].err
+    steps = [[p["accepted"] for p in r.json()["per_prompt"]] for r in runs]
+    assert steps[0] == steps[1] and any(steps[0])
+    assert runs[0].json()["sampling"] == {"temperature": 0.7, "seed": 1}

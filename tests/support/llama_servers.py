@@ -77,10 +77,12 @@ def drafter_gguf(out: Path, aux: str = "2,3,4") -> Path:
 
 
 @contextlib.contextmanager
-def serving(target: Path, drafter: Path, *extra: str, k: int = 3, metrics: bool = True) -> Iterator[tuple]:
+def serving(
+    target: Path, drafter: Path, *extra: str, k: int = 3, metrics: bool = True, spec: str = "draft-eagle3"
+) -> Iterator[tuple]:
     """(process, url) of a llama-server with the drafter, ready; stopped (killed if need be) after."""
     port = free_port()
-    cmd = [str(binary()), "-m", target, "-md", drafter, "--spec-type", "draft-eagle3", "--spec-draft-n-max", str(k)]
+    cmd = [str(binary()), "-m", target, "-md", drafter, "--spec-type", spec, "--spec-draft-n-max", str(k)]
     cmd += ["--metrics"] * metrics + ["--port", str(port), "-t", "1", "-c", "2048", "-np", "1", *extra]
     proc = subprocess.Popen(
         list(map(str, cmd)), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
