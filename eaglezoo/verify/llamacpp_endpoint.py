@@ -65,8 +65,12 @@ class Streamed:
 
 
 def llamacpp_props(base: str) -> dict[str, Any] | None:
-    """llama-server's `/props`, or None where the server is not llama.cpp (vLLM answers 404)."""
-    body = request(base, "/props", missing_ok=True)
+    """llama-server's `/props`, or None where the server is not llama.cpp (vLLM answers 404; a server that answers
+    it otherwise, or not at all, is left to the vLLM path, which says what is wrong in its own words)."""
+    try:
+        body = request(base, "/props", missing_ok=True)
+    except EngineError:
+        return None
     if isinstance(body, dict) and {"build_info", "model_path", "endpoint_metrics"} <= body.keys():
         return body
     return None
