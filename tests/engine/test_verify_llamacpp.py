@@ -60,9 +60,14 @@ def test_llamacpp_equals_native_step_for_step_with_taps_in_reach(ggufs):
     assert c["num_drafts"]["native"] == c["num_drafts"]["llamacpp"] > 0
 
 
-def test_fidelity_tap4_gap_is_the_known_one(ggufs):
+def test_fidelity_tap4_gap_is_the_known_one(ggufs, tmp_path):
+    saved, page = tmp_path / "r.json", tmp_path / "r.html"
     r = verify("--aux-layers", "2,3,4", "--engine", "native,llamacpp", "--target-gguf", ggufs["target"])
     assert r.code == 0, r.err
+    saved.write_text(r.out)
+    shown = run_cli("report", saved)  # the same report as every engine: read back, and a page
+    assert shown.code == 0 and "on llamacpp" in shown.out, shown.err
+    assert run_cli("report", saved, "--html", page).code == 0 and page.stat().st_size > 0
     report = r.json()
     c = report["comparison"]
     native, llama = c["mean_acceptance_length"]["native"], c["mean_acceptance_length"]["llamacpp"]
