@@ -104,7 +104,7 @@ def measure_llamacpp(
             "version": printable(str(props.get("build_info")))[:40] or None,
             "speculative_config": {"num_speculative_tokens": len(counted.num_accepted_tokens_per_pos) or None},
         },
-        device="cpu" if base.startswith(("http://127.0.0.1", "http://localhost")) else "remote",
+        device="local" if started else "remote",  # llama-server does not say which device it runs on
         dtype=printable(str(props.get("model_ftype") or "unknown"))[:40],
         timing={"measure_s": wall, "total_s": time.perf_counter() - t_start},
         notes=[]
