@@ -22,6 +22,7 @@ class LlamaLike(BaseHTTPRequestHandler):
 
     stop = True
     counts = True
+    n_vocab = 1024
     served = {"drafts": 0, "draft_tokens": 0, "accepted": 0}
 
     def log_message(self, *args):
@@ -39,7 +40,7 @@ class LlamaLike(BaseHTTPRequestHandler):
         if path == "/props":
             self.send(json.dumps({"build_info": "b11434", "model_path": "t.gguf", "endpoint_metrics": True}).encode())
         elif path == "/v1/models":
-            meta = {"n_vocab": 1024, "n_embd": 128}
+            meta = {"n_vocab": self.n_vocab, "n_embd": 128}
             self.send(json.dumps({"data": [{"id": "t.gguf", "owned_by": "llamacpp", "meta": meta}]}).encode())
         elif path == "/slots":
             self.send(b'[{"id": 0, "speculative": true, "is_processing": false}]')
@@ -96,6 +97,11 @@ def test_a_llama_server_that_stops_mid_completion_is_one_line(llama_like):
 def test_a_llama_server_whose_metrics_disagree_with_its_timings_is_refused(llama_like):
     r = run_inprocess("verify", *PAIR, "--endpoint", llama_like(counts=False))
     assert_clean_failure(r, contains="disagrees with itself: drafts 4 by the responses, 0 by /metrics")
+
+
+def test_a_llama_server_of_another_vocabulary_is_refused(llama_like):
+    r = run_inprocess("verify", *PAIR, "--endpoint", llama_like(n_vocab=32000))
+    assert_clean_failure(r, contains="n_vocab 32000, and the target")
 
 
 def test_a_llama_server_that_agrees_is_measured(llama_like):
