@@ -9,7 +9,11 @@ step (server-context.cpp:3266 for a new draft, 4330 for what it accepted, 4350-4
 step's accepted count is read from the stream in order, draft by draft. The `/metrics` deltas (`--metrics`:
 `llamacpp:spec_decode_num_drafts_total`, `_num_draft_tokens_total`, `_num_accepted_tokens_total`,
 `_num_accepted_tokens_per_pos_total{position}`, tools/server/server-task.cpp:1564-1625) must add up to the same
-totals, position by position, or nothing is reported.
+totals, position by position, or nothing is reported. A request's counts reach `/metrics` when its slot is
+released, right after its final chunk is sent (server-context.cpp:4360-4363, 582-601, 1439-1444), in the loop that
+also answers `/metrics` (a task, server-context.cpp:5048-5053), so a scrape after the last answer counts it.
+`/props`' `endpoint_metrics` says whether `--metrics` is on (without it `/metrics` answers an error naming the flag,
+server-context.cpp:5025-5027).
 
 Requests run one at a time with `cache_prompt` off, so that no prompt reuses another's state. llama.cpp shortens the
 last drafts of a request to what it may still generate (server-context.cpp:517-535: `n_remaining - 1`); to measure
