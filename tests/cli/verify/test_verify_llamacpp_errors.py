@@ -128,5 +128,6 @@ def test_engine_llamacpp_settings_refused_before_anything_runs(args, says):
 
 def test_engine_llamacpp_without_llama_server_names_the_setup_command(tmp_path):
     env = {"EAGLEZOO_CACHE": str(tmp_path), "PATH": str(tmp_path / "bin"), "EAGLEZOO_LLAMA_SERVER": ""}
+    env["EAGLEZOO_LLAMACPP_BUILD"] = str(tmp_path / "no-build")
     r = run_inprocess("verify", *PAIR, "--engine", "llamacpp", "--target-gguf", "x.gguf", env=env)
     assert_clean_failure(r, contains="bash scripts/setup/llama_server.sh")
