@@ -49,6 +49,7 @@ LONGEST_FIRST = (
     "test_example_pair",
     "test_vllm_refusals",
     "test_verify_endpoint",
+    "test_verify_llamacpp",
     "test_doctor_hostile_server",
     "test_registry_update",
     "test_vllm_accepts_printed",

@@ -49,6 +49,7 @@ VLLM = "Engine (vLLM)"
 PARALLEL = "Engine (vLLM): parallelism, passed to vLLM"
 ENGINE = "Engine (vLLM): passed to vLLM as named"
 NODES = "Engine (vLLM): across nodes"
+LLAMACPP = "Engine (llama.cpp)"
 
 
 @app.command()
@@ -70,10 +71,11 @@ def verify(
     ] = None,
     suite: SuiteOpt = None,
     engine: Annotated[
-        str, typer.Option(metavar="ENGINE", help="native (the fp32 reference), vllm, or native,vllm.")
+        str,
+        typer.Option(metavar="ENGINE", help="native (fp32 reference), vllm, llamacpp, or native,ENGINE."),
     ] = "native",
     endpoint: Annotated[
-        Optional[str], typer.Option(metavar="URL", help="Measure a running vLLM server instead.")
+        Optional[str], typer.Option(metavar="URL", help="Measure a running vLLM or llama.cpp server.")
     ] = None,
     temperature: Annotated[
         float,
@@ -167,6 +169,18 @@ def verify(
             metavar="JSON", rich_help_panel=VLLM, help="Any other LLM(...) argument, e.g. '{\"max_num_seqs\": 64}'."
         ),
     ] = None,
+    llama_server: Annotated[
+        Optional[Path],
+        typer.Option(
+            metavar="PATH",
+            rich_help_panel=LLAMACPP,
+            help="Default: EAGLEZOO_LLAMA_SERVER, cache, PATH.",
+        ),
+    ] = None,
+    target_gguf: Annotated[
+        Optional[Path],
+        typer.Option(metavar="FILE", rich_help_panel=LLAMACPP, help="Default: written by eaglezoo (fp32)."),
+    ] = None,
     engine_timeout: Annotated[
         float,
         typer.Option(
@@ -181,6 +195,7 @@ def verify(
 
     DRAFTER is a folder, a registry id or a Hub repo.
     A registry entry supplies its target, aux ids, prompts and floors; exit 1 when a floor fails."""
+    from ..verify.llamacpp_engine import LlamacppOptions, LlamaServerOptions
     from ..verify.run import VerifyRequest, check_engine_only
     from ..verify.vllm_engine import engine_options
     from ..verify.workload import NativeOptions
@@ -219,6 +234,7 @@ def verify(
         speedup=tuple(parse_levels(concurrency)) if speedup else None,
         trust_remote_code=trust_remote_code,
         native=NativeOptions(batch_size, dequantize_mxfp4),
+        llamacpp=LlamacppOptions(LlamaServerOptions(binary=llama_server), target_gguf),
     )
     with verify_progress() as advance:
         result = verify_source(
@@ -530,14 +546,18 @@ def fmt(x: float | None) -> str:
     return "-" if x is None else f"{x:.1f}"
 
 
-ENGINES = ("native", "vllm")
+ENGINES = ("native", "vllm", "llamacpp")
 
 
 def parse_engines(text: str) -> list[str]:
     names = [n.strip() for n in text.split(",") if n.strip()]
     unknown = [n for n in names if n not in ENGINES]
-    if not names or unknown or len(set(names)) != len(names) or len(names) > 2:
-        raise UsageError(f"--engine {text!r}: give native, vllm or native,vllm", hint="e.g. --engine native,vllm")
+    two = len(names) == 2 and "native" not in names  # a comparison is against the native reference
+    if not names or unknown or len(set(names)) != len(names) or len(names) > 2 or two:
+        raise UsageError(
+            f"--engine {text!r}: give native, vllm, llamacpp, native,vllm or native,llamacpp",
+            hint="e.g. --engine native,vllm",
+        )
     return names
 
 
@@ -562,10 +582,11 @@ def verify_source(
     (`outputs`: option -> path)."""
     from ..checkpoint.formats.base import ReadOptions
     from ..verify.report import Floors, Gate, Origin
-    from ..verify.run import Sources, check_settings, verify
+    from ..verify.run import Sources, check_llamacpp, check_settings, verify
 
     r = request
     check_settings(list(r.engines), r.endpoint, r.engine_options, r.device, r.dtype, r.native)  # before any download
+    check_llamacpp(list(r.engines), r.llamacpp)
     named = resolve_request(
         drafter,
         target,
@@ -573,7 +594,7 @@ def verify_source(
         revision=revision,
         registry_dir=registry_dir,
         prompts_file=prompts_file,
-        weights="native" in r.engines,
+        weights="native" in r.engines or "llamacpp" in r.engines,
         outputs=outputs,
     )
     entry = named.entry

@@ -134,12 +134,12 @@ def server_base(url: str) -> str:
     return base
 
 
-def request(base: str, path: str, body: dict | None = None, missing_ok: bool = False):
+def request(base: str, path: str, body: dict | None = None, missing_ok: bool = False, raw: bool = False):
     """One HTTP call, bounded (verify/server_http.py) and size-limited; any failure is one sentence naming the
-    server."""
+    server. The answer as JSON, or as text for /metrics and where `raw` asks (llama.cpp's streamed completion)."""
     data = None if body is None else json.dumps(body).encode()
     try:
-        raw = fetch(base + path, data, MAX_ANSWER)
+        answer = fetch(base + path, data, MAX_ANSWER)
     except TimedOut as exc:
         what = (
             f"did not finish answering within {exc.seconds:g} s, {exc.whose}"
@@ -175,15 +175,15 @@ def request(base: str, path: str, body: dict | None = None, missing_ok: bool = F
             f"the server at {base} cannot be reached (or is not an HTTP server)",
             hint="check that vllm serve is running there",
         ) from None
-    if len(raw) > MAX_ANSWER:
+    if len(answer) > MAX_ANSWER:
         raise EngineError(
             f"{base}{path} answered with more than {MAX_ANSWER >> 20} MiB: is this a vLLM server?",
             hint="point --endpoint at the vLLM server (vllm serve ... --speculative-config ...)",
         )
-    if path == "/metrics":
-        return raw.decode("utf-8", "replace")
+    if path == "/metrics" or raw:
+        return answer.decode("utf-8", "replace")
     try:
-        return json.loads(raw)
+        return json.loads(answer)
     except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
         raise EngineError(
             f"{base}{path} did not answer with JSON: is this a vLLM server?",

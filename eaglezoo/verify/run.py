@@ -24,7 +24,10 @@ from ..errors import UsageError
 from ..limits import MAX_TEMPERATURE
 from ..lint import lint_drafter
 from .conversation import converse
-from .endpoint import check_server, measure_endpoint
+from .endpoint import check_server, measure_endpoint, server_base
+from .llamacpp_endpoint import llamacpp_props, measure_llamacpp
+from .llamacpp_engine import LlamacppOptions, check_llamacpp_options
+from .llamacpp_run import llamacpp_session
 from .prompting import encode, load_tokenizer
 from .quantization import load_kwargs, quantization_config
 from .report import NO_GATE, NO_ORIGIN, Gate, Origin, VerifyReport, compare_engines, report_for
@@ -50,6 +53,7 @@ class VerifyRequest:
     engines: tuple[str, ...] = ("native",)
     endpoint: str | None = None
     engine_options: Any = None  # vllm_engine.EngineOptions, for --engine vllm
+    llamacpp: LlamacppOptions = field(default_factory=LlamacppOptions)  # for --engine llamacpp
     device: str = "auto"
     dtype: str = "auto"
     k: int = 3
@@ -109,6 +113,7 @@ def verify(
     speedup = list(r.speedup) if r.speedup else None
     check_request(r, gate.stated.min_acceptance)
     check_settings(engines, r.endpoint, r.engine_options, r.device, r.dtype, r.native)
+    check_llamacpp(engines, r.llamacpp)
     if "native" in engines:
         check_target(target_dir, r.native)
     work = prepare(
@@ -124,7 +129,7 @@ def verify(
             r.max_new_tokens,
             r.temperature,
             r.seed,
-            r.engines,
+            measured_by(r),
             r.engine_options.max_model_len if r.engine_options else None,
             r.trust_remote_code,
         )
@@ -140,12 +145,21 @@ def verify(
         measured = {first: measure_first(work, speedup, progress)}
     for name in rest:
         measured[name] = measure(name, work, r, progress)
+    other = next((name for name in measured if name != "native"), None)
     comparison = (
-        compare_engines(report_for(work, measured["native"]), report_for(work, measured["vllm"]))
-        if len(measured) == 2
+        compare_engines(report_for(work, measured["native"]), report_for(work, measured[other]))
+        if len(measured) == 2 and other is not None
         else None
     )
     return report_for(work, measured[engines[-1]], gate, origin, comparison)
+
+
+def measured_by(r: VerifyRequest) -> tuple[str, ...]:
+    """The engines that measure, as the workload is bounded by them: an endpoint that is a llama-server is llama.cpp
+    (its families, FAMILIES_MEASURED), any other endpoint is vLLM's."""
+    if r.endpoint and llamacpp_props(server_base(r.endpoint)) is not None:
+        return tuple("llamacpp" if e == "endpoint" else e for e in r.engines)
+    return r.engines
 
 
 def answering(progress: Progress) -> Progress:
@@ -197,6 +211,16 @@ def check_settings(
         from .target import resolve_device  # noqa: PLC0415 - target.py holds torch at its top: a named device only
 
         resolve_device(device)
+
+
+def check_llamacpp(engines: list[str], options: LlamacppOptions) -> None:
+    """--engine llamacpp's settings (the binary, the target's GGUF), checked before anything is read; given
+    without it, they are refused rather than ignored."""
+    if "llamacpp" in engines:
+        check_llamacpp_options(options)
+    elif options != LlamacppOptions():
+        flag = "--target-gguf" if options.target_gguf is not None else "--llama-server"
+        raise UsageError(f"{flag} is for --engine llamacpp", hint=f"add --engine llamacpp, or drop {flag}")
 
 
 VLLM_ONLY = (
@@ -289,6 +313,7 @@ def prepare(plan: WorkloadPlan) -> Workload:
 FAMILIES_MEASURED = {
     "native": ("eagle3", "peagle", "dflash"),
     "vllm": ("eagle3", "peagle", "dflash"),
+    "llamacpp": ("eagle3", "dflash"),  # src/models/eagle3.cpp, dflash.cpp (P-EAGLE: no llama.cpp graph)
     "endpoint": ("eagle3",),
 }
 
@@ -344,6 +369,10 @@ def runs_on(
         with vllm_session(work, request.engine_options or EngineOptions(), progress) as session:
             yield session.measure
         return
+    if name == "llamacpp":
+        with llamacpp_session(work, request.llamacpp, progress) as measure_on_server:
+            yield measure_on_server
+        return
     yield lambda sub, _speedup, shown: measure(name, sub, request, shown)
 
 
@@ -353,4 +382,8 @@ def measure(name: str, work: Workload, request: VerifyRequest, progress: Progres
         from .native import measure_native  # noqa: PLC0415 - native.py holds torch at its top: loaded only when the native engine runs
 
         return measure_native(work, request.device, request.dtype, request.native, progress)
+    assert request.endpoint is not None
+    props = llamacpp_props(server_base(request.endpoint))
+    if props is not None:
+        return measure_llamacpp(work, request.endpoint, props, progress)
     return measure_endpoint(work, request.endpoint, progress)

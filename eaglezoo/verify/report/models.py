@@ -104,9 +104,10 @@ class ServedConfig(Part):
 
 class Engine(Part):
     """Which engine measured, and how it ran: native (batch_size, target_quantization), vllm (version, python,
-    parallel, start_s), endpoint (url, model, speculative_config, version)."""
+    parallel, start_s), endpoint (url, model, speculative_config, version), llamacpp (a llama-server: url, model,
+    version, speculative_config)."""
 
-    name: Literal["native", "vllm", "endpoint"] = "native"
+    name: Literal["native", "vllm", "endpoint", "llamacpp"] = "native"
     version: Line | None = None
     python: Line | None = None
     parallel: Parallel | None = None

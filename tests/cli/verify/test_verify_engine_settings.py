@@ -22,7 +22,7 @@ def test_engine_interpreter_without_vllm():
     [
         (["--temperature", "0.7"], "--engine vllm"),
         (["--speedup"], "--engine vllm"),
-        (["--engine", "sglang"], "native, vllm or native,vllm"),
+        (["--engine", "sglang"], "native, vllm, llamacpp, native,vllm or native,llamacpp"),
         (["--engine", "vllm", "--engine-args", "[1]"], "JSON object"),
         (["--engine", "vllm", "--distributed-executor-backend", "slurm"], "distributed-executor-backend"),
         (["--engine", "vllm", "--speedup", "--concurrency", "0"], "--concurrency"),
