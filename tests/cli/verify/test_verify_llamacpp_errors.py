@@ -96,7 +96,7 @@ def test_a_llama_server_that_stops_mid_completion_is_one_line(llama_like):
 
 def test_a_llama_server_whose_metrics_disagree_with_its_timings_is_refused(llama_like):
     r = run_inprocess("verify", *PAIR, "--endpoint", llama_like(counts=False))
-    assert_clean_failure(r, contains="disagrees with itself: drafts 4 by the responses, 0 by /metrics")
+    assert_clean_failure(r, contains="disagrees with itself: num_drafts 4 by the responses, 0 by /metrics")
 
 
 def test_a_llama_server_of_another_vocabulary_is_refused(llama_like):
