@@ -5,12 +5,13 @@ table's K at the load, `num_speculative_tokens_per_batch_size`) and llama.cpp's 
 alone (no `-md`). llama.cpp takes one K for every slot, so each load `c` is measured on a server of its own started
 with `-np c` (the slots a user serves that load with): a pass sends every prompt with at most `c` requests in
 flight. The server is kept while the (K, p-min, slots) it serves stays the same, so a warm-up and the repeats after
-it run on one server, as on vLLM's engine.
+it run on one server, as on vLLM's engine; every fresh server (one started for another load in between included) is
+warmed by a discarded pass of its own before a pass is measured on it.
 
-Tokens per second are the tokens the server streamed back over the pass's wall time (as vLLM's offline passes are
-counted); each request's time to first token is its `timings.prompt_ms` and its tokens `timings.predicted_n`, the
-server's own figures in every final answer (tools/server/server-common.cpp:84-104). The drafts accepted come from
-the server's `/metrics` deltas over the pass (`llamacpp_endpoint.scrape`).
+Tokens per second are the tokens the server streamed back (exactly N a request: `n_predict` N, `ignore_eos`) over
+the pass's wall time, as vLLM's offline passes are counted; each request's time to first token is the server's own
+`timings.prompt_ms` from its final answer (tools/server/server-common.cpp:84-104). The drafts accepted come from the
+server's `/metrics` deltas over the pass (`llamacpp_endpoint.scrape`).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from ..verify.llamacpp_run import GGUF_DTYPE, convert_drafter
 from ..verify.vllm_process import EngineEvent, PassEvent, RequestResult, WorkerResult
 from ..verify.workload import Progress, Workload
 from .decide import table_k
+from .rule import WARMUP_PASSES
 
 # The p-min grid. b11434's EAGLE-3 and DFlash drafters stop a draft at the first position whose top token's
 # probability is below --spec-draft-p-min (common/speculative.cpp:871 in the EAGLE-3 draft loop, 1369 in DFlash's
@@ -80,6 +82,8 @@ class LlamacppSession:
         self._key = key
         props = llamacpp_props(self._server.url) or {}
         self.version = printable(str(props.get("build_info") or "unknown"))[:40]
+        for _ in range(WARMUP_PASSES):
+            self._pass(work, slots)
         return time.perf_counter() - t0
 
     def run(self, work: Workload, config: dict | None, label: str, loads: list[int]) -> WorkerResult:
@@ -89,7 +93,8 @@ class LlamacppSession:
             start_s += self._serve(work, (k_at(config, c), p_min, c))
             self.progress(i + 1, len(loads), phase=f"measuring {label} at concurrency {c}")
             passes.append(self._pass(work, c))
-        engine = EngineEvent(version=self.version, device="cpu", dtype=GGUF_DTYPE, start_s=start_s)
+        # llama-server does not say which device it runs on (verify --engine llamacpp reports it so too)
+        engine = EngineEvent(version=self.version, device="local", dtype=GGUF_DTYPE, start_s=start_s)
         return WorkerResult(engine=engine, passes=passes)
 
     def _pass(self, work: Workload, c: int) -> PassEvent:
