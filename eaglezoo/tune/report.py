@@ -97,12 +97,12 @@ def report(
         f"against {x.no_speculation_tokens_per_s:.1f} with no speculative config ({ISSUE}: a K=0 entry in "
         "vLLM's table still costs throughput): serve without --speculative-config at such loads"
         for x in no_spec
-        if x.table_k == 0 and x.verdict == "loses"
+        if x.table_k == 0 and x.verdict == "loses" and measured.p_min is None  # llama.cpp's K = 0 has no drafter
     ]
     if decided == "no speculation":
         notes.append(
             "speculation loses or is too close to call at every measured load (K = 0 throughout): serve "
-            "without --speculative-config"
+            + ("without --speculative-config" if measured.p_min is None else "llama-server without -md")
         )
     if path.convert_command and measured.p_min is None:
         notes.append(f"the commands serve the folder `{path.convert_command}` writes: {'; '.join(path.warnings)}")
