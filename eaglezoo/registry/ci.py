@@ -17,7 +17,7 @@ from ..verify.run import FAMILIES_MEASURED
 from ..verify.saved import read_report
 from .conditions import UNKNOWN, Conditions, parsed_version
 from .hardware import RUNNERS, sized_hardware
-from .llamacpp import llamacpp_job_engine
+from .llamacpp import has_llamacpp_job
 from .load import Registry
 from .schema import Entry, Floor, Hardware, Measured, Repo
 from .yaml_edit import set_values
@@ -134,7 +134,7 @@ def jobs_for(entry: Entry, registry_arg: str | None = None, hardware: Hardware |
     floors = entry.acceptance_floors or [Floor(k=k, temperature=0.0, mean_acceptance_length=1.0, source="")]
     settings = dict.fromkeys((f.k, f.temperature) for f in floors)  # first-seen order
     jobs = [job(entry, k, temperature, registry_arg, hardware, engine) for k, temperature in settings]
-    if engine != "llamacpp" and llamacpp_job_engine(entry):
+    if engine != "llamacpp" and has_llamacpp_job(entry):
         jobs.append(job(entry, next(iter(settings))[0], 0.0, registry_arg, hardware, "llamacpp"))
     return jobs
 

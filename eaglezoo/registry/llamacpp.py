@@ -86,7 +86,7 @@ def llamacpp_problems(entry: Entry) -> list[str]:
     return []
 
 
-def llamacpp_job_engine(entry: Entry) -> bool:
+def has_llamacpp_job(entry: Entry) -> bool:
     """Whether `registry plan` gives the entry a `verify --engine llamacpp` job: it states llama.cpp among its
     engines, and verify measures its family there (verify/run.py FAMILIES_MEASURED)."""
     return any(e.engine == "llamacpp" for e in entry.engines) and entry.family in FAMILIES_MEASURED["llamacpp"]
