@@ -167,8 +167,9 @@ def engine_session(
 def p_min_column(bench: Bench, drafter: str, grid: list[Cell], decision: list[Choice]) -> list[PMinLevel]:
     """llama.cpp's --spec-draft-p-min: at each load, P_MIN_TRIED measured at the decided K, or where that is 0 at
     the drafting K with the best median (warm-up, then --repeats repeats, not settled further), and judged against
-    that K's p-min 0 cell by their intervals. It is chosen only at the decided K and only where it wins (too close to call keeps the default, 0);
-    at a load that serves without the drafter the figure says what p-min did for the best K there."""
+    that K's p-min 0 cell by their intervals. It is chosen only at the decided K and only where it wins (too close
+    to call keeps the default, 0); at a load that serves without the drafter the figure says what p-min did for the
+    best K there."""
     out = []
     for d in decision:
         k = d.k or max((g for g in grid if g.k and g.concurrency == d.concurrency), key=tokens_per_s).k
