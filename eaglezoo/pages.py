@@ -219,7 +219,7 @@ def tune_page(r: dict) -> str:
     facts = [
         ("drafter", r["drafter"]),
         ("target", r["target"]),
-        ("engine", f"vLLM {r['engine']['version']}"),
+        ("engine", f"{'llama.cpp' if r.get('llamacpp') else 'vLLM'} {r['engine']['version']}"),
         ("device", r["engine"]["device"]),
         ("dtype", r["engine"]["dtype"]),
         ("basis", r["basis"]),
@@ -227,12 +227,17 @@ def tune_page(r: dict) -> str:
     ]
     notes = "".join(f"<li>{escape(n)}</li>" for n in r["notes"])
     failures = "".join(f"<li>{escape(n)}</li>" for n in r.get("failures") or [])
-    steps = [
-        *([r["convert_command"]] if r.get("convert_command") else []),
-        r.get("recommended_command") or vllm_serve_command(r["target"], r["vllm_speculative_config"]),
-    ]
+    steps = (
+        [*r["llamacpp"]["steps"], *(x["command"] for x in r["llamacpp"]["levels"])]
+        if r.get("llamacpp")
+        else [
+            *([r["convert_command"]] if r.get("convert_command") else []),
+            r.get("recommended_command") or vllm_serve_command(r["target"], r["vllm_speculative_config"]),
+        ]
+    )
     tables = [
         tune_grid(r),
+        *tune_llamacpp(r.get("llamacpp")),
         *tune_confirmation(r),
         *tune_commands(r),
         *([f"<h2>Failures</h2><ul>{failures}</ul>"] if failures else []),
@@ -316,6 +321,26 @@ def tune_confirmation(r: dict) -> list[str]:
             f"cell would have cost about {fixed(c['single_pass_s'], '.0f')} s.</p>"
         )
     return out
+
+
+def tune_llamacpp(t: dict | None) -> list[str]:
+    """tune on llama.cpp: the llama-server per load (its slots the load) and the p-min tried at the decided K."""
+    if not t:
+        return []
+    rows = "".join(
+        f"<tr><td>{x['concurrency']}</td><td>{x['k']}</td><td>{x['p_min']:g}</td>"
+        f"<td><code>{escape(x['command'])}</code></td></tr>"
+        for x in t["levels"]
+    )
+    tried = "".join(
+        f"<li>p-min {x['p_min']:g} at concurrency {x['concurrency']}, K={x['k']}: "
+        f"{x['output_tokens_per_s']:.1f} tokens/s, {escape(x['against_p_min_0'])} against p-min 0</li>"
+        for x in t["p_min"]
+    )
+    return [
+        f"<h2>llama.cpp {escape(t['build'])}: llama-server per load</h2><table><tr><th>concurrency (-np)</th>"
+        f"<th>K</th><th>p-min</th><th>command</th></tr>{rows}</table>" + (f"<ul>{tried}</ul>" if tried else "")
+    ]
 
 
 def tune_commands(r: dict) -> list[str]:

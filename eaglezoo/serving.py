@@ -630,12 +630,22 @@ class LlamacppPath:
     target_model_type: str | None
 
 
-def llamacpp_serve_command(target_gguf: str, drafter_gguf: str, family: str, k: int) -> str:
-    """The one `llama-server` command eaglezoo prints (serve-config, the site)."""
+def llamacpp_serve_command(  # noqa: PLR0913 - one flag each
+    target_gguf: str,
+    drafter_gguf: str,
+    family: str,
+    k: int,
+    p_min: float | None = None,
+    parallel: int | None = None,
+) -> str:
+    """The one `llama-server` command eaglezoo prints (serve-config, tune, the site). tune names what it chose:
+    `--spec-draft-p-min` (common/arg.cpp:4206-4212) and the slots it was measured with, `-np`; K = 0 from tune is
+    the target served alone (no `-md`: nothing drafts)."""
     spec_type = LLAMACPP_SPEC_TYPE["eagle3" if family == "peagle" else family]
+    spec = ["-md", drafter_gguf, "--spec-type", spec_type, "--spec-draft-n-max", str(k)] if k else []
+    spec += ["--spec-draft-p-min", f"{p_min:g}"] if k and p_min is not None else []
     return shlex.join(
-        ["llama-server", "-m", target_gguf, "-md", drafter_gguf, "--spec-type", spec_type]
-        + ["--spec-draft-n-max", str(k), "--metrics"]
+        ["llama-server", "-m", target_gguf, *spec, "--metrics", *(["-np", str(parallel)] if parallel else [])]
     )
 
 

@@ -35,6 +35,7 @@ from .verify import parse_engine_args, parse_levels, verify_progress
 ENGINE = "Engine (vLLM)"
 PASSED = "Engine (vLLM): passed to vLLM as named"  # a table of its own: long names read whole at 80 columns
 MEASURE = "Measuring until settled"
+LLAMACPP = "Engine (llama.cpp)"
 MAX_REPEATS_LIMIT = 100
 
 
@@ -44,7 +45,7 @@ def tune(
     target: Annotated[
         str | None, typer.Option(metavar="TARGET", help="Target folder or Hub repo id (default: the registry's).")
     ] = None,
-    engine: Annotated[str, typer.Option(metavar="ENGINE", help="The engine to tune for: vllm.")] = "vllm",
+    engine: Annotated[str, typer.Option(metavar="ENGINE", help="The engine to tune for: vllm or llamacpp.")] = "vllm",
     concurrency: Annotated[
         str, typer.Option(metavar="LEVELS", help="Loads to measure, in rising order.")
     ] = "1,4,16,64",
@@ -127,6 +128,14 @@ def tune(
             min=0.0, max=3600.0, metavar="SECONDS", rich_help_panel=MEASURE, help="Seconds each repeat lasts at least."
         ),
     ] = MIN_SECONDS,
+    llama_server: Annotated[
+        Path | None,
+        typer.Option(metavar="PATH", rich_help_panel=LLAMACPP, help="Default: EAGLEZOO_LLAMA_SERVER, cache, PATH."),
+    ] = None,
+    target_gguf: Annotated[
+        Path | None,
+        typer.Option(metavar="FILE", rich_help_panel=LLAMACPP, help="Default: written by eaglezoo (fp32)."),
+    ] = None,
     as_json: JsonOpt = False,
 ):
     """Which K at which load: measure every K, print each engine's config.
@@ -136,13 +145,17 @@ def tune(
     Every K (and none) at every concurrency on the engine.
     The goodput-optimal K per load, as vLLM's and SGLang's own config, confirmed with one more run."""
     from ..tune import SamplingRule, TuneRequest
+    from ..verify.llamacpp_engine import LlamacppOptions, LlamaServerOptions
     from ..verify.vllm_engine import engine_options
 
-    if engine != "vllm":
+    if engine not in ("vllm", "llamacpp"):
         raise UsageError(
-            f"--engine {engine}: tune measures on vLLM, the engine here that switches K by load",
-            hint="use --engine vllm (with --engine-python PATH where vLLM is installed)",
+            f"--engine {engine}: tune measures on vLLM or llama.cpp",
+            hint="use --engine vllm (with --engine-python PATH where vLLM is installed) or --engine llamacpp",
         )
+    if engine == "vllm" and (llama_server or target_gguf):
+        flag = "--target-gguf" if target_gguf else "--llama-server"
+        raise UsageError(f"{flag} is for --engine llamacpp", hint=f"add --engine llamacpp, or drop {flag}")
     check_outputs(report, html, reads=(prompts,))
     options = engine_options(
         python=engine_python,
@@ -165,6 +178,9 @@ def tune(
         sampling=SamplingRule(
             min_tokens=min_tokens, min_seconds=min_seconds, min_repeats=repeats, max_repeats=max_repeats
         ),
+        llamacpp=LlamacppOptions(LlamaServerOptions(binary=llama_server), target_gguf)
+        if engine == "llamacpp"
+        else None,
     )
     with verify_progress() as advance:
         result = tune_source(
@@ -196,7 +212,7 @@ def tune_source(
     from ..verify.run import WorkloadPlan, prepare
 
     r, options = request, request.engine_options
-    check_grid(list(r.levels), r.k_max, options, r.sampling)
+    check_grid(list(r.levels), r.k_max, options, r.sampling, r.llamacpp)
     named = resolve_request(
         drafter,
         target,
@@ -229,7 +245,7 @@ def tune_source(
             r.max_prompts,
             r.k_max,
             r.max_new_tokens,
-            engines=("vllm",),
+            engines=("vllm",) if r.llamacpp is None else ("llamacpp",),
             max_model_len=options.max_model_len,
             trust_remote_code=options.trust_remote_code,
         )
@@ -245,6 +261,7 @@ def tune_source(
             registry_id=entry.id if entry is not None else None,
         ),
         rule=r.sampling,
+        llamacpp=r.llamacpp,
     )
 
 
@@ -259,8 +276,9 @@ def _diagnose_with(command: str) -> None:
 
 
 def render_tune(r) -> None:
+    engine = "llama.cpp" if r.engine.name == "llamacpp" else "vLLM"
     out.print(
-        f"[bold]{shown(r.drafter)}[/bold] on vLLM {shown(r.engine.version)} ({shown(r.engine.device)}, "
+        f"[bold]{shown(r.drafter)}[/bold] on {engine} {shown(r.engine.version)} ({shown(r.engine.device)}, "
         f"{shown(r.engine.dtype)}), K 0..{r.k_max}, {r.num_prompts} prompts x {r.max_new_tokens} tokens"
     )
     table = Table(
@@ -281,6 +299,26 @@ def render_tune(r) -> None:
             f"speedup {d.speedup:.2f}x (measured){close}"
         )
     _latencies(r)
+    if r.llamacpp:
+        _llamacpp(r)
+    else:
+        _vllm(r)
+    _confirmation(r)
+    if r.cost:
+        out.print(
+            f"engine time {r.cost.engine_s:.0f} s for {r.cost.repeats} repeats (one pass per cell: about "
+            f"{r.cost.single_pass_s:.0f} s)"
+        )
+    for k, floor in r.floors.items():
+        out.print(f"registry floors at K={k}: {_floor(floor)}, checked at every load")
+    for failure in r.failures:
+        out.print(f"[red]failed[/red] {shown(failure)}")
+    for note in r.notes:
+        out.print(f"[yellow]note[/yellow] {shown(note)}")
+
+
+def _vllm(r) -> None:
+    """The decision as vLLM's and SGLang's config."""
     if r.convert_command:
         out.print(f"convert first: {shown(r.convert_command)}")
     if r.recommended:
@@ -297,18 +335,23 @@ def render_tune(r) -> None:
             f"SGLang adaptive ({json.dumps(r.sglang_adaptive_config)} in sglang-adaptive.json): "
             f"{shown(r.sglang_adaptive_command)}"
         )
-    _confirmation(r)
-    if r.cost:
+
+
+def _llamacpp(r) -> None:
+    """The llama-server to run per load (slots = load), after the GGUF conversions; the p-min tried. (The report
+    keeps vLLM's and SGLang's configs of the decision; `--json` shows them.)"""
+    t = r.llamacpp
+    if r.recommended:
+        out.print(f"recommended: [bold]{r.recommended}[/bold]")
+    for x in t.p_min:
         out.print(
-            f"engine time {r.cost.engine_s:.0f} s for {r.cost.repeats} repeats (one pass per cell: about "
-            f"{r.cost.single_pass_s:.0f} s)"
+            f"p-min {x.p_min:g} at concurrency {x.concurrency}, K={x.k}: {x.output_tokens_per_s:.1f} tokens/s, "
+            f"{x.against_p_min_0} against p-min 0"
         )
-    for k, floor in r.floors.items():
-        out.print(f"registry floors at K={k}: {_floor(floor)}, checked at every load")
-    for failure in r.failures:
-        out.print(f"[red]failed[/red] {shown(failure)}")
-    for note in r.notes:
-        out.print(f"[yellow]note[/yellow] {shown(note)}")
+    for step in t.steps:
+        out.print(f"llama.cpp first: {shown(step)}", markup=False, soft_wrap=True)
+    for level in t.levels:
+        out.print(f"llama.cpp at concurrency {level.concurrency}: {shown(level.command)}", markup=False, soft_wrap=True)
 
 
 def _latencies(r) -> None:

@@ -13,6 +13,7 @@ from ..serving import engine_support, schema_for
 from ..verify.saved import read_report
 from .ci import recorded_problems
 from .hardware import RUNNERS
+from .llamacpp import llamacpp_problems
 from .load import Registry, select
 from .online import check_online
 from .schema import FACTS, Entry
@@ -87,11 +88,11 @@ def _engine_problems(entry: Entry) -> list[str]:
     """Each engine's stated min_version against the floor its flags need."""
     computed = {e.engine: e for e in engine_support(entry.spec(), schema_for(entry.dialect))}
     problems = []
-    for e in entry.engines:
+    for e in (e for e in entry.engines if e.engine in computed):  # llama.cpp: llamacpp_problems
         floor = computed[e.engine].min_version
         if e.min_version and floor and _v(e.min_version) < _v(floor):
             problems.append(f"engines.{e.engine}.min_version {e.min_version} is below {floor}, which its flags need")
-    return problems
+    return problems + llamacpp_problems(entry)
 
 
 def _path_problems(entry: Entry, reg: Registry) -> list[str]:

@@ -13,9 +13,11 @@ from pathlib import Path
 
 from ..errors import BadInput, EaglezooError, UsageError
 from ..fsutil import atomic_write_bytes, atomic_write_text, inside
+from ..verify.run import FAMILIES_MEASURED
 from ..verify.saved import read_report
 from .conditions import UNKNOWN, Conditions, parsed_version
 from .hardware import RUNNERS, sized_hardware
+from .llamacpp import has_llamacpp_job
 from .load import Registry
 from .schema import Entry, Floor, Hardware, Measured, Repo
 from .yaml_edit import set_values
@@ -74,6 +76,9 @@ def plan(reg: Registry, only_runner: str | None = None, registry_arg: str | None
 
 def _place(result: Plan, entry: Entry, only_runner: str | None, registry_arg: str | None) -> None:
     """One published, verifiable entry's jobs into `result`: in its runner class, in WAITING, or refused."""
+    if engine_of(entry) is None:
+        result.unverifiable[entry.id] = unverifiable_why(entry)
+        return
     hardware, why = entry.hardware, None
     if hardware is None:
         sized = sized_hardware(entry)
@@ -99,31 +104,51 @@ def _place(result: Plan, entry: Entry, only_runner: str | None, registry_arg: st
         result.classes.setdefault(hardware.runner, []).extend(jobs_for(entry, registry_arg, hardware))
 
 
-# The engine each family's verify job runs on: vLLM serves EAGLE-3, P-EAGLE and DFlash; a DSpark drafter runs on
-# llama.cpp (its GGUF), which vLLM does not serve.
-FAMILY_ENGINE = {"dspark": "llamacpp"}
+# The engines a verify job runs on, in this order: the first that measures the entry's family (vLLM: EAGLE-3,
+# P-EAGLE, DFlash; llama.cpp: EAGLE-3 and DFlash, verify/run.py FAMILIES_MEASURED). A family none measures (DSpark:
+# vLLM does not serve it, and verify --engine llamacpp does not measure it yet) has no job: the plan says why.
+JOB_ENGINES = ("vllm", "llamacpp")
 
 
-def engine_of(entry: Entry) -> str:
-    return FAMILY_ENGINE.get(entry.family, "vllm")
+def engine_of(entry: Entry) -> str | None:
+    return next((e for e in JOB_ENGINES if entry.family in FAMILIES_MEASURED[e]), None)
+
+
+def unverifiable_why(entry: Entry) -> str:
+    return (
+        f"verify measures {entry.family} drafters on no engine yet (verify --engine llamacpp measures "
+        f"{' and '.join(FAMILIES_MEASURED['llamacpp'])}; vLLM {' and '.join(FAMILIES_MEASURED['vllm'])}): "
+        f"eaglezoo lint, convert and serve-config read it"
+    )
 
 
 def jobs_for(entry: Entry, registry_arg: str | None = None, hardware: Hardware | None = None) -> list[Job]:
     """One job per (K, temperature) with floors, once however many floors (conditions included) it has; an entry
-    without floors is measured at its engine's K, greedily. `hardware`: the class it runs on (None: not known yet,
-    so no parallel options: the sync's class gives them)."""
+    without floors is measured at its engine's K, greedily. Where the entry serves on llama.cpp
+    (`engines: llamacpp`, registry/llamacpp.py) and vLLM measures it, a greedy llama.cpp job at the first K too.
+    `hardware`: the class it runs on (None: not known yet, so no parallel options: the sync's class gives them)."""
+    engine = engine_of(entry)
+    if engine is None:
+        return []
     k = next((e.num_speculative_tokens for e in entry.engines if e.engine == "vllm"), 3)
     floors = entry.acceptance_floors or [Floor(k=k, temperature=0.0, mean_acceptance_length=1.0, source="")]
     settings = dict.fromkeys((f.k, f.temperature) for f in floors)  # first-seen order
-    return [job(entry, k, temperature, registry_arg, hardware) for k, temperature in settings]
+    jobs = [job(entry, k, temperature, registry_arg, hardware, engine) for k, temperature in settings]
+    if engine != "llamacpp" and has_llamacpp_job(entry):
+        jobs.append(job(entry, next(iter(settings))[0], 0.0, registry_arg, hardware, "llamacpp"))
+    return jobs
 
 
-def job(
-    entry: Entry, k: int, temperature: float, registry_arg: str | None = None, hardware: Hardware | None = None
+def job(  # noqa: PLR0913 - the job's settings, each named
+    entry: Entry,
+    k: int,
+    temperature: float,
+    registry_arg: str | None = None,
+    hardware: Hardware | None = None,
+    engine: str = "vllm",
 ) -> Job:
     hw = hardware or entry.hardware
-    report = f"reports/{entry.id}.k{k}.t{temperature:g}.json"
-    engine = engine_of(entry)
+    report = f"reports/{entry.id}.k{k}.t{temperature:g}{'' if engine == 'vllm' else '.' + engine}.json"
     cmd = ["eaglezoo", "verify", entry.id, "--engine", engine, "--num-spec-tokens", str(k)]
     cmd += ["--temperature", f"{temperature:g}"]
     if engine != "vllm":  # vLLM's options (parallel sizes, context, remote code) are not another engine's

@@ -14,10 +14,13 @@ from typing import Literal
 from ..errors import EaglezooError
 from ..serving import serve_entry
 from .conditions import Figure, differences
+from .llamacpp import llamacpp_serving
 from .schema import Entry, Reported, best_first
 
 ENGINES = ("vllm", "sglang")
-ServingState = Literal["as published", "convert first", "aux ids unknown", "not faithful", "no path"]
+ServingState = Literal[
+    "as published", "convert first", "aux ids unknown", "not faithful", "no path", "listed", "converts"
+]
 
 
 @dataclass(frozen=True)
@@ -29,14 +32,25 @@ class Serving:
     engine: str
     state: ServingState
     why: str | None = None
+    evidence: str | None = None  # llama.cpp: its own list of drafters, or eaglezoo's GGUF path (registry/llamacpp.py)
 
     def to_json(self) -> dict:
-        return {"engine": self.engine, "state": self.state, **({"why": self.why} if self.why else {})}
+        return {
+            "engine": self.engine,
+            "state": self.state,
+            **({"why": self.why} if self.why else {}),
+            **({"evidence": self.evidence} if self.evidence else {}),
+        }
 
 
 def serving(entry: Entry) -> list[Serving]:
-    """Each engine's path as `serve-config` and the site build it (`serving.serve_entry`, K=3)."""
-    return [_serving(entry, engine) for engine in ENGINES]
+    """Each engine's path as `serve-config` and the site build it (`serving.serve_entry`, K=3); llama.cpp's with
+    its evidence (`listed` by llama.cpp itself, `converts` by eaglezoo's GGUF path, else why not)."""
+    llama = llamacpp_serving(entry)
+    return [
+        *(_serving(entry, engine) for engine in ENGINES),
+        Serving("llamacpp", llama.state, llama.why, llama.evidence),
+    ]
 
 
 def _serving(entry: Entry, engine: str) -> Serving:

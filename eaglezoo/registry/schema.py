@@ -252,7 +252,7 @@ def best_first(reported: list[Reported], metric: str = "acceptance_length") -> l
 
 
 class EngineConfig(Strict):
-    engine: Literal["vllm", "sglang", "tensorrt-llm"]
+    engine: Literal["vllm", "sglang", "tensorrt-llm", "llamacpp"]  # llamacpp: held to registry/llamacpp.py's evidence
     min_version: str | None = None
     num_speculative_tokens: int = 3
     notes: str | None = None

@@ -19,6 +19,7 @@ from ..verify.vllm_engine import VllmSession
 from ..verify.vllm_process import EngineEvent, PassEvent, RequestResult
 from ..verify.workload import Workload
 from .decide import contenders
+from .llamacpp import LlamacppSession
 from .model import Cell, Latency
 from .rule import MAX_PASSES_PER_REPEAT, ROUND_REPEATS, SamplingRule
 from .stats import interval, latencies, spread_pct
@@ -46,7 +47,7 @@ class Samples:
 class Bench:
     """The session's runs, counted: engine time, engine starts and the repeats measured."""
 
-    def __init__(self, session: VllmSession, work: Workload, rule: SamplingRule):
+    def __init__(self, session: VllmSession | LlamacppSession, work: Workload, rule: SamplingRule):
         self.session, self.work, self.rule = session, work, rule
         self.engine_s = self.starts_s = 0.0
         self.config: dict | None | str = "none yet"

@@ -132,7 +132,7 @@ class Choice(BaseModel):
 class TuneEngine(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    name: Literal["vllm"] = "vllm"
+    name: Literal["vllm", "llamacpp"] = "vllm"
     version: str | None
     device: str
     dtype: str
@@ -235,6 +235,69 @@ class Adaptive(BaseModel):
     """The --speculative-config run."""
     levels: list[AdaptiveLevel]
     """Per load: its median, interval, and verdict against no speculation."""
+
+
+class PMinLevel(BaseModel):
+    """llama.cpp's --spec-draft-p-min tried at one load, at the K decided there (where that is 0, the drafting K
+    with the best median), measured as the cells are."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    concurrency: int
+    """The load (and the server's slots, -np)."""
+    k: int
+    """The K it was tried at."""
+    p_min: float
+    """The p-min tried."""
+    output_tokens_per_s: Throughput
+    """The median over the repeats."""
+    repeats: list[Throughput] | None = None
+    """Output tokens/s of each repeat."""
+    interval: Pair | None = None
+    """The interval of the median."""
+    acceptance_length: float | None = None
+    """The server's mean acceptance length with this p-min."""
+    against_p_min_0: Verdict
+    """Against the grid's cell at this K and load (p-min 0), by their intervals: chosen only where it wins."""
+
+    @model_validator(mode="after")
+    def _consistent(self) -> PMinLevel:
+        problem = median_problem(self.output_tokens_per_s, self.repeats, self.interval)
+        if problem:
+            raise ValueError(problem)
+        return self
+
+
+class LlamacppLevel(BaseModel):
+    """The llama-server to run at one load: as many slots as the load, K and p-min as tune chose them."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    concurrency: int
+    """The load: the server's parallel slots (-np)."""
+    k: int
+    """--spec-draft-n-max (0: the target served alone, no drafter)."""
+    p_min: float
+    """--spec-draft-p-min."""
+    command: str
+    """The llama-server command (serving.llamacpp_serve_command)."""
+
+
+class LlamacppTune(BaseModel):
+    """tune on llama.cpp: one server per load, since llama-server takes one K for all its slots."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    build: str
+    """The llama.cpp build whose source the flags were read from."""
+    p_min_grid: list[float]
+    """The p-min values measured: 0 on the whole grid, the others at the decided K per load."""
+    p_min: list[PMinLevel]
+    """Per load: the other p-min, measured and judged against p-min 0 at the same K."""
+    levels: list[LlamacppLevel]
+    """Per load: the command to run."""
+    steps: list[str]
+    """The target's and the drafter's GGUF first (as serve-config --engine llamacpp prints them)."""
 
 
 class Placement(BaseModel):
@@ -342,6 +405,8 @@ class TuneReport(BaseModel):
     to), the candidate_steps the decision allows there."""
     sglang_adaptive_command: str | None = None
     """The SGLang command that serves it (the JSON written to sglang-adaptive.json)."""
+    llamacpp: LlamacppTune | None = None
+    """Where tune measured on llama.cpp: the p-min column and the llama-server command per load."""
     sampling: Sampling | None = None
     """How the cells were measured: warm-up, minimum tokens and seconds per repeat, repeats and their budget."""
     cost: Cost | None = None

@@ -7,7 +7,7 @@ import shlex
 from dataclasses import dataclass, field
 
 from ..reproduce import reproduction
-from ..serving import sglang_serve_command, vllm_serve_command
+from ..serving import LLAMACPP_BUILD, llamacpp_serve_command, sglang_serve_command, vllm_serve_command
 from ..verify.report import PassTiming, built, serving_path
 from ..verify.report.gate import Floors, failure_of
 from ..verify.report.gate import floor_checks as check_floors
@@ -15,7 +15,8 @@ from ..verify.vllm_engine import EngineOptions
 from ..verify.vllm_process import EngineEvent
 from ..verify.workload import Workload
 from .decide import decide, judge, recommendation, schedule_of, sglang_adaptive_config, static_best, table_k, verdict
-from .model import Adaptive, Cell, Choice, KFloor, NoSpeculation, Placement, TuneReport
+from .llamacpp import P_MIN_DEFAULT, P_MIN_TRIED
+from .model import Adaptive, Cell, Choice, KFloor, LlamacppTune, NoSpeculation, Placement, PMinLevel, TuneReport
 from .rule import WARMUP_PASSES, SamplingRule
 from .stats import INTERVAL_LEVEL, SEPARATION_MARGIN
 
@@ -52,6 +53,8 @@ class Measured:
     engine_s: float | None = None
     single_pass_s: float | None = None
     repeats: int | None = None
+    engine_name: str = "vllm"
+    p_min: list[PMinLevel] | None = None  # llama.cpp's p-min column (None on vLLM)
 
 
 def speculative_config(drafter: str, k: int, schedule: list[list[int]] | None = None) -> dict:
@@ -94,19 +97,31 @@ def report(
         f"against {x.no_speculation_tokens_per_s:.1f} with no speculative config ({ISSUE}: a K=0 entry in "
         "vLLM's table still costs throughput): serve without --speculative-config at such loads"
         for x in no_spec
-        if x.table_k == 0 and x.verdict == "loses"
+        if x.table_k == 0 and x.verdict == "loses" and measured.p_min is None  # llama.cpp's K = 0 has no drafter
     ]
     if decided == "no speculation":
         notes.append(
             "speculation loses or is too close to call at every measured load (K = 0 throughout): serve "
-            "without --speculative-config"
+            + ("without --speculative-config" if measured.p_min is None else "llama-server without -md")
         )
-    if path.convert_command:
+    if path.convert_command and measured.p_min is None:
         notes.append(f"the commands serve the folder `{path.convert_command}` writes: {'; '.join(path.warnings)}")
-    if len(concurrency) > 1:
+    if len(concurrency) > 1 and measured.p_min is None:
         notes.append(
             "batch sizes between two measured concurrencies take the K measured at the next one up "
             "(interpolated, not measured); above the highest, its K carries on"
+        )
+    llamacpp = None
+    if measured.p_min is not None:
+        ks = {
+            c: rec_k if recommended == "static" else 0 if recommended == "no speculation" else k
+            for c, k in ((d.concurrency, d.k) for d in decision)
+        }
+        llamacpp = llamacpp_tune(work, registry_id, ks, measured.p_min)
+        notes.append(
+            f"measured on llama.cpp {LLAMACPP_BUILD}: llama-server takes one K for all its slots, so each load was "
+            "measured on a server with that many slots (-np), and each load has its command; the report's vLLM and "
+            "SGLang configs carry the same decision to those engines, unmeasured there"
         )
     checked, failures, floor_notes = floor_checks(grid, work.k, entry.floors)
     hardware, place_notes = placed or (None, [])
@@ -115,8 +130,9 @@ def report(
         drafter=str(work.drafter.path),
         target=target,
         convert_command=path.convert_command,
+        llamacpp=llamacpp,
         engine={
-            "name": "vllm",
+            "name": measured.engine_name,
             "version": measured.engine.version,
             "device": measured.engine.device,
             "dtype": measured.engine.dtype,
@@ -165,11 +181,31 @@ def report(
         failures=failures + confirm_failures,
         notes=notes + floor_notes + place_notes,
         reproduction=reproduction(
-            engine=f"vllm {measured.engine.version}",
+            engine=f"{measured.engine_name} {measured.engine.version}",
             prompt_set=work.prompt_set and work.prompt_set.name,
             prompts_sha256=work.prompt_set and work.prompt_set.sha256,
             seed=work.seed,
         ),
+    )
+
+
+def llamacpp_tune(work: Workload, registry_id: str | None, ks: dict[int, int], tried: list[PMinLevel]) -> LlamacppTune:
+    """The llama-server command per load: its K, the p-min that won there (else 0), as many slots as the load;
+    the GGUF paths and conversions as serve-config --engine llamacpp prints them."""
+    path = serving_path(work, registry_id, "llamacpp")
+    family = work.drafter.spec.family
+    won = {x.concurrency: x.p_min for x in tried if x.against_p_min_0 == "wins" and x.k == ks[x.concurrency]}
+    levels = []
+    for c, k in ks.items():
+        p_min = won.get(c, P_MIN_DEFAULT)
+        command = llamacpp_serve_command(path.target, path.drafter, family, k, p_min, parallel=c)
+        levels.append({"concurrency": c, "k": k, "p_min": p_min, "command": command})
+    return LlamacppTune(
+        build=LLAMACPP_BUILD,
+        p_min_grid=[P_MIN_DEFAULT, P_MIN_TRIED],
+        p_min=tried,
+        levels=levels,
+        steps=[x for x in (path.target_convert_command, path.convert_command) if x],
     )
 
 

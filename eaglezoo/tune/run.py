@@ -13,22 +13,33 @@ recommended configuration measured again and judged against no speculation and t
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from ..errors import EngineError, UsageError
 from ..limits import MAX_TUNE_K
 from ..verify.conversation import converse
-from ..verify.vllm_engine import EngineOptions, check_vllm_options, vllm_session
+from ..verify.llamacpp_engine import LlamacppOptions, check_llamacpp_options
+from ..verify.vllm_engine import EngineOptions, VllmSession, check_vllm_options, vllm_session
 from ..verify.workload import Progress, Workload
 from .decide import decide, recommendation, schedule_of, static_best, table_k, verdict
+from .llamacpp import P_MIN_TRIED, LlamacppSession, llamacpp_tune_session
 from .measure import Bench, cell_of, grid_of, settle, single_pass_s, timing_of
-from .model import Adaptive, Cell, Choice, TuneReport
+from .model import Adaptive, Cell, Choice, PMinLevel, TuneReport
 from .report import NO_ENTRY, EntryFacts, Measured, placement, report, speculative_config
 from .rule import SamplingRule
 
 
-def check_grid(concurrency: list[int], k_max: int, opts: EngineOptions, rule: SamplingRule | None = None) -> None:
-    """What the options alone refuse: checked before anything is read or any engine starts."""
+def check_grid(
+    concurrency: list[int],
+    k_max: int,
+    opts: EngineOptions,
+    rule: SamplingRule | None = None,
+    llamacpp: LlamacppOptions | None = None,
+) -> None:
+    """What the options alone refuse: checked before anything is read or any engine starts (`llamacpp`: tune runs
+    on llama-server, with these settings, instead of vLLM)."""
     if not 1 <= k_max <= MAX_TUNE_K:
         raise UsageError(f"--k-max {k_max}: give 1 to {MAX_TUNE_K}", hint="e.g. --k-max 4")
     if len(set(concurrency)) != len(concurrency) or concurrency != sorted(concurrency):
@@ -53,7 +64,10 @@ def check_grid(concurrency: list[int], k_max: int, opts: EngineOptions, rule: Sa
             "batches that many",
             hint=f"measure up to {max_seqs}, or raise max_num_seqs in --engine-args",
         )
-    check_vllm_options(opts)
+    if llamacpp is None:
+        check_vllm_options(opts)
+    else:
+        check_llamacpp_options(llamacpp)
 
 
 def check_prompts(work: Workload) -> None:
@@ -79,24 +93,26 @@ class TuneRequest:
     engine_options: EngineOptions = field(default_factory=EngineOptions)
     parallel_given: bool = False  # the user chose the parallel sizes: a registry entry's hardware does not
     sampling: SamplingRule = field(default_factory=SamplingRule)
+    llamacpp: LlamacppOptions | None = None  # tune on llama-server (--engine llamacpp) instead of vLLM
 
 
-def tune(
+def tune(  # noqa: PLR0913 - llama.cpp's settings beside vLLM's options
     work: Workload,
     opts: EngineOptions,
     concurrency: list[int],
     progress: Progress,
     entry: EntryFacts = NO_ENTRY,
     rule: SamplingRule | None = None,
+    llamacpp: LlamacppOptions | None = None,
 ) -> TuneReport:
     """The grid measured until settled, the decision, the configs, the confirmation and the adaptive column
-    (work.k is K_max); the registry entry's floors checked on the grid, and its hardware class set beside."""
+    (work.k is K_max); the registry entry's floors checked on the grid, and its hardware class set beside.
+    `llamacpp`: the same on llama-server, with llama.cpp's p-min column in place of vLLM's adaptive one."""
     rule = rule or SamplingRule()
-    check_grid(concurrency, work.k, opts, rule)
+    check_grid(concurrency, work.k, opts, rule, llamacpp)
     check_prompts(work)
     concurrency = work.reachable(concurrency)
-    with vllm_session(work, opts, progress) as session:  # one process: vLLM imported once for the whole grid
-        work = converse(work, lambda sub: session.measure(sub, None, progress), "vllm")  # multi-turn rows, answered
+    with engine_session(work, opts, progress, llamacpp) as (session, work):
         drafter, bench = str(session.drafter), Bench(session, work, rule)
 
         def config_of(k: int) -> dict | None:
@@ -113,7 +129,10 @@ def tune(
         decision = decide(grid, concurrency, static)
         confirm = recommended_config(drafter, work.k, decision)
         confirmed = bench.measure(confirm, "the recommended configuration", concurrency, rule.min_repeats)
-        adaptive, notes = adaptive_column(bench, drafter, work.k, opts, grid, concurrency)
+        if llamacpp is None:
+            adaptive, notes, p_min = *adaptive_column(bench, drafter, work.k, opts, grid, concurrency), None
+        else:
+            adaptive, notes, p_min = None, [], p_min_column(bench, drafter, grid, decision)
     measured = Measured(
         engine=bench.engine,
         grid=grid,
@@ -125,8 +144,62 @@ def tune(
         engine_s=bench.engine_s,
         single_pass_s=single_pass_s(bench, [*rows.values(), confirmed]),
         repeats=sum(len(s.repeats) for row in [*rows.values(), confirmed] for s in row.values()),
+        engine_name="vllm" if llamacpp is None else "llamacpp",
+        p_min=p_min,
     )
     return report(work, measured, concurrency, entry, placement(measured.engine, opts, entry.hardware), rule)
+
+
+@contextlib.contextmanager
+def engine_session(
+    work: Workload, opts: EngineOptions, progress: Progress, llamacpp: LlamacppOptions | None
+) -> Iterator[tuple[VllmSession | LlamacppSession, Workload]]:
+    """The engine tune measures on, and the workload with its conversations answered there (vLLM); llama.cpp's
+    session refuses conversations."""
+    if llamacpp is not None:
+        with llamacpp_tune_session(work, llamacpp, progress) as served:
+            yield served, work
+        return
+    with vllm_session(work, opts, progress) as session:  # one process: vLLM imported once for the whole grid
+        yield session, converse(work, lambda sub: session.measure(sub, None, progress), "vllm")
+
+
+def p_min_column(bench: Bench, drafter: str, grid: list[Cell], decision: list[Choice]) -> list[PMinLevel]:
+    """llama.cpp's --spec-draft-p-min: at each load, P_MIN_TRIED measured at the decided K, or where that is 0 at
+    the drafting K with the best median (warm-up, then --repeats repeats, not settled further), and judged against
+    that K's p-min 0 cell by their intervals. It is chosen only at the decided K and only where it wins (too close
+    to call keeps the default, 0); at a load that serves without the drafter the figure says what p-min did for the
+    best K there."""
+    out = []
+    for d in decision:
+        k = d.k or max((g for g in grid if g.k and g.concurrency == d.concurrency), key=tokens_per_s).k
+        config = {**speculative_config(drafter, k), "p_min": P_MIN_TRIED}
+        row = bench.measure(config, f"K={k}, p-min {P_MIN_TRIED:g}", [d.concurrency], bench.rule.min_repeats)
+        x = cell_of(k, d.concurrency, row[d.concurrency])
+        base = next(g for g in grid if g.k == k and g.concurrency == d.concurrency)
+        v = verdict(
+            x.interval or (x.output_tokens_per_s,) * 2,
+            x.output_tokens_per_s,
+            base.interval or (base.output_tokens_per_s,) * 2,
+            base.output_tokens_per_s,
+        )
+        out.append(
+            PMinLevel(
+                concurrency=d.concurrency,
+                k=k,
+                p_min=P_MIN_TRIED,
+                output_tokens_per_s=x.output_tokens_per_s,
+                repeats=x.repeats,
+                interval=x.interval,
+                acceptance_length=x.acceptance_length,
+                against_p_min_0=v,
+            )
+        )
+    return out
+
+
+def tokens_per_s(x: Cell) -> float:
+    return x.output_tokens_per_s
 
 
 def recommended_config(drafter: str, k_max: int, decision: list[Choice]) -> dict:

@@ -66,6 +66,7 @@ class Streamed:
     steps: list[int]
     draft_n: int
     draft_n_accepted: int
+    timings: dict[str, Any] | None = None  # the final chunk's (tools/server/server-common.cpp:84-104)
 
 
 def llamacpp_props(base: str) -> dict[str, Any] | None:
@@ -168,7 +169,7 @@ def completion(base: str, payload: dict[str, Any]) -> Streamed:
     text = ask(base, "/completion", payload, raw=True)
     tokens: list[int] = []
     steps: list[int] = []
-    last_drafted, last_accepted, final = 0, 0, None
+    last_drafted, last_accepted, final, last_timings = 0, 0, None, None
     try:
         for line in text.splitlines():
             if not line.startswith("data: "):
@@ -184,7 +185,7 @@ def completion(base: str, payload: dict[str, Any]) -> Streamed:
                 last_drafted, last_accepted = drafted, accepted
                 tokens += [int(t) for t in chunk["tokens"]]
             if chunk.get("stop"):
-                final = (drafted, accepted)
+                final, last_timings = (drafted, accepted), timings
     except (ValueError, TypeError, AttributeError, OverflowError, RecursionError):
         raise EngineError(
             f"{base}/completion streamed something that is not llama.cpp's completion",
@@ -195,7 +196,7 @@ def completion(base: str, payload: dict[str, Any]) -> Streamed:
             f"{base}/completion ended before the completion finished: the server stopped or failed mid-run",
             hint="check that llama-server is still running (its log says why it stopped)",
         )
-    return Streamed(tokens, steps, *final)
+    return Streamed(tokens, steps, *final, timings=last_timings)
 
 
 def decoding_steps(steps: list[int], max_new_tokens: int) -> list[int]:

@@ -43,6 +43,8 @@ class LlamaServerOptions:
     threads: int = 1
     ctx: int = 2048
     start_timeout_s: float = 300.0
+    parallel: int = 1  # -np: slots served at once (tune measures each load on as many slots)
+    p_min: float = 0.0  # --spec-draft-p-min (b11434's default, common/common.h:333)
 
 
 @dataclass(frozen=True)
@@ -69,17 +71,28 @@ def free_port() -> int:
 
 
 def server_command(
-    binary: Path, files: tuple[Path, Path], family: str, k: int, port: int, o: LlamaServerOptions
+    binary: Path, files: tuple[Path, Path | None], family: str, k: int, port: int, o: LlamaServerOptions
 ) -> tuple[str, ...]:
-    """The command line for (target, drafter), one flag per fact (common/arg.cpp)."""
+    """The command line for (target, drafter), one flag per fact (common/arg.cpp); without a drafter (None: tune's
+    K = 0), the target alone. `-c` is the context of all slots together: with a fixed `-np` and no --kv-unified
+    (common/arg.cpp:1727-1732) each slot gets the context's per-sequence share (tools/server/server-context.cpp:
+    4377-4385, llama_n_ctx_seq), so `-c` is the one slot's context times the slots."""
     target, drafter = files
+    spec = (
+        ()
+        if drafter is None
+        else (
+            *("-md", str(drafter), "--spec-type", SPEC_TYPES[family]),
+            *("--spec-draft-n-max", str(k), "--spec-draft-p-min", f"{o.p_min:g}"),
+        )
+    )
     return (
         str(binary),
-        *("-m", str(target), "-md", str(drafter)),
-        *("--spec-type", SPEC_TYPES[family], "--spec-draft-n-max", str(k), "--spec-draft-p-min", "0"),
+        *("-m", str(target)),
+        *spec,
         "--metrics",
         *("--host", "127.0.0.1", "--port", str(port)),
-        *("-t", str(o.threads), "-c", str(o.ctx), "-np", "1"),
+        *("-t", str(o.threads), "-c", str(o.ctx * o.parallel), "-np", str(o.parallel)),
         "--no-cache-prompt",
         "--no-webui",
     )
@@ -87,7 +100,7 @@ def server_command(
 
 @contextlib.contextmanager
 def llama_server(
-    target: Path, drafter: Path, family: str, k: int, options: LlamaServerOptions = LlamaServerOptions()
+    target: Path, drafter: Path | None, family: str, k: int, options: LlamaServerOptions = LlamaServerOptions()
 ) -> Iterator[LlamaServer]:
     """A running llama-server serving `target` with `drafter`, stopped when the block ends (whatever ends it)."""
     binary = find_llama_server(options.binary)
@@ -114,8 +127,8 @@ def wait_ready(proc: subprocess.Popen[bytes], server: LlamaServer, timeout_s: fl
         if proc.poll() is not None:
             raise EngineError(
                 f"llama-server exited ({proc.returncode}) while loading: {last_line(server.log)}",
-                hint=f"check the GGUF files it was given (-m {Path(server.command[2]).name}, "
-                f"-md {Path(server.command[4]).name}): llama.cpp {LLAMACPP_BUILD} refused them",
+                hint=f"check the GGUF files it was given ({gguf_names(server.command)}): llama.cpp "
+                f"{LLAMACPP_BUILD} refused them",
             )
         if healthy(server.url):
             return
@@ -124,6 +137,11 @@ def wait_ready(proc: subprocess.Popen[bytes], server: LlamaServer, timeout_s: fl
         f"llama-server did not become ready within {timeout_s:g} s: {last_line(server.log)}",
         hint="a larger model loads longer; check its log line above",
     )
+
+
+def gguf_names(command: tuple[str, ...]) -> str:
+    """The `-m` and `-md` files of a command, by name."""
+    return ", ".join(f"{flag} {Path(command[i + 1]).name}" for i, flag in enumerate(command) if flag in ("-m", "-md"))
 
 
 def healthy(url: str) -> bool:

@@ -90,15 +90,16 @@ def test_a_broken_setup_needs_its_why(tmp_path, item, where):
 def test_each_engine_says_whether_it_serves_as_published_or_after_convert():
     entries = listed()
     states = {i: {s["engine"]: s["state"] for s in e["serving"]} for i, e in entries.items()}
-    assert states["tiny-example-eagle3"] == {"vllm": "convert first", "sglang": "convert first"}
+    assert states["tiny-example-eagle3"] == {"vllm": "convert first", "sglang": "convert first", "llamacpp": "converts"}
     assert states["nm-testing-qwen3-235b-a22b-eagle3-converted-speculators-lmsys"] == {
         "vllm": "as published",
         "sglang": "convert first",
+        "llamacpp": "converts",
     }
-    assert states[NVIDIA] == {"vllm": "aux ids unknown", "sglang": "aux ids unknown"}
+    assert states[NVIDIA] == {"vllm": "aux ids unknown", "sglang": "aux ids unknown", "llamacpp": "aux ids unknown"}
     text = run_inprocess("registry", "list").out
     row = next(line for line in text.splitlines() if "tiny-example-eagle3 " in line)
-    assert "vllm: convert first; sglang: convert first" in row
+    assert "vllm: convert first; sglang: convert first; llamacpp: converts" in row
 
 
 @pytest.mark.parametrize(

@@ -36,6 +36,8 @@ BASE = [
         (["--engine-args", '{"max_num_seqs": -3}'], "max_num_seqs must be a positive integer, got '-3'"),
         (["--repeats", "5", "--max-repeats", "3"], "--max-repeats 3 is below --repeats 5"),
         (["--repeats", "1"], "--repeats"),
+        (["--llama-server", "/bin/true"], "--llama-server is for --engine llamacpp"),
+        (["--engine", "llamacpp", "--llama-server", "/nonexistent/llama-server"], "/nonexistent/llama-server"),
     ],
     ids=[
         "not-vllm",
@@ -46,6 +48,8 @@ BASE = [
         "max-num-seqs-negative",
         "budget-below-minimum",
         "one-repeat-has-no-interval",
+        "llama-server-without-llamacpp",
+        "llamacpp-without-a-llama-server",
     ],
 )
 def test_bad_tune_requests_are_refused_before_any_engine_starts(args, message):
