@@ -447,6 +447,8 @@ def main():
         tokenizer.save_pretrained(target_dir)
 
     pool = self_distillation_pool(target, stream, args.pool, log)
+    if args.aux_layers != AUX_BOUNDARY:  # SafeAILab configs carry no ids: the log is where the taps are said
+        log(f"drafters on boundary taps {args.aux_layers}: convert with --aux-layers and --aux-convention boundary")
     for v31, name in ((False, "eagle3-safeai"), (True, "eagle31-safeai")):
         spec = drafter_spec(v31, aux=args.aux_layers)
         drafter = train_drafter(target, stream, pool, v31, args.drafter_steps, args.depth, log, spec=spec)
