@@ -10,6 +10,9 @@ native engine measures) against the target's distributions on its own greedy con
 2 cores:
 
     .venv/bin/python -m scripts.train.train_dflash --out examples/tiny/dflash
+
+`--target-layer-ids 0,1,2` (z-lab's layer-output ids; boundary = id + 1) trains on other taps, e.g. the ones
+llama.cpp b11434 can capture from a Llama target (boundary < L: examples/tiny/README.md).
 """
 
 from __future__ import annotations
@@ -50,7 +53,7 @@ LAYER = {
 }
 
 
-def dflash_spec() -> DrafterSpec:
+def dflash_spec(boundary: list[int] = BOUNDARY) -> DrafterSpec:
     key = aux_ids.DFLASH_TARGET
     return DrafterSpec(
         arch="qwen3",
@@ -61,7 +64,7 @@ def dflash_spec() -> DrafterSpec:
         vocab_size=1024,
         draft_vocab_size=1024,
         num_aux=3,
-        aux=AuxLayers(ids=tuple(key.from_boundary(BOUNDARY)), convention=key.convention),
+        aux=AuxLayers(ids=tuple(key.from_boundary(boundary)), convention=key.convention),
         dtype="float16",
         family="dflash",
         layer_config=dict(LAYER),
@@ -69,8 +72,8 @@ def dflash_spec() -> DrafterSpec:
     )
 
 
-def start_drafter(target) -> DFlashDrafter:
-    spec = dflash_spec()
+def start_drafter(target, boundary: list[int] = BOUNDARY) -> DFlashDrafter:
+    spec = dflash_spec(boundary)
     torch.manual_seed(tr.SEED + 21)
     model = DFlashDrafter(spec, MASK_TOKEN, layer_causality(spec))
     model.embed_tokens.weight.data.copy_(target.get_input_embeddings().weight.detach())
@@ -82,7 +85,7 @@ def start_drafter(target) -> DFlashDrafter:
 
 def loss_of(model: DFlashDrafter, target, x: torch.Tensor, depth: int) -> torch.Tensor:
     """Soft cross-entropy at every block position against the target's next-token distribution."""
-    feats, logits = tr.target_features(target, x, BOUNDARY)
+    feats, logits = tr.target_features(target, x, model.spec.aux.boundary())
     slots = x.shape[1] - 1
     chains = model.draft_chains([a[:, :slots] for a in feats], x[:, 1:], depth, keep_logits=True)
     loss = 0.0
@@ -94,13 +97,17 @@ def loss_of(model: DFlashDrafter, target, x: torch.Tensor, depth: int) -> torch.
 
 
 def train(  # noqa: PLR0913 - a script's settings, each named at its call
-    model: DFlashDrafter, target, pool, steps: int, lr: float, batch: int, log
+    model: DFlashDrafter, target, pool, steps: int, lr: float, batch: int, log, deadline: float | None = None
 ) -> DFlashDrafter:
+    """`deadline` (time.time()): stop there, logged, so a run on busy cores still ends with a drafter."""
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
     gen = torch.Generator().manual_seed(tr.SEED + 23)
     t0 = time.time()
     for step in range(steps):
+        if deadline is not None and time.time() > deadline:
+            log(f"dflash: deadline reached at step {step} of {steps}")
+            break
         for g in opt.param_groups:
             g["lr"] = tr.cosine_lr(step, steps, lr, warmup=20)
         x = pool[torch.randint(0, len(pool), (batch,), generator=gen)]
@@ -135,11 +142,22 @@ def main():
     ap.add_argument("--pool", type=int, default=128, help="target-generated training sequences")
     ap.add_argument("--lr", type=float, default=2e-3)
     ap.add_argument("--log", type=Path, default=Path("examples/tiny/train_log.dflash.txt"))
+    ap.add_argument(
+        "--target-layer-ids",
+        type=tr.int_list,
+        default=aux_ids.DFLASH_TARGET.from_boundary(BOUNDARY),
+        help="z-lab's dflash_config.target_layer_ids (layer-output ids; boundary = id + 1): 1,2,3",
+    )
+    ap.add_argument("--max-minutes", type=float, help="stop training after this long (logged), keeping the drafter")
     args = ap.parse_args()
+    deadline = time.time() + 60 * args.max_minutes if args.max_minutes else None
+    boundary = aux_ids.DFLASH_TARGET.to_boundary(args.target_layer_ids)
     torch.manual_seed(tr.SEED)
     lines, log = tr.logger()
     target, stream, pool = tr.distillation_data(TARGET, args.pool, log)
-    model = train(start_drafter(target), target, pool, args.steps, args.lr, args.batch, log)
+    if boundary != BOUNDARY:
+        log(f"dflash taps: target_layer_ids {args.target_layer_ids} = boundary {boundary}")
+    model = train(start_drafter(target, boundary), target, pool, args.steps, args.lr, args.batch, log, deadline)
     save(model, args.out)
     args.log.write_text("\n".join(lines) + "\n")
 

@@ -7,6 +7,10 @@ The drafters are written in the SafeAILab dialect (`pytorch_model.bin`, `midlaye
 results are committed under examples/tiny/ (training takes minutes, so it never runs in CI).
 
     python -m scripts.train.train_example --out examples/tiny            # about 10 minutes on 2 cores
+
+`--only-eagle3 NAME --reuse-target --aux-layers 1,2,3` trains the plain EAGLE-3 drafter alone, on other boundary
+taps, into OUT/NAME in the canonical schema (aux ids top-level, every flag explicit: what llama.cpp's converter and
+eaglezoo both read without flags), with its log in OUT/train_log.NAME.txt; nothing else in OUT is written.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from eaglezoo.checkpoint.formats import eagle31
 from eaglezoo.checkpoint.spec import AuxLayers, DrafterSpec
 from eaglezoo.verify.drafter import Eagle3Drafter
 
@@ -347,6 +352,41 @@ def save_safeai(drafter: Eagle3Drafter, out: Path, v31: bool):
     (out / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
 
 
+def save_canonical(drafter: Eagle3Drafter, out: Path) -> None:
+    """The canonical EAGLE 3.1 schema (formats/eagle31.py): safetensors in canonical names, no embed_tokens (the
+    target's), fp16 weights; the config from eaglezoo's own writer, so the aux ids are top-level (boundary) and
+    nested (layer-output), and all four norm flags are explicit."""
+    from safetensors.torch import save_file
+
+    out.mkdir(parents=True, exist_ok=True)
+    state = {
+        name: (t.detach().cpu().half() if t.is_floating_point() else t.detach().cpu()).contiguous()
+        for name, t in drafter.state_dict().items()
+        if not name.startswith("embed_tokens")
+    }
+    save_file(state, str(out / "model.safetensors"), metadata={"format": "pt"})
+    (out / "config.json").write_text(json.dumps(eagle31.write_config(drafter.spec, "float16"), indent=2) + "\n")
+
+
+def only_eagle3(args) -> None:
+    """One plain EAGLE-3 drafter on the existing target's boundary taps `args.aux_layers`, as in `main`'s loop."""
+    if not args.reuse_target or not (args.out / "target" / "model.safetensors").is_file():
+        raise SystemExit("--only-eagle3 trains against an existing target: give --reuse-target and an OUT with target/")
+    torch.manual_seed(SEED)
+    lines, log = logger()
+    log(f"only the plain EAGLE-3 drafter, boundary taps {args.aux_layers}, into {args.out / args.only_eagle3}")
+    target, stream, pool = distillation_data(args.out / "target", args.pool, log)
+    spec = drafter_spec(False, aux=args.aux_layers)
+    drafter = train_drafter(target, stream, pool, False, args.drafter_steps, args.depth, log, spec=spec)
+    save_canonical(drafter, args.out / args.only_eagle3)
+    (args.out / f"train_log.{args.only_eagle3}.txt").write_text("\n".join(lines) + "\n")
+
+
+def int_list(text: str) -> list[int]:
+    """A comma-separated list of ids (the CLI flags of the training scripts)."""
+    return [int(x) for x in text.split(",")]
+
+
 def write_prompts(held: list[str], path: Path):
     """Held-out prompts: paragraph starts of topics the models never saw, plus long and chat-wrapped ones."""
     rng = random.Random(SEED)
@@ -372,7 +412,16 @@ def main():
     ap.add_argument("--depth", type=int, default=3, help="training-time test (TTT) depth")
     ap.add_argument("--pool", type=int, default=512, help="target-generated training sequences")
     ap.add_argument("--reuse-target", action="store_true", help="keep OUT/target from an earlier run of this script")
+    ap.add_argument(
+        "--aux-layers", type=int_list, default=AUX_BOUNDARY, help="the drafters' taps, boundary ids (2,3,4)"
+    )
+    ap.add_argument(
+        "--only-eagle3", metavar="NAME", help="train only the plain EAGLE-3 drafter into OUT/NAME (canonical schema)"
+    )
     args = ap.parse_args()
+    if args.only_eagle3:
+        only_eagle3(args)
+        return
     torch.manual_seed(SEED)
     torch.set_num_threads(max(1, torch.get_num_threads()))
     log_lines = []
@@ -398,8 +447,11 @@ def main():
         tokenizer.save_pretrained(target_dir)
 
     pool = self_distillation_pool(target, stream, args.pool, log)
+    if args.aux_layers != AUX_BOUNDARY:  # SafeAILab configs carry no ids: the log is where the taps are said
+        log(f"drafters on boundary taps {args.aux_layers}: convert with --aux-layers and --aux-convention boundary")
     for v31, name in ((False, "eagle3-safeai"), (True, "eagle31-safeai")):
-        drafter = train_drafter(target, stream, pool, v31, args.drafter_steps, args.depth, log)
+        spec = drafter_spec(v31, aux=args.aux_layers)
+        drafter = train_drafter(target, stream, pool, v31, args.drafter_steps, args.depth, log, spec=spec)
         save_safeai(drafter, args.out / name, v31)
 
     write_prompts(held, args.out / "prompts.jsonl")

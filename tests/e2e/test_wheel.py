@@ -11,6 +11,7 @@ find none."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -111,6 +112,22 @@ def test_the_registry_ships_in_the_wheel(installed):
     assert shown["id"] == PUBLISHED and shown["drafter"]["repo"]
     served = eaglezoo(installed, "serve-config", PUBLISHED, "--engine", "vllm").stdout
     assert "vllm serve" in served and "--speculative-config" in served
+
+
+def test_the_wheel_ships_every_embedded_example(installed):
+    """examples/tiny as it is in the checkout, every folder and file byte for byte (the llama.cpp examples
+    eagle3-llamacpp/ and dflash-llamacpp/ among them): setup.py copies the whole tree."""
+    exe, env, work = installed
+    here = _run([exe.parent / "python", "-c", "import eaglezoo; print(eaglezoo.__file__)"], COMMAND_S, work, env)
+    shipped = Path(here.stdout.strip()).parent / "zoo" / "examples" / "tiny"
+
+    def digests(root: Path) -> dict[str, str]:
+        files = (p for p in sorted(root.rglob("*")) if p.is_file() and "__pycache__" not in p.parts)
+        return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() for p in files}
+
+    assert digests(shipped) == digests(EXAMPLE)
+    folders = {p.name for p in EXAMPLE.iterdir() if p.is_dir()}
+    assert {"target", "eagle3-safeai", "eagle3-llamacpp", "dflash-llamacpp"} <= folders, folders
 
 
 def test_registry_check_passes_where_entries_name_repository_only_folders(installed):

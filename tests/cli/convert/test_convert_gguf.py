@@ -99,10 +99,24 @@ def test_d2t_written_as_absolute_ids(ours):
 
 
 def test_refuses_eagle31_flags(tmp_path):
+    """The example 3.1 drafter has both flags: both reasons are named, and the engines that serve 3.1
+    (serving.engine_support's floors for vLLM and SGLang)."""
     out = tmp_path / "out"
     r = run_inprocess("convert", EXAMPLE / "eagle31-safeai", out, "--to", "gguf", "--target", TARGET, *EXAMPLE_IDS)
     assert_clean_failure(r, out, contains="fc_norm (EAGLE 3.1)")
-    assert "vLLM" in r.err and "native" in r.err
+    assert "norm_output (EAGLE 3.1)" in r.err
+    assert "vLLM >= 0.22.0" in r.err and "SGLang >= 0.5.23" in r.err and "native" in r.err
+
+
+def test_refuses_fc_norm_alone_naming_why(tmp_path):
+    """fc_norm without norm_output is still not llama.cpp's norm_before_fc: refused, with the reason."""
+    spec = make_spec(hidden=128, target_hidden=128, vocab=1024, draft_vocab=512, fc_norm=True, ids=(2, 3, 4))
+    src = make_drafter(tmp_path / "src", "speculators", spec=spec)
+    out = tmp_path / "out"
+    r = run_inprocess("convert", src, out, "--to", "gguf", "--target", TARGET)
+    assert_clean_failure(r, out, contains="fc_norm (EAGLE 3.1)")
+    assert "per aux state" in r.err and "concatenated" in r.err and "norm_output" not in r.err
+    assert "SGLang >= 0.5.23" in r.err
 
 
 def test_refuses_norm_output(tmp_path):
