@@ -9,9 +9,7 @@ less. The test holds that gap to a bound, so that it cannot grow unseen."""
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -49,8 +47,21 @@ def verify(*args):
 
 
 def test_llamacpp_equals_native_step_for_step_with_taps_in_reach(ggufs):
-    """Both GGUFs written by eaglezoo (the target's: gguf_target.write_target_gguf), fp32."""
-    r = verify("--aux-layers", "1,2,3", "--engine", "native,llamacpp")  # the target's GGUF written by eaglezoo
+    """examples/tiny/eagle3-llamacpp, trained on taps 1,2,3: both GGUFs written by eaglezoo (the target's:
+    gguf_target.write_target_gguf), fp32."""
+    r = run_cli(
+        "verify",
+        EXAMPLE / "eagle3-llamacpp",
+        "--target",
+        EXAMPLE / "target",
+        "-k",
+        "3",
+        *WORK,
+        "--engine",
+        "native,llamacpp",
+        "--json",
+        timeout=900,
+    )  # the example trained on taps 1,2,3; the target's GGUF written by eaglezoo
     assert r.code == 0, r.err
     report = r.json()
     c = report["comparison"]
@@ -148,37 +159,28 @@ def test_engine_llamacpp_with_a_drafter_gguf_as_target_is_one_line(ggufs):
 def test_dflash_with_taps_in_reach_equals_native_and_as_shipped_is_one_line(ggufs, tmp_path):
     """DFlash: the example reads layer outputs 1,2,3 (boundary 2,3,4); llama.cpp asks the target for the input of
     layer 4, which a Llama graph never sets, and aborts (src/llama-graph.cpp:1413): one line carrying that assertion.
-    The same weights read at layer outputs 0,1,2 (every tap inside its reach) agree with native step for step."""
+    examples/tiny/dflash-llamacpp, trained on layer outputs 0,1,2 (every tap inside its reach), agrees with native
+    step for step."""
     shipped = run_cli(
         "verify", EXAMPLE / "dflash", "--target", EXAMPLE / "target", "-k", "3", *WORK, "--engine", "llamacpp"
     )
     assert_clean_failure(shipped, contains="layer input tensor is null")
     assert "llama-server exited" in shipped.err
-    moved = dflash_in_reach(tmp_path)
+    trained = EXAMPLE / "dflash-llamacpp"
     r = run_cli(
-        "verify", moved, "--target", EXAMPLE / "target", "-k", "3", *WORK, "--engine", "native,llamacpp", "--json"
+        "verify", trained, "--target", EXAMPLE / "target", "-k", "3", *WORK, "--engine", "native,llamacpp", "--json"
     )
     assert r.code == 0, r.err
     c = r.json()["comparison"]
-    print("dflash, layer outputs 0,1,2:", c["mean_acceptance_length"], c["num_drafts"], c["num_accepted"])
+    print("dflash-llamacpp, layer outputs 0,1,2:", c["mean_acceptance_length"], c["num_drafts"], c["num_accepted"])
     assert c["identical"] and c["prompts_identical"] == c["prompts_compared"] == 8, c
 
 
-def dflash_in_reach(tmp_path):
-    """The example DFlash drafter read at layer outputs 0,1,2 (boundary 1,2,3), inside llama.cpp's reach."""
-    moved = tmp_path / "dflash"
-    shutil.copytree(EXAMPLE / "dflash", moved)
-    config = json.loads((moved / "config.json").read_text())
-    config["dflash_config"]["target_layer_ids"] = [0, 1, 2]
-    (moved / "config.json").write_text(json.dumps(config))
-    return moved
-
-
 def test_dflash_on_a_running_llama_server_equals_native(ggufs, tmp_path):
-    moved = dflash_in_reach(tmp_path)
-    convert = run_cli("convert", moved, tmp_path / "gguf", "--to", "gguf", "--target", EXAMPLE / "target")
+    trained = EXAMPLE / "dflash-llamacpp"
+    convert = run_cli("convert", trained, tmp_path / "gguf", "--to", "gguf", "--target", EXAMPLE / "target")
     assert convert.code == 0, convert.err
-    pair = [moved, "--target", EXAMPLE / "target", "-k", "3", *WORK, "--json"]
+    pair = [trained, "--target", EXAMPLE / "target", "-k", "3", *WORK, "--json"]
     native = run_cli("verify", *pair)
     assert native.code == 0, native.err
     with serving(ggufs["target"], tmp_path / "gguf" / "drafter.gguf", spec="draft-dflash") as (_, url):
