@@ -31,7 +31,7 @@ from typing import Any, Literal
 from ..errors import BadInput, EngineError, printable
 from ..fsutil import atomic_write_text, parse_json, regular_file
 from ..limits import MAX_NEW_TOKENS, MAX_PROMPTS
-from ..verify.endpoint import ServerFailed, listed_model, request, run_wave
+from ..verify.endpoint import Refused, ServerFailed, listed_model, request, run_wave
 from ..verify.report.gate import FloorTable
 from ..verify.workload import Progress
 
@@ -158,11 +158,7 @@ def replay(base: str, requests: list[UserRequest], progress: Progress) -> list[R
         route = ROUTES["chat" if "messages" in b else "completion"]
         try:
             return request(base, route, b), None
-        except ServerFailed as exc:
-            return None, f"{exc.message} ({exc.hint})"
-        except EngineError as exc:
-            if " answered HTTP 4" not in exc.message:
-                raise  # not a refusal: the server is gone, or not a server
+        except (ServerFailed, Refused) as exc:  # an HTTP error answer; anything else (the server gone) ends the run
             return None, f"{exc.message} ({exc.hint})"
 
     results: list[Replayed] = [Replayed(r) for r in requests]
@@ -235,7 +231,12 @@ class RequestsReport:
 
 def analyse(results: list[Replayed], floors: FloorTable) -> RequestsReport:
     measured = [r for r in results if r.al is not None]
-    if not measured and not any(r.rejected for r in results):
+    if all(r.rejected for r in results):
+        raise EngineError(
+            f"the server rejected every request ({len(results)}), the first with: {results[0].rejected}",
+            hint="send the requests as the server accepts them (its reason is above)",
+        )
+    if not measured:
         raise EngineError(
             "the server returned no per-request acceptance for any request",
             hint="start vllm serve with --per-request-spec-decode-metrics detailed",

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import statistics
 import threading
 import urllib.request
 
@@ -93,3 +94,42 @@ def test_a_collapsed_drafter_fails_against_its_floors(drafter, tmp_path):
     assert interval["mean_acceptance_length"] == pytest.approx(1.0)
     assert "position 0 0.00 < floor 0.50" in interval["reasons"][0]
     assert got[-1]["summary"]["failing"] is True
+
+
+def test_doctor_requests_finds_the_worst_and_exports_them(healthy_server, tmp_path):
+    """On the same healthy server, the user's own requests: the example's prompts greedy, the same at temperature 2
+    (the drafter's guesses rarely match a target sampling that flat), and a chat request, which a target without a
+    chat template makes the server reject (counted, not fatal). The low requests are the sampled ones, and the
+    export holds them in SpecForge's pre-formatted text format (prompt + the server's answer)."""
+    prompts = [json.loads(x)["prompt"] for x in (EXAMPLE / "prompts.jsonl").read_text().splitlines() if x][:6]
+    rows = [{"prompt": p, "max_tokens": 32, "temperature": 0} for p in prompts]
+    rows += [{"prompt": p, "max_tokens": 32, "temperature": 2.0, "seed": 1} for p in prompts[:3]]
+    rows += [{"messages": [{"role": "user", "content": prompts[0]}], "max_tokens": 8}]
+    requests, low = tmp_path / "requests.jsonl", tmp_path / "low.jsonl"
+    requests.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    result = run_cli(
+        "doctor",
+        ENTRY,
+        "--endpoint",
+        healthy_server,
+        "--requests",
+        requests,
+        "--export-low",
+        low,
+        "--json",
+        env=CPU_ENV,
+        timeout=300,
+    )
+    assert "Traceback" not in result.err, result.err
+    report = json.loads(result.out)
+    assert result.code == 1, (result.out, result.err)
+    assert report["rejected"] == 1 and report["per_request"][9]["rejected"], report["per_request"][9]
+    assert set(report["low"][:3]) == {7, 8, 9}, report["per_request"]  # the sampled ones are the worst
+    assert report["shared_by_low"][0].startswith("temperature 2: "), report["shared_by_low"]
+    greedy = [x["mean_acceptance_length"] for x in report["per_request"][:6]]
+    assert statistics.median(greedy) >= 2.0, greedy
+    exported = {x["id"]: x for x in map(json.loads, low.read_text().splitlines())}
+    assert set(exported) == {f"line-{n}" for n in report["low"]}
+    for n in report["low"]:
+        assert exported[f"line-{n}"]["text"].startswith(rows[n - 1]["prompt"])
+        assert len(exported[f"line-{n}"]["text"]) > len(rows[n - 1]["prompt"])  # the server's answer follows

@@ -143,3 +143,12 @@ def test_the_options_that_go_together(server, tmp_path):
     r = run_inprocess("doctor", ENTRY, "--endpoint", url, "--requests", requests, "--export-low", requests)
     assert_clean_failure(r, contains="a file this command reads")
     assert seen == [] and requests.read_text().count("\n") == 1
+
+
+def test_a_server_that_rejects_every_request_is_one_line(server, tmp_path):
+    url, seen = server
+    requests = tmp_path / "requests.jsonl"
+    write(requests, [chat("reject one"), {"prompt": "reject two"}])
+    r = run_inprocess("doctor", ENTRY, "--endpoint", url, "--requests", requests)
+    assert_clean_failure(r, contains="rejected every request (2)")
+    assert len(seen) == 2
