@@ -118,18 +118,48 @@ def test_a_restart_during_watch_is_a_reset_not_a_negative_rate(server):
     assert all(r >= 0 for x in got if x["acceptance_per_position"] for r in x["acceptance_per_position"])
 
 
-def test_a_server_that_goes_down_is_unreachable_and_fails(server):
-    s = hostile(metrics=[healthy(0), healthy(40)])
-    down = threading.Timer(0.15, s.stop)
-    down.start()
-    r = run_inprocess("watch", s.url, ENTRY, "--interval", "0.3", "--fail-after", "2", "--json")
-    down.join()
+class GoesDown(BaseHTTPRequestHandler):
+    """vLLM's /v1/models and one /metrics answer, then the server stops listening (as a crashed server does)."""
+
+    stop: threading.Event
+
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        body = b'{"data": [{"id": "m"}]}' if self.path == "/v1/models" else metrics_text(0, 0, 0, [0, 0, 0])
+        self.send_response(200 if self.path in ("/v1/models", "/metrics") else 404)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+        if self.path == "/metrics":
+            self.stop.set()
+
+
+def test_a_server_that_goes_down_is_unreachable_and_fails():
+    stop = threading.Event()
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), type("H", (GoesDown,), {"stop": stop}))
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+
+    def down():
+        stop.wait(60)
+        httpd.shutdown()
+        httpd.server_close()
+
+    threading.Thread(target=down, daemon=True).start()
+    r = run_inprocess(
+        "watch", f"http://127.0.0.1:{httpd.server_port}", "--interval", "0.3", "--fail-after", "2", "--json"
+    )
     assert r.code == 1, (r.out, r.err)
-    assert [x["status"] for x in intervals(r.out)][-2:] == ["unreachable", "unreachable"]
+    got = intervals(r.out)
+    assert [x["status"] for x in got] == ["unreachable", "unreachable"]
+    assert "cannot be reached" in got[0]["reasons"][0]
 
 
-def test_sigterm_ends_it_with_a_summary(server):
-    """A watch on a healthy server runs until stopped: SIGTERM prints the summary and exits 143, no traceback."""
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_a_signal_ends_it_with_a_summary(server, sig, code):
+    """A watch on a healthy server runs until stopped: SIGTERM or SIGINT prints the summary and exits 143 or 130,
+    no traceback."""
     url = server(*[healthy(40 * i) for i in range(200)])
     env = {**CLI_ENV, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen(
@@ -141,9 +171,9 @@ def test_sigterm_ends_it_with_a_summary(server):
         env=env,
     )
     seen = [proc.stdout.readline() for _ in range(3)]  # the header and two intervals
-    proc.send_signal(signal.SIGTERM)
+    proc.send_signal(sig)
     rest, err = proc.communicate(timeout=60)
-    assert proc.returncode == 143, (seen, rest, err)
+    assert proc.returncode == code, (seen, rest, err)
     assert all(json.loads(x)["status"] == "healthy" for x in seen[1:])
     summary = lines(rest)[-1]  # JSON lines to the end: the summary is the last
     assert summary["stopped"] is True and summary["summary"]["by_status"]["healthy"] >= 2
@@ -197,6 +227,22 @@ def test_a_llama_server_is_watched_from_its_own_counters():
     assert lines(r.out)[0]["engine"] == "llamacpp"
     (one,) = intervals(r.out)
     assert one["status"] == "healthy" and one["mean_acceptance_length"] == pytest.approx(2.5)
+
+
+def test_a_llama_server_without_metrics_is_one_line(monkeypatch):
+    class NoMetrics(LlamaMetrics):
+        def do_GET(self):
+            if self.path == "/props":
+                return self.send(b'{"build_info": "b11434", "model_path": "t.gguf", "endpoint_metrics": false}')
+            super().do_GET()
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), NoMetrics)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        r = run_inprocess("watch", f"http://127.0.0.1:{httpd.server_port}", "--once", *FAST)
+    finally:
+        httpd.shutdown()
+    assert_clean_failure(r, contains="runs without --metrics")
 
 
 def test_an_sglang_server_is_refused_in_one_line(server):
