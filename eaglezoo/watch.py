@@ -118,7 +118,8 @@ class Interval:
 
 
 def went_back(before: SpecDecodeCounters, after: SpecDecodeCounters) -> str | None:
-    """The first counter that went backwards, worded; None when none did (a restart resets every counter)."""
+    """The first counter that went backwards (or a K that changed), worded; None when none did: a restart resets
+    every counter, and only a restart changes K."""
     for name in ("num_drafts", "num_draft_tokens", "num_accepted_tokens"):
         a, b = getattr(before, name), getattr(after, name)
         if b < a:
@@ -127,8 +128,9 @@ def went_back(before: SpecDecodeCounters, after: SpecDecodeCounters) -> str | No
     for pos, (a, b) in enumerate(pairs):
         if b < a:
             return f"num_accepted_tokens_per_pos at position {pos} {a} then {b}"
-    if len(after.num_accepted_tokens_per_pos) < len(before.num_accepted_tokens_per_pos):
-        return f"K {len(before.num_accepted_tokens_per_pos)} then {len(after.num_accepted_tokens_per_pos)}"
+    k_before, k_after = len(before.num_accepted_tokens_per_pos), len(after.num_accepted_tokens_per_pos)
+    if k_before and k_after != k_before:  # another K: a server restarted with another drafting depth
+        return f"K {k_before} then {k_after}"
     return None
 
 
@@ -254,12 +256,12 @@ def follow(
 def summary(watch: Watch) -> dict[str, object]:
     """The watch so far: intervals by status, the pooled figures of every interval that drafted, the worst AL."""
     counted = [i.counted for i in watch.intervals if i.counted is not None and i.counted.num_drafts]
-    pooled = sum(counted[1:], counted[0]) if counted else None
+    drafts = sum(c.num_drafts for c in counted)  # pooled over every K a restart may have changed to
     return {
         "intervals": len(watch.intervals),
         "by_status": {s: n for s in get_args(Status) if (n := sum(i.status == s for i in watch.intervals))},
-        "drafts": pooled.num_drafts if pooled else 0,
-        "mean_acceptance_length": pooled.mean_acceptance_length if pooled else None,
+        "drafts": drafts,
+        "mean_acceptance_length": 1 + sum(c.num_accepted_tokens for c in counted) / drafts if drafts else None,
         "worst_mean_acceptance_length": min((c.mean_acceptance_length for c in counted), default=None),
         "baseline_mean_acceptance_length": watch.baseline.mean_acceptance_length
         if watch.baseline and watch.baseline.num_drafts

@@ -136,6 +136,18 @@ class GoesDown(BaseHTTPRequestHandler):
             self.stop.set()
 
 
+def test_a_restart_with_another_k_is_a_reset_even_when_the_counts_grew(server):
+    """Restarted at K=3 from K=2 and busy since: every count is above the last reading, but the positions changed,
+    so the interval is a reset, not a K=2 baseline pooled with K=3 counts; then the drafter collapses (exit 1)."""
+    texts = [metrics_text(400, 800, 400, [240, 160]), metrics_text(800, 1600, 800, [480, 320])]
+    texts += [metrics_text(900, 2700, 1350, [675, 450, 225]), collapsed(900, 100)]
+    r = run_inprocess("watch", server(*texts), ENTRY, "--fail-after", "1", *FAST, "--json")
+    assert r.code == 1, (r.out, r.err)
+    got = intervals(r.out)
+    assert [x["status"] for x in got] == ["healthy", "reset", "low"]
+    assert "K 2 then 3" in got[1]["reasons"][0]
+
+
 def test_a_server_that_goes_down_is_unreachable_and_fails():
     stop = threading.Event()
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), type("H", (GoesDown,), {"stop": stop}))
