@@ -16,7 +16,7 @@ import traceback
 import typer
 
 from ..errors import EXIT_USAGE, describe, printable, raise_on_termination
-from . import common, compare, convert, doctor, hub, lint, registry, report, serve, tune, verify  # noqa: F401 - each registers its commands
+from . import common, compare, convert, doctor, hub, lint, registry, report, serve, tune, verify, watch  # noqa: F401 - each registers its commands
 from .common import app, err, out, print_json
 
 COMPLETE_VAR = "_EAGLEZOO_COMPLETE"  # set by the script `eaglezoo --show-completion` prints, when the shell asks

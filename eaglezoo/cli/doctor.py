@@ -23,6 +23,7 @@ from .common import (
     prompts_or_suite,
     shown,
 )
+from .doctor_requests import replay_requests
 from .outputs import HtmlOpt, check_outputs, save
 from .verify import parse_engine_args, verify_progress
 
@@ -132,6 +133,14 @@ def doctor(
         str | None, typer.Option(metavar="JSON", rich_help_panel=ENGINE, help="Any other LLM(...) argument.")
     ] = None,
     engine_timeout: Annotated[float, typer.Option(min=1.0, metavar="SECONDS", rich_help_panel=ENGINE)] = 3600.0,
+    requests: Annotated[
+        Path | None,
+        typer.Option(metavar="FILE", help="Your requests (OpenAI chat or completions JSONL), replayed on --endpoint."),
+    ] = None,
+    export_low: Annotated[
+        Path | None,
+        typer.Option(metavar="FILE", help="With --requests: the low-acceptance ones as SpecForge training JSONL."),
+    ] = None,
     report: ReportOpt = None,
     html: HtmlOpt = None,
     revision: RevisionOpt = None,
@@ -148,6 +157,10 @@ def doctor(
     from ..verify.run import check_settings
     from ..verify.vllm_engine import engine_options
 
+    if requests is not None:
+        return replay_requests(drafter, endpoint, requests, export_low, registry_dir, as_json)
+    if export_low is not None:
+        raise UsageError("--export-low writes what --requests finds", hint="add --requests FILE")
     if (endpoint is None) == (engine is None):
         raise UsageError(
             "give --endpoint URL (a running server) or --engine vllm (the deployment eaglezoo starts)",

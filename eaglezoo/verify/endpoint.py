@@ -55,6 +55,10 @@ class ServerFailed(EngineError):
     """The server answered a request with an HTTP 5xx: it failed on it (doctor diagnoses why)."""
 
 
+class Refused(EngineError):
+    """The server answered a request with an HTTP 4xx: it refused that request (doctor --requests counts it)."""
+
+
 def check_server(url: str) -> str:
     """The server's base URL, once it has answered as a model server: checked before anything is read or
     tokenised here, so that a wrong address, a bad setting or a server that is down fails at once."""
@@ -165,7 +169,7 @@ def request(base: str, path: str, body: dict | None = None, missing_ok: bool = F
     except urllib.error.HTTPError as exc:
         if missing_ok and exc.code == 404:
             return None
-        raise (ServerFailed if exc.code >= 500 else EngineError)(
+        raise (ServerFailed if exc.code >= 500 else Refused)(
             f"{base}{path} answered HTTP {exc.code}",
             hint=_server_says(exc)
             or "point --endpoint at the vLLM server's base URL (vllm serve ...); its own log says why it refused",

@@ -25,7 +25,7 @@ FLOORS: list[set[str]] = [
     {"hub"},
     {"lint"},
     {"verify"},
-    {"tune", "doctor", "compare"},
+    {"tune", "doctor", "compare", "watch"},
     {"reports"},
     {"plots", "pages"},
     {"registry"},

