@@ -24,6 +24,7 @@ Group = Literal[
     "gguf",
     "refusals",
     "doctor-sglang",
+    "doctor-llamacpp",
 ]
 GROUPS: dict[Group, str] = {
     "reading": "Reading the drafter (the reader refuses; lint reports the refusal as an error and reads on past "
@@ -43,6 +44,9 @@ GROUPS: dict[Group, str] = {
     "doctor-sglang": "doctor on an SGLang server (`findings[].cause` of its report; SGLang rules checked against its "
     "source (0.5.23), not a running server; docs/doctor.md says how each is found) and the engine releases known to "
     "serve a drafter wrongly (`eaglezoo/engine_versions.py`)",
+    "doctor-llamacpp": "doctor on a llama-server (`findings[].cause` of its report: the drafter GGUF it serves, "
+    "`--served-gguf`, read as llama.cpp b11434 reads it, against the drafter named; each confirmed on the native "
+    "reference)",
 }
 
 
@@ -867,6 +871,23 @@ CODES: dict[str, Code] = _codes(
         "the server's release is in a row of eaglezoo/engine_versions.py: a release known to read a drafter wrongly "
         "or to count acceptance differently (the row and its source are named)",
         "upgrade past the row's range",
+    ),
+    # doctor on llama.cpp
+    Code(
+        "llamacpp-taps",
+        ERR,
+        "doctor-llamacpp",
+        "the served GGUF's {arch}.target_layers are not the boundary ids the drafter was trained on (llama.cpp's own "
+        "converter bakes [2, L//2, L-3] when the config has no top-level eagle_aux_hidden_state_layer_ids)",
+        GGUF_FIX + ", then restart llama-server with -md OUT/drafter.gguf",
+    ),
+    Code(
+        "llamacpp-norm-flags",
+        ERR,
+        "doctor-llamacpp",
+        "the served GGUF's norm_before_residual or norm_before_fc is not the drafter's (llama.cpp reads false when "
+        "absent): lost at conversion",
+        GGUF_FIX + ", then restart llama-server with -md OUT/drafter.gguf",
     ),
 )
 
