@@ -872,6 +872,21 @@ CODES: dict[str, Code] = _codes(
         "or to count acceptance differently (the row and its source are named)",
         "upgrade past the row's range",
     ),
+    Code(
+        "llamacpp-converter-taps",
+        WARN,
+        "engines",
+        "the folder has no top-level eagle_aux_hidden_state_layer_ids: llama.cpp's own converter bakes taps "
+        "[2, L//2, L-3], not the layers the drafter was trained on",
+        GGUF_FIX,
+    ),
+    Code(
+        "llamacpp-converter-norm-before-residual",
+        WARN,
+        "engines",
+        "norm_before_residual=true is not a top-level key of the config: llama.cpp's own converter writes false",
+        GGUF_FIX,
+    ),
     # doctor on llama.cpp
     Code(
         "llamacpp-taps",
