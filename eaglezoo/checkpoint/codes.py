@@ -897,6 +897,13 @@ CODES: dict[str, Code] = _codes(
         GGUF_FIX + ", then restart llama-server with -md OUT/drafter.gguf",
     ),
     Code(
+        "llamacpp-k-above-block",
+        ERR,
+        "doctor-llamacpp",
+        "-k is above what one DFlash/DSpark block drafts: llama-server clamps --spec-draft-n-max, a warning in its log",
+        "restart llama-server with --spec-draft-n-max at most the block's (block - 1 for DFlash)",
+    ),
+    Code(
         "llamacpp-norm-flags",
         ERR,
         "doctor-llamacpp",

@@ -57,6 +57,8 @@ def diagnose_llamacpp(
 ) -> DoctorReport:
     t0 = time.perf_counter()
     facts = served_facts(base, named.served_gguf)
+    if facts.arch == "dflash":
+        return diagnose_block(base, props, facts, named, progress)
     work = prepare(
         WorkloadPlan(
             named.drafter_dir,
@@ -156,13 +158,75 @@ def served_facts(base: str, path: Path | None) -> gguf_read.GgufFacts:
         raise UsageError(
             f"--served-gguf {path}: no such file", hint="give the -md file the llama-server was started with"
         )
-    facts = gguf_read.read(path)
-    if facts.arch != "eagle3":
-        raise UsageError(
-            f"--served-gguf {path} is a {facts.arch} drafter: doctor diagnoses EAGLE-3 drafters on llama.cpp",
-            hint="measure it with eaglezoo verify DRAFTER --endpoint URL, and lint it: eaglezoo lint DRAFT.gguf",
+    return gguf_read.read(path)
+
+
+def block_cap(facts: gguf_read.GgufFacts, props: dict[str, Any]) -> tuple[int, int]:
+    """(block size, the most llama-server drafts with it): block - 1 for DFlash, the block for DSpark sampling from
+    its anchor (common/speculative.cpp:1039-1048, 1073-1075); the server's type from /props (server-task.cpp:81)."""
+    block = int(facts.key("{arch}.block_size") or 16)  # 16 when absent (common/speculative.cpp:1040)
+    params = (props.get("default_generation_settings") or {}).get("params") or {}
+    dspark = "dspark" in str(params.get("speculative.types", ""))
+    return block, block if dspark and facts.key("{arch}.sample_from_anchor") else block - 1
+
+
+def diagnose_block(
+    base: str, props: dict[str, Any], facts: gguf_read.GgufFacts, named: LlamaNamed, progress: Progress
+) -> DoctorReport:
+    """A DFlash/DSpark GGUF: doctor checks the K asked against the block. llama-server clamps a larger
+    --spec-draft-n-max to what one block drafts, with a warning in its log only (common/speculative.cpp:1076-1080);
+    the acceptance is measured at the K it drafts. Other DFlash faults: eaglezoo verify and lint."""
+    t0 = time.perf_counter()
+    block, cap = block_cap(facts, props)
+    k = min(named.k, cap)
+    work = prepare(
+        WorkloadPlan(
+            named.drafter_dir, named.target_dir, named.target_name or str(named.target_dir), opts=named.opts,
+            prompts_file=named.prompts_file, max_prompts=named.max_prompts, k=k, max_new_tokens=named.max_new_tokens,
         )
-    return facts
+    )  # fmt: skip
+    if work.spec.family not in ("dflash", "dspark"):
+        raise UsageError(
+            f"--served-gguf {facts.path} is a {facts.arch} drafter, the drafter named a {work.spec.family} one",
+            hint="give the GGUF converted from the drafter named (eaglezoo convert DRAFTER OUT --to gguf)",
+        )
+    measured = measure_llamacpp(work, base, props, progress, started=True)
+    server = acceptance("server", [a for a in measured.accepted if a is not None], k)
+    findings = (
+        [
+            Finding(
+                cause="llamacpp-k-above-block",
+                verdict="engine-config",
+                what=f"-k {named.k} is above what one block of {block} drafts: llama-server clamps "
+                f"--spec-draft-n-max to {cap} (common/speculative.cpp:1073-1080) and drafts K={cap}",
+                evidence=[f"server: acceptance length {server.mean_acceptance_length:.3f} at K={cap}"],
+                fix=f"restart llama-server with --spec-draft-n-max {cap} (or convert and train a larger block)",
+                confirmed=True,
+            )
+        ]
+        if named.k > cap
+        else []
+    )
+    return built(
+        DoctorReport,
+        verdict=findings[0].verdict if findings else "healthy",
+        summary=findings[0].what if findings else f"the server drafts K={k} within its block of {block}",
+        server=Server(
+            url=base, engine="llamacpp", version=str(props.get("build_info"))[:40] or None,
+            target=str(props.get("model_path"))[:200], drafter=str(facts.path), method=facts.arch, k=k,
+            k_table=None, draft_sample_method=None, max_model_len=None, per_request_metrics=True,
+            config_readable=False,
+        ),
+        drafter=named.drafter_name or str(named.drafter_dir),
+        target=named.target_name or str(named.target_dir),
+        prompts=len(work.encoded),
+        max_new_tokens=work.max_new_tokens,
+        measured=[server],
+        findings=findings,
+        floors=None,
+        notes=[*work.notes, "a DFlash/DSpark GGUF: doctor checks its K against the block; verify and lint the rest"],
+        timing={"server_s": time.perf_counter() - t0, "total_s": time.perf_counter() - t0},
+    )  # fmt: skip
 
 
 def served_flags(facts: gguf_read.GgufFacts) -> dict[str, bool]:

@@ -9,6 +9,8 @@ so llama.cpp and the native reference agree step for step and the trials can rep
 
 from __future__ import annotations
 
+import json
+import shutil
 import subprocess
 
 import gguf
@@ -130,3 +132,23 @@ def test_served_gguf_on_a_server_that_is_not_llamacpp_is_one_line(files, tmp_pat
     r = run_cli("doctor", files["named"], "--target", TARGET, "--engine", "vllm", "--served-gguf", files["good"])
     assert_clean_failure(r, contains="not llama-server")
     assert gguf.GGUFReader(files["good"]).fields  # the input untouched and still readable
+
+
+def test_dflash_k_above_the_block_is_named_with_the_flag(files, tmp_path):
+    """The example DFlash drafter (block 4) read at boundary 1,2,3 (in llama.cpp's reach): llama-server started with
+    --spec-draft-n-max 4 drafts 3 (common/speculative.cpp:1073-1080); doctor -k 4 names it, -k 3 is healthy."""
+    folder = tmp_path / "dflash"
+    shutil.copytree(EXAMPLE / "dflash", folder)
+    config = json.loads((folder / "config.json").read_text())
+    config["dflash_config"]["target_layer_ids"] = [0, 1, 2]
+    (folder / "config.json").write_text(json.dumps(config))
+    r = run_cli("convert", folder, tmp_path / "dg", "--to", "gguf", "--target", TARGET, "--dtype", "float32")
+    assert r.code == 0, r.err
+    served = tmp_path / "dg" / "drafter.gguf"
+    with serving(files["target"], served, k=4, spec="draft-dflash") as (_, url):
+        args = ("doctor", folder, "--target", TARGET, "--endpoint", url, "--served-gguf", served, *WORK, "--json")
+        deep, fits = run_cli(*args, "-k", "4"), run_cli(*args, "-k", "3")
+    assert deep.code == 1, deep.err
+    first = deep.json()["findings"][0]
+    assert first["cause"] == "llamacpp-k-above-block" and "--spec-draft-n-max 3" in first["fix"], first
+    assert fits.code == 0 and fits.json()["verdict"] == "healthy", fits.out
