@@ -46,7 +46,7 @@ def engine_support(spec: DrafterSpec, fmt: str = "eagle31") -> list[EngineSuppor
     """fmt: the on-disk format the engine will read (eagle31/HF-style or speculators)."""
     if spec.family != "eagle3":
         return family_engine_support(spec)
-    return [_vllm(spec, fmt), _sglang(spec, fmt), _trtllm(spec, fmt)]
+    return [_vllm(spec, fmt), _sglang(spec, fmt), _trtllm(spec, fmt), _llamacpp(spec)]
 
 
 def _vllm(spec: DrafterSpec, fmt: str) -> EngineSupport:
@@ -113,6 +113,24 @@ def _trtllm(spec: DrafterSpec, fmt: str) -> EngineSupport:
     if spec.norm_before_fc:
         notes.append("norm_before_fc is read only from eagle_config (eagle31 writes both)")
     return EngineSupport(engine="tensorrt-llm", min_version=None, faithful=faithful, notes=notes)
+
+
+def _llamacpp(spec: DrafterSpec) -> EngineSupport:
+    """llama.cpp b11434 (its build number as the version) serves an EAGLE-3 GGUF: the flags its eagle3 graph reads,
+    exactly 3 taps, no EAGLE 3.1 norms (src/models/eagle3.cpp)."""
+    notes, faithful = [], True
+    notes.append(
+        "serves a GGUF: eaglezoo convert DRAFTER OUT --to gguf writes every fact; llama.cpp's own converter bakes "
+        "taps [2, L//2, L-3] without a top-level eagle_aux_hidden_state_layer_ids (conversion/llama.py:77-81)"
+    )
+    notes.append("reads norm_before_residual and norm_before_fc, false when absent (src/models/eagle3.cpp:26, 33)")
+    if spec.fc_norm or spec.norm_output:
+        faithful = False
+        notes.append("fc_norm/norm_output (EAGLE 3.1) are never read: eagle3.cpp has no such tensors")
+    if spec.aux is not None and len(spec.aux.ids) != 3:
+        faithful = False
+        notes.append(f"{len(spec.aux.ids)} aux layers: llama.cpp loads exactly 3 (src/models/eagle3.cpp:9-11)")
+    return EngineSupport(engine="llamacpp", min_version="11434", faithful=faithful, notes=notes)
 
 
 class ServeConfig(BaseModel):

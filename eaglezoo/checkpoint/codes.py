@@ -24,6 +24,7 @@ Group = Literal[
     "gguf",
     "refusals",
     "doctor-sglang",
+    "doctor-llamacpp",
 ]
 GROUPS: dict[Group, str] = {
     "reading": "Reading the drafter (the reader refuses; lint reports the refusal as an error and reads on past "
@@ -43,6 +44,9 @@ GROUPS: dict[Group, str] = {
     "doctor-sglang": "doctor on an SGLang server (`findings[].cause` of its report; SGLang rules checked against its "
     "source (0.5.23), not a running server; docs/doctor.md says how each is found) and the engine releases known to "
     "serve a drafter wrongly (`eaglezoo/engine_versions.py`)",
+    "doctor-llamacpp": "doctor on a llama-server (`findings[].cause` of its report: the drafter GGUF it serves, "
+    "`--served-gguf`, read as llama.cpp b11434 reads it, against the drafter named; each confirmed on the native "
+    "reference)",
 }
 
 
@@ -867,6 +871,45 @@ CODES: dict[str, Code] = _codes(
         "the server's release is in a row of eaglezoo/engine_versions.py: a release known to read a drafter wrongly "
         "or to count acceptance differently (the row and its source are named)",
         "upgrade past the row's range",
+    ),
+    Code(
+        "llamacpp-converter-taps",
+        WARN,
+        "engines",
+        "the folder has no top-level eagle_aux_hidden_state_layer_ids: llama.cpp's own converter bakes taps "
+        "[2, L//2, L-3], not the layers the drafter was trained on",
+        GGUF_FIX,
+    ),
+    Code(
+        "llamacpp-converter-norm-before-residual",
+        WARN,
+        "engines",
+        "norm_before_residual=true is not a top-level key of the config: llama.cpp's own converter writes false",
+        GGUF_FIX,
+    ),
+    # doctor on llama.cpp
+    Code(
+        "llamacpp-taps",
+        ERR,
+        "doctor-llamacpp",
+        "the served GGUF's {arch}.target_layers are not the boundary ids the drafter was trained on (llama.cpp's own "
+        "converter bakes [2, L//2, L-3] when the config has no top-level eagle_aux_hidden_state_layer_ids)",
+        GGUF_FIX + ", then restart llama-server with -md OUT/drafter.gguf",
+    ),
+    Code(
+        "llamacpp-k-above-block",
+        ERR,
+        "doctor-llamacpp",
+        "-k is above what one DFlash/DSpark block drafts: llama-server clamps --spec-draft-n-max, a warning in its log",
+        "restart llama-server with --spec-draft-n-max at most the block's (block - 1 for DFlash)",
+    ),
+    Code(
+        "llamacpp-norm-flags",
+        ERR,
+        "doctor-llamacpp",
+        "the served GGUF's norm_before_residual or norm_before_fc is not the drafter's (llama.cpp reads false when "
+        "absent): lost at conversion",
+        GGUF_FIX + ", then restart llama-server with -md OUT/drafter.gguf",
     ),
 )
 

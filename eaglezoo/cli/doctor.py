@@ -52,7 +52,16 @@ def doctor(
     ] = None,
     endpoint: Annotated[
         str | None,
-        typer.Option(metavar="URL", help="A running vLLM or SGLang server to diagnose, e.g. http://127.0.0.1:8000."),
+        typer.Option(
+            metavar="URL", help="A running vLLM, SGLang or llama.cpp server to diagnose, e.g. http://127.0.0.1:8000."
+        ),
+    ] = None,
+    served_gguf: Annotated[
+        Path | None,
+        typer.Option(
+            metavar="FILE",
+            help="The drafter GGUF a llama-server at --endpoint was started with (-md): llama-server does not say.",
+        ),
     ] = None,
     engine: Annotated[
         str | None,
@@ -205,6 +214,7 @@ def doctor(
         device=device,
         reference_dtype=reference_dtype,
         batch_size=batch_size,
+        served_gguf=served_gguf,
     )
     with verify_progress() as advance:
         result = diagnose_source(

@@ -20,6 +20,7 @@ from ..serving import DEV_MODE
 from ..verify.counters import SpecDecodeCounters
 from ..verify.endpoint import ServerFacts, ServerFailed, check_depth, check_server, measure_requests, server_facts
 from ..verify.identity import read_served
+from ..verify.llamacpp_endpoint import llamacpp_props
 from ..verify.report import built
 from ..verify.report.gate import NO_FLOORS, FloorTable
 from ..verify.run import SAMPLED_ON_NATIVE, WorkloadPlan, prepare
@@ -27,6 +28,7 @@ from ..verify.sglang_server import sglang_facts
 from ..verify.workload import Progress, Workload
 from .deployment import measure_deployment
 from .fit import classify, fingerprint
+from .llamacpp import LlamaNamed, diagnose_llamacpp
 from .report import Acceptance, DoctorReport, Server
 from .sglang import Named as SglangNamed
 from .sglang import diagnose_sglang
@@ -51,6 +53,7 @@ class DoctorRequest:
     device: str = "auto"  # the native reference's
     reference_dtype: str = "float32"  # the exact reference; bfloat16 halves its memory beside a server's GPU
     batch_size: int = 32
+    served_gguf: Path | None = None  # the drafter GGUF a llama-server was started with (its /props does not say)
 
 
 @dataclass(frozen=True)
@@ -99,6 +102,15 @@ def diagnose(request: DoctorRequest, named: Named, progress: Progress = lambda *
         named.drafter_name,
     )
     base = check_server(request.endpoint) if request.endpoint else None
+    props = llamacpp_props(base) if base else None
+    if base and props is not None:
+        return diagnose_llamacpp(base, props, llama_named(request, named), llama_reference(request), progress)
+    if request.served_gguf is not None:
+        raise UsageError(
+            f"--served-gguf names the drafter a llama-server serves; {base or 'the planned deployment'} is not "
+            "llama-server",
+            hint="drop --served-gguf, or point --endpoint at the llama-server started with it",
+        )
     sglang = sglang_facts(base) if base else None
     if sglang is not None:
         return diagnose_sglang(
@@ -200,6 +212,31 @@ def diagnose(request: DoctorRequest, named: Named, progress: Progress = lambda *
             "total_s": time.perf_counter() - t0,
         },
     )
+
+
+def llama_named(request: DoctorRequest, named: Named) -> LlamaNamed:
+    """The llama-server case: llama-server names neither the drafter nor the target's folder, so both are named."""
+    if named.drafter_dir is None or named.target_dir is None:
+        raise UsageError(
+            "a llama-server does not say which drafter and target folders it was converted from",
+            hint="name both: eaglezoo doctor DRAFTER --target TARGET --endpoint URL --served-gguf DRAFT.gguf",
+        )
+    return LlamaNamed(
+        request.served_gguf,
+        named.drafter_dir,
+        named.target_dir,
+        named.opts or ReadOptions(),
+        named.drafter_name,
+        named.target_name,
+        named.prompts_file,
+        request.max_prompts,
+        request.max_new_tokens,
+        request.k or DEFAULT_K,
+    )
+
+
+def llama_reference(request: DoctorRequest) -> Reference:
+    return Reference(request.device, request.reference_dtype, request.batch_size)
 
 
 def server_context(facts: ServerFacts | None, request: DoctorRequest) -> int | None:
