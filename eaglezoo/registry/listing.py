@@ -12,11 +12,11 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ..errors import EaglezooError
+from ..names import SERVER_ENGINES
 from ..serving import serve_entry
 from .conditions import Figure, differences
 from .schema import Entry, Reported, best_first
 
-ENGINES = ("vllm", "sglang")
 ServingState = Literal["as published", "convert first", "aux ids unknown", "not faithful", "no path"]
 
 
@@ -36,7 +36,7 @@ class Serving:
 
 def serving(entry: Entry) -> list[Serving]:
     """Each engine's path as `serve-config` and the site build it (`serving.serve_entry`, K=3)."""
-    return [_serving(entry, engine) for engine in ENGINES]
+    return [_serving(entry, engine) for engine in SERVER_ENGINES]
 
 
 def _serving(entry: Entry, engine: str) -> Serving:

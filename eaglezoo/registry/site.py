@@ -15,6 +15,7 @@ from markupsafe import Markup
 
 from ..errors import EaglezooError
 from ..fsutil import check_out_dir, refuse_overlap, replace_dir, staging
+from ..names import SERVE_ENGINES
 from ..pages import figures, render
 from ..plots import per_position, plotted_buckets
 from ..serving import serve_entry, shown_path
@@ -105,7 +106,7 @@ def entry_page(e: Entry, reg: Registry) -> str:
         drafter=drafter,
         target=target,
         facts=_facts(e),
-        serving=[_served_by(e, engine, drafter, target) for engine in ("vllm", "sglang", "llamacpp")],
+        serving=[_served_by(e, engine, drafter, target) for engine in SERVE_ENGINES],
         reported=best_first(e.reported) + [x for x in e.reported if x not in best_first(e.reported)],
         compared=_compared_figures(e, reg),
         measured=_measured(e, reg),
