@@ -12,6 +12,7 @@ from ... import __version__
 from ...checkpoint.problems import Finding
 from ...limits import MAX_K, MAX_LEVELS, MAX_NEW_TOKENS, MAX_PROMPTS, MAX_TEMPERATURE
 from ...names import VerifyEngine
+from ...report_versions import SCHEMA_VERSION, SchemaVersion
 from ...reproduce import Reproduction
 from ..workload import PromptSet, bucket_problem
 
@@ -227,6 +228,8 @@ class VerifyReport(BaseModel):
 
     kind: Literal["verify"] = "verify"
     """Which command wrote it."""
+    schema_version: SchemaVersion = SCHEMA_VERSION
+    """The layout it was written in (absent: 0); a saved report is upgraded to this version's when read."""
     drafter: Line
     """The drafter measured: its folder (a Hub drafter: the cached snapshot)."""
     target: Line
