@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from . import __version__
 from .errors import BadInput, UsageError
 from .limits import MAX_K, MAX_PROMPTS
+from .report_versions import SCHEMA_VERSION, SchemaVersion
 from .reproduce import Reproduction, reproduction
 from .verify.acceptance import INTERVAL, SEED, bootstrap_interval, pooled_length
 from .verify.report import VerifyReport, built
@@ -89,6 +90,8 @@ class CompareReport(BaseModel):
 
     kind: Literal["compare"] = "compare"
     """Which command wrote it."""
+    schema_version: SchemaVersion = SCHEMA_VERSION
+    """The layout it was written in (absent: 0); a saved report is upgraded to this version's when read."""
     a: str
     """The reference drafter."""
     b: str

@@ -13,7 +13,9 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-Engine = Literal["vllm", "sglang"]
+from .names import ServerEngine
+
+Engine = ServerEngine
 # what a row is about: which drafters it touches (doctor names every row in range; serving.py asks for its floors)
 Applies = Literal["every-eagle3", "fc-norm", "mla-fc-norm", "speculators-fc-norm", "sampled-rows"]
 

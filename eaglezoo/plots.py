@@ -27,7 +27,7 @@ UNSEEN = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e
 
 def visible(text: str) -> str:
     """Text from data (a report, a registry entry) with every character in UNSEEN shown as its escape: the one
-    neutraliser of the plots and (through pages.escape) of every page."""
+    neutraliser of the plots and (through the templates' finalize, pages._shown) of every page."""
     return UNSEEN.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 

@@ -2,7 +2,8 @@
 generated from these models). `read_saved` is the one reader of a saved report of any kind: the model's own
 validation (types, ranges, the cross-field checks each model states) plus, for tune and compare, the checks
 of its figures against each other. A report written before reports carried `kind` is still read: its kind
-is recognised by the fields only that command writes."""
+is recognised by the fields only that command writes; every saved report is upgraded to this version's layout by
+report_versions.upgraded, by its kind and `schema_version`."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from .doctor.report import DoctorReport, doctor_from
 from .errors import BadInput
 from .fsutil import read_json
 from .limits import MAX_REPORT_BYTES
+from .report_versions import upgraded
 from .tune import TuneReport, tune_from
 from .verify.report import VerifyReport
 from .verify.saved import report_from
@@ -50,14 +52,6 @@ def kind_of(data: object) -> str:
     raise BadInput("the report is none of verify's, tune's or compare's", hint=HINT)
 
 
-def upgraded(data: dict[str, Any], kind: str) -> dict[str, Any]:
-    """A report as this version writes it: `kind` stated; a tune report's hardware not yet placed is null."""
-    data = {**data, "kind": kind}
-    if kind == "tune" and data.get("hardware") == {}:
-        data["hardware"] = None
-    return data
-
-
 def read_saved(path: Path, what: str = "report", needs: str = "its page") -> AnyReport:
     """A saved report of any kind, read strictly by its kind's reader; one BadInput naming the field otherwise."""
     data = read_json(Path(path), what, MAX_REPORT_BYTES)
@@ -66,7 +60,7 @@ def read_saved(path: Path, what: str = "report", needs: str = "its page") -> Any
 
 
 def from_data(data: dict[str, Any], kind: str, where: str, needs: str = "its page") -> AnyReport:
-    data = upgraded(data, kind)
+    data = upgraded(data, kind, where)  # report_versions: the one upgrade, by kind and schema_version
     if kind == "verify":
         return report_from(data, where, needs)
     if kind == "doctor":
@@ -89,7 +83,8 @@ def schema_markdown() -> str:
         "Generated from the report models (eaglezoo/reports.py) by `python -m scripts.docs.write_report_docs`; "
         "`eaglezoo report --schema KIND` prints each as JSON Schema. Every report says its `kind`; a field "
         "an engine cannot measure is `null`, never invented. Reports written before `kind` existed are "
-        "still read.",
+        "still read: each report says its `schema_version`, and a saved one is upgraded to this version's "
+        "(eaglezoo/report_versions.py).",
         "",
     ]
     for kind, model in MODELS.items():

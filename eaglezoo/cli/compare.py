@@ -10,6 +10,7 @@ from rich.table import Table
 
 from ..errors import UsageError
 from ..limits import MAX_NEW_TOKENS
+from ..names import COMPARE_ENGINES
 from .common import (
     EnginePythonOpt,
     JsonOpt,
@@ -136,7 +137,7 @@ def compare(
 
 
 def one_engine(name: str) -> str:
-    if name not in ("native", "vllm"):
+    if name not in COMPARE_ENGINES:
         raise UsageError(
             f"--engine {name!r}: compare measures each side on one engine, native or vllm",
             hint="e.g. --engine native --engine-b vllm",

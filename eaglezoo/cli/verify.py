@@ -12,6 +12,7 @@ from rich.table import Table
 
 from ..errors import EXIT_FINDINGS, UsageError
 from ..limits import MAX_CONCURRENCY, MAX_LEVELS, MAX_MIN_AL, MAX_NEW_TOKENS, MAX_TEMPERATURE
+from ..names import RUN_ENGINES
 from . import common
 from .common import (
     AuxConventionOpt,
@@ -546,12 +547,9 @@ def fmt(x: float | None) -> str:
     return "-" if x is None else f"{x:.1f}"
 
 
-ENGINES = ("native", "vllm", "llamacpp")
-
-
 def parse_engines(text: str) -> list[str]:
     names = [n.strip() for n in text.split(",") if n.strip()]
-    unknown = [n for n in names if n not in ENGINES]
+    unknown = [n for n in names if n not in RUN_ENGINES]
     two = len(names) == 2 and "native" not in names  # a comparison is against the native reference
     if not names or unknown or len(set(names)) != len(names) or len(names) > 2 or two:
         raise UsageError(

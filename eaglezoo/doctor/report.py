@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from .. import __version__
 from ..errors import BadInput
 from ..limits import MAX_K, MAX_PROMPTS
+from ..report_versions import SCHEMA_VERSION, SchemaVersion
 from ..verify.saved import validated
 
 Verdict = Literal["healthy", "engine-config", "drafter", "target-mismatch", "workload"]
@@ -95,6 +96,8 @@ class Server(_Model):
 
 class DoctorReport(_Model):
     kind: Literal["doctor"] = "doctor"
+    schema_version: SchemaVersion = SCHEMA_VERSION
+    """The layout it was written in (absent: 0); a saved report is upgraded to this version's when read."""
     eaglezoo_version: str = __version__
     verdict: Verdict
     summary: str

@@ -10,6 +10,7 @@ import yaml
 
 from ..checkpoint.formats.base import ReadOptions
 from ..checkpoint.read import read_drafter
+from ..names import SERVER_ENGINES
 from ..serving import engine_support, schema_for, serve_config, shown_path
 
 
@@ -70,7 +71,7 @@ def _serving_section(spec, dialect: str, drafter: str, target: str | None) -> li
     fmt = schema_for(dialect)
     lines = ["", "## Serving", ""]
     if target:
-        for engine in ("vllm", "sglang"):
+        for engine in SERVER_ENGINES:
             sc = serve_config(spec, engine, drafter, target, 3, None, fmt)
             lines += [
                 f"{engine} (minimum version {sc.min_version or 'unknown'}):",

@@ -12,12 +12,12 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ..errors import EaglezooError
+from ..names import SERVER_ENGINES
 from ..serving import serve_entry
 from .conditions import Figure, differences
 from .llamacpp import llamacpp_serving
 from .schema import Entry, Reported, best_first
 
-ENGINES = ("vllm", "sglang")
 ServingState = Literal[
     "as published", "convert first", "aux ids unknown", "not faithful", "no path", "listed", "converts"
 ]
@@ -48,7 +48,7 @@ def serving(entry: Entry) -> list[Serving]:
     its evidence (`listed` by llama.cpp itself, `converts` by eaglezoo's GGUF path, else why not)."""
     llama = llamacpp_serving(entry)
     return [
-        *(_serving(entry, engine) for engine in ENGINES),
+        *(_serving(entry, engine) for engine in SERVER_ENGINES),
         Serving("llamacpp", llama.state, llama.why, llama.evidence),
     ]
 

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from ..checkpoint.spec import AuxLayers, DrafterSpec, Family, FamilyFields
 from ..hub.client import repo_id_problem  # light: the client itself (huggingface_hub) is imported by each call
+from ..names import DIALECTS_OF_FAMILY, EAGLE3_DIALECTS, Dialect, VerifyEngine
 from ..verify.report.gate import Floors, FloorTable
 from .conditions import UNKNOWN, Conditions, Definition, Figure, on_off, parsed_version
 from .conditions import problems as figure_problems
@@ -88,30 +89,6 @@ FACTS = (
     "block_size",
     "mask_token_id",
 )
-# The dialects eaglezoo reads (checkpoint/formats): EAGLE-3's, then those of the families beside it
-# (docs/formats.md#families).
-EAGLE3_DIALECTS = ("safeai", "specforge", "speculators", "modelopt", "nemo", "torchspec", "eagle31", "deepspec-eagle3")
-FAMILY_DIALECTS = {
-    "peagle": ("peagle", "speculators-peagle"),
-    "dflash": ("dflash", "speculators-dflash"),
-    "dspark": ("dspark", "speculators-dspark"),
-}
-Dialect = Literal[
-    "safeai",
-    "specforge",
-    "speculators",
-    "modelopt",
-    "nemo",
-    "torchspec",
-    "eagle31",
-    "deepspec-eagle3",
-    "peagle",
-    "speculators-peagle",
-    "dflash",
-    "speculators-dflash",
-    "dspark",
-    "speculators-dspark",
-]
 HUB_SOURCE = re.compile(r"^[\w.-]+/[\w.-]+@[0-9a-f]{7,40}\b")  # repo@sha, as registry sync writes it
 OUTSIDE = re.compile(r"(^|[\s(])(\.\./|/|shared/)|\b(formats|peers|small-models|hub-api)\.md\b")
 SourceForm = tuple[Callable[[str], bool], str]
@@ -310,7 +287,7 @@ class Floor(Strict):
     # without `engine`, on any engine.
     prompts: str | None = None  # a JSONL file in this repository, `suite:NAME` (a shipped suite) or `default`
     prompts_sha256: str | None = Field(None, pattern=r"^[0-9a-f]{64}$")
-    engine: Literal["native", "vllm", "endpoint"] | None = None
+    engine: VerifyEngine | None = None
     source: str
 
     @model_validator(mode="after")
@@ -449,7 +426,7 @@ class Entry(Strict):
             raise ValueError(f"block_size is a dflash or dspark key: a {self.family} drafter has no block")
         if self.mask_token_id is not None and self.family == "eagle3":
             raise ValueError("mask_token_id is a peagle, dflash or dspark key: an eagle3 drafter has none")
-        own = FAMILY_DIALECTS.get(self.family, EAGLE3_DIALECTS)
+        own = DIALECTS_OF_FAMILY.get(self.family, EAGLE3_DIALECTS)
         if self.dialect is not None and self.dialect not in own:
             raise ValueError(f"dialect {self.dialect} is not a {self.family} dialect ({', '.join(own)})")
         return self

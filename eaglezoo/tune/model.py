@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .. import __version__
 from ..limits import MAX_CONCURRENCY, MAX_LEVELS, MAX_TUNE_K
+from ..report_versions import SCHEMA_VERSION, SchemaVersion
 from ..reproduce import Reproduction
 from ..verify.report import PassTiming
 from .stats import spread_pct
@@ -355,6 +356,8 @@ class TuneReport(BaseModel):
 
     kind: Literal["tune"] = "tune"
     """Which command wrote it."""
+    schema_version: SchemaVersion = SCHEMA_VERSION
+    """The layout it was written in (absent: 0); a saved report is upgraded to this version's when read."""
     drafter: str
     """The drafter measured."""
     target: str

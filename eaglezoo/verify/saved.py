@@ -16,6 +16,7 @@ from pydantic import ValidationError
 from ..errors import BadInput
 from ..fsutil import read_json
 from ..limits import MAX_K, MAX_REPORT_BYTES
+from ..report_versions import upgraded
 from .report import VerifyReport
 
 WRITTEN = ("engine", "sampling", "created", "eaglezoo_version")  # defaulted in the model, always in the file
@@ -66,6 +67,7 @@ def report_from(data: dict, where: str, needs: str = "eaglezoo") -> VerifyReport
 
     if not isinstance(data, dict):
         raise refuse(f"the report is {_shown(data)}; expected an object")
+    data = upgraded(data, "verify", where)  # report_versions: the one upgrade, by kind and schema_version
     required = [
         name for name, f in VerifyReport.model_fields.items() if (f.is_required() or name in WRITTEN) and name != "kind"
     ]
@@ -79,7 +81,7 @@ def report_from(data: dict, where: str, needs: str = "eaglezoo") -> VerifyReport
     if not isinstance(rates, list) or len(rates) != k:
         got = f"{len(rates)} values" if isinstance(rates, list) else _shown(rates)
         raise refuse(f"acceptance_per_position holds {got}; expected a list of num_spec_tokens ({k}) rates")
-    return validated(VerifyReport, {"kind": "verify", **data}, refuse)
+    return validated(VerifyReport, data, refuse)
 
 
 def validated(model, data: dict, refuse, needs: str = "its page"):

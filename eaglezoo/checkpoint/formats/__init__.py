@@ -23,9 +23,10 @@ from .base import NAME_THE_DIALECT, FlatRules, read_flat
 
 # Order matters only for error messages; detection must be unambiguous.
 DIALECTS = {m.NAME: m for m in (eagle31, speculators, torchspec, modelopt, nemo, specforge, safeai)}
-# The families beside EAGLE-3 (docs/formats.md#families): a dialect of theirs wins over an EAGLE-3 one that
-# also matches (a native P-EAGLE config is also a complete EAGLE 3.1 config).
-FAMILY_DIALECTS = {
+# Each dialect's reader, by its name (names.DIALECTS). These first: the families beside EAGLE-3
+# (docs/formats.md#families) and DeepSpec's EAGLE-3, whose dialect wins over an EAGLE-3 one that also matches (a
+# native P-EAGLE config is also a complete EAGLE 3.1 config).
+PREFERRED_DIALECTS = {
     m.NAME: m
     for m in (
         peagle,
@@ -37,13 +38,13 @@ FAMILY_DIALECTS = {
         deepspec_eagle3,
     )
 }
-DIALECTS.update(FAMILY_DIALECTS)
+DIALECTS.update(PREFERRED_DIALECTS)
 WRITERS = ("eagle31", "speculators", "native")
 
 
 def detect(cfg: dict, names: set[str], metadata: dict) -> str:
     foreign.refuse(cfg, names)
-    families = [name for name, mod in FAMILY_DIALECTS.items() if mod.detect(cfg, names, metadata)]
+    families = [name for name, mod in PREFERRED_DIALECTS.items() if mod.detect(cfg, names, metadata)]
     if len(families) == 1:
         return families[0]
     matches = [name for name, mod in DIALECTS.items() if mod.detect(cfg, names, metadata)]
@@ -65,7 +66,7 @@ def detect_config(cfg: dict) -> str | None:
     an EAGLE-3 architecture of SpecForge's is SpecForge, a plain Llama config with a draft vocabulary SafeAILab."""
     none: set[str] = set()
     foreign.refuse(cfg, none)
-    for name, mod in FAMILY_DIALECTS.items():
+    for name, mod in PREFERRED_DIALECTS.items():
         if mod.detect(cfg, none, {}):
             return name
     for name in ("speculators", "eagle31", "torchspec", "modelopt"):

@@ -11,6 +11,8 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validat
 from ... import __version__
 from ...checkpoint.problems import Finding
 from ...limits import MAX_K, MAX_LEVELS, MAX_NEW_TOKENS, MAX_PROMPTS, MAX_TEMPERATURE
+from ...names import VerifyEngine
+from ...report_versions import SCHEMA_VERSION, SchemaVersion
 from ...reproduce import Reproduction
 from ..workload import PromptSet, bucket_problem
 
@@ -107,7 +109,7 @@ class Engine(Part):
     parallel, start_s), endpoint (url, model, speculative_config, version), llamacpp (a llama-server: url, model,
     version, speculative_config)."""
 
-    name: Literal["native", "vllm", "endpoint", "llamacpp"] = "native"
+    name: VerifyEngine = "native"
     version: Line | None = None
     python: Line | None = None
     parallel: Parallel | None = None
@@ -226,6 +228,8 @@ class VerifyReport(BaseModel):
 
     kind: Literal["verify"] = "verify"
     """Which command wrote it."""
+    schema_version: SchemaVersion = SCHEMA_VERSION
+    """The layout it was written in (absent: 0); a saved report is upgraded to this version's when read."""
     drafter: Line
     """The drafter measured: its folder (a Hub drafter: the cached snapshot)."""
     target: Line

@@ -1,0 +1,57 @@
+"""Every report's `schema_version`, and the one upgrade of a saved report to it: each kind's steps, one per
+version, in one place. A report says the version of the layout it was written in (absent: 0, written before
+reports said it); a reader (reports.from_data, verify.saved.report_from) upgrades it step by step to this
+version's before its model validates it, and refuses a report written by a newer eaglezoo in one line."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Annotated, Any
+
+from pydantic import Field
+
+from .errors import BadInput
+
+SCHEMA_VERSION = 1  # raise it with each kind's step that turns a report of the version before into this one's
+SchemaVersion = Annotated[int, Field(ge=SCHEMA_VERSION, le=SCHEMA_VERSION)]  # a model holds the current one only
+Step = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+def _kind_stated(kind: str) -> Step:
+    """Version 0 to 1: `kind` stated (a report written before it said is recognised by reports.kind_of)."""
+    return lambda data: {**data, "kind": kind}
+
+
+def _tune_0(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 0 to 1 of a tune report: `kind` stated; its hardware not yet placed is null (it was {})."""
+    data = _kind_stated("tune")(data)
+    return {**data, "hardware": None} if data.get("hardware") == {} else data
+
+
+# kind -> its steps: UPGRADES[kind][v] turns a report of version v into one of version v + 1
+UPGRADES: dict[str, tuple[Step, ...]] = {
+    "verify": (_kind_stated("verify"),),
+    "tune": (_tune_0,),
+    "compare": (_kind_stated("compare"),),
+    "doctor": (_kind_stated("doctor"),),
+}
+assert all(len(steps) == SCHEMA_VERSION for steps in UPGRADES.values())  # noqa: S101 - one step per version
+
+
+def upgraded(data: dict[str, Any], kind: str, where: str) -> dict[str, Any]:
+    """A saved report of `kind` as this version writes it; BadInput for a version this eaglezoo cannot read."""
+    version = data.get("schema_version", 0)
+    if not isinstance(version, int) or isinstance(version, bool) or version < 0:
+        raise BadInput(
+            f"{where}: schema_version is {str(version)[:40]!r}; expected a whole number from 0 to {SCHEMA_VERSION}",
+            hint="give the report as eaglezoo wrote it",
+        )
+    if version > SCHEMA_VERSION:
+        raise BadInput(
+            f"{where}: schema_version is {version}: written by a newer eaglezoo (this one reads reports up to "
+            f"version {SCHEMA_VERSION})",
+            hint="upgrade eaglezoo (pip install -U eaglezoo) to read it",
+        )
+    for step in UPGRADES[kind][version:]:
+        data = step(data)
+    return {**data, "schema_version": SCHEMA_VERSION}

@@ -1,0 +1,61 @@
+"""Every report says its `schema_version`; a saved one is upgraded to this version's layout by one function per
+kind (eaglezoo/report_versions.py), whatever version it was written in (absent: 0), and one written by a newer
+eaglezoo is refused in one line."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import ROOT, assert_clean_failure, run_inprocess
+
+from eaglezoo.report_versions import SCHEMA_VERSION, UPGRADES
+from tests.support import saved_reports
+
+KINDS = ("verify", "tune", "compare", "doctor")
+OLD = sorted((ROOT / "tests" / "support" / "reports").glob("*.json")) + sorted(
+    (ROOT / "registry" / "reports").glob("*.json")
+)
+
+
+@pytest.mark.parametrize("path", OLD, ids=lambda p: p.name)
+def test_reports_written_before_versions_read_as_this_version_writes_them(path):
+    assert "schema_version" not in json.loads(path.read_text())  # written before reports said it: version 0
+    r = run_inprocess("report", str(path), "--json")
+    assert r.code == 0, r.err
+    assert r.json()["schema_version"] == SCHEMA_VERSION and r.json()["kind"] in KINDS
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_report_of_this_version_reads_and_says_it(tmp_path, kind):
+    saved = saved_reports.write(tmp_path / "r.json", {**saved_reports.valid(kind), "schema_version": SCHEMA_VERSION})
+    r = run_inprocess("report", str(saved), "--json")
+    assert r.code == 0 and r.json()["schema_version"] == SCHEMA_VERSION, r.err
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_report_from_a_newer_eaglezoo_is_one_line(tmp_path, kind):
+    saved = saved_reports.write(
+        tmp_path / "r.json", {**saved_reports.valid(kind), "schema_version": SCHEMA_VERSION + 1}
+    )
+    assert_clean_failure(run_inprocess("report", str(saved)), contains="written by a newer eaglezoo")
+
+
+@pytest.mark.parametrize("version", ["1", -1, True, 1.5, None])
+def test_a_schema_version_that_is_no_version_is_one_line(tmp_path, version):
+    saved = saved_reports.write(tmp_path / "r.json", {**saved_reports.valid("verify"), "schema_version": version})
+    assert_clean_failure(run_inprocess("report", str(saved)), contains="schema_version")
+
+
+def test_a_newer_verify_report_is_refused_where_the_registry_reads_it(tmp_path):
+    """registry record reads a verify report with verify's own reader (verify/saved.py): the same upgrade."""
+    saved = saved_reports.write(tmp_path / "r.json", {**saved_reports.valid("verify"), "schema_version": 99})
+    assert_clean_failure(run_inprocess("registry", "record", str(saved)), contains="written by a newer eaglezoo")
+
+
+def test_one_step_per_version_per_kind_and_every_kind_has_its_steps():
+    assert set(UPGRADES) == set(KINDS)
+    assert all(len(steps) == SCHEMA_VERSION for steps in UPGRADES.values())
+    for kind in KINDS:
+        schema = run_inprocess("report", "--schema", kind).json()
+        assert schema["properties"]["schema_version"]["default"] == SCHEMA_VERSION
