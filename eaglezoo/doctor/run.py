@@ -16,6 +16,7 @@ from ..checkpoint.spec import DrafterSpec
 from ..engine_versions import issues_for, touches
 from ..errors import EaglezooError, EngineError, UsageError
 from ..lint import lint_drafter
+from ..names import COMPARE_ENGINES
 from ..serving import DEV_MODE
 from ..verify.counters import SpecDecodeCounters
 from ..verify.endpoint import ServerFacts, ServerFailed, check_depth, check_server, measure_requests, server_facts
@@ -144,7 +145,7 @@ def diagnose(request: DoctorRequest, named: Named, progress: Progress = lambda *
             max_prompts=request.max_prompts,
             k=k,
             max_new_tokens=request.max_new_tokens,
-            engines=("native", "vllm"),
+            engines=COMPARE_ENGINES,  # the native reference beside the vLLM server
             max_model_len=server_context(facts, request),  # the server's context bounds the prompts
         )
         work = prepare(plan)
