@@ -10,6 +10,8 @@ from html import escape as _escape
 
 from . import plots
 from .serving import shown_path, vllm_serve_command, vllm_speculative_config
+from .tune.cost import simulations
+from .tune.model import Cost
 
 STYLE = """body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#222}
 h1{font-size:1.4rem}h2{font-size:1.1rem;margin-top:2rem}.plots{display:flex;flex-wrap:wrap;gap:1rem}
@@ -310,12 +312,36 @@ def tune_confirmation(r: dict) -> list[str]:
             + "</table>"
         )
     if r.get("cost"):
-        c = r["cost"]
-        out.append(
+        out.append(tune_cost(r["cost"]))
+    return out
+
+
+def tune_cost(c: dict) -> str:
+    """Where tune's time went, beside one pass per cell, and the same counts simulated at GPU-scale start costs."""
+    if c.get("engine_starts") is None or c.get("wall_s") is None:  # a report from before the counts
+        return (
             f"<p>Engine time {fixed(c['engine_s'], '.0f')} s for {escape(c['repeats'])} repeats; one pass per "
             f"cell would have cost about {fixed(c['single_pass_s'], '.0f')} s.</p>"
         )
-    return out
+    rows = [
+        ("engine starts", c["engine_starts"], fixed(c["start_s"], ".0f")),
+        ("measuring (warm-ups, repeats, confirmation)", c["repeats"], fixed(c["measure_s"], ".0f")),
+        ("wall time", "", fixed(c["wall_s"], ".0f")),
+        ("one pass per cell", c.get("one_pass_starts") or "", _maybe(c.get("one_pass_s"), ".0f")),
+    ]
+    body = "".join(f"<tr><td>{escape(a)}</td><td>{escape(b)}</td><td>{v}</td></tr>" for a, b, v in rows)
+    sims = "".join(
+        f"<tr><td>{fixed(x.start_s, '.0f')}</td><td>{fixed(x.tune_s / 60, '.1f')}</td>"
+        f"<td>{fixed(x.one_pass_s / 60, '.1f')}</td><td>{fixed(x.ratio, '.1f')}</td></tr>"
+        for x in simulations(Cost.model_validate(c))
+    )
+    per_cell = ", ".join(f"K={x['k']} c={x['concurrency']}: {x['repeats']}" for x in c.get("repeats_per_cell") or [])
+    return (
+        "<h2>Where the time went</h2><table><tr><th></th><th>count</th><th>seconds</th></tr>"
+        f"{body}</table><p>Repeats per cell: {escape(per_cell)}</p>"
+        "<h3>Simulated, not measured: the same counts at GPU-scale start costs</h3><table><tr><th>s per start</th>"
+        f"<th>tune (min)</th><th>one pass per cell (min)</th><th>ratio</th></tr>{sims}</table>"
+    )
 
 
 def tune_commands(r: dict) -> list[str]:

@@ -299,16 +299,44 @@ def render_tune(r) -> None:
         )
     _confirmation(r)
     if r.cost:
-        out.print(
-            f"engine time {r.cost.engine_s:.0f} s for {r.cost.repeats} repeats (one pass per cell: about "
-            f"{r.cost.single_pass_s:.0f} s)"
-        )
+        _cost(r.cost)
     for k, floor in r.floors.items():
         out.print(f"registry floors at K={k}: {_floor(floor)}, checked at every load")
     for failure in r.failures:
         out.print(f"[red]failed[/red] {shown(failure)}")
     for note in r.notes:
         out.print(f"[yellow]note[/yellow] {shown(note)}")
+
+
+def _cost(c) -> None:
+    """Where the time went, one pass per cell beside it, and the same counts at GPU-scale start costs."""
+    from ..tune.cost import simulations
+
+    if c.engine_starts is None or c.wall_s is None:  # a report from before the counts
+        out.print(
+            f"engine time {c.engine_s:.0f} s for {c.repeats} repeats (one pass per cell: about {c.single_pass_s:.0f} s)"
+        )
+        return
+    out.print(
+        f"cost: {c.engine_starts} engine starts ({c.start_s:.0f} s), measuring {c.measure_s:.0f} s, wall "
+        f"{c.wall_s:.0f} s, {c.repeats} repeats"
+        + (f" (per cell: {_per_cell(c.repeats_per_cell)})" if c.repeats_per_cell else "")
+    )
+    if c.one_pass_s is not None:
+        out.print(f"  one pass per cell: {c.one_pass_starts} engine starts, about {c.one_pass_s:.0f} s")
+    for x in simulations(c):
+        out.print(
+            f"  simulated at {_minutes(x.start_s)} per start (not measured): tune {_minutes(x.tune_s)}, one pass per "
+            f"cell {_minutes(x.one_pass_s)} ({x.ratio:.1f}x)"
+        )
+
+
+def _per_cell(cells) -> str:
+    return ", ".join(f"K={x.k} c={x.concurrency} {x.repeats}" for x in cells)
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
 
 
 def _latencies(r) -> None:

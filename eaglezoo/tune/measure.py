@@ -49,6 +49,7 @@ class Bench:
     def __init__(self, session: VllmSession, work: Workload, rule: SamplingRule):
         self.session, self.work, self.rule = session, work, rule
         self.engine_s = self.starts_s = 0.0
+        self.starts = 0
         self.config: dict | None | str = "none yet"
         self.engine: EngineEvent | None = None
 
@@ -58,6 +59,7 @@ class Bench:
         self.engine_s += time.perf_counter() - t0
         if config != self.config:
             self.starts_s += result.engine.start_s
+            self.starts += 1
             self.config = config
         self.engine = self.engine or result.engine  # the first engine's version, device and dtype
         return result.passes
@@ -140,8 +142,3 @@ def settle(bench: Bench, rows: dict[int, dict[int, Samples]], loads: list[int], 
             rows[k] = bench.measure(
                 config_of(k), f"K={k}, more repeats" if k else "without the drafter, more repeats", at, more, rows[k]
             )
-
-
-def single_pass_s(bench: Bench, rows: list[dict[int, Samples]]) -> float:
-    """What one pass per cell would have cost: the same engine starts, one median pass at each load."""
-    return bench.starts_s + sum(median(s.pass_walls) for row in rows for s in row.values())

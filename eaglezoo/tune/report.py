@@ -15,7 +15,7 @@ from ..verify.vllm_engine import EngineOptions
 from ..verify.vllm_process import EngineEvent
 from ..verify.workload import Workload
 from .decide import decide, judge, recommendation, schedule_of, sglang_adaptive_config, static_best, table_k, verdict
-from .model import Adaptive, Cell, Choice, KFloor, NoSpeculation, Placement, TuneReport
+from .model import Adaptive, Cell, Choice, Cost, KFloor, NoSpeculation, Placement, TuneReport
 from .rule import WARMUP_PASSES, SamplingRule
 from .stats import INTERVAL_LEVEL, SEPARATION_MARGIN
 
@@ -49,9 +49,7 @@ class Measured:
     confirmed_config: dict
     adaptive: Adaptive | None = None
     notes: tuple[str, ...] = ()
-    engine_s: float | None = None
-    single_pass_s: float | None = None
-    repeats: int | None = None
+    cost: Cost | None = None
 
 
 def speculative_config(drafter: str, k: int, schedule: list[list[int]] | None = None) -> dict:
@@ -157,9 +155,7 @@ def report(
             "interval_level": INTERVAL_LEVEL,
             "separation_margin": SEPARATION_MARGIN,
         },
-        cost=None
-        if measured.engine_s is None
-        else {"engine_s": measured.engine_s, "single_pass_s": measured.single_pass_s, "repeats": measured.repeats},
+        cost=measured.cost,
         hardware=hardware,
         floors=checked,
         failures=failures + confirm_failures,

@@ -13,6 +13,7 @@ recommended configuration measured again and judged against no speculation and t
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 from ..errors import EngineError, UsageError
@@ -20,8 +21,9 @@ from ..limits import MAX_TUNE_K
 from ..verify.conversation import converse
 from ..verify.vllm_engine import EngineOptions, check_vllm_options, vllm_session
 from ..verify.workload import Progress, Workload
+from .cost import cost_of
 from .decide import decide, recommendation, schedule_of, static_best, table_k, verdict
-from .measure import Bench, cell_of, grid_of, settle, single_pass_s, timing_of
+from .measure import Bench, cell_of, grid_of, settle, timing_of
 from .model import Adaptive, Cell, Choice, TuneReport
 from .report import NO_ENTRY, EntryFacts, Measured, placement, report, speculative_config
 from .rule import SamplingRule
@@ -95,6 +97,7 @@ def tune(
     check_grid(concurrency, work.k, opts, rule)
     check_prompts(work)
     concurrency = work.reachable(concurrency)
+    opened = time.perf_counter()
     with vllm_session(work, opts, progress) as session:  # one process: vLLM imported once for the whole grid
         work = converse(work, lambda sub: session.measure(sub, None, progress), "vllm")  # multi-turn rows, answered
         drafter, bench = str(session.drafter), Bench(session, work, rule)
@@ -122,9 +125,7 @@ def tune(
         confirmed_config=confirm,
         adaptive=adaptive,
         notes=tuple(notes),
-        engine_s=bench.engine_s,
-        single_pass_s=single_pass_s(bench, [*rows.values(), confirmed]),
-        repeats=sum(len(s.repeats) for row in [*rows.values(), confirmed] for s in row.values()),
+        cost=cost_of(bench, rows, confirmed, time.perf_counter() - opened),
     )
     return report(work, measured, concurrency, entry, placement(measured.engine, opts, entry.hardware), rule)
 
