@@ -11,7 +11,7 @@ from rich.table import Table
 
 from ..errors import EXIT_FINDINGS, UsageError
 from ..limits import MAX_TUNE_K
-from ..tune.rule import MAX_REPEATS, MIN_REPEATS, MIN_SECONDS, MIN_TOKENS
+from ..tune.rule import BUDGET_MINUTES, MAX_REPEATS, MIN_REPEATS, MIN_SECONDS, MIN_TOKENS
 from .common import (
     AuxConventionOpt,
     AuxLayersOpt,
@@ -24,6 +24,7 @@ from .common import (
     RevisionOpt,
     app,
     emit,
+    err,
     out,
     read_options,
     shown,
@@ -127,6 +128,16 @@ def tune(
             min=0.0, max=3600.0, metavar="SECONDS", rich_help_panel=MEASURE, help="Seconds each repeat lasts at least."
         ),
     ] = MIN_SECONDS,
+    budget: Annotated[
+        float,
+        typer.Option(
+            min=0.1,
+            max=60 * 24 * 7,
+            metavar="MINUTES",
+            rich_help_panel=MEASURE,
+            help="Wall time tune may take: rounds it cannot pay for are cut, and said.",
+        ),
+    ] = BUDGET_MINUTES,
     as_json: JsonOpt = False,
 ):
     """Which K at which load: measure every K, print each engine's config.
@@ -163,7 +174,11 @@ def tune(
         engine_options=options,
         parallel_given=tensor_parallel_size is not None,
         sampling=SamplingRule(
-            min_tokens=min_tokens, min_seconds=min_seconds, min_repeats=repeats, max_repeats=max_repeats
+            min_tokens=min_tokens,
+            min_seconds=min_seconds,
+            min_repeats=repeats,
+            max_repeats=max_repeats,
+            budget_s=budget * 60,
         ),
     )
     with verify_progress() as advance:
@@ -177,6 +192,7 @@ def tune(
             opts=read_options(aux_layers, aux_convention, flag),
             progress=advance,
             outputs={"--report": report, "--html": html},
+            say=_say,
         )
     data = result.model_dump(mode="json")
     save(data, report, html)
@@ -185,8 +201,23 @@ def tune(
         raise typer.Exit(EXIT_FINDINGS)
 
 
+def _say(line: str) -> None:
+    """tune's plan and progress, kept on stderr (the progress bar is transient; stdout stays the report's)."""
+    err.print(f"tune: {line}" if not line.startswith("tune") else line, markup=False, soft_wrap=True, highlight=False)
+
+
 def tune_source(
-    drafter: str, target: str | None, request, *, revision, registry_dir, prompts_file, opts, progress, outputs
+    drafter: str,
+    target: str | None,
+    request,
+    *,
+    revision,
+    registry_dir,
+    prompts_file,
+    opts,
+    progress,
+    outputs,
+    say=lambda _: None,
 ):
     """Tune what `drafter` names, as `request` (a `tune.TuneRequest`) says; a registry entry supplies its target,
     aux ids, prompts, floors and hardware."""
@@ -245,6 +276,7 @@ def tune_source(
             registry_id=entry.id if entry is not None else None,
         ),
         rule=r.sampling,
+        say=say,
     )
 
 

@@ -18,6 +18,7 @@ from ..verify.report.timing import pass_timing
 from ..verify.vllm_engine import VllmSession
 from ..verify.vllm_process import EngineEvent, PassEvent, RequestResult
 from ..verify.workload import Workload
+from .budget import Budget, Say, minutes
 from .decide import contenders
 from .model import Cell, Latency
 from .rule import MAX_PASSES_PER_REPEAT, ROUND_REPEATS, SamplingRule
@@ -121,10 +122,12 @@ def grid_of(rows: dict[int, dict[int, Samples]]) -> list[Cell]:
     return [cell_of(k, c, s) for k, row in sorted(rows.items()) for c, s in sorted(row.items())]
 
 
-def settle(bench: Bench, rows: dict[int, dict[int, Samples]], loads: list[int], config_of) -> None:
+def settle(
+    bench: Bench, rows: dict[int, dict[int, Samples]], loads: list[int], config_of, budget: Budget, say: Say
+) -> None:
     """More repeats of the cells still contending (their intervals not told apart from the best's), ROUND_REPEATS
-    at a time, the contending Ks in turn (one engine start each a round), until every load is settled or each
-    contending cell has MAX_REPEATS."""
+    at a time, the contending Ks in turn (one engine start each a round), until every load is settled, each
+    contending cell has MAX_REPEATS, or the budget cannot pay for another round (said in the report)."""
     rule = bench.rule
     while True:
         grid = grid_of(rows)
@@ -137,8 +140,18 @@ def settle(bench: Bench, rows: dict[int, dict[int, Samples]], loads: list[int], 
                         wanted.setdefault(k, []).append(c)
         if not wanted:
             return
+        if not budget.allows(bench, len(wanted)):
+            contested = sorted({c for at in wanted.values() for c in at})
+            budget.cut.append(
+                f"the budget ({minutes(budget.limit_s or 0)}) ended with concurrency "
+                f"{', '.join(map(str, contested))} still contested (K={', K='.join(map(str, sorted(wanted)))}): "
+                "their decision is too close to call, as measured so far"
+            )
+            say(budget.cut[-1])
+            return
         for k, at in sorted(wanted.items()):
             more = min(ROUND_REPEATS, rule.max_repeats - max(len(rows[k][c].repeats) for c in at))
             rows[k] = bench.measure(
                 config_of(k), f"K={k}, more repeats" if k else "without the drafter, more repeats", at, more, rows[k]
             )
+        say(f"more repeats of K={', K='.join(map(str, sorted(wanted)))}: {bench.starts} engine starts so far")

@@ -266,6 +266,9 @@ class Sampling(BaseModel):
     """Repeats of every cell before any decision."""
     max_repeats: int
     """The budget: a contending cell is repeated up to this many times, then the decision says too close to call."""
+    budget_s: float | None = None
+    """The wall time tune was given (--budget, seconds; null: no limit or a report from before it): a round it could
+    not pay for was cut, and the notes say so."""
     interval_level: float
     """The coverage the interval of a median is chosen for, where the repeats allow it."""
     separation_margin: float

@@ -76,7 +76,7 @@ def report(
     path = serving_path(work, registry_id)
     drafter = path.drafter  # what vLLM is given: the converted folder where conversion is needed
     static = static_best(grid, concurrency)
-    decision = decide(grid, concurrency, static)
+    decision = decide(grid, concurrency, static, rule.min_repeats)
     schedule = schedule_of(decision)
     config = speculative_config(drafter, work.k, schedule)
     decided = recommendation(decision)
@@ -152,6 +152,7 @@ def report(
             "min_seconds": rule.min_seconds,
             "min_repeats": rule.min_repeats,
             "max_repeats": rule.max_repeats,
+            "budget_s": rule.budget_s,
             "interval_level": INTERVAL_LEVEL,
             "separation_margin": SEPARATION_MARGIN,
         },

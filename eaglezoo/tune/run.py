@@ -21,9 +21,10 @@ from ..limits import MAX_TUNE_K
 from ..verify.conversation import converse
 from ..verify.vllm_engine import EngineOptions, check_vllm_options, vllm_session
 from ..verify.workload import Progress, Workload
+from .budget import Budget, Say, minutes, planned_starts
 from .cost import cost_of
 from .decide import decide, recommendation, schedule_of, static_best, table_k, verdict
-from .measure import Bench, cell_of, grid_of, settle, timing_of
+from .measure import Bench, Samples, cell_of, grid_of, settle, timing_of
 from .model import Adaptive, Cell, Choice, TuneReport
 from .report import NO_ENTRY, EntryFacts, Measured, placement, report, speculative_config
 from .rule import SamplingRule
@@ -83,13 +84,14 @@ class TuneRequest:
     sampling: SamplingRule = field(default_factory=SamplingRule)
 
 
-def tune(
+def tune(  # noqa: PLR0913 - the lltune helper adds its engine beside vLLM's here; kept as the callers name it
     work: Workload,
     opts: EngineOptions,
     concurrency: list[int],
     progress: Progress,
     entry: EntryFacts = NO_ENTRY,
     rule: SamplingRule | None = None,
+    say: Say = lambda _: None,
 ) -> TuneReport:
     """The grid measured until settled, the decision, the configs, the confirmation and the adaptive column
     (work.k is K_max); the registry entry's floors checked on the grid, and its hardware class set beside."""
@@ -105,15 +107,13 @@ def tune(
         def config_of(k: int) -> dict | None:
             return speculative_config(drafter, k) if k else None
 
-        rows: dict = {}
-        for n in range(rule.min_repeats):  # in rounds: a cell's repeats span the run, as the machine's load drifts
-            for k in range(work.k + 1):
-                label = f"K={k}" if k else "without the drafter"
-                rows[k] = bench.measure(config_of(k), f"{label}, repeat {n + 1}", concurrency, 1, rows.get(k))
-        settle(bench, rows, concurrency, config_of)
+        budget = Budget(rule.budget_s, work.k, opened)
+        rows = rounds(bench, budget, work.k, concurrency, config_of, say)
+        if len(next(iter(rows[0].values())).repeats) == rule.min_repeats:
+            settle(bench, rows, concurrency, config_of, budget, say)
         grid = grid_of(rows)
         static = static_best(grid, concurrency)
-        decision = decide(grid, concurrency, static)
+        decision = decide(grid, concurrency, static, rule.min_repeats)
         confirm = recommended_config(drafter, work.k, decision)
         confirmed = bench.measure(confirm, "the recommended configuration", concurrency, rule.min_repeats)
         adaptive, notes = adaptive_column(bench, drafter, work.k, opts, grid, concurrency)
@@ -124,10 +124,38 @@ def tune(
         confirmed_timing=[timing_of(s) for _, s in sorted(confirmed.items())],
         confirmed_config=confirm,
         adaptive=adaptive,
-        notes=tuple(notes),
+        notes=tuple(budget.cut + notes),
         cost=cost_of(bench, rows, confirmed, time.perf_counter() - opened),
     )
     return report(work, measured, concurrency, entry, placement(measured.engine, opts, entry.hardware), rule)
+
+
+def rounds(
+    bench: Bench, budget: Budget, k_max: int, levels: list[int], config_of, say: Say
+) -> dict[int, dict[int, Samples]]:
+    """rule.min_repeats rounds of K = 0..k_max, one engine each (a cell's repeats span the run, as the machine's load
+    drifts); the plan said before the first start and timed after it; a round the budget cannot pay for is cut, and
+    said (the decision then calls every load too close: `decide`'s min_repeats)."""
+    rule = bench.rule
+    least, most = planned_starts(k_max, rule.min_repeats, rule.max_repeats)
+    say(f"tune: {least} engine starts planned (up to {most} if loads stay contested)")
+    rows: dict[int, dict[int, Samples]] = {}
+    for n in range(rule.min_repeats):
+        if n and not budget.allows(bench, k_max + 1):
+            budget.cut.append(
+                f"the budget ({minutes(budget.limit_s or 0)}) ended after {n} of {rule.min_repeats} rounds: every "
+                f"cell has {n} repeat(s), too few to tell any apart, so every load is too close to call"
+            )
+            say(budget.cut[-1])
+            break
+        for k in range(k_max + 1):
+            label = f"K={k}" if k else "without the drafter"
+            rows[k] = bench.measure(config_of(k), f"{label}, repeat {n + 1}", levels, 1, rows.get(k))
+            if bench.starts == 1:
+                budget.check_minimum(bench)
+                say(budget.plan(bench, k_max, rule.min_repeats, rule.max_repeats))
+        say(f"round {n + 1} of {rule.min_repeats}: {bench.starts} engine starts, {minutes(budget.spent_s())} so far")
+    return rows
 
 
 def recommended_config(drafter: str, k_max: int, decision: list[Choice]) -> dict:

@@ -36,6 +36,7 @@ BASE = [
         (["--engine-args", '{"max_num_seqs": -3}'], "max_num_seqs must be a positive integer, got '-3'"),
         (["--repeats", "5", "--max-repeats", "3"], "--max-repeats 3 is below --repeats 5"),
         (["--repeats", "1"], "--repeats"),
+        (["--budget", "0"], "Invalid value for '--budget': Input should be greater than or equal to 0.1"),
     ],
     ids=[
         "not-vllm",
@@ -46,6 +47,7 @@ BASE = [
         "max-num-seqs-negative",
         "budget-below-minimum",
         "one-repeat-has-no-interval",
+        "no-budget",
     ],
 )
 def test_bad_tune_requests_are_refused_before_any_engine_starts(args, message):
