@@ -21,7 +21,7 @@ from ..limits import MAX_TUNE_K
 from ..verify.conversation import converse
 from ..verify.vllm_engine import EngineOptions, check_vllm_options, vllm_session
 from ..verify.workload import Progress, Workload
-from .budget import Budget, Say, minutes, planned_starts
+from .budget import Budget, Say, minutes
 from .cost import cost_of
 from .decide import decide, recommendation, schedule_of, static_best, table_k, verdict
 from .measure import Bench, Samples, cell_of, grid_of, settle, timing_of
@@ -134,11 +134,10 @@ def rounds(
     bench: Bench, budget: Budget, k_max: int, levels: list[int], config_of, say: Say
 ) -> dict[int, dict[int, Samples]]:
     """rule.min_repeats rounds of K = 0..k_max, one engine each (a cell's repeats span the run, as the machine's load
-    drifts); the plan said before the first start and timed after it; a round the budget cannot pay for is cut, and
+    drifts); the plan (engine starts and their time) said after the first start, the one that times them, and a
+    budget below one pass per cell refused there, before any other start; a round the budget cannot pay for is cut, and
     said (the decision then calls every load too close: `decide`'s min_repeats)."""
     rule = bench.rule
-    least, most = planned_starts(k_max, rule.min_repeats, rule.max_repeats)
-    say(f"tune: {least} engine starts planned (up to {most} if loads stay contested)")
     rows: dict[int, dict[int, Samples]] = {}
     for n in range(rule.min_repeats):
         if n and not budget.allows(bench, k_max + 1):
