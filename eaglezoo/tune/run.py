@@ -84,7 +84,7 @@ class TuneRequest:
     sampling: SamplingRule = field(default_factory=SamplingRule)
 
 
-def tune(  # noqa: PLR0913 - the lltune helper adds its engine beside vLLM's here; kept as the callers name it
+def tune(  # noqa: PLR0913 - what the command builds, and say: the plan and rounds on stderr
     work: Workload,
     opts: EngineOptions,
     concurrency: list[int],
