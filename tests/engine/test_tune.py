@@ -72,7 +72,7 @@ def tuned(vllm_ready, tmp_path_factory):
         timeout=900,
     )
     assert r.code == 1, r.err + r.out  # the K=2 floor fails: the decision is printed, and the exit says so
-    return json.loads(path.read_text()), r.out, page, engine_starts(r.err), home
+    return json.loads(path.read_text()), r.out, page, engine_starts(r.err), home, r.err
 
 
 def test_the_grid_runs_in_one_vllm_process(tuned):
@@ -106,6 +106,9 @@ def test_every_cell_is_warmed_up_repeated_and_reported_with_its_spread(tuned):
     assert cost["engine_starts"] == len(tuned[3]) and cost["one_pass_starts"] == 2 + 2
     assert cost["wall_s"] >= cost["engine_s"] >= cost["start_s"] > 0
     assert [x["repeats"] for x in cost["repeats_per_cell"]] == [len(c["repeats"]) for c in report["grid"]]
+    said = tuned[5]  # the plan after the first start, timed by it; each round as it ends
+    assert re.search(r"tune plans 10 engine starts \(up to 16 if loads stay contested\), about .* per start", said)
+    assert "tune: round 3 of 3: " in said and "engine starts" in said
 
 
 def test_the_grid_is_measured_whole_and_the_decision_follows_it(tuned):
