@@ -16,6 +16,8 @@ from markupsafe import Markup
 
 from . import plots
 from .serving import shown_path, vllm_serve_command, vllm_speculative_config
+from .tune.cost import Simulated, simulations
+from .tune.model import Cost
 
 
 class _Joined(Extension):
@@ -205,7 +207,15 @@ def tune_page(r: dict) -> str:
         cells=tune_cells(r),
         zeros=zeros,
         adaptive_config=json.dumps(adaptive) if adaptive else "",
+        simulated=simulated_costs(r.get("cost")),
     )
+
+
+def simulated_costs(cost: dict | None) -> list[Simulated]:
+    """tune's counts at GPU-scale start costs (tune/cost.py), for a report that has them."""
+    if not cost or cost.get("engine_starts") is None or cost.get("wall_s") is None:
+        return []
+    return simulations(Cost.model_validate(cost))
 
 
 def tune_cells(r: dict) -> list[tuple[dict, dict, str]]:

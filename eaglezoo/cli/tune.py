@@ -11,7 +11,7 @@ from rich.table import Table
 
 from ..errors import EXIT_FINDINGS, UsageError
 from ..limits import MAX_TUNE_K
-from ..tune.rule import MAX_REPEATS, MIN_REPEATS, MIN_SECONDS, MIN_TOKENS
+from ..tune.rule import BUDGET_MINUTES, MAX_REPEATS, MIN_REPEATS, MIN_SECONDS, MIN_TOKENS
 from .common import (
     AuxConventionOpt,
     AuxLayersOpt,
@@ -24,6 +24,7 @@ from .common import (
     RevisionOpt,
     app,
     emit,
+    err,
     out,
     read_options,
     shown,
@@ -136,6 +137,16 @@ def tune(
         Path | None,
         typer.Option(metavar="FILE", rich_help_panel=LLAMACPP, help="Default: written by eaglezoo (fp32)."),
     ] = None,
+    budget: Annotated[
+        float,
+        typer.Option(
+            min=0.1,
+            max=60 * 24 * 7,
+            metavar="MINUTES",
+            rich_help_panel=MEASURE,
+            help="Wall time tune may take: rounds it cannot pay for are cut, and said.",
+        ),
+    ] = BUDGET_MINUTES,
     as_json: JsonOpt = False,
 ):
     """Which K at which load: measure every K, print each engine's config.
@@ -176,7 +187,11 @@ def tune(
         engine_options=options,
         parallel_given=tensor_parallel_size is not None,
         sampling=SamplingRule(
-            min_tokens=min_tokens, min_seconds=min_seconds, min_repeats=repeats, max_repeats=max_repeats
+            min_tokens=min_tokens,
+            min_seconds=min_seconds,
+            min_repeats=repeats,
+            max_repeats=max_repeats,
+            budget_s=budget * 60,
         ),
         llamacpp=LlamacppOptions(LlamaServerOptions(binary=llama_server), target_gguf)
         if engine == "llamacpp"
@@ -193,6 +208,7 @@ def tune(
             opts=read_options(aux_layers, aux_convention, flag),
             progress=advance,
             outputs={"--report": report, "--html": html},
+            say=_say,
         )
     data = result.model_dump(mode="json")
     save(data, report, html)
@@ -201,8 +217,23 @@ def tune(
         raise typer.Exit(EXIT_FINDINGS)
 
 
+def _say(line: str) -> None:
+    """tune's plan and progress, kept on stderr (the progress bar is transient; stdout stays the report's)."""
+    err.print(f"tune: {line}" if not line.startswith("tune") else line, markup=False, soft_wrap=True, highlight=False)
+
+
 def tune_source(
-    drafter: str, target: str | None, request, *, revision, registry_dir, prompts_file, opts, progress, outputs
+    drafter: str,
+    target: str | None,
+    request,
+    *,
+    revision,
+    registry_dir,
+    prompts_file,
+    opts,
+    progress,
+    outputs,
+    say=lambda _: None,
 ):
     """Tune what `drafter` names, as `request` (a `tune.TuneRequest`) says; a registry entry supplies its target,
     aux ids, prompts, floors and hardware."""
@@ -262,6 +293,7 @@ def tune_source(
         ),
         rule=r.sampling,
         llamacpp=r.llamacpp,
+        say=say,
     )
 
 
@@ -305,10 +337,7 @@ def render_tune(r) -> None:
         _vllm(r)
     _confirmation(r)
     if r.cost:
-        out.print(
-            f"engine time {r.cost.engine_s:.0f} s for {r.cost.repeats} repeats (one pass per cell: about "
-            f"{r.cost.single_pass_s:.0f} s)"
-        )
+        _cost(r.cost)
     for k, floor in r.floors.items():
         out.print(f"registry floors at K={k}: {_floor(floor)}, checked at every load")
     for failure in r.failures:
@@ -352,6 +381,37 @@ def _llamacpp(r) -> None:
         out.print(f"llama.cpp first: {shown(step)}", markup=False, soft_wrap=True)
     for level in t.levels:
         out.print(f"llama.cpp at concurrency {level.concurrency}: {shown(level.command)}", markup=False, soft_wrap=True)
+
+
+def _cost(c) -> None:
+    """Where the time went, one pass per cell beside it, and the same counts at GPU-scale start costs."""
+    from ..tune.cost import simulations
+
+    if c.engine_starts is None or c.wall_s is None:  # a report from before the counts
+        out.print(
+            f"engine time {c.engine_s:.0f} s for {c.repeats} repeats (one pass per cell: about {c.single_pass_s:.0f} s)"
+        )
+        return
+    out.print(
+        f"cost: {c.engine_starts} engine starts ({c.start_s:.0f} s), measuring {c.measure_s:.0f} s, wall "
+        f"{c.wall_s:.0f} s, {c.repeats} repeats"
+        + (f" (per cell: {_per_cell(c.repeats_per_cell)})" if c.repeats_per_cell else "")
+    )
+    if c.one_pass_s is not None:
+        out.print(f"  one pass per cell: {c.one_pass_starts} engine starts, about {c.one_pass_s:.0f} s")
+    for x in simulations(c):
+        out.print(
+            f"  simulated at {_minutes(x.start_s)} per start (not measured): tune {_minutes(x.tune_s)}, one pass per "
+            f"cell {_minutes(x.one_pass_s)} ({x.ratio:.1f}x)"
+        )
+
+
+def _per_cell(cells) -> str:
+    return ", ".join(f"K={x.k} c={x.concurrency} {x.repeats}" for x in cells)
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
 
 
 def _latencies(r) -> None:

@@ -24,16 +24,18 @@ def contenders(cells: list[Cell]) -> list[int]:
     return sorted(x.k for x in cells if x is best or not beats(_bounds(best), _bounds(x), x.output_tokens_per_s))
 
 
-def decide(grid: list[Cell], concurrency: list[int], static: int | None = None) -> list[Choice]:
+def decide(grid: list[Cell], concurrency: list[int], static: int | None = None, min_repeats: int = 0) -> list[Choice]:
     """Per load, the K with the highest median output tokens/s. Where another K's interval is not told apart from
     it, the choice is too close to call and goes to the simpler configuration: no speculation if K = 0 contends,
-    else the one static K (`static`) if it contends, else the best median."""
+    else the one static K (`static`) if it contends, else the best median. A load where a cell has fewer than
+    `min_repeats` repeats (the budget cut the rounds) tells nothing apart: every K contends."""
     out = []
     for c in concurrency:
         cells = [x for x in grid if x.concurrency == c]
         base = _at(grid, 0, c).output_tokens_per_s
         best = max(cells, key=lambda x: (x.output_tokens_per_s, -x.k))
-        tied = contenders(cells)
+        short = any(x.repeats is not None and len(x.repeats) < min_repeats for x in cells)
+        tied = sorted(x.k for x in cells) if short else contenders(cells)
         k = best.k if len(tied) == 1 else 0 if 0 in tied else static if static in tied else best.k
         chosen = _at(grid, k, c)
         out.append(

@@ -18,6 +18,7 @@ from ..verify.report.timing import pass_timing
 from ..verify.vllm_engine import VllmSession
 from ..verify.vllm_process import EngineEvent, PassEvent, RequestResult
 from ..verify.workload import Workload
+from .budget import Budget, Say, minutes
 from .decide import contenders
 from .llamacpp import LlamacppSession
 from .model import Cell, Latency
@@ -50,6 +51,7 @@ class Bench:
     def __init__(self, session: VllmSession | LlamacppSession, work: Workload, rule: SamplingRule):
         self.session, self.work, self.rule = session, work, rule
         self.engine_s = self.starts_s = 0.0
+        self.starts = 0
         self.config: dict | None | str = "none yet"
         self.engine: EngineEvent | None = None
 
@@ -59,6 +61,7 @@ class Bench:
         self.engine_s += time.perf_counter() - t0
         if config != self.config:
             self.starts_s += result.engine.start_s
+            self.starts += 1
             self.config = config
         self.engine = self.engine or result.engine  # the first engine's version, device and dtype
         return result.passes
@@ -120,10 +123,12 @@ def grid_of(rows: dict[int, dict[int, Samples]]) -> list[Cell]:
     return [cell_of(k, c, s) for k, row in sorted(rows.items()) for c, s in sorted(row.items())]
 
 
-def settle(bench: Bench, rows: dict[int, dict[int, Samples]], loads: list[int], config_of) -> None:
+def settle(
+    bench: Bench, rows: dict[int, dict[int, Samples]], loads: list[int], config_of, budget: Budget, say: Say
+) -> None:
     """More repeats of the cells still contending (their intervals not told apart from the best's), ROUND_REPEATS
-    at a time, the contending Ks in turn (one engine start each a round), until every load is settled or each
-    contending cell has MAX_REPEATS."""
+    at a time, the contending Ks in turn (one engine start each a round), until every load is settled, each
+    contending cell has MAX_REPEATS, or the budget cannot pay for another round (said in the report)."""
     rule = bench.rule
     while True:
         grid = grid_of(rows)
@@ -136,13 +141,18 @@ def settle(bench: Bench, rows: dict[int, dict[int, Samples]], loads: list[int], 
                         wanted.setdefault(k, []).append(c)
         if not wanted:
             return
+        if not budget.allows(bench, len(wanted)):
+            contested = sorted({c for at in wanted.values() for c in at})
+            budget.cut.append(
+                f"the budget ({minutes(budget.limit_s or 0)}) ended with concurrency "
+                f"{', '.join(map(str, contested))} still contested (K={', K='.join(map(str, sorted(wanted)))}): "
+                "their decision is too close to call, as measured so far"
+            )
+            say(budget.cut[-1])
+            return
         for k, at in sorted(wanted.items()):
             more = min(ROUND_REPEATS, rule.max_repeats - max(len(rows[k][c].repeats) for c in at))
             rows[k] = bench.measure(
                 config_of(k), f"K={k}, more repeats" if k else "without the drafter, more repeats", at, more, rows[k]
             )
-
-
-def single_pass_s(bench: Bench, rows: list[dict[int, Samples]]) -> float:
-    """What one pass per cell would have cost: the same engine starts, one median pass at each load."""
-    return bench.starts_s + sum(median(s.pass_walls) for row in rows for s in row.values())
+        say(f"more repeats of K={', K='.join(map(str, sorted(wanted)))}: {bench.starts} engine starts so far")

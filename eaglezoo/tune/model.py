@@ -330,14 +330,28 @@ class Sampling(BaseModel):
     """Repeats of every cell before any decision."""
     max_repeats: int
     """The budget: a contending cell is repeated up to this many times, then the decision says too close to call."""
+    budget_s: float | None = None
+    """The wall time tune was given (--budget, seconds; null: no limit or a report from before it): a round it could
+    not pay for was cut, and the notes say so."""
     interval_level: float
     """The coverage the interval of a median is chosen for, where the repeats allow it."""
     separation_margin: float
     """Two intervals are told apart only if they stand this share of the lower median apart."""
 
 
+class CellRepeats(BaseModel):
+    """The repeats one cell of the grid took (the contending cells take more)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    k: int
+    concurrency: int
+    repeats: int = Field(ge=1)
+
+
 class Cost(BaseModel):
-    """What measuring until settled cost, beside one pass per cell."""
+    """Where tune's time went: engine starts, measuring, wall time, repeats per cell, beside one pass per cell.
+    The fields after `repeats` came later: older reports lack them (null)."""
 
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
@@ -347,6 +361,29 @@ class Cost(BaseModel):
     """What one pass per cell and per confirmation load would have cost, with the same engine starts."""
     repeats: int
     """Repeats measured in all."""
+    engine_starts: int | None = Field(None, ge=1)
+    """Engines started (each new configuration on the worker is a fresh engine)."""
+    start_s: float | None = Field(None, ge=0, allow_inf_nan=False)
+    """Seconds the engine starts took, together (as each engine measured its own start)."""
+    measure_s: float | None = Field(None, ge=0, allow_inf_nan=False)
+    """Engine time outside the starts: warm-ups, repeats, the confirmation and the worker's round trips."""
+    wall_s: float | None = Field(None, ge=0, allow_inf_nan=False)
+    """tune's wall time, from the engine session's opening to the last measurement."""
+    repeats_per_cell: list[CellRepeats] | None = None
+    """Repeats each grid cell took, K then concurrency."""
+    one_pass_starts: int | None = Field(None, ge=1)
+    """Engine starts of one pass per cell: one engine per K (0 to k_max) and one for the confirmation."""
+    one_pass_s: float | None = Field(None, ge=0, allow_inf_nan=False)
+    """One pass per cell with one engine per configuration: one_pass_starts mean starts and one median pass per
+    cell and per confirmation load (the hand sweep tune is compared with)."""
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Cost:
+        if self.repeats_per_cell is not None and sum(x.repeats for x in self.repeats_per_cell) > self.repeats:
+            raise ValueError("repeats_per_cell adds up to more than repeats; expected the grid's share of them")
+        if self.start_s is not None and self.start_s > self.engine_s * (1 + RELATIVE):
+            raise ValueError(f"start_s is {self.start_s:g}; expected at most engine_s ({self.engine_s:g})")
+        return self
 
 
 class TuneReport(BaseModel):
@@ -413,7 +450,7 @@ class TuneReport(BaseModel):
     sampling: Sampling | None = None
     """How the cells were measured: warm-up, minimum tokens and seconds per repeat, repeats and their budget."""
     cost: Cost | None = None
-    """Engine time spent, beside what a single pass per cell would have cost."""
+    """Where tune's time went (engine starts, measuring, wall time, repeats per cell), beside one pass per cell."""
     hardware: Placement | None = None
     """Where this ran, beside the registry entry's hardware class."""
     floors: dict[str, KFloor] = {}
@@ -431,7 +468,7 @@ class TuneReport(BaseModel):
 
     @model_validator(mode="after")
     def _consistent(self) -> TuneReport:
-        problem = grid_problem(self) or decision_problem(self)
+        problem = grid_problem(self) or decision_problem(self) or cost_problem(self)
         if problem:
             raise ValueError(problem)
         return self
@@ -480,4 +517,15 @@ def decision_problem(r: TuneReport) -> str | None:
                 f"confirmation.best_static at concurrency {x.concurrency} is not the grid's cell at K={static}; "
                 "expected its tokens/s"
             )
+    return None
+
+
+def cost_problem(r: TuneReport) -> str | None:
+    """The repeats per cell are the grid's."""
+    if r.cost is None or r.cost.repeats_per_cell is None:
+        return None
+    grid = {(c.k, c.concurrency): len(c.repeats or []) for c in r.grid}
+    given = {(x.k, x.concurrency): x.repeats for x in r.cost.repeats_per_cell}
+    if given != grid:
+        return "cost.repeats_per_cell is not the grid's; expected one entry per cell with its number of repeats"
     return None

@@ -16,7 +16,7 @@ from ..verify.vllm_process import EngineEvent
 from ..verify.workload import Workload
 from .decide import decide, judge, recommendation, schedule_of, sglang_adaptive_config, static_best, table_k, verdict
 from .llamacpp import P_MIN_DEFAULT, P_MIN_TRIED
-from .model import Adaptive, Cell, Choice, KFloor, LlamacppTune, NoSpeculation, Placement, PMinLevel, TuneReport
+from .model import Adaptive, Cell, Choice, Cost, KFloor, LlamacppTune, NoSpeculation, Placement, PMinLevel, TuneReport
 from .rule import WARMUP_PASSES, SamplingRule
 from .stats import INTERVAL_LEVEL, SEPARATION_MARGIN
 
@@ -50,9 +50,7 @@ class Measured:
     confirmed_config: dict
     adaptive: Adaptive | None = None
     notes: tuple[str, ...] = ()
-    engine_s: float | None = None
-    single_pass_s: float | None = None
-    repeats: int | None = None
+    cost: Cost | None = None
     engine_name: str = "vllm"
     p_min: list[PMinLevel] | None = None  # llama.cpp's p-min column (None on vLLM)
 
@@ -81,7 +79,7 @@ def report(
     path = serving_path(work, registry_id)
     drafter = path.drafter  # what vLLM is given: the converted folder where conversion is needed
     static = static_best(grid, concurrency)
-    decision = decide(grid, concurrency, static)
+    decision = decide(grid, concurrency, static, rule.min_repeats)
     schedule = schedule_of(decision)
     config = speculative_config(drafter, work.k, schedule)
     decided = recommendation(decision)
@@ -170,12 +168,11 @@ def report(
             "min_seconds": rule.min_seconds,
             "min_repeats": rule.min_repeats,
             "max_repeats": rule.max_repeats,
+            "budget_s": rule.budget_s,
             "interval_level": INTERVAL_LEVEL,
             "separation_margin": SEPARATION_MARGIN,
         },
-        cost=None
-        if measured.engine_s is None
-        else {"engine_s": measured.engine_s, "single_pass_s": measured.single_pass_s, "repeats": measured.repeats},
+        cost=measured.cost,
         hardware=hardware,
         floors=checked,
         failures=failures + confirm_failures,

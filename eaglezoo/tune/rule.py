@@ -12,6 +12,7 @@ MIN_REPEATS = 3
 MAX_REPEATS = 9
 ROUND_REPEATS = 1  # repeats added to each contending cell per round (rounds go through the contending Ks in turn)
 MAX_PASSES_PER_REPEAT = 64
+BUDGET_MINUTES = 60.0  # tune's default --budget: a GPU user's hour; the rounds and the confirmation are planned in it
 
 
 @dataclass(frozen=True)
@@ -22,3 +23,4 @@ class SamplingRule:
     min_seconds: float = MIN_SECONDS
     min_repeats: int = MIN_REPEATS
     max_repeats: int = MAX_REPEATS
+    budget_s: float | None = None  # the wall time tune may take (None: no limit)

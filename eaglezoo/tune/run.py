@@ -14,6 +14,7 @@ recommended configuration measured again and judged against no speculation and t
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -23,9 +24,11 @@ from ..verify.conversation import converse
 from ..verify.llamacpp_engine import LlamacppOptions, check_llamacpp_options
 from ..verify.vllm_engine import EngineOptions, VllmSession, check_vllm_options, vllm_session
 from ..verify.workload import Progress, Workload
+from .budget import Budget, Say, minutes
+from .cost import cost_of
 from .decide import decide, recommendation, schedule_of, static_best, table_k, verdict
 from .llamacpp import P_MIN_TRIED, LlamacppSession, llamacpp_tune_session
-from .measure import Bench, cell_of, grid_of, settle, single_pass_s, timing_of
+from .measure import Bench, Samples, cell_of, grid_of, settle, timing_of
 from .model import Adaptive, Cell, Choice, PMinLevel, TuneReport
 from .report import NO_ENTRY, EntryFacts, Measured, placement, report, speculative_config
 from .rule import SamplingRule
@@ -96,7 +99,7 @@ class TuneRequest:
     llamacpp: LlamacppOptions | None = None  # tune on llama-server (--engine llamacpp) instead of vLLM
 
 
-def tune(  # noqa: PLR0913 - llama.cpp's settings beside vLLM's options
+def tune(  # noqa: PLR0913 - llama.cpp's settings beside vLLM's options, and say: the plan and rounds on stderr
     work: Workload,
     opts: EngineOptions,
     concurrency: list[int],
@@ -104,6 +107,7 @@ def tune(  # noqa: PLR0913 - llama.cpp's settings beside vLLM's options
     entry: EntryFacts = NO_ENTRY,
     rule: SamplingRule | None = None,
     llamacpp: LlamacppOptions | None = None,
+    say: Say = lambda _: None,
 ) -> TuneReport:
     """The grid measured until settled, the decision, the configs, the confirmation and the adaptive column
     (work.k is K_max); the registry entry's floors checked on the grid, and its hardware class set beside.
@@ -112,21 +116,20 @@ def tune(  # noqa: PLR0913 - llama.cpp's settings beside vLLM's options
     check_grid(concurrency, work.k, opts, rule, llamacpp)
     check_prompts(work)
     concurrency = work.reachable(concurrency)
+    opened = time.perf_counter()
     with engine_session(work, opts, progress, llamacpp) as (session, work):
         drafter, bench = str(session.drafter), Bench(session, work, rule)
 
         def config_of(k: int) -> dict | None:
             return speculative_config(drafter, k) if k else None
 
-        rows: dict = {}
-        for n in range(rule.min_repeats):  # in rounds: a cell's repeats span the run, as the machine's load drifts
-            for k in range(work.k + 1):
-                label = f"K={k}" if k else "without the drafter"
-                rows[k] = bench.measure(config_of(k), f"{label}, repeat {n + 1}", concurrency, 1, rows.get(k))
-        settle(bench, rows, concurrency, config_of)
+        budget = Budget(rule.budget_s, work.k, opened)
+        rows = rounds(bench, budget, work.k, concurrency, config_of, say)
+        if len(next(iter(rows[0].values())).repeats) == rule.min_repeats:
+            settle(bench, rows, concurrency, config_of, budget, say)
         grid = grid_of(rows)
         static = static_best(grid, concurrency)
-        decision = decide(grid, concurrency, static)
+        decision = decide(grid, concurrency, static, rule.min_repeats)
         confirm = recommended_config(drafter, work.k, decision)
         confirmed = bench.measure(confirm, "the recommended configuration", concurrency, rule.min_repeats)
         if llamacpp is None:
@@ -140,10 +143,8 @@ def tune(  # noqa: PLR0913 - llama.cpp's settings beside vLLM's options
         confirmed_timing=[timing_of(s) for _, s in sorted(confirmed.items())],
         confirmed_config=confirm,
         adaptive=adaptive,
-        notes=tuple(notes),
-        engine_s=bench.engine_s,
-        single_pass_s=single_pass_s(bench, [*rows.values(), confirmed]),
-        repeats=sum(len(s.repeats) for row in [*rows.values(), confirmed] for s in row.values()),
+        notes=tuple(budget.cut + notes),
+        cost=cost_of(bench, rows, confirmed, time.perf_counter() - opened),
         engine_name="vllm" if llamacpp is None else "llamacpp",
         p_min=p_min,
     )
@@ -200,6 +201,33 @@ def p_min_column(bench: Bench, drafter: str, grid: list[Cell], decision: list[Ch
 
 def tokens_per_s(x: Cell) -> float:
     return x.output_tokens_per_s
+
+
+def rounds(
+    bench: Bench, budget: Budget, k_max: int, levels: list[int], config_of, say: Say
+) -> dict[int, dict[int, Samples]]:
+    """rule.min_repeats rounds of K = 0..k_max, one engine each (a cell's repeats span the run, as the machine's load
+    drifts); the plan (engine starts and their time) said after the first start, the one that times them, and a
+    budget below one pass per cell refused there, before any other start; a round the budget cannot pay for is cut, and
+    said (the decision then calls every load too close: `decide`'s min_repeats)."""
+    rule = bench.rule
+    rows: dict[int, dict[int, Samples]] = {}
+    for n in range(rule.min_repeats):
+        if n and not budget.allows(bench, k_max + 1):
+            budget.cut.append(
+                f"the budget ({minutes(budget.limit_s or 0)}) ended after {n} of {rule.min_repeats} rounds: every "
+                f"cell has {n} repeat(s), too few to tell any apart, so every load is too close to call"
+            )
+            say(budget.cut[-1])
+            break
+        for k in range(k_max + 1):
+            label = f"K={k}" if k else "without the drafter"
+            rows[k] = bench.measure(config_of(k), f"{label}, repeat {n + 1}", levels, 1, rows.get(k))
+            if bench.starts == 1:
+                budget.check_minimum(bench)
+                say(budget.plan(bench, k_max, rule.min_repeats, rule.max_repeats))
+        say(f"round {n + 1} of {rule.min_repeats}: {bench.starts} engine starts, {minutes(budget.spent_s())} so far")
+    return rows
 
 
 def recommended_config(drafter: str, k_max: int, decision: list[Choice]) -> dict:

@@ -72,7 +72,7 @@ def tuned(vllm_ready, tmp_path_factory):
         timeout=900,
     )
     assert r.code == 1, r.err + r.out  # the K=2 floor fails: the decision is printed, and the exit says so
-    return json.loads(path.read_text()), r.out, page, engine_starts(r.err), home
+    return json.loads(path.read_text()), r.out, page, engine_starts(r.err), home, r.err
 
 
 def test_the_grid_runs_in_one_vllm_process(tuned):
@@ -90,6 +90,7 @@ def test_every_cell_is_warmed_up_repeated_and_reported_with_its_spread(tuned):
         "min_seconds": 0.1,
         "min_repeats": 3,
         "max_repeats": 5,
+        "budget_s": 3600.0,
         "interval_level": 0.9,
         "separation_margin": 0.03,
     }
@@ -101,6 +102,13 @@ def test_every_cell_is_warmed_up_repeated_and_reported_with_its_spread(tuned):
         assert c["latency"]["tpot_p50_ms"] <= c["latency"]["tpot_p90_ms"]
     cost = report["cost"]
     assert cost["engine_s"] > cost["single_pass_s"] > 0 and cost["repeats"] >= 3 * 6 + 3 * 2
+    # the engines the cost counts are the engines vLLM's own log shows starting; the wall holds every start
+    assert cost["engine_starts"] == len(tuned[3]) and cost["one_pass_starts"] == 2 + 2
+    assert cost["wall_s"] >= cost["engine_s"] >= cost["start_s"] > 0
+    assert [x["repeats"] for x in cost["repeats_per_cell"]] == [len(c["repeats"]) for c in report["grid"]]
+    said = tuned[5]  # the plan after the first start, timed by it; each round as it ends
+    assert re.search(r"tune plans 10 engine starts \(up to 16 if loads stay contested\), about .* per start", said)
+    assert "tune: round 3 of 3: " in said and "engine starts" in said
 
 
 def test_the_grid_is_measured_whole_and_the_decision_follows_it(tuned):
@@ -241,6 +249,15 @@ def test_prompts_at_their_own_temperature_are_refused_before_any_engine_starts(c
     prompts.write_text(json.dumps({"prompt": "q"}) + "\n" + json.dumps({"prompt": "q", "temperature": 1.0}) + "\n")
     r = cli("tune", *BASE, "--prompts", prompts)
     assert_clean_failure(r, None, contains="tune measures greedy serving (temperature 0), and 1 prompt(s) of the set")
+
+
+def test_a_budget_below_one_pass_per_cell_is_refused_with_the_minimum(cli, tmp_path, vllm_ready):
+    """The minimum is known once the first engine has started: 4 engines (K = 0, 1, 2, the confirmation) at what
+    that start and its runs took. One line, nothing written, no second engine."""
+    report = tmp_path / "tune.json"
+    r = cli("tune", *BASE, "--k-max", "2", "--concurrency", "1", "--budget", "0.1", "--report", report, env=CPU_ENV)
+    assert_clean_failure(r, report, contains="--budget 0.1 is below one pass per cell here: 4 engine starts of about")
+    assert "(hint: give --budget " in r.err
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (scripts/setup/chromium.sh)")

@@ -14,7 +14,7 @@ import pytest
 from conftest import EXAMPLE, ROOT, run_inprocess
 
 from eaglezoo.serving import DIAGNOSE_LABEL
-from eaglezoo.tune.model import Cell
+from eaglezoo.tune.model import Cell, CellRepeats, Cost
 from eaglezoo.tune.stats import interval
 from eaglezoo.verify.report import PassTiming
 from eaglezoo.verify.vllm_process import EngineEvent
@@ -64,7 +64,7 @@ def work():
     )
 
 
-def tuned(work, best_k: int, tmp_path, registry_id: str | None = ENTRY) -> tuple[dict, str]:
+def tuned(work, best_k: int, tmp_path, registry_id: str | None = ENTRY, cost: Cost | None = None) -> tuple[dict, str]:
     """A tune report where `best_k` wins at every load by far, saved, and what `eaglezoo report` prints of it."""
     from eaglezoo.tune.report import EntryFacts, Measured, report
 
@@ -76,6 +76,7 @@ def tuned(work, best_k: int, tmp_path, registry_id: str | None = ENTRY) -> tuple
         confirmed=confirmed,
         confirmed_timing=[TIMING] * len(LEVELS),
         confirmed_config={},
+        cost=cost,
     )
     saved = tmp_path / f"tune-k{best_k}.json"
     saved.write_text(report(work, measured, LEVELS, EntryFacts(registry_id=registry_id)).model_dump_json())
@@ -103,3 +104,48 @@ def test_the_commands_serve_the_converted_folder_as_serve_config_does(work, tmp_
     lines = out.splitlines()
     dev = [n for n, line in enumerate(lines) if "VLLM_SERVER_DEV_MODE=1 vllm serve" in line]
     assert dev and all(DIAGNOSE_LABEL in lines[n - 1] or DIAGNOSE_LABEL in lines[n] for n in dev), out
+
+
+def measured_cost(**changes) -> Cost:
+    """The counts of a tune on the grid above (3 Ks x 2 loads, 3 repeats each, 3 for the confirmation)."""
+    given = {
+        "engine_s": 200.0,
+        "single_pass_s": 130.0,
+        "repeats": 24,
+        "engine_starts": 10,
+        "start_s": 120.0,
+        "measure_s": 80.0,
+        "wall_s": 230.0,
+        "repeats_per_cell": [CellRepeats(k=k, concurrency=c, repeats=3) for k in range(3) for c in LEVELS],
+        "one_pass_starts": 4,
+        "one_pass_s": 58.0,
+    }
+    return Cost(**(given | changes))
+
+
+def test_tune_says_where_its_time_went_and_simulates_gpu_start_costs(work, tmp_path):
+    r, out = tuned(work, 2, tmp_path, cost=measured_cost())
+    assert r["cost"]["engine_starts"] == 10 and r["cost"]["wall_s"] == 230.0
+    assert "cost: 10 engine starts (120 s), measuring 80 s, wall 230 s, 24 repeats" in out, out
+    assert "K=1 c=2 3" in out and "one pass per cell: 4 engine starts, about 58 s" in out, out
+    # at 10 min per start: the 110 s outside the starts kept, 10 starts of 600 s; one pass: 4 x 600 + 10 s of passes
+    assert "simulated at 10 min per start (not measured): tune 102 min, one pass per cell 40 min (2.5x)" in out, out
+    page = tmp_path / "tune.html"
+    assert run_inprocess("report", tmp_path / "tune-k2.json", "--html", page).code == 0
+    html = page.read_text()
+    assert "Where the time went" in html and "Simulated, not measured" in html and "K=2 c=2: 3" in html
+
+
+def test_an_older_reports_cost_still_reads(work, tmp_path):
+    r, out = tuned(work, 2, tmp_path, cost=Cost(engine_s=200.0, single_pass_s=130.0, repeats=24))
+    assert r["cost"]["engine_starts"] is None
+    assert "engine time 200 s for 24 repeats (one pass per cell: about 130 s)" in out, out
+
+
+def test_a_cost_that_is_not_the_grids_is_refused_when_read(work, tmp_path):
+    r, _ = tuned(work, 2, tmp_path, cost=measured_cost())
+    r["cost"]["repeats_per_cell"][0]["repeats"] = 5
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(r))
+    shown = run_inprocess("report", bad)
+    assert shown.code == 2 and "repeats_per_cell" in shown.err and len(shown.err.strip().splitlines()) == 1, shown.err

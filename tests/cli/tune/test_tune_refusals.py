@@ -38,6 +38,7 @@ BASE = [
         (["--repeats", "1"], "--repeats"),
         (["--llama-server", "/bin/true"], "--llama-server is for --engine llamacpp"),
         (["--engine", "llamacpp", "--llama-server", "/nonexistent/llama-server"], "/nonexistent/llama-server"),
+        (["--budget", "0"], "Invalid value for '--budget': Input should be greater than or equal to 0.1"),
     ],
     ids=[
         "not-vllm",
@@ -50,6 +51,7 @@ BASE = [
         "one-repeat-has-no-interval",
         "llama-server-without-llamacpp",
         "llamacpp-without-a-llama-server",
+        "no-budget",
     ],
 )
 def test_bad_tune_requests_are_refused_before_any_engine_starts(args, message):

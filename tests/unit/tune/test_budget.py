@@ -1,0 +1,65 @@
+"""tune's budget: the minimum (one pass per cell at the cost measured per start), the rounds it allows, the plan
+it says, and a decision from rounds the budget cut: too close to call at every load, never a winner from one
+repeat (so two identical runs cannot disagree on it)."""
+
+from __future__ import annotations
+
+import pytest
+
+from eaglezoo.errors import UsageError
+from eaglezoo.tune.budget import Budget, planned_starts
+from eaglezoo.tune.decide import decide
+from eaglezoo.tune.measure import Bench
+from eaglezoo.tune.model import Cell
+from eaglezoo.tune.rule import SamplingRule
+
+
+def counted(starts: int, engine_s: float) -> Bench:
+    bench = Bench(session=None, work=None, rule=SamplingRule())  # type: ignore[arg-type]  # its counts only
+    bench.starts, bench.engine_s = starts, engine_s
+    return bench
+
+
+def test_a_budget_below_one_pass_per_cell_is_refused_with_the_minimum():
+    budget = Budget(limit_s=60.0, k_max=2)
+    with pytest.raises(UsageError) as refused:
+        budget.check_minimum(counted(1, 20.0))  # 4 engines (K = 0, 1, 2, the confirmation) of 20 s: 80 s
+    assert "below one pass per cell here: 4 engine starts of about 20 s each, about 80 s" in refused.value.message
+    assert refused.value.hint == "give --budget 2 (minutes) or more"
+    Budget(limit_s=80.0, k_max=2).check_minimum(counted(1, 20.0))  # exactly the minimum is enough
+
+
+def test_the_budget_allows_a_round_only_with_the_confirmation_still_paid_for():
+    budget = Budget(limit_s=100.0, k_max=2)
+    budget.opened -= 40.0  # 40 s spent
+    assert budget.allows(counted(2, 20.0), 2)  # 40 + (2 + 1) x 10 s
+    assert not budget.allows(counted(2, 20.0), 6)  # 40 + 7 x 10 s
+    assert Budget(limit_s=None, k_max=2).allows(counted(2, 20.0), 10**6)
+
+
+def test_the_plan_says_the_starts_and_their_time():
+    assert planned_starts(2, 3, 9) == (10, 28)
+    plan = Budget(limit_s=3600.0, k_max=2).plan(counted(1, 30.0), 2, 3, 9)
+    assert plan == (
+        "tune plans 10 engine starts (up to 28 if loads stay contested), about 5.0 min (to 14.0 min) at 30 s per "
+        "start as measured; budget 60.0 min"
+    )
+
+
+def one_repeat(k: int, c: int, tokens_per_s: float) -> Cell:
+    return Cell(
+        k=k,
+        concurrency=c,
+        output_tokens_per_s=tokens_per_s,
+        mean_tpot_ms=None,
+        acceptance_length=None,
+        repeats=[tokens_per_s],
+        interval=[tokens_per_s, tokens_per_s],
+    )
+
+
+def test_rounds_the_budget_cut_decide_nothing():
+    grid = [one_repeat(k, c, 100.0 * (1 + k)) for k in range(3) for c in (1, 4)]  # K=2 far ahead, once measured
+    assert [(d.k, d.too_close) for d in decide(grid, [1, 4], None)] == [(2, False), (2, False)]
+    cut = decide(grid, [1, 4], None, min_repeats=3)
+    assert [(d.k, d.too_close, d.contenders, d.settled_after) for d in cut] == [(0, True, [0, 1, 2], 1)] * 2
