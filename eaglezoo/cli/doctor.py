@@ -23,7 +23,6 @@ from .common import (
     prompts_or_suite,
     shown,
 )
-from .doctor_requests import replay_requests
 from .outputs import HtmlOpt, check_outputs, save
 from .verify import parse_engine_args, verify_progress
 
@@ -167,6 +166,8 @@ def doctor(
     from ..verify.vllm_engine import engine_options
 
     if requests is not None:
+        from .doctor_requests import replay_requests  # the replay's modules only where it runs
+
         return replay_requests(drafter, endpoint, requests, export_low, registry_dir, as_json)
     if export_low is not None:
         raise UsageError("--export-low writes what --requests finds", hint="add --requests FILE")

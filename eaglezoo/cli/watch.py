@@ -6,15 +6,17 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from ..errors import EXIT_FINDINGS, Terminated, UsageError, describe, printable
-from ..verify.report.gate import FloorTable
-from ..watch import Interval, Rules, Watch, connect, follow, start, summary
 from .common import JsonOpt, RegistryOpt, app, out
 from .sources import classify
+
+if TYPE_CHECKING:
+    from ..verify.report.gate import FloorTable
+    from ..watch import Interval, Watch
 
 
 @app.command()
@@ -61,6 +63,8 @@ def watch(
     Each interval is healthy, low (below the drafter's floors), drift (below the server's own baseline), idle, reset
     (the server restarted) or unreachable. Exit 1 after --fail-after failing intervals in a row (--once: one
     interval), 2 bad input."""
+    from ..watch import Rules, connect, follow, start, summary
+
     floors = floor_table(drafter, temperature, registry_dir)
     server = connect(url)
     rules = Rules(floors=floors, drift=drift, baseline=baseline, fail_after=fail_after)
@@ -89,6 +93,8 @@ def watch(
 
 
 def floor_table(drafter: str | None, temperature: float, registry_dir: Path | None) -> FloorTable:
+    from ..verify.report.gate import FloorTable
+
     """The drafter's floors at this temperature, from its registry entry (none without a drafter)."""
     if drafter is None:
         return FloorTable()
@@ -142,6 +148,8 @@ def describe_interval(i: Interval) -> str:
 
 
 def describe_summary(state: Watch, stopped: bool) -> str:
+    from ..watch import summary
+
     s = summary(state)
     al = s["mean_acceptance_length"]
     worst = s["worst_mean_acceptance_length"]
