@@ -26,7 +26,7 @@ from urllib.parse import urlparse
 from prometheus_client.parser import text_string_to_metric_families
 
 from ..engine_versions import ISSUES, issues_for
-from ..errors import EngineError, UsageError, printable
+from ..errors import EngineError, Terminated, UsageError, printable
 from ..limits import MAX_K
 from ..serving import DEV_MODE
 from ..settings import endpoint_timeout_s
@@ -423,11 +423,34 @@ def run_prompts(base: str, model: str, work: Workload, progress: Progress) -> li
 def run_wave(base: str, indices: list[int], body, send=None) -> Iterator[tuple[int, Any]]:
     """The requests of `indices`, CONCURRENCY at a time, each result as it comes (`send(base, body)`: vLLM's
     `completion` unless given)."""
-    send = send or completion
-    n = len(indices)
-    todo, done = queue.Queue(), queue.Queue()
+    todo: queue.Queue = queue.Queue()
+    done: queue.Queue = queue.Queue()
     for i in indices:
         todo.put(i)
+    threads = start_clients(base, body, send or completion, todo, done, min(CONCURRENCY, len(indices)))
+    interrupted = False
+    try:
+        for _ in indices:
+            i, result, exc = done.get()  # each request is bounded (server_http.fetch)
+            if exc is not None:
+                raise exc  # the first failure ends the run, not the last
+            yield i, result
+    except (KeyboardInterrupt, Terminated):
+        interrupted = True  # Ctrl-C ends at once: the requests in flight are daemons
+        raise
+    finally:  # a failure, or a caller that stopped reading: no new requests, and those in flight waited for (each
+        # bounded), so that no thread is still in a request when the process exits (seen to abort it at exit)
+        with contextlib.suppress(queue.Empty):
+            while True:
+                todo.get_nowait()
+        for t in threads if not interrupted else []:
+            t.join(endpoint_timeout_s())
+
+
+def start_clients(base: str, body, send, todo: queue.Queue, done: queue.Queue, n: int) -> list[threading.Thread]:
+    """`n` threads taking indices from `todo` until it is empty, each putting (index, result, exception) on `done`.
+    Daemons, so that requests still in flight after Ctrl-C do not hold the process; each runs in a copy of this
+    context: a command's total wait on the server (server_http.waiting_at_most) is theirs too."""
 
     def client() -> None:
         while True:
@@ -440,18 +463,10 @@ def run_wave(base: str, indices: list[int], body, send=None) -> Iterator[tuple[i
             except Exception as exc:  # raised again in the caller's thread
                 done.put((i, None, exc))
 
-    # Daemon threads: after a failure or Ctrl-C, requests still in flight do not hold the process. Each runs in a
-    # copy of this context: a command's total wait on the server (server_http.waiting_at_most) is theirs too.
-    for _ in range(min(CONCURRENCY, n)):
-        threading.Thread(target=contextvars.copy_context().run, args=(client,), daemon=True).start()
-    for _ in range(n):
-        i, result, exc = done.get()  # each request is bounded (server_http.fetch)
-        if exc is not None:
-            with contextlib.suppress(queue.Empty):  # no new requests; those in flight end with their timeout
-                while True:
-                    todo.get_nowait()
-            raise exc  # the first failure ends the run, not the last
-        yield i, result
+    threads = [threading.Thread(target=contextvars.copy_context().run, args=(client,), daemon=True) for _ in range(n)]
+    for t in threads:
+        t.start()
+    return threads
 
 
 def completion(base: str, body: dict) -> Completion:
