@@ -24,11 +24,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
-from ..checkpoint.formats.gguf_target import write_target_gguf
 from ..errors import UsageError, printable
 from ..verify.llamacpp_endpoint import Streamed, body, completion, llamacpp_props, scrape
 from ..verify.llamacpp_engine import LlamacppOptions, LlamaServer, llama_server
-from ..verify.llamacpp_run import GGUF_DTYPE, convert_drafter
+from ..verify.llamacpp_run import GGUF_DTYPE, gguf_pair
 from ..verify.vllm_process import EngineEvent, PassEvent, RequestResult, WorkerResult
 from ..verify.workload import Progress, Workload
 from .decide import table_k
@@ -134,12 +133,7 @@ def llamacpp_tune_session(work: Workload, options: LlamacppOptions, progress: Pr
             hint="give --prompts FILE without a history, or tune them on vLLM (--engine vllm)",
         )
     with tempfile.TemporaryDirectory(prefix="eaglezoo-tune-llamacpp-") as tmp:
-        progress(0, None, phase="converting the drafter to GGUF")
-        drafter, _warnings = convert_drafter(work, Path(tmp) / "drafter")
-        target = options.target_gguf
-        if target is None:
-            progress(0, None, phase="converting the target to GGUF")
-            target = write_target_gguf(work.target_dir, Path(tmp) / "target", GGUF_DTYPE).gguf
+        target, drafter, _warnings = gguf_pair(work, options, Path(tmp), progress)
         session = LlamacppSession((target, drafter), work.drafter.spec.family, options, progress)
         try:
             yield session

@@ -36,18 +36,25 @@ def convert_drafter(work: Workload, out: Path) -> tuple[Path, list[str]]:
     return out / "drafter.gguf", [f"convert --to gguf: {w}" for w in prepared.plan.warnings]
 
 
+def gguf_pair(work: Workload, options: LlamacppOptions, tmp: Path, progress: Progress) -> tuple[Path, Path, list[str]]:
+    """The target's GGUF (--target-gguf, else written by eaglezoo into `tmp`), the drafter's, and convert's warnings:
+    what every llama-server eaglezoo starts serves (verify and tune)."""
+    progress(0, None, phase="converting the drafter to GGUF")
+    drafter_gguf, warnings = convert_drafter(work, tmp / "drafter")
+    target_gguf = options.target_gguf
+    if target_gguf is None:
+        progress(0, None, phase="converting the target to GGUF")
+        target_gguf = write_target_gguf(work.target_dir, tmp / "target", GGUF_DTYPE).gguf
+    return target_gguf, drafter_gguf, warnings
+
+
 @contextlib.contextmanager
 def llamacpp_session(
     work: Workload, options: LlamacppOptions, progress: Progress
 ) -> Iterator[Callable[..., Measurement]]:
     """measure(work, speedup, progress) on one llama-server, started once for every workload given."""
     with tempfile.TemporaryDirectory(prefix="eaglezoo-llamacpp-") as tmp:
-        progress(0, None, phase="converting the drafter to GGUF")
-        drafter_gguf, warnings = convert_drafter(work, Path(tmp) / "drafter")
-        target_gguf = options.target_gguf
-        if target_gguf is None:
-            progress(0, None, phase="converting the target to GGUF")
-            target_gguf = write_target_gguf(work.target_dir, Path(tmp) / "target", GGUF_DTYPE).gguf
+        target_gguf, drafter_gguf, warnings = gguf_pair(work, options, Path(tmp), progress)
         progress(0, None, phase="starting llama-server")
         family = work.drafter.spec.family
         # its one slot holds the workload's context (--max-model-len bounds it) and the K + 1 tokens asked past N
