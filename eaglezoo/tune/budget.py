@@ -8,12 +8,17 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from ..errors import UsageError
 
-if TYPE_CHECKING:
-    from .measure import Bench
+
+class Bench(Protocol):
+    """What a budget reads of tune's engine counts (measure.Bench keeps them)."""
+
+    starts: int
+    engine_s: float
+
 
 Say = Callable[[str], None]
 

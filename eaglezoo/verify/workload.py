@@ -20,6 +20,7 @@ from ..errors import BadInput, UsageError
 from ..fsutil import parse_json, regular_file
 from ..limits import MAX_PROMPTS
 from .counters import SpecDecodeCounters
+from .prompt_set import PromptSet, bucket_problem
 
 if TYPE_CHECKING:
     from .report.models import Speedup
@@ -66,27 +67,6 @@ def prompt_set_name(path: Path | None) -> str:
         if Path(path).resolve() == suite_path(name).resolve():
             return f"suite:{name}"
     return str(path)
-
-
-class PromptSet(BaseModel):
-    """The prompt set a run measured: its name, its hash, its size, and which of its rows were taken."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
-
-    name: str
-    """`default` (the shipped set), `suite:NAME`, or the file's path."""
-    sha256: str
-    """The sha256 of its bytes as read."""
-    rows: int
-    """Its rows."""
-    taken: int
-    """The rows this run took (measured or skipped with their reason)."""
-    selection: str
-    """How they were taken: every row, the first N, or N across its conditions (round robin)."""
-
-    @property
-    def complete(self) -> bool:
-        return self.taken == self.rows
 
 
 def select_rows(prompts: list[Prompt], limit: int | None, spread: bool) -> tuple[list[int], str]:
@@ -339,29 +319,6 @@ FIELDS_HINT = (
 # A bucket's name is shown on a terminal, on pages, in plots and in the registry: one line of text that shows as
 # it is. Refused: C0 and C1 controls (a tab, a newline, ESC and its colour codes, BEL), U+2028/U+2029 (a line
 # break), lone surrogates, and the bidirectional controls that reorder the text around them.
-BUCKET_UNSEEN = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
-
-
-def bucket_problem(name: str) -> str | None:
-    """What is wrong with a bucket's name, or None: the one rule, at both ends. The prompt reader refuses a row
-    that breaks it; the saved-report reader (verify/saved.py) refuses a report that does, so what verify writes,
-    its readers read."""
-    if not name.strip():
-        return "is blank; expected a name of visible text"
-    found = BUCKET_UNSEEN.search(name)
-    if found is None:
-        return None
-    c = found.group()
-    what = (
-        "a bidirectional control"
-        if c in "\u061c\u200e\u200f" or "\u202a" <= c <= "\u202e" or "\u2066" <= c <= "\u2069"
-        else "a lone surrogate"
-        if "\ud800" <= c <= "\udfff"
-        else "a control character"
-    )
-    return f"holds {what} (U+{ord(c):04X}); expected one line of text without control characters"
-
-
 def prompt_of(row: dict, where: str, n: int) -> Prompt:
     try:
         prompt = Prompt(prompt=row.get("prompt", row.get("text")), **{k: row[k] for k in FIELDS if k in row})

@@ -9,7 +9,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from ...checkpoint.problems import Finding
-from ..workload import PromptSet
+from ..prompt_set import PromptSet
 from .models import FloorCheck, GateResult, Tallied, Thresholds
 
 

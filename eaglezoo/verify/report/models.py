@@ -14,7 +14,7 @@ from ...limits import MAX_K, MAX_LEVELS, MAX_NEW_TOKENS, MAX_PROMPTS, MAX_TEMPER
 from ...names import VerifyEngine
 from ...report_versions import SCHEMA_VERSION, SchemaVersion
 from ...reproduce import Reproduction
-from ..workload import PromptSet, bucket_problem
+from ..prompt_set import PromptSet, bucket_problem
 
 TOLERANCE = 1e-6  # floats written by json round-trip exactly; sums of K rates differ by a few ulps
 FUTURE_SLACK = dt.timedelta(days=1)  # another machine's clock
