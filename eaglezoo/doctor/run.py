@@ -477,8 +477,15 @@ def served_lint(served, target_dir: Path) -> list[str]:
     return [
         f"lint of the served drafter: {f.severity} {f.code}: {f.message}"
         for f in findings
-        if f.severity in ("error", "warning") and not f.code.startswith("aux-ids")
+        if f.severity in ("error", "warning") and not f.code.startswith("aux-ids") and about_vllm(f)
     ]  # the aux ids: a suspect
+
+
+def about_vllm(f) -> bool:
+    """A finding that concerns the vLLM server doctor measures: not another engine's row of lint's engine table,
+    nor what llama.cpp's own converter would bake."""
+    other_engine = f.code == "engine-unfaithful" and not f.message.startswith("vllm")
+    return not other_engine and not f.code.startswith("llamacpp-")
 
 
 def target_suspect(fit: str, parts: list[str], sides: Sides) -> Suspect:

@@ -1,7 +1,7 @@
 """`doctor --endpoint URL --requests FILE [--export-low FILE]` against a real local HTTP server that answers both
 OpenAI routes as vLLM does with `--per-request-spec-decode-metrics detailed` (`metrics.speculative_decoding`,
 vllm/entrypoints/openai/chat_completion/serving.py:1182-1186): requests with a JSON schema accept nothing, the
-others accept well, one is rejected. The real vLLM server's case is tests/engine/test_watch.py's neighbour."""
+others accept well, one is rejected. The real vLLM server's case is tests/engine/test_watch_servers.py's neighbour."""
 
 from __future__ import annotations
 

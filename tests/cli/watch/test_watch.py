@@ -1,7 +1,7 @@
 """`eaglezoo watch` against real local HTTP servers answering scripted `/metrics` texts (vLLM's and llama.cpp's
 counter names): healthy, below the floors, idle, drifting below its own baseline, restarted mid-watch (counters
 going back are a reset, never a negative rate), down, SGLang, and the inputs refused in one line. The real vLLM
-server's case (healthy, collapsed) is tests/engine/test_watch.py."""
+server's case (healthy, collapsed) is tests/engine/test_watch_servers.py."""
 
 from __future__ import annotations
 
