@@ -124,3 +124,24 @@ class SpecDecodeCounters(BaseModel):
     def acceptance_per_position(self, k: int) -> list[float]:
         """The rates at positions 0..K-1: a position the engine did not count is 0.0."""
         return (self.acceptance_rates() + [0.0] * k)[:k]
+
+
+def prometheus_count(value: float) -> int:
+    """A Prometheus sample as a count: a whole number (a negative or huge one is the counters' type's to refuse)."""
+    if not float(value).is_integer():
+        raise ValueError(value)
+    return int(value)
+
+
+def scraped(where: str, counts: dict[str, int], per_position: dict[int, int], hint: str) -> SpecDecodeCounters:
+    """The counters one /metrics scrape gave (vLLM's or llama.cpp's, by vLLM's field names): positions 0 to K-1 and
+    nothing else, then every count checked by the type."""
+    if sorted(per_position) != list(range(len(per_position))):
+        raise EngineError(
+            f"{where} reports num_accepted_tokens_per_pos at positions {sorted(per_position)[:8]}, not 0 to K-1: "
+            "no engine counts that, so there is no measurement",
+            hint=hint,
+        )
+    return SpecDecodeCounters.read(
+        where, **counts, num_accepted_tokens_per_pos=tuple(per_position[p] for p in sorted(per_position))
+    )

@@ -30,7 +30,7 @@ from ..errors import EngineError, Terminated, UsageError, printable
 from ..limits import MAX_K
 from ..serving import DEV_MODE
 from ..settings import endpoint_timeout_s
-from .counters import SpecDecodeCounters
+from .counters import SpecDecodeCounters, prometheus_count, scraped
 from .identity import differences, read_served
 from .server_facts import LOOPBACK, ServerFacts
 from .server_http import ABOUT_S, Redirected, TimedOut, fetch
@@ -345,11 +345,11 @@ def scrape(base: str) -> SpecDecodeCounters:
         for sample in (s for family in families for s in family.samples):
             name = sample.name.removesuffix("_total")
             if name in COUNTERS:
-                out[COUNTERS[name]] += _count(sample.value)
+                out[COUNTERS[name]] += prometheus_count(sample.value)
                 found = True
             elif name == PER_POSITION:
                 pos = int(sample.labels.get("position", 0))
-                per_position[pos] = per_position.get(pos, 0) + _count(sample.value)
+                per_position[pos] = per_position.get(pos, 0) + prometheus_count(sample.value)
     except (ValueError, OverflowError):
         raise EngineError(
             f"{base}/metrics holds a spec-decode counter that is not a count",
@@ -366,22 +366,12 @@ def scrape(base: str) -> SpecDecodeCounters:
             f"the server at {base} reports no speculative-decoding counters: it serves without a drafter",
             hint="start vllm serve with --speculative-config",
         )
-    if sorted(per_position) != list(range(len(per_position))):
-        raise EngineError(
-            f"{base}/metrics reports num_accepted_tokens_per_pos at positions "
-            f"{sorted(per_position)[:8]}, not 0 to K-1: no engine counts that, so there is no measurement",
-            hint="point --endpoint at the vLLM server itself; its counters are not a measurement",
-        )
-    return SpecDecodeCounters.read(
-        f"{base}/metrics", **out, num_accepted_tokens_per_pos=tuple(per_position[p] for p in sorted(per_position))
+    return scraped(
+        f"{base}/metrics",
+        out,
+        per_position,
+        "point --endpoint at the vLLM server itself; its counters are not a measurement",
     )
-
-
-def _count(value: float) -> int:
-    """A Prometheus sample as a count: a whole number (a negative or huge one is the counters' type's to refuse)."""
-    if not float(value).is_integer():
-        raise ValueError(value)
-    return int(value)
 
 
 def scrape_delta(before: SpecDecodeCounters, after: SpecDecodeCounters, base: str) -> SpecDecodeCounters:
@@ -480,8 +470,8 @@ def completion(base: str, body: dict) -> Completion:
         depth = spec.get("num_spec_tokens")
         result = Completion(
             tokens=tokens,
-            accepted=[_count(x) for x in steps] if steps is not None else None,
-            num_spec_tokens=_count(depth) if depth is not None else None,
+            accepted=[prometheus_count(x) for x in steps] if steps is not None else None,
+            num_spec_tokens=prometheus_count(depth) if depth is not None else None,
         )
     except (KeyError, IndexError, TypeError, ValueError, AttributeError, OverflowError):
         raise EngineError(

@@ -33,8 +33,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from ..checkpoint.config import target_config
 from ..errors import EngineError, UsageError, printable
-from ..limits import MAX_K
-from .counters import SpecDecodeCounters
+from .counters import SpecDecodeCounters, prometheus_count, scraped
 from .endpoint import request, server_base
 from .llama_server import LLAMACPP_BUILD
 from .workload import Measurement, Progress, Workload
@@ -221,28 +220,14 @@ def scrape(base: str) -> SpecDecodeCounters:
             if not sample.name.startswith(PREFIX):
                 continue
             if name in COUNTERS:
-                out[COUNTERS[name]] = _count(sample.value)
+                out[COUNTERS[name]] = prometheus_count(sample.value)
             elif name == PER_POSITION:
-                per_position[int(sample.labels.get("position", -1))] = _count(sample.value)
+                per_position[int(sample.labels.get("position", -1))] = prometheus_count(sample.value)
     except (ValueError, OverflowError):
         raise EngineError(
             f"{base}/metrics is not llama.cpp's Prometheus text", hint="point --endpoint at llama-server itself"
         ) from None
-    if sorted(per_position) != list(range(len(per_position))) or len(per_position) > MAX_K:
-        raise EngineError(
-            f"{base}/metrics reports num_accepted_tokens_per_pos at positions {sorted(per_position)[:8]}, "
-            "not 0 to K-1: no engine counts that, so there is no measurement",
-            hint="point --endpoint at llama-server itself",
-        )
-    return SpecDecodeCounters.read(
-        f"{base}/metrics", **out, num_accepted_tokens_per_pos=tuple(per_position[p] for p in sorted(per_position))
-    )
-
-
-def _count(value: float) -> int:
-    if not float(value).is_integer():
-        raise ValueError(value)
-    return int(value)
+    return scraped(f"{base}/metrics", out, per_position, "point --endpoint at llama-server itself")
 
 
 def cross_check(base: str, results: list[Streamed], counted: SpecDecodeCounters, k: int) -> None:
