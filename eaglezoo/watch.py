@@ -17,9 +17,11 @@ ones after it). With one interval (`once`), it is what the server counted before
 `fail_after` consecutive intervals low, drifted or unreachable end the watch as failing (idle ones neither count
 nor break the run).
 
-Engines: vLLM (`vllm:spec_decode_*`, verify/endpoint.py `scrape`) and llama.cpp (`llamacpp:spec_decode_*`,
-verify/llamacpp_endpoint.py `scrape`, which needs `--metrics`). SGLang reports only a cumulative average acceptance
-length (verify/sglang_server.py: `avg_spec_accept_length`, no counts), so no interval can be taken from it."""
+Engines: vLLM (`vllm:spec_decode_*`, verify/endpoint.py `scrape`), llama.cpp (`llamacpp:spec_decode_*`,
+verify/llamacpp_endpoint.py `scrape`, which needs `--metrics`) and SGLang (`sglang:generation_tokens`,
+`num_requests`, `spec_verify_calls`, verify/sglang_server.py `scrape`, which needs `--enable-metrics`). SGLang counts a
+request when it finishes and keeps no per-position counts: its intervals have an AL (judged against the AL floor at
+its chain K, and for drift by the `drift` fraction alone, with no standard error to weigh it) and no rates."""
 
 from __future__ import annotations
 
@@ -30,7 +32,7 @@ from dataclasses import dataclass, field, replace
 from typing import Literal, get_args
 
 from .errors import EaglezooError, EngineError
-from .verify import llamacpp_endpoint
+from .verify import llamacpp_endpoint, sglang_server
 from .verify.counters import SpecDecodeCounters
 from .verify.endpoint import check_server, scrape
 from .verify.report.gate import FloorTable
@@ -45,9 +47,10 @@ Z = 3.0  # standard errors a drop must exceed, besides the `drift` fraction, to 
 class Server:
     """The watched server: its engine, its base URL and how its counters are read."""
 
-    engine: Literal["vllm", "llamacpp"]
+    engine: Literal["vllm", "llamacpp", "sglang"]
     base: str
     scrape: Callable[[], SpecDecodeCounters]
+    k: int | None = None  # where the counters do not show it (SGLang's have no positions): the server's own K
 
 
 def connect(url: str) -> Server:
@@ -61,12 +64,9 @@ def connect(url: str) -> Server:
                 hint="restart llama-server with --metrics",
             )
         server = Server("llamacpp", base, lambda: llamacpp_endpoint.scrape(base))
-    elif sglang_facts(base) is not None:
-        raise EngineError(
-            f"the server at {base} is SGLang, which reports only a cumulative average acceptance length, not the "
-            "counts an interval is taken from",
-            hint="eaglezoo doctor DRAFTER --endpoint URL reads an SGLang server's acceptance",
-        )
+    elif (facts := sglang_facts(base)) is not None:
+        per_verify = facts.drafted_per_verify
+        server = Server("sglang", base, lambda: sglang_server.scrape(base, per_verify), facts.chain_k)
     else:
         server = Server("vllm", base, lambda: scrape(base))
     return server
@@ -77,6 +77,7 @@ class Rules:
     """What an interval is judged against."""
 
     floors: FloorTable
+    k: int = 0  # the server's K where its counters have no positions (SGLang), else 0: read from the counters
     drift: float = 0.1
     baseline: int = 3
     fail_after: int = 3
@@ -109,7 +110,7 @@ class Interval:
             "status": self.status,
             "drafts": counted.num_drafts if counted else 0,
             "mean_acceptance_length": counted.mean_acceptance_length if counted and counted.num_drafts else None,
-            "acceptance_per_position": counted.acceptance_rates() if counted and counted.num_drafts else None,
+            "acceptance_per_position": (counted.acceptance_rates() or None) if counted and counted.num_drafts else None,
             "baseline_mean_acceptance_length": self.baseline_al,
             "reasons": list(self.reasons),
             "failing_streak": self.streak,
@@ -144,12 +145,25 @@ def standard_error(c: SpecDecodeCounters) -> float | None:
     return math.sqrt(variance / c.num_drafts)
 
 
-def below_floors(c: SpecDecodeCounters, rules: Rules) -> list[str]:
-    k = len(c.num_accepted_tokens_per_pos)
-    found = []
+def al_floor(rules: Rules, k: int, positions_counted: bool) -> tuple[float | None, bool]:
+    """The AL floor at K, and whether it is implied: where the engine counts no positions (SGLang), the
+    per-position floors still bound the AL, since AL = 1 + the sum of the positions' rates, so an AL below
+    1 + the sum of their floors means some position is below its own."""
     floor = rules.min_al(k)
+    per = rules.per_position(k) if not positions_counted else None
+    implied = 1 + sum(per) if per else None
+    if implied is not None and (floor is None or implied > floor):
+        return implied, True
+    return floor, False
+
+
+def below_floors(c: SpecDecodeCounters, rules: Rules) -> list[str]:
+    k = len(c.num_accepted_tokens_per_pos) or rules.k
+    found = []
+    floor, implied = al_floor(rules, k, bool(c.num_accepted_tokens_per_pos))
     if floor is not None and c.mean_acceptance_length < floor:
-        found.append(f"AL {c.mean_acceptance_length:.2f} < floor {floor:.2f}")
+        why = " (1 + the per-position floors: some position is below its floor)" if implied else ""
+        found.append(f"AL {c.mean_acceptance_length:.2f} < floor {floor:.2f}{why}")
     for pos, (rate, least) in enumerate(zip(c.acceptance_rates(), rules.per_position(k) or [], strict=False)):
         if rate < least:
             found.append(f"position {pos} {rate:.2f} < floor {least:.2f}")

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 @app.command()
 def watch(
     url: Annotated[
-        str, typer.Argument(metavar="URL", help="The vLLM or llama.cpp server, e.g. http://127.0.0.1:8000.")
+        str, typer.Argument(metavar="URL", help="The vLLM, llama.cpp or SGLang server, e.g. http://127.0.0.1:8000.")
     ],
     drafter: Annotated[
         str | None,
@@ -63,19 +63,22 @@ def watch(
     Each interval is healthy, low (below the drafter's floors), drift (below the server's own baseline), idle, reset
     (the server restarted) or unreachable. Exit 1 after --fail-after failing intervals in a row (--once: one
     interval), 2 bad input."""
-    from ..watch import Rules, connect, follow, start, summary
+    from ..watch import Rules, al_floor, connect, follow, start, summary
 
     floors = floor_table(drafter, temperature, registry_dir)
     server = connect(url)
-    rules = Rules(floors=floors, drift=drift, baseline=baseline, fail_after=fail_after)
+    rules = Rules(floors=floors, k=server.k or 0, drift=drift, baseline=baseline, fail_after=fail_after)
     state = start(server, rules, once)
-    k = len(state.last.num_accepted_tokens_per_pos)
+    k = len(state.last.num_accepted_tokens_per_pos) or rules.k
     header = {
         "watching": printable(server.base),
         "engine": server.engine,
         "k": k or None,
         "interval_s": interval,
-        "floors": {"per_position": floors.covering(k) if k else None, "mean_acceptance_length": floors.at(k).min_al},
+        "floors": {
+            "per_position": floors.covering(k) if state.last.num_accepted_tokens_per_pos else None,
+            "mean_acceptance_length": al_floor(rules, k, bool(state.last.num_accepted_tokens_per_pos))[0],
+        },
         "baseline": "the server's counts before the first scrape"
         if state.baseline is not None
         else f"the first {baseline} intervals that draft",

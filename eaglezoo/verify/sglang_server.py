@@ -23,6 +23,14 @@ eaglezoo's machines: the fields below are cited from its wheel, `pip download --
   `sglext.spec_tokens_details` when the request sets `"return_spec_tokens_details": true`
   (srt/entrypoints/openai/protocol.py:393, 961, 456-503; utils.py:310-340).
 - SGLang serves no `/version`: its version is `/server_info`'s.
+- Its Prometheus counters (`/metrics`, served only with `--enable-metrics`: http_server.py:313-316,
+  utils/common.py:2843-2854) are kept by the tokenizer manager as each request finishes
+  (observability/metrics_collector.py:2093-2136, called at tokenizer_manager.py:3261-3290): `generation_tokens`
+  (its completion tokens), `num_requests`, and `spec_verify_calls` (its verify steps: one per decode step,
+  batch_result_processor.py:832, in `process_batch_result_decode` :1123). A request's first token comes from its
+  prefill, each verify step gives its accepted drafts and the bonus token, so the drafts accepted are tokens -
+  requests - verify steps (a request's last step cut at its stop counts what it kept). SGLang reports no
+  per-position counts.
 """
 
 from __future__ import annotations
@@ -32,14 +40,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
+from prometheus_client.parser import text_string_to_metric_families
+
 from ..errors import EngineError, printable
 from ..limits import MAX_K
+from .counters import SpecDecodeCounters, prometheus_count
 from .endpoint import listed_model, request
 from .server_facts import LOOPBACK, out_of_bounds
 
 SERVER_INFO = ("/server_info", "/get_server_info")
 MAX_DRAFT_TOKENS = 4096  # a tree's verify width (topk x steps + 1 and its budgets) stays far below this
 SGLANG_KEYS = {"model_path", "speculative_algorithm"}  # every SGLang /server_info has them; vLLM's has vllm_config
+COUNTERS = {  # metrics_collector.py:1856-1869, 1940-1944 (the families' names; each sample adds _total)
+    "sglang:generation_tokens": "tokens",
+    "sglang:num_requests": "requests",
+    "sglang:spec_verify_calls": "verifies",
+}
 
 
 def is_sglang(info: object) -> bool:
@@ -88,6 +104,16 @@ class SglangFacts:
                 "so nothing it says is taken as read",
                 hint="point --endpoint at the SGLang server itself",
             )
+
+    @property
+    def chain_k(self) -> int | None:
+        """K in chain terms: the draft steps of a chain (top-k 1); None for a tree, whose K no chain floor fits."""
+        return self.num_steps if self.topk in (None, 1) else None
+
+    @property
+    def drafted_per_verify(self) -> int:
+        """Draft tokens per verify step, as SGLang's own logger counts them (metrics_reporter.py:975-978)."""
+        return (self.num_draft_tokens - 1) if self.num_draft_tokens else (self.num_steps or MAX_K)
 
     def thresholds(self) -> list[tuple[str, float]]:
         return [
@@ -236,3 +262,34 @@ def steps_problem(details: object, k: int) -> list[int] | str:
     if sum(hist) != verify_ct or sum(i * n for i, n in enumerate(hist)) != correct:
         return f"whose histogram {printable(str(hist))[:60]} is not its {verify_ct} steps and {correct} accepted drafts"
     return [i for i, n in enumerate(hist) for _ in range(n)]
+
+
+def scrape(base: str, drafted_per_verify: int) -> SpecDecodeCounters:
+    """SGLang's speculative counts from its /metrics, summed over every label set, as vLLM's counter fields (no
+    per-position counts): drafts = verify steps, accepted = tokens - requests - verify steps."""
+    text = request(base, "/metrics", missing_ok=True)
+    if text is None:
+        raise EngineError(
+            f"the SGLang server at {base} serves no /metrics: it runs without --enable-metrics",
+            hint="restart it with --enable-metrics (watch reads its counters)",
+        )
+    sums = dict.fromkeys(COUNTERS.values(), 0)
+    try:
+        for family in text_string_to_metric_families(text):
+            if family.name in COUNTERS:
+                total = family.name + "_total"
+                values = (prometheus_count(x.value) for x in family.samples if x.name == total)
+                sums[COUNTERS[family.name]] += sum(values)
+    except (ValueError, OverflowError):
+        raise EngineError(
+            f"{base}/metrics is not SGLang's Prometheus text", hint="point it at the SGLang server itself"
+        ) from None
+    verifies = sums["verifies"]
+    return SpecDecodeCounters.read(
+        f"{base}/metrics",
+        num_drafts=verifies,
+        num_draft_tokens=drafted_per_verify * verifies,
+        # a request aborted before its first token finishes with none: never below zero
+        num_accepted_tokens=max(0, sums["tokens"] - sums["requests"] - verifies),
+        num_accepted_tokens_per_pos=(),
+    )

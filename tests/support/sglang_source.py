@@ -199,9 +199,49 @@ def models_body(name: str, context_len: int | None) -> dict[str, Any]:
     return m["ModelList"](data=[m["ModelCard"](id=name, root=name, max_model_len=context_len)]).model_dump(mode="json")
 
 
+@cache
+def tokenizer_counters() -> dict[str, list[str]]:
+    """The Prometheus counters SGLang's TokenizerMetricsCollector declares (observability/metrics_collector.py), each
+    name with the label names it adds to the collector's own (`labelnames=list(labels.keys()) + [...]`)."""
+    tree = ast.parse((source_dir() / "sglang/srt/observability/metrics_collector.py").read_text(encoding="utf-8"))
+    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "TokenizerMetricsCollector")
+    found: dict[str, list[str]] = {}
+    for call in (n for n in ast.walk(cls) if isinstance(n, ast.Call) and getattr(n.func, "id", "") == "Counter"):
+        kw = {k.arg: k.value for k in call.keywords}
+        extra = kw["labelnames"].right if isinstance(kw.get("labelnames"), ast.BinOp) else None
+        found[ast.literal_eval(kw["name"])] = ast.literal_eval(extra) if extra is not None else []
+    return found
+
+
+def metrics_text(tokens: int, requests: int, verifies: int) -> bytes:
+    """An SGLang /metrics text whose counters total these (split over a streaming and a non-streaming label set, as
+    SGLang keeps them), written by prometheus_client, the library SGLang writes its own with."""
+    from prometheus_client import CollectorRegistry, Counter, generate_latest
+
+    declared = tokenizer_counters()
+    registry = CollectorRegistry()
+    labels = {"model_name": "tiny"}  # the collector's labels (tokenizer_manager.py: model_name and its extras)
+    for name, total in [
+        ("sglang:generation_tokens_total", tokens),
+        ("sglang:num_requests_total", requests),
+        ("sglang:spec_verify_calls_total", verifies),
+    ]:
+        extra = declared[name]  # KeyError: SGLang no longer declares it
+        counter = Counter(name, "from SGLang's source", [*labels, *extra], registry=registry)
+        if extra == ["is_streaming"]:
+            counter.labels(**labels, is_streaming="false").inc(total - total // 3)
+            counter.labels(**labels, is_streaming="true").inc(total // 3)
+        else:
+            assert not extra, extra
+            counter.labels(**labels).inc(total)
+    return generate_latest(registry)
+
+
 class SglangServer:
     """A real HTTP server on 127.0.0.1 answering as SGLang does: /v1/models, /server_info (or only
-    /get_server_info, as releases before 0.5.23), 404 for /version and the rest. Stop it with .stop()."""
+    /get_server_info, as releases before 0.5.23), /metrics (the texts put in `.metrics`, in turn, the last
+    repeated; 404 when none: a server started without --enable-metrics), 404 for /version and the rest. Stop it
+    with .stop()."""
 
     def __init__(
         self,
@@ -212,6 +252,8 @@ class SglangServer:
         accepted: int | None = None,
         lie: dict[str, Any] | None = None,
     ):
+        scrapes: list[bytes] = []
+        self.metrics = scrapes  # /metrics texts to answer in turn (filled after the start)
         answers = {
             "/v1/models": models_body(model, context_len),
             "/get_server_info": info,
@@ -220,6 +262,14 @@ class SglangServer:
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:  # noqa: N802 - http.server's name
+                if self.path == "/metrics" and scrapes:
+                    text = scrapes.pop(0) if len(scrapes) > 1 else scrapes[0]
+                    self.send_response(200)
+                    self.send_header("Content-Type", "text/plain; version=0.0.4")
+                    self.send_header("Content-Length", str(len(text)))
+                    self.end_headers()
+                    self.wfile.write(text)
+                    return
                 body = answers.get(self.path.split("?")[0])
                 data = json.dumps(body if body is not None else {"detail": "Not Found"}).encode()
                 self.send_response(200 if body is not None else 404)

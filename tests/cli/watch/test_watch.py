@@ -1,6 +1,7 @@
 """`eaglezoo watch` against real local HTTP servers answering scripted `/metrics` texts (vLLM's and llama.cpp's
 counter names): healthy, below the floors, idle, drifting below its own baseline, restarted mid-watch (counters
-going back are a reset, never a negative rate), down, SGLang, and the inputs refused in one line. The real vLLM
+going back are a reset, never a negative rate), down, SGLang (its /server_info and /metrics built from SGLang
+0.5.23's own source), and the inputs refused in one line. The real vLLM
 server's case (healthy, collapsed) is tests/engine/test_watch_servers.py."""
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from conftest import CLI_ENV, EXAMPLE, ROOT, assert_clean_failure, run_inprocess
 from support.hostile_vllm import hostile, metrics_text
+from support.sglang_source import SglangServer, server_info
+from support.sglang_source import metrics_text as sglang_metrics
 
 FAST = ["--interval", "0.1"]
 ENTRY = "tiny-example-eagle31"  # floors at K=3, T=0: per position 0.5, 0.3, 0.2
@@ -257,10 +260,70 @@ def test_a_llama_server_without_metrics_is_one_line(monkeypatch):
     assert_clean_failure(r, contains="runs without --metrics")
 
 
-def test_an_sglang_server_is_refused_in_one_line(server):
-    info = {"model_path": "t", "speculative_algorithm": "EAGLE3", "version": "0.5.23"}
-    r = run_inprocess("watch", server(healthy(0), server_info=info), "--once", *FAST)
-    assert_clean_failure(r, contains="is SGLang")
+SGLANG_K3 = {
+    "speculative_algorithm": "EAGLE3",
+    "speculative_num_steps": 3,
+    "speculative_eagle_topk": 1,
+    "speculative_num_draft_tokens": 4,
+    "model_path": "t",
+    "enable_metrics": True,
+}
+
+
+def sglang(*scrapes: tuple[int, int, int], **settings) -> SglangServer:
+    """An SGLang server (its /server_info and /metrics built from SGLang 0.5.23's source) whose counters read
+    (tokens, requests, verify steps) in turn."""
+    info = server_info(**(SGLANG_K3 | settings))
+    server = SglangServer(info, "t")
+    server.metrics.extend(sglang_metrics(*s) for s in scrapes)
+    return server
+
+
+def test_an_sglang_server_is_watched_from_its_own_counters():
+    # 4 requests, 40 verify steps, 4 first tokens + 40 bonus + 60 accepted drafts: AL 1 + 60/40 = 2.5
+    s = sglang((0, 0, 0), (104, 4, 40))
+    try:
+        r = run_inprocess("watch", s.url, ENTRY, "--once", *FAST, "--json")
+    finally:
+        s.stop()
+    assert r.code == 0, (r.out, r.err)
+    header, (one,) = lines(r.out)[0], intervals(r.out)
+    assert header["engine"] == "sglang" and header["k"] == 3
+    assert header["floors"] == {"per_position": None, "mean_acceptance_length": pytest.approx(2.0)}
+    assert one["status"] == "healthy" and one["drafts"] == 40
+    assert one["mean_acceptance_length"] == pytest.approx(2.5) and one["acceptance_per_position"] is None
+
+
+def test_an_sglang_server_below_the_floors_its_positions_imply_fails():
+    # 40 verify steps accepting 20 drafts: AL 1.5 < 1 + 0.5 + 0.3 + 0.2, so some position is below its floor
+    s = sglang((104, 4, 40), (168, 8, 80))
+    try:
+        r = run_inprocess("watch", s.url, ENTRY, "--once", *FAST)
+    finally:
+        s.stop()
+    assert r.code == 1, (r.out, r.err)
+    assert "AL 1.50 < floor 2.00 (1 + the per-position floors" in r.out and "FAILING" in r.out
+
+
+def test_an_sglang_tree_has_no_chain_floor():
+    s = sglang((0, 0, 0), (44, 4, 40), speculative_eagle_topk=4, speculative_num_draft_tokens=8)
+    try:
+        r = run_inprocess("watch", s.url, ENTRY, "--once", *FAST, "--json")
+    finally:
+        s.stop()
+    assert r.code == 0, (r.out, r.err)
+    header, (one,) = lines(r.out)[0], intervals(r.out)
+    assert header["k"] is None and header["floors"]["mean_acceptance_length"] is None
+    assert one["status"] == "healthy" and one["mean_acceptance_length"] == pytest.approx(1.0)
+
+
+def test_an_sglang_server_without_metrics_is_one_line():
+    s = sglang()
+    try:
+        r = run_inprocess("watch", s.url, "--once", *FAST)
+    finally:
+        s.stop()
+    assert_clean_failure(r, contains="runs without --enable-metrics")
 
 
 @pytest.mark.parametrize(
