@@ -188,7 +188,7 @@ def doctor(
                 "--export-low writes what --requests finds; --probe runs the probes instead", hint="drop one"
             )
 
-        return probe_requests(endpoint, requests, probe, probe_sample, trained_length, as_json)
+        return probe_requests(endpoint, requests, probe, probe_sample, trained_length, (report, html), as_json)
     if requests is not None:
         from .doctor_requests import replay_requests  # the replay's modules only where it runs
 

@@ -3,18 +3,21 @@ probes (eaglezoo/doctor/probes.py, probe_run.py). Called by cli/doctor.py."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import typer
 
-from ..doctor.probe_run import run_probes
+from ..doctor.probe_run import ProbeResult, run_probes
 from ..doctor.probes import PROBES, Server
 from ..doctor.requests import read_requests
 from ..errors import EXIT_FINDINGS, EngineError, UsageError
+from ..fsutil import atomic_write_text, file_destination
 from ..limits import MAX_MODEL_LEN
 from ..verify.endpoint import check_server, server_facts
 from .common import emit, out, shown
+from .outputs import _not_an_input
 from .verify import verify_progress
 
 MIN_TRAINED = 16
@@ -32,8 +35,35 @@ def parse_probes(text: str) -> list[str]:
 
 
 def probe_requests(
-    endpoint: str | None, requests: Path | None, probe: str, sample: int, trained: int | None, as_json: bool
+    endpoint: str | None,
+    requests: Path | None,
+    probe: str,
+    sample: int,
+    trained: int | None,
+    outputs: tuple[Path | None, Path | None],
+    as_json: bool,
 ) -> None:
+    """outputs: --report and --html as given (the probes write a JSON report, no page)."""
+    probes, endpoint, requests = checked(endpoint, requests, probe, trained, outputs)
+    asked = read_requests(requests)  # every line checked before anything is sent
+    base = check_server(endpoint)
+    facts = server_facts(base)
+    server = Server(base, facts.model, facts.max_model_len, facts.draft_sample_method, facts.version)
+    with verify_progress() as advance:
+        results, budget = run_probes(server, asked, probes, sample, trained, advance)
+    refuse_unmeasured(base, results)
+    data = probe_data(server, facts.k, budget, results)
+    if outputs[0] is not None:
+        atomic_write_text(outputs[0], json.dumps(data, indent=2) + "\n")
+    emit(data, as_json, lambda: render(data))
+    if data["verdict"] == "workload":
+        raise typer.Exit(EXIT_FINDINGS)
+
+
+def checked(
+    endpoint: str | None, requests: Path | None, probe: str, trained: int | None, outputs: tuple[Path | None, ...]
+) -> tuple[list[str], str, Path]:
+    """The probes named, the server and the requests file; every option refused before anything is read or sent."""
     probes = parse_probes(probe)
     if trained is not None and not MIN_TRAINED <= trained <= MAX_MODEL_LEN:
         raise UsageError(f"--trained-length {trained}: not 16 to 2^24 tokens", hint="the drafter's training length")
@@ -42,12 +72,16 @@ def probe_requests(
             "--probe varies your own requests on a running server",
             hint="add --endpoint URL --requests FILE (your requests, OpenAI JSONL)",
         )
-    asked = read_requests(requests)  # every line checked before anything is sent
-    base = check_server(endpoint)
-    facts = server_facts(base)
-    server = Server(base, facts.model, facts.max_model_len, facts.draft_sample_method, facts.version)
-    with verify_progress() as advance:
-        results, budget = run_probes(server, asked, probes, sample, trained, advance)
+    report, html = outputs
+    if html is not None:
+        raise UsageError("--probe writes no HTML page", hint="drop --html; --report FILE writes the probes' JSON")
+    if report is not None:
+        file_destination(report, "--report")
+        _not_an_input(report, "--report", (requests,))
+    return probes, endpoint, requests
+
+
+def refuse_unmeasured(base: str, results: list[ProbeResult]) -> None:
     answered = [a for r in results for a in r.arms if a.requests > len(a.rejected)]
     if answered and not any(a.measured for a in answered):
         raise EngineError(
@@ -60,10 +94,13 @@ def probe_requests(
             f"no probe could run on {base}: {shown(reasons)[:600]}",
             hint="probe what your requests and the server allow (the reason of each is above)",
         )
+
+
+def probe_data(server: Server, k: int | None, budget: dict[str, Any], results: list[ProbeResult]) -> dict[str, Any]:
     findings = [r.finding for r in results if r.finding is not None]
     findings.sort(key=lambda f: (not f.confirmed, -(f.restores or 0)))
     confirmed = [f for f in findings if f.confirmed]
-    data: dict[str, Any] = {
+    return {
         "verdict": "workload" if confirmed else "healthy",
         "summary": (
             f"{len(confirmed)} probe(s) confirm a workload cause: " + ", ".join(f.cause for f in confirmed)
@@ -71,18 +108,15 @@ def probe_requests(
             else "no probe separates from your requests as sent"
         ),
         "server": {
-            "url": base,
-            "version": facts.version,
-            "k": facts.k,
-            "draft_sample_method": facts.draft_sample_method,
+            "url": server.base,
+            "version": server.version,
+            "k": k,
+            "draft_sample_method": server.draft_sample_method,
         },
         "budget": budget,
         "probes": [r.as_dict() for r in results],
         "findings": [f.model_dump(mode="json") for f in findings],
     }
-    emit(data, as_json, lambda: render(data))
-    if confirmed:
-        raise typer.Exit(EXIT_FINDINGS)
 
 
 def render(data: dict[str, Any]) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import random
+import statistics
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -44,6 +45,7 @@ class ArmResult:
     requests: int
     measured: int
     rejected: list[str]
+    prompt_tokens: float | None = None  # the median of the measured requests' prompts, as the server counted them
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -53,6 +55,7 @@ class ArmResult:
             "requests": self.requests,
             "measured": self.measured,
             "rejected": len(self.rejected),
+            "median_prompt_tokens": self.prompt_tokens,
             "first_rejection": self.rejected[0] if self.rejected else None,
         }
 
@@ -60,11 +63,16 @@ class ArmResult:
         if self.mean_acceptance_length is None or self.interval is None:
             return f"{self.name}: not measured ({self.measured} of {self.requests} requests drafted)"
         low, high = self.interval
-        return f"{self.name}: {self.mean_acceptance_length:.3f} (95% {low:.3f}-{high:.3f}, {self.measured} requests)"
+        tokens = f", prompts of {self.prompt_tokens:g} tokens (median)" if self.prompt_tokens else ""
+        return (
+            f"{self.name}: {self.mean_acceptance_length:.3f} (95% {low:.3f}-{high:.3f}, {self.measured} requests"
+            f"{tokens})"
+        )
 
 
 def measured(name: str, results: list[Replayed]) -> ArmResult:
     steps = [r.steps for r in results if r.steps]
+    lengths = [r.prompt_tokens for r in results if r.steps and r.prompt_tokens]
     return ArmResult(
         name,
         pooled_length(steps) if steps else None,
@@ -72,6 +80,7 @@ def measured(name: str, results: list[Replayed]) -> ArmResult:
         len(results),
         len(steps),
         [r.rejected for r in results if r.rejected],
+        statistics.median(lengths) if lengths else None,
     )
 
 
@@ -122,7 +131,7 @@ class Sending:
 
 
 def arms_of(p: Plan) -> list[Arm]:
-    return [] if p.skipped or p.base is None else [p.base, *p.variants]
+    return [] if p.skipped or p.base is None else [p.base, *p.variants, *p.ladder]
 
 
 def run_plan(server: Server, plan: Plan, progress: Progress, sending: Sending) -> ProbeResult:
@@ -133,7 +142,9 @@ def run_plan(server: Server, plan: Plan, progress: Progress, sending: Sending) -
     if base.mean_acceptance_length is None:
         why = base.rejected[0] if base.rejected else "no request drafted"
         return ProbeResult(plan.probe, plan.cause, arms, skipped=f"the base ({base.name}) was not measured: {why}")
-    return ProbeResult(plan.probe, plan.cause, arms, finding=judge(server, plan, base, arms[1:]))
+    return ProbeResult(
+        plan.probe, plan.cause, arms, finding=judge(server, plan, base, arms[1 : 1 + len(plan.variants)])
+    )
 
 
 def send_arm(server: Server, arm: Arm, fresh: bool, sending: Sending, progress: Progress) -> ArmResult:

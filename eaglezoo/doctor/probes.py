@@ -54,6 +54,7 @@ class Plan:
     confirms: Better = "higher"
     skipped: str | None = None
     fresh: bool = False  # every arm sent anew (the cache probe sends the same requests twice on purpose)
+    ladder: tuple[Arm, ...] = ()  # measured and shown, not judged
 
     @property
     def cause(self) -> str:
@@ -161,10 +162,13 @@ def thinking_plan(sample: list[UserRequest], server: Server) -> Plan:
             "thinking",
             skipped="the chat template has no thinking switch (enable_thinking changes nothing in its prompt)",
         )
-    sent = [thinking_of(r) for r in chats]
-    user = sent[0] if sent[0] is not None else default == on
-    if any((s if s is not None else default == on) != user for s in sent):
-        chats = [r for r, s in zip(chats, sent, strict=True) if (s if s is not None else default == on) == user]
+
+    def mode(r: UserRequest) -> bool:  # thinking as the template runs it for this request: its own, else the default
+        sent = thinking_of(r)
+        return sent if sent is not None else default == on
+
+    user = mode(chats[0])
+    chats = [r for r in chats if mode(r) == user]  # one mode in the base: the first request's
 
     def switched(r: UserRequest) -> UserRequest:
         kwargs = dict(r.body.get("chat_template_kwargs") or {})
@@ -211,26 +215,30 @@ FILLER = 4  # characters a token, about: the filler is cut to its token count by
 
 
 def context_plan(sample: list[UserRequest], server: Server, trained: int | None) -> Plan:
+    """The base: the prompts led to the trained length; the variant: to twice it; below it, half of it (shown, not
+    judged: the cause is the length past training)."""
     if trained is None:
         return Plan(
             "context",
-            skipped="give --trained-length TOKENS (the drafter's "
-            "training length, as its publisher states it) for the context ladder",
+            skipped="give --trained-length TOKENS (the drafter's training length, as its publisher states it) for "
+            "the context ladder",
         )
     room = (server.max_model_len or 0) - max(int(r.body.get("max_tokens") or 0) for r in sample) - 8
-    rungs = [n for n in (trained // 2, trained, 2 * trained) if n <= room]
     if 2 * trained > room:
         return Plan(
             "context",
-            skipped=f"the server's context ({server.max_model_len} "
-            f"tokens) cannot hold a prompt past the trained length ({trained}) and its answer",
+            skipped=f"the server's context ({server.max_model_len or 'not said'} tokens) cannot hold a prompt of "
+            f"twice the trained length ({trained}) and its answer",
         )
-    texts = [r for r in sample if isinstance(r.body.get("prompt"), str) or last_user_text(r) is not None]
+    texts = [r for r in sample if prompt_text(r)]
     if not texts:
         return Plan("context", skipped="your requests are token ids: no text to lengthen")
-    filler = "\n\n".join(prompt_text(r) for r in sample if prompt_text(r))
-    ladder = tuple(Arm(f"{n} tokens", [lengthened(server, r, filler, n) for r in texts]) for n in rungs)
-    return Plan("context", ladder[0], ladder[1:], confirms="lower")
+    filler = "\n\n".join(prompt_text(r) for r in texts)
+
+    def rung(n: int) -> Arm:
+        return Arm(f"{n} tokens", [lengthened(server, r, filler, n) for r in texts])
+
+    return Plan("context", rung(trained), (rung(2 * trained),), confirms="lower", ladder=(rung(trained // 2),))
 
 
 def prompt_text(r: UserRequest) -> str:

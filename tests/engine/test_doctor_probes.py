@@ -89,7 +89,7 @@ def test_probes_name_the_chat_template_and_thinking_causes(server, tmp_path):
     assert not probes["cache"]["confirmed"] and cold["mean_acceptance_length"] == pytest.approx(
         warm["mean_acceptance_length"]
     )
-    assert [a["arm"] for a in probes["context"]["arms"]] == ["128 tokens", "256 tokens", "512 tokens"]
+    assert [a["arm"] for a in probes["context"]["arms"]] == ["256 tokens", "512 tokens", "128 tokens"]
     assert all(a["measured"] == 12 for a in probes["context"]["arms"])
     budget = report["budget"]
     assert budget["sampled"] == 12 and budget["max_tokens_each"] == 64

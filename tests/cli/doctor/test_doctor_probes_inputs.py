@@ -163,11 +163,12 @@ def chats(tmp_path, n: int = 6):
 
 def test_a_cause_is_confirmed_where_its_interval_separates_and_the_budget_is_what_was_sent(vllm_like, tmp_path):
     url, seen, _ = vllm_like
-    r = run_inprocess(
-        "doctor", "--endpoint", url, "--requests", chats(tmp_path), "--probe", "template,thinking,temperature", "--json"
-    )
+    saved = tmp_path / "probes.json"
+    args = ["doctor", "--endpoint", url, "--requests", chats(tmp_path), "--probe", "template,thinking,temperature"]
+    r = run_inprocess(*args, "--json", "--report", saved)
     assert r.code == 1, (r.out, r.err)
     report = json.loads(r.out)
+    assert json.loads(saved.read_text()) == report
     assert report["verdict"] == "workload"
     assert [f["cause"] for f in report["findings"] if f["confirmed"]] == ["chat-template", "thinking-mode"]
     probes = {p["probe"]: p for p in report["probes"]}
@@ -178,6 +179,9 @@ def test_a_cause_is_confirmed_where_its_interval_separates_and_the_budget_is_wha
     raw = [b for path, b in seen if path == "/v1/completions" and isinstance(b["prompt"], str)]
     assert sorted(b["prompt"] for b in raw) == [f"question {i}" for i in range(6)]
     assert all(b["model"] == "target" and b["temperature"] == 0 for _, b in seen)
+    page = tmp_path / "probes.html"
+    assert_clean_failure(run_inprocess(*args, "--html", page), out=page, contains="--probe writes no HTML page")
+    assert len(seen) == 24  # refused before anything was sent
 
 
 def test_a_server_without_per_request_acceptance_is_one_line(vllm_like, tmp_path):
