@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from ..errors import EngineError
 from ..verify.endpoint import Refused, ServerFailed, request
 from .requests import UserRequest
 
@@ -138,8 +139,30 @@ def templated_ids(server: Server, r: UserRequest, kwargs: dict[str, Any] | None 
         "messages": r.body["messages"],
         "add_generation_prompt": True,
         "chat_template_kwargs": kwargs if kwargs is not None else r.body.get("chat_template_kwargs") or {},
-    }
-    return [int(t) for t in request(server.base, "/tokenize", body)["tokens"]]
+    } | ({"tools": r.body["tools"]} if "tools" in r.body else {})  # the template renders the tools too
+    return tokenized(server, body)
+
+
+def tokenized(server: Server, body: dict[str, Any]) -> list[int]:
+    """The server's /tokenize answer's token ids, or one line saying it gave none."""
+    tokens = answer_field(server, "/tokenize", body, "tokens")
+    if not isinstance(tokens, list) or not all(isinstance(t, int) and not isinstance(t, bool) for t in tokens):
+        raise bad_answer(server, "/tokenize", "tokens")
+    return tokens
+
+
+def answer_field(server: Server, path: str, body: dict[str, Any], name: str) -> Any:
+    answer = request(server.base, path, body)
+    if not isinstance(answer, dict) or name not in answer:
+        raise bad_answer(server, path, name)
+    return answer[name]
+
+
+def bad_answer(server: Server, path: str, name: str) -> EngineError:
+    return EngineError(
+        f"{server.base}{path} answered without its {name}: is this a vLLM server?",
+        hint="point --endpoint at the vLLM server itself",
+    )
 
 
 def thinking_of(r: UserRequest) -> bool | None:
@@ -249,12 +272,13 @@ def prompt_text(r: UserRequest) -> str:
 def lengthened(server: Server, r: UserRequest, filler: str, tokens: int) -> UserRequest:
     """The request led by filler text (the sample's own prompts, repeated) to about `tokens` prompt tokens."""
     text = prompt_text(r)
-    have = len(request(server.base, "/tokenize", {"model": server.model, "prompt": text})["tokens"])
+    have = len(tokenized(server, {"model": server.model, "prompt": text}))
     need = max(0, tokens - have)
     lead = (filler * (1 + need * FILLER // max(1, len(filler))))[: need * FILLER]
-    ids = request(server.base, "/tokenize", {"model": server.model, "prompt": lead, "add_special_tokens": False})
-    lead_ids = ids["tokens"][:need]
-    lead_text = request(server.base, "/detokenize", {"model": server.model, "tokens": lead_ids})["prompt"]
+    lead_ids = tokenized(server, {"model": server.model, "prompt": lead, "add_special_tokens": False})[:need]
+    lead_text = answer_field(server, "/detokenize", {"model": server.model, "tokens": lead_ids}, "prompt")
+    if not isinstance(lead_text, str):
+        raise bad_answer(server, "/detokenize", "prompt")
     longer = lead_text + "\n\n" + text
     if r.kind == "completion":
         return with_body(r, r.body | {"prompt": longer})

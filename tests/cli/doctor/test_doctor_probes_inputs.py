@@ -107,6 +107,7 @@ class VllmLike(BaseHTTPRequestHandler):
 
     seen: list
     metrics = True
+    tokenize: object = None  # an answer to /tokenize in place of the template's
 
     def log_message(self, *args):
         pass
@@ -128,6 +129,8 @@ class VllmLike(BaseHTTPRequestHandler):
 
     def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+        if self.path == "/tokenize" and self.tokenize is not None:
+            return self.send(200, self.tokenize)
         if self.path == "/tokenize":
             thinking = (body.get("chat_template_kwargs") or {}).get("enable_thinking", True)
             return self.send(200, {"tokens": [5, 6, 7] if "messages" in body and thinking else [5, 6]})
@@ -190,3 +193,12 @@ def test_a_server_without_per_request_acceptance_is_one_line(vllm_like, tmp_path
     r = run_inprocess("doctor", "--endpoint", url, "--requests", chats(tmp_path), "--probe", "thinking")
     assert_clean_failure(r, contains="no per-request acceptance")
     assert "--per-request-spec-decode-metrics detailed" in r.err
+
+
+@pytest.mark.parametrize("answer", [["not", "a", "dict"], {"count": 3}, {"tokens": ["a"]}])
+def test_a_tokenize_answer_without_token_ids_is_one_line(vllm_like, tmp_path, answer):
+    url, seen, handler = vllm_like
+    handler.tokenize = answer
+    r = run_inprocess("doctor", "--endpoint", url, "--requests", chats(tmp_path), "--probe", "thinking")
+    assert_clean_failure(r, contains="/tokenize answered without its tokens: is this a vLLM server?")
+    assert seen == []
