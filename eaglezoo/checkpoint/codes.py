@@ -25,6 +25,7 @@ Group = Literal[
     "refusals",
     "doctor-sglang",
     "doctor-llamacpp",
+    "doctor-probes",
 ]
 GROUPS: dict[Group, str] = {
     "reading": "Reading the drafter (the reader refuses; lint reports the refusal as an error and reads on past "
@@ -47,6 +48,8 @@ GROUPS: dict[Group, str] = {
     "doctor-llamacpp": "doctor on a llama-server (`findings[].cause` of its report: the drafter GGUF it serves, "
     "`--served-gguf`, read as llama.cpp b11434 reads it, against the drafter named; each confirmed on the native "
     "reference)",
+    "doctor-probes": "doctor's A/B probes of the workload (`doctor --endpoint URL --requests FILE --probe LIST`: "
+    "`findings[].cause`, verdict workload; confirmed where the probe's interval separates from your requests' own)",
 }
 
 
@@ -910,6 +913,53 @@ CODES: dict[str, Code] = _codes(
         "the served GGUF's norm_before_residual or norm_before_fc is not the drafter's (llama.cpp reads false when "
         "absent): lost at conversion",
         GGUF_FIX + ", then restart llama-server with -md OUT/drafter.gguf",
+    ),
+    # doctor's probes of the workload (doctor/probes.py)
+    Code(
+        "chat-template",
+        WARN,
+        "doctor-probes",
+        "your requests accept less formed as you send them (chat template, raw completion or the template's token "
+        "ids) than formed another way: the drafter was trained on prompts formed that way",
+        "send requests in the form that accepts more, or train the drafter on prompts formed as you send them",
+    ),
+    Code(
+        "thinking-mode",
+        WARN,
+        "doctor-probes",
+        "your chat requests accept less with the template's thinking switch as you send it than flipped: the "
+        "drafter was trained in the other mode",
+        '`"chat_template_kwargs": {"enable_thinking": ...}` as the drafter was trained, or train it in your mode',
+    ),
+    Code(
+        "sampling-temperature",
+        WARN,
+        "doctor-probes",
+        "your temperature accepts less than temperature 0: vLLM keeps a greedy (one-hot) draft with the target's "
+        "probability of it (rejection_sample_method, draft_sample_method)",
+        'temperature 0 where your use allows, else `"draft_sample_method": "probabilistic"` in --speculative-config, '
+        "measured with the probe",
+    ),
+    Code(
+        "structured-output",
+        WARN,
+        "doctor-probes",
+        "your requests accept less with their response_format (structured output) than without it",
+        "train the drafter on answers in your schema, or send the schema only where it is needed",
+    ),
+    Code(
+        "context-beyond-training",
+        WARN,
+        "doctor-probes",
+        "your prompts led past the drafter's trained length (--trained-length) accept less than within it",
+        "keep prompts within the trained length, or serve a drafter trained at your lengths",
+    ),
+    Code(
+        "prefix-cache",
+        WARN,
+        "doctor-probes",
+        "the same prompts accept less warm (their prefix cached) than cold (vLLM #41838)",
+        "serve with --no-enable-prefix-caching while it is, and report it to vLLM with both figures",
     ),
 )
 

@@ -149,6 +149,21 @@ def doctor(
         Path | None,
         typer.Option(metavar="FILE", help="With --requests: the low-acceptance ones as SpecForge training JSONL."),
     ] = None,
+    probe: Annotated[
+        str | None,
+        typer.Option(
+            metavar="LIST",
+            help="With --requests: A/B probes of your workload, one variable each: all, or a comma list of "
+            "template, thinking, temperature, schema, context, cache.",
+        ),
+    ] = None,
+    probe_sample: Annotated[
+        int, typer.Option(min=2, max=64, metavar="N", help="With --probe: your requests sampled per probe arm.")
+    ] = 8,
+    trained_length: Annotated[
+        int | None,
+        typer.Option(metavar="TOKENS", help="With --probe context: the drafter's training length (16 to 2^24)."),
+    ] = None,
     report: ReportOpt = None,
     html: HtmlOpt = None,
     revision: RevisionOpt = None,
@@ -165,6 +180,15 @@ def doctor(
     from ..verify.run import check_settings
     from ..verify.vllm_engine import engine_options
 
+    if probe is not None:
+        from .doctor_probes import probe_requests  # the probes' modules only where they run
+
+        if export_low is not None:
+            raise UsageError(
+                "--export-low writes what --requests finds; --probe runs the probes instead", hint="drop one"
+            )
+
+        return probe_requests(endpoint, requests, probe, probe_sample, trained_length, (report, html), as_json)
     if requests is not None:
         from .doctor_requests import replay_requests  # the replay's modules only where it runs
 

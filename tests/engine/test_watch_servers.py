@@ -12,7 +12,7 @@ import threading
 import urllib.request
 
 import pytest
-from conftest import EXAMPLE, run_cli
+from conftest import EXAMPLE, assert_clean_failure, run_cli
 from support import faults
 from support.engine import CPU_ENV
 from support.vllm_server import serving
@@ -133,3 +133,30 @@ def test_doctor_requests_finds_the_worst_and_exports_them(healthy_server, tmp_pa
     for n in report["low"]:
         assert exported[f"line-{n}"]["text"].startswith(rows[n - 1]["prompt"])
         assert len(exported[f"line-{n}"]["text"]) > len(rows[n - 1]["prompt"])  # the server's answer follows
+
+
+def test_doctor_probes_on_a_server_without_a_chat_template(healthy_server, tmp_path):
+    """The example target has no chat template. Completions at temperature 0.7: the template probe is skipped with
+    the server's reason, the thinking probe with its own, and the temperature probe still runs and confirms its
+    cause. Chat requests, which this server cannot template: no probe can run, one line, exit 2."""
+    prompts = [json.loads(x)["prompt"] for x in (EXAMPLE / "prompts.jsonl").read_text().splitlines() if x][:8]
+    requests = tmp_path / "requests.jsonl"
+    requests.write_text(
+        "".join(json.dumps({"prompt": p, "max_tokens": 16, "temperature": 0.7}) + "\n" for p in prompts)
+    )
+    args = ["doctor", "--endpoint", healthy_server, "--requests", requests, "--probe", "template,thinking,temperature"]
+    result = run_cli(*args, "--json", env=CPU_ENV, timeout=300)
+    assert "Traceback" not in result.err, result.err
+    assert result.code == 1, (result.out, result.err)
+    probes = {p["probe"]: p for p in json.loads(result.out)["probes"]}
+    assert probes["template"]["skipped"].startswith("the server applies no chat template: "), probes["template"]
+    assert "chat template" in probes["template"]["skipped"].split(": ", 1)[1], probes["template"]
+    assert probes["thinking"]["skipped"] == "your requests are completions: no chat template to switch"
+    assert probes["temperature"]["confirmed"], probes["temperature"]
+    chats = tmp_path / "chats.jsonl"
+    chats.write_text(
+        "".join(json.dumps({"messages": [{"role": "user", "content": p}], "max_tokens": 8}) + "\n" for p in prompts)
+    )
+    refused = run_cli(*args[:4], chats, *args[5:], env=CPU_ENV, timeout=300)
+    assert_clean_failure(refused, contains="no probe could run on")
+    assert "template: the server applies no chat template" in refused.err
