@@ -192,7 +192,7 @@ def doctor(
     if requests is not None:
         from .doctor_requests import replay_requests  # the replay's modules only where it runs
 
-        return replay_requests(drafter, endpoint, requests, export_low, registry_dir, as_json)
+        return replay_requests(drafter, endpoint, requests, (export_low, report, html), registry_dir, as_json)
     if export_low is not None:
         raise UsageError("--export-low writes what --requests finds", hint="add --requests FILE")
     if (endpoint is None) == (engine is None):

@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import typer
 
 from ..doctor.requests import analyse, export_low, read_requests, replay
 from ..errors import EXIT_FINDINGS, UsageError
-from ..fsutil import file_destination
+from ..fsutil import atomic_write_text, file_destination
 from ..verify.endpoint import check_server
 from ..verify.report.gate import FloorTable
 from .common import emit, out, shown
@@ -22,15 +23,20 @@ def replay_requests(
     drafter: str | None,
     endpoint: str | None,
     requests: Path,
-    low_file: Path | None,
+    outputs: tuple[Path | None, Path | None, Path | None],
     registry_dir: Path | None,
     as_json: bool,
 ) -> None:
+    """outputs: --export-low, --report and --html as given (the replay writes its JSON report and no page)."""
+    low_file, report_file, html = outputs
     if endpoint is None:
         raise UsageError("--requests replays your requests on a running server", hint="add --endpoint URL")
-    if low_file is not None:
-        file_destination(low_file, "--export-low")
-        _not_an_input(low_file, "--export-low", (requests,))
+    if html is not None:
+        raise UsageError("--requests writes no HTML page", hint="drop --html; --report FILE writes the replay's JSON")
+    for path, option in ((low_file, "--export-low"), (report_file, "--report")):
+        if path is not None:
+            file_destination(path, option)
+            _not_an_input(path, option, (requests,))
     asked = read_requests(requests)  # every line checked before anything is sent
     floors = entry_floors(drafter, registry_dir)
     base = check_server(endpoint)
@@ -39,6 +45,8 @@ def replay_requests(
     report = analyse(results, floors)
     written = export_low(low_file, results, report) if low_file is not None else None
     data = report.as_dict() | ({"exported": written, "export": str(low_file)} if low_file is not None else {})
+    if report_file is not None:
+        atomic_write_text(report_file, json.dumps(data, indent=2) + "\n")
     emit(data, as_json, lambda: render(data))
     if report.low:
         raise typer.Exit(EXIT_FINDINGS)

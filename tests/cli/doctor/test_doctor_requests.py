@@ -152,3 +152,17 @@ def test_a_server_that_rejects_every_request_is_one_line(server, tmp_path):
     r = run_inprocess("doctor", ENTRY, "--endpoint", url, "--requests", requests)
     assert_clean_failure(r, contains="rejected every request (2)")
     assert len(seen) == 2
+
+
+def test_the_replay_is_saved_with_report_and_refuses_html(server, tmp_path):
+    url, seen = server
+    requests, saved = tmp_path / "requests.jsonl", tmp_path / "replay.json"
+    write(requests, [chat("hello"), {"prompt": "x"}])
+    r = run_inprocess("doctor", ENTRY, "--endpoint", url, "--requests", requests, "--report", saved, "--json")
+    assert r.code == 0, (r.out, r.err)
+    assert json.loads(saved.read_text()) == json.loads(r.out)
+    r = run_inprocess("doctor", ENTRY, "--endpoint", url, "--requests", requests, "--html", tmp_path / "p.html")
+    assert_clean_failure(r, contains="--requests writes no HTML page")
+    r = run_inprocess("doctor", ENTRY, "--endpoint", url, "--requests", requests, "--report", requests)
+    assert_clean_failure(r, contains="a file this command reads")
+    assert len(seen) == 2 and not (tmp_path / "p.html").exists()
