@@ -132,7 +132,7 @@ def compare(
         )
     result = compare_reports(a, b)
     data = result.model_dump(mode="json")
-    save(data, report, html)
+    save(result, data, report, html)
     emit(data, as_json, lambda: render_compare(result))
 
 

@@ -229,7 +229,7 @@ def doctor(
             outputs={"--report": report, "--html": html},
         )
     data = result.model_dump(mode="json")
-    save(data, report, html)
+    save(result, data, report, html)
     emit(data, as_json, lambda: render_doctor(result))
     if result.verdict != "healthy":
         raise typer.Exit(EXIT_FINDINGS)

@@ -211,7 +211,7 @@ def tune(
             say=_say,
         )
     data = result.model_dump(mode="json")
-    save(data, report, html)
+    save(result, data, report, html)
     emit(data, as_json, lambda: render_tune(result))
     if result.failures:
         raise typer.Exit(EXIT_FINDINGS)

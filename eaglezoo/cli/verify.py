@@ -252,7 +252,7 @@ def verify(
             outputs={"--report": report, "--html": html},
         )
     data = result.model_dump(mode="json")
-    save(data, report, html)
+    save(result, data, report, html)
     emit(data, as_json, lambda: render_verify(result))
     if result.failures:
         raise typer.Exit(EXIT_FINDINGS)

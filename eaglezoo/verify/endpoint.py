@@ -32,6 +32,8 @@ from ..serving import DEV_MODE
 from ..settings import endpoint_timeout_s
 from .counters import SpecDecodeCounters, prometheus_count, scraped
 from .identity import differences, read_served
+from .report.build import built
+from .report.models import Engine
 from .server_facts import LOOPBACK, ServerFacts
 from .server_http import ABOUT_S, Redirected, TimedOut, fetch
 from .vllm_worker import COUNTERS, PER_POSITION
@@ -101,13 +103,14 @@ def measure_endpoint(work: Workload, url: str, progress: Progress) -> Measuremen
     return Measurement(
         accepted=accepted,
         tokens=[r.tokens for r in results],
-        engine={
-            "name": "endpoint",
-            "url": printable(base),
-            "model": printable(model) or None,
-            "speculative_config": config,
-            "version": version,
-        },
+        engine=built(
+            Engine,
+            name="endpoint",
+            url=printable(base),
+            model=printable(model) or None,
+            speculative_config=config,
+            version=version,
+        ),
         device="remote",
         dtype=(config or {}).get("dtype") or "unknown",
         counters=counters,

@@ -28,6 +28,8 @@ from ..errors import EngineError, UsageError
 from ..fsutil import staging
 from ..limits import MAX_MODEL_LEN
 from ..serving import engine_support, family_serve_config, serve_config
+from .report.build import built
+from .report.models import Engine, Parallel
 from .report.timing import speedup_report
 from .vllm_process import WorkerResult, WorkerSession, finds_vllm, no_vllm
 from .workload import Measurement, Progress, Workload, dtype_name
@@ -87,14 +89,14 @@ class EngineOptions(BaseModel):
         args.update({k: v for k, v in optional.items() if v is not None})
         return {**args, **self.extra}
 
-    def parallel(self) -> dict:
-        return {
-            "tensor_parallel_size": self.tensor_parallel_size,
-            "pipeline_parallel_size": self.pipeline_parallel_size,
-            "data_parallel_size": self.data_parallel_size,
-            "enable_expert_parallel": self.enable_expert_parallel,
-            "distributed_executor_backend": self.distributed_executor_backend or "default",
-        }
+    def parallel(self) -> Parallel:
+        return Parallel(
+            tensor_parallel_size=self.tensor_parallel_size,
+            pipeline_parallel_size=self.pipeline_parallel_size,
+            data_parallel_size=self.data_parallel_size,
+            enable_expert_parallel=self.enable_expert_parallel,
+            distributed_executor_backend=self.distributed_executor_backend or "default",
+        )
 
 
 def engine_options(**given) -> EngineOptions:
@@ -219,14 +221,15 @@ def measurement(
             hint="rerun with EAGLEZOO_DEBUG=1 to see the engine's log (vLLM #25250)",
         )
     started = spec_run.engine
-    engine = {
-        "name": "vllm",
-        "version": started.version,
-        "python": python,
-        "parallel": opts.parallel(),
-        "trust_remote_code": opts.trust_remote_code,
-        "start_s": started.start_s,
-    }
+    engine = built(
+        Engine,
+        name="vllm",
+        version=started.version,
+        python=python,
+        parallel=opts.parallel(),
+        trust_remote_code=opts.trust_remote_code,
+        start_s=started.start_s,
+    )
     return Measurement(
         accepted=[r.accepted for r in first.requests],
         tokens=[r.tokens for r in first.requests],

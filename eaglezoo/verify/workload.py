@@ -23,7 +23,7 @@ from .counters import SpecDecodeCounters
 from .prompt_set import PromptSet, bucket_problem
 
 if TYPE_CHECKING:
-    from .report.models import Speedup
+    from .report.models import ByKRow, Engine, Speedup, Tallied
 
 Progress = Callable[..., None]  # progress(done, total, phase="...")
 
@@ -191,15 +191,15 @@ class Measurement:
 
     accepted: list[list[int] | None]
     tokens: list[list[int]]
-    engine: dict
+    engine: Engine
     device: str
     dtype: str
-    timing: dict
+    timing: dict[str, float]  # named seconds, by the engine's phases (the report's `timing`, a map of its own keys)
     counters: SpecDecodeCounters | None = None
-    all_positions: dict | None = None
+    all_positions: Tallied | None = None
     feedback_rms: list[float] | None = None
     speedup: Speedup | None = None
-    by_k: list[dict] | None = None  # acceptance at every K <= K, replayed exactly (native)
+    by_k: list[ByKRow] | None = None  # acceptance at every K <= K, replayed exactly (native)
     notes: list[str] = field(default_factory=list)
 
 

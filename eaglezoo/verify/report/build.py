@@ -16,7 +16,7 @@ from ..acceptance import INTERVAL, SEED, Tally, bootstrap_interval, by_k_estimat
 from ..counters import SpecDecodeCounters
 from ..workload import Measurement, Workload
 from .gate import NO_GATE, Gate, gated
-from .models import ByK, Comparison, Drift, PromptResult, Tallied, VerifyReport
+from .models import ByK, Comparison, Drift, Engine, PromptResult, Tallied, VerifyReport
 
 if TYPE_CHECKING:
     from ...checkpoint.read import Drafter
@@ -76,7 +76,7 @@ def report_for(
         interval=INTERVAL,
     )
     thresholds, failures, gate_notes, verdict = gated(
-        gate, s, drift.mean_acceptance_length_by_bucket, work.findings, work.prompt_set, m.engine.get("name", "native")
+        gate, s, drift.mean_acceptance_length_by_bucket, work.findings, work.prompt_set, m.engine.name
     )
     ps = work.prompt_set
     return built(
@@ -126,14 +126,14 @@ def report_for(
     )
 
 
-def engine_words(engine: dict[str, Any]) -> str:
-    return f"{engine.get('name', 'native')} {engine.get('version') or ''}".strip()
+def engine_words(engine: Engine) -> str:
+    return f"{engine.name} {engine.version or ''}".strip()
 
 
 Model = TypeVar("Model", bound=BaseModel)
 
 
-def built(model: type[Model], **fields: Any) -> Model:
+def built(model: type[Model], /, **fields: Any) -> Model:
     """A report model from what was measured. What it refuses came from an engine or a server (a figure or a
     name a report cannot hold): one line naming the field, never an internal error."""
     try:
