@@ -20,7 +20,7 @@ from .doctor.report import DoctorReport
 from .hub.card import CardAcceptance
 from .reports import AnyReport
 from .reproduce import Reproduction
-from .serving import shown_path, vllm_serve_command, vllm_speculative_config
+from .serving import shown_path, vllm_serve_command
 from .tune.cost import Simulated, simulations
 from .tune.model import Cell, Choice, Cost, Latency, TuneReport
 from .verify.report import VerifyReport
@@ -90,21 +90,6 @@ def _serve(steps: list[str]) -> str:
     return shown_path(steps) if steps else ""
 
 
-def serving_steps(r: VerifyReport | CompareReport, drafter: str) -> list[str]:
-    """The report's own serving path (what serve-config prints); for a report written before it kept one, the
-    `vllm serve` command of the drafter as measured."""
-    return r.serve or [vllm_serve_command(r.target, vllm_speculative_config(drafter, r.num_spec_tokens))]
-
-
-def verdict_of(r: VerifyReport) -> str:
-    """A verify report's verdict: its gate's (PASS, FAIL, compared, not gated, no floors), or for a report written
-    before it kept one, from its failures and floors."""
-    if r.gate:
-        return r.gate.verdict
-    floors = r.thresholds.model_dump()
-    return "FAIL" if r.failures else "PASS" if any(floors.values()) else "no floors"
-
-
 def reproduction_facts(rep: Reproduction | None) -> list[tuple[str, str]]:
     """The facts a report's reproduction adds to its page (none for a report written before it kept one)."""
     if rep is None:
@@ -158,11 +143,11 @@ def verify_page(r: VerifyReport) -> str:
         "verify.html",
         title=f"verify: {r.drafter}",
         r=r,
-        verdict=verdict_of(r),
+        verdict=r.gate.verdict,
         gate=r.gate,
         figures=figures(svgs),
         facts=facts,
-        serve=_serve(serving_steps(r, r.drafter)),
+        serve=_serve(r.serve),
         buckets=buckets,
         buckets_plotted=plotted,
     )
@@ -247,7 +232,7 @@ def compare_page(r: CompareReport) -> str:
         figures=figures([plots.compare_buckets(r)]),
         plotted=len(plots.plotted_rows(r)),
         facts=facts,
-        serve=_serve(serving_steps(r, r.b)),
+        serve=_serve(r.serve),
     )
 
 

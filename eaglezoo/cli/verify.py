@@ -406,7 +406,7 @@ def render_gate(r) -> None:
     """The verdict last: PASS or FAIL where a floor gated; the entry's floors compared, with the difference, and
     why they did not gate."""
     g = r.gate
-    if g is not None and g.checks:
+    if g.checks:
         table = Table("floor", "source", "floor", "measured", "difference", "", title="floors", title_justify="left")
         for c in g.checks:
             mark = ("[green]met[/green]" if c.met else "[red]below[/red]" if c.met is False else "not measured") + (
@@ -414,7 +414,7 @@ def render_gate(r) -> None:
             )
             table.add_row(shown(c.what), c.source, f"{c.floor:g}", fmt3(c.measured), signed(c.difference), mark)
         out.print(table)
-    if g is not None and g.entry_floors == "compared":
+    if g.entry_floors == "compared":
         out.print(
             f"[yellow]compared, not gated[/yellow] (the registry's floors, measured on "
             f"{shown(g.measured_on or 'another basis')}): "
@@ -423,12 +423,7 @@ def render_gate(r) -> None:
         )
     for f in r.failures:
         out.print(f"[red]FAIL[/red] {shown(f)}")
-    gated = (
-        g.verdict == "PASS"
-        if g is not None
-        else any((r.thresholds.min_acceptance, r.thresholds.min_al, r.thresholds.min_al_by_condition))
-    )
-    if not r.failures and gated:
+    if not r.failures and g.verdict == "PASS":
         out.print("[green]PASS[/green] all floors met")
 
 

@@ -30,7 +30,8 @@ HOSTILE = "<script>alert(\"x\")</script> & 'q' \u202etxt.exe"
 def _hostile(report: AnyReport) -> AnyReport:
     """A verify report's model with hostile text where a page shows text, set without validation (a saved report
     refuses control and bidi characters, a fresh one's values are shown as they come)."""
-    return report.model_copy(update={"drafter": HOSTILE, "failures": [HOSTILE], "serve": [f"vllm serve {HOSTILE}"]})
+    hostile = {"drafter": HOSTILE, "failures": [HOSTILE], "serve": [f"vllm serve {HOSTILE}"]}
+    return report.model_copy(update=hostile | {"gate": report.gate.model_copy(update={"verdict": "FAIL"})})
 
 
 def reports() -> dict[str, dict]:

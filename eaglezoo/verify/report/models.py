@@ -288,16 +288,17 @@ class VerifyReport(BaseModel):
     """The floors held against the run (whether they gated or were only compared: `gate`)."""
     failures: list[Line] = []
     """Why the gate failed (exit 1); empty when it passed or applied no floor."""
-    gate: GateResult | None = None
+    gate: GateResult
     """PASS or FAIL where a floor gated, or "compared, not gated" and why; every floor with the figure and the
-    difference (absent from reports written before it)."""
+    difference (a report written before it: its verdict from its failures and floors, report_versions.py)."""
     prompt_set: PromptSet | None = None
     """The prompt set by name and hash, its size, and which rows this run took."""
     reproduction: Reproduction | None = None
     """What it takes to run it again: the command, versions, the prompt set's hash, seeds, the machine."""
     serve: list[Line] = []
     """How to serve what was measured on vLLM: `eaglezoo convert` first where the engine would not read the drafter
-    as given, then `vllm serve` (pages add the command to diagnose with, dev mode on, labelled)."""
+    as given, then `vllm serve` (pages add the command to diagnose with, dev mode on, labelled; a report written
+    before it: the `vllm serve` command of the drafter as measured, report_versions.py)."""
     registry_id: Line | None = None
     """The registry entry measured, for `registry record`."""
     drafter_revision: Line | None = None
