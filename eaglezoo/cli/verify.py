@@ -28,13 +28,17 @@ from .common import (
     SuiteOpt,
     app,
     emit,
+    enforce_eager_option,
     err,
+    gpu_memory_option,
+    max_model_len_option,
     out,
     parse_floors,
     parse_json_object,
     prompts_or_suite,
     read_options,
     shown,
+    tensor_parallel_option,
 )
 from .outputs import HtmlOpt, check_outputs, save
 from .sources import resolve_request
@@ -141,9 +145,7 @@ def verify(
     revision: RevisionOpt = None,
     registry_dir: RegistryOpt = None,
     engine_python: EnginePythonOpt = None,
-    tensor_parallel_size: Annotated[
-        int, typer.Option("--tensor-parallel-size", "-tp", min=1, metavar="N", rich_help_panel=PARALLEL)
-    ] = 1,
+    tensor_parallel_size: Annotated[int, tensor_parallel_option(PARALLEL)] = 1,
     pipeline_parallel_size: Annotated[
         int, typer.Option("--pipeline-parallel-size", "-pp", min=1, metavar="N", rich_help_panel=PARALLEL)
     ] = 1,
@@ -156,14 +158,11 @@ def verify(
         typer.Option(metavar="mp|ray", rich_help_panel=NODES, help="ray spans nodes (start the Ray cluster first)."),
     ] = None,
     max_model_len: Annotated[
-        Optional[int],
-        typer.Option(min=16, metavar="N", rich_help_panel=ENGINE, help="Longer prompts are skipped, and said."),
+        Optional[int], max_model_len_option(ENGINE, "Longer prompts are skipped, and said.")
     ] = None,
     quantization: Annotated[Optional[str], typer.Option(metavar="METHOD", rich_help_panel=ENGINE)] = None,
-    gpu_memory_utilization: Annotated[
-        Optional[float], typer.Option(min=0.01, max=1.0, metavar="F", rich_help_panel=ENGINE)
-    ] = None,
-    enforce_eager: Annotated[bool, typer.Option("--enforce-eager", rich_help_panel=ENGINE)] = False,
+    gpu_memory_utilization: Annotated[Optional[float], gpu_memory_option(ENGINE)] = None,
+    enforce_eager: Annotated[bool, enforce_eager_option(ENGINE)] = False,
     engine_args: Annotated[
         Optional[str],
         typer.Option(

@@ -26,7 +26,7 @@ from pydantic import BaseModel, Field, ValidationError, field_validator
 from ..convert import apply, plan_from
 from ..errors import EngineError, UsageError
 from ..fsutil import staging
-from ..limits import MAX_MODEL_LEN
+from ..limits import GPU_MEMORY_UTILIZATION, MAX_MODEL_LEN, MIN_MODEL_LEN
 from ..serving import engine_support, family_serve_config, serve_config
 from .report.build import built
 from .report.models import Engine, Parallel
@@ -55,11 +55,11 @@ class EngineOptions(BaseModel):
     data_parallel_size: int = Field(1, ge=1)
     enable_expert_parallel: bool = False
     distributed_executor_backend: Literal["mp", "ray"] | None = None
-    max_model_len: int | None = Field(None, ge=16, le=MAX_MODEL_LEN)
+    max_model_len: int | None = Field(None, ge=MIN_MODEL_LEN, le=MAX_MODEL_LEN)
     dtype: str = "auto"
     quantization: str | None = None
     trust_remote_code: bool = False
-    gpu_memory_utilization: float | None = Field(None, gt=0, le=1)
+    gpu_memory_utilization: float | None = Field(None, ge=GPU_MEMORY_UTILIZATION[0], le=GPU_MEMORY_UTILIZATION[1])
     enforce_eager: bool = False
     extra: dict = {}  # --engine-args JSON: any other LLM(...) argument
     timeout_s: float = Field(3600, gt=0)
