@@ -9,7 +9,7 @@ import io
 import re
 import warnings
 from collections.abc import Callable
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from matplotlib import rcParams
 from matplotlib.figure import Figure
@@ -38,7 +38,7 @@ def visible(text: str) -> str:
     return UNSEEN.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
-def literal(value) -> str:
+def literal(value: object) -> str:
     """Text from data as matplotlib draws it as itself: neutralised, and each "$" escaped, so that no bucket,
     label or title is read as mathtext (a bucket named "$$" made matplotlib raise; "$x$" drew an italic x)."""
     return visible(str(value)).replace("$", "\\$")
@@ -66,7 +66,7 @@ def plotted_buckets(report: VerifyReport) -> tuple[list[str], int]:
     return [names[i] for i in sorted(largest)], len(names)
 
 
-def legend(ax, handles: list) -> None:
+def legend(ax: Any, handles: list[Any]) -> None:  # matplotlib's Axes and artists (untyped)
     """A legend of these artists under their labels as given (matplotlib would drop a label that starts with "_")."""
     ax.legend(handles, [h.get_label() for h in handles], fontsize=7, frameon=False)
 
@@ -94,7 +94,7 @@ def svg(fig: Figure) -> str:
     return text[text.index("<svg") :]  # inline: no XML prolog or doctype
 
 
-def _axes(title: str, xlabel: str, ylabel: str, width: float = 5.2):
+def _axes(title: str, xlabel: str, ylabel: str, width: float = 5.2) -> tuple[Figure, Any]:
     fig = Figure(figsize=(width, 3.2))
     ax = fig.subplots()
     ax.set_title(title, fontsize=11)

@@ -577,7 +577,8 @@ def verify_source(
     from ..verify.run import Sources, check_llamacpp, check_settings, verify
 
     r = request
-    check_settings(list(r.engines), r.endpoint, r.engine_options, r.device, r.dtype, r.native)  # before any download
+    # before any download; the endpoint connected here once, and passed down to verify()
+    server = check_settings(list(r.engines), r.endpoint, r.engine_options, r.device, r.dtype, r.native)
     check_llamacpp(list(r.engines), r.llamacpp)
     named = resolve_request(
         drafter,
@@ -603,6 +604,7 @@ def verify_source(
         gate=gate,
         origin=origin,
         progress=progress,
+        server=server,
     )
 
 
