@@ -28,6 +28,7 @@ from .endpoint import Connected, measure_endpoint, reach, server_base
 from .llamacpp_endpoint import llamacpp_props, measure_llamacpp
 from .llamacpp_engine import LlamacppOptions, check_llamacpp_options
 from .llamacpp_run import llamacpp_session
+from .prompt_set import Skipped
 from .prompting import encode, load_tokenizer
 from .quantization import load_kwargs, quantization_config
 from .report import NO_GATE, NO_ORIGIN, Gate, Origin, VerifyReport, compare_engines, report_for
@@ -283,13 +284,13 @@ def prepare(plan: WorkloadPlan) -> Workload:
     encoded, unfit, notes = encode(tokenizer, prompts)
     unfit += sampled_on_native(prompts, encoded, engines)
     for s in unfit:
-        encoded[s["index"]] = None
+        encoded[s.index] = None
     context = prompt_context(drafter.spec, tcfg, engines, plan.max_model_len)
-    skipped = sorted(unfit + too_long(prompts, encoded, context, max_new_tokens + k), key=lambda s: s["index"])
-    kept = [i for i in range(len(prompts)) if i not in {s["index"] for s in skipped}]
+    skipped = sorted(unfit + too_long(prompts, encoded, context, max_new_tokens + k), key=lambda s: s.index)
+    kept = [i for i in range(len(prompts)) if i not in {s.index for s in skipped}]
     if not kept and unfit:
         raise UsageError(
-            f"no prompt can be measured here: {skipped[0]['reason']}",
+            f"no prompt can be measured here: {skipped[0].reason}",
             hint="give prompts this target can take (--prompts, --suite)",
         )
     if not kept:
@@ -297,8 +298,7 @@ def prepare(plan: WorkloadPlan) -> Workload:
             f"every prompt is too long for the context ({context} tokens) with {max_new_tokens} new tokens",
             hint="use shorter prompts, a smaller --max-new-tokens or a larger --max-model-len",
         )
-    for s in skipped:  # by their row in the prompt set, as the measured ones are
-        s["index"] = rows[s["index"]]
+    skipped = [s.model_copy(update={"index": rows[s.index]}) for s in skipped]  # by their row in the prompt set
     return Workload(
         drafter,
         target_dir,
@@ -359,13 +359,13 @@ SAMPLED_ON_NATIVE = (
 )
 
 
-def sampled_on_native(prompts: list[Prompt], encoded: list, engines: list[str]) -> list[dict]:
+def sampled_on_native(prompts: list[Prompt], encoded: list, engines: list[str]) -> list[Skipped]:
     """Rows at their own temperature > 0 where the native engine measures (greedy only): skipped for every engine,
     so that two engines measure the same prompts."""
     if "native" not in engines:
         return []
     return [
-        {"index": n, "bucket": p.bucket, "reason": SAMPLED_ON_NATIVE}
+        Skipped(index=n, bucket=p.bucket, reason=SAMPLED_ON_NATIVE)
         for n, (p, ids) in enumerate(zip(prompts, encoded, strict=True))
         if p.temperature and ids is not None
     ]

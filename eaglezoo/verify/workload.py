@@ -20,7 +20,7 @@ from ..errors import BadInput, UsageError
 from ..fsutil import parse_json, regular_file
 from ..limits import MAX_PROMPTS
 from .counters import SpecDecodeCounters
-from .prompt_set import PromptSet, bucket_problem
+from .prompt_set import PromptSet, Skipped, bucket_problem
 
 if TYPE_CHECKING:
     from .report.models import ByKRow, Engine, Speedup, Tallied
@@ -120,7 +120,7 @@ class Workload:
     findings: list[Finding]
     prompts: list[Prompt]
     encoded: list[list[int]]
-    skipped: list[dict]
+    skipped: list[Skipped]
     k: int
     max_new_tokens: int
     temperature: float = 0.0
@@ -351,8 +351,8 @@ def prompt_context(spec: DrafterSpec, tcfg: dict, engines: list[str], max_model_
     return min([x for x in limits if x] or [1 << 62])
 
 
-def too_long(prompts: list[Prompt], encoded: list[list[int]], context: int, extra: int) -> list[dict]:
-    skipped = []
+def too_long(prompts: list[Prompt], encoded: list[list[int]], context: int, extra: int) -> list[Skipped]:
+    skipped: list[Skipped] = []
     for n, (p, ids) in enumerate(zip(prompts, encoded, strict=True)):
         if ids is None:  # skipped already, for another reason
             continue
@@ -363,11 +363,11 @@ def too_long(prompts: list[Prompt], encoded: list[list[int]], context: int, extr
             )
         if len(ids) + extra > context:
             skipped.append(
-                {
-                    "index": n,
-                    "tokens": len(ids),
-                    "bucket": p.bucket,
-                    "reason": f"{len(ids)} + {extra} new and draft tokens exceed the context of {context}",
-                }
+                Skipped(
+                    index=n,
+                    tokens=len(ids),
+                    bucket=p.bucket,
+                    reason=f"{len(ids)} + {extra} new and draft tokens exceed the context of {context}",
+                )
             )
     return skipped

@@ -16,7 +16,7 @@ from ..acceptance import INTERVAL, SEED, Tally, bootstrap_interval, by_k_estimat
 from ..counters import SpecDecodeCounters
 from ..workload import Measurement, Workload
 from .gate import NO_GATE, Gate, gated
-from .models import ByK, Comparison, Drift, Engine, PromptResult, Tallied, VerifyReport
+from .models import ByK, ByKValues, Comparison, Drift, Engine, PromptResult, Sampling, Tallied, VerifyReport
 
 if TYPE_CHECKING:
     from ...checkpoint.read import Drafter
@@ -103,7 +103,7 @@ def report_for(
         engine=m.engine,
         speedup=m.speedup,
         comparison=comparison,
-        sampling={"temperature": work.temperature, "seed": work.seed},
+        sampling=built(Sampling, temperature=work.temperature, seed=work.seed),
         per_prompt=per_prompt,
         skipped_prompts=work.skipped,
         notes=notes + gate_notes + list(origin.notes),
@@ -234,32 +234,30 @@ def compare_engines(ref: VerifyReport, other: VerifyReport) -> Comparison:
     differing = [p.index for p in both if steps[p.index] != p.accepted]
     counts_equal = (ref.num_drafts, ref.num_accepted) == (other.num_drafts, other.num_accepted)
     return Comparison(
-        **{
-            "reference": a,
-            "engine": b,
-            "dtype": {a: ref.dtype, b: other.dtype},
-            "acceptance_per_position": {a: ref.acceptance_per_position, b: other.acceptance_per_position},
-            "difference_per_position": [
-                y - x for x, y in zip(ref.acceptance_per_position, other.acceptance_per_position, strict=True)
-            ],
-            "mean_acceptance_length": {a: ref.mean_acceptance_length, b: other.mean_acceptance_length},
-            "difference_mean_acceptance_length": other.mean_acceptance_length - ref.mean_acceptance_length,
-            "num_drafts": {a: ref.num_drafts, b: other.num_drafts},
-            "num_accepted": {a: ref.num_accepted, b: other.num_accepted},
-            "acceptance_length_by_k": {
-                name: {
-                    "basis": r.acceptance_by_k.basis.split(":")[0],
-                    "values": [x.mean_acceptance_length for x in r.acceptance_by_k.rows],
-                }
-                for name, r in ((a, ref), (b, other))
-                if r.acceptance_by_k
-            },
-            "prompts_compared": len(both),
-            "prompts_identical": len(both) - len(differing),
-            "differing_prompts": differing,
-            "identical": counts_equal
-            and not differing
-            and len(both) == len(ref.per_prompt)
-            and ref.acceptance_per_position == other.acceptance_per_position,
-        }
+        reference=a,
+        engine=b,
+        dtype={a: ref.dtype, b: other.dtype},
+        acceptance_per_position={a: ref.acceptance_per_position, b: other.acceptance_per_position},
+        difference_per_position=[
+            y - x for x, y in zip(ref.acceptance_per_position, other.acceptance_per_position, strict=True)
+        ],
+        mean_acceptance_length={a: ref.mean_acceptance_length, b: other.mean_acceptance_length},
+        difference_mean_acceptance_length=other.mean_acceptance_length - ref.mean_acceptance_length,
+        num_drafts={a: ref.num_drafts, b: other.num_drafts},
+        num_accepted={a: ref.num_accepted, b: other.num_accepted},
+        acceptance_length_by_k={
+            name: ByKValues(
+                basis=r.acceptance_by_k.basis.split(":")[0],
+                values=[x.mean_acceptance_length for x in r.acceptance_by_k.rows],
+            )
+            for name, r in ((a, ref), (b, other))
+            if r.acceptance_by_k
+        },
+        prompts_compared=len(both),
+        prompts_identical=len(both) - len(differing),
+        differing_prompts=differing,
+        identical=counts_equal
+        and not differing
+        and len(both) == len(ref.per_prompt)
+        and ref.acceptance_per_position == other.acceptance_per_position,
     )

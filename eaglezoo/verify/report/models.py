@@ -14,7 +14,7 @@ from ...limits import MAX_K, MAX_LEVELS, MAX_NEW_TOKENS, MAX_PROMPTS, MAX_TEMPER
 from ...names import VerifyEngine
 from ...report_versions import SCHEMA_VERSION, SchemaVersion
 from ...reproduce import Reproduction
-from ..prompt_set import PromptSet, bucket_problem
+from ..prompt_set import Bucket, PromptSet, Skipped
 
 TOLERANCE = 1e-6  # floats written by json round-trip exactly; sums of K rates differ by a few ulps
 FUTURE_SLACK = dt.timedelta(days=1)  # another machine's clock
@@ -26,15 +26,7 @@ def _one_line(text: str) -> str:
     return text
 
 
-def _bucket(name: str) -> str:
-    problem = bucket_problem(name)  # the prompt reader's own rule: what verify writes, its readers read
-    if problem:
-        raise ValueError(f"a bucket name that {problem}")
-    return name
-
-
 Line = Annotated[str, AfterValidator(_one_line)]
-Bucket = Annotated[str, AfterValidator(_bucket)]
 Rate = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
 Length = Annotated[float, Field(ge=1, le=MAX_K + 1, allow_inf_nan=False)]  # an acceptance length: 1 to K+1
 Count = Annotated[int, Field(ge=0)]
@@ -135,13 +127,6 @@ class PromptResult(Part):
     accepted: list[Count]  # accepted draft tokens, per verify step
     temperature: Annotated[float, Field(ge=0, le=MAX_TEMPERATURE, allow_inf_nan=False)] | None = None
     """The row's own sampling temperature, where its prompt set gives one (else the run's, `sampling`)."""
-
-
-class Skipped(Part):
-    index: Count
-    bucket: Bucket
-    reason: str
-    tokens: Count | None = None
 
 
 class PassTiming(Part):
