@@ -20,7 +20,7 @@ from .doctor.report import DoctorReport
 from .hub.card import CardAcceptance
 from .reports import AnyReport
 from .reproduce import Reproduction
-from .serving import shown_path, vllm_serve_command
+from .serving import shown_path
 from .tune.cost import Simulated, simulations
 from .tune.model import Cell, Choice, Cost, Latency, TuneReport
 from .verify.report import VerifyReport
@@ -172,7 +172,7 @@ def tune_page(r: TuneReport) -> str:
         if r.llamacpp
         else [
             *([r.convert_command] if r.convert_command else []),
-            r.recommended_command or vllm_serve_command(r.target, r.vllm_speculative_config),
+            *([r.recommended_command] if r.recommended_command else []),
         ]
     )
     zeros = (

@@ -28,9 +28,18 @@ def _kind_stated(kind: str) -> Step:
 
 
 def _tune_0(data: dict[str, Any]) -> dict[str, Any]:
-    """Version 0 to 1 of a tune report: `kind` stated; its hardware not yet placed is null (it was {})."""
+    """Version 0 to 1 of a tune report: `kind` stated; its hardware not yet placed is null (it was {}); written
+    before it kept a recommended command, the `vllm serve` command of the table it decided (its page's)."""
     data = _kind_stated("tune")(data)
-    return {**data, "hardware": None} if data.get("hardware") == {} else data
+    data = {**data, "hardware": None} if data.get("hardware") == {} else data
+    target, config = data.get("target"), data.get("vllm_speculative_config")
+    if (
+        data.get("recommended_command")
+        or data.get("llamacpp")
+        or not (isinstance(target, str) and isinstance(config, dict))
+    ):
+        return data
+    return {**data, "recommended_command": vllm_serve_command(target, config)}
 
 
 def _served(data: dict[str, Any], drafter: str) -> dict[str, Any]:

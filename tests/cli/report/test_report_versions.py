@@ -85,3 +85,16 @@ def test_a_report_written_before_gate_and_serve_says_what_its_page_shows(path, t
     if r.json()["kind"] == "verify":
         verdict = r.json()["gate"]["verdict"]
         assert f"<b>{verdict}</b>: mean acceptance length" in html and f"Verdict: {verdict}" in html
+
+
+def test_a_tune_report_written_before_its_recommended_command_says_the_one_its_page_serves(tmp_path):
+    """A tune report written before it kept `recommended_command`: the upgrade fills in its table's `vllm serve`
+    command, the one its page's "Serve it" shows."""
+    path = ROOT / "tests" / "support" / "reports" / "tune-before-kind.json"
+    assert "recommended_command" not in json.loads(path.read_text())
+    page = tmp_path / "page.html"
+    r, shown = run_inprocess("report", str(path), "--json"), run_inprocess("report", str(path), "--html", page)
+    assert r.code == 0 and shown.code == 0, r.err + shown.err
+    command = r.json()["recommended_command"]
+    assert command and command.startswith("vllm serve ") and "--speculative-config" in command
+    assert str(escape(shown_path([command]))) in page.read_text()
