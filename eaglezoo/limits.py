@@ -9,6 +9,8 @@ MAX_TEMPERATURE = 100.0
 MAX_CONCURRENCY = 4096  # requests in flight (a load level), and the native engine's batch
 MAX_LEVELS = 64  # load levels in one tune or --speedup run
 MAX_MODEL_LEN = 1 << 24  # tokens of context a server may say it takes: past every published model's (10M at most)
+MIN_MODEL_LEN = 16  # the shortest --max-model-len eaglezoo passes to vLLM: a prompt and a draft must fit
+GPU_MEMORY_UTILIZATION = (0.01, 1.0)  # --gpu-memory-utilization: vLLM's share of each GPU's memory
 # `registry update`: what one Hub snapshot of the registry may hold (today's: ~60 files, under 1 MiB in all)
 MAX_REGISTRY_FILES = 10_000  # registry/*.yaml and registry/reports/*.json
 MAX_REGISTRY_FILE_BYTES = 8 * 2**20  # one entry or kept report (a verify report of 80 prompts is ~50 KiB)

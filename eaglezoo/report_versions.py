@@ -1,7 +1,11 @@
 """Every report's `schema_version`, and the one upgrade of a saved report to it: each kind's steps, one per
 version, in one place. A report says the version of the layout it was written in (absent: 0, written before
 reports said it); a reader (reports.from_data, verify.saved.report_from) upgrades it step by step to this
-version's before its model validates it, and refuses a report written by a newer eaglezoo in one line."""
+version's before its model validates it, and refuses a report written by a newer eaglezoo in one line. What a report
+written before a field existed means by its absence is said here, once, not by each reader: a verify report's
+verdict (`gate`) and a verify or compare report's serving path (`serve`) are filled in from what it holds, so the
+pages, the summaries and `registry record` read every report alike. It builds that path with serving.py's
+builders, so it sits beside serving.py, above checkpoint/."""
 
 from __future__ import annotations
 
@@ -11,6 +15,7 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from .errors import BadInput
+from .serving import vllm_serve_command, vllm_speculative_config
 
 SCHEMA_VERSION = 1  # raise it with each kind's step that turns a report of the version before into this one's
 SchemaVersion = Annotated[int, Field(ge=SCHEMA_VERSION, le=SCHEMA_VERSION)]  # a model holds the current one only
@@ -23,16 +28,55 @@ def _kind_stated(kind: str) -> Step:
 
 
 def _tune_0(data: dict[str, Any]) -> dict[str, Any]:
-    """Version 0 to 1 of a tune report: `kind` stated; its hardware not yet placed is null (it was {})."""
+    """Version 0 to 1 of a tune report: `kind` stated; its hardware not yet placed is null (it was {}); written
+    before it kept a recommended command, the `vllm serve` command of the table it decided (its page's)."""
     data = _kind_stated("tune")(data)
-    return {**data, "hardware": None} if data.get("hardware") == {} else data
+    data = {**data, "hardware": None} if data.get("hardware") == {} else data
+    target, config = data.get("target"), data.get("vllm_speculative_config")
+    if (
+        data.get("recommended_command")
+        or data.get("llamacpp")
+        or not (isinstance(target, str) and isinstance(config, dict))
+    ):
+        return data
+    return {**data, "recommended_command": vllm_serve_command(target, config)}
+
+
+def _served(data: dict[str, Any], drafter: str) -> dict[str, Any]:
+    """A report without a serving path: the `vllm serve` command of the drafter as measured (its `drafter` field:
+    verify's drafter, compare's B), at its K. Fields of the wrong type are left for the model to refuse."""
+    target, named, k = data.get("target"), data.get(drafter), data.get("num_spec_tokens")
+    if data.get("serve") or not (isinstance(target, str) and isinstance(named, str) and type(k) is int):
+        return data
+    return {**data, "serve": [vllm_serve_command(target, vllm_speculative_config(named, k))]}
+
+
+def _verdict(data: dict[str, Any]) -> str:
+    """A verify report's verdict from its failures and floors, as verify judged before it wrote `gate`."""
+    floors = data.get("thresholds")
+    return (
+        "FAIL" if data.get("failures") else "PASS" if isinstance(floors, dict) and any(floors.values()) else "no floors"
+    )
+
+
+def _verify_0(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 0 to 1 of a verify report: `kind` stated; its verdict (`gate`, from its failures and floors) and its
+    serving path (`serve`) filled in where it was written before it kept them."""
+    data = _kind_stated("verify")(data)
+    data = data if data.get("gate") is not None else {**data, "gate": {"verdict": _verdict(data)}}
+    return _served(data, "drafter")
+
+
+def _compare_0(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 0 to 1 of a compare report: `kind` stated; its serving path (B's) filled in where it kept none."""
+    return _served(_kind_stated("compare")(data), "b")
 
 
 # kind -> its steps: UPGRADES[kind][v] turns a report of version v into one of version v + 1
 UPGRADES: dict[str, tuple[Step, ...]] = {
-    "verify": (_kind_stated("verify"),),
+    "verify": (_verify_0,),
     "tune": (_tune_0,),
-    "compare": (_kind_stated("compare"),),
+    "compare": (_compare_0,),
     "doctor": (_kind_stated("doctor"),),
 }
 assert all(len(steps) == SCHEMA_VERSION for steps in UPGRADES.values())  # noqa: S101 - one step per version

@@ -8,7 +8,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 from rich.console import Console
@@ -17,7 +17,7 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeR
 
 from .. import __version__
 from ..errors import UsageError, printable, terminal_text
-from ..limits import MAX_K
+from ..limits import GPU_MEMORY_UTILIZATION, MAX_K, MAX_MODEL_LEN, MIN_MODEL_LEN
 
 # add_completion: --install-completion and --show-completion on the root (cli/app.run answers the shell's requests)
 app = typer.Typer(
@@ -121,6 +121,41 @@ NumSpecTokensOpt = Annotated[
     int, typer.Option("--num-spec-tokens", "-k", min=1, max=MAX_K, metavar="K", help="Draft depth K.")
 ]
 ReportOpt = Annotated[Optional[Path], typer.Option(metavar="FILE", help="Write the JSON report to this file.")]
+
+
+# The vLLM options verify, tune, compare and doctor share, declared once and bounded by limits.py (as
+# vllm_engine.EngineOptions bounds them); each command files them under its own help panel and may add a line of
+# help: `max_model_len: Annotated[Optional[int], max_model_len_option(ENGINE)] = None`.
+def max_model_len_option(panel: str, help: str | None = None) -> Any:
+    """Its upper bound is checked by a callback, not shown in the help (a range of 8 digits squeezes the flag names
+    of an 80-column help out of their column)."""
+    return typer.Option(
+        min=MIN_MODEL_LEN, metavar="N", rich_help_panel=panel, help=help, callback=_at_most(MAX_MODEL_LEN)
+    )
+
+
+def _at_most(high: int) -> Any:
+    def check(value: int | None) -> int | None:
+        if value is not None and value > high:
+            raise typer.BadParameter(f"{value} is not in the range x<={high}.")
+        return value
+
+    return check
+
+
+def gpu_memory_option(panel: str, help: str | None = None) -> Any:
+    low, high = GPU_MEMORY_UTILIZATION
+    return typer.Option(min=low, max=high, metavar="F", rich_help_panel=panel, help=help)
+
+
+def tensor_parallel_option(panel: str, help: str | None = None) -> Any:
+    return typer.Option("--tensor-parallel-size", "-tp", min=1, metavar="N", rich_help_panel=panel, help=help)
+
+
+def enforce_eager_option(panel: str) -> Any:
+    return typer.Option("--enforce-eager", rich_help_panel=panel)
+
+
 EnginePythonOpt = Annotated[
     Optional[str],
     typer.Option(

@@ -20,6 +20,8 @@ from .common import (
     SuiteOpt,
     app,
     emit,
+    enforce_eager_option,
+    max_model_len_option,
     out,
     prompts_or_suite,
     shown,
@@ -71,8 +73,8 @@ def compare(
             help="B's vLLM interpreter: another vLLM version (default: --engine-python).",
         ),
     ] = None,
-    max_model_len: Annotated[Optional[int], typer.Option(min=16, rich_help_panel="Engine (vLLM)")] = None,
-    enforce_eager: Annotated[bool, typer.Option("--enforce-eager", rich_help_panel="Engine (vLLM)")] = False,
+    max_model_len: Annotated[Optional[int], max_model_len_option("Engine (vLLM)")] = None,
+    enforce_eager: Annotated[bool, enforce_eager_option("Engine (vLLM)")] = False,
     report: ReportOpt = None,
     html: HtmlOpt = None,
     registry_dir: RegistryOpt = None,
@@ -132,7 +134,7 @@ def compare(
         )
     result = compare_reports(a, b)
     data = result.model_dump(mode="json")
-    save(data, report, html)
+    save(result, data, report, html)
     emit(data, as_json, lambda: render_compare(result))
 
 

@@ -18,10 +18,14 @@ from .common import (
     SuiteOpt,
     app,
     emit,
+    enforce_eager_option,
+    gpu_memory_option,
+    max_model_len_option,
     out,
     parse_json_object,
     prompts_or_suite,
     shown,
+    tensor_parallel_option,
 )
 from .outputs import HtmlOpt, check_outputs, save
 from .verify import parse_engine_args, verify_progress
@@ -124,19 +128,13 @@ def doctor(
         int, typer.Option(min=1, max=256, rich_help_panel=REFERENCE, help="Prompts per target batch.")
     ] = 32,
     engine_python: EnginePythonOpt = None,
-    max_model_len: Annotated[
-        int | None, typer.Option(metavar="N", rich_help_panel=ENGINE, help="Tokens, 16 to 2^24.")
-    ] = None,
+    max_model_len: Annotated[int | None, max_model_len_option(ENGINE, "Tokens, 16 to 2^24.")] = None,
     dtype: Annotated[
         str, typer.Option(rich_help_panel=ENGINE, help="auto (the model's), float32, bfloat16, float16.")
     ] = "auto",
-    enforce_eager: Annotated[bool, typer.Option("--enforce-eager", rich_help_panel=ENGINE)] = False,
-    gpu_memory_utilization: Annotated[
-        float | None, typer.Option(metavar="F", rich_help_panel=ENGINE, help="Above 0, at most 1 (vLLM's).")
-    ] = None,
-    tensor_parallel_size: Annotated[
-        int, typer.Option("--tensor-parallel-size", "-tp", metavar="N", rich_help_panel=ENGINE, help="At least 1.")
-    ] = 1,
+    enforce_eager: Annotated[bool, enforce_eager_option(ENGINE)] = False,
+    gpu_memory_utilization: Annotated[float | None, gpu_memory_option(ENGINE)] = None,
+    tensor_parallel_size: Annotated[int, tensor_parallel_option(ENGINE)] = 1,
     engine_args: Annotated[
         str | None, typer.Option(metavar="JSON", rich_help_panel=ENGINE, help="Any other LLM(...) argument.")
     ] = None,
@@ -253,7 +251,7 @@ def doctor(
             outputs={"--report": report, "--html": html},
         )
     data = result.model_dump(mode="json")
-    save(data, report, html)
+    save(result, data, report, html)
     emit(data, as_json, lambda: render_doctor(result))
     if result.verdict != "healthy":
         raise typer.Exit(EXIT_FINDINGS)

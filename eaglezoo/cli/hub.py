@@ -96,10 +96,11 @@ def push(
     --dry-run lists the files and prints the card, contacting nothing."""
     from ..hub.push import PushRequest, check_names
     from ..hub.push import push as hub_push
+    from ..pages import card_acceptance
     from ..verify.saved import read_report
 
     check_names(repo, revision, tag)  # before the report is read: the cheapest refusal first
-    loaded = read_report(report, "--report", needs="the model card").model_dump(mode="json") if report else None
+    loaded = card_acceptance(read_report(report, "--report", needs="the model card")) if report else None
     request = PushRequest(
         folder,
         repo,

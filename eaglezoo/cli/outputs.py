@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
 from ..errors import UsageError
 from ..fsutil import atomic_write_text, file_destination, within
+
+if TYPE_CHECKING:
+    from ..reports import AnyReport
 
 HtmlOpt = Annotated[
     Optional[Path], typer.Option(metavar="FILE", help="Also write a self-contained HTML page with the plots.")
@@ -66,19 +69,20 @@ def _same_file(a: Path, b: Path) -> bool:
         return False
 
 
-def save(data: dict, report: Path | None, html: Path | None) -> None:
-    """The JSON report and the page a command was asked for (both checked as destinations before it ran)."""
+def save(result: AnyReport, data: dict[str, Any], report: Path | None, html: Path | None) -> None:
+    """The JSON report (`data`, the model's dump) and the page a command was asked for (both checked as
+    destinations before it ran)."""
     if report:
         atomic_write_text(report, json.dumps(data, indent=2) + "\n")
-    write_html(html, data)
+    write_html(html, result)
 
 
-def write_html(path: Path | None, data: dict) -> None:
-    """The page of a report as its model dumps it (read strictly first when it was saved): a failure here is
+def write_html(path: Path | None, result: AnyReport) -> None:
+    """The page of a report from its model (read strictly first when it was saved): a failure here is
     eaglezoo's own, and says so."""
     if path is None:
         return
-    from ..pages import page_for
+    from ..pages import page_for  # noqa: PLC0415 - pages loads matplotlib: only when a page is written
 
-    page = page_for(data)
+    page = page_for(result)
     atomic_write_text(path, page)

@@ -50,7 +50,7 @@ def report(
     check_outputs(None, html, reads=(saved,))
     result = read_saved(saved)
     if html is not None:
-        write_html(html, result.model_dump(mode="json"))
+        write_html(html, result)
         return emit(
             {"report": str(saved), "kind": result.kind, "html": str(html)},
             as_json,

@@ -24,10 +24,14 @@ from .common import (
     RevisionOpt,
     app,
     emit,
+    enforce_eager_option,
     err,
+    gpu_memory_option,
+    max_model_len_option,
     out,
     read_options,
     shown,
+    tensor_parallel_option,
 )
 from .outputs import HtmlOpt, check_outputs, save
 from .sources import resolve_request
@@ -68,22 +72,12 @@ def tune(
     registry_dir: RegistryOpt = None,
     engine_python: EnginePythonOpt = None,
     tensor_parallel_size: Annotated[
-        int | None,
-        typer.Option(
-            "--tensor-parallel-size",
-            "-tp",
-            min=1,
-            metavar="N",
-            rich_help_panel=ENGINE,
-            help="Default: the registry entry's hardware, else 1.",
-        ),
+        int | None, tensor_parallel_option(ENGINE, "Default: the registry entry's hardware, else 1.")
     ] = None,
-    max_model_len: Annotated[int | None, typer.Option(min=16, metavar="N", rich_help_panel=PASSED)] = None,
+    max_model_len: Annotated[int | None, max_model_len_option(PASSED)] = None,
     dtype: Annotated[str, typer.Option(metavar="DTYPE", rich_help_panel=PASSED)] = "auto",
-    gpu_memory_utilization: Annotated[
-        float | None, typer.Option(min=0.01, max=1.0, metavar="F", rich_help_panel=PASSED)
-    ] = None,
-    enforce_eager: Annotated[bool, typer.Option("--enforce-eager", rich_help_panel=PASSED)] = False,
+    gpu_memory_utilization: Annotated[float | None, gpu_memory_option(PASSED)] = None,
+    enforce_eager: Annotated[bool, enforce_eager_option(PASSED)] = False,
     trust_remote_code: Annotated[bool, typer.Option("--trust-remote-code", rich_help_panel=PASSED)] = False,
     engine_args: Annotated[
         str | None,
@@ -211,7 +205,7 @@ def tune(
             say=_say,
         )
     data = result.model_dump(mode="json")
-    save(data, report, html)
+    save(result, data, report, html)
     emit(data, as_json, lambda: render_tune(result))
     if result.failures:
         raise typer.Exit(EXIT_FINDINGS)

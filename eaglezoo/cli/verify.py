@@ -28,13 +28,17 @@ from .common import (
     SuiteOpt,
     app,
     emit,
+    enforce_eager_option,
     err,
+    gpu_memory_option,
+    max_model_len_option,
     out,
     parse_floors,
     parse_json_object,
     prompts_or_suite,
     read_options,
     shown,
+    tensor_parallel_option,
 )
 from .outputs import HtmlOpt, check_outputs, save
 from .sources import resolve_request
@@ -141,9 +145,7 @@ def verify(
     revision: RevisionOpt = None,
     registry_dir: RegistryOpt = None,
     engine_python: EnginePythonOpt = None,
-    tensor_parallel_size: Annotated[
-        int, typer.Option("--tensor-parallel-size", "-tp", min=1, metavar="N", rich_help_panel=PARALLEL)
-    ] = 1,
+    tensor_parallel_size: Annotated[int, tensor_parallel_option(PARALLEL)] = 1,
     pipeline_parallel_size: Annotated[
         int, typer.Option("--pipeline-parallel-size", "-pp", min=1, metavar="N", rich_help_panel=PARALLEL)
     ] = 1,
@@ -156,14 +158,11 @@ def verify(
         typer.Option(metavar="mp|ray", rich_help_panel=NODES, help="ray spans nodes (start the Ray cluster first)."),
     ] = None,
     max_model_len: Annotated[
-        Optional[int],
-        typer.Option(min=16, metavar="N", rich_help_panel=ENGINE, help="Longer prompts are skipped, and said."),
+        Optional[int], max_model_len_option(ENGINE, "Longer prompts are skipped, and said.")
     ] = None,
     quantization: Annotated[Optional[str], typer.Option(metavar="METHOD", rich_help_panel=ENGINE)] = None,
-    gpu_memory_utilization: Annotated[
-        Optional[float], typer.Option(min=0.01, max=1.0, metavar="F", rich_help_panel=ENGINE)
-    ] = None,
-    enforce_eager: Annotated[bool, typer.Option("--enforce-eager", rich_help_panel=ENGINE)] = False,
+    gpu_memory_utilization: Annotated[Optional[float], gpu_memory_option(ENGINE)] = None,
+    enforce_eager: Annotated[bool, enforce_eager_option(ENGINE)] = False,
     engine_args: Annotated[
         Optional[str],
         typer.Option(
@@ -252,7 +251,7 @@ def verify(
             outputs={"--report": report, "--html": html},
         )
     data = result.model_dump(mode="json")
-    save(data, report, html)
+    save(result, data, report, html)
     emit(data, as_json, lambda: render_verify(result))
     if result.failures:
         raise typer.Exit(EXIT_FINDINGS)
@@ -406,7 +405,7 @@ def render_gate(r) -> None:
     """The verdict last: PASS or FAIL where a floor gated; the entry's floors compared, with the difference, and
     why they did not gate."""
     g = r.gate
-    if g is not None and g.checks:
+    if g.checks:
         table = Table("floor", "source", "floor", "measured", "difference", "", title="floors", title_justify="left")
         for c in g.checks:
             mark = ("[green]met[/green]" if c.met else "[red]below[/red]" if c.met is False else "not measured") + (
@@ -414,7 +413,7 @@ def render_gate(r) -> None:
             )
             table.add_row(shown(c.what), c.source, f"{c.floor:g}", fmt3(c.measured), signed(c.difference), mark)
         out.print(table)
-    if g is not None and g.entry_floors == "compared":
+    if g.entry_floors == "compared":
         out.print(
             f"[yellow]compared, not gated[/yellow] (the registry's floors, measured on "
             f"{shown(g.measured_on or 'another basis')}): "
@@ -423,12 +422,7 @@ def render_gate(r) -> None:
         )
     for f in r.failures:
         out.print(f"[red]FAIL[/red] {shown(f)}")
-    gated = (
-        g.verdict == "PASS"
-        if g is not None
-        else any((r.thresholds.min_acceptance, r.thresholds.min_al, r.thresholds.min_al_by_condition))
-    )
-    if not r.failures and gated:
+    if not r.failures and g.verdict == "PASS":
         out.print("[green]PASS[/green] all floors met")
 
 
@@ -583,7 +577,8 @@ def verify_source(
     from ..verify.run import Sources, check_llamacpp, check_settings, verify
 
     r = request
-    check_settings(list(r.engines), r.endpoint, r.engine_options, r.device, r.dtype, r.native)  # before any download
+    # before any download; the endpoint connected here once, and passed down to verify()
+    server = check_settings(list(r.engines), r.endpoint, r.engine_options, r.device, r.dtype, r.native)
     check_llamacpp(list(r.engines), r.llamacpp)
     named = resolve_request(
         drafter,
@@ -609,6 +604,7 @@ def verify_source(
         gate=gate,
         origin=origin,
         progress=progress,
+        server=server,
     )
 
 

@@ -258,7 +258,7 @@ def skipped_notes(work: Workload) -> list[str]:
     """The rows not measured, counted by reason (a sampled row's reason is doctor's own, not the native engine's)."""
     reasons: dict[str, int] = {}
     for s in work.skipped:
-        reason = DOCTOR_GREEDY if s["reason"] == SAMPLED_ON_NATIVE else s["reason"]
+        reason = DOCTOR_GREEDY if s.reason == SAMPLED_ON_NATIVE else s.reason
         reasons[reason] = reasons.get(reason, 0) + 1
     return [f"{n} prompt{'s' if n > 1 else ''} skipped: {reason}" for reason, n in reasons.items()]
 

@@ -107,9 +107,7 @@ def skipped(work: Workload) -> list[str]:
     reasons: dict[str, int] = {}
     for row in work.skipped:
         reason = (
-            "a row at temperature > 0 (doctor sends greedy rows)"
-            if row["reason"] == SAMPLED_ON_NATIVE
-            else row["reason"]
+            "a row at temperature > 0 (doctor sends greedy rows)" if row.reason == SAMPLED_ON_NATIVE else row.reason
         )
         reasons[reason] = reasons.get(reason, 0) + 1
     return [f"{n} prompt(s) not sent: {reason}" for reason, n in reasons.items()]

@@ -4,6 +4,7 @@ card cannot drift from the files it describes."""
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
@@ -14,7 +15,9 @@ from ..names import SERVER_ENGINES
 from ..serving import engine_support, schema_for, serve_config, shown_path
 
 
-def model_card(folder: Path, report: dict | None = None, target: str | None = None, repo: str | None = None) -> str:
+def model_card(
+    folder: Path, report: CardAcceptance | None = None, target: str | None = None, repo: str | None = None
+) -> str:
     """The card's Markdown: front matter, drafter facts, serving commands, measured acceptance, provenance."""
     drafter = read_drafter(folder, None, ReadOptions(allow_missing_aux=True), strict=False)
     reading, cfg = drafter.reading, drafter.config
@@ -22,7 +25,7 @@ def model_card(folder: Path, report: dict | None = None, target: str | None = No
     record = _json(folder / "conversion.json")
     target = (
         target
-        or (report or {}).get("target")
+        or (report.target if report is not None else None)
         or (cfg.get("speculators_config") or {}).get("verifier", {}).get("name_or_path")
     )
     tags = ["speculative-decoding", "eagle3"] + (["eagle3.1"] if spec.eagle_version != "3" else []) + ["eaglezoo"]
@@ -91,50 +94,60 @@ def _serving_section(spec, dialect: str, drafter: str, target: str | None) -> li
 FIGURE = "acceptance.svg"
 
 
-def card_figures(report: dict | None) -> dict[str, bytes]:
-    """The figures pushed beside the card (the Hub renders an image the card references by its repo path).
-    `report`: a verify report as verify/saved.read_report read it (the command reads it; this floor cannot)."""
-    if report is None:
-        return {}
-    from ..plots import per_position  # noqa: PLC0415 - plots loads matplotlib: only when a report is drawn
+@dataclass(frozen=True)
+class CardAcceptance:
+    """What a model card shows of a verify report: its figures, the per-position table and the plot drawn
+    (pages.card_acceptance builds it from the VerifyReport: hub/ is below verify/ and the plots)."""
 
-    return {FIGURE: per_position(report).encode()}
+    target: str
+    engine: str  # the engine's name and version
+    device: str
+    dtype: str
+    k: int
+    prompts: int
+    max_new_tokens: int
+    temperature: float
+    per_position: tuple[float, ...]
+    mean_acceptance_length: float
+    num_drafts: int
+    figure: str  # the per-position plot, SVG
+    buckets_shown: int  # of buckets_total: the plot draws at most plots.MAX_BUCKETS
+    buckets_total: int
 
 
-def _acceptance_section(report: dict) -> list[str]:
-    engine = report.get("engine") or {"name": "native"}
-    engine = f"{engine.get('name')} {engine.get('version') or ''}".strip()
-    temperature = (report.get("sampling") or {}).get("temperature") or 0
+def card_figures(report: CardAcceptance | None) -> dict[str, bytes]:
+    """The figures pushed beside the card (the Hub renders an image the card references by its repo path)."""
+    return {} if report is None else {FIGURE: report.figure.encode()}
+
+
+def _acceptance_section(report: CardAcceptance) -> list[str]:
+    temperature = report.temperature
     lines = [
         "",
         "## Measured acceptance",
         "",
-        f"`eaglezoo verify` with the {engine} engine on {report['device']} ({report['dtype']}), "
-        f"K={report['num_spec_tokens']}, {report['num_prompts']} prompts x {report['max_new_tokens']} tokens, "
+        f"`eaglezoo verify` with the {report.engine} engine on {report.device} ({report.dtype}), "
+        f"K={report.k}, {report.prompts} prompts x {report.max_new_tokens} tokens, "
         + ("greedy:" if not temperature else f"temperature {temperature}:"),
         "",
         f"![acceptance by draft position]({FIGURE})",
         "",
     ]
     lines += _plotted(report) + ["| position | acceptance |", "|---|---|"]
-    lines += [f"| {i} | {a:.3f} |" for i, a in enumerate(report["acceptance_per_position"], 1)]
+    lines += [f"| {i} | {a:.3f} |" for i, a in enumerate(report.per_position, 1)]
     return lines + [
         "",
         (
-            f"Mean acceptance length {report['mean_acceptance_length']:.3f} (1 + accepted / drafts, as "
-            f"vLLM counts; {report['num_drafts']} drafts)."
+            f"Mean acceptance length {report.mean_acceptance_length:.3f} (1 + accepted / drafts, as "
+            f"vLLM counts; {report.num_drafts} drafts)."
         ),
     ]
 
 
-def _plotted(report: dict) -> list[str]:
+def _plotted(report: CardAcceptance) -> list[str]:
     """The sentence under the figure where it draws fewer buckets than the report holds (plots.MAX_BUCKETS)."""
-    from ..plots import plotted_buckets  # noqa: PLC0415 - plots loads matplotlib: only when a report is drawn
-
-    shown, total = plotted_buckets(report)
-    return (
-        [f"{total} buckets; the figure shows the {len(shown)} with the most drafts.", ""] if total > len(shown) else []
-    )
+    shown, total = report.buckets_shown, report.buckets_total
+    return [f"{total} buckets; the figure shows the {shown} with the most drafts.", ""] if total > shown else []
 
 
 def _provenance_section(record: dict) -> list[str]:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from ..errors import HubError, UsageError, printable
-from .card import card_figures, model_card
+from .card import CardAcceptance, card_figures, model_card
 from .client import hub_call, repo_id_problem
 
 NEVER_UPLOADED = (".git", ".cache")
@@ -28,14 +28,14 @@ class Upload:
 @dataclass(frozen=True)
 class PushRequest:
     """What `eaglezoo push` was asked: the folder, where it lands (repo, branch, PR, tag), what the card shows
-    (`report`: a verify report as verify/saved.read_report read it; `target`), and which files go."""
+    (`report`: what it shows of a verify report, pages.card_acceptance; `target`), and which files go."""
 
     folder: Path
     repo: str
     revision: str = "main"
     private: bool = False
     create_pr: bool = False
-    report: dict | None = None
+    report: CardAcceptance | None = None
     target: str | None = None
     tag: str | None = None
     include: list[str] | None = None
@@ -136,8 +136,9 @@ def _eloop(path: Path) -> bool:
 
 
 def push(req: PushRequest) -> Pushed:
-    """`report`: a verify report as verify/saved.read_report read it (cli/hub.py reads it: hub/ is below verify/).
-    A dry run checks everything the real push checks before it contacts the Hub, then lists the files."""
+    """`report`: what the card shows of a verify report (cli/hub.py reads it, pages.card_acceptance draws it:
+    hub/ is below verify/). A dry run checks everything the real push checks before it contacts the Hub, then lists
+    the files."""
 
     folder, repo, revision = req.folder, req.repo, req.revision
     check_names(repo, revision, req.tag)

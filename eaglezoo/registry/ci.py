@@ -225,7 +225,7 @@ def evidence(report, report_path: Path, entry: Entry, reg: Registry) -> Evidence
             f"{report_path}: a report at K={k} T={temperature:g}; {entry.id} has floors for {have} only",
             hint="verify at a K and temperature the entry has floors for (eaglezoo registry show ID)",
         )
-    if floor is not None and report.gate is not None and report.gate.entry_floors == "compared":
+    if floor is not None and report.gate.entry_floors == "compared":
         reasons = "; ".join(report.gate.why_compared) or "another prompt set"
         raise UsageError(
             f"{report_path}: the entry's floors were compared with this run, not gated by it ({reasons})",

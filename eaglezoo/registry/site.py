@@ -154,7 +154,7 @@ def _measured(e: Entry, reg: Registry) -> list[tuple[Measured, Markup | None, in
         if not report.is_file():
             rows.append((m, None, 0, 0))
             continue
-        saved = read_report(report, "measured.report", needs="its plot").model_dump(mode="json")
+        saved = read_report(report, "measured.report", needs="its plot")
         shown, total = plotted_buckets(saved)
         rows.append((m, figures([per_position(saved)])[0], total, len(shown)))
     return rows

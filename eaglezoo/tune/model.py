@@ -435,7 +435,8 @@ class TuneReport(BaseModel):
     """What to serve: no speculative config, one static K, or the per-batch-size table (the simplest that the
     measurements support; the simpler one where the table failed its confirmation)."""
     recommended_command: str | None = None
-    """The vllm serve command of the recommendation (vllm serve without --speculative-config for none)."""
+    """The vllm serve command of the recommendation (vllm serve without --speculative-config for none; a report
+    written before it: its table's, report_versions.py)."""
     no_speculation: list[NoSpeculation] = []
     """The table against no speculation at all, at every load."""
     adaptive: Adaptive | None = None

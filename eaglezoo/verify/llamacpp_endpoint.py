@@ -36,6 +36,8 @@ from ..errors import EngineError, UsageError, printable
 from .counters import SpecDecodeCounters, prometheus_count, scraped
 from .endpoint import request, server_base
 from .llama_server import LLAMACPP_BUILD
+from .report.build import built
+from .report.models import Engine, ServedConfig
 from .workload import Measurement, Progress, Workload
 
 PREFIX = "llamacpp:spec_decode_"
@@ -101,13 +103,14 @@ def measure_llamacpp(
     return Measurement(
         accepted=kept,
         tokens=[r.tokens[: work.max_new_tokens] for r in results],
-        engine={
-            "name": "llamacpp",
-            "url": printable(base),
-            "model": printable(str(props.get("model_path")))[:200] or None,
-            "version": printable(str(props.get("build_info")))[:40] or None,
-            "speculative_config": {"num_speculative_tokens": len(counted.num_accepted_tokens_per_pos) or None},
-        },
+        engine=built(
+            Engine,
+            name="llamacpp",
+            url=printable(base),
+            model=printable(str(props.get("model_path")))[:200] or None,
+            version=printable(str(props.get("build_info")))[:40] or None,
+            speculative_config=ServedConfig(num_speculative_tokens=len(counted.num_accepted_tokens_per_pos) or None),
+        ),
         device="local" if started else "remote",  # llama-server does not say which device it runs on
         dtype=printable(str(props.get("model_ftype") or "unknown"))[:40],
         timing={"measure_s": wall, "total_s": time.perf_counter() - t_start},

@@ -21,6 +21,8 @@ from .acceptance import Tally, accepted_lengths, by_k_exact, decoding_path
 from .dflash import build_dflash
 from .drafter import Eagle3Drafter, build_drafter
 from .peagle import build_peagle
+from .report.build import built
+from .report.models import ByKRow, Engine, Tallied
 from .target import Generation, Target, resolve_device, resolve_dtype
 from .workload import Measurement, NativeOptions, Progress, Workload
 
@@ -105,12 +107,13 @@ def measure_native(work: Workload, device: str, dtype: str, options: NativeOptio
     return Measurement(
         accepted=[r.path for r in results],
         tokens=[r.tokens for r in results],
-        engine={
-            "name": "native",
-            "batch_size": options.batch_size,
-            "trust_remote_code": work.trust_remote_code,
-            "target_quantization": target.quantization,
-        },
+        engine=built(
+            Engine,
+            name="native",
+            batch_size=options.batch_size,
+            trust_remote_code=work.trust_remote_code,
+            target_quantization=target.quantization,
+        ),
         device=device,
         dtype=str(torch_dtype).replace("torch.", ""),
         timing={
@@ -119,14 +122,14 @@ def measure_native(work: Workload, device: str, dtype: str, options: NativeOptio
             "drafter_s": t_drafter,
             "total_s": time.perf_counter() - t_start,
         },
-        all_positions=every.summary(),
+        all_positions=built(Tallied, **every.summary()),
         by_k=by_k_rows([r.lengths for r in results], work),
         feedback_rms=[sum(col) / len(results) for col in zip(*(r.feedback_rms for r in results), strict=True)],
     )
 
 
-def by_k_rows(lengths: list[list[int]], work: Workload) -> list[dict]:
-    rows = by_k_exact(lengths, work.k, work.max_new_tokens)
+def by_k_rows(lengths: list[list[int]], work: Workload) -> list[ByKRow]:
+    rows = [built(ByKRow, **row) for row in by_k_exact(lengths, work.k, work.max_new_tokens)]
     return rows if work.spec.family in PREFIX_DRAFTS else rows[-1:]
 
 

@@ -1,12 +1,14 @@
 """What a verify report says of the prompts it measured, apart from reading them (workload.py): the prompt set
-(`PromptSet`) and the one rule for a bucket's name (`bucket_problem`), which the prompt reader and the report's
-readers share. A leaf: the report models import it, and the workload that reads prompts."""
+(`PromptSet`), the prompts not measured (`Skipped`, built where they are skipped and carried by the workload to the
+report) and the one rule for a bucket's name (`bucket_problem`), which the prompt reader and the report's readers
+share. A leaf: the report models import it, and the workload that reads prompts."""
 
 from __future__ import annotations
 
 import re
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 
 class PromptSet(BaseModel):
@@ -51,3 +53,24 @@ def bucket_problem(name: str) -> str | None:
         else "a control character"
     )
     return f"holds {what} (U+{ord(c):04X}); expected one line of text without control characters"
+
+
+def _bucket(name: str) -> str:
+    problem = bucket_problem(name)  # the prompt reader's own rule: what verify writes, its readers read
+    if problem:
+        raise ValueError(f"a bucket name that {problem}")
+    return name
+
+
+Bucket = Annotated[str, AfterValidator(_bucket)]
+
+
+class Skipped(BaseModel):
+    # a prompt not measured (it does not fit the context or the engine), with why: a verify report's skipped_prompts
+
+    model_config = ConfigDict(extra="forbid")
+
+    index: Annotated[int, Field(ge=0)]
+    bucket: Bucket
+    reason: str
+    tokens: Annotated[int, Field(ge=0)] | None = None

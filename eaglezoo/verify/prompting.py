@@ -13,23 +13,25 @@ from pathlib import Path
 from pydoc_data.topics import topics
 
 from ..errors import UsageError, first_line
+from .prompt_set import Skipped
 from .workload import Prompt
 
 DOCUMENT = "CPython's pydoc_data topics (PSF licence), shipped with every Python"
 
 
-def encode(tokenizer, prompts: list[Prompt]) -> tuple[list[list[int] | None], list[dict], list[str]]:
+def encode(tokenizer, prompts: list[Prompt]) -> tuple[list[list[int] | None], list[Skipped], list[str]]:
     """Token ids per prompt (None where skipped; a conversation up to its first turn), the skipped prompts with
     their reasons, and notes."""
     template = getattr(tokenizer, "chat_template", None) or ""
     chats = sum(p.chat for p in prompts)
-    encoded, skipped = [], []
+    encoded: list[list[int] | None] = []
+    skipped: list[Skipped] = []
     for n, p in enumerate(prompts):
         reason = unfit(p, template)
         if reason is None and p.context is not None and len(document_ids(tokenizer)) < p.context:
             reason = f"the document has only {len(document_ids(tokenizer))} tokens, fewer than the {p.context} asked"
         if reason is not None:
-            skipped.append({"index": n, "bucket": p.bucket, "reason": reason})
+            skipped.append(Skipped(index=n, bucket=p.bucket, reason=reason))
         encoded.append(None if reason else encode_one(tokenizer, p, []))
     notes = []
     if chats:

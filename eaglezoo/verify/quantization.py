@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ..errors import BadInput, UsageError
 from ..fsutil import read_json
+from .report.models import Quantization
 
 VLLM = "use --engine vllm, which runs the quantized weights"
 
@@ -66,9 +67,9 @@ def load_failure(target_dir: Path, qc: dict) -> BadInput:
     )
 
 
-def describe(model, qc: dict | None) -> dict | None:
+def describe(model, qc: dict | None) -> Quantization | None:
     """The target's quantization for the report: its method, and whether transformers dequantised the weights
     (it drops its quantizer from a model it dequantised, e.g. FP8 on a machine without FP8 kernels)."""
     if qc is None:
         return None
-    return {"method": method(qc), "dequantized": getattr(model, "hf_quantizer", None) is None}
+    return Quantization(method=method(qc), dequantized=getattr(model, "hf_quantizer", None) is None)

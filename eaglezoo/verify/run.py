@@ -24,10 +24,11 @@ from ..errors import UsageError
 from ..limits import MAX_TEMPERATURE
 from ..lint import lint_drafter
 from .conversation import converse
-from .endpoint import check_server, measure_endpoint, server_base
+from .endpoint import Connected, measure_endpoint, reach, server_base
 from .llamacpp_endpoint import llamacpp_props, measure_llamacpp
 from .llamacpp_engine import LlamacppOptions, check_llamacpp_options
 from .llamacpp_run import llamacpp_session
+from .prompt_set import Skipped
 from .prompting import encode, load_tokenizer
 from .quantization import load_kwargs, quantization_config
 from .report import NO_GATE, NO_ORIGIN, Gate, Origin, VerifyReport, compare_engines, report_for
@@ -107,12 +108,16 @@ def verify(
     gate: Gate = NO_GATE,
     origin: Origin = NO_ORIGIN,
     progress: Progress = lambda *a, **kw: None,
+    server: Connected | None = None,
 ) -> VerifyReport:
+    """`server`: the endpoint as the caller already connected it (check_settings), else it is connected here."""
     r, target_dir = request, sources.target_dir
     engines = list(r.engines)
     speedup = list(r.speedup) if r.speedup else None
     check_request(r, gate.stated.min_acceptance)
-    check_settings(engines, r.endpoint, r.engine_options, r.device, r.dtype, r.native)
+    given = server if server is not None and r.endpoint and server.base == server_base(r.endpoint) else None
+    server = check_settings(engines, None if given else r.endpoint, r.engine_options, r.device, r.dtype, r.native)
+    server = server or given
     check_llamacpp(engines, r.llamacpp)
     if "native" in engines:
         check_target(target_dir, r.native)
@@ -129,7 +134,7 @@ def verify(
             r.max_new_tokens,
             r.temperature,
             r.seed,
-            measured_by(r),
+            measured_by(r, server),
             r.engine_options.max_model_len if r.engine_options else None,
             r.trust_remote_code,
         )
@@ -140,11 +145,11 @@ def verify(
         refuse(work)
     # Engines first: what they refuse is refused before a long native pass, and the GPU is free after them.
     first, *rest = sorted(engines, key=lambda name: name == "native")
-    with runs_on(first, work, r, progress) as measure_first:
+    with runs_on(first, work, r, progress, server) as measure_first:
         work = converse(work, lambda sub: measure_first(sub, None, answering(progress)), first)
         measured = {first: measure_first(work, speedup, progress)}
     for name in rest:
-        measured[name] = measure(name, work, r, progress)
+        measured[name] = measure(name, work, r, progress, server)
     other = next((name for name in measured if name != "native"), None)
     comparison = (
         compare_engines(report_for(work, measured["native"]), report_for(work, measured[other]))
@@ -154,10 +159,10 @@ def verify(
     return report_for(work, measured[engines[-1]], gate, origin, comparison)
 
 
-def measured_by(r: VerifyRequest) -> tuple[str, ...]:
+def measured_by(r: VerifyRequest, server: Connected | None) -> tuple[str, ...]:
     """The engines that measure, as the workload is bounded by them: an endpoint that is a llama-server is llama.cpp
     (its families, FAMILIES_MEASURED), any other endpoint is vLLM's."""
-    if r.endpoint and llamacpp_props(server_base(r.endpoint)) is not None:
+    if server is not None and server.props is not None:
         return tuple("llamacpp" if e == "endpoint" else e for e in r.engines)
     return r.engines
 
@@ -188,6 +193,13 @@ def check_request(r: VerifyRequest, min_acceptance: list[float] | None) -> None:
         )
 
 
+def connect(url: str) -> Connected:
+    """The endpoint, connected once: it answers as a model server (one /v1/models), and whether it is a llama-server
+    (one /props)."""
+    base, model = reach(url)
+    return Connected(base, model, llamacpp_props(base))
+
+
 def check_settings(
     engines: list[str],
     endpoint: str | None = None,
@@ -195,22 +207,23 @@ def check_settings(
     device: str = "auto",
     dtype: str = "auto",
     native: NativeOptions | None = None,
-) -> None:
+) -> Connected | None:
     """What each engine refuses from its settings alone, before anything is read or any engine starts (the CLI
     also asks before it resolves a name, so that a typo downloads nothing): a wrong interpreter, address, device
-    or dtype fails at once, and the native engine's before vLLM has run."""
+    or dtype fails at once, and the native engine's before vLLM has run. The endpoint, connected: what it said, for
+    the rest of the run (None without one)."""
     if native is not None and native.dequantize_mxfp4 and "native" not in engines:
         raise UsageError("--dequantize-mxfp4 is for the native engine", hint="vLLM runs MXFP4 weights as they are")
     if "vllm" in engines:
         check_vllm_options(engine_options or EngineOptions())
-    if endpoint:
-        check_server(endpoint)
+    server = connect(endpoint) if endpoint else None
     if "native" in engines and dtype != "auto":
         dtype_name(dtype)
     if "native" in engines and device != "auto":  # auto always resolves; a named device needs torch to check
         from .target import resolve_device  # noqa: PLC0415 - target.py holds torch at its top: a named device only
 
         resolve_device(device)
+    return server
 
 
 def check_llamacpp(engines: list[str], options: LlamacppOptions) -> None:
@@ -271,13 +284,13 @@ def prepare(plan: WorkloadPlan) -> Workload:
     encoded, unfit, notes = encode(tokenizer, prompts)
     unfit += sampled_on_native(prompts, encoded, engines)
     for s in unfit:
-        encoded[s["index"]] = None
+        encoded[s.index] = None
     context = prompt_context(drafter.spec, tcfg, engines, plan.max_model_len)
-    skipped = sorted(unfit + too_long(prompts, encoded, context, max_new_tokens + k), key=lambda s: s["index"])
-    kept = [i for i in range(len(prompts)) if i not in {s["index"] for s in skipped}]
+    skipped = sorted(unfit + too_long(prompts, encoded, context, max_new_tokens + k), key=lambda s: s.index)
+    kept = [i for i in range(len(prompts)) if i not in {s.index for s in skipped}]
     if not kept and unfit:
         raise UsageError(
-            f"no prompt can be measured here: {skipped[0]['reason']}",
+            f"no prompt can be measured here: {skipped[0].reason}",
             hint="give prompts this target can take (--prompts, --suite)",
         )
     if not kept:
@@ -285,8 +298,7 @@ def prepare(plan: WorkloadPlan) -> Workload:
             f"every prompt is too long for the context ({context} tokens) with {max_new_tokens} new tokens",
             hint="use shorter prompts, a smaller --max-new-tokens or a larger --max-model-len",
         )
-    for s in skipped:  # by their row in the prompt set, as the measured ones are
-        s["index"] = rows[s["index"]]
+    skipped = [s.model_copy(update={"index": rows[s.index]}) for s in skipped]  # by their row in the prompt set
     return Workload(
         drafter,
         target_dir,
@@ -347,13 +359,13 @@ SAMPLED_ON_NATIVE = (
 )
 
 
-def sampled_on_native(prompts: list[Prompt], encoded: list, engines: list[str]) -> list[dict]:
+def sampled_on_native(prompts: list[Prompt], encoded: list, engines: list[str]) -> list[Skipped]:
     """Rows at their own temperature > 0 where the native engine measures (greedy only): skipped for every engine,
     so that two engines measure the same prompts."""
     if "native" not in engines:
         return []
     return [
-        {"index": n, "bucket": p.bucket, "reason": SAMPLED_ON_NATIVE}
+        Skipped(index=n, bucket=p.bucket, reason=SAMPLED_ON_NATIVE)
         for n, (p, ids) in enumerate(zip(prompts, encoded, strict=True))
         if p.temperature and ids is not None
     ]
@@ -361,7 +373,7 @@ def sampled_on_native(prompts: list[Prompt], encoded: list, engines: list[str]) 
 
 @contextmanager
 def runs_on(
-    name: str, work: Workload, request: VerifyRequest, progress: Progress
+    name: str, work: Workload, request: VerifyRequest, progress: Progress, server: Connected | None = None
 ) -> Iterator[Callable[..., Measurement]]:
     """measure(work, speedup, progress) on one engine for several workloads (a conversation's earlier turns, then
     the measurement): vLLM is started once for all of them."""
@@ -373,17 +385,19 @@ def runs_on(
         with llamacpp_session(work, request.llamacpp, progress) as measure_on_server:
             yield measure_on_server
         return
-    yield lambda sub, _speedup, shown: measure(name, sub, request, shown)
+    yield lambda sub, _speedup, shown: measure(name, sub, request, shown, server)
 
 
-def measure(name: str, work: Workload, request: VerifyRequest, progress: Progress) -> Measurement:
+def measure(
+    name: str, work: Workload, request: VerifyRequest, progress: Progress, server: Connected | None = None
+) -> Measurement:
     """One run on the native engine or an endpoint (vLLM runs through `runs_on`)."""
     if name == "native":
         from .native import measure_native  # noqa: PLC0415 - native.py holds torch at its top: loaded only when the native engine runs
 
         return measure_native(work, request.device, request.dtype, request.native, progress)
     assert request.endpoint is not None
-    props = llamacpp_props(server_base(request.endpoint))
-    if props is not None:
-        return measure_llamacpp(work, request.endpoint, props, progress)
-    return measure_endpoint(work, request.endpoint, progress)
+    server = server or connect(request.endpoint)
+    if server.props is not None:
+        return measure_llamacpp(work, server.base, server.props, progress)
+    return measure_endpoint(work, server, progress)

@@ -26,8 +26,10 @@ from pydantic import BaseModel, Field, ValidationError, field_validator
 from ..convert import apply, plan_from
 from ..errors import EngineError, UsageError
 from ..fsutil import staging
-from ..limits import MAX_MODEL_LEN
+from ..limits import GPU_MEMORY_UTILIZATION, MAX_MODEL_LEN, MIN_MODEL_LEN
 from ..serving import engine_support, family_serve_config, serve_config
+from .report.build import built
+from .report.models import Engine, Parallel
 from .report.timing import speedup_report
 from .vllm_process import WorkerResult, WorkerSession, finds_vllm, no_vllm
 from .workload import Measurement, Progress, Workload, dtype_name
@@ -53,11 +55,11 @@ class EngineOptions(BaseModel):
     data_parallel_size: int = Field(1, ge=1)
     enable_expert_parallel: bool = False
     distributed_executor_backend: Literal["mp", "ray"] | None = None
-    max_model_len: int | None = Field(None, ge=16, le=MAX_MODEL_LEN)
+    max_model_len: int | None = Field(None, ge=MIN_MODEL_LEN, le=MAX_MODEL_LEN)
     dtype: str = "auto"
     quantization: str | None = None
     trust_remote_code: bool = False
-    gpu_memory_utilization: float | None = Field(None, gt=0, le=1)
+    gpu_memory_utilization: float | None = Field(None, ge=GPU_MEMORY_UTILIZATION[0], le=GPU_MEMORY_UTILIZATION[1])
     enforce_eager: bool = False
     extra: dict = {}  # --engine-args JSON: any other LLM(...) argument
     timeout_s: float = Field(3600, gt=0)
@@ -87,14 +89,14 @@ class EngineOptions(BaseModel):
         args.update({k: v for k, v in optional.items() if v is not None})
         return {**args, **self.extra}
 
-    def parallel(self) -> dict:
-        return {
-            "tensor_parallel_size": self.tensor_parallel_size,
-            "pipeline_parallel_size": self.pipeline_parallel_size,
-            "data_parallel_size": self.data_parallel_size,
-            "enable_expert_parallel": self.enable_expert_parallel,
-            "distributed_executor_backend": self.distributed_executor_backend or "default",
-        }
+    def parallel(self) -> Parallel:
+        return Parallel(
+            tensor_parallel_size=self.tensor_parallel_size,
+            pipeline_parallel_size=self.pipeline_parallel_size,
+            data_parallel_size=self.data_parallel_size,
+            enable_expert_parallel=self.enable_expert_parallel,
+            distributed_executor_backend=self.distributed_executor_backend or "default",
+        )
 
 
 def engine_options(**given) -> EngineOptions:
@@ -219,14 +221,15 @@ def measurement(
             hint="rerun with EAGLEZOO_DEBUG=1 to see the engine's log (vLLM #25250)",
         )
     started = spec_run.engine
-    engine = {
-        "name": "vllm",
-        "version": started.version,
-        "python": python,
-        "parallel": opts.parallel(),
-        "trust_remote_code": opts.trust_remote_code,
-        "start_s": started.start_s,
-    }
+    engine = built(
+        Engine,
+        name="vllm",
+        version=started.version,
+        python=python,
+        parallel=opts.parallel(),
+        trust_remote_code=opts.trust_remote_code,
+        start_s=started.start_s,
+    )
     return Measurement(
         accepted=[r.accepted for r in first.requests],
         tokens=[r.tokens for r in first.requests],

@@ -20,10 +20,10 @@ from ..errors import BadInput, UsageError
 from ..fsutil import parse_json, regular_file
 from ..limits import MAX_PROMPTS
 from .counters import SpecDecodeCounters
-from .prompt_set import PromptSet, bucket_problem
+from .prompt_set import PromptSet, Skipped, bucket_problem
 
 if TYPE_CHECKING:
-    from .report.models import Speedup
+    from .report.models import ByKRow, Engine, Speedup, Tallied
 
 Progress = Callable[..., None]  # progress(done, total, phase="...")
 
@@ -120,7 +120,7 @@ class Workload:
     findings: list[Finding]
     prompts: list[Prompt]
     encoded: list[list[int]]
-    skipped: list[dict]
+    skipped: list[Skipped]
     k: int
     max_new_tokens: int
     temperature: float = 0.0
@@ -191,15 +191,15 @@ class Measurement:
 
     accepted: list[list[int] | None]
     tokens: list[list[int]]
-    engine: dict
+    engine: Engine
     device: str
     dtype: str
-    timing: dict
+    timing: dict[str, float]  # named seconds, by the engine's phases (the report's `timing`, a map of its own keys)
     counters: SpecDecodeCounters | None = None
-    all_positions: dict | None = None
+    all_positions: Tallied | None = None
     feedback_rms: list[float] | None = None
     speedup: Speedup | None = None
-    by_k: list[dict] | None = None  # acceptance at every K <= K, replayed exactly (native)
+    by_k: list[ByKRow] | None = None  # acceptance at every K <= K, replayed exactly (native)
     notes: list[str] = field(default_factory=list)
 
 
@@ -351,8 +351,8 @@ def prompt_context(spec: DrafterSpec, tcfg: dict, engines: list[str], max_model_
     return min([x for x in limits if x] or [1 << 62])
 
 
-def too_long(prompts: list[Prompt], encoded: list[list[int]], context: int, extra: int) -> list[dict]:
-    skipped = []
+def too_long(prompts: list[Prompt], encoded: list[list[int]], context: int, extra: int) -> list[Skipped]:
+    skipped: list[Skipped] = []
     for n, (p, ids) in enumerate(zip(prompts, encoded, strict=True)):
         if ids is None:  # skipped already, for another reason
             continue
@@ -363,11 +363,11 @@ def too_long(prompts: list[Prompt], encoded: list[list[int]], context: int, extr
             )
         if len(ids) + extra > context:
             skipped.append(
-                {
-                    "index": n,
-                    "tokens": len(ids),
-                    "bucket": p.bucket,
-                    "reason": f"{len(ids)} + {extra} new and draft tokens exceed the context of {context}",
-                }
+                Skipped(
+                    index=n,
+                    tokens=len(ids),
+                    bucket=p.bucket,
+                    reason=f"{len(ids)} + {extra} new and draft tokens exceed the context of {context}",
+                )
             )
     return skipped

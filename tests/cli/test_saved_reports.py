@@ -202,10 +202,13 @@ def test_the_page_escapes_what_it_shows(tmp_path):
 def test_the_page_escapes_values_the_reader_never_lets_through():
     """Defence in depth: the page itself escapes every value it interpolates, numbers included."""
     from eaglezoo.pages import verify_page
+    from eaglezoo.reports import from_data
 
     script = "<script>alert(1)</script>"
-    data = edited(max_new_tokens=script, num_prompts=script, num_drafts=script, num_spec_tokens=3)
-    html = verify_page(data)
+    report = from_data(edited(), "verify", "the shipped report")
+    html = verify_page(
+        report.model_copy(update={"max_new_tokens": script, "num_prompts": script, "num_drafts": script})
+    )
     assert "<script" not in html and html.count("&lt;script&gt;") >= 3
 
 

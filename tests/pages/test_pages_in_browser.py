@@ -11,9 +11,11 @@ from html import unescape
 
 import pytest
 from conftest import ROOT
+from support import saved_reports
 from support.browser import CHROMIUM, assert_page, browse
 
 from eaglezoo.pages import tune_page
+from eaglezoo.reports import from_data
 
 pytestmark = pytest.mark.skipif(
     CHROMIUM is None, reason="Debian's chromium is not installed (scripts/setup/chromium.sh)"
@@ -66,35 +68,11 @@ def test_the_compare_page_in_a_browser(cli, tmp_path):
 
 
 def test_the_tune_page_in_a_browser(tmp_path):
-    """From a tune report of the shape `eaglezoo tune --report` writes (tests/engine/test_tune.py runs the real one)."""
-    grid = [
-        {
-            "k": k,
-            "concurrency": c,
-            "output_tokens_per_s": 100.0 * c / (1 + k),
-            "mean_tpot_ms": 5.0,
-            "acceptance_length": None if k == 0 else 1.5 + k / 4,
-        }
-        for k in (0, 1, 2)
-        for c in (1, 4)
-    ]
-    report = {
-        "drafter": "d",
-        "target": "t",
-        "engine": {"version": "0.32.0", "device": "cpu", "dtype": "float32"},
-        "k_max": 2,
-        "concurrency": [1, 4],
-        "grid": grid,
-        "basis": "measured",
-        "decision": [{"concurrency": c, "k": 0, "output_tokens_per_s": 100.0 * c, "speedup": 1.0} for c in (1, 4)],
-        "vllm_command": "vllm serve t --speculative-config '{}'",
-        "notes": ["a note"],
-        "eaglezoo_version": "0",
-        "vllm_speculative_config": {"method": "eagle3", "model": "d", "num_speculative_tokens": 2},
-    }
+    """From a saved tune report, read as `eaglezoo report` reads it (tests/engine/test_tune.py runs the real one)."""
+    report = from_data(saved_reports.valid("tune"), "tune", "the saved tune report")
     page = tmp_path / "tune.html"
     page.write_text(tune_page(report))
-    assert "Recommended: concurrency 1: K=0" in assert_page(page, tmp_path, plots=1)
+    assert "Recommended: concurrency 1: K=1" in assert_page(page, tmp_path, plots=1)
 
 
 def test_the_zoo_site_in_a_browser(cli, tmp_path):

@@ -37,6 +37,7 @@ class Hostile:
     """The running server: its URL, what it was asked, and its stop()."""
 
     def __init__(self, handler: type):
+        self.seen: list[str] = handler.seen  # every request's path, in order (its query left off)
         self.stopping = threading.Event()
         handler.stopping = self.stopping
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
@@ -77,7 +78,7 @@ def hostile(**lies) -> Hostile:
     """A running server that tells `lies` (the fields of Lies, by name)."""
     told = Lies(**lies)
     answers = list(told.metrics or HEALTHY)
-    return Hostile(type("HostileHandler", (Handler,), {"lies": told, "answers": answers}))
+    return Hostile(type("HostileHandler", (Handler,), {"lies": told, "answers": answers, "seen": []}))
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -86,6 +87,7 @@ class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     lies: Lies
     answers: list[bytes]  # /metrics answers still to give (the last repeated)
+    seen: list[str]  # the paths asked, in order
     stopping: threading.Event
 
     def log_message(self, *args):
@@ -101,6 +103,7 @@ class Handler(BaseHTTPRequestHandler):
             self.answer(json.loads(self.rfile.read(length) or b"{}"))
 
     def answer(self, body: dict | None):
+        self.seen.append(self.path.split("?")[0])
         if not self.misbehaved():
             self.route(self.path.split("?")[0], body)
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import yaml
 
+from eaglezoo.reports import AnyReport
 from tests.support import saved_reports
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -26,10 +27,11 @@ SITE_ENTRIES = (
 HOSTILE = "<script>alert(\"x\")</script> & 'q' \u202etxt.exe"
 
 
-def _hostile(data: dict) -> dict:
-    """A verify report's dump with hostile text where a page shows text (a saved report refuses control and bidi
-    characters, a fresh one's values are shown as they come)."""
-    return data | {"drafter": HOSTILE, "failures": [HOSTILE], "serve": [f"vllm serve {HOSTILE}"]}
+def _hostile(report: AnyReport) -> AnyReport:
+    """A verify report's model with hostile text where a page shows text, set without validation (a saved report
+    refuses control and bidi characters, a fresh one's values are shown as they come)."""
+    hostile = {"drafter": HOSTILE, "failures": [HOSTILE], "serve": [f"vllm serve {HOSTILE}"]}
+    return report.model_copy(update=hostile | {"gate": report.gate.model_copy(update={"verdict": "FAIL"})})
 
 
 def reports() -> dict[str, dict]:
@@ -47,8 +49,8 @@ def render_reports(out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     for name, data in reports().items():
         saved = saved_reports.write(out / f"{name}.json", data)
-        dumped = read_saved(saved).model_dump(mode="json")
-        page = page_for(_hostile(dumped) if name.startswith("hostile") else dumped)
+        report = read_saved(saved)
+        page = page_for(_hostile(report) if name.startswith("hostile") else report)
         saved.unlink()
         (out / f"{name}.html").write_text(page, encoding="utf-8")
 

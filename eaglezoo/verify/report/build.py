@@ -16,7 +16,7 @@ from ..acceptance import INTERVAL, SEED, Tally, bootstrap_interval, by_k_estimat
 from ..counters import SpecDecodeCounters
 from ..workload import Measurement, Workload
 from .gate import NO_GATE, Gate, gated
-from .models import ByK, Comparison, Drift, PromptResult, Tallied, VerifyReport
+from .models import ByK, ByKValues, Comparison, Drift, Engine, PromptResult, Sampling, Tallied, VerifyReport
 
 if TYPE_CHECKING:
     from ...checkpoint.read import Drafter
@@ -76,7 +76,7 @@ def report_for(
         interval=INTERVAL,
     )
     thresholds, failures, gate_notes, verdict = gated(
-        gate, s, drift.mean_acceptance_length_by_bucket, work.findings, work.prompt_set, m.engine.get("name", "native")
+        gate, s, drift.mean_acceptance_length_by_bucket, work.findings, work.prompt_set, m.engine.name
     )
     ps = work.prompt_set
     return built(
@@ -103,7 +103,7 @@ def report_for(
         engine=m.engine,
         speedup=m.speedup,
         comparison=comparison,
-        sampling={"temperature": work.temperature, "seed": work.seed},
+        sampling=built(Sampling, temperature=work.temperature, seed=work.seed),
         per_prompt=per_prompt,
         skipped_prompts=work.skipped,
         notes=notes + gate_notes + list(origin.notes),
@@ -126,14 +126,14 @@ def report_for(
     )
 
 
-def engine_words(engine: dict[str, Any]) -> str:
-    return f"{engine.get('name', 'native')} {engine.get('version') or ''}".strip()
+def engine_words(engine: Engine) -> str:
+    return f"{engine.name} {engine.version or ''}".strip()
 
 
 Model = TypeVar("Model", bound=BaseModel)
 
 
-def built(model: type[Model], **fields: Any) -> Model:
+def built(model: type[Model], /, **fields: Any) -> Model:
     """A report model from what was measured. What it refuses came from an engine or a server (a figure or a
     name a report cannot hold): one line naming the field, never an internal error."""
     try:
@@ -234,32 +234,30 @@ def compare_engines(ref: VerifyReport, other: VerifyReport) -> Comparison:
     differing = [p.index for p in both if steps[p.index] != p.accepted]
     counts_equal = (ref.num_drafts, ref.num_accepted) == (other.num_drafts, other.num_accepted)
     return Comparison(
-        **{
-            "reference": a,
-            "engine": b,
-            "dtype": {a: ref.dtype, b: other.dtype},
-            "acceptance_per_position": {a: ref.acceptance_per_position, b: other.acceptance_per_position},
-            "difference_per_position": [
-                y - x for x, y in zip(ref.acceptance_per_position, other.acceptance_per_position, strict=True)
-            ],
-            "mean_acceptance_length": {a: ref.mean_acceptance_length, b: other.mean_acceptance_length},
-            "difference_mean_acceptance_length": other.mean_acceptance_length - ref.mean_acceptance_length,
-            "num_drafts": {a: ref.num_drafts, b: other.num_drafts},
-            "num_accepted": {a: ref.num_accepted, b: other.num_accepted},
-            "acceptance_length_by_k": {
-                name: {
-                    "basis": r.acceptance_by_k.basis.split(":")[0],
-                    "values": [x.mean_acceptance_length for x in r.acceptance_by_k.rows],
-                }
-                for name, r in ((a, ref), (b, other))
-                if r.acceptance_by_k
-            },
-            "prompts_compared": len(both),
-            "prompts_identical": len(both) - len(differing),
-            "differing_prompts": differing,
-            "identical": counts_equal
-            and not differing
-            and len(both) == len(ref.per_prompt)
-            and ref.acceptance_per_position == other.acceptance_per_position,
-        }
+        reference=a,
+        engine=b,
+        dtype={a: ref.dtype, b: other.dtype},
+        acceptance_per_position={a: ref.acceptance_per_position, b: other.acceptance_per_position},
+        difference_per_position=[
+            y - x for x, y in zip(ref.acceptance_per_position, other.acceptance_per_position, strict=True)
+        ],
+        mean_acceptance_length={a: ref.mean_acceptance_length, b: other.mean_acceptance_length},
+        difference_mean_acceptance_length=other.mean_acceptance_length - ref.mean_acceptance_length,
+        num_drafts={a: ref.num_drafts, b: other.num_drafts},
+        num_accepted={a: ref.num_accepted, b: other.num_accepted},
+        acceptance_length_by_k={
+            name: ByKValues(
+                basis=r.acceptance_by_k.basis.split(":")[0],
+                values=[x.mean_acceptance_length for x in r.acceptance_by_k.rows],
+            )
+            for name, r in ((a, ref), (b, other))
+            if r.acceptance_by_k
+        },
+        prompts_compared=len(both),
+        prompts_identical=len(both) - len(differing),
+        differing_prompts=differing,
+        identical=counts_equal
+        and not differing
+        and len(both) == len(ref.per_prompt)
+        and ref.acceptance_per_position == other.acceptance_per_position,
     )

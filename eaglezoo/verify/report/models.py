@@ -14,7 +14,7 @@ from ...limits import MAX_K, MAX_LEVELS, MAX_NEW_TOKENS, MAX_PROMPTS, MAX_TEMPER
 from ...names import VerifyEngine
 from ...report_versions import SCHEMA_VERSION, SchemaVersion
 from ...reproduce import Reproduction
-from ..prompt_set import PromptSet, bucket_problem
+from ..prompt_set import Bucket, PromptSet, Skipped
 
 TOLERANCE = 1e-6  # floats written by json round-trip exactly; sums of K rates differ by a few ulps
 FUTURE_SLACK = dt.timedelta(days=1)  # another machine's clock
@@ -26,15 +26,7 @@ def _one_line(text: str) -> str:
     return text
 
 
-def _bucket(name: str) -> str:
-    problem = bucket_problem(name)  # the prompt reader's own rule: what verify writes, its readers read
-    if problem:
-        raise ValueError(f"a bucket name that {problem}")
-    return name
-
-
 Line = Annotated[str, AfterValidator(_one_line)]
-Bucket = Annotated[str, AfterValidator(_bucket)]
 Rate = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
 Length = Annotated[float, Field(ge=1, le=MAX_K + 1, allow_inf_nan=False)]  # an acceptance length: 1 to K+1
 Count = Annotated[int, Field(ge=0)]
@@ -135,13 +127,6 @@ class PromptResult(Part):
     accepted: list[Count]  # accepted draft tokens, per verify step
     temperature: Annotated[float, Field(ge=0, le=MAX_TEMPERATURE, allow_inf_nan=False)] | None = None
     """The row's own sampling temperature, where its prompt set gives one (else the run's, `sampling`)."""
-
-
-class Skipped(Part):
-    index: Count
-    bucket: Bucket
-    reason: str
-    tokens: Count | None = None
 
 
 class PassTiming(Part):
@@ -288,16 +273,17 @@ class VerifyReport(BaseModel):
     """The floors held against the run (whether they gated or were only compared: `gate`)."""
     failures: list[Line] = []
     """Why the gate failed (exit 1); empty when it passed or applied no floor."""
-    gate: GateResult | None = None
+    gate: GateResult
     """PASS or FAIL where a floor gated, or "compared, not gated" and why; every floor with the figure and the
-    difference (absent from reports written before it)."""
+    difference (a report written before it: its verdict from its failures and floors, report_versions.py)."""
     prompt_set: PromptSet | None = None
     """The prompt set by name and hash, its size, and which rows this run took."""
     reproduction: Reproduction | None = None
     """What it takes to run it again: the command, versions, the prompt set's hash, seeds, the machine."""
     serve: list[Line] = []
     """How to serve what was measured on vLLM: `eaglezoo convert` first where the engine would not read the drafter
-    as given, then `vllm serve` (pages add the command to diagnose with, dev mode on, labelled)."""
+    as given, then `vllm serve` (pages add the command to diagnose with, dev mode on, labelled; a report written
+    before it: the `vllm serve` command of the drafter as measured, report_versions.py)."""
     registry_id: Line | None = None
     """The registry entry measured, for `registry record`."""
     drafter_revision: Line | None = None

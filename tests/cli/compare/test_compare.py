@@ -139,8 +139,9 @@ def test_the_page_shows_each_rows_interval_and_verdict_and_the_report_its_reprod
     import json
 
     from eaglezoo.pages import compare_page
+    from eaglezoo.reports import from_data
 
-    html = compare_page(compared)
+    html = compare_page(from_data(compared, "compare", "the compare report"))
     for r in compared["rows"]:
         assert f"[{r['interval'][0]:.3f}, {r['interval'][1]:.3f}]</td><td>{r['verdict']}</td>" in html
     every = compared["rows"][-1]

@@ -8,8 +8,11 @@ import json
 
 import pytest
 from conftest import ROOT, assert_clean_failure, run_inprocess
+from markupsafe import escape
 
-from eaglezoo.report_versions import SCHEMA_VERSION, UPGRADES
+from eaglezoo.report_versions import SCHEMA_VERSION, UPGRADES, upgraded
+from eaglezoo.reports import kind_of
+from eaglezoo.serving import shown_path
 from tests.support import saved_reports
 
 KINDS = ("verify", "tune", "compare", "doctor")
@@ -28,7 +31,8 @@ def test_reports_written_before_versions_read_as_this_version_writes_them(path):
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_report_of_this_version_reads_and_says_it(tmp_path, kind):
-    saved = saved_reports.write(tmp_path / "r.json", {**saved_reports.valid(kind), "schema_version": SCHEMA_VERSION})
+    this = upgraded(saved_reports.valid(kind), kind, "the report")  # as this version writes it
+    saved = saved_reports.write(tmp_path / "r.json", {**this, "schema_version": SCHEMA_VERSION})
     r = run_inprocess("report", str(saved), "--json")
     assert r.code == 0 and r.json()["schema_version"] == SCHEMA_VERSION, r.err
 
@@ -59,3 +63,38 @@ def test_one_step_per_version_per_kind_and_every_kind_has_its_steps():
     for kind in KINDS:
         schema = run_inprocess("report", "--schema", kind).json()
         assert schema["properties"]["schema_version"]["default"] == SCHEMA_VERSION
+
+
+@pytest.mark.parametrize(
+    "path",
+    [p for p in OLD if kind_of(json.loads(p.read_text())) in ("verify", "compare")],
+    ids=lambda p: p.name,
+)
+def test_a_report_written_before_gate_and_serve_says_what_its_page_shows(path, tmp_path):
+    """The verdict and the serving path of a verify or compare report written before it kept them are filled in by
+    the one upgrade (report_versions.py), so `report --json` says what the page and the summary show: the page's
+    headline verdict is the JSON's `gate.verdict`, and its "Serve it" command is the JSON's `serve`."""
+    data = json.loads(path.read_text())
+    if "rows" not in data and "gate" in data and "serve" in data:
+        pytest.skip("written with its gate and serving path")
+    page = tmp_path / "page.html"
+    r, shown = run_inprocess("report", str(path), "--json"), run_inprocess("report", str(path), "--html", page)
+    assert r.code == 0 and shown.code == 0, r.err + shown.err
+    html = page.read_text()
+    assert r.json()["serve"] and str(escape(shown_path(r.json()["serve"]))) in html
+    if r.json()["kind"] == "verify":
+        verdict = r.json()["gate"]["verdict"]
+        assert f"<b>{verdict}</b>: mean acceptance length" in html and f"Verdict: {verdict}" in html
+
+
+def test_a_tune_report_written_before_its_recommended_command_says_the_one_its_page_serves(tmp_path):
+    """A tune report written before it kept `recommended_command`: the upgrade fills in its table's `vllm serve`
+    command, the one its page's "Serve it" shows."""
+    path = ROOT / "tests" / "support" / "reports" / "tune-before-kind.json"
+    assert "recommended_command" not in json.loads(path.read_text())
+    page = tmp_path / "page.html"
+    r, shown = run_inprocess("report", str(path), "--json"), run_inprocess("report", str(path), "--html", page)
+    assert r.code == 0 and shown.code == 0, r.err + shown.err
+    command = r.json()["recommended_command"]
+    assert command and command.startswith("vllm serve ") and "--speculative-config" in command
+    assert str(escape(shown_path([command]))) in page.read_text()

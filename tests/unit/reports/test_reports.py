@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, run_inprocess
 
+from eaglezoo.report_versions import upgraded
 from eaglezoo.reports import kind_of, read_saved, schema, schema_markdown
 from eaglezoo.verify.report import VerifyReport
 
@@ -46,7 +47,7 @@ def test_docs_report_md_is_generated_from_the_models():
 
 
 def test_a_report_whose_figures_disagree_cannot_be_built():
-    data = json.loads(BEFORE_KIND["verify"].read_text())
+    data = upgraded(json.loads(BEFORE_KIND["verify"].read_text()), "verify", "the report")  # as a reader sees it
     VerifyReport.model_validate(data)
     for edit in (
         {"mean_acceptance_length": data["mean_acceptance_length"] + 0.5},  # not 1 + the sum of rates
@@ -71,7 +72,7 @@ def test_figures_an_engine_sends_that_no_report_may_hold_are_one_line():
     from eaglezoo.errors import EngineError
     from eaglezoo.verify.report import built
 
-    data = json.loads(BEFORE_KIND["verify"].read_text())
+    data = upgraded(json.loads(BEFORE_KIND["verify"].read_text()), "verify", "the report")  # as a reader sees it
     for edit, says in (
         ({"engine": {"name": "endpoint", "model": "evil\x1b[2J"}}, "engine.model"),
         ({"num_accepted": data["num_accepted"] + 7}, "1 + num_accepted / num_drafts"),
