@@ -167,7 +167,7 @@ def block_cap(facts: gguf_read.GgufFacts, props: dict[str, Any]) -> tuple[int, i
     block = int(facts.key("{arch}.block_size") or 16)  # 16 when absent (common/speculative.cpp:1040)
     params = (props.get("default_generation_settings") or {}).get("params") or {}
     dspark = "dspark" in str(params.get("speculative.types", ""))
-    return block, block if dspark and facts.key("{arch}.sample_from_anchor") else block - 1
+    return block, block if dspark and gguf_read.anchor_sampled(facts) else block - 1
 
 
 def diagnose_block(
