@@ -11,8 +11,9 @@ The body is DFlash's (`dflash.py`): the same context keys and non-causal block. 
   src/models/dflash.cpp:296-384; vLLM model_executor/models/qwen3_dspark.py:48-91, dspark/speculator.py:173-190).
 
 The confidence head only truncates drafts when a minimum probability is asked (llama.cpp `--spec-draft-p-min`,
-speculative.cpp:1058-1065, 1328-1334); eaglezoo measures greedy drafts at p-min 0 and refuses a drafter that has one.
-A bonus-anchor DSpark (`sample_from_anchor` false, the speculators default) is refused by name.
+speculative.cpp:1058-1065, 1326-1334); eaglezoo measures greedy drafts at p-min 0, so its tensors are not loaded.
+A bonus-anchor DSpark (`sample_from_anchor` false, the speculators default), another Markov head or a reduced
+vocabulary is refused by name (dspark_form.py).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from torch import nn
 
 from ..checkpoint.spec import DrafterSpec
 from .dflash import DFlashDrafter, build_dflash
+from .dspark_form import native_refusal
 
 
 class MarkovHead(nn.Module):
@@ -60,19 +62,10 @@ class DSparkDrafter(DFlashDrafter):
 
 
 def check_dspark(spec: DrafterSpec) -> None:
-    f = spec.family_fields
-    if spec.has_vocab_map:
-        raise ValueError("a DSpark drafter with a reduced vocabulary: eaglezoo's native engine does not run it")
-    if f is None or f.sample_from_anchor is False:
-        raise ValueError(
-            "a bonus-anchor DSpark drafter (sample_from_anchor false): eaglezoo's native engine runs "
-            "the anchor-sampled form only"
-        )
-    if f.enable_confidence_head or (f.markov_head_type or "vanilla") != "vanilla":
-        raise ValueError(
-            "a DSpark drafter with a confidence head or a non-vanilla Markov head: eaglezoo's native "
-            "engine runs the vanilla Markov head only"
-        )
+    """What the module cannot run (dspark_form.py); an unstated anchor is the dialect's, checked before by verify."""
+    why = native_refusal(spec, "dspark")
+    if why:
+        raise ValueError(f"the native engine cannot run this DSpark drafter: {why}")
 
 
 def build_dspark(
@@ -84,4 +77,5 @@ def build_dspark(
     lm_head: torch.Tensor | None = None,
 ) -> DFlashDrafter:
     check_dspark(spec)
+    state = {k: v for k, v in state.items() if not k.startswith("confidence_head.")}  # unread at p-min 0 (module doc)
     return build_dflash(spec, state, embed, dtype, device, lm_head, cls=DSparkDrafter)
