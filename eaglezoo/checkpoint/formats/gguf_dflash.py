@@ -187,6 +187,12 @@ def plan(
             f"DSpark: sample_from_anchor {str(anchor).lower()} (drafts {most} a block: common/speculative.cpp:1075) "
             f"and has_confidence_head {str(conf).lower()} written explicitly",
         ]
+        if "lm_head.weight" in refs and spec.draft_vocab_size == spec.vocab_size:
+            dspark.append(
+                "lm_head written as output.weight: the drafter's own head, which llama-server uses when the file has "
+                "one (src/models/dflash.cpp:169, 804-811); llama.cpp's converter drops a full-vocabulary DSpark "
+                "lm_head (conversion/qwen.py:989-990) and the server then uses the target's"
+            )
     keys["general.quantization_version"] = ("UINT32", 2)
     keys.update(target.tokenizer_keys)
     keys["tokenizer.ggml.mask_token_id"] = ("UINT32", int(f.mask_token_id or 0))

@@ -281,3 +281,27 @@ def test_refuses_dspark_llamacpp_cannot_run(tmp_path, change, drop, why):
     out = tmp_path / "out"
     r = run_inprocess("convert", folder, out, "--to", "gguf", "--target", TARGET)
     assert_clean_failure(r, out, contains=why)
+
+
+def test_dspark_own_lm_head_is_kept_where_llamacpp_converter_drops_it(src, tmp_path):
+    """A deliberate difference: llama.cpp's converter drops a full-vocabulary DSpark lm_head (conversion/qwen.py:
+    989-990), so llama-server drafts through the target's head; eaglezoo writes it as output.weight, which the server
+    uses when present (src/models/dflash.cpp:169, 804-811), and says so."""
+    import shutil
+
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    folder = tmp_path / "head"
+    shutil.copytree(DSPARK, folder)
+    state = load_file(folder / "model.safetensors")
+    state["lm_head.weight"] = torch.randn(1024, 128, generator=torch.Generator().manual_seed(5)).half()
+    save_file(state, folder / "model.safetensors", metadata={"format": "pt"})
+    ref, out = tmp_path / "ref.gguf", tmp_path / "out"
+    assert llamacpp.convert(src, folder, TARGET, ref).returncode == 0
+    r = run_inprocess("convert", folder, out, "--to", "gguf", "--target", TARGET, "--json")
+    assert r.code == 0, r.err
+    ta, tb = llamacpp.tensors(ref), llamacpp.tensors(out / "drafter.gguf")
+    assert set(tb) - set(ta) == {"output.weight"} and set(ta) <= set(tb)
+    assert np.array_equal(tb["output.weight"][2], state["lm_head.weight"].numpy())
+    assert any("lm_head written as output.weight" in d for d in r.json()["plan"]["decisions"])
