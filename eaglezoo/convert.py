@@ -13,6 +13,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from .checkpoint import formats
 from .checkpoint.config import target_config, target_layers, validate_config
 from .checkpoint.formats import gguf_dflash, gguf_eagle3, gguf_tokenizer
 from .checkpoint.formats.base import ReadOptions
+from .checkpoint.formats.blocks import anchor_sampled
 from .checkpoint.problems import compare_with_target, refuse_misfit
 from .checkpoint.read import Drafter, read_drafter
 from .checkpoint.spec import DrafterSpec
@@ -193,7 +195,7 @@ def plan_gguf(drafter: Drafter, req: ConvertRequest, tcfg: dict | None) -> Prepa
         raise UsageError("--borrow-from-target fills a speculators form", hint="drop --borrow-from-target")
     if drafter.spec.family in ("dflash", "dspark"):
         gguf_dflash.refuse(drafter.spec, drafter.refs)
-        planner = gguf_dflash.plan
+        planner = partial(gguf_dflash.plan, anchor=anchor_sampled(drafter.spec, drafter.reading.dialect))
     else:
         gguf_eagle3.refuse(drafter.spec)
         planner = gguf_eagle3.plan

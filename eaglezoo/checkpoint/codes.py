@@ -673,6 +673,28 @@ CODES: dict[str, Code] = _codes(
         GGUF_FIX,
     ),
     Code(
+        "gguf-dspark",
+        INFO,
+        "gguf",
+        "a DSpark GGUF (`dflash` with `markov_w1`): its anchor, confidence head, Markov rank and the most it drafts",
+        "nothing to fix",
+    ),
+    Code(
+        "gguf-block-size-missing",
+        ERR,
+        "gguf",
+        "a DSpark GGUF without `dflash.block_size`: llama-server's Markov head asserts on it",
+        GGUF_FIX,
+    ),
+    Code(
+        "gguf-confidence-head-unread",
+        WARN,
+        "gguf",
+        "a DSpark GGUF with `conf_proj` but `dflash.has_confidence_head` false: `--spec-draft-p-min` above 0 is "
+        "refused",
+        GGUF_FIX,
+    ),
+    Code(
         "gguf-mask-token-missing",
         ERR,
         "gguf",

@@ -161,13 +161,14 @@ def served_facts(base: str, path: Path | None) -> gguf_read.GgufFacts:
     return gguf_read.read(path)
 
 
-def block_cap(facts: gguf_read.GgufFacts, props: dict[str, Any]) -> tuple[int, int]:
+def block_cap(facts: gguf_read.GgufFacts) -> tuple[int, int]:
     """(block size, the most llama-server drafts with it): block - 1 for DFlash, the block for DSpark sampling from
-    its anchor (common/speculative.cpp:1039-1048, 1073-1075); the server's type from /props (server-task.cpp:81)."""
+    its anchor (common/speculative.cpp:1039-1048, 1073-1075). DSpark is told by the GGUF's Markov head, as llama-server
+    tells it (speculative.cpp:2378-2381): /props carries no server-wide type (its `speculative.types` is the
+    per-request default, server-task.cpp:81, "none" on a server started with --spec-type draft-dspark)."""
     block = int(facts.key("{arch}.block_size") or 16)  # 16 when absent (common/speculative.cpp:1040)
-    params = (props.get("default_generation_settings") or {}).get("params") or {}
-    dspark = "dspark" in str(params.get("speculative.types", ""))
-    return block, block if dspark and facts.key("{arch}.sample_from_anchor") else block - 1
+    dspark = gguf_read.family(facts) == "dspark"
+    return block, block if dspark and gguf_read.anchor_sampled(facts) else block - 1
 
 
 def diagnose_block(
@@ -177,7 +178,7 @@ def diagnose_block(
     --spec-draft-n-max to what one block drafts, with a warning in its log only (common/speculative.cpp:1076-1080);
     the acceptance is measured at the K it drafts. Other DFlash faults: eaglezoo verify and lint."""
     t0 = time.perf_counter()
-    block, cap = block_cap(facts, props)
+    block, cap = block_cap(facts)
     k = min(named.k, cap)
     work = prepare(
         WorkloadPlan(

@@ -173,14 +173,15 @@ class DFlashDrafter(nn.Module):
         fused = self.context(aux)
         cos, sin = self.rotary(fused, torch.arange(t, device=device)[None].expand(b, -1))
         contexts = [layer.self_attn.keys(fused, cos, sin) for layer in self.layers]
-        block = self.block_tokens(at_slots(next_tokens, slots), depth)  # [B, L, K + 1]
-        positions = (slots[..., None] + 1 + torch.arange(depth + 1, device=device)).expand(b, -1, -1)
+        bonus = at_slots(next_tokens, slots)
+        block = self.block_tokens(bonus, depth)  # [B, L, K + 1] (DSpark sampling from the anchor: K)
+        positions = (slots[..., None] + 1 + torch.arange(block.shape[-1], device=device)).expand(b, -1, -1)
         cos, sin = self.rotary(fused, positions.reshape(b, -1))
         h = self.embed_tokens(block)
         for layer, context in zip(self.layers, contexts, strict=True):
             h = layer(h, cos, sin, context, slots)
-        h = h[:, :, 1:]
-        logits = self.lm_head(self.norm(h))  # [B, L, K, V_d]
+        h = h[:, :, block.shape[-1] - depth :]
+        logits = self.head(self.lm_head(self.norm(h)), bonus)  # [B, L, K, V_d]
         ids = self.to_target_ids(logits.argmax(-1)).permute(2, 0, 1)
         sq = h.detach().float().pow(2).mean(-1).permute(2, 0, 1)
         per_depth = list(logits.permute(2, 0, 1, 3)) if keep_logits else None
@@ -188,6 +189,10 @@ class DFlashDrafter(nn.Module):
             ids, sq = ids[:, 0], sq[:, 0]
             per_depth = [x[0] for x in per_depth] if per_depth is not None else None
         return Chains(ids, sq, per_depth)
+
+    def head(self, logits: torch.Tensor, bonus: torch.Tensor) -> torch.Tensor:
+        """The draft logits [B, L, K, V_d] as read (DSpark adds its Markov bias here)."""
+        return logits
 
     def block_tokens(self, bonus: torch.Tensor, depth: int) -> torch.Tensor:
         """[B, L] bonus tokens -> [B, L, depth + 1]: each followed by `depth` mask tokens."""
@@ -219,6 +224,8 @@ def layer_causality(spec: DrafterSpec) -> list[bool]:
     if extra.get("dflash_config.use_aux_hidden_state", cfg.get("use_aux_hidden_state")) is False:
         raise ValueError("this DFlash drafter reads no aux states, which eaglezoo does not run")
     for key in ("sample_from_anchor", "sliding_window_non_causal"):
+        if key == "sample_from_anchor" and spec.family == "dspark":
+            continue  # DSpark samples its anchor (dspark.py)
         if spec.family_fields and getattr(spec.family_fields, key):
             raise ValueError(f"this DFlash drafter sets {key}, which eaglezoo's native engine does not run")
     layer_types = cfg.get("layer_types") or []
@@ -228,22 +235,24 @@ def layer_causality(spec: DrafterSpec) -> list[bool]:
     return [bool(forced)] * spec.num_layers
 
 
-def build_dflash(
+def build_dflash(  # noqa: PLR0913 - the target's two borrowed tensors and the module class, each named
     spec: DrafterSpec,
     state: dict[str, torch.Tensor],
     embed: torch.Tensor | None = None,
     dtype: torch.dtype = torch.float32,
     device: str | torch.device = "cpu",
     lm_head: torch.Tensor | None = None,
+    cls: type[DFlashDrafter] = DFlashDrafter,
 ) -> DFlashDrafter:
-    """A DFlash drafter with its weights; the target's `embed` and `lm_head` fill in those it borrows."""
+    """A DFlash drafter (or `cls`, DSpark's) with its weights; the target's `embed` and `lm_head` fill in those it
+    borrows."""
     fields = spec.family_fields
     if fields is None or fields.mask_token_id is None:
         raise ValueError("a DFlash drafter needs mask_token_id (dflash_config.mask_token_id) in its config")
     if not 0 <= fields.mask_token_id < spec.vocab_size:
         raise ValueError(f"mask_token_id {fields.mask_token_id} is outside the vocabulary (0..{spec.vocab_size - 1})")
     with torch.device("meta"):
-        model = DFlashDrafter(spec, fields.mask_token_id, layer_causality(spec))
+        model = cls(spec, fields.mask_token_id, layer_causality(spec))
     model = model.to_empty(device=device)
     state = {k: v for k, v in state.items() if k != "verifier_norm.weight"}  # speculators' copy of the target's norm
     for name, borrowed in (("embed_tokens.weight", embed), ("lm_head.weight", lm_head)):

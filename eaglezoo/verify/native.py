@@ -20,6 +20,7 @@ from ..errors import BadInput, UsageError
 from .acceptance import Tally, accepted_lengths, by_k_exact, decoding_path
 from .dflash import build_dflash
 from .drafter import Eagle3Drafter, build_drafter
+from .dspark import build_dspark
 from .peagle import build_peagle
 from .report.build import built
 from .report.models import ByKRow, Engine, Tallied
@@ -28,7 +29,7 @@ from .workload import Measurement, NativeOptions, Progress, Workload
 
 # The drafters the native engine runs, by family; each module's draft_chains(aux, next_tokens, K, start=) gives the
 # same Chains, so one judge serves them all.
-BUILDERS = {"eagle3": build_drafter, "peagle": build_peagle, "dflash": build_dflash}
+BUILDERS = {"eagle3": build_drafter, "peagle": build_peagle, "dflash": build_dflash, "dspark": build_dspark}
 # Families whose K-token draft is the first K tokens of a longer one (so by_k_exact replays every K from one run);
 # a DFlash block is drafted whole, non-causally: its by-K row is the measured K only.
 PREFIX_DRAFTS = ("eagle3", "peagle")
@@ -63,8 +64,8 @@ def refuse(work: Workload) -> None:
 def build_for(spec: DrafterSpec, state: dict, target: Target, dtype: torch.dtype, device: str):
     """The drafter module of the spec's family, with its weights (DFlash borrows the target's lm_head too)."""
     embed = target.input_embeddings().detach()
-    if spec.family == "dflash":
-        return build_dflash(
+    if spec.family in ("dflash", "dspark"):
+        return BUILDERS[spec.family](
             spec,
             state,
             embed=embed,

@@ -24,6 +24,7 @@ from ..errors import UsageError
 from ..limits import MAX_TEMPERATURE
 from ..lint import lint_drafter
 from .conversation import converse
+from .dspark_form import native_refusal
 from .endpoint import Connected, measure_endpoint, reach, server_base
 from .llamacpp_endpoint import llamacpp_props, measure_llamacpp
 from .llamacpp_engine import LlamacppOptions, check_llamacpp_options
@@ -277,6 +278,7 @@ def prepare(plan: WorkloadPlan) -> Workload:
     layers = target_layers(tcfg)
     drafter = read_drafter(drafter_dir, None, replace(opts, target_layers=layers))
     refuse_family(drafter.spec.family, engines)
+    refuse_native_dspark(drafter, engines)
     refuse_past_block(drafter, k)
     refuse_misfit(drafter.spec.aux, drafter.spec.target_hidden_size, drafter.spec.vocab_size, tcfg)
     findings = lint_drafter(drafter, tcfg, target_dir) + provenance_findings(drafter_dir, drafter.spec)
@@ -323,9 +325,9 @@ def prepare(plan: WorkloadPlan) -> Workload:
 
 # The families each engine measures (docs/formats.md#families); the others are read, linted and served only.
 FAMILIES_MEASURED = {
-    "native": ("eagle3", "peagle", "dflash"),
+    "native": ("eagle3", "peagle", "dflash", "dspark"),  # DSpark: the anchor-sampled vanilla form (verify/dspark.py)
     "vllm": ("eagle3", "peagle", "dflash"),
-    "llamacpp": ("eagle3", "dflash"),  # src/models/eagle3.cpp, dflash.cpp (P-EAGLE: no llama.cpp graph)
+    "llamacpp": ("eagle3", "dflash", "dspark"),  # src/models/eagle3.cpp, dflash.cpp (P-EAGLE: no llama.cpp graph)
     "endpoint": ("eagle3",),
 }
 
@@ -338,6 +340,20 @@ def refuse_past_block(drafter, k: int) -> None:
             f"K={k} is past this {drafter.spec.family} drafter's block: it drafts at most {most} tokens",
             hint=f"use -k {most} or less",
             code="k-beyond-block",
+        )
+
+
+def refuse_native_dspark(drafter, engines: list[str]) -> None:
+    """A DSpark drafter the native engine does not run (verify/dspark_form.py), before anything loads."""
+    if drafter.spec.family != "dspark" or "native" not in engines:
+        return
+    why = native_refusal(drafter.spec, drafter.dialect)
+    if why:
+        raise UsageError(
+            f"the native engine cannot run this dspark drafter: {why}",
+            hint="serve it on llama.cpp and measure it there: eaglezoo serve-config DRAFTER --engine llamacpp, "
+            "then verify --engine llamacpp",
+            code="family-unverified",
         )
 
 

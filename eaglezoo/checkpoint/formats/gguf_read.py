@@ -89,12 +89,62 @@ def findings(facts: GgufFacts, tcfg: dict | None) -> list[Finding]:
         Finding(
             severity="info",
             code="gguf-family",
-            message=f"a llama.cpp {facts.arch} drafter GGUF (checked as llama.cpp {BUILD} reads it)",
+            message=f"a llama.cpp {family(facts)} drafter GGUF (checked as llama.cpp {BUILD} reads it)",
         )
     ]
     if facts.arch == "dflash":
-        return out + dflash(facts, tcfg)
+        return out + dspark(facts) + dflash(facts, tcfg)
     out += taps(facts, tcfg) + flags(facts) + vocabulary(facts, tcfg) + geometry(facts, tcfg)
+    return out
+
+
+def family(facts: GgufFacts) -> str:
+    """`dspark` for a `dflash` GGUF with a Markov head, as llama-server tells them (speculative.cpp:2378-2381)."""
+    return "dspark" if facts.arch == "dflash" and "markov_w1.weight" in facts.tensors else facts.arch
+
+
+def anchor_sampled(facts: GgufFacts) -> bool:
+    """`dflash.sample_from_anchor`, true when absent (common/speculative.cpp:1010, 1046-1047)."""
+    return facts.key("{arch}.sample_from_anchor") in (None, True)
+
+
+def dspark(facts: GgufFacts) -> list[Finding]:
+    """A DSpark GGUF's own keys (gguf_dflash.py's docstring): the anchor, the confidence head, the block the Markov
+    head needs."""
+    if family(facts) != "dspark":
+        return []
+    block = facts.key("{arch}.block_size")
+    anchor = anchor_sampled(facts)
+    conf = facts.key("{arch}.has_confidence_head")
+    out = [
+        Finding(
+            severity="info",
+            code="gguf-dspark",
+            message=(
+                f"DSpark: sample_from_anchor {str(anchor).lower()}"
+                f"{'' if facts.key('{arch}.sample_from_anchor') is not None else ' (absent: read true)'}, "
+                f"{'a' if 'conf_proj.weight' in facts.tensors else 'no'} confidence head, Markov rank "
+                f"{facts.tensors['markov_w1.weight'][1][0]}; with --spec-type draft-dspark llama-server drafts at "
+                f"most {'?' if block is None else (int(block) if anchor else int(block) - 1)} tokens a block "
+                "(common/speculative.cpp:1073-1080)"
+            ),
+        )
+    ]
+    if block is None:
+        out.append(
+            _err(
+                "gguf-block-size-missing",
+                "no dflash.block_size: llama-server's DSpark Markov head asserts on it (src/models/dflash.cpp:311-313)",
+            )
+        )
+    if conf is False and "conf_proj.weight" in facts.tensors:
+        out.append(
+            _warn(
+                "gguf-confidence-head-unread",
+                "conf_proj is there but dflash.has_confidence_head is false: --spec-draft-p-min above 0 is refused "
+                "(common/speculative.cpp:1058-1065)",
+            )
+        )
     return out
 
 

@@ -192,3 +192,116 @@ def test_fp32_gguf_matches_llamacpp_outtype_f32(src, tmp_path):
     assert {n: t[0] for n, t in tb.items()} == {n: t[0] for n, t in ta.items()}
     assert all(np.array_equal(ta[n][2], tb[n][2]) for n in ta)
     assert llamacpp.fields(out / "drafter.gguf")["general.file_type"] == llamacpp.fields(ref)["general.file_type"] == 0
+
+
+DSPARK = EXAMPLE / "dspark-llamacpp"
+# cosmetic, as for DFlash: the converter titles the folder name and adds a parameter-count label.
+DSPARK_DELIBERATE = {"general.name": ("Dspark Llamacpp", "dspark-llamacpp"), "general.size_label": ("287K", None)}
+
+
+def same_gguf(ref, ours, deliberate: dict) -> dict:
+    """llama.cpp's converter's GGUF and eaglezoo's: the keys that differ are exactly `deliberate`, the tensors the
+    same names, types, shapes and bytes; eaglezoo's keys returned."""
+    a, b = llamacpp.fields(ref), llamacpp.fields(ours)
+    assert {k: (a.get(k), b.get(k)) for k in a.keys() | b.keys() if a.get(k) != b.get(k)} == deliberate
+    ta, tb = llamacpp.tensors(ref), llamacpp.tensors(ours)
+    assert sorted(ta) == sorted(tb)
+    for name, (kind, shape, data) in ta.items():
+        assert (kind, shape) == tb[name][:2], name
+        assert np.array_equal(data, tb[name][2]), name
+    return b
+
+
+def test_dspark_gguf_matches_llamacpp_converter(src, tmp_path):
+    """The example DSpark drafter (DeepSpec form): every key and tensor as llama.cpp's converter writes them
+    (conversion/qwen.py:924-1012), the cosmetic name and size label apart; its anchor and confidence-head facts
+    written explicitly."""
+    ref, out = tmp_path / "ref.gguf", tmp_path / "dspark-gguf"
+    r = llamacpp.convert(src, DSPARK, TARGET, ref)
+    assert r.returncode == 0, r.stderr[-2000:]
+    r = run_cli("convert", DSPARK, out, "--to", "gguf", "--target", TARGET, "--json")
+    assert r.code == 0, r.err
+    b = same_gguf(ref, out / "drafter.gguf", DSPARK_DELIBERATE)
+    assert b["dflash.target_layers"] == [1, 2, 3] and b["dflash.block_size"] == 4
+    assert b["dflash.sample_from_anchor"] is True and b["dflash.has_confidence_head"] is False
+    assert {"markov_w1.weight", "markov_w2.weight"} <= set(llamacpp.tensors(out / "drafter.gguf"))
+    assert r.json()["plan"]["warnings"] == []  # every tap inside llama.cpp's reach
+    assert any("sample_from_anchor true" in d for d in r.json()["plan"]["decisions"])
+
+
+def test_dspark_confidence_head_matches_llamacpp_converter(src, tmp_path):
+    """A DSpark drafter with a confidence head (the example plus conf_proj): written as `conf_proj` and
+    `has_confidence_head` true, as llama.cpp's converter does (qwen.py:974-976, tensor_mapping.py:1487-1489)."""
+    import shutil
+
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    folder = tmp_path / "conf"
+    shutil.copytree(DSPARK, folder)
+    cfg = json.loads((folder / "config.json").read_text())
+    cfg.update(enable_confidence_head=True, confidence_head_with_markov=True)
+    (folder / "config.json").write_text(json.dumps(cfg))
+    state = load_file(folder / "model.safetensors")
+    g = torch.Generator().manual_seed(3)
+    state["confidence_head.proj.weight"] = torch.randn(1, 128 + 32, generator=g).half()
+    state["confidence_head.proj.bias"] = torch.randn(1, generator=g).half()
+    save_file(state, folder / "model.safetensors", metadata={"format": "pt"})
+    ref, out = tmp_path / "ref.gguf", tmp_path / "out"
+    r = llamacpp.convert(src, folder, TARGET, ref)
+    assert r.returncode == 0, r.stderr[-2000:]
+    r = run_inprocess("convert", folder, out, "--to", "gguf", "--target", TARGET)
+    assert r.code == 0, r.err
+    b = same_gguf(ref, out / "drafter.gguf", {**DSPARK_DELIBERATE, "general.name": ("Conf", "conf")})
+    assert b["dflash.has_confidence_head"] is True
+
+
+@pytest.mark.parametrize(
+    "change, drop, why",
+    [
+        ({"markov_head_type": "gated"}, (), "markov_head_type 'gated'"),
+        ({}, ("markov_head.markov_w1.weight",), "markov_head.markov_w1.weight is missing"),
+    ],
+    ids=["markov-type", "no-markov"],
+)
+def test_refuses_dspark_llamacpp_cannot_run(tmp_path, change, drop, why):
+    """What llama.cpp b11434 would not run as trained: another Markov head (its converter refuses it,
+    conversion/qwen.py:961-962); half a Markov head (llama-server would take it for DFlash without markov_w1,
+    speculative.cpp:2378-2381): the reader refuses it first."""
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+
+    folder = tmp_path / "d"
+    shutil.copytree(DSPARK, folder)
+    cfg = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**cfg, **change}))
+    state = load_file(folder / "model.safetensors")
+    save_file({k: v for k, v in state.items() if k not in drop}, folder / "model.safetensors")
+    out = tmp_path / "out"
+    r = run_inprocess("convert", folder, out, "--to", "gguf", "--target", TARGET)
+    assert_clean_failure(r, out, contains=why)
+
+
+def test_dspark_own_lm_head_is_kept_where_llamacpp_converter_drops_it(src, tmp_path):
+    """A deliberate difference: llama.cpp's converter drops a full-vocabulary DSpark lm_head (conversion/qwen.py:
+    989-990), so llama-server drafts through the target's head; eaglezoo writes it as output.weight, which the server
+    uses when present (src/models/dflash.cpp:169, 804-811), and says so."""
+    import shutil
+
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    folder = tmp_path / "head"
+    shutil.copytree(DSPARK, folder)
+    state = load_file(folder / "model.safetensors")
+    state["lm_head.weight"] = torch.randn(1024, 128, generator=torch.Generator().manual_seed(5)).half()
+    save_file(state, folder / "model.safetensors", metadata={"format": "pt"})
+    ref, out = tmp_path / "ref.gguf", tmp_path / "out"
+    assert llamacpp.convert(src, folder, TARGET, ref).returncode == 0
+    r = run_inprocess("convert", folder, out, "--to", "gguf", "--target", TARGET, "--json")
+    assert r.code == 0, r.err
+    ta, tb = llamacpp.tensors(ref), llamacpp.tensors(out / "drafter.gguf")
+    assert set(tb) - set(ta) == {"output.weight"} and set(ta) <= set(tb)
+    assert np.array_equal(tb["output.weight"][2], state["lm_head.weight"].numpy())
+    assert any("lm_head written as output.weight" in d for d in r.json()["plan"]["decisions"])

@@ -2,8 +2,8 @@
 target, all below L, so llama.cpp b11434 captures every one of them as a layer input (common/speculative.cpp:600-602).
 Their configs state the taps where llama.cpp's converter reads them (the top-level
 eagle_aux_hidden_state_layer_ids: conversion/llama.py:77-81; dflash_config.target_layer_ids + 1: conversion/qwen.py:
-798-801), so llama.cpp's converter and eaglezoo bake the same taps without a flag, and the GGUFs agree tensor for
-tensor."""
+798-801; DSpark's top-level target_layer_ids, moved there: qwen.py:950-959), so llama.cpp's converter and
+eaglezoo bake the same taps without a flag, and the GGUFs agree tensor for tensor."""
 
 from __future__ import annotations
 
@@ -23,7 +23,9 @@ def src():
     return llamacpp.source_dir()
 
 
-@pytest.mark.parametrize(("folder", "arch"), [("eagle3-llamacpp", "eagle3"), ("dflash-llamacpp", "dflash")])
+@pytest.mark.parametrize(
+    ("folder", "arch"), [("eagle3-llamacpp", "eagle3"), ("dflash-llamacpp", "dflash"), ("dspark-llamacpp", "dflash")]
+)
 def test_both_converters_bake_taps_1_2_3_without_flags(src, tmp_path, folder, arch):
     ref, out = tmp_path / "ref.gguf", tmp_path / "ours"
     r = llamacpp.convert(src, EXAMPLE / folder, TARGET, ref, outtype="f32")

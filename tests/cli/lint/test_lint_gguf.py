@@ -176,3 +176,40 @@ def test_speculators_config_without_norm_before_residual(tmp_path):
     r = run_inprocess("convert", src, out, "--to", "gguf", "--target", TARGET, "--flag", "norm_before_residual=true")
     assert r.code == 0, r.err
     assert llamacpp.fields(out / "drafter.gguf")["eagle3.norm_before_residual"] is True
+
+
+@pytest.fixture(scope="module")
+def ours_dspark(tmp_path_factory):
+    out = tmp_path_factory.mktemp("gguf") / "dspark-gguf"
+    r = run_inprocess("convert", EXAMPLE / "dspark-llamacpp", out, "--to", "gguf", "--target", TARGET)
+    assert r.code == 0, r.err
+    return out / "drafter.gguf"
+
+
+def test_dspark_read_as_dspark(ours_dspark):
+    """The example DSpark GGUF: named DSpark (a `dflash` GGUF with `markov_w1`, as llama-server tells them:
+    common/speculative.cpp:2378-2381), its anchor, head and the most it drafts said; clean on the example target."""
+    r, codes = lint(ours_dspark)
+    assert r.code == 0 and not [f for f in codes.values() if f["severity"] != "info"], codes
+    assert "llama.cpp dspark drafter GGUF" in codes["gguf-family"]["message"]
+    said = codes["gguf-dspark"]["message"]
+    assert "sample_from_anchor true" in said and "no confidence head" in said and "at most 4 tokens" in said
+    assert r.json()["dialect"] == "gguf (dflash)"
+
+
+@pytest.mark.parametrize(
+    "keys, code, said",
+    [
+        ({"dflash.block_size": None}, "gguf-block-size-missing", "asserts"),
+        ({"dflash.sample_from_anchor": None}, "gguf-dspark", "(absent: read true)"),
+    ],
+)
+def test_dspark_rule(ours_dspark, tmp_path, keys, code, said):
+    _, codes = lint(llamacpp.rewrite(ours_dspark, tmp_path / "d.gguf", keys=keys))
+    assert said in codes[code]["message"], codes
+
+
+def test_dspark_bonus_anchor_drafts_one_less(ours_dspark, tmp_path):
+    _, codes = lint(llamacpp.rewrite(ours_dspark, tmp_path / "d.gguf", keys={"dflash.sample_from_anchor": False}))
+    assert "sample_from_anchor false" in codes["gguf-dspark"]["message"]
+    assert "at most 3 tokens" in codes["gguf-dspark"]["message"]
