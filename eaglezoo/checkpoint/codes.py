@@ -25,6 +25,7 @@ Group = Literal[
     "refusals",
     "doctor-sglang",
     "doctor-llamacpp",
+    "doctor-vllm",
 ]
 GROUPS: dict[Group, str] = {
     "reading": "Reading the drafter (the reader refuses; lint reports the refusal as an error and reads on past "
@@ -47,6 +48,9 @@ GROUPS: dict[Group, str] = {
     "doctor-llamacpp": "doctor on a llama-server (`findings[].cause` of its report: the drafter GGUF it serves, "
     "`--served-gguf`, read as llama.cpp b11434 reads it, against the drafter named; each confirmed on the native "
     "reference)",
+    "doctor-vllm": "doctor on a vLLM server, the causes of the parallel families and of ambiguous files "
+    "(`findings[].cause` of its report; each confirmed by its fix trial on the native reference, or seen in the "
+    "server's own rates; docs/doctor.md says how each is found)",
 }
 
 
@@ -910,6 +914,24 @@ CODES: dict[str, Code] = _codes(
         "the served GGUF's norm_before_residual or norm_before_fc is not the drafter's (llama.cpp reads false when "
         "absent): lost at conversion",
         GGUF_FIX + ", then restart llama-server with -md OUT/drafter.gguf",
+    ),
+    # doctor on vLLM: the parallel families and the facts the strict reader refuses as ambiguous
+    Code(
+        "mask-token-differ",
+        ERR,
+        "doctor-vllm",
+        "the served P-EAGLE or DFlash config names another mask token than the drafter was trained on (vLLM reads "
+        "dflash_config.mask_token_id, else mask_token_id: v1/spec_decode/llm_base_proposer.py:360-380)",
+        "set the trained mask token in the served config.json, or serve OUT after `eaglezoo convert DRAFTER OUT`",
+    ),
+    Code(
+        "flag-ambiguous-served",
+        ERR,
+        "doctor-vllm",
+        "the served config leaves a flag ambiguous (absent where engines default it differently, or of a changed "
+        "meaning) and the server runs the reading the weights were not trained for; each reading measured natively",
+        "write the trained value explicitly in config.json, or serve OUT after `eaglezoo convert DRAFTER OUT --flag "
+        "NAME=VALUE`",
     ),
 )
 
