@@ -44,7 +44,7 @@ class Ambiguous(UsageError):
     of no documented convention): the strict reader refuses it; `values` are the readings an engine could take,
     which doctor measures to settle it (`doctor/ambiguity.py`). `fact`: a norm flag's name, or "aux_convention"."""
 
-    def __init__(self, message: str, hint: str, code: str | None, fact: str, values: tuple):
+    def __init__(self, message: str, hint: str, code: str | None, fact: str, values: tuple[bool | str, ...]):
         super().__init__(message, hint, code)
         self.fact = fact
         self.values = values
