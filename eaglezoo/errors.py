@@ -39,6 +39,17 @@ class UsageError(EaglezooError):
     kind = "usage"
 
 
+class Ambiguous(UsageError):
+    """A fact of a drafter its files leave to the reader (a flag absent where engines default it differently, ids
+    of no documented convention): the strict reader refuses it; `values` are the readings an engine could take,
+    which doctor measures to settle it (`doctor/ambiguity.py`). `fact`: a norm flag's name, or "aux_convention"."""
+
+    def __init__(self, message: str, hint: str, code: str | None, fact: str, values: tuple[bool | str, ...]):
+        super().__init__(message, hint, code)
+        self.fact = fact
+        self.values = values
+
+
 class BadInput(EaglezooError):
     """A file, config or checkpoint is malformed or inconsistent."""
 

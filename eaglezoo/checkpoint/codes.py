@@ -26,6 +26,7 @@ Group = Literal[
     "doctor-sglang",
     "doctor-llamacpp",
     "doctor-probes",
+    "doctor-vllm",
 ]
 GROUPS: dict[Group, str] = {
     "reading": "Reading the drafter (the reader refuses; lint reports the refusal as an error and reads on past "
@@ -50,6 +51,9 @@ GROUPS: dict[Group, str] = {
     "reference)",
     "doctor-probes": "doctor's A/B probes of the workload (`doctor --endpoint URL --requests FILE --probe LIST`: "
     "`findings[].cause`, verdict workload; confirmed where the probe's interval separates from your requests' own)",
+    "doctor-vllm": "doctor on a vLLM server, the causes of the parallel families and of ambiguous files "
+    "(`findings[].cause` of its report; each confirmed by its fix trial on the native reference, or seen in the "
+    "server's own rates; docs/doctor.md says how each is found)",
 }
 
 
@@ -982,6 +986,24 @@ CODES: dict[str, Code] = _codes(
         "doctor-probes",
         "the same prompts accept less warm (their prefix cached) than cold (vLLM #41838)",
         "serve with --no-enable-prefix-caching while it is, and report it to vLLM with both figures",
+    ),
+    # doctor on vLLM: the parallel families and the facts the strict reader refuses as ambiguous
+    Code(
+        "mask-token-differ",
+        ERR,
+        "doctor-vllm",
+        "the served P-EAGLE or DFlash config names another mask token than the drafter was trained on (vLLM reads "
+        "dflash_config.mask_token_id, else mask_token_id: v1/spec_decode/llm_base_proposer.py:360-380)",
+        "set the trained mask token in the served config.json, or serve OUT after `eaglezoo convert DRAFTER OUT`",
+    ),
+    Code(
+        "flag-ambiguous-served",
+        ERR,
+        "doctor-vllm",
+        "the served config leaves a flag ambiguous (absent where engines default it differently, or of a changed "
+        "meaning) and the server runs the reading the weights were not trained for; each reading measured natively",
+        "write the trained value explicitly in config.json, or serve OUT after `eaglezoo convert DRAFTER OUT --flag "
+        "NAME=VALUE`",
     ),
 )
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from ..checkpoint.config import target_config
 from ..checkpoint.formats.aux_ids import Capture, vllm_captures
 from ..checkpoint.formats.base import ReadOptions
+from ..checkpoint.read import Drafter
 from ..checkpoint.spec import DrafterSpec
 from ..engine_versions import issues_for, touches
 from ..errors import EaglezooError, EngineError, UsageError
@@ -20,14 +21,16 @@ from ..names import COMPARE_ENGINES
 from ..serving import DEV_MODE
 from ..verify.counters import SpecDecodeCounters
 from ..verify.endpoint import ServerFacts, ServerFailed, check_depth, check_server, measure_requests, server_facts
-from ..verify.identity import read_served
 from ..verify.llamacpp_endpoint import llamacpp_props
 from ..verify.report import built
 from ..verify.report.gate import NO_FLOORS, FloorTable
-from ..verify.run import SAMPLED_ON_NATIVE, WorkloadPlan, prepare
+from ..verify.run import SAMPLED_ON_NATIVE, WorkloadPlan
 from ..verify.sglang_server import sglang_facts
 from ..verify.workload import Progress, Workload
+from .ambiguity import Choice, Settled, prepare_settled, served_readings, settle_suspects
+from .blocks import past_block, within_block
 from .deployment import measure_deployment
+from .family_suspects import FAMILIES, family_suspects
 from .fit import classify, fingerprint
 from .llamacpp import LlamaNamed, diagnose_llamacpp
 from .report import Acceptance, DoctorReport, Server
@@ -148,7 +151,13 @@ def diagnose(request: DoctorRequest, named: Named, progress: Progress = lambda *
             engines=COMPARE_ENGINES,  # the native reference beside the vLLM server
             max_model_len=server_context(facts, request),  # the server's context bounds the prompts
         )
-        work = prepare(plan)
+        try:
+            work, settled = prepare_settled(plan, ambiguity_reference(request, plan), progress)
+        except UsageError as exc:
+            inside = within_block(exc, plan) if facts else None  # a server drafting past a DFlash block: diagnosed
+            if inside is None:
+                raise
+            work, settled = prepare_settled(inside, ambiguity_reference(request, plan), progress)
     except UsageError as exc:
         if SAMPLED_ON_NATIVE in exc.message:  # every row sampled: doctor's reason, not the native engine's
             raise UsageError(
@@ -156,13 +165,13 @@ def diagnose(request: DoctorRequest, named: Named, progress: Progress = lambda *
                 hint="give rows at temperature 0 (the default) to diagnose the server",
             ) from None
         raise
-    if work.spec.family != "eagle3":
+    if work.spec.family not in ("eagle3", *FAMILIES):
         raise UsageError(
-            f"doctor diagnoses EAGLE-3 and EAGLE 3.1 drafters; this is a {work.spec.family} drafter",
+            f"doctor diagnoses EAGLE-3, EAGLE 3.1, P-EAGLE and DFlash drafters; this is a {work.spec.family} drafter",
             hint="measure it with eaglezoo verify DRAFTER --engine vllm (or natively), and lint it",
         )
-    served = measure(base, facts, work, sides, request, progress)
-    readings, others, notes = gather_suspects(sides, work, served.facts, drafter_name)
+    served = measure(base, facts, replace(work, k=k), sides, request, progress)
+    readings, others, notes = gather_suspects(sides, work, served.facts, drafter_name, settled)
     if served.refusal is not None and not (others or any(r.suspects for r in readings)):
         raise served.refusal  # the engine's failure, which doctor cannot explain from the files
     server, said = observed(served, k)
@@ -176,6 +185,7 @@ def diagnose(request: DoctorRequest, named: Named, progress: Progress = lambda *
         reading_notes
         + trusted
         + precision_note(request.reference_dtype)
+        + ([settled.said()] if settled else [])
         + version_notes(served.facts.version, work.drafter.spec, work.drafter.dialect, max(work.temperatures()) > 0)
     )
     floors = named.floors.covering(k)
@@ -191,6 +201,8 @@ def diagnose(request: DoctorRequest, named: Named, progress: Progress = lambda *
         refusal=served.refusal.message if served.refusal else None,
         k=k,
         files_read=sides.served_drafter is not None,
+        family=work.spec.family,
+        rules=past_block(work, k, server, trials["reference"]),
     )
     verdict, summary, findings, judged = judge(evidence)
     return built(
@@ -234,6 +246,10 @@ def llama_named(request: DoctorRequest, named: Named) -> LlamaNamed:
         request.max_new_tokens,
         request.k or DEFAULT_K,
     )
+
+
+def ambiguity_reference(request: DoctorRequest, plan: WorkloadPlan) -> Reference:
+    return Reference(request.device, request.reference_dtype, request.batch_size, plan.trust_remote_code)
 
 
 def llama_reference(request: DoctorRequest) -> Reference:
@@ -360,9 +376,10 @@ def endpoint_sides(facts: ServerFacts, drafter_dir: Path | None, target_dir: Pat
             f"the server at {facts.url} runs without speculative decoding (no speculative_config)",
             hint="start vllm serve with --speculative-config; doctor diagnoses a drafter's acceptance",
         )
-    if facts.method not in (None, "eagle3", "eagle"):
+    if facts.method not in (None, "eagle3", "eagle", "dflash"):
         raise UsageError(
-            f"the server at {facts.url} drafts with method {facts.method}: doctor diagnoses EAGLE-3 drafters",
+            f"the server at {facts.url} drafts with method {facts.method}: doctor diagnoses EAGLE-3, P-EAGLE and "
+            "DFlash drafters",
             hint="measure it with eaglezoo verify DRAFTER --endpoint URL where verify reads it",
         )
     served_drafter, served_target = facts.local(facts.drafter), facts.local(facts.root)
@@ -410,6 +427,20 @@ class Reading:
 
     capture: Capture | None
     suspects: list[Suspect]
+    served: Drafter | None = None  # the served folder under this reading
+    choice: Choice | None = None  # the reading of a fact its files leave ambiguous (doctor/ambiguity.py)
+
+    def said(self) -> str:
+        return "; ".join(
+            [
+                *([self.capture.said()] if self.capture else []),
+                *([f"read with {self.choice.said()}"] if self.choice else []),
+            ]
+        )
+
+    def runner(self) -> str:
+        by = f"the {'/'.join(self.capture.runners)} runner's reading" if self.capture else "the reading"
+        return by + (f" with {self.choice.said()}" if self.choice else "")
 
 
 @dataclass(frozen=True)
@@ -422,7 +453,7 @@ class Suspected:
 
 
 def gather_suspects(
-    sides: Sides, work: Workload, facts: ServerFacts, drafter_name: str | None
+    sides: Sides, work: Workload, facts: ServerFacts, drafter_name: str | None, settled: Settled | None = None
 ) -> tuple[list[Reading], list[Suspect], list[str]]:
     """Every difference between what is served and what was trained (per reading of the served folder, and those of
     the target), and what could not be compared."""
@@ -437,12 +468,24 @@ def gather_suspects(
             "named"
         )
     else:
-        served = read_served(sides.served_drafter)
+        each = served_readings(sides.served_drafter)
         readings = [
-            Reading(c, suspects(served, work.drafter, c, drafter_name))
+            Reading(
+                c,
+                settle_suspects(
+                    suspects(served, work.drafter, c, drafter_name)
+                    + family_suspects(served, work.drafter, c, drafter_name),
+                    choice,
+                    settled,
+                    sides.served_drafter,
+                ),
+                served,
+                choice,
+            )
+            for choice, served in each
             for c in vllm_captures(served.config, work.target_layers) or [None]
         ]
-        notes += served_lint(served, sides.served_target or sides.named_target)
+        notes += served_lint(each[0][1], sides.served_target or sides.named_target)
     if sides.served_target is None:
         notes.append(f"the served target {facts.root} is not a folder here: its fit was not fingerprinted")
     elif sides.served_target.resolve() != sides.named_target.resolve():
@@ -517,8 +560,7 @@ def try_fixes(
     passes: list[tuple[Path, list[Variant]]] = []
     if sides.served_drafter is not None:
         served_target = sides.served_target or sides.named_target
-        served = read_served(sides.served_drafter)
-        variants = [v for i, r in enumerate(readings) for v in reading_variants(served, r, others, i, len(readings))]
+        variants = [v for i, r in enumerate(readings) for v in reading_variants(r.served, r, others, i, len(readings))]
         if served_target.resolve() == sides.named_target.resolve():
             variants.append(reference)
         else:
@@ -556,23 +598,22 @@ def choose(readings: list[Reading], trials: dict, server: Acceptance | None) -> 
     where both are known); a server that failed ran a reading vLLM cannot serve."""
     if len(readings) <= 1:
         return (readings[0] if readings else None), []
-    said = "; ".join(r.capture.said() for r in readings)
+    said = " / ".join(r.said() for r in readings)
     runnable = [i for i, r in enumerate(readings) if f"{i}|as served" in trials]
     if server is None:
         failing = [i for i, r in enumerate(readings) if i not in runnable]
         pick = (failing or runnable or [0])[0]
         why = (
-            f"the server failed, which the {'/'.join(readings[pick].capture.runners)} runner's reading explains"
+            f"the server failed, which {readings[pick].runner()} explains"
             if failing
             else "the server gave no acceptance to tell which it ran"
         )
-        return readings[pick], [f"vLLM's model runners read the served folder's aux ids differently ({said}); {why}"]
+        return readings[pick], [f"vLLM may read the served folder in more than one way ({said}); {why}"]
     pick = min(runnable, key=lambda i: distance(trials[f"{i}|as served"], server)) if runnable else 0
-    runner = "/".join(readings[pick].capture.runners)
     return readings[pick], [
         (
-            f"vLLM's model runners read the served folder's aux ids differently ({said}); the "
-            f"server's acceptance is that of the {runner} runner's reading"
+            f"vLLM may read the served folder in more than one way ({said}); the server's acceptance is that of "
+            f"{readings[pick].runner()}"
         )
     ]
 

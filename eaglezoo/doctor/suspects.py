@@ -90,7 +90,9 @@ def _aux(capture: Capture | None, base: Variant, ref: Variant, folder: str, conv
         what = f"{capture.said()}; the drafter was trained on boundary {trained}"
     if not capture.fits:
         what += (
-            f". That is {len(capture.layers)} aux states where the drafter's fc takes {capture.states}: vLLM "
+            f". That is {len(capture.captured)} aux states where the drafter's fc takes {capture.states}"
+            + (f" (the target has {capture.target_layers} layers)" if capture.captured != capture.layers else "")
+            + ": vLLM "
             "fails on the first request that drafts"
         )
     fix = (

@@ -12,8 +12,7 @@ import torch
 from ..checkpoint.spec import DrafterSpec
 from ..errors import BadInput
 from ..verify.acceptance import Tally, bootstrap_interval, pooled_length
-from ..verify.drafter import build_drafter
-from ..verify.native import batches, judge
+from ..verify.native import batches, build_for, judge
 from ..verify.target import Generation, Target, resolve_device, resolve_dtype
 from ..verify.workload import Progress
 from .report import Acceptance
@@ -59,12 +58,11 @@ def run_trials(
     device = resolve_device(reference.device)
     torch_dtype = resolve_dtype(reference.dtype, device)
     target = Target(target_dir, device=device, dtype=torch_dtype, trust_remote_code=reference.trust_remote_code)
-    embed = target.input_embeddings().detach()
     drafters = {}
     for v in variants:
         try:
-            drafters[v.source] = build_drafter(
-                v.spec, v.state, embed=embed, dtype=torch_dtype, device=device if device != "cuda" else "cuda:0"
+            drafters[v.source] = build_for(  # the variant's family: P-EAGLE's and DFlash's own modules
+                v.spec, v.state, target, torch_dtype, device if device != "cuda" else "cuda:0"
             )
         except ValueError as exc:
             raise BadInput(

@@ -5,7 +5,7 @@ and as named, and at least MIN_GAP (two lengths closer than that are one for a d
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from ..serving import DEV_MODE
@@ -42,10 +42,12 @@ class Evidence:
     refusal: str | None = None
     k: int = 3  # the server's K: what a K=0 row of its table should draft instead
     files_read: bool = True  # the served drafter's folder was read here
+    family: str = "eagle3"  # the drafter's: a DFlash block is drafted whole (no shorter K is a prefix of it)
+    rules: list[Finding] = field(default_factory=list)  # findings seen directly, without a trial (blocks.past_block)
 
 
 def judge(e: Evidence) -> tuple[Verdict, str, list[Finding], list[str]]:
-    findings, notes = not_below(e, [from_suspect(s, e) for s in e.suspects])
+    findings, notes = not_below(e, [from_suspect(s, e) for s in e.suspects] + e.rules)
     if e.k_zero:
         findings.append(k_zero_finding(e))
     notes += reproduction_notes(e)
@@ -79,8 +81,8 @@ def not_below(e: Evidence, findings: list[Finding]) -> tuple[list[Finding], list
 def too_deep(e: Evidence) -> list[Finding]:
     """K past what the drafter's acceptance supports, seen in the server's own rates: the drafted positions from
     the first one that accepts less than TAIL_RATE on are a drafter step each, rarely kept."""
-    if e.server is None or e.k_table or not e.server.per_position:
-        return []
+    if e.server is None or e.k_table or not e.server.per_position or e.family == "dflash":
+        return []  # DFlash: its rates at K say nothing of a shorter block's (verify/dflash.py)
     rates = e.server.per_position
     supported = next((i for i, rate in enumerate(rates) if rate < TAIL_RATE), len(rates))
     if supported == 0 or supported == len(rates):
@@ -234,7 +236,8 @@ def below_floors(a: Acceptance, floors: list[float] | None) -> list[str]:
 def reproduction_notes(e: Evidence) -> list[str]:
     served = e.trials.get("as served")
     if (
-        served is None
+        e.rules  # the server measured at another K than the trials (blocks.past_block)
+        or served is None
         or e.server is None
         or abs(served.mean_acceptance_length - e.server.mean_acceptance_length) < MIN_GAP
     ):

