@@ -97,7 +97,9 @@ def test_every_code_in_the_source_is_catalogued_at_its_severity():
 def test_the_catalogue_holds_no_code_that_is_never_emitted():
     found, _ = static_emissions()
     doctor = {
-        c.code for c in CODES.values() if c.group in ("doctor-sglang", "doctor-llamacpp", "doctor-probes", "doctor-vllm")
+        c.code
+        for c in CODES.values()
+        if c.group in ("doctor-sglang", "doctor-llamacpp", "doctor-probes", "doctor-vllm")
     }  # their own tests
     assert set(CODES) - doctor == {code for _, _, code in found}
 
