@@ -16,6 +16,7 @@ from .checkpoint import formats
 from .checkpoint.config import target_config, validate_config
 from .checkpoint.formats import gguf_read
 from .checkpoint.formats.base import ReadOptions
+from .checkpoint.formats.blocks import proposed_k_findings
 from .checkpoint.formats.llamacpp_converter import converter_findings
 from .checkpoint.problems import (
     Finding,
@@ -205,6 +206,7 @@ def lint_drafter(
         out += trap_findings(drafter.config, tcfg)
         out += converter_findings(spec, drafter.config, drafter.dialect, tcfg)  # llama.cpp's own converter's bake
     out += family_findings(spec, drafter.dialect, drafter.config, tcfg) + borrowed_head_findings(spec, drafter.refs)
+    out += proposed_k_findings(spec, drafter.dialect, drafter.config)
     out += mask_in_template(spec, target_dir)
     if drafter.has_weights and not problems:
         value_findings(spec, drafter.refs, drafter.load, target_dir, add, max_value_bytes)

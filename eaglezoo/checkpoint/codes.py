@@ -495,6 +495,13 @@ CODES: dict[str, Code] = _codes(
         "write the trained value of sliding_window_non_causal into config.json",
     ),
     Code(
+        "config-k-beyond-block",
+        ERR,
+        "families",
+        "the config's own proposal (speculators_config speculative_tokens) is beyond what its block drafts",
+        "set speculative_tokens to the K the message names, or less",
+    ),
+    Code(
         "engine-ignores",
         INFO,
         "families",
