@@ -19,9 +19,20 @@ PACKAGE = ROOT / "eaglezoo"
 # floor or its own. `reproduce.py` and the package root (its __version__) import only the ground floor, so they are
 # on it; `__main__` runs the CLI.
 FLOORS: list[set[str]] = [
-    {"__init__", "errors", "settings", "fsutil", "limits", "names", "report_versions", "reproduce", "engine_versions"},
+    {
+        "__init__",
+        "errors",
+        "settings",
+        "fsutil",
+        "limits",
+        "names",
+        "report_versions",
+        "reproduce",
+        "engine_versions",
+        "requirements",
+    },
     {"checkpoint"},
-    {"serving", "convert"},
+    {"serving", "convert", "convert_requirements"},
     {"hub"},
     {"lint"},
     {"verify"},

@@ -225,10 +225,20 @@ def proposed_ks(config: dict) -> list[int]:
     return [k for k in tokens if isinstance(k, int) and not isinstance(k, bool)]
 
 
+def proposal_bound(spec: DrafterSpec, dialect: str | None) -> int | None:
+    """The most a config may propose: `max_k`, or, where sample_from_anchor is unstated (the tools read it
+    differently, lint's anchor-layout), the whole block: a K beyond it is beyond the block under every reading."""
+    f = spec.family_fields
+    if f is None or f.block_size is None:
+        return None
+    return f.block_size if f.sample_from_anchor is None else max_k(spec, dialect)
+
+
 def proposed_k_findings(spec: DrafterSpec, dialect: str | None, config: dict) -> list[Finding]:
-    """The K the config proposes, held to the block like a `-k` (check_block_k): past `max_k` the drafter proposes
-    tokens its block never drafted, and acceptance collapses (1.31 at K=7 against 2.74 at K=5, block_size 5)."""
-    most = max_k(spec, dialect)
+    """The K the config proposes, held to the block like a `-k` (check_block_k): past `proposal_bound` the drafter
+    proposes tokens its block never drafted, and acceptance collapses (1.31 at K=7 against 2.74 at K=5, block_size
+    5)."""
+    most = proposal_bound(spec, dialect)
     block = spec.family_fields.block_size if spec.family_fields else None
     return [
         error(
