@@ -105,7 +105,7 @@ class Requirements(BaseModel):
     def floor(self, engine: str) -> EngineRequirement | None:
         return next((e for e in self.engines if e.engine == engine), None)
 
-    def block(self) -> dict:
+    def block(self) -> dict[str, object]:
         """conversion.json's `requirements` block: every field, null where no source states it, and the sources."""
         return {
             **{f: getattr(self, f) for f in STATED},
