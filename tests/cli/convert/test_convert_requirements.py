@@ -81,3 +81,16 @@ def test_serve_config_serves_the_recommended_k_on_the_chat_route(tmp_path):
     assert any("-k 4 is not the drafter's recommended K=2" in n for n in asked["notes"]), asked["notes"]
     text = run_inprocess("serve-config", "tiny-example-eagle3", "--registry", registry)
     assert "# send requests to /v1/chat/completions" in text.out, text.out
+
+
+def test_push_writes_the_requirements_into_the_card(tmp_path):
+    registry = mine(tmp_path)
+    assert run_inprocess("convert", "tiny-example-eagle3", tmp_path / "out", "--registry", registry).code == 0
+    r = run_inprocess("push", tmp_path / "out", "tester/x", "--target", "org/target", "--dry-run", "--json")
+    assert r.code == 0, r.err
+    card = r.json()["card"]
+    section = card.split("## Requirements")[1].split("## Serving")[0]
+    assert f"the target's thinking mode off ({CARD})" in section
+    assert "prompts in the chat template (/v1/chat/completions)" in section
+    assert f"vllm 0.22.0 or later: the fc_norm fix ({CARD})" in section and "K=2 recommended" in section
+    assert '"num_speculative_tokens": 2' in card  # the serving commands at the recommended K
