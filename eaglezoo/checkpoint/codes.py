@@ -502,6 +502,20 @@ CODES: dict[str, Code] = _codes(
         "set speculative_tokens to the K the message names, or less",
     ),
     Code(
+        "requirement-k-beyond-block",
+        ERR,
+        "families",
+        "the registry entry's recommended K is beyond what the drafter's block drafts in one step",
+        "fix requirements.recommended_k to the K the message names, or less",
+    ),
+    Code(
+        "requirement-context",
+        WARN,
+        "config",
+        "the registry entry's trained context length is beyond the drafter's max_position_embeddings",
+        "check the trained context against the drafter's config",
+    ),
+    Code(
         "engine-ignores",
         INFO,
         "families",

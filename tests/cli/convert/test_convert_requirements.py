@@ -5,33 +5,14 @@ recommended K; the K a source config proposes is itself a requirement."""
 from __future__ import annotations
 
 import json
-import shutil
 
-import yaml
-from conftest import ROOT, assert_clean_failure, run_inprocess
+from conftest import assert_clean_failure, run_inprocess
 from support import families as F
-
-CARD = "https://example.org/card"
-REQUIREMENTS = {
-    "chat_endpoint": True,
-    "thinking": "off",
-    "recommended_k": 2,
-    "context_length": 1024,
-    "engines": [{"engine": "vllm", "min_version": "0.22.0", "reason": "the fc_norm fix", "source": CARD}],
-    "source": CARD,
-}
+from support.requirements import CARD, REQUIREMENTS, declared
 
 
 def mine(tmp_path, entry: str = "tiny-example-eagle3", requirements: dict = REQUIREMENTS):
-    """The user's copy of a shipped entry, with requirements declared."""
-    data = yaml.safe_load((ROOT / "registry" / f"{entry}.yaml").read_text())
-    data["requirements"] = requirements
-    folder = tmp_path / "mine" / "registry"
-    folder.mkdir(parents=True, exist_ok=True)
-    if data["drafter"].get("path") and not (tmp_path / "mine" / "examples").exists():  # its paths, beside it
-        shutil.copytree(ROOT / "examples" / "tiny", tmp_path / "mine" / "examples" / "tiny")
-    (folder / f"{entry}.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
-    return folder
+    return declared(tmp_path, entry, requirements)
 
 
 def test_convert_writes_the_requirements_block_and_the_recommended_k(tmp_path):

@@ -102,3 +102,20 @@ def test_a_config_proposing_k_beyond_its_block_does_not_lint_clean(tmp_path):
 def test_a_config_proposing_k_within_its_block_is_clean_of_it(tmp_path):
     r = run_inprocess("lint", _speculators_dspark_proposing(tmp_path, 5), "--json")
     assert "config-k-beyond-block" not in codes(r), r.out
+
+
+def test_lint_holds_a_registry_entry_s_recommended_k_to_the_block(tmp_path):
+    """The entry's declared recommended K is a K like the config's own: beyond the block, lint errs."""
+    from support.requirements import CARD, declared
+
+    entry = "tiny-example-dflash"
+    assert run_inprocess("lint", entry, "--json").code == 0
+    registry = declared(tmp_path, entry, {"recommended_k": 40, "context_length": 10**6, "source": CARD})
+    r = run_inprocess("lint", entry, "--registry", registry, "--json")
+    found = {f["code"]: f for f in json.loads(r.out)["findings"]}
+    assert r.code == 1 and found["requirement-k-beyond-block"]["severity"] == "error", r.out
+    assert (
+        "K=40" in found["requirement-k-beyond-block"]["message"]
+        and CARD in found["requirement-k-beyond-block"]["message"]
+    )
+    assert found["requirement-context"]["severity"] == "warning"
