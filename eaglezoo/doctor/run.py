@@ -179,7 +179,7 @@ def diagnose(request: DoctorRequest, named: Named, progress: Progress = lambda *
         + trusted
         + precision_note(request.reference_dtype)
         + version_notes(served.facts.version, work.drafter.spec, work.drafter.dialect, max(work.temperatures()) > 0)
-        + requirement_notes(named.requirements, served.facts, k, work.temperatures())
+        + requirement_notes(named.requirements, served.facts, k)
     )
     floors = named.floors.covering(k)
     evidence = Evidence(
@@ -627,17 +627,10 @@ def server_part(facts: ServerFacts, requests: Sequence[Answered], k: int, endpoi
     )
 
 
-def requirement_notes(req: Requirements, facts: ServerFacts, k: int, temperatures: list[float]) -> list[str]:
-    """Each requirement the drafter declares (its registry entry's) that the vLLM server or the prompts break: its
-    /version below the least release, its K, its context, the prompts' temperatures."""
-    found = broken(
-        req,
-        engine="vllm",
-        version=facts.version,
-        k=k,
-        context=facts.max_model_len,
-        temperatures=tuple(sorted(set(temperatures))),
-    )
+def requirement_notes(req: Requirements, facts: ServerFacts, k: int) -> list[str]:
+    """Each requirement the drafter declares (its registry entry's) that the vLLM server breaks: its /version below
+    the least release, its K, its context."""
+    found = broken(req, engine="vllm", version=facts.version, k=k, context=facts.max_model_len)
     return [f"requirement broken: {line}" for line in found]
 
 
