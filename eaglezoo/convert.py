@@ -31,8 +31,10 @@ from .checkpoint.spec import DrafterSpec
 from .checkpoint.st_header import FLOAT_CODES, ST_DTYPES, TensorRef
 from .checkpoint.st_writer import Loan, OutTensor, plan_output_order, stream_convert
 from .checkpoint.tensors import Checkpoint
+from .convert_requirements import declared, write_k
 from .errors import BadInput, UsageError
 from .fsutil import check_out_dir, replace_dir, sha256_file, staging
+from .requirements import Requirements
 
 CONFIG_DTYPE_CODES = {"float32": "F32", "float16": "F16", "bfloat16": "BF16", "float64": "F64"}
 
@@ -81,6 +83,7 @@ class ConvertRequest:
     verifier: str | None = None
     origin: str | None = None  # "owner/name@sha" when the source came from the Hub
     borrow: bool = False  # fill a block drafter's borrowed tensors from `target` (--borrow-from-target)
+    requirements: Requirements | None = None  # the registry entry's (convert_requirements.py)
 
 
 @dataclass
@@ -95,6 +98,7 @@ class Prepared:
     origin: str | None = None
     loan: Loan | None = None  # the target's tensors written after the drafter's own
     gguf: Any = None  # --to gguf: the formats.gguf_eagle3.GgufPlan written in place of config + safetensors
+    requirements: Requirements = field(default_factory=Requirements)  # conversion.json's block
 
 
 def plan(req: ConvertRequest) -> Prepared:
@@ -104,9 +108,13 @@ def plan(req: ConvertRequest) -> Prepared:
     drafter = read_drafter(req.source, req.dialect, replace(req.options, target_layers=target_layers(tcfg)))
     if tcfg is not None:
         refuse_misfit(drafter.spec.aux, drafter.spec.target_hidden_size, drafter.spec.vocab_size, tcfg)
+    stated = declared(req.requirements, drafter.config)
     if req.to == "gguf":
-        return plan_gguf(drafter, req, tcfg)
+        return replace(plan_gguf(drafter, req, tcfg), requirements=stated)
     prepared = plan_from(drafter, req.to, dtype=req.dtype, verifier=req.verifier, origin=req.origin, target=tcfg)
+    config = write_k(prepared.config, drafter.spec, drafter.dialect, stated, prepared.plan.decisions)
+    plan_ = prepared.plan.model_copy(update={"config_diff": config_diff(drafter.config, config)})
+    prepared = replace(prepared, plan=plan_, config=config, requirements=stated)
     return borrowing(prepared, drafter, req) if req.borrow else prepared
 
 
@@ -437,6 +445,7 @@ def conversion_record(prep: Prepared, source_sha: dict[str, str], output_sha: di
         "renames": {r.source: r.output for r in prep.plan.renames},
         "drops": {d.name: d.reason for d in prep.plan.drops},
         "spec": prep.plan.spec.model_dump(mode="json"),
+        "requirements": prep.requirements.block(),
         "output": output_sha,
     }
 

@@ -16,6 +16,7 @@ from .checkpoint import formats
 from .checkpoint.config import target_config, validate_config
 from .checkpoint.formats import gguf_read
 from .checkpoint.formats.base import ReadOptions
+from .checkpoint.formats.blocks import proposal_bound, proposed_k_findings
 from .checkpoint.formats.llamacpp_converter import converter_findings
 from .checkpoint.problems import (
     Finding,
@@ -34,6 +35,7 @@ from .checkpoint.st_header import COMPLEX_CODES
 from .checkpoint.traps import trap_findings
 from .errors import EaglezooError
 from .hub.remote import RemoteCheckpoint, remote_target_config
+from .requirements import Requirements
 from .serving import EngineSupport, engine_support, schema_for
 
 T = TypeVar("T")
@@ -205,6 +207,7 @@ def lint_drafter(
         out += trap_findings(drafter.config, tcfg)
         out += converter_findings(spec, drafter.config, drafter.dialect, tcfg)  # llama.cpp's own converter's bake
     out += family_findings(spec, drafter.dialect, drafter.config, tcfg) + borrowed_head_findings(spec, drafter.refs)
+    out += proposed_k_findings(spec, drafter.dialect, drafter.config)
     out += mask_in_template(spec, target_dir)
     if drafter.has_weights and not problems:
         value_findings(spec, drafter.refs, drafter.load, target_dir, add, max_value_bytes)
@@ -283,3 +286,41 @@ def remote_lint(
     findings += lint_drafter(drafter, tcfg, None, max_value_bytes=SMALL)
     counted["bytes_read"] = ckpt.bytes_read
     return _report(repo, target, drafter, findings, **counted)
+
+
+def with_requirements(report: LintReport, req: Requirements) -> LintReport:
+    """The report with what the drafter's declared requirements (its registry entry's) ask of the drafter itself."""
+    if report.spec is None:
+        return report
+    return report.model_copy(
+        update={"findings": report.findings + requirement_findings(report.spec, report.dialect, req)}
+    )
+
+
+def requirement_findings(spec: DrafterSpec, dialect: str | None, req: Requirements) -> list[Finding]:
+    """A recommended K beyond what a block drafter drafts in one step (the K-beyond-block trap, as for the K a config
+    proposes), and a trained context beyond the drafter's own positions."""
+    out: list[Finding] = []
+    most = proposal_bound(spec, dialect)
+    if req.recommended_k is not None and most is not None and req.recommended_k > most:
+        out.append(
+            Finding(
+                severity="error",
+                code="requirement-k-beyond-block",
+                message=f"the recommended K={req.recommended_k} ({req.source_of('recommended_k')}) is beyond the "
+                f"{spec.family} drafter's block: it drafts at most {most} tokens a step",
+                hint=f"fix requirements.recommended_k: {most} or less",
+            )
+        )
+    positions = spec.max_position_embeddings
+    if req.context_length is not None and positions and req.context_length > positions:
+        out.append(
+            Finding(
+                severity="warning",
+                code="requirement-context",
+                message=f"requirements.context_length {req.context_length} ({req.source_of('context_length')}) is "
+                f"beyond the drafter's max_position_embeddings {positions}",
+                hint="check the trained context against the drafter's config",
+            )
+        )
+    return out

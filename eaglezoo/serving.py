@@ -153,6 +153,7 @@ class ServeConfig(BaseModel):
     min_version: str | None
     warnings: list[str]
     notes: list[str] = []
+    route: str | None = None  # the request route the drafter's requirements name (requirements.py): chat or raw
 
 
 # The documented default capture (spec.default_boundary_ids), in each engine's own convention.

@@ -502,6 +502,27 @@ CODES: dict[str, Code] = _codes(
         "write the trained value of sliding_window_non_causal into config.json",
     ),
     Code(
+        "config-k-beyond-block",
+        ERR,
+        "families",
+        "the config's own proposal (speculators_config speculative_tokens) is beyond what its block drafts",
+        "set speculative_tokens to the K the message names, or less",
+    ),
+    Code(
+        "requirement-k-beyond-block",
+        ERR,
+        "families",
+        "the registry entry's recommended K is beyond what the drafter's block drafts in one step",
+        "fix requirements.recommended_k to the K the message names, or less",
+    ),
+    Code(
+        "requirement-context",
+        WARN,
+        "config",
+        "the registry entry's trained context length is beyond the drafter's max_position_embeddings",
+        "check the trained context against the drafter's config",
+    ),
+    Code(
         "engine-ignores",
         INFO,
         "families",

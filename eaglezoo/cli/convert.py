@@ -243,4 +243,7 @@ def convert_request(
     if source.entry:
         opts = source.entry.read_options(opts)
     target_dir = resolve(target, what="target", registry_ids=False).path if target else None
-    return ConvertRequest(source=source.path, target=target_dir, options=opts, origin=source.origin, **choices)
+    requirements = source.entry.requirements if source.entry else None
+    return ConvertRequest(
+        source=source.path, target=target_dir, options=opts, origin=source.origin, requirements=requirements, **choices
+    )

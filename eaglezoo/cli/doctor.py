@@ -307,6 +307,7 @@ def diagnose_source(
 def resolve_and_diagnose(drafter, target, request, revision, registry_dir, prompts_file, outputs, progress):
     from ..checkpoint.formats.base import ReadOptions
     from ..doctor.run import Named, diagnose
+    from ..requirements import Requirements
     from ..verify.report.gate import NO_FLOORS
     from .sources import resolve_request
 
@@ -334,6 +335,7 @@ def resolve_and_diagnose(drafter, target, request, revision, registry_dir, promp
             entry_prompts=prompts_file is None and entry is not None and bool(entry.prompts),
             target_name=tgt.repo or str(tgt.path),
             drafter_name=drafter,
+            requirements=entry.requirements if entry is not None else Requirements(),
         ),
         progress,
     )

@@ -104,7 +104,7 @@ def lint_source(
     or a Hub repo."""
     from ..checkpoint.formats.base import ReadOptions
     from ..lint import lint as lint_folder
-    from ..lint import lint_config, remote_lint
+    from ..lint import lint_config, remote_lint, with_requirements
     from .sources import Source, classify, location, resolve, target_for
 
     opts = opts or ReadOptions()
@@ -126,14 +126,16 @@ def lint_source(
         entry, reg = lookup(arg, registry_dir)
         opts = entry.read_options(opts)
         if entry.drafter.repo:  # headers and small tensors only, never the weights
-            return remote_lint(
+            report = remote_lint(
                 entry.drafter.repo,
                 target or entry.target.repo,
                 revision=revision or entry.drafter.revision,
                 dialect=dialect or entry.dialect,
                 opts=opts,
             )
+            return with_requirements(report, entry.requirements)
         src = location(entry.drafter, reg, None, "drafter")
         src.entry, src.registry = entry, reg
     tgt = target_for(src, target, registry_dir)
-    return lint_folder(src.path, tgt.path if tgt else None, dialect, opts)
+    report = lint_folder(src.path, tgt.path if tgt else None, dialect, opts)
+    return with_requirements(report, src.entry.requirements) if src.entry is not None else report

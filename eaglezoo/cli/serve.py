@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
 from ..errors import UsageError, printable
-from .common import JsonOpt, NumSpecTokensOpt, RegistryOpt, app, emit, out
+from ..limits import MAX_K
+from .common import JsonOpt, RegistryOpt, app, emit, out
 
 if TYPE_CHECKING:
+    from ..requirements import Requirements
     from ..serving import ServeConfig
+
+DEFAULT_K = 3
 
 
 @app.command("serve-config")
@@ -21,7 +25,17 @@ def serve_config_cmd(
         str, typer.Argument(metavar="DRAFTER", help="Registry id (or its YAML file) or drafter directory.")
     ],
     engine: Annotated[str, typer.Option(help="vllm, sglang or llamacpp (llama-server).")] = "vllm",
-    num_spec_tokens: NumSpecTokensOpt = 3,
+    num_spec_tokens: Annotated[
+        Optional[int],
+        typer.Option(
+            "--num-spec-tokens",
+            "-k",
+            min=1,
+            max=MAX_K,
+            metavar="K",
+            help="Draft depth K (default: the drafter's recommended K, from its entry or its config; else 3).",
+        ),
+    ] = None,
     target: Annotated[
         str | None, typer.Option(metavar="TARGET", help="Target to serve (default: the registry's).")
     ] = None,
@@ -83,7 +97,9 @@ def _captured_text(result: ServeConfig) -> str:
     return f"{result.aux_layers_captured}, {default} for the {result.target_num_layers}-layer target"
 
 
-def serve_config_for(drafter: str, engine: str, k: int, target: str | None = None, registry_dir=None) -> ServeConfig:
+def serve_config_for(
+    drafter: str, engine: str, k: int | None, target: str | None = None, registry_dir=None
+) -> ServeConfig:
     """`eaglezoo serve-config`: for a drafter folder (read from its files) or a registry entry."""
     from .sources import classify
 
@@ -98,7 +114,7 @@ def serve_config_for(drafter: str, engine: str, k: int, target: str | None = Non
     return _serve_entry(drafter, engine, k, target, registry_dir)
 
 
-def _serve_entry(name: str, engine: str, k: int, target: str | None, registry_dir) -> ServeConfig:
+def _serve_entry(name: str, engine: str, k: int | None, target: str | None, registry_dir) -> ServeConfig:
     from ..checkpoint.config import target_config, target_layers
     from ..registry.load import lookup
     from ..serving import serve_entry
@@ -116,20 +132,21 @@ def _serve_entry(name: str, engine: str, k: int, target: str | None, registry_di
         if tcfg and entry.target_hidden_size and entry.target_vocab_size:  # spec() fills unknown sizes with 1
             _refuse_misfit(spec, tcfg)
     source = [name, *(["--registry", _whole(registry_dir)] if registry_dir else [])]
-    return serve_entry(
+    result = serve_entry(
         entry,
         engine,
         _entry_place(entry.drafter, reg, "drafter"),
         target_name,
-        k,
+        served_k(k, entry.requirements),
         source,
         layers,
         into=_whole("."),
         target_model_type=model_type,
     )
+    return with_requirements(result, entry.requirements, k)
 
 
-def _serve_folder(path, engine: str, k: int, target: str | None) -> ServeConfig:
+def _serve_folder(path, engine: str, k: int | None, target: str | None) -> ServeConfig:
     from ..checkpoint.config import target_layers
     from ..checkpoint.formats.base import ReadOptions
     from ..checkpoint.read import read_drafter
@@ -144,17 +161,37 @@ def _serve_folder(path, engine: str, k: int, target: str | None) -> ServeConfig:
     drafter = read_drafter(path, None, ReadOptions(allow_missing_aux=True), strict=False)
     if tcfg:
         _refuse_misfit(drafter.spec, tcfg)
-    return serve_drafter(
+    from ..convert_requirements import declared
+
+    requirements = declared(None, drafter.config)  # the K its config proposes
+    result = serve_drafter(
         drafter,
         engine,
         _whole(path),
         target_name,
-        k,
+        served_k(k, requirements),
         [_whole(path)],
         target_layers(tcfg),
         into=_whole("."),
         target_model_type=(tcfg or {}).get("model_type"),
     )
+    return with_requirements(result, requirements, k)
+
+
+def served_k(asked: int | None, requirements: Requirements) -> int:
+    """-k where given, else the drafter's recommended K, else 3."""
+    return asked or requirements.recommended_k or DEFAULT_K
+
+
+def with_requirements(result: ServeConfig, requirements: Requirements, asked: int | None) -> ServeConfig:
+    """The serving path with what the drafter requires said beside it: the route its requests take, each stated
+    requirement as a note (with its source), and -k against the recommended K."""
+    notes = [f"requires: {line}" for line in requirements.lines()]
+    if requirements.route is not None:
+        notes.append(f"send requests to {requirements.route}: the prompt format the drafter was trained on")
+    if asked is not None and requirements.recommended_k not in (None, asked):
+        notes.append(f"-k {asked} is not the drafter's recommended K={requirements.recommended_k}")
+    return result.model_copy(update={"route": requirements.route, "notes": result.notes + notes})
 
 
 def _whole(path) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import shlex
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..checkpoint.config import target_config
@@ -18,6 +18,7 @@ from ..engine_versions import issues_for, touches
 from ..errors import EaglezooError, EngineError, UsageError
 from ..lint import lint_drafter
 from ..names import COMPARE_ENGINES
+from ..requirements import Requirements, broken
 from ..serving import DEV_MODE
 from ..verify.counters import SpecDecodeCounters
 from ..verify.endpoint import ServerFacts, ServerFailed, check_depth, check_server, measure_requests, server_facts
@@ -95,6 +96,7 @@ class Named:
     entry_prompts: bool = False
     target_name: str | None = None
     drafter_name: str | None = None
+    requirements: Requirements = field(default_factory=Requirements)  # the registry entry's (requirements.py)
 
 
 def diagnose(request: DoctorRequest, named: Named, progress: Progress = lambda *a, **kw: None) -> DoctorReport:
@@ -187,6 +189,7 @@ def diagnose(request: DoctorRequest, named: Named, progress: Progress = lambda *
         + precision_note(request.reference_dtype)
         + ([settled.said()] if settled else [])
         + version_notes(served.facts.version, work.drafter.spec, work.drafter.dialect, max(work.temperatures()) > 0)
+        + requirement_notes(named.requirements, served.facts, k)
     )
     floors = named.floors.covering(k)
     evidence = Evidence(
@@ -663,6 +666,13 @@ def server_part(facts: ServerFacts, requests: Sequence[Answered], k: int, endpoi
         per_request_metrics=bool(requests) and all(r.accepted is not None for r in requests),
         config_readable=facts.dev_mode,
     )
+
+
+def requirement_notes(req: Requirements, facts: ServerFacts, k: int) -> list[str]:
+    """Each requirement the drafter declares (its registry entry's) that the vLLM server breaks: its /version below
+    the least release, its K, its context."""
+    found = broken(req, engine="vllm", version=facts.version, k=k, context=facts.max_model_len)
+    return [f"requirement broken: {line}" for line in found]
 
 
 def version_notes(version: str | None, spec: DrafterSpec, dialect: str | None, sampled: bool) -> list[str]:

@@ -16,6 +16,8 @@ from typing import Annotated, Literal
 from packaging.version import InvalidVersion, Version
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from ..requirements import on_off
+
 Unknown = Literal["unknown"]
 UNKNOWN: Unknown = "unknown"
 Number = Annotated[float, Field(strict=True, ge=0, allow_inf_nan=False)]  # a YAML number: never a quoted string
@@ -79,11 +81,6 @@ class Conditions(BaseModel):
         if self.drafting != UNKNOWN:
             return self.drafting
         return spelled_chain(self)[1]
-
-
-def on_off(value: object) -> object:
-    """YAML 1.1 reads an unquoted on/off (and yes/no, true/false) as a boolean: thinking on/off either way."""
-    return {True: "on", False: "off"}.get(value, value) if isinstance(value, bool) else value
 
 
 def parsed_version(version: str, what: str) -> Version:

@@ -19,8 +19,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from ..checkpoint.spec import AuxLayers, DrafterSpec, Family, FamilyFields
 from ..hub.client import repo_id_problem  # light: the client itself (huggingface_hub) is imported by each call
 from ..names import DIALECTS_OF_FAMILY, EAGLE3_DIALECTS, Dialect, VerifyEngine
+from ..requirements import Requirements
 from ..verify.report.gate import Floors, FloorTable
-from .conditions import UNKNOWN, Conditions, Definition, Figure, on_off, parsed_version
+from .conditions import UNKNOWN, Conditions, Definition, Figure, parsed_version
 from .conditions import problems as figure_problems
 
 if TYPE_CHECKING:
@@ -336,25 +337,6 @@ class Measured(Strict):
         ]
 
 
-class Requirements(Strict):
-    """What the drafter needs of the workload, as its publisher states it (with the source). `thinking`: the
-    target's thinking mode the drafter was trained for; a figure measured in the other mode contradicts it."""
-
-    thinking: Literal["on", "off"] | None = None
-    source: str | None = None
-
-    @field_validator("thinking", mode="before")
-    @classmethod
-    def yaml_on_off(cls, value: object) -> object:
-        return on_off(value)
-
-    @model_validator(mode="after")
-    def stated_with_source(self) -> Self:
-        if self.thinking is not None and self.source is None:
-            raise ValueError("requirements.thinking needs its source (where the publisher states it)")
-        return self
-
-
 class Status(Strict):
     state: Literal["unverified", "verified", "failed"] = "unverified"
     date: dt.date | None = None
@@ -401,7 +383,7 @@ class Entry(Strict):
     acceptance_floors: list[Floor] | None = None
     measured: list[Measured] = Field(default_factory=list)
     prompts: str | None = None  # a JSONL prompt set in this repository that fits the drafter's context
-    requirements: Requirements = Requirements()
+    requirements: Requirements = Requirements()  # what the drafter needs, as its card or config states it
     status: Status = Status()
     sources: list[str]
     evidence: dict[str, Evidence] = Field(default_factory=dict)  # fact (FACTS) -> its level and source

@@ -19,9 +19,9 @@ PACKAGE = ROOT / "eaglezoo"
 # floor or its own. `reproduce.py` and the package root (its __version__) import only the ground floor, so they are
 # on it; `__main__` runs the CLI.
 FLOORS: list[set[str]] = [
-    {"__init__", "errors", "settings", "fsutil", "limits", "names", "reproduce", "engine_versions"},
+    {"__init__", "errors", "settings", "fsutil", "limits", "names", "reproduce", "engine_versions", "requirements"},
     {"checkpoint"},
-    {"serving", "convert", "report_versions"},
+    {"serving", "convert", "convert_requirements", "report_versions"},
     {"hub"},
     {"lint"},
     {"verify"},

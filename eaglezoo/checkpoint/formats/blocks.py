@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...errors import BadInput
+from ..problems import Finding, error
 from ..spec import AuxLayers, DrafterSpec, Family, FamilyFields
 from ..tensors import Checkpoint
 from .aux_ids import AuxKey
@@ -213,3 +214,39 @@ def max_k(spec: DrafterSpec, dialect: str | None) -> int | None:
     if f is None or f.block_size is None:
         return None
     return f.block_size if anchor_sampled(spec, dialect) else f.block_size - 1
+
+
+def proposed_ks(config: dict) -> list[int]:
+    """The K a speculators config proposes itself: every `speculators_config.proposal_methods[].speculative_tokens`
+    (vLLM PR #44566 defaults K from it), integers only; [] where the config proposes none."""
+    envelope = config.get("speculators_config")
+    methods = envelope.get("proposal_methods") if isinstance(envelope, dict) else None
+    tokens = [m.get("speculative_tokens") for m in methods if isinstance(m, dict)] if isinstance(methods, list) else []
+    return [k for k in tokens if isinstance(k, int) and not isinstance(k, bool)]
+
+
+def proposal_bound(spec: DrafterSpec, dialect: str | None) -> int | None:
+    """The most a config may propose: `max_k`, or, where sample_from_anchor is unstated (the tools read it
+    differently, lint's anchor-layout), the whole block: a K beyond it is beyond the block under every reading."""
+    f = spec.family_fields
+    if f is None or f.block_size is None:
+        return None
+    return f.block_size if f.sample_from_anchor is None else max_k(spec, dialect)
+
+
+def proposed_k_findings(spec: DrafterSpec, dialect: str | None, config: dict) -> list[Finding]:
+    """The K the config proposes, held to the block like a `-k` (check_block_k): past `proposal_bound` the drafter
+    proposes tokens its block never drafted, and acceptance collapses (1.31 at K=7 against 2.74 at K=5, block_size
+    5)."""
+    most = proposal_bound(spec, dialect)
+    block = spec.family_fields.block_size if spec.family_fields else None
+    return [
+        error(
+            "config-k-beyond-block",
+            f"speculators_config proposes speculative_tokens {k}, beyond the {spec.family} drafter's block: "
+            f"block_size {block} drafts at most {most} tokens a step (vLLM PR #41834)",
+            f"set speculative_tokens to {most} or less in config.json",
+        )
+        for k in proposed_ks(config)
+        if most is not None and k > most
+    ]

@@ -79,3 +79,43 @@ def test_weights_holding_nan_or_inf_are_an_error_in_every_family(tmp_path, make,
     assert found.get("nan-inf", {}).get("severity") == "error", r.out
     assert "layers.0.mlp.up_proj.weight" in found["nan-inf"]["message"]
     assert r.code == 1
+
+
+def _speculators_dspark_proposing(tmp_path, k: int):
+    """A speculators DSpark drafter (block_size 5, anchor sampled) whose config proposes K=`k` speculative tokens."""
+    run_inprocess("convert", F.deepspec_dspark(tmp_path / "n", block_size=5), tmp_path / "s", "--to", "speculators")
+    cfg = json.loads((tmp_path / "s" / "config.json").read_text())
+    cfg["speculators_config"]["proposal_methods"][0]["speculative_tokens"] = k
+    cfg["sample_from_anchor"] = True  # as speculators trains it: the whole block, 5 tokens, is drafted
+    (tmp_path / "s" / "config.json").write_text(json.dumps(cfg))
+    return tmp_path / "s"
+
+
+def test_a_config_proposing_k_beyond_its_block_does_not_lint_clean(tmp_path):
+    """Issue 43: speculative_tokens 7 with block_size 5 (1.31 at K=7 against 2.74 at K=5) is the config's own K."""
+    r = run_inprocess("lint", _speculators_dspark_proposing(tmp_path, 7), "--json")
+    found = [f for f in json.loads(r.out)["findings"] if f["code"] == "config-k-beyond-block"]
+    assert r.code == 1 and found and found[0]["severity"] == "error", r.out
+    assert "7" in found[0]["message"] and "5" in found[0]["message"]
+
+
+def test_a_config_proposing_k_within_its_block_is_clean_of_it(tmp_path):
+    r = run_inprocess("lint", _speculators_dspark_proposing(tmp_path, 5), "--json")
+    assert "config-k-beyond-block" not in codes(r), r.out
+
+
+def test_lint_holds_a_registry_entry_s_recommended_k_to_the_block(tmp_path):
+    """The entry's declared recommended K is a K like the config's own: beyond the block, lint errs."""
+    from support.requirements import CARD, declared
+
+    entry = "tiny-example-dflash"
+    assert run_inprocess("lint", entry, "--json").code == 0
+    registry = declared(tmp_path, entry, {"recommended_k": 40, "context_length": 10**6, "source": CARD})
+    r = run_inprocess("lint", entry, "--registry", registry, "--json")
+    found = {f["code"]: f for f in json.loads(r.out)["findings"]}
+    assert r.code == 1 and found["requirement-k-beyond-block"]["severity"] == "error", r.out
+    assert (
+        "K=40" in found["requirement-k-beyond-block"]["message"]
+        and CARD in found["requirement-k-beyond-block"]["message"]
+    )
+    assert found["requirement-context"]["severity"] == "warning"

@@ -208,3 +208,19 @@ def test_the_vllm_ci_pairs_are_reference_entries_with_their_evidence(drafter, ta
     stated = {k: v for k, v in ci[0]["conditions"].items() if v != "unknown" and k != "source"}
     assert stated == {**CI, "temperature": 0.0, "prompt_format": "chat"}
     assert any(s.startswith(VLLM_CI) for s in entry["sources"])
+
+
+def test_a_declared_requirement_naming_an_engine_version_that_does_not_parse_is_refused(tmp_path):
+    """requirements.engines (the card's least release, with why): a version that is no release is refused by name."""
+    entry = GOOD + (
+        "requirements:\n  engines:\n  - {engine: vllm, min_version: latest-with-fix, reason: the norm_before_fc fix,"
+        " source: 'https://example.org/card'}\n"
+    )
+    r = run_inprocess("registry", "show", "good", "--registry", registry_of(tmp_path, good=entry))
+    assert_clean_failure(r, None, contains="vllm min_version 'latest-with-fix' is not a release")
+
+
+def test_a_declared_requirement_without_its_source_is_refused(tmp_path):
+    entry = GOOD + "requirements: {recommended_k: 5}\n"
+    r = run_inprocess("registry", "show", "good", "--registry", registry_of(tmp_path, good=entry))
+    assert_clean_failure(r, None, contains="requirements.recommended_k needs its source")

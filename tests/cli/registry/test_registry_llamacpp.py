@@ -40,6 +40,20 @@ def test_the_cited_lines_are_llama_cpps_own_list():
     assert found == LISTED and len(found) == 15
 
 
+def test_every_drafter_llama_cpp_lists_is_an_entry_with_its_evidence(listed):
+    """Issue 43 item 5: llama.cpp's 15 supported EAGLE-3 drafters are all in the zoo, each unverified with its
+    unknowns said (null_reasons) where the Hub was out of reach, and a target size with its evidence level."""
+    by_repo = {e["drafter"].get("repo"): e for e in listed.values()}
+    assert set(LISTED) <= set(by_repo), sorted(set(LISTED) - set(by_repo))
+    for repo in LISTED:
+        e = by_repo[repo]
+        assert e["family"] == "eagle3" and e["eagle_version"] == "3", repo
+        if e["aux_layers"]["ids"] is None:
+            assert e["null_reasons"]["aux_layers"], repo
+        if e["hardware"] is None:
+            assert e["null_reasons"]["hardware"] and e["evidence"]["target_parameters"]["level"], repo
+
+
 def test_each_entry_says_how_it_serves_on_llama_cpp_with_evidence(listed):
     for entry_id, e in listed.items():
         (llama,) = [s for s in e["serving"] if s["engine"] == "llamacpp"]
@@ -70,7 +84,7 @@ def test_plan_gives_a_llama_cpp_job_where_the_entry_serves_there(listed):
         for i, e in listed.items()
         if e["drafter"].get("repo") and any(x["engine"] == "llamacpp" for x in e["engines"])
     }
-    assert set(llama) == declared and len(declared) == 6
+    assert set(llama) == declared and len(declared) == len(LISTED)
     for entry_id, j in llama.items():
         assert j["command"].startswith(f"eaglezoo verify {entry_id} --engine llamacpp --num-spec-tokens ")
         assert "--tensor-parallel-size" not in j["command"] and j["report"].endswith(".llamacpp.json")
