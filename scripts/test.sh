@@ -12,5 +12,6 @@ bash scripts/setup/chromium.sh
 export TRANSFORMERS_VERBOSITY=error
 # Three workers on two cores: many tests wait on subprocesses, engines and servers rather than compute. Test
 # files go to workers whole (--dist loadfile), so a module's shared fixtures
-# (a conversion, an engine start, a local Hub) are built once, on one worker.
+# (a conversion, an engine start, a local Hub) are built once, on one worker; longest first, in collection order,
+# and a few engine modules split by test (tests/support/schedule.py, through tests/conftest.py's scheduler hook).
 exec .venv/bin/python -m pytest -q -rs -n 3 --dist loadfile "$@"
