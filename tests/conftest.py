@@ -46,7 +46,7 @@ def pytest_runtest_protocol(item, nextitem):
 
 def pytest_runtest_logreport(report):
     if report.nodeid == start_log._current["test"]:  # in the process that ran it (not xdist's controller)
-        start_log.report(report.when, report.duration)
+        start_log.report(report.when, report.duration, report.outcome)
 
 
 def pytest_collection_modifyitems(items):

@@ -17,6 +17,7 @@ from pathlib import Path
 ENV = "EAGLEZOO_START_LOG"
 _current = {"test": "", "module": ""}
 _sink: list = []
+_cpu_at_start: list[float] = [0.0]
 
 
 def kind(argv: list[str]) -> str:
@@ -66,17 +67,27 @@ def inprocess(args: tuple) -> None:
     _log({"event": "start", "kind": f"in-process {command}"})
 
 
+def cpu() -> float:
+    """This process's CPU seconds and its reaped children's (a CLI subprocess, once `run_cli` has waited for it)."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
 def enter(nodeid: str, module: str) -> None:
     _current.update(test=nodeid, module=module)
+    _cpu_at_start[0] = cpu()
 
 
-def report(when: str, seconds: float) -> None:
-    _log({"event": "time", "when": when, "seconds": round(seconds, 3)})
+def report(when: str, seconds: float, outcome: str) -> None:
+    """One phase's wall seconds; after teardown, the test's CPU seconds too (steadier than wall on a shared machine)."""
+    spent = {"cpu": round(cpu() - _cpu_at_start[0], 3)} if when == "teardown" else {}
+    _log({"event": "time", "when": when, "seconds": round(seconds, 3), "outcome": outcome, **spent})
 
 
 def summary(folder: Path) -> str:
     starts: dict[str, Counter] = defaultdict(Counter)
     seconds: Counter = Counter()
+    cpu_s: Counter = Counter()
     for f in sorted(folder.glob("*.jsonl")):
         for line in f.read_text().splitlines():
             e = json.loads(line)
@@ -84,13 +95,15 @@ def summary(folder: Path) -> str:
                 starts[e["module"]][e["kind"]] += 1
             else:
                 seconds[e["module"]] += e["seconds"]
+                cpu_s[e["module"]] += e.get("cpu", 0.0)
     total: Counter = Counter()
     rows = []
     for module in sorted(seconds, key=lambda m: -seconds[m]):
         total.update(starts[module])
         kinds = ", ".join(f"{k} {n}" for k, n in starts[module].most_common())
-        rows.append(f"{seconds[module]:8.1f} s  {module}: {kinds or '-'}")
-    rows.append(f"{sum(seconds.values()):8.1f} s  in all: " + ", ".join(f"{k} {n}" for k, n in total.most_common()))
+        rows.append(f"{seconds[module]:8.1f} s {cpu_s[module]:8.1f} cpu-s  {module}: {kinds or '-'}")
+    everything = ", ".join(f"{k} {n}" for k, n in total.most_common())
+    rows.append(f"{sum(seconds.values()):8.1f} s {sum(cpu_s.values()):8.1f} cpu-s  in all: {everything}")
     return "\n".join(rows)
 
 
