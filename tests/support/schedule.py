@@ -59,6 +59,8 @@ SLOW_TIERS = ("engine", "e2e", "docs", "hub", "pages", "real")
 # Modules whose tests start their own engines, split by test function; each names the tests that share one costly
 # module fixture and so stay in one unit (built once). A test not named that uses it builds it again on the other
 # worker: a cost, not a failure. Cheap module fixtures (one conversion) may be built on both workers.
+# CHEAP_SHARED: the module fixtures of those modules that may be built on both workers.
+CHEAP_SHARED = ("drafter",)
 SPLIT: dict[str, tuple[str, ...]] = {
     "test_doctor": (),
     "test_vllm_refusals": (),
