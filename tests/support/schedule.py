@@ -1,5 +1,5 @@
 """How the suite's tests reach pytest-xdist's workers under `--dist loadfile` (scripts/test.sh, the fast tier's
-command): whole modules, in collection order, the longest first, then the rest of the slow tiers, then the fast tier,
+command): whole modules, in collection order: the slow tiers' longest first, then the rest of them, then the fast tier,
 so that short tests fill the workers' last minutes instead of one long module running alone at the end.
 
 Two things xdist 3.8 does not do by itself here. It reorders the modules by how many tests each holds, largest first
@@ -54,7 +54,8 @@ LONGEST_FIRST = (
     "test_compare",
     "test_input_files",
 )
-# The tiers whose modules not named above still go before the fast tier's.
+TESTS = Path(__file__).resolve().parent.parent
+# The tiers whose modules, named above or not, go before the fast tier's (tests/unit, tests/cli).
 SLOW_TIERS = ("engine", "e2e", "docs", "hub", "pages", "real")
 # Modules whose tests start their own engines, split by test function; each names the tests that share one costly
 # module fixture and so stay in one unit (built once). A test not named that uses it builds it again on the other
@@ -81,17 +82,16 @@ SPLIT: dict[str, tuple[str, ...]] = {
 }
 
 
-def rank(item: pytest.Item) -> int:
-    path = Path(str(item.fspath))
+def rank(path: Path) -> tuple[int, int]:
+    """The slow tiers first, then the fast tier; in each, the modules named in LONGEST_FIRST in its order first."""
     named = {name: n for n, name in enumerate(LONGEST_FIRST)}
-    if path.stem in named:
-        return named[path.stem]
-    return len(named) + (0 if path.parent.name in SLOW_TIERS else 1)
+    tier = path.relative_to(TESTS).parts[0] if path.is_relative_to(TESTS) else ""
+    return (0 if tier in SLOW_TIERS else 1, named.get(path.stem, len(named)))
 
 
 def order(items: list[pytest.Item]) -> None:
     """Sorts in place; stable, so a module's tests keep their order."""
-    items.sort(key=rank)
+    items.sort(key=lambda item: rank(Path(item.path)))
 
 
 def unit(nodeid: str) -> str:

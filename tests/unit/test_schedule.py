@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT
-from support.schedule import CHEAP_SHARED, LONGEST_FIRST, SPLIT, unit
+from support.schedule import CHEAP_SHARED, LONGEST_FIRST, SPLIT, rank, unit
 
 TESTS = ROOT / "tests"
 
@@ -56,3 +56,9 @@ def test_a_module_not_split_is_one_unit():
     assert unit("tests/engine/test_doctor.py::test_a_stripped_3_1_flag") != unit(
         "tests/engine/test_doctor.py::test_a_fine_tuned_target"
     )
+
+
+def test_the_slow_tiers_go_first_and_the_named_first_in_each():
+    engine_unnamed, engine_named = TESTS / "engine/test_not_named.py", TESTS / "engine/test_doctor.py"
+    fast_named, fast_unnamed = TESTS / "cli/test_output_contract.py", TESTS / "unit/hub/test_not_named.py"
+    assert rank(engine_named) < rank(engine_unnamed) < rank(fast_named) < rank(fast_unnamed)
