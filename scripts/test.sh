@@ -12,5 +12,15 @@ bash scripts/setup/chromium.sh
 export TRANSFORMERS_VERBOSITY=error
 # Three workers on two cores: many tests wait on subprocesses, engines and servers rather than compute. Test
 # files go to workers whole (--dist loadfile), so a module's shared fixtures
-# (a conversion, an engine start, a local Hub) are built once, on one worker.
-exec .venv/bin/python -m pytest -q -rs -n 3 --dist loadfile "$@"
+# (a conversion, an engine start, a local Hub) are built once, on one worker; longest first, in collection order,
+# and a few engine modules split by test (tests/support/schedule.py, through tests/conftest.py's scheduler hook).
+# What each test starts (processes, in-process CLI runs) and its CPU, per module: build/test-starts/summary.txt
+# (tests/support/start_log.py; docs/notes/test-suite.md).
+starts=build/test-starts
+rm -rf "$starts"
+status=0
+EAGLEZOO_START_LOG=$starts .venv/bin/python -m pytest -q -rs -n 3 --dist loadfile "$@" || status=$?
+if [ -d "$starts" ]; then
+  .venv/bin/python -m tests.support.start_log "$starts" >"$starts/summary.txt" && echo "starts per module: $starts/summary.txt"
+fi
+exit "$status"

@@ -24,6 +24,11 @@ EXAMPLE_AUX = [2, 3, 4]  # boundary ids the example drafters were trained on (Sa
 EXAMPLE_IDS = ["--aux-layers", ",".join(map(str, EXAMPLE_AUX)), "--aux-convention", "boundary"]
 sys.path.insert(0, str(Path(__file__).parent))  # conftest and the package `support` (tests/support/)
 
+from support import schedule, start_log  # noqa: E402 - after the path above
+
+if os.environ.get(start_log.ENV):  # counting what each test starts (docs/notes/test-suite.md), off by default
+    start_log.install(os.environ[start_log.ENV])
+
 CLI_ENV = {
     **os.environ,
     "TRANSFORMERS_VERBOSITY": "error",
@@ -34,48 +39,24 @@ CLI_ENV = {
 }
 
 
-# The longest modules first (measured, docs/notes/test-suite.md): pytest-xdist hands out whole files
-# in collection order, so a long file handed out last would run alone at the end. By module name, every tier: the
-# engine, Hub, end-to-end and docs tiers' longest, then the fast tier's (tests/unit, tests/cli) own longest.
-LONGEST_FIRST = (
-    "test_readme",
-    "test_doctor",
-    "test_verify_vllm",
-    "test_tune",
-    "test_native_batching",
-    "test_smollm2_pair",
-    "test_prompt_suites",
-    "test_vllm_serves_converted",
-    "test_example_pair",
-    "test_vllm_refusals",
-    "test_verify_endpoint",
-    "test_verify_llamacpp",
-    "test_doctor_hostile_server",
-    "test_registry_update",
-    "test_vllm_accepts_printed",
-    "test_push_pull",
-    "test_misbehaving_hub",
-    "test_compare_engines",
-    "test_pages_in_browser",
-    "test_publish_safety",
-    "test_registry_sync",
-    "test_hub_inputs",
-    "test_verify_native_targets",
-    "test_safetensors_fuzz",
-    "test_registry_record_pinned",
-    "test_wheel",
-    "test_output_contract",
-    "test_report_size",
-    "test_report_hostile_text",
-    "test_convert_gguf",
-    "test_compare",
-    "test_input_files",
-)
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item, nextitem):
+    start_log.enter(item.nodeid, item.nodeid.split("::")[0])
+
+
+def pytest_runtest_logreport(report):
+    if report.nodeid == start_log._current["test"]:  # in the process that ran it (not xdist's controller)
+        start_log.report(report.when, report.duration, report.outcome)
 
 
 def pytest_collection_modifyitems(items):
-    rank = {name: n for n, name in enumerate(LONGEST_FIRST)}
-    items.sort(key=lambda item: rank.get(item.module.__name__.rpartition(".")[2], len(rank)))
+    schedule.order(items)
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """Under --dist loadfile: modules whole in collection order, the engine modules in SPLIT by test
+    (support/schedule.py)."""
+    return schedule.scheduler(config, log) if config.getvalue("dist") == "loadfile" else None
 
 
 @dataclass
@@ -115,6 +96,8 @@ def run_inprocess(*args, env: dict | None = None) -> Result:
     import signal
 
     from typer.testing import CliRunner
+
+    start_log.inprocess(args)
 
     import eaglezoo.verify.vllm_worker  # noqa: F401 - binds its PROTOCOL to this process's stdout, not the runner's
     from eaglezoo.cli.app import run
