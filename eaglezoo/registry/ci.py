@@ -105,8 +105,10 @@ def _place(result: Plan, entry: Entry, only_runner: str | None, registry_arg: st
 
 
 # The engines a verify job runs on, in this order: the first that measures the entry's family (vLLM: EAGLE-3,
-# P-EAGLE, DFlash; llama.cpp: EAGLE-3 and DFlash, verify/run.py FAMILIES_MEASURED). A family none measures (DSpark:
-# vLLM does not serve it, and verify --engine llamacpp does not measure it yet) has no job: the plan says why.
+# P-EAGLE, DFlash; llama.cpp: EAGLE-3, DFlash and DSpark, verify/run.py FAMILIES_MEASURED). DSpark, which vLLM's
+# verify does not run, is verified on llama.cpp: `verify ID --engine llamacpp` downloads the drafter and target,
+# converts both to GGUF (convert --to gguf reads the block, mask token and Markov head from the drafter's own files)
+# and serves them with `--spec-type draft-dspark`. A family no engine measures has no job: the plan says why.
 JOB_ENGINES = ("vllm", "llamacpp")
 
 
