@@ -153,8 +153,10 @@ def job(  # noqa: PLR0913 - the job's settings, each named
     report = f"reports/{entry.id}.k{k}.t{temperature:g}{'' if engine == 'vllm' else '.' + engine}.json"
     cmd = ["eaglezoo", "verify", entry.id, "--engine", engine, "--num-spec-tokens", str(k)]
     cmd += ["--temperature", f"{temperature:g}"]
-    if engine != "vllm":  # vLLM's options (parallel sizes, context, remote code) are not another engine's
-        cmd += ["--seed", "0"] if temperature > 0 else []
+    context = ["--max-model-len", str(min(MAX_MODEL_LEN, entry.max_position_embeddings or MAX_MODEL_LEN))]
+    if engine != "vllm":  # vLLM's options (parallel sizes, remote code) are not another engine's; the context is
+        # (llama-server's -c, verify/llamacpp_run.py): else it is the target's own, past the hardware rule's KV term
+        cmd += context + (["--seed", "0"] if temperature > 0 else [])
         cmd += ["--registry", registry_arg] if registry_arg else []
         return Job(entry.id, k, temperature, report, cmd + ["--report", report])
     if hw is not None:
@@ -164,7 +166,7 @@ def job(  # noqa: PLR0913 - the job's settings, each named
             "--pipeline-parallel-size",
             str(hw.pipeline_parallel_size),
         ]
-    cmd += ["--max-model-len", str(min(MAX_MODEL_LEN, entry.max_position_embeddings or MAX_MODEL_LEN))]
+    cmd += context
     cmd += ["--enable-expert-parallel"] if hw is not None and hw.expert_parallel else []
     cmd += ["--distributed-executor-backend", "ray"] if hw is not None and hw.nodes > 1 else []
     cmd += ["--trust-remote-code"] if entry.target_remote_code else []

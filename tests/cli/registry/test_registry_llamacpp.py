@@ -90,6 +90,7 @@ def test_plan_gives_a_llama_cpp_job_where_the_entry_serves_there(listed):
     for entry_id, j in llama.items():
         assert j["command"].startswith(f"eaglezoo verify {entry_id} --engine llamacpp --num-spec-tokens ")
         assert "--tensor-parallel-size" not in j["command"] and j["report"].endswith(".llamacpp.json")
+        assert " --max-model-len " in j["command"]  # llama-server's context, as the hardware rule's KV term has it
     for j in jobs:  # no job claims what verify cannot run: its engine measures its family
         engine = j["command"].split("--engine ")[1].split()[0]
         assert listed[j["id"]]["family"] in FAMILIES_MEASURED[engine], j["command"]

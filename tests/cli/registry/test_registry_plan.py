@@ -221,10 +221,10 @@ def test_dspark_entries_are_verified_on_llama_cpp(tmp_path):
         (job,) = [
             j for c in plan["classes"] if c["runner"] in plan["runners"] for j in c["jobs"] if j["id"] == entry_id
         ]
-        k = 3
-        assert job["command"] == (
+        k, ctx = 3, min(8192, registry[entry_id].get("max_position_embeddings") or 8192)
+        assert job["command"] == (  # the context capped as the hardware rule's KV term assumes (not the target's own)
             f"eaglezoo verify {entry_id} --engine llamacpp --num-spec-tokens {k} --temperature 0 "
-            f"--report reports/{entry_id}.k{k}.t0.llamacpp.json"
+            f"--max-model-len {ctx} --report reports/{entry_id}.k{k}.t0.llamacpp.json"
         )
         assert k <= (registry[entry_id].get("block_size") or k)  # anchor sampled: K <= block (verify refuses past it)
         assert job["command"] in plan["commands"] and entry_id not in plan["unverifiable"]
@@ -244,5 +244,5 @@ def test_dspark_entries_are_verified_on_llama_cpp(tmp_path):
         j for c in run_inprocess("registry", "plan", "--registry", reg, "--json").json()["classes"] for j in c["jobs"]
     ]
     assert [j["command"].split(" --registry")[0] for j in jobs if j["id"] == dspark[0]] == [
-        f"eaglezoo verify {dspark[0]} --engine llamacpp --num-spec-tokens 3 --temperature 0"
+        f"eaglezoo verify {dspark[0]} --engine llamacpp --num-spec-tokens 3 --temperature 0 --max-model-len 8192"
     ]
