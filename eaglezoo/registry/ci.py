@@ -105,8 +105,10 @@ def _place(result: Plan, entry: Entry, only_runner: str | None, registry_arg: st
 
 
 # The engines a verify job runs on, in this order: the first that measures the entry's family (vLLM: EAGLE-3,
-# P-EAGLE, DFlash; llama.cpp: EAGLE-3 and DFlash, verify/run.py FAMILIES_MEASURED). A family none measures (DSpark:
-# vLLM does not serve it, and verify --engine llamacpp does not measure it yet) has no job: the plan says why.
+# P-EAGLE, DFlash; llama.cpp: EAGLE-3, DFlash and DSpark, verify/run.py FAMILIES_MEASURED). DSpark, which vLLM's
+# verify does not run, is verified on llama.cpp: `verify ID --engine llamacpp` downloads the drafter and target,
+# converts both to GGUF (convert --to gguf reads the block, mask token and Markov head from the drafter's own files)
+# and serves them with `--spec-type draft-dspark`. A family no engine measures has no job: the plan says why.
 JOB_ENGINES = ("vllm", "llamacpp")
 
 
@@ -151,8 +153,10 @@ def job(  # noqa: PLR0913 - the job's settings, each named
     report = f"reports/{entry.id}.k{k}.t{temperature:g}{'' if engine == 'vllm' else '.' + engine}.json"
     cmd = ["eaglezoo", "verify", entry.id, "--engine", engine, "--num-spec-tokens", str(k)]
     cmd += ["--temperature", f"{temperature:g}"]
-    if engine != "vllm":  # vLLM's options (parallel sizes, context, remote code) are not another engine's
-        cmd += ["--seed", "0"] if temperature > 0 else []
+    context = ["--max-model-len", str(min(MAX_MODEL_LEN, entry.max_position_embeddings or MAX_MODEL_LEN))]
+    if engine != "vllm":  # vLLM's options (parallel sizes, remote code) are not another engine's; the context is
+        # (llama-server's -c, verify/llamacpp_run.py): else it is the target's own, past the hardware rule's KV term
+        cmd += context + (["--seed", "0"] if temperature > 0 else [])
         cmd += ["--registry", registry_arg] if registry_arg else []
         return Job(entry.id, k, temperature, report, cmd + ["--report", report])
     if hw is not None:
@@ -162,7 +166,7 @@ def job(  # noqa: PLR0913 - the job's settings, each named
             "--pipeline-parallel-size",
             str(hw.pipeline_parallel_size),
         ]
-    cmd += ["--max-model-len", str(min(MAX_MODEL_LEN, entry.max_position_embeddings or MAX_MODEL_LEN))]
+    cmd += context
     cmd += ["--enable-expert-parallel"] if hw is not None and hw.expert_parallel else []
     cmd += ["--distributed-executor-backend", "ray"] if hw is not None and hw.nodes > 1 else []
     cmd += ["--trust-remote-code"] if entry.target_remote_code else []

@@ -22,9 +22,14 @@ RUNNERS = tuple(
     for m, g, n in LAYOUTS
 )  # the self-hosted runner labels: one per layout
 EXPERT_KEYS = ("num_experts", "n_routed_experts", "num_local_experts")
-# target_dtype -> bytes per weight: as sync names it (the safetensors dtype), or `fp8` where a model card says the
-# checkpoint is FP8 without its exact format (every FP8 format is one byte)
-DTYPE_BYTES = {name: bits / 8 for name, bits in ST_DTYPES.values()} | {"fp8": 1.0}
+# `int4`: a checkpoint a card calls native INT4 (Kimi K2.5-K2.7: compressed-tensors pack-quantized, group 32): half a
+# byte a weight plus one 16-bit scale per group of 32 weights = 0.5625 bytes (4.5 bits) a parameter, over every
+# parameter (the layers such a checkpoint keeps in bf16 are not separated: no card states the split)
+INT4_GROUP = 32
+# target_dtype -> bytes per weight: as sync names it (the safetensors dtype), `fp8` where a model card says the
+# checkpoint is FP8 without its exact format (every FP8 format is one byte), `int4` as above
+DTYPE_BYTES = {name: bits / 8 for name, bits in ST_DTYPES.values()} | {"fp8": 1.0, "int4": 0.5 + 2 / INT4_GROUP}
+WIDTH_RULE = {"int4": f"0.5 byte a weight + a 2-byte scale per {INT4_GROUP} weights"}
 
 
 def kv_bytes_per_token(cfg: dict) -> int:
@@ -86,10 +91,9 @@ def sized_hardware(entry) -> tuple[Hardware | None, str | None] | None:
         how = f"{nbytes / 1e9:.0f} GB of weights"
     elif entry.target_parameters:
         width = DTYPE_BYTES.get(entry.target_dtype or "", 2)
-        stated = f"as {entry.target_dtype}" if entry.target_dtype in DTYPE_BYTES else "bf16 assumed"
         nbytes, fact = int(entry.target_parameters * width), "target_parameters"
         how = (
-            f"{entry.target_parameters / 1e9:.0f}B parameters at {width:g} bytes ({stated}) = "
+            f"{entry.target_parameters / 1e9:.0f}B parameters at {width:g} bytes ({_width_why(entry)}) = "
             f"{nbytes / 1e9:.0f} GB of weights"
         )
     else:
@@ -102,6 +106,18 @@ def sized_hardware(entry) -> tuple[Hardware | None, str | None] | None:
         "rule; `registry sync` replaces it with the target's header bytes and config"
     )
     return plan_hardware(nbytes + kv, {}, source)
+
+
+def _width_why(entry) -> str:
+    """Where the bytes a parameter come from: the stated dtype (with its evidence and, for int4, the rule), else bf16
+    assumed."""
+    dtype = entry.target_dtype
+    if dtype not in DTYPE_BYTES:
+        return "bf16 assumed"
+    rule = f": {WIDTH_RULE[dtype]}" if dtype in WIDTH_RULE else ""
+    evidence = entry.evidence.get("target_dtype")
+    cited = f", target_dtype {evidence.level}: {evidence.source}" if evidence and dtype in WIDTH_RULE else ""
+    return f"as {dtype}{rule}{cited}"
 
 
 def kv_bound(entry) -> tuple[int, str]:

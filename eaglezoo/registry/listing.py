@@ -19,7 +19,7 @@ from .llamacpp import llamacpp_serving
 from .schema import Entry, Reported, best_first
 
 ServingState = Literal[
-    "as published", "convert first", "aux ids unknown", "not faithful", "no path", "listed", "converts"
+    "as published", "convert first", "aux ids unknown", "not faithful", "no path", "listed", "converts", "config unread"
 ]
 
 

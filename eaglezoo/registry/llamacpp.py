@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from ..checkpoint.formats.gguf_dflash import NO_BLOCK, NO_MARKOV, NO_MASK
 from ..serving import LLAMACPP_BUILD, LlamacppPath, llamacpp_refusal
 from ..verify.run import FAMILIES_MEASURED
 from .schema import Entry
@@ -33,14 +34,19 @@ LISTED: dict[str, int] = {
     "nvidia/gpt-oss-120b-Eagle3-long-context": 51,
 }
 
-LlamacppState = Literal["listed", "converts", "aux ids unknown", "no path"]
+LlamacppState = Literal["listed", "converts", "aux ids unknown", "config unread", "no path"]
+# what a block drafter's entry leaves unread (its config's block and mask token, its tensors): convert --to gguf reads
+# them from the drafter's own files, as `verify --engine llamacpp` runs it, and refuses there if llama.cpp cannot
+# serve it
+UNREAD = (NO_BLOCK, NO_MASK, NO_MARKOV)
 
 
 @dataclass(frozen=True)
 class LlamacppServing:
     """An entry on llama.cpp: `listed` (llama.cpp names the drafter among those it supports; eaglezoo's path
     converts it), `converts` (not listed; eaglezoo's GGUF path writes it), `aux ids unknown` (the entry does not
-    know the taps, and llama.cpp's converter would bake its default in their place) or `no path` (`why`)."""
+    know the taps, and llama.cpp's converter would bake its default in their place), `config unread` (a DFlash or
+    DSpark entry that has not read what convert reads from the drafter's files: `why`) or `no path` (`why`)."""
 
     state: LlamacppState
     evidence: str
@@ -65,6 +71,8 @@ def llamacpp_serving(entry: Entry) -> LlamacppServing:
             return LlamacppServing("listed", listed)
         return LlamacppServing("converts", "eaglezoo convert --to gguf writes it (not in llama.cpp's list)")
     refused = f"eaglezoo convert --to gguf refuses it: {why}"
+    if why in UNREAD:
+        return LlamacppServing("config unread", f"convert --to gguf reads it from the drafter's files: {why}", why)
     if entry.spec().aux is None and entry.family == "eagle3" and "aux ids are unknown" in why:
         return LlamacppServing("aux ids unknown", listed if line is not None else refused, why)
     return LlamacppServing("no path", refused, why)

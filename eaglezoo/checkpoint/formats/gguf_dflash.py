@@ -78,12 +78,18 @@ def gguf_name(canonical: str, num_layers: int) -> str | None:
     return None
 
 
+# the refusals a registry entry meets where it has not read the drafter's config or tensors (registry/llamacpp.py)
+NO_BLOCK = "no block_size stated: llama.cpp would draft blocks of 16 (common/speculative.cpp:1040)"
+NO_MASK = "no mask_token_id stated: llama.cpp reads it from the GGUF's vocabulary (common/speculative.cpp:1056)"
+NO_MARKOV = "no Markov head tensors: llama-server would serve it as DFlash (common/speculative.cpp:2378-2381)"
+
+
 def refusal(spec: DrafterSpec, refs: dict) -> str | None:
     f = spec.family_fields
     if f is None or f.block_size is None:
-        return "no block_size stated: llama.cpp would draft blocks of 16 (common/speculative.cpp:1040)"
+        return NO_BLOCK
     if f.mask_token_id is None:
-        return "no mask_token_id stated: llama.cpp reads it from the GGUF's vocabulary (common/speculative.cpp:1056)"
+        return NO_MASK
     if spec.family == "dspark":
         why = dspark_refusal(spec, refs)
         if why:
@@ -112,7 +118,7 @@ def dspark_refusal(spec: DrafterSpec, refs: dict) -> str | None:
             f"markov_head_type {f.markov_head_type!r}: llama.cpp converts 'vanilla' only (conversion/qwen.py:961-962)"
         )
     if "markov_head.markov_w1.weight" not in refs or "markov_head.markov_w2.weight" not in refs:
-        return "no Markov head tensors: llama-server would serve it as DFlash (common/speculative.cpp:2378-2381)"
+        return NO_MARKOV
     if spec.has_vocab_map or "d2t" in refs:
         return "a reduced draft vocabulary (d2t): eaglezoo does not write DSpark's d2t for llama.cpp yet"
     conf = "confidence_head.proj.weight" in refs

@@ -1,5 +1,5 @@
 """The published DFlash, DSpark and P-EAGLE drafters in the registry: their family in `registry list`, `show` and the
-site; serve-config of their entries (vLLM's own method, SGLang's algorithm); `plan` keeps them out of verify's jobs;
+site; serve-config of their entries (vLLM's own method, SGLang's algorithm); `plan` verifies DSpark on llama.cpp;
 `sync --template` records their block size and mask token."""
 
 from __future__ import annotations
@@ -89,19 +89,17 @@ def test_serve_config_refusals_of_family_entries_are_one_line():
     assert json.loads(r.out)["speculative_config"]["parallel_drafting"] is True
 
 
-def test_plan_claims_no_dspark_verify_that_cannot_run(listed):
-    """vLLM serves no DSpark drafter, and verify --engine llamacpp measures EAGLE-3 and DFlash only (verify/run.py
-    FAMILIES_MEASURED): a DSpark job would end in verify's refusal, so the plan lists them as not verified, with why
-    (the job comes back by itself once an engine measures the family)."""
+def test_plan_verifies_dspark_on_llama_cpp(listed):
+    """vLLM's verify does not run DSpark drafters; verify --engine llamacpp does (verify/run.py FAMILIES_MEASURED), so
+    each DSpark entry's job is on llama.cpp and no entry is left unverifiable."""
     r = run_inprocess("registry", "plan", "--json")
     assert r.code == 0, r.err
     plan = r.json()
     family = {i for i, e in listed.items() if e["family"] == "dspark" and e["drafter"].get("repo")}
-    assert set(plan["unverifiable"]) == family
-    jobs = {j["id"] for c in plan["classes"] for j in c["jobs"]}
-    assert not family & jobs
-    text = run_inprocess("registry", "plan").out
-    assert f"not verified {DSPARK}: verify measures dspark drafters on no engine yet" in " ".join(text.split())
+    assert not plan["unverifiable"]
+    jobs = {j["id"]: j["command"] for c in plan["classes"] for j in c["jobs"]}
+    assert family <= set(jobs) and all(f"verify {i} --engine llamacpp " in jobs[i] for i in family)
+    assert "not verified" not in run_inprocess("registry", "plan").out
 
 
 def test_sync_from_a_template_records_block_size_and_mask_token(tmp_path):

@@ -69,7 +69,8 @@ def test_each_entry_says_how_it_serves_on_llama_cpp_with_evidence(listed):
     assert states["yuhuili-eagle3-llama3.1-instruct-8b"]["state"] == "listed"
     assert "fc_norm (EAGLE 3.1)" in states["lightseekorg-kimi-k2.6-eagle3.1-mla"]["why"]
     assert "peagle drafter" in states["amazon-gpt-oss-20b-p-eagle"]["why"]
-    assert "DSpark" in states["deepspec-dspark-qwen3-4b-block7"]["why"]
+    dspark = states["deepspec-dspark-qwen3-4b-block7"]  # its mask token unread: convert reads it from the drafter
+    assert dspark["state"] == "config unread" and "no mask_token_id stated" in dspark["why"]
     assert states[ANGELSLIM]["state"] == "aux ids unknown"  # listed, yet eaglezoo needs the taps stated
 
 
@@ -84,10 +85,12 @@ def test_plan_gives_a_llama_cpp_job_where_the_entry_serves_there(listed):
         for i, e in listed.items()
         if e["drafter"].get("repo") and any(x["engine"] == "llamacpp" for x in e["engines"])
     }
-    assert set(llama) == declared and len(declared) == len(LISTED)
+    dspark = {i for i, e in listed.items() if e["drafter"].get("repo") and e["family"] == "dspark"}
+    assert set(llama) == declared | dspark and len(declared) == len(LISTED)  # DSpark: llama.cpp is its engine
     for entry_id, j in llama.items():
         assert j["command"].startswith(f"eaglezoo verify {entry_id} --engine llamacpp --num-spec-tokens ")
         assert "--tensor-parallel-size" not in j["command"] and j["report"].endswith(".llamacpp.json")
+        assert " --max-model-len " in j["command"]  # llama-server's context, as the hardware rule's KV term has it
     for j in jobs:  # no job claims what verify cannot run: its engine measures its family
         engine = j["command"].split("--engine ")[1].split()[0]
         assert listed[j["id"]]["family"] in FAMILIES_MEASURED[engine], j["command"]
