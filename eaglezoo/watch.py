@@ -32,6 +32,7 @@ from dataclasses import dataclass, field, replace
 from typing import Literal, get_args
 
 from .errors import EaglezooError, EngineError
+from .names import ServeEngine
 from .verify import llamacpp_endpoint, sglang_server
 from .verify.counters import SpecDecodeCounters
 from .verify.endpoint import check_server, scrape
@@ -47,7 +48,7 @@ Z = 3.0  # standard errors a drop must exceed, besides the `drift` fraction, to 
 class Server:
     """The watched server: its engine, its base URL and how its counters are read."""
 
-    engine: Literal["vllm", "llamacpp", "sglang"]
+    engine: ServeEngine
     base: str
     scrape: Callable[[], SpecDecodeCounters]
     k: int | None = None  # where the counters do not show it (SGLang's have no positions): the server's own K
