@@ -69,6 +69,9 @@ class EngineEvent(BaseModel):
     start_s: float
     patched: str | None = None
     bound: str | None = None  # the worker's thread binding (vllm_worker.bind_cpu_threads), said in the report
+    held: int = 1  # engines the worker holds warm with this one (vllm_worker.serve: a run's `hold`)
+    fit: int = 1  # engines of this one's size that fit in memory at its start, itself included (1 on a GPU)
+    footprint_bytes: int | None = None  # this engine's memory as the worker measured it (resident + KV cache)
 
 
 class RequestResult(BaseModel):
@@ -101,6 +104,7 @@ class WorkerResult(BaseModel):
 
     engine: EngineEvent
     passes: list[PassEvent]
+    started: bool | None = None  # whether this run started its engine (None: the caller tells by the config)
 
 
 class WorkerSession:
@@ -189,7 +193,9 @@ class WorkerSession:
 def worker_result(events: list[dict], engine: dict | None, passes: int, returncode: int | None) -> WorkerResult:
     """The run's passes, whole (the caller has raised the worker's first error event, if any)."""
     try:
-        result = WorkerResult(engine=engine, passes=[e for e in events if e["event"] == "pass"]) if engine else None
+        started = any(e["event"] == "engine" for e in events)
+        done = [e for e in events if e["event"] == "pass"]
+        result = WorkerResult(engine=engine, passes=done, started=started) if engine else None
     except ValidationError:
         result = None
     if result is None or len(result.passes) != passes or not any(e["event"] == "done" for e in events):

@@ -5,7 +5,8 @@ environment need not contain eaglezoo (stdlib and vLLM only). Usage: vllm_worker
 SESSION.json holds what every run shares (target, engine arguments, version floor); then each line on
 stdin names a RUN.json (speculative config, prompts, concurrencies). One process serves a whole command:
 vLLM is imported once, and an engine is started for each new speculative config and kept for the runs
-that follow with the same one (a conversation's earlier turns, then its measurement). Events go to
+that follow with the same one (a conversation's earlier turns, then its measurement); tune asks to keep several
+(a run's `hold`: one engine per config, while they fit in memory). Events go to
 stdout as JSON lines; vLLM's own logging is moved to stderr so that stdout stays the protocol.
 Event kinds: engine, progress, pass, done (a run's end), error.
 """
@@ -354,17 +355,29 @@ def main() -> None:
 
 
 def serve(session: dict, version: str, patched: str | None, bound: str | None = None) -> None:
-    """Each run named on stdin, until eaglezoo closes it; the engine is restarted only when the config changes."""
-    llm, config = None, None
+    """Each run named on stdin, until eaglezoo closes it. A run's `hold` (1 unless given) is how many engines,
+    one per speculative config, may be kept warm at once: a config already held serves its run without a start;
+    a new one starts beside those held where fewer than `hold` are held and it fits (`fits`), else after every
+    engine held is shut down (with VLLM_ENABLE_V1_MULTIPROCESSING=0 the engines share one process's distributed
+    state, vllm/distributed/parallel_state.py: get_pp_group asserts its group, which any one engine's shutdown
+    destroys, so they go together)."""
+    held: dict[str, object] = {}  # a config's JSON: its engine, in the order started
+    footprint = 0
     for line in sys.stdin:
         run = read_json(line.strip())
-        if llm is None or run["speculative_config"] != config:
-            if llm is not None:
-                shut_down(llm)
-                llm = None
-                gc.collect()  # the old engine's cycles, before the next one sizes its memory
+        key = json.dumps(run["speculative_config"], sort_keys=True)
+        llm = held.get(key)
+        if llm is None:
+            room = len(held) < int(run.get("hold", 1)) and fits(footprint)
+            if held and not room:
+                for old in held.values():
+                    shut_down(old)
+                held.clear()
+                gc.collect()  # the old engines' cycles, before the next one sizes its memory
+            before = tree_rss()
             llm, start_s = start_engine(session, run["speculative_config"])
-            config = run["speculative_config"]
+            footprint = max(tree_rss() - before, 0) + reserved(llm)
+            held[key] = llm
             dtype = str(llm.llm_engine.model_config.dtype).removeprefix("torch.")
             emit(
                 "engine",
@@ -374,13 +387,59 @@ def serve(session: dict, version: str, patched: str | None, bound: str | None = 
                 start_s=start_s,
                 patched=patched,
                 bound=bound,
+                held=len(held),
+                fit=room_for(footprint) + 1,
+                footprint_bytes=footprint,
             )
             run_warmup(llm, run)
         for n, concurrency in enumerate(run["concurrency"]):
-            before = counters(llm)
+            before_counts = counters(llm)
             result = run_pass(llm, run, concurrency, run.get("label", "measuring"))
-            emit("pass", index=n, counters=delta(before, counters(llm)), **result)
+            emit("pass", index=n, counters=delta(before_counts, counters(llm)), **result)
         emit("done")
+
+
+def tree_rss() -> int:
+    """The resident memory of this process and its descendants (vLLM's engine core where it has its own)."""
+    import psutil
+
+    me = psutil.Process()
+    total = 0
+    for proc in [me, *me.children(recursive=True)]:
+        try:
+            total += proc.memory_info().rss
+        except psutil.Error:
+            continue
+    return total
+
+
+def reserved(llm) -> int:
+    """Memory an engine holds that its resident size may not show yet: on CPU the KV cache it sized (the bytes
+    given, VLLM_CPU_KVCACHE_SPACE, else gpu_memory_utilization of the node's memory: vllm/v1/worker/cpu_worker.py,
+    CPUWorker.__init__ and determine_available_memory)."""
+    import psutil
+
+    cache = llm.llm_engine.vllm_config.cache_config
+    if cache.kv_cache_memory_bytes is not None:
+        return int(cache.kv_cache_memory_bytes)
+    return int(psutil.virtual_memory().total * cache.gpu_memory_utilization)
+
+
+def room_for(footprint: int) -> int:
+    """How many more engines of `footprint` bytes fit in the memory available now (a quarter kept free). Off the
+    CPU none: a GPU engine asks for gpu_memory_utilization of the device's memory at start and refuses where less is
+    free (vllm/v1/worker/utils.py: request_memory), so a second engine on one device does not start; keeping GPU
+    engines warm would be vLLM's sleep mode, which tune does not use yet."""
+    import psutil
+    from vllm.platforms import current_platform
+
+    if not current_platform.is_cpu() or footprint <= 0:
+        return 0
+    return int(psutil.virtual_memory().available * 0.75 // footprint)
+
+
+def fits(footprint: int) -> bool:
+    return room_for(footprint) >= 1
 
 
 def read_json(path: str) -> dict:
