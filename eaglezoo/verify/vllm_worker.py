@@ -265,8 +265,48 @@ def unknown_argument(exc: TypeError, given: dict) -> str | None:
 
 
 def counters(llm) -> dict:
-    """vLLM's cumulative, process-global spec-decode counters, by SpecDecodingStats' own field names
-    (vllm/v1/spec_decode/metrics.py): what eaglezoo's SpecDecodeCounters (verify/counters.py) reads."""
+    """vLLM's cumulative spec-decode counters of this engine, by SpecDecodingStats' own field names
+    (vllm/v1/spec_decode/metrics.py): what eaglezoo's SpecDecodeCounters (verify/counters.py) reads. Read from the
+    engine's own Prometheus logger where it has one: the process-global registry `LLM.get_metrics` reads holds only
+    the last engine started's (each PrometheusStatLogger unregisters the collectors before it, vllm/v1/metrics/
+    loggers.py:490), and tune keeps several engines in one process."""
+    spec = own_spec_metrics(llm)
+    if spec is None:
+        return registry_counters(llm)
+    out = {name: 0 for name in COUNTERS.values()} | {PER_POSITION_FIELD: []}
+    if not spec.spec_decoding_enabled:  # an engine without a drafter: nothing drafted
+        return out
+    for field, per_engine in (
+        ("num_drafts", spec.counter_spec_decode_num_drafts),
+        ("num_draft_tokens", spec.counter_spec_decode_num_draft_tokens),
+        ("num_accepted_tokens", spec.counter_spec_decode_num_accepted_tokens),
+    ):
+        out[field] = sum(total(child) for child in per_engine.values())
+    for positions in spec.counter_spec_decode_num_accepted_tokens_per_pos.values():  # one list per engine index
+        values = [total(child) for child in positions]
+        summed = out[PER_POSITION_FIELD] or [0] * len(values)
+        out[PER_POSITION_FIELD] = [a + b for a, b in zip(summed, values, strict=True)]
+    return out
+
+
+def own_spec_metrics(llm):
+    """The engine's SpecDecodingProm (PrometheusStatLogger.spec_decoding_prom, vllm/v1/metrics/loggers.py:508, in
+    its StatLoggerManager's stat_loggers), or None where this vLLM keeps it elsewhere."""
+    manager = getattr(llm.llm_engine, "logger_manager", None)
+    for logger in getattr(manager, "stat_loggers", None) or []:
+        spec = getattr(logger, "spec_decoding_prom", None)
+        if spec is not None:
+            return spec
+    return None
+
+
+def total(child) -> int:
+    """A Prometheus counter's count (its `_total` sample), through prometheus_client's public collect()."""
+    return int(sum(s.value for metric in child.collect() for s in metric.samples if s.name.endswith("_total")))
+
+
+def registry_counters(llm) -> dict:
+    """The same counters from the process-global registry (`LLM.get_metrics`): right while one engine is held."""
     out = {name: 0 for name in COUNTERS.values()} | {PER_POSITION_FIELD: []}
     for metric in llm.get_metrics():
         if metric.name in COUNTERS:

@@ -96,3 +96,24 @@ def test_rounds_the_budget_cut_decide_nothing():
     assert [(d.k, d.too_close) for d in decide(grid, [1, 4], None)] == [(2, False), (2, False)]
     cut = decide(grid, [1, 4], None, min_repeats=3)
     assert [(d.k, d.too_close, d.contenders, d.settled_after) for d in cut] == [(0, True, [0, 1, 2], 1)] * 2
+
+
+def test_the_report_says_how_the_engines_were_held():
+    from eaglezoo.tune.run import held_note
+    from eaglezoo.verify.vllm_process import EngineEvent
+
+    cpu = EngineEvent(
+        version="0.32.0", device="cpu (2 cores)", dtype="float32", start_s=4.0, fit=2, footprint_bytes=3 << 30
+    )
+    bench = counted(1, 20.0, starts_s=4.0, fit=2)
+    bench.session, bench.engine = Held(), cpu  # type: ignore[assignment]
+    assert held_note(bench, 3) == (
+        "one engine at a time: 2 of the 3 engines (about 3.0 GiB each) fit in the memory available at the first "
+        "start, so every repeat of a K starts its engine again"
+    )
+    bench.fit = 6
+    assert held_note(bench, 3).startswith("every K's engine was started once and kept warm across the rounds (3 held")
+    bench.fit, bench.engine = 1, cpu.model_copy(update={"device": "1x NVIDIA H200", "fit": 1})
+    assert held_note(bench, 3).startswith(
+        "one engine at a time: on a GPU vLLM's engine asks for gpu_memory_utilization"
+    )
