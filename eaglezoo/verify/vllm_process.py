@@ -117,7 +117,7 @@ class WorkerSession:
         self.log_path = Path(tempfile.gettempdir()) / f"eaglezoo-vllm-{os.getpid()}.log"
         self.debug = bool(os.environ.get("EAGLEZOO_DEBUG"))
         self.engine: dict | None = None  # the last engine event: the one serving the runs that follow
-        self.config: dict | None = None  # the speculative config it was started with
+        self.held: list[dict | None] = []  # the speculative configs of the engines it holds (vllm_worker.serve)
         self.runs, self.buffer, self.proc = 0, b"", None
 
     def __enter__(self) -> Self:
@@ -151,14 +151,16 @@ class WorkerSession:
         self.runs += 1
         path.write_text(json.dumps(request))
         log_start = self.log_path.stat().st_size if self.log_path.exists() else 0
-        starting = self.engine is None or request["speculative_config"] != self.config
+        starting = request["speculative_config"] not in self.held
         progress(0, None, phase=f"starting vLLM ({label})" if starting else f"vLLM: {label}")
         with contextlib.suppress(OSError):  # a worker that already exited has said why in its events
             self.proc.stdin.write(f"{path}\n".encode())
             self.proc.stdin.flush()
         events = self.read_events(time.monotonic() + self.timeout_s, progress, label)
         self.engine = next((e for e in reversed(events) if e["event"] == "engine"), self.engine)
-        self.config = request["speculative_config"]
+        if any(e["event"] == "engine" for e in events):  # a start: beside the engines held, or after them
+            kept = self.held if (self.engine or {}).get("held", 1) > 1 else []
+            self.held = [*kept, request["speculative_config"]]
         failure = next((e for e in events if e["event"] == "error"), None)
         if failure is not None:
             raise worker_error(failure, self.python, self.log_path, log_start)
