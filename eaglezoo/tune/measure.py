@@ -1,9 +1,10 @@
 """Measuring a cell until its figure can be trusted: a warm-up pass on every fresh engine, repeats of at least
-MIN_TOKENS tokens and MIN_SECONDS seconds each, taken in rounds (K = 0, 1, ... K_max, then again: each repeat on an
-engine of its own, so that a cell's repeats span the run and see the machine's load drift as every other cell's
-do; back-to-back repeats on one engine measured a spread far narrower than two runs' on a shared machine), and
-more rounds of the cells still contending, until their intervals tell them apart or MAX_REPEATS is spent
-(`settle`)."""
+MIN_TOKENS tokens and MIN_SECONDS seconds each, taken in rounds (K = 0, 1, ... K_max, then again), so that a cell's
+repeats span the run and see the machine's load drift as every other cell's do (back-to-back repeats on one engine
+measured a spread far narrower than two runs' on a shared machine), and more rounds of the cells still contending,
+until their intervals tell them apart or MAX_REPEATS is spent (`settle`). On vLLM every K's engine is started once
+and kept warm across the rounds where they fit in memory (`VllmSession.hold`, vllm_worker.serve): a round is then
+K_max + 1 interleaved runs on warm engines, no start; otherwise each repeat starts its K's engine again"""
 
 from __future__ import annotations
 
@@ -46,25 +47,35 @@ class Samples:
 
 
 class Bench:
-    """The session's runs, counted: engine time, engine starts and the repeats measured."""
+    """The session's runs, counted: engine time, engine starts, the runs and repeats measured, and which engines
+    the worker holds warm (where it keeps several, `VllmSession.hold`: a cell's next repeat then needs no start)."""
 
     def __init__(self, session: VllmSession | LlamacppSession, work: Workload, rule: SamplingRule):
         self.session, self.work, self.rule = session, work, rule
-        self.engine_s = self.starts_s = 0.0
-        self.starts = 0
+        self.engine_s = self.starts_s = self.warmups_s = 0.0  # warm-ups: a fresh engine's discarded passes
+        self.starts = self.runs = 0
         self.config: dict | None | str = "none yet"
+        self.warm: list[dict | None] = []  # the configs whose engines are held now
         self.engine: EngineEvent | None = None
+        self.fit = 1  # engines that fit in memory at once, as the first start measured (1: one at a time)
 
     def _run(self, config: dict | None, label: str, loads: list[int]) -> list[PassEvent]:
         t0 = time.perf_counter()
         result = self.session.run(self.work, config, label, loads)
         self.engine_s += time.perf_counter() - t0
-        if config != self.config:
+        started = config != self.config if result.started is None else result.started
+        if started:
             self.starts_s += result.engine.start_s
             self.starts += 1
-            self.config = config
+            self.warm = [*self.warm, config] if result.engine.held > 1 else [config]
+            self.fit = result.engine.fit if self.starts == 1 else self.fit
+        self.config = config
         self.engine = self.engine or result.engine  # the first engine's version, device and dtype
         return result.passes
+
+    def keeps(self, cells: int) -> bool:
+        """Whether `cells` engines are held warm at once (asked and fitting): a round of them starts none."""
+        return min(getattr(self.session, "hold", 1), self.fit) >= cells
 
     def measure(
         self, config: dict | None, label: str, loads: list[int], repeats: int, row: dict[int, Samples] | None = None
@@ -72,9 +83,12 @@ class Bench:
         """`repeats` more repeats of `config` at each load (after a warm-up where the engine is fresh), added to
         `row` (a new row when None: its passes per repeat set from the warm-up pass)."""
         row = dict(row or {})
-        if config != self.config or not all(c in row for c in loads):
+        self.runs += 1
+        if config not in self.warm or not all(c in row for c in loads):
+            engine_s, starts_s = self.engine_s, self.starts_s
             for c, p in zip(loads, self._run(config, f"{label}, warm-up", loads), strict=True):
                 row.setdefault(c, Samples(self.passes_for(p)))
+            self.warmups_s += (self.engine_s - engine_s) - (self.starts_s - starts_s)
         plan = [c for c in loads for _ in range(row[c].passes_per_repeat * repeats)]
         passes = iter(self._run(config, label, plan))
         for c in loads:
@@ -127,8 +141,9 @@ def settle(
     bench: Bench, rows: dict[int, dict[int, Samples]], loads: list[int], config_of, budget: Budget, say: Say
 ) -> None:
     """More repeats of the cells still contending (their intervals not told apart from the best's), ROUND_REPEATS
-    at a time, the contending Ks in turn (one engine start each a round), until every load is settled, each
-    contending cell has MAX_REPEATS, or the budget cannot pay for another round (said in the report)."""
+    at a time, the contending Ks in turn (on their warm engines, else one engine start each a round), until every
+    load is settled, each contending cell has MAX_REPEATS, or the budget cannot pay for another round (said in the
+    report)."""
     rule = bench.rule
     while True:
         grid = grid_of(rows)

@@ -362,7 +362,7 @@ class Cost(BaseModel):
     repeats: int
     """Repeats measured in all."""
     engine_starts: int | None = Field(None, ge=1)
-    """Engines started (each new configuration on the worker is a fresh engine)."""
+    """Engines started (a configuration whose engine the worker does not hold warm starts a fresh one)."""
     start_s: float | None = Field(None, ge=0, allow_inf_nan=False)
     """Seconds the engine starts took, together (as each engine measured its own start)."""
     measure_s: float | None = Field(None, ge=0, allow_inf_nan=False)

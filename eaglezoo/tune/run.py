@@ -117,7 +117,7 @@ def tune(  # noqa: PLR0913 - llama.cpp's settings beside vLLM's options, and say
     check_prompts(work)
     concurrency = work.reachable(concurrency)
     opened = time.perf_counter()
-    with engine_session(work, opts, progress, llamacpp) as (session, work):
+    with engine_session(work, opts, progress, llamacpp) as (session, work):  # every K's engine kept where it fits
         drafter, bench = str(session.drafter), Bench(session, work, rule)
 
         def config_of(k: int) -> dict | None:
@@ -125,6 +125,7 @@ def tune(  # noqa: PLR0913 - llama.cpp's settings beside vLLM's options, and say
 
         budget = Budget(rule.budget_s, work.k, opened)
         rows = rounds(bench, budget, work.k, concurrency, config_of, say)
+        held = [] if llamacpp is not None else [held_note(bench, work.k + 1)]
         if len(next(iter(rows[0].values())).repeats) == rule.min_repeats:
             settle(bench, rows, concurrency, config_of, budget, say)
         grid = grid_of(rows)
@@ -143,7 +144,7 @@ def tune(  # noqa: PLR0913 - llama.cpp's settings beside vLLM's options, and say
         confirmed_timing=[timing_of(s) for _, s in sorted(confirmed.items())],
         confirmed_config=confirm,
         adaptive=adaptive,
-        notes=tuple(budget.cut + notes),
+        notes=tuple(held + budget.cut + notes),
         cost=cost_of(bench, rows, confirmed, time.perf_counter() - opened),
         engine_name="vllm" if llamacpp is None else "llamacpp",
         p_min=p_min,
@@ -161,7 +162,8 @@ def engine_session(
         with llamacpp_tune_session(work, llamacpp, progress) as served:
             yield served, work
         return
-    with vllm_session(work, opts, progress) as session:  # one process: vLLM imported once for the whole grid
+    with vllm_session(work, opts, progress, hold=work.k + 2) as session:  # one process: vLLM imported once; K = 0..
+        # K_max and the confirmation each on an engine kept warm across the rounds, while they fit in memory
         yield session, converse(work, lambda sub: session.measure(sub, None, progress), "vllm")
 
 
@@ -206,9 +208,10 @@ def tokens_per_s(x: Cell) -> float:
 def rounds(
     bench: Bench, budget: Budget, k_max: int, levels: list[int], config_of, say: Say
 ) -> dict[int, dict[int, Samples]]:
-    """rule.min_repeats rounds of K = 0..k_max, one engine each (a cell's repeats span the run, as the machine's load
-    drifts); the plan (engine starts and their time) said after the first start, the one that times them, and a
-    budget below one pass per cell refused there, before any other start; a round the budget cannot pay for is cut, and
+    """rule.min_repeats rounds of K = 0..k_max, interleaved (a cell's repeats span the run, as the machine's load
+    drifts), on every K's engine kept warm where they fit, else one engine start each; the plan (engine starts and
+    their time) said after the first start, the one that times them, with how the engines are held, and a budget
+    below one pass per cell refused there, before any other start; a round the budget cannot pay for is cut, and
     said (the decision then calls every load too close: `decide`'s min_repeats)."""
     rule = bench.rule
     rows: dict[int, dict[int, Samples]] = {}
@@ -223,11 +226,38 @@ def rounds(
         for k in range(k_max + 1):
             label = f"K={k}" if k else "without the drafter"
             rows[k] = bench.measure(config_of(k), f"{label}, repeat {n + 1}", levels, 1, rows.get(k))
-            if bench.starts == 1:
+            if bench.starts == 1 and bench.runs == 1:
                 budget.check_minimum(bench)
                 say(budget.plan(bench, k_max, rule.min_repeats, rule.max_repeats))
+                if isinstance(bench.session, VllmSession):
+                    say(held_note(bench, k_max + 1))
         say(f"round {n + 1} of {rule.min_repeats}: {bench.starts} engine starts, {minutes(budget.spent_s())} so far")
     return rows
+
+
+GIB = 1 << 30
+
+
+def held_note(bench: Bench, cells: int) -> str:
+    """How the engines were held (vLLM): every K's kept warm across the rounds, or one at a time, and why."""
+    first = bench.engine
+    size = f"about {first.footprint_bytes / GIB:.1f} GiB each" if first and first.footprint_bytes else "their size"
+    if bench.keeps(cells):
+        return (
+            f"every K's engine was started once and kept warm across the rounds ({cells} held at once, {size} as "
+            "measured at the first start), so a cell's repeats are interleaved with every other K's on the same "
+            "engines"
+        )
+    if first is not None and not first.device.startswith("cpu"):
+        return (
+            "one engine at a time: on a GPU vLLM's engine asks for gpu_memory_utilization of the device's memory as "
+            "it starts and refuses where less is free (vllm/v1/worker/utils.py, request_memory), so every repeat "
+            "of a K starts its engine again (vLLM's sleep mode, which would keep them, is not used yet)"
+        )
+    return (
+        f"one engine at a time: {bench.fit} of the {cells} engines ({size}) fit in the memory available at the "
+        "first start, so every repeat of a K starts its engine again"
+    )
 
 
 def recommended_config(drafter: str, k_max: int, decision: list[Choice]) -> dict:

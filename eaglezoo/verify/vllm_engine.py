@@ -162,8 +162,9 @@ def preflight(work: Workload, opts: EngineOptions) -> tuple[str, str | None]:
 class VllmSession:
     """vLLM for one command: its worker process and the drafter converted for it."""
 
-    def __init__(self, worker: WorkerSession, drafter: Path, opts: EngineOptions, opened: float):
+    def __init__(self, worker: WorkerSession, drafter: Path, opts: EngineOptions, opened: float, hold: int = 1):
         self.worker, self.drafter, self.opts = worker, drafter, opts
+        self.hold = hold  # engines (one per speculative config) the worker may keep warm at once, while they fit
         self.opened = opened  # timing's total_s counts from here: checks, conversion, start, every run so far
 
     def run(
@@ -177,6 +178,7 @@ class VllmSession:
             "concurrency": concurrency,
             "speculative_config": config,
             "label": label,
+            "hold": self.hold,
         }
         return self.worker.run(request, progress)
 
@@ -189,8 +191,9 @@ class VllmSession:
 
 
 @contextmanager
-def vllm_session(work: Workload, opts: EngineOptions, progress: Progress) -> Iterator[VllmSession]:
-    """Refuses what can be refused before vLLM starts, then one worker process for every run of the command."""
+def vllm_session(work: Workload, opts: EngineOptions, progress: Progress, hold: int = 1) -> Iterator[VllmSession]:
+    """Refuses what can be refused before vLLM starts, then one worker process for every run of the command
+    (`hold`: how many engines it may keep warm at once, one per speculative config, while they fit in memory)."""
     opened = time.perf_counter()
     python, min_version = preflight(work, opts)
     setup = {
@@ -203,7 +206,7 @@ def vllm_session(work: Workload, opts: EngineOptions, progress: Progress) -> Ite
     with staging(Path(tempfile.gettempdir()) / "eaglezoo-vllm") as tmp:  # a killed run's folder is swept
         drafter = engine_drafter(work, tmp / "drafter")
         with WorkerSession(python, setup, tmp, opts.timeout_s, progress) as worker:
-            yield VllmSession(worker, drafter, opts, opened)
+            yield VllmSession(worker, drafter, opts, opened, hold)
 
 
 def measurement(

@@ -69,6 +69,9 @@ class EngineEvent(BaseModel):
     start_s: float
     patched: str | None = None
     bound: str | None = None  # the worker's thread binding (vllm_worker.bind_cpu_threads), said in the report
+    held: int = 1  # engines the worker holds warm with this one (vllm_worker.serve: a run's `hold`)
+    fit: int = 1  # engines of this one's size that fit in memory at its start, itself included (1 on a GPU)
+    footprint_bytes: int | None = None  # this engine's memory as the worker measured it (resident + KV cache)
 
 
 class RequestResult(BaseModel):
@@ -101,6 +104,7 @@ class WorkerResult(BaseModel):
 
     engine: EngineEvent
     passes: list[PassEvent]
+    started: bool | None = None  # whether this run started its engine (None: the caller tells by the config)
 
 
 class WorkerSession:
@@ -113,7 +117,7 @@ class WorkerSession:
         self.log_path = Path(tempfile.gettempdir()) / f"eaglezoo-vllm-{os.getpid()}.log"
         self.debug = bool(os.environ.get("EAGLEZOO_DEBUG"))
         self.engine: dict | None = None  # the last engine event: the one serving the runs that follow
-        self.config: dict | None = None  # the speculative config it was started with
+        self.held: list[dict | None] = []  # the speculative configs of the engines it holds (vllm_worker.serve)
         self.runs, self.buffer, self.proc = 0, b"", None
 
     def __enter__(self) -> Self:
@@ -147,14 +151,16 @@ class WorkerSession:
         self.runs += 1
         path.write_text(json.dumps(request))
         log_start = self.log_path.stat().st_size if self.log_path.exists() else 0
-        starting = self.engine is None or request["speculative_config"] != self.config
+        starting = request["speculative_config"] not in self.held
         progress(0, None, phase=f"starting vLLM ({label})" if starting else f"vLLM: {label}")
         with contextlib.suppress(OSError):  # a worker that already exited has said why in its events
             self.proc.stdin.write(f"{path}\n".encode())
             self.proc.stdin.flush()
         events = self.read_events(time.monotonic() + self.timeout_s, progress, label)
         self.engine = next((e for e in reversed(events) if e["event"] == "engine"), self.engine)
-        self.config = request["speculative_config"]
+        if any(e["event"] == "engine" for e in events):  # a start: beside the engines held, or after them
+            kept = self.held if (self.engine or {}).get("held", 1) > 1 else []
+            self.held = [*kept, request["speculative_config"]]
         failure = next((e for e in events if e["event"] == "error"), None)
         if failure is not None:
             raise worker_error(failure, self.python, self.log_path, log_start)
@@ -189,7 +195,9 @@ class WorkerSession:
 def worker_result(events: list[dict], engine: dict | None, passes: int, returncode: int | None) -> WorkerResult:
     """The run's passes, whole (the caller has raised the worker's first error event, if any)."""
     try:
-        result = WorkerResult(engine=engine, passes=[e for e in events if e["event"] == "pass"]) if engine else None
+        started = any(e["event"] == "engine" for e in events)
+        done = [e for e in events if e["event"] == "pass"]
+        result = WorkerResult(engine=engine, passes=done, started=started) if engine else None
     except ValidationError:
         result = None
     if result is None or len(result.passes) != passes or not any(e["event"] == "done" for e in events):

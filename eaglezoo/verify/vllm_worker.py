@@ -5,7 +5,8 @@ environment need not contain eaglezoo (stdlib and vLLM only). Usage: vllm_worker
 SESSION.json holds what every run shares (target, engine arguments, version floor); then each line on
 stdin names a RUN.json (speculative config, prompts, concurrencies). One process serves a whole command:
 vLLM is imported once, and an engine is started for each new speculative config and kept for the runs
-that follow with the same one (a conversation's earlier turns, then its measurement). Events go to
+that follow with the same one (a conversation's earlier turns, then its measurement); tune asks to keep several
+(a run's `hold`: one engine per config, while they fit in memory). Events go to
 stdout as JSON lines; vLLM's own logging is moved to stderr so that stdout stays the protocol.
 Event kinds: engine, progress, pass, done (a run's end), error.
 """
@@ -264,8 +265,48 @@ def unknown_argument(exc: TypeError, given: dict) -> str | None:
 
 
 def counters(llm) -> dict:
-    """vLLM's cumulative, process-global spec-decode counters, by SpecDecodingStats' own field names
-    (vllm/v1/spec_decode/metrics.py): what eaglezoo's SpecDecodeCounters (verify/counters.py) reads."""
+    """vLLM's cumulative spec-decode counters of this engine, by SpecDecodingStats' own field names
+    (vllm/v1/spec_decode/metrics.py): what eaglezoo's SpecDecodeCounters (verify/counters.py) reads. Read from the
+    engine's own Prometheus logger where it has one: the process-global registry `LLM.get_metrics` reads holds only
+    the last engine started's (each PrometheusStatLogger unregisters the collectors before it, vllm/v1/metrics/
+    loggers.py:490), and tune keeps several engines in one process."""
+    spec = own_spec_metrics(llm)
+    if spec is None:
+        return registry_counters(llm)
+    out = {name: 0 for name in COUNTERS.values()} | {PER_POSITION_FIELD: []}
+    if not spec.spec_decoding_enabled:  # an engine without a drafter: nothing drafted
+        return out
+    for field, per_engine in (
+        ("num_drafts", spec.counter_spec_decode_num_drafts),
+        ("num_draft_tokens", spec.counter_spec_decode_num_draft_tokens),
+        ("num_accepted_tokens", spec.counter_spec_decode_num_accepted_tokens),
+    ):
+        out[field] = sum(total(child) for child in per_engine.values())
+    for positions in spec.counter_spec_decode_num_accepted_tokens_per_pos.values():  # one list per engine index
+        values = [total(child) for child in positions]
+        summed = out[PER_POSITION_FIELD] or [0] * len(values)
+        out[PER_POSITION_FIELD] = [a + b for a, b in zip(summed, values, strict=True)]
+    return out
+
+
+def own_spec_metrics(llm):
+    """The engine's SpecDecodingProm (PrometheusStatLogger.spec_decoding_prom, vllm/v1/metrics/loggers.py:508, in
+    its StatLoggerManager's stat_loggers), or None where this vLLM keeps it elsewhere."""
+    manager = getattr(llm.llm_engine, "logger_manager", None)
+    for logger in getattr(manager, "stat_loggers", None) or []:
+        spec = getattr(logger, "spec_decoding_prom", None)
+        if spec is not None:
+            return spec
+    return None
+
+
+def total(child) -> int:
+    """A Prometheus counter's count (its `_total` sample), through prometheus_client's public collect()."""
+    return int(sum(s.value for metric in child.collect() for s in metric.samples if s.name.endswith("_total")))
+
+
+def registry_counters(llm) -> dict:
+    """The same counters from the process-global registry (`LLM.get_metrics`): right while one engine is held."""
     out = {name: 0 for name in COUNTERS.values()} | {PER_POSITION_FIELD: []}
     for metric in llm.get_metrics():
         if metric.name in COUNTERS:
@@ -354,17 +395,29 @@ def main() -> None:
 
 
 def serve(session: dict, version: str, patched: str | None, bound: str | None = None) -> None:
-    """Each run named on stdin, until eaglezoo closes it; the engine is restarted only when the config changes."""
-    llm, config = None, None
+    """Each run named on stdin, until eaglezoo closes it. A run's `hold` (1 unless given) is how many engines,
+    one per speculative config, may be kept warm at once: a config already held serves its run without a start;
+    a new one starts beside those held where fewer than `hold` are held and it fits (`fits`), else after every
+    engine held is shut down (with VLLM_ENABLE_V1_MULTIPROCESSING=0 the engines share one process's distributed
+    state, vllm/distributed/parallel_state.py: get_pp_group asserts its group, which any one engine's shutdown
+    destroys, so they go together)."""
+    held: dict[str, object] = {}  # a config's JSON: its engine, in the order started
+    footprint = 0
     for line in sys.stdin:
         run = read_json(line.strip())
-        if llm is None or run["speculative_config"] != config:
-            if llm is not None:
-                shut_down(llm)
-                llm = None
-                gc.collect()  # the old engine's cycles, before the next one sizes its memory
+        key = json.dumps(run["speculative_config"], sort_keys=True)
+        llm = held.get(key)
+        if llm is None:
+            room = len(held) < int(run.get("hold", 1)) and fits(footprint)
+            if held and not room:
+                for old in held.values():
+                    shut_down(old)
+                held.clear()
+                gc.collect()  # the old engines' cycles, before the next one sizes its memory
+            before = tree_rss()
             llm, start_s = start_engine(session, run["speculative_config"])
-            config = run["speculative_config"]
+            footprint = max(tree_rss() - before, 0) + reserved(llm)
+            held[key] = llm
             dtype = str(llm.llm_engine.model_config.dtype).removeprefix("torch.")
             emit(
                 "engine",
@@ -374,13 +427,59 @@ def serve(session: dict, version: str, patched: str | None, bound: str | None = 
                 start_s=start_s,
                 patched=patched,
                 bound=bound,
+                held=len(held),
+                fit=room_for(footprint) + 1,
+                footprint_bytes=footprint,
             )
             run_warmup(llm, run)
         for n, concurrency in enumerate(run["concurrency"]):
-            before = counters(llm)
+            before_counts = counters(llm)
             result = run_pass(llm, run, concurrency, run.get("label", "measuring"))
-            emit("pass", index=n, counters=delta(before, counters(llm)), **result)
+            emit("pass", index=n, counters=delta(before_counts, counters(llm)), **result)
         emit("done")
+
+
+def tree_rss() -> int:
+    """The resident memory of this process and its descendants (vLLM's engine core where it has its own)."""
+    import psutil
+
+    me = psutil.Process()
+    total = 0
+    for proc in [me, *me.children(recursive=True)]:
+        try:
+            total += proc.memory_info().rss
+        except psutil.Error:
+            continue
+    return total
+
+
+def reserved(llm) -> int:
+    """Memory an engine holds that its resident size may not show yet: on CPU the KV cache it sized (the bytes
+    given, VLLM_CPU_KVCACHE_SPACE, else gpu_memory_utilization of the node's memory: vllm/v1/worker/cpu_worker.py,
+    CPUWorker.__init__ and determine_available_memory)."""
+    import psutil
+
+    cache = llm.llm_engine.vllm_config.cache_config
+    if cache.kv_cache_memory_bytes is not None:
+        return int(cache.kv_cache_memory_bytes)
+    return int(psutil.virtual_memory().total * cache.gpu_memory_utilization)
+
+
+def room_for(footprint: int) -> int:
+    """How many more engines of `footprint` bytes fit in the memory available now (a quarter kept free). Off the
+    CPU none: a GPU engine asks for gpu_memory_utilization of the device's memory at start and refuses where less is
+    free (vllm/v1/worker/utils.py: request_memory), so a second engine on one device does not start; keeping GPU
+    engines warm would be vLLM's sleep mode, which tune does not use yet."""
+    import psutil
+    from vllm.platforms import current_platform
+
+    if not current_platform.is_cpu() or footprint <= 0:
+        return 0
+    return int(psutil.virtual_memory().available * 0.75 // footprint)
+
+
+def fits(footprint: int) -> bool:
+    return room_for(footprint) >= 1
 
 
 def read_json(path: str) -> dict:

@@ -76,10 +76,14 @@ def tuned(vllm_ready, tmp_path_factory):
 
 
 def test_the_grid_runs_in_one_vllm_process(tuned):
-    started = tuned[3]
-    # K = 0, 1, 2 in 3 rounds, each contending K again in each further round (up to 5), the confirmation (its engine
-    # kept where the last round ran the same config): every engine in one process, vLLM imported once
-    assert 3 * 3 <= len(started) <= 3 * 5 + 1 and len(set(started)) == 1
+    started, report = tuned[3], tuned[0]
+    # K = 0, 1, 2 each started once and kept warm through every round (3 to 5 repeats a cell), one more for the
+    # confirmation where its config is none of the grid's: every engine in one process, vLLM imported once
+    assert 3 <= len(started) <= 3 + 1 and len(set(started)) == 1
+    assert any(
+        n.startswith("every K's engine was started once and kept warm across the rounds (3 held at once, ")
+        for n in report["notes"]
+    )
 
 
 def test_every_cell_is_warmed_up_repeated_and_reported_with_its_spread(tuned):
@@ -107,7 +111,12 @@ def test_every_cell_is_warmed_up_repeated_and_reported_with_its_spread(tuned):
     assert cost["wall_s"] >= cost["engine_s"] >= cost["start_s"] > 0
     assert [x["repeats"] for x in cost["repeats_per_cell"]] == [len(c["repeats"]) for c in report["grid"]]
     said = tuned[5]  # the plan after the first start, timed by it; each round as it ends
-    assert re.search(r"tune plans 10 engine starts \(up to 16 if loads stay contested\), about .* per start", said)
+    assert re.search(
+        r"tune plans 4 engine starts \(K = 0\.\.2 each started once and kept warm across rounds, the confirmation's\), "
+        r"10 runs of a cell \(up to 16 if loads stay contested\), about .* per start and .* per run as measured",
+        said,
+    )
+    assert cost["engine_starts"] <= cost["one_pass_starts"]  # the starts of one pass per cell, however many rounds
     assert "tune: round 3 of 3: " in said and "engine starts" in said
 
 

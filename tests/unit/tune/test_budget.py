@@ -14,9 +14,18 @@ from eaglezoo.tune.model import Cell
 from eaglezoo.tune.rule import SamplingRule
 
 
-def counted(starts: int, engine_s: float) -> Bench:
+def counted(starts: int, engine_s: float, starts_s: float = 0.0, runs: int | None = None, fit: int = 1) -> Bench:
+    """A bench's counts only: `starts` engine starts taking `starts_s` of `engine_s`, over `runs` cells' runs (one
+    per start unless given), `fit` engines held at once."""
     bench = Bench(session=None, work=None, rule=SamplingRule())  # type: ignore[arg-type]  # its counts only
-    bench.starts, bench.engine_s = starts, engine_s
+    bench.starts, bench.engine_s, bench.starts_s, bench.runs, bench.fit = (
+        starts,
+        engine_s,
+        starts_s,
+        runs or starts,
+        fit,
+    )
+    bench.warmups_s = 0.0
     return bench
 
 
@@ -46,6 +55,30 @@ def test_the_plan_says_the_starts_and_their_time():
     )
 
 
+class Held:
+    hold = 4  # K = 0..2 and the confirmation, as tune asks vLLM's worker
+
+
+def test_with_every_engine_kept_warm_the_plan_starts_each_k_once():
+    assert planned_starts(2, 3, 9, warm=True) == (4, 4)
+    bench = counted(1, 20.0, starts_s=5.0, fit=6)  # a start of 5 s, a run of 15 s; 6 engines fit in memory
+    bench.session = Held()  # type: ignore[assignment]
+    assert bench.keeps(3)
+    plan = Budget(limit_s=None, k_max=2).plan(bench, 2, 3, 9)
+    assert plan == (  # 4 starts of 5 s and 10 runs of 15 s; up to 28 runs if every load stays contested
+        "tune plans 4 engine starts (K = 0..2 each started once and kept warm across rounds, the confirmation's), "
+        "10 runs of a cell (up to 28 if loads stay contested), about 2.8 min (to 7.3 min) at 5 s per start and 15 s "
+        "per run as measured"
+    )
+    budget = Budget(limit_s=100.0, k_max=2)
+    budget.opened -= 40.0  # 40 s spent: a round of 3 warm runs (45 s) and the confirmation (20 s) do not fit
+    assert not budget.allows(bench, 3) and budget.allows(bench, 2)
+    bench.fit = 2  # two engines fit, three are needed: one at a time, as before
+    assert not bench.keeps(3) and Budget(limit_s=None, k_max=2).plan(bench, 2, 3, 9).startswith(
+        "tune plans 10 engine starts (up to 28"
+    )
+
+
 def one_repeat(k: int, c: int, tokens_per_s: float) -> Cell:
     return Cell(
         k=k,
@@ -63,3 +96,24 @@ def test_rounds_the_budget_cut_decide_nothing():
     assert [(d.k, d.too_close) for d in decide(grid, [1, 4], None)] == [(2, False), (2, False)]
     cut = decide(grid, [1, 4], None, min_repeats=3)
     assert [(d.k, d.too_close, d.contenders, d.settled_after) for d in cut] == [(0, True, [0, 1, 2], 1)] * 2
+
+
+def test_the_report_says_how_the_engines_were_held():
+    from eaglezoo.tune.run import held_note
+    from eaglezoo.verify.vllm_process import EngineEvent
+
+    cpu = EngineEvent(
+        version="0.32.0", device="cpu (2 cores)", dtype="float32", start_s=4.0, fit=2, footprint_bytes=3 << 30
+    )
+    bench = counted(1, 20.0, starts_s=4.0, fit=2)
+    bench.session, bench.engine = Held(), cpu  # type: ignore[assignment]
+    assert held_note(bench, 3) == (
+        "one engine at a time: 2 of the 3 engines (about 3.0 GiB each) fit in the memory available at the first "
+        "start, so every repeat of a K starts its engine again"
+    )
+    bench.fit = 6
+    assert held_note(bench, 3).startswith("every K's engine was started once and kept warm across the rounds (3 held")
+    bench.fit, bench.engine = 1, cpu.model_copy(update={"device": "1x NVIDIA H200", "fit": 1})
+    assert held_note(bench, 3).startswith(
+        "one engine at a time: on a GPU vLLM's engine asks for gpu_memory_utilization"
+    )
