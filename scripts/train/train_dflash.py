@@ -131,7 +131,9 @@ def train(  # noqa: PLR0913 - a script's settings, each named at its call
     return model.eval()
 
 
-def save(model: DFlashDrafter, out: Path) -> None:
+def save(model: DFlashDrafter, out: Path, write_config=zlab_dflash.write_config) -> None:
+    """The drafter in fp16 without the target's borrowed tensors, and its config in the form `write_config` writes
+    (z-lab's DFlash; train_dspark.py passes DeepSpec's DSpark)."""
     out.mkdir(parents=True, exist_ok=True)
     state = {
         n: t.detach().half().contiguous()
@@ -139,7 +141,7 @@ def save(model: DFlashDrafter, out: Path) -> None:
         if not n.startswith(("embed_tokens", "lm_head"))
     }
     save_file(state, str(out / "model.safetensors"), metadata={"format": "pt"})
-    cfg = zlab_dflash.write_config(model.spec, [])
+    cfg = write_config(model.spec, [])
     cfg["torch_dtype"] = "float16"
     (out / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
 

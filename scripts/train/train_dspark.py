@@ -15,13 +15,11 @@ safetensors, fp16, no embed_tokens or lm_head). About two minutes on 2 cores:
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
-from safetensors.torch import save_file
 
 import scripts.train.train_dflash as td
 import scripts.train.train_example as tr
@@ -86,19 +84,6 @@ def loss_of(model: DSparkDrafter, target, x: torch.Tensor) -> torch.Tensor:
         model.forced = None
 
 
-def save(model: DSparkDrafter, out: Path) -> None:
-    out.mkdir(parents=True, exist_ok=True)
-    state = {
-        n: t.detach().half().contiguous()
-        for n, t in model.state_dict().items()
-        if not n.startswith(("embed_tokens", "lm_head"))
-    }
-    save_file(state, str(out / "model.safetensors"), metadata={"format": "pt"})
-    cfg = deepspec_dspark.write_config(model.spec, [])
-    cfg["torch_dtype"] = "float16"
-    (out / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=Path("examples/tiny/dspark-llamacpp"))
@@ -115,7 +100,7 @@ def main():
     target, _, pool = tr.distillation_data(td.TARGET, args.pool, log)
     log(f"dspark taps: target_layer_ids {aux_ids.DEEPSPEC_TARGET.from_boundary(BOUNDARY)} = boundary {BOUNDARY}")
     model = td.train(start_drafter(target), target, pool, args.steps, args.lr, args.batch, log, deadline, loss_of)
-    save(model, args.out)
+    td.save(model, args.out, deepspec_dspark.write_config)
     args.log.write_text("\n".join(lines) + "\n")
 
 
