@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ..checkpoint.formats.base import ReadOptions
 from ..checkpoint.read import Drafter, read_drafter
-from ..errors import Ambiguous
+from ..errors import Ambiguous, EaglezooError
 from ..verify.identity import read_served
 from ..verify.run import WorkloadPlan, prepare
 from ..verify.workload import Progress, Workload
@@ -98,7 +98,7 @@ def served_readings(folder: Path) -> list[tuple[Choice | None, Drafter]]:
         read_drafter(folder, None, options, strict=False)
     except Ambiguous as exc:
         return [(c, read_drafter(folder, None, c.options(options), strict=False)) for c in choices(exc)]
-    except Exception:  # noqa: BLE001 - read_served says why, or reads it as vLLM does
+    except EaglezooError:  # another refusal: read_served says why, or reads the folder as vLLM does
         pass
     return [(None, read_served(folder))]
 
