@@ -94,16 +94,7 @@ def reproduction_facts(rep: Reproduction | None) -> list[tuple[str, str]]:
     """The facts a report's reproduction adds to its page (none for a report written before it kept one)."""
     if rep is None:
         return []
-    versions = ", ".join(
-        f"{name} {value}"
-        for name, value in (
-            ("eaglezoo", rep.eaglezoo),
-            ("python", rep.python),
-            ("torch", rep.torch),
-            ("transformers", rep.transformers),
-        )
-        if value
-    )
+    versions = rep.versions()
     facts = [
         ("rerun", " ".join(rep.command) if rep.command else "(built by a library call)"),
         ("versions", versions + (f"; engine {rep.engine}" if rep.engine else "")),

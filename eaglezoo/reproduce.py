@@ -63,19 +63,20 @@ class Reproduction(BaseModel):
     machine: Machine | None = None
     """CPU model, GPU names and OS."""
 
+    def versions(self) -> str:
+        """The versions it ran with, those it knows: "eaglezoo X, python Y, torch Z, transformers W"."""
+        named = (
+            ("eaglezoo", self.eaglezoo),
+            ("python", self.python),
+            ("torch", self.torch),
+            ("transformers", self.transformers),
+        )
+        return ", ".join(f"{name} {value}" for name, value in named if value)
+
     def lines(self) -> list[str]:
         """The terminal's reproduction lines (verify, tune, compare and `eaglezoo report`)."""
         m = self.machine
-        versions = ", ".join(
-            f"{name} {value}"
-            for name, value in (
-                ("eaglezoo", self.eaglezoo),
-                ("python", self.python),
-                ("torch", self.torch),
-                ("transformers", self.transformers),
-            )
-            if value
-        )
+        versions = self.versions()
         said = [
             f"rerun: {' '.join(self.command)}" if self.command else "rerun: (built by a library call)",
             f"versions: {versions}" + (f"; engine {self.engine}" if self.engine else ""),
