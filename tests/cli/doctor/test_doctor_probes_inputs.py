@@ -6,28 +6,21 @@ server without a chat template, tests/engine/test_watch_servers.py)."""
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from conftest import assert_clean_failure, run_inprocess
+from support.json_server import JsonHandler, serving
 
 from eaglezoo.checkpoint.codes import CODES
 from eaglezoo.doctor.probes import CAUSES, PROBES
 
 
-class Counting(BaseHTTPRequestHandler):
+class Counting(JsonHandler):
     """Any request counted and answered 404: the input checks must send nothing at all."""
-
-    seen: list
-
-    def log_message(self, *args):
-        pass
 
     def do_GET(self):
         self.seen.append(self.path)
-        self.send_response(404)
-        self.end_headers()
+        self.send(404, {"detail": "Not Found"})
 
     do_POST = do_GET
 
@@ -35,11 +28,8 @@ class Counting(BaseHTTPRequestHandler):
 @pytest.fixture
 def server():
     seen: list = []
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), type("H", (Counting,), {"seen": seen}))
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{httpd.server_port}", seen
-    httpd.shutdown()
-    httpd.server_close()
+    with serving(type("H", (Counting,), {"seen": seen})) as url:
+        yield url, seen
 
 
 @pytest.fixture
@@ -99,26 +89,14 @@ def test_each_probe_names_one_catalogued_cause():
     assert len(set(CAUSES.values())) == len(CAUSES)
 
 
-class VllmLike(BaseHTTPRequestHandler):
+class VllmLike(JsonHandler):
     """Answers as vLLM 0.32 does with `--per-request-spec-decode-metrics detailed`: /v1/models, /version, /tokenize
     (a chat template with a thinking switch, on unless enable_thinking is false) and both OpenAI routes, each answer
     with its `metrics.speculative_decoding`. Acceptance by the request: chat with thinking on, or the template's token
     ids, 1 of 3 drafts a step; raw text and thinking off, 2 of 3. `metrics`: False answers without them."""
 
-    seen: list
     metrics = True
     tokenize: object = None  # an answer to /tokenize in place of the template's
-
-    def log_message(self, *args):
-        pass
-
-    def send(self, code: int, body: dict) -> None:
-        data = json.dumps(body).encode()
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
 
     def do_GET(self):
         if self.path.startswith("/v1/models"):
@@ -147,11 +125,8 @@ class VllmLike(BaseHTTPRequestHandler):
 def vllm_like():
     seen: list = []
     handler = type("H", (VllmLike,), {"seen": seen})
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{httpd.server_port}", seen, handler
-    httpd.shutdown()
-    httpd.server_close()
+    with serving(handler) as url:
+        yield url, seen, handler
 
 
 def chats(tmp_path, n: int = 6):

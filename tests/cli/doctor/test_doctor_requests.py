@@ -6,31 +6,17 @@ others accept well, one is rejected. The real vLLM server's case is tests/engine
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from conftest import assert_clean_failure, run_inprocess
+from support.json_server import JsonHandler, serving
 
 ENTRY = "tiny-example-eagle31"  # floors at K=3: per position 0.5, 0.3, 0.2, so requests below AL 2.0 are low
 
 
-class Replaying(BaseHTTPRequestHandler):
+class Replaying(JsonHandler):
     """Answers /v1/models, and each completion with its acceptance: none under a response_format, 2 of 3 otherwise;
     a prompt saying "reject" gets HTTP 400 with vLLM's error body."""
-
-    seen: list
-
-    def log_message(self, *args):
-        pass
-
-    def send(self, code: int, body: dict) -> None:
-        data = json.dumps(body).encode()
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
 
     def do_GET(self):
         if self.path.startswith("/v1/models"):
@@ -51,11 +37,8 @@ class Replaying(BaseHTTPRequestHandler):
 @pytest.fixture
 def server():
     seen: list = []
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), type("H", (Replaying,), {"seen": seen}))
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{httpd.server_port}", seen
-    httpd.shutdown()
-    httpd.server_close()
+    with serving(type("H", (Replaying,), {"seen": seen})) as url:
+        yield url, seen
 
 
 def chat(text: str, **extra) -> dict:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from support.block_by_hand import block_pass, rms
 from support.factory import make_spec
 
 from eaglezoo.checkpoint.spec import FamilyFields
@@ -36,42 +37,9 @@ def model():
     return build_dspark(spec, state, embed=torch.randn(256, 64, generator=g), lm_head=torch.randn(256, 64, generator=g))
 
 
-def rms(x, w, eps=1e-6):
-    return w * x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)
-
-
-def rope(x, pos, theta=1e6):
-    d = x.shape[-1]
-    inv = 1.0 / theta ** (torch.arange(0, d, 2).float() / d)
-    ang = torch.cat([pos[:, None].float() * inv] * 2, -1)[:, None]
-    return x * ang.cos() + torch.cat([-x[..., d // 2 :], x[..., : d // 2]], -1) * ang.sin()
-
-
-def heads(w, y):
-    return (y @ w.T).view(len(y), -1, 16)
-
-
 def one_round(model, aux, next_tokens, t: int, k: int) -> list[int]:
-    ctx = rms(torch.cat([a[: t + 1] for a in aux], -1) @ model.fc.weight.T, model.hidden_norm.weight)
     anchor = int(next_tokens[t])
-    block = torch.tensor([anchor] + [MASK] * (k - 1))
-    pos_ctx, pos_blk = torch.arange(t + 1), torch.arange(t + 1, t + k + 1)
-    h = model.embed_tokens.weight[block]
-    for layer in model.layers:
-        a = layer.self_attn
-        x = rms(h, layer.input_layernorm.weight)
-        q = rope(rms(heads(a.q_proj.weight, x), a.q_norm.weight), pos_blk)
-        keys = torch.cat(
-            [rope(rms(heads(a.k_proj.weight, src), a.k_norm.weight), p) for src, p in ((ctx, pos_ctx), (x, pos_blk))]
-        )
-        vals = torch.cat([heads(a.v_proj.weight, ctx), heads(a.v_proj.weight, x)])
-        g = q.shape[1] // keys.shape[1]
-        keys, vals = keys.repeat_interleave(g, 1), vals.repeat_interleave(g, 1)
-        att = torch.einsum("qhd,khd->hqk", q, keys).mul(16**-0.5).softmax(-1)
-        h = h + torch.einsum("hqk,khd->qhd", att, vals).reshape(len(q), -1) @ a.o_proj.weight.T
-        m = layer.mlp
-        y = rms(h, layer.post_attention_layernorm.weight)
-        h = h + (torch.nn.functional.silu(y @ m.gate_proj.weight.T) * (y @ m.up_proj.weight.T)) @ m.down_proj.weight.T
+    h = block_pass(model, aux, torch.tensor([anchor] + [MASK] * (k - 1)), t)
     base = rms(h, model.norm.weight) @ model.lm_head.weight.T  # every position, the anchor's too
     w1, w2 = model.markov_head.markov_w1.weight, model.markov_head.markov_w2.weight
     prev, out = anchor, []
