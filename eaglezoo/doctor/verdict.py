@@ -78,11 +78,17 @@ def not_below(e: Evidence, findings: list[Finding]) -> tuple[list[Finding], list
     ]
 
 
+# Drafted in one pass (vLLM samples every draft token of a parallel drafter from one forward,
+# v1/spec_decode/llm_base_proposer.py:629-632): a deep position costs no drafter step, and a DFlash block's rates at K
+# say nothing of a shorter block's (verify/dflash.py). k-too-deep is a chain drafter's finding; the floors hold these.
+PARALLEL = ("dflash", "peagle")
+
+
 def too_deep(e: Evidence) -> list[Finding]:
     """K past what the drafter's acceptance supports, seen in the server's own rates: the drafted positions from
     the first one that accepts less than TAIL_RATE on are a drafter step each, rarely kept."""
-    if e.server is None or e.k_table or not e.server.per_position or e.family == "dflash":
-        return []  # DFlash: its rates at K say nothing of a shorter block's (verify/dflash.py)
+    if e.server is None or e.k_table or not e.server.per_position or e.family in PARALLEL:
+        return []
     rates = e.server.per_position
     supported = next((i for i, rate in enumerate(rates) if rate < TAIL_RATE), len(rates))
     if supported == 0 or supported == len(rates):

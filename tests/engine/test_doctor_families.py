@@ -9,7 +9,7 @@ import json
 
 import pytest
 import torch
-from conftest import EXAMPLE, run_cli
+from conftest import EXAMPLE, run_cli, run_inprocess
 from safetensors.torch import load_file
 from support import faults
 from support.engine import CPU_ENV
@@ -172,3 +172,29 @@ def test_an_ambiguous_served_folder_is_settled_by_trying_each_reading(speculator
     tried = next(n for n in report["notes"] if "tried natively on the target named" in n)
     assert "norm_before_residual=true accepts" in tried and "norm_before_residual=false accepts" in tried
     assert any("the server's acceptance is that of" in n and "norm_before_residual=true" in n for n in report["notes"])
+
+
+def doctor_inprocess(*args):
+    result = run_inprocess("doctor", *args, *QUICK, "--json", env=CPU_ENV)
+    assert "Traceback" not in result.err, result.err
+    return result, json.loads(result.out)
+
+
+@pytest.fixture(scope="module")
+def peagle_healthy(vllm_ready, tmp_path_factory):
+    """The example P-EAGLE converted as users convert it (`eaglezoo convert DRAFTER OUT`, the copy vLLM loads),
+    served as `eagle3` with `parallel_drafting`."""
+    tmp = tmp_path_factory.mktemp("peagle-ok")
+    folder = tmp / "d"
+    assert run_inprocess("convert", "tiny-example-peagle", folder).code == 0
+    config = {"method": "eagle3", "model": str(folder), "num_speculative_tokens": 3, "parallel_drafting": True}
+    with serving(tmp, config) as url:
+        return doctor_inprocess("tiny-example-peagle", "--endpoint", url)
+
+
+def test_a_healthy_peagle_server_is_healthy(peagle_healthy):
+    result, report = peagle_healthy
+    assert result.code == 0 and report["verdict"] == "healthy", (report["findings"], report["notes"], result.err)
+    sides = {a["source"]: a["per_prompt"] for a in report["measured"]}
+    assert len(sides["server"]) == 12 and sides["server"] == pytest.approx(sides["reference"])  # prompt by prompt
+    assert report["findings"] == [] and "meet the entry's floors" in report["summary"]
