@@ -1018,6 +1018,17 @@ CODES: dict[str, Code] = _codes(
         "set the trained mask token in the served config.json, or serve OUT after `eaglezoo convert DRAFTER OUT`",
     ),
     Code(
+        "anchor-layout-served",
+        ERR,
+        "doctor-vllm",
+        "a DFlash drafter trained sampling its anchor (sample_from_anchor) served on vLLM 0.32, which lays every "
+        "block out as [bonus, mask x K] (v1/spec_decode/utils.py:731-742): each draft read one slot off; or a served "
+        "config stating sample_from_anchor for a drafter trained with the anchor as the bonus (a note: V1 ignores "
+        "it, V2 refuses to start)",
+        "serve an anchor-sampled drafter where its anchor is sampled (llama.cpp); remove a sample_from_anchor the "
+        "weights were not trained with from config.json",
+    ),
+    Code(
         "flag-ambiguous-served",
         ERR,
         "doctor-vllm",

@@ -31,7 +31,7 @@ from ..verify.workload import Progress, Workload
 from .ambiguity import Choice, Settled, prepare_settled, served_readings, settle_suspects
 from .blocks import past_block, within_block
 from .deployment import measure_deployment
-from .family_suspects import FAMILIES, family_suspects
+from .family_suspects import FAMILIES, anchor_notes, family_suspects
 from .fit import classify, fingerprint
 from .llamacpp import LlamaNamed, diagnose_llamacpp
 from .report import Acceptance, DoctorReport, Server
@@ -489,6 +489,7 @@ def gather_suspects(
             for c in vllm_captures(served.config, work.target_layers) or [None]
         ]
         notes += served_lint(each[0][1], sides.served_target or sides.named_target)
+        notes += anchor_notes(each[0][1], work.drafter)
     if sides.served_target is None:
         notes.append(f"the served target {facts.root} is not a folder here: its fit was not fingerprinted")
     elif sides.served_target.resolve() != sides.named_target.resolve():

@@ -15,6 +15,7 @@ import torch
 
 from ..checkpoint.formats.aux_ids import Capture
 from ..checkpoint.read import Drafter
+from ..verify.dflash import as_vllm_runs
 from .report import Verdict
 from .trials import Variant
 
@@ -33,9 +34,10 @@ class Suspect:
 
 
 def as_served(served: Drafter, capture: Capture | None) -> Variant:
-    """The served folder as vLLM runs it, on the layers it captures (those the config holds where vLLM cannot
+    """The served folder as vLLM runs it (a DFlash anchor always the bonus token: `verify.dflash.as_vllm_runs`), on
+    the layers it captures (those the config holds where vLLM cannot
     say: its depth unknown)."""
-    spec, state = served.spec, served.state()
+    spec, state = as_vllm_runs(served.spec), served.state()
     if spec.has_vocab_map:
         state.setdefault("d2t", torch.zeros(spec.draft_vocab_size, dtype=torch.long))
         state.setdefault("t2d", torch.zeros(spec.vocab_size, dtype=torch.bool))

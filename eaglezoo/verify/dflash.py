@@ -20,8 +20,14 @@ So draft j from slot t predicts token t+j+1, as EAGLE-3's depth j does, and `dra
 `Chains`. Unlike EAGLE-3, a shorter block is not a prefix of a longer one (masks attend to later masks, and the
 block's length changes every query): acceptance at another K needs its own run.
 
+A drafter trained sampling its anchor (`samples_anchor`: DSpark's layout, the block `[token t+1, mask x K-1]`, each
+of its K positions a draft, the anchor predicting t+2) is run so, as llama.cpp runs it
+(`common/speculative.cpp:1046-1047`); vLLM 0.32 does not (its V1 input kernel always reads the anchor as the
+bonus, `v1/spec_decode/utils.py:731-742`; its V2 runner refuses the key,
+`v1/worker/gpu/spec_decode/dflash/speculator.py:80-85`).
+
 What eaglezoo does not run is refused by name: sliding-window layers, attention sinks, a value scale, the
-interleaved rotary layout, no aux states, a sampled anchor; a `mask_embedding.pt` file beside the weights is not read.
+interleaved rotary layout, no aux states; a `mask_embedding.pt` file beside the weights is not read.
 """
 
 from __future__ import annotations
@@ -134,6 +140,7 @@ class DFlashDrafter(nn.Module):
     def __init__(self, spec: DrafterSpec, mask_token_id: int, causal: list[bool]):
         super().__init__()
         self.spec, self.mask_token_id = spec, mask_token_id
+        self.anchor = spec.family == "dflash" and samples_anchor(spec)
         h = spec.hidden_size
         eps = float(spec.layer_config.get("rms_norm_eps", 1e-6))
         self.embed_tokens = nn.Embedding(spec.vocab_size, h)
@@ -195,8 +202,33 @@ class DFlashDrafter(nn.Module):
         return logits
 
     def block_tokens(self, bonus: torch.Tensor, depth: int) -> torch.Tensor:
-        """[B, L] bonus tokens -> [B, L, depth + 1]: each followed by `depth` mask tokens."""
-        return F.pad(bonus[..., None], (0, depth), value=self.mask_token_id)
+        """[B, L] bonus tokens -> [B, L, depth + 1]: each followed by `depth` mask tokens (`depth - 1` where the
+        anchor is sampled too: every slot of the block is then a draft)."""
+        return F.pad(bonus[..., None], (0, depth - 1 if self.anchor else depth), value=self.mask_token_id)
+
+
+# Where a DFlash config states that its anchor is sampled: the family field (speculators', a converted copy's top
+# level), else z-lab's `dflash_config`, the key vLLM's V2 runner reads (dflash/speculator.py:77-80).
+NESTED_ANCHOR = "dflash_config.sample_from_anchor"
+
+
+def samples_anchor(spec: DrafterSpec) -> bool:
+    """Whether the drafter's block samples its anchor (trained so), as its config states; false where unstated."""
+    f = spec.family_fields
+    if f is None:
+        return False
+    return bool(f.sample_from_anchor if f.sample_from_anchor is not None else f.extra.get(NESTED_ANCHOR))
+
+
+def as_vllm_runs(spec: DrafterSpec) -> DrafterSpec:
+    """The DFlash spec as vLLM 0.32 runs it: the anchor the bonus token, whatever the config says."""
+    f = spec.family_fields
+    if spec.family != "dflash" or f is None or not samples_anchor(spec):
+        return spec
+    fields = f.model_copy(
+        update={"sample_from_anchor": False, "extra": {k: v for k, v in f.extra.items() if k != NESTED_ANCHOR}}
+    )
+    return spec.model_copy(update={"family_fields": fields})
 
 
 def rope_config(spec: DrafterSpec) -> LlamaConfig:
@@ -223,11 +255,10 @@ def layer_causality(spec: DrafterSpec) -> list[bool]:
         raise ValueError("this DFlash drafter uses the interleaved rotary layout, which eaglezoo does not run")
     if extra.get("dflash_config.use_aux_hidden_state", cfg.get("use_aux_hidden_state")) is False:
         raise ValueError("this DFlash drafter reads no aux states, which eaglezoo does not run")
-    for key in ("sample_from_anchor", "sliding_window_non_causal"):
-        if key == "sample_from_anchor" and spec.family == "dspark":
-            continue  # DSpark samples its anchor (dspark.py)
-        if spec.family_fields and getattr(spec.family_fields, key):
-            raise ValueError(f"this DFlash drafter sets {key}, which eaglezoo's native engine does not run")
+    if spec.family_fields and spec.family_fields.sliding_window_non_causal:
+        raise ValueError(
+            "this DFlash drafter sets sliding_window_non_causal, which eaglezoo's native engine does not run"
+        )
     layer_types = cfg.get("layer_types") or []
     if "sliding_attention" in layer_types:
         raise ValueError("this DFlash drafter has sliding-window layers, which eaglezoo's native engine does not run")

@@ -198,3 +198,27 @@ def test_a_healthy_peagle_server_is_healthy(peagle_healthy):
     sides = {a["source"]: a["per_prompt"] for a in report["measured"]}
     assert len(sides["server"]) == 12 and sides["server"] == pytest.approx(sides["reference"])  # prompt by prompt
     assert report["findings"] == [] and "meet the entry's floors" in report["summary"]
+
+
+@pytest.fixture(scope="module")
+def dflash_anchor_stated(vllm_ready, tmp_path_factory):
+    """The example DFlash (trained with the anchor as the bonus token) served with dflash_config.sample_from_anchor
+    true: vLLM 0.32's V1 runner ignores the key and lays out [bonus, mask x K], sampling the masks
+    (v1/spec_decode/utils.py:731-742), so this server runs the trained layout; the V2 runner refuses the key
+    (v1/worker/gpu/spec_decode/dflash/speculator.py:80-85)."""
+    tmp = tmp_path_factory.mktemp("dflash-anchor")
+    folder = faults.edit_config(
+        faults.copy(EXAMPLE / "dflash", tmp / "d"), lambda c: c["dflash_config"].update(sample_from_anchor=True)
+    )
+    config = {"method": "dflash", "model": str(folder), "num_speculative_tokens": 3}
+    with serving(tmp, config) as url:
+        return folder, doctor_inprocess("tiny-example-dflash", "--endpoint", url)
+
+
+def test_a_dflash_anchor_layout_the_weights_were_not_trained_for(dflash_anchor_stated):
+    folder, (result, report) = dflash_anchor_stated
+    assert result.code == 0 and report["verdict"] == "healthy", (report["findings"], report["notes"], result.err)
+    note = next(n for n in report["notes"] if "sample_from_anchor" in n)
+    assert "the drafter was trained with the anchor as the bonus token" in note, note
+    assert "vLLM's V1 runner ignores it" in note and "the V2 runner refuses to start" in note, note
+    assert f"remove sample_from_anchor from {folder}/config.json" in note, note
