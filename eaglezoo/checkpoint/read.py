@@ -86,6 +86,7 @@ class NoWeights:
 def interpret(config: dict, checkpoint, dialect: str | None, opts: ReadOptions) -> Reading:
     """The one detect-then-read: the dialect (detected unless given) maps the files to canonical names. A
     config alone is detected from its keys, and read without a dialect when they name none."""
+    dialect = dialect or opts.dialect
     if isinstance(checkpoint, NoWeights):
         name = dialect or formats.detect_config(config)
     else:

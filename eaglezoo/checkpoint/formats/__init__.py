@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ...errors import UsageError
+from ...errors import Ambiguous, UsageError
 from . import (
     deepspec_dspark,
     deepspec_eagle3,
@@ -57,7 +57,13 @@ def detect(cfg: dict, names: set[str], metadata: dict) -> str:
         raise UsageError(
             f"unknown dialect: the config and tensor names match none of {', '.join(DIALECTS)}", hint=NAME_THE_DIALECT
         )
-    raise UsageError(f"ambiguous dialect: matches {', '.join(matches)}", hint=NAME_THE_DIALECT)
+    raise Ambiguous(  # doctor reads each and measures them (doctor/ambiguity.py)
+        f"ambiguous dialect: matches {', '.join(matches)}",
+        hint=NAME_THE_DIALECT,
+        code=None,
+        fact="dialect",
+        values=tuple(matches),
+    )
 
 
 def detect_config(cfg: dict) -> str | None:

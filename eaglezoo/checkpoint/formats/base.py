@@ -59,6 +59,7 @@ class ReadOptions:
     registry_id: str | None = None  # the registry entry whose facts follow
     registry_aux_layers: tuple[int, ...] | None = None  # its aux ids, which many published configs omit
     registry_convention: Convention | None = None  # their convention, also for ids whose dialect documents none
+    dialect: str | None = None  # the dialect to read where detection matches several (doctor tries each)
 
     def stated_aux(self) -> tuple[tuple[int, ...], Convention | None, str] | None:
         """The aux ids stated outside the checkpoint, their convention and who stated them: the user's, else the
