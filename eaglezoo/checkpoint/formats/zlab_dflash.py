@@ -1,5 +1,6 @@
 """z-lab DFlash drafters (docs/formats.md#dflash-z-lab): `DFlashDraftModel`, a Qwen3 body at the top level,
-`dflash_config: {target_layer_ids, mask_token_id}` (ids "after layer i"), `block_size` at the top level (inside
+`dflash_config: {target_layer_ids, mask_token_id}` (ids "after layer i"; `layer_ids`, boundary ids, where it holds
+no target_layer_ids: vLLM's V2 runner reads it so, eagle3_utils.py:128-134), `block_size` at the top level (inside
 `dflash_config` from Qwen3.5 on), `num_target_layers`; no embedding or lm_head (the target's are used).
 The keys that are not the body are those speculators' converter sets apart (convert/dflash/converter.py:31-33)."""
 
@@ -27,7 +28,8 @@ def read(cfg: dict, ckpt: Checkpoint, opts: ReadOptions) -> Reading:
     nested = cfg.get("dflash_config") if isinstance(cfg.get("dflash_config"), dict) else {}
     layer_cfg = {k: v for k, v in cfg.items() if k not in NON_BODY}
     extra = carried_in({k: v for k, v in cfg.items() if k in ("auto_map", CARRIED)}, set(), d)
-    extra.update({f"dflash_config.{k}": v for k, v in nested.items() if k not in NESTED_READ})
+    read = NESTED_READ | ({"layer_ids"} if "target_layer_ids" not in nested else set())  # vLLM V2's alternate
+    extra.update({f"dflash_config.{k}": v for k, v in nested.items() if k not in read})
     if "block_size" in nested:
         extra["dflash_config.block_size"] = True  # where it was written (Qwen3.5 on)
     fields = {
@@ -37,7 +39,12 @@ def read(cfg: dict, ckpt: Checkpoint, opts: ReadOptions) -> Reading:
     }
     fields.update({k: extra.pop(k) for k in FIELD_KEYS if k in extra and fields.get(k) is None})
     return read_block(
-        BlockDialect(NAME, FAMILY, aux_ids.DFLASH_TARGET, [ARCH]), BlockFields(fields, extra), cfg, layer_cfg, ckpt, d
+        BlockDialect(NAME, FAMILY, aux_ids.DFLASH_TARGET, [ARCH], (aux_ids.DFLASH_LAYER_IDS,)),
+        BlockFields(fields, extra),
+        cfg,
+        layer_cfg,
+        ckpt,
+        d,
     )
 
 

@@ -119,3 +119,16 @@ def test_lint_holds_a_registry_entry_s_recommended_k_to_the_block(tmp_path):
         and CARD in found["requirement-k-beyond-block"]["message"]
     )
     assert found["requirement-context"]["severity"] == "warning"
+
+
+def test_dflash_ids_in_dflash_config_layer_ids(tmp_path):
+    """z-lab's dflash_config with boundary ids under layer_ids, where it holds no target_layer_ids (vLLM's V2 runner
+    reads them so, eagle3_utils.py:128-134): read as those boundary ids, not refused as missing."""
+    folder = F.zlab_dflash(tmp_path / "d")
+    cfg = json.loads((folder / "config.json").read_text())
+    ids = [i + 1 for i in cfg["dflash_config"].pop("target_layer_ids")]
+    cfg["dflash_config"]["layer_ids"] = ids
+    (folder / "config.json").write_text(json.dumps(cfg))
+    r = run_inprocess("lint", folder, "--json")
+    assert "aux-ids-missing" not in codes(r), r.out
+    assert f"boundary {ids}" in r.out, r.out
