@@ -174,7 +174,7 @@ def doctor(
 
     A verdict (healthy, engine-config, drafter, target-mismatch, workload) is shown by measuring what its fix restores.
     Exit 0 healthy, 1 a problem found, 2 bad input."""
-    from ..doctor.run import DEFAULT_K, DoctorRequest
+    from ..doctor.request import DEFAULT_K, DoctorRequest
     from ..verify.run import check_settings
     from ..verify.vllm_engine import engine_options
 

@@ -35,30 +35,12 @@ from .family_suspects import FAMILIES, anchor_notes, family_suspects
 from .fit import classify, fingerprint
 from .llamacpp import LlamaNamed, diagnose_llamacpp
 from .report import Acceptance, DoctorReport, Server
+from .request import DEFAULT_K, DoctorRequest
 from .sglang import Named as SglangNamed
 from .sglang import diagnose_sglang
 from .suspects import Suspect, as_named, as_served, k_table_zero, suspects
 from .trials import Prompts, Reference, Variant, acceptance, run_trials
 from .verdict import MIN_GAP, Answered, Evidence, judge
-
-DEFAULT_K = 3  # the draft depth doctor measures where neither the server nor -k says one
-
-
-@dataclass(frozen=True)
-class DoctorRequest:
-    """What to diagnose: a running server (`endpoint`), or the deployment eaglezoo starts on vLLM
-    (`engine_options`, with `speculative_config` laid over the drafter's own serving config)."""
-
-    endpoint: str | None = None
-    engine_options: object = None  # vllm_engine.EngineOptions, for the planned deployment
-    speculative_config: dict | None = None
-    k: int | None = None  # None: the server's
-    max_new_tokens: int = 64
-    max_prompts: int | None = None
-    device: str = "auto"  # the native reference's
-    reference_dtype: str = "float32"  # the exact reference; bfloat16 halves its memory beside a server's GPU
-    batch_size: int = 32
-    served_gguf: Path | None = None  # the drafter GGUF a llama-server was started with (its /props does not say)
 
 
 @dataclass(frozen=True)

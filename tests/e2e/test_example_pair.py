@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import EXAMPLE, EXAMPLE_AUX, EXAMPLE_IDS, run_cli
+from conftest import EXAMPLE, EXAMPLE_AUX, EXAMPLE_IDS, run_inprocess
 
 IDS = EXAMPLE_IDS
 
 
 def verify(drafter, *extra):
-    r = run_cli(
+    r = run_inprocess(
         "verify",
         drafter,
         "--target",
@@ -34,7 +34,9 @@ def converted(tmp_path_factory):
     for name in ("eagle3", "eagle31"):
         for to in ("eagle31", "speculators"):
             d = work / f"{name}-{to}"
-            r = run_cli("convert", EXAMPLE / f"{name}-safeai", d, "--target", EXAMPLE / "target", "--to", to, *IDS)
+            r = run_inprocess(
+                "convert", EXAMPLE / f"{name}-safeai", d, "--target", EXAMPLE / "target", "--to", to, *IDS
+            )
             assert r.code == 0, r.err
             out[name, to] = d
     return out
@@ -72,7 +74,7 @@ def test_aux_ids_shifted_by_one_lint_flags_it_and_verify_shows_the_collapse(conv
     assert cfg["eagle_aux_hidden_state_layer_ids"] == EXAMPLE_AUX
     cfg["eagle_aux_hidden_state_layer_ids"] = [i - 1 for i in EXAMPLE_AUX]  # the SGLang/ModelOpt list, no +1
     (bad / "config.json").write_text(json.dumps(cfg))
-    lint = run_cli("lint", bad, "--target", EXAMPLE / "target", "--json")
+    lint = run_inprocess("lint", bad, "--target", EXAMPLE / "target", "--json")
     codes = {f["code"] for f in json.loads(lint.out)["findings"]}
     assert lint.code == 1 and "aux-ids-changed" in codes
     r = verify(bad, "--max-prompts", "12")

@@ -5,14 +5,14 @@ and compares with the EAGLE 3.1 example of the same target on the same prompts."
 from __future__ import annotations
 
 import pytest
-from conftest import EXAMPLE, run_cli
+from conftest import EXAMPLE, run_inprocess
 
 FEW = ["--max-prompts", "6", "--max-new-tokens", "32", "--device", "cpu", "--json"]
 
 
 @pytest.fixture(scope="module")
 def peagle_report():
-    r = run_cli("verify", "tiny-example-peagle", *FEW)
+    r = run_inprocess("verify", "tiny-example-peagle", *FEW)
     assert r.code == 0, r.err
     return r.json()
 
@@ -28,13 +28,13 @@ def test_the_peagle_example_drafts_k_tokens_at_once_and_is_accepted(peagle_repor
 
 def test_the_peagle_example_is_not_its_eagle_start(peagle_report):
     """The same weights run as EAGLE-3 chains accept otherwise at depth 2: the native engine ran the mask slots."""
-    r = run_cli("verify", "tiny-example-eagle31", *FEW)
+    r = run_inprocess("verify", "tiny-example-eagle31", *FEW)
     assert r.code == 0, r.err
     assert r.json()["acceptance_per_position"][1] != pytest.approx(peagle_report["acceptance_per_position"][1])
 
 
 def test_compare_across_families_of_one_target():
-    r = run_cli(
+    r = run_inprocess(
         "compare",
         "tiny-example-eagle31",
         "tiny-example-peagle",
@@ -56,7 +56,7 @@ def test_compare_across_families_of_one_target():
 
 @pytest.fixture(scope="module")
 def dflash_report():
-    r = run_cli("verify", "tiny-example-dflash", *FEW)
+    r = run_inprocess("verify", "tiny-example-dflash", *FEW)
     assert r.code == 0, r.err
     return r.json()
 
@@ -73,5 +73,5 @@ def test_the_dflash_example_drafts_a_block_and_is_accepted(dflash_report):
 
 
 def test_a_k_past_the_dflash_block_is_refused():
-    r = run_cli("verify", "tiny-example-dflash", "-k", "4", *FEW)
+    r = run_inprocess("verify", "tiny-example-dflash", "-k", "4", *FEW)
     assert r.code == 2 and r.json()["code"] == "k-beyond-block" and "at most 3 tokens" in r.json()["error"]

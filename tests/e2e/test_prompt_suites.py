@@ -10,7 +10,7 @@ import shutil
 from collections import Counter
 
 import pytest
-from conftest import EXAMPLE, ROOT, assert_clean_failure
+from conftest import EXAMPLE, ROOT, assert_clean_failure, run_inprocess
 from support.chat import greedy_answer, templated_target
 
 SUITES = ROOT / "eaglezoo" / "data" / "suites"
@@ -31,8 +31,8 @@ def test_the_suite_ships_with_its_licences_and_provenance():
     assert '"data/suites/*.jsonl"' in package_data and '"data/suites/licenses/*"' in package_data
 
 
-def test_verify_measures_the_suite_per_category(cli):
-    r = cli(
+def test_verify_measures_the_suite_per_category():
+    r = run_inprocess(
         "verify", "tiny-example-eagle31", "--suite", "standard", "--max-new-tokens", "16", "--min-al", "1", "--json"
     )
     assert r.code == 0, r.err
@@ -42,7 +42,7 @@ def test_verify_measures_the_suite_per_category(cli):
     assert "244 chat prompt(s) as raw text: the target's tokenizer has no chat template" in report["notes"]
 
 
-def test_a_target_with_a_chat_template_gets_the_prompts_in_it(cli, tmp_path):
+def test_a_target_with_a_chat_template_gets_the_prompts_in_it(tmp_path):
     target = shutil.copytree(EXAMPLE / "target", tmp_path / "target")
     config = json.loads((target / "tokenizer_config.json").read_text())
     config["chat_template"] = "{% for m in messages %}<|user|>{{ m['content'] }}\n{% endfor %}<|assistant|>"
@@ -59,14 +59,16 @@ def test_a_target_with_a_chat_template_gets_the_prompts_in_it(cli, tmp_path):
         "1",
         "--json",
     ]
-    templated = cli("verify", *args, "--target", target)
+    templated = run_inprocess("verify", *args, "--target", target)
     assert templated.code == 0, templated.err
     assert "3 chat prompt(s) in the target's chat template" in templated.json()["notes"]
 
 
-def test_bad_suite_requests(cli):
-    assert_clean_failure(cli("verify", "tiny-example-eagle31", "--suite", "nope"), None, contains="unknown suite")
-    r = cli("verify", "tiny-example-eagle31", "--suite", "standard", "--prompts", EXAMPLE / "prompts.jsonl")
+def test_bad_suite_requests():
+    assert_clean_failure(
+        run_inprocess("verify", "tiny-example-eagle31", "--suite", "nope"), None, contains="unknown suite"
+    )
+    r = run_inprocess("verify", "tiny-example-eagle31", "--suite", "standard", "--prompts", EXAMPLE / "prompts.jsonl")
     assert_clean_failure(r, None, contains="--prompts and --suite")
 
 
@@ -92,11 +94,11 @@ def test_the_robustness_suite_is_built_from_the_standard_one():
     assert per_condition["temperature:1"] == 8 and per_condition["context:32768"] == 4
 
 
-def test_each_condition_is_measured_with_its_interval_or_skipped_with_its_reason(cli, tmp_path):
+def test_each_condition_is_measured_with_its_interval_or_skipped_with_its_reason(tmp_path):
     """The tiny target has no chat template and a context of 1024: the system-prompt and thinking conditions and
     the rungs above 512 cannot be run, and say why; nothing is truncated. (One run: the text on stdout, the report
     in its file.)"""
-    shown = cli(
+    shown = run_inprocess(
         "verify",
         "tiny-example-eagle31",
         "--suite",
@@ -127,7 +129,7 @@ def test_each_condition_is_measured_with_its_interval_or_skipped_with_its_reason
     assert "skipped 8 prompt(s) of thinking:on: the target's chat template" in shown.out  # no emoji from ":on:"
 
 
-def test_system_prompts_and_the_thinking_switch_reach_the_template(cli, tmp_path):
+def test_system_prompts_and_the_thinking_switch_reach_the_template(tmp_path):
     target = shutil.copytree(EXAMPLE / "target", tmp_path / "target")
     config = json.loads((target / "tokenizer_config.json").read_text())
     config["chat_template"] = THINKING_TEMPLATE
@@ -145,7 +147,7 @@ def test_system_prompts_and_the_thinking_switch_reach_the_template(cli, tmp_path
             ]
         )
     )
-    r = cli(
+    r = run_inprocess(
         "verify",
         "tiny-example-eagle31",
         "--target",
@@ -194,7 +196,7 @@ def test_each_condition_renders_as_the_template_makes_it():
     assert len(tok(doc, add_special_tokens=False)["input_ids"]) in range(295, 306)  # 300 tokens, give or take a merge
 
 
-def test_a_condition_floor_from_the_registry_is_checked(cli, tmp_path):
+def test_a_condition_floor_from_the_registry_is_checked(tmp_path):
     (tmp_path / "registry").mkdir()
     shutil.copytree(EXAMPLE, tmp_path / "examples" / "tiny")
     entry = tmp_path / "registry" / "tiny-example-eagle31.yaml"
@@ -211,7 +213,7 @@ def test_a_condition_floor_from_the_registry_is_checked(cli, tmp_path):
         )
     )
     entry.write_text(text)
-    r = cli(
+    r = run_inprocess(
         "verify",
         "tiny-example-eagle31",
         "--suite",
@@ -233,16 +235,16 @@ def test_a_condition_floor_from_the_registry_is_checked(cli, tmp_path):
     assert "no prompt of condition thinking:on was measured: its floor (1.5) was not checked" in report["notes"]
 
 
-def test_prompts_the_target_cannot_take_at_all_are_one_line(cli, tmp_path):
+def test_prompts_the_target_cannot_take_at_all_are_one_line(tmp_path):
     prompts = tmp_path / "p.jsonl"
     prompts.write_text(json.dumps({"prompt": "hi", "chat": True, "system": "be brief"}) + "\n")
-    r = cli("verify", "tiny-example-eagle31", "--prompts", prompts)
+    r = run_inprocess("verify", "tiny-example-eagle31", "--prompts", prompts)
     assert_clean_failure(
         r, None, contains="no prompt can be measured here: a system message needs the target's chat template"
     )
 
 
-def test_a_conversation_is_measured_after_the_targets_own_answers(cli, tmp_path):
+def test_a_conversation_is_measured_after_the_targets_own_answers(tmp_path):
     """Turn 2 (and 3) follow the target's own greedy answers, in its chat template; the answers are reported."""
     from transformers import AutoTokenizer
 
@@ -258,7 +260,7 @@ def test_a_conversation_is_measured_after_the_targets_own_answers(cli, tmp_path)
             ]
         )
     )
-    r = cli(
+    r = run_inprocess(
         "verify",
         "tiny-example-eagle31",
         "--target",
@@ -292,7 +294,7 @@ def test_a_conversation_is_measured_after_the_targets_own_answers(cli, tmp_path)
     assert any("multi-turn: 2 conversation(s)" in n and "3 earlier turn(s)" in n for n in report["notes"])
 
 
-def test_a_conversation_that_outgrows_the_context_is_skipped_with_its_reason(cli, tmp_path):
+def test_a_conversation_that_outgrows_the_context_is_skipped_with_its_reason(tmp_path):
     target, prompts = templated_target(tmp_path), tmp_path / "p.jsonl"
     long = " ".join(["module"] * 900)  # turn 1 fits the 1024-token context; after a 64-token answer, turn 2 does not
     prompts.write_text(
@@ -304,7 +306,7 @@ def test_a_conversation_that_outgrows_the_context_is_skipped_with_its_reason(cli
             ]
         )
     )
-    r = cli(
+    r = run_inprocess(
         "verify",
         "tiny-example-eagle31",
         "--target",
@@ -323,7 +325,9 @@ def test_a_conversation_that_outgrows_the_context_is_skipped_with_its_reason(cli
     assert "exceed the context of 1024" in skipped["reason"] and r.json()["num_prompts"] == 1
     alone = tmp_path / "alone.jsonl"
     alone.write_text(prompts.read_text().splitlines()[1] + "\n")
-    r = cli("verify", "tiny-example-eagle31", "--target", target, "--prompts", alone, "--max-new-tokens", "64")
+    r = run_inprocess(
+        "verify", "tiny-example-eagle31", "--target", target, "--prompts", alone, "--max-new-tokens", "64"
+    )
     assert_clean_failure(r, None, contains="no prompt can be measured here: the conversation grew to")
 
 
@@ -356,7 +360,7 @@ def test_a_conversation_that_outgrows_the_context_is_skipped_with_its_reason(cli
         "bucket-an-object",
     ],
 )
-def test_bad_conversation_and_temperature_rows_are_one_line(cli, tmp_path, row, message):
+def test_bad_conversation_and_temperature_rows_are_one_line(tmp_path, row, message):
     prompts = tmp_path / "p.jsonl"
     prompts.write_text(json.dumps(row) + "\n")
-    assert_clean_failure(cli("verify", "tiny-example-eagle31", "--prompts", prompts), None, contains=message)
+    assert_clean_failure(run_inprocess("verify", "tiny-example-eagle31", "--prompts", prompts), None, contains=message)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import EXAMPLE, assert_clean_failure, run_cli
+from conftest import EXAMPLE, assert_clean_failure, run_cli, run_inprocess
 from support import faults
 from support.engine import CPU_ENV, ENGINE
 from support.vllm_server import serving
@@ -21,12 +21,12 @@ QUICK = ["--max-prompts", "12", "--max-new-tokens", "32"]
 def drafter(vllm_ready, tmp_path_factory):
     """The example drafter converted for vLLM: the healthy one every fault starts from."""
     out = tmp_path_factory.mktemp("doctor") / "drafter"
-    assert run_cli("convert", "tiny-example-eagle31", out).code == 0
+    assert run_inprocess("convert", "tiny-example-eagle31", out).code == 0
     return out
 
 
 def doctor(*args):
-    result = run_cli("doctor", "tiny-example-eagle31", *args, *QUICK, "--json", env=CPU_ENV, timeout=900)
+    result = run_inprocess("doctor", "tiny-example-eagle31", *args, *QUICK, "--json", env=CPU_ENV)
     assert result.err.strip() == "" or "Traceback" not in result.err, result.err
     return result, json.loads(result.out)
 
@@ -72,7 +72,7 @@ def test_a_healthy_server_is_healthy(drafter, tmp_path):
     assert len(sides["server"]) == 12 and sides["server"] == pytest.approx(sides["reference"])  # prompt by prompt
     assert "meet the entry's floors" in report["summary"]
     assert json.loads(saved.read_text()) == report and "eaglezoo doctor: healthy" in page.read_text()
-    again = run_cli("report", saved)  # the terminal summary again, from the saved report
+    again = run_inprocess("report", saved)  # the terminal summary again, from the saved report
     assert again.code == 0 and again.out.startswith("HEALTHY"), again.err
 
 
@@ -99,8 +99,8 @@ def test_doctors_own_fix_applied_is_healthy(vllm_ready, tmp_path):
     )
     with serving(tmp_path, {"method": "eagle3", "model": str(fixed), "num_speculative_tokens": 3}) as url:
         result, report = doctor("--endpoint", url)
-        checked = run_cli(
-            "verify", "tiny-example-eagle31", "--endpoint", url, "-k", "3", *QUICK, "--json", env=CPU_ENV, timeout=900
+        checked = run_inprocess(
+            "verify", "tiny-example-eagle31", "--endpoint", url, "-k", "3", *QUICK, "--json", env=CPU_ENV
         )
     assert result.code == 0 and report["verdict"] == "healthy", (result.out, report["findings"])
     assert not any("aux" in note for note in report["notes"]), report["notes"]
@@ -225,5 +225,6 @@ def test_a_server_started_without_the_measurement_flags_is_read_from_its_counter
 
 def test_a_server_without_speculative_decoding_is_one_line(vllm_ready, tmp_path):
     with serving(tmp_path, None) as url:
+        # doctor as a process: its end-to-end path on vLLM (exit code and the one stderr line as a shell sees them)
         result = run_cli("doctor", "tiny-example-eagle31", "--endpoint", url, *QUICK, env=CPU_ENV, timeout=600)
     assert_clean_failure(result, code=2, contains="without speculative decoding")

@@ -9,7 +9,7 @@ import json
 
 import pytest
 import torch
-from conftest import EXAMPLE, run_cli, run_inprocess
+from conftest import EXAMPLE, run_inprocess
 from safetensors.torch import load_file
 from support import faults
 from support.engine import CPU_ENV
@@ -21,7 +21,7 @@ QUICK = ["--max-prompts", "12", "--max-new-tokens", "32"]
 
 
 def doctor(*args):
-    result = run_cli("doctor", *args, *QUICK, "--json", env=CPU_ENV, timeout=900)
+    result = run_inprocess("doctor", *args, *QUICK, "--json", env=CPU_ENV)
     assert "Traceback" not in result.err, result.err
     return result, json.loads(result.out)
 
@@ -135,7 +135,7 @@ def peagle_mask_token(vllm_ready, tmp_path_factory):
     mask slot (llm_base_proposer.py:366-367)."""
     tmp = tmp_path_factory.mktemp("peagle")
     folder = tmp / "d"
-    assert run_cli("convert", "tiny-example-peagle", folder).code == 0
+    assert run_inprocess("convert", "tiny-example-peagle", folder).code == 0
     faults.edit_config(folder, lambda c: c.update(mask_token_id=5))
     return served(tmp, folder, "tiny-example-peagle", parallel_drafting=True)
 
@@ -154,7 +154,7 @@ def speculators_ambiguous(vllm_ready, tmp_path_factory):
     (transformers_utils/configs/speculators/algos.py:33-35), speculators false; the weights were trained without it."""
     tmp = tmp_path_factory.mktemp("speculators")
     folder = tmp / "d"
-    assert run_cli("convert", "tiny-example-eagle3", folder, "--to", "speculators").code == 0
+    assert run_inprocess("convert", "tiny-example-eagle3", folder, "--to", "speculators").code == 0
     faults.edit_config(folder, lambda c: c.pop("norm_before_residual"))
     with serving(tmp, {"method": "eagle3", "model": str(folder), "num_speculative_tokens": 3}) as url:
         return folder, doctor(str(folder), "--target", str(EXAMPLE / "target"), "--endpoint", url)

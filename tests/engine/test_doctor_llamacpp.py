@@ -15,7 +15,7 @@ import subprocess
 
 import gguf
 import pytest
-from conftest import EXAMPLE, assert_clean_failure, run_cli
+from conftest import EXAMPLE, assert_clean_failure, run_cli, run_inprocess
 from support.llama_servers import binary, serving
 from support.llamacpp import rewrite
 
@@ -33,7 +33,7 @@ def files(tmp_path_factory):
         (named, tmp / "dg", "--to", "gguf"),
         (TARGET, tmp / "tg", "--to", "gguf"),
     ):
-        r = run_cli("convert", *args, *(["--target", TARGET] if args[0] != TARGET else []), "--dtype", "float32")
+        r = run_inprocess("convert", *args, *(["--target", TARGET] if args[0] != TARGET else []), "--dtype", "float32")
         assert r.code == 0, r.err
     good = tmp / "dg" / "drafter.gguf"
     return {
@@ -48,9 +48,9 @@ def files(tmp_path_factory):
 
 
 def doctor(files, url, served, *extra, as_json=True):
-    return run_cli(
+    return run_inprocess(
         "doctor", files["named"], "--target", TARGET, "--endpoint", url, "--served-gguf", served, *WORK, *extra,
-        *["--json"] * as_json, timeout=900,
+        *["--json"] * as_json,
     )  # fmt: skip
 
 
@@ -109,7 +109,7 @@ def test_a_gguf_without_d2t_never_serves(files, tmp_path):
             stdout=out, stderr=out, timeout=120, check=False,
         )  # fmt: skip
     assert proc.returncode != 0 and "tensor 'output.weight' has wrong shape" in log.read_text()
-    r = run_cli("lint", files["d2t"], "--target", TARGET, "--json")
+    r = run_inprocess("lint", files["d2t"], "--target", TARGET, "--json")
     assert "gguf-d2t-missing" in r.out
 
 
@@ -129,7 +129,7 @@ def test_served_gguf_that_is_not_a_drafter_is_one_line(files):
 
 
 def test_served_gguf_on_a_server_that_is_not_llamacpp_is_one_line(files, tmp_path):
-    r = run_cli("doctor", files["named"], "--target", TARGET, "--engine", "vllm", "--served-gguf", files["good"])
+    r = run_inprocess("doctor", files["named"], "--target", TARGET, "--engine", "vllm", "--served-gguf", files["good"])
     assert_clean_failure(r, contains="not llama-server")
     assert gguf.GGUFReader(files["good"]).fields  # the input untouched and still readable
 
@@ -142,12 +142,12 @@ def test_dflash_k_above_the_block_is_named_with_the_flag(files, tmp_path):
     config = json.loads((folder / "config.json").read_text())
     config["dflash_config"]["target_layer_ids"] = [0, 1, 2]
     (folder / "config.json").write_text(json.dumps(config))
-    r = run_cli("convert", folder, tmp_path / "dg", "--to", "gguf", "--target", TARGET, "--dtype", "float32")
+    r = run_inprocess("convert", folder, tmp_path / "dg", "--to", "gguf", "--target", TARGET, "--dtype", "float32")
     assert r.code == 0, r.err
     served = tmp_path / "dg" / "drafter.gguf"
     with serving(files["target"], served, k=4, spec="draft-dflash") as (_, url):
         args = ("doctor", folder, "--target", TARGET, "--endpoint", url, "--served-gguf", served, *WORK, "--json")
-        deep, fits = run_cli(*args, "-k", "4"), run_cli(*args, "-k", "3")
+        deep, fits = run_inprocess(*args, "-k", "4"), run_inprocess(*args, "-k", "3")
     assert deep.code == 1, deep.err
     first = deep.json()["findings"][0]
     assert first["cause"] == "llamacpp-k-above-block" and "--spec-draft-n-max 3" in first["fix"], first

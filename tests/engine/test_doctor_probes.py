@@ -18,7 +18,7 @@ import json
 import shutil
 
 import pytest
-from conftest import EXAMPLE, run_cli
+from conftest import EXAMPLE, run_inprocess
 from support.engine import CPU_ENV
 from support.vllm_server import serving
 
@@ -37,7 +37,7 @@ PROMPTS = [json.loads(x)["prompt"] for x in (EXAMPLE / "prompts.jsonl").read_tex
 def server(vllm_ready, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("probes")
     drafter = tmp / "drafter"
-    assert run_cli("convert", "tiny-example-eagle31", drafter).code == 0
+    assert run_inprocess("convert", "tiny-example-eagle31", drafter).code == 0
     target = shutil.copytree(EXAMPLE / "target", tmp / "target")
     config = json.loads((target / "tokenizer_config.json").read_text())
     (target / "tokenizer_config.json").write_text(json.dumps(config | {"chat_template": CHATML}))
@@ -48,7 +48,7 @@ def server(vllm_ready, tmp_path_factory):
 def probe(url: str, rows: list[dict], tmp_path, *args: str):
     path = tmp_path / "requests.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    result = run_cli("doctor", "--endpoint", url, "--requests", path, *args, env=CPU_ENV, timeout=600)
+    result = run_inprocess("doctor", "--endpoint", url, "--requests", path, *args, env=CPU_ENV)
     assert "Traceback" not in result.err, result.err
     return result
 

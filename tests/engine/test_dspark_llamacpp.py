@@ -19,7 +19,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import CLI_ENV, EXAMPLE, ROOT, run_cli
+from conftest import CLI_ENV, EXAMPLE, ROOT, run_cli, run_inprocess
 from support import llamacpp_serve
 from support.llama_servers import binary, serving
 
@@ -34,7 +34,7 @@ def ggufs(tmp_path_factory):
     binary()  # skips, naming the setup command, where llama-server is not built
     tmp = tmp_path_factory.mktemp("dspark")
     for src, out, extra in ((TARGET, tmp / "tg", []), (DSPARK, tmp / "dg", ["--target", TARGET])):
-        r = run_cli("convert", src, out, "--to", "gguf", *extra, "--dtype", "float32")
+        r = run_inprocess("convert", src, out, "--to", "gguf", *extra, "--dtype", "float32")
         assert r.code == 0, r.err
     return {"target": tmp / "tg" / "target.gguf", "drafter": tmp / "dg" / "drafter.gguf"}
 
@@ -57,7 +57,7 @@ def test_dspark_on_llamacpp_equals_native_count_for_count(ggufs, tmp_path):
     assert len(report["acceptance_per_position"]) == 4  # the whole block: the anchor is sampled
     saved = tmp_path / "r.json"
     saved.write_text(r.out)
-    shown = run_cli("report", saved)  # the same report as every engine, read back
+    shown = run_inprocess("report", saved)  # the same report as every engine, read back
     assert shown.code == 0 and "on llamacpp" in shown.out, shown.err
 
 
@@ -77,10 +77,10 @@ def test_the_markov_head_runs_on_both_engines(tmp_path):
 
 
 def test_dspark_on_a_running_llama_server_equals_native(ggufs):
-    native = run_cli("verify", *PAIR, "--json", timeout=900)
+    native = run_inprocess("verify", *PAIR, "--json")
     assert native.code == 0, native.err
     with serving(ggufs["target"], ggufs["drafter"], k=4, spec="draft-dspark") as (_, url):
-        r = run_cli("verify", *PAIR, "--endpoint", url, "--json", timeout=900)
+        r = run_inprocess("verify", *PAIR, "--endpoint", url, "--json")
     assert r.code == 0, r.err
     got, want = r.json(), native.json()
     assert got["engine"]["name"] == "llamacpp" and got["engine"]["speculative_config"]["num_speculative_tokens"] == 4
@@ -93,12 +93,12 @@ def test_doctor_names_k_above_the_dspark_block_and_a_fitting_one_healthy(ggufs):
     --spec-draft-n-max 5 it clamps, and doctor -k 5 names it with the flag; a server at 4 is healthy."""
     args = ("doctor", DSPARK, "--target", TARGET, "--served-gguf", ggufs["drafter"], *WORK, "--json")
     with serving(ggufs["target"], ggufs["drafter"], k=5, spec="draft-dspark") as (_, url):
-        deep = run_cli(*args, "--endpoint", url, "-k", "5", timeout=900)
+        deep = run_inprocess(*args, "--endpoint", url, "-k", "5")
     assert deep.code == 1, deep.err
     first = deep.json()["findings"][0]
     assert first["cause"] == "llamacpp-k-above-block" and "--spec-draft-n-max 4" in first["fix"], first
     with serving(ggufs["target"], ggufs["drafter"], k=4, spec="draft-dspark") as (_, url):
-        fits = run_cli(*args, "--endpoint", url, "-k", "4", timeout=900)
+        fits = run_inprocess(*args, "--endpoint", url, "-k", "4")
     assert fits.code == 0 and fits.json()["verdict"] == "healthy", fits.out
 
 

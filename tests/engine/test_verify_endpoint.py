@@ -8,7 +8,7 @@ import json
 import shutil
 
 import pytest
-from conftest import EXAMPLE, assert_clean_failure, run_cli
+from conftest import EXAMPLE, assert_clean_failure, run_cli, run_inprocess
 from support.engine import CPU_ENV, PAIR, verify
 from support.vllm_server import start_server, stop_server
 
@@ -19,7 +19,7 @@ pytestmark = pytest.mark.vllm
 def server(vllm_ready, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("server")
     drafter = tmp / "drafter"
-    assert run_cli("convert", "tiny-example-eagle31", drafter).code == 0
+    assert run_inprocess("convert", "tiny-example-eagle31", drafter).code == 0
     proc, url = start_server(tmp, {"method": "eagle3", "model": str(drafter), "num_speculative_tokens": 5})
     yield url, drafter
     stop_server(proc)
@@ -43,7 +43,7 @@ def test_endpoint_equals_native_prompt_by_prompt(server, engine_prompts):
 
 def test_endpoint_serving_another_drafter_is_refused(server):
     url, _ = server
-    r = run_cli("verify", "tiny-example-eagle3", "-k", "5", "--max-prompts", "1", "--endpoint", url)
+    r = run_inprocess("verify", "tiny-example-eagle3", "-k", "5", "--max-prompts", "1", "--endpoint", url)
     assert_clean_failure(r, contains="is not the drafter named")
 
 
@@ -52,7 +52,7 @@ def test_endpoint_serving_the_right_weights_with_other_aux_ids_fails_naming_them
     trained on [2, 3, 4]: acceptance drops quietly (2.122 against 2.247 natively). That is a failure naming the
     ids, never a note and a PASS."""
     drafter = tmp_path / "drafter"
-    assert run_cli("convert", "tiny-example-eagle31", drafter).code == 0
+    assert run_inprocess("convert", "tiny-example-eagle31", drafter).code == 0
     config = json.loads((drafter / "config.json").read_text())
     config["eagle_aux_hidden_state_layer_ids"], config["eagle_config"]["eagle_aux_hidden_state_layer_ids"] = (
         [1, 2, 3],
@@ -61,7 +61,7 @@ def test_endpoint_serving_the_right_weights_with_other_aux_ids_fails_naming_them
     (drafter / "config.json").write_text(json.dumps(config, indent=2))
     proc, url = start_server(tmp_path, {"method": "eagle3", "model": str(drafter), "num_speculative_tokens": 3})
     try:
-        r = run_cli("verify", "tiny-example-eagle31", "--max-prompts", "1", "--endpoint", url)
+        r = run_inprocess("verify", "tiny-example-eagle31", "--max-prompts", "1", "--endpoint", url)
     finally:
         stop_server(proc)
     assert_clean_failure(
@@ -76,7 +76,7 @@ def test_endpoint_serving_the_right_weights_with_other_aux_ids_fails_naming_them
 def test_endpoint_with_another_depth_is_refused(server, k):
     """A server measures only the K it drafts: acceptance at a K beyond it (or below) is refused, never padded."""
     url, _ = server
-    r = run_cli("verify", "tiny-example-eagle31", "-k", k, "--max-prompts", "1", "--endpoint", url)
+    r = run_inprocess("verify", "tiny-example-eagle31", "-k", k, "--max-prompts", "1", "--endpoint", url)
     assert_clean_failure(r, contains=f"drafts K=5, not {k}")
     assert "run with -k 5" in r.err
 
@@ -85,14 +85,16 @@ def test_endpoint_serving_another_target_is_refused(server, tmp_path):
     url, _ = server
     other = tmp_path / "other-target"
     shutil.copytree(EXAMPLE / "target", other)
-    r = run_cli("verify", "tiny-example-eagle31", "--target", other, "-k", "5", "--max-prompts", "1", "--endpoint", url)
+    r = run_inprocess(
+        "verify", "tiny-example-eagle31", "--target", other, "-k", "5", "--max-prompts", "1", "--endpoint", url
+    )
     assert_clean_failure(r, contains="not the target")
 
 
 def test_endpoint_without_speculative_decoding_is_an_error(vllm_ready, tmp_path):
     proc, url = start_server(tmp_path, None)
     try:
-        r = run_cli("verify", "tiny-example-eagle31", "-k", "5", "--max-prompts", "1", "--endpoint", url)
+        r = run_inprocess("verify", "tiny-example-eagle31", "-k", "5", "--max-prompts", "1", "--endpoint", url)
     finally:
         stop_server(proc)
     assert_clean_failure(r, contains="without speculative decoding")

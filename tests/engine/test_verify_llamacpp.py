@@ -17,7 +17,7 @@ import time
 import urllib.request
 
 import pytest
-from conftest import CLI_ENV, EXAMPLE, ROOT, assert_clean_failure, run_cli
+from conftest import CLI_ENV, EXAMPLE, ROOT, assert_clean_failure, run_cli, run_inprocess
 from support.llama_servers import binary, drafter_gguf, serving, target_gguf
 from support.llamacpp import rewrite
 
@@ -43,7 +43,7 @@ def ggufs(tmp_path_factory):
 
 
 def verify(*args):
-    return run_cli("verify", *PAIR, *WORK, *args, "--json", timeout=900)
+    return run_inprocess("verify", *PAIR, *WORK, *args, "--json")
 
 
 def test_llamacpp_equals_native_step_for_step_with_taps_in_reach(ggufs):
@@ -76,9 +76,9 @@ def test_fidelity_tap4_gap_is_the_known_one(ggufs, tmp_path):
     r = verify("--aux-layers", "2,3,4", "--engine", "native,llamacpp", "--target-gguf", ggufs["target"])
     assert r.code == 0, r.err
     saved.write_text(r.out)
-    shown = run_cli("report", saved)  # the same report as every engine: read back, and a page
+    shown = run_inprocess("report", saved)  # the same report as every engine: read back, and a page
     assert shown.code == 0 and "on llamacpp" in shown.out, shown.err
-    assert run_cli("report", saved, "--html", page).code == 0 and page.stat().st_size > 0
+    assert run_inprocess("report", saved, "--html", page).code == 0 and page.stat().st_size > 0
     report = r.json()
     c = report["comparison"]
     native, llama = c["mean_acceptance_length"]["native"], c["mean_acceptance_length"]["llamacpp"]
@@ -108,7 +108,7 @@ def test_endpoint_at_another_k_is_refused_naming_it(ggufs):
 
 def test_endpoint_without_metrics_names_the_flag(ggufs):
     with serving(ggufs["target"], ggufs["in_reach"], metrics=False) as (_, url):
-        r = run_cli("verify", *PAIR, "--aux-layers", "1,2,3", "--max-prompts", "1", "--endpoint", url)
+        r = run_inprocess("verify", *PAIR, "--aux-layers", "1,2,3", "--max-prompts", "1", "--endpoint", url)
     print(r.err)
     assert_clean_failure(r, contains="--metrics")
 
@@ -152,7 +152,9 @@ def test_a_server_that_dies_at_start_is_one_line_naming_why(ggufs, tmp_path):
 
 
 def test_engine_llamacpp_with_a_drafter_gguf_as_target_is_one_line(ggufs):
-    r = run_cli("verify", *PAIR, "--aux-layers", "1,2,3", "--engine", "llamacpp", "--target-gguf", ggufs["trained"])
+    r = run_inprocess(
+        "verify", *PAIR, "--aux-layers", "1,2,3", "--engine", "llamacpp", "--target-gguf", ggufs["trained"]
+    )
     assert_clean_failure(r, contains="is a drafter")
 
 
@@ -161,13 +163,13 @@ def test_dflash_with_taps_in_reach_equals_native_and_as_shipped_is_one_line(gguf
     layer 4, which a Llama graph never sets, and aborts (src/llama-graph.cpp:1413): one line carrying that assertion.
     examples/tiny/dflash-llamacpp, trained on layer outputs 0,1,2 (every tap inside its reach), agrees with native
     step for step."""
-    shipped = run_cli(
+    shipped = run_inprocess(
         "verify", EXAMPLE / "dflash", "--target", EXAMPLE / "target", "-k", "3", *WORK, "--engine", "llamacpp"
     )
     assert_clean_failure(shipped, contains="layer input tensor is null")
     assert "llama-server exited" in shipped.err
     trained = EXAMPLE / "dflash-llamacpp"
-    r = run_cli(
+    r = run_inprocess(
         "verify", trained, "--target", EXAMPLE / "target", "-k", "3", *WORK, "--engine", "native,llamacpp", "--json"
     )
     assert r.code == 0, r.err
@@ -178,13 +180,13 @@ def test_dflash_with_taps_in_reach_equals_native_and_as_shipped_is_one_line(gguf
 
 def test_dflash_on_a_running_llama_server_equals_native(ggufs, tmp_path):
     trained = EXAMPLE / "dflash-llamacpp"
-    convert = run_cli("convert", trained, tmp_path / "gguf", "--to", "gguf", "--target", EXAMPLE / "target")
+    convert = run_inprocess("convert", trained, tmp_path / "gguf", "--to", "gguf", "--target", EXAMPLE / "target")
     assert convert.code == 0, convert.err
     pair = [trained, "--target", EXAMPLE / "target", "-k", "3", *WORK, "--json"]
-    native = run_cli("verify", *pair)
+    native = run_inprocess("verify", *pair)
     assert native.code == 0, native.err
     with serving(ggufs["target"], tmp_path / "gguf" / "drafter.gguf", spec="draft-dflash") as (_, url):
-        r = run_cli("verify", *pair, "--endpoint", url)
+        r = run_inprocess("verify", *pair, "--endpoint", url)
     assert r.code == 0, r.err
     assert [p["accepted"] for p in r.json()["per_prompt"]] == [p["accepted"] for p in native.json()["per_prompt"]]
 

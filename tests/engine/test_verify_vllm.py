@@ -8,7 +8,7 @@ import json
 import shutil
 
 import pytest
-from conftest import EXAMPLE, run_cli, with_evidence
+from conftest import EXAMPLE, run_inprocess, with_evidence
 from support.engine import CPU_ENV, ENGINE, LONG_PROMPT, PAIR, VLLM_PY, engine_starts, verify
 
 pytestmark = pytest.mark.vllm
@@ -59,7 +59,7 @@ def test_a_skipped_prompt_keeps_every_other_prompts_index(tmp_path):
     rows = [{"prompt": LONG_PROMPT * 8, "bucket": "long"}, {"prompt": "The river"}, {"prompt": "A small town"}]
     prompts = tmp_path / "p.jsonl"
     prompts.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    r = run_cli("verify", "tiny-example-eagle31", "--prompts", prompts, "--max-new-tokens", "8", "--json")
+    r = run_inprocess("verify", "tiny-example-eagle31", "--prompts", prompts, "--max-new-tokens", "8", "--json")
     report = r.json()
     assert [s["index"] for s in report["skipped_prompts"]] == [0]
     assert [p["index"] for p in report["per_prompt"]] == [1, 2]
@@ -77,6 +77,7 @@ def test_speedup_at_each_concurrency_with_identical_greedy_text(vllm_ready):
         "--concurrency",
         "1,4",
         env={"EAGLEZOO_DEBUG": "1"},
+        process=True,
     )
     assert r.code == 0, r.err + r.out
     started = engine_starts(r.err)
@@ -138,6 +139,7 @@ def test_conditions_of_the_robustness_suite_run_on_the_engine(vllm_ready, tmp_pa
         "--min-al",
         "1",
         env={"EAGLEZOO_DEBUG": "1"},
+        process=True,
     )
     assert r.code == 0, r.err + r.out
     assert len(engine_starts(r.err)) == 1  # turn 1 answered and every row measured by one engine
@@ -194,7 +196,9 @@ def test_gpu_verify_workflow_commands_plan_verify_and_record(vllm_ready, hub, tm
 
     converted = tmp_path / "eagle31"
     assert (
-        run_cli("convert", EXAMPLE / "eagle31-safeai", converted, "--target", EXAMPLE / "target", *EXAMPLE_IDS).code
+        run_inprocess(
+            "convert", EXAMPLE / "eagle31-safeai", converted, "--target", EXAMPLE / "target", *EXAMPLE_IDS
+        ).code
         == 0
     )
     sha = publish_folder(hub, "tester/gpu-verify-eagle31", converted)

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import CLI_ENV, EXAMPLE, ROOT, Result, assert_clean_failure, run_cli
+from conftest import CLI_ENV, EXAMPLE, ROOT, Result, assert_clean_failure, run_cli, run_inprocess
 from support.engine import CPU_ENV, ENGINE, PAIR, VLLM_PY
 
 pytestmark = pytest.mark.vllm
@@ -28,7 +28,7 @@ def test_data_parallel_points_to_the_server(vllm_ready):
 
 
 def test_parallel_sizes_the_machine_cannot_satisfy(vllm_ready):
-    r = run_cli(
+    r = run_inprocess(
         "verify",
         "tiny-example-eagle31",
         "--engine",
@@ -37,7 +37,6 @@ def test_parallel_sizes_the_machine_cannot_satisfy(vllm_ready):
         "--tensor-parallel-size",
         "64",
         env=CPU_ENV,
-        timeout=300,
     )
     assert_clean_failure(r, contains="64 ranks")
 
@@ -50,7 +49,7 @@ def test_drafter_the_installed_vllm_cannot_serve(vllm_ready, tmp_path):
     for name in ("tokenizer.json", "tokenizer_config.json"):
         shutil.copy(EXAMPLE / "target" / name, target / name)
     drafter = make_drafter(tmp_path / "drafter", "safeai", make_spec(arch="qwen3", vocab=1024, ids=(1, 2, 3)))
-    r = run_cli(
+    r = run_inprocess(
         "verify",
         drafter,
         "--target",
@@ -63,7 +62,6 @@ def test_drafter_the_installed_vllm_cannot_serve(vllm_ready, tmp_path):
         "vllm",
         *ENGINE,
         env=CPU_ENV,
-        timeout=300,
     )
     assert_clean_failure(r, contains="older than 0.33.0")
 
@@ -84,7 +82,7 @@ def test_memory_vllm_cannot_reserve_is_refused_in_its_words(vllm_ready):
     """vLLM's CPU worker refuses a --gpu-memory-utilization share of RAM that is not free (all of it
     never is; VLLM_CPU_KVCACHE_SPACE unset, else the check is skipped), in a process of its own as
     by default: the reason comes from the engine's log."""
-    r = run_cli(
+    r = run_inprocess(
         "verify",
         *PAIR,
         "--max-prompts",
@@ -95,7 +93,6 @@ def test_memory_vllm_cannot_reserve_is_refused_in_its_words(vllm_ready):
         "--gpu-memory-utilization",
         "1",
         env={**CPU_ENV, "VLLM_CPU_KVCACHE_SPACE": "", "VLLM_ENABLE_V1_MULTIPROCESSING": "1"},
-        timeout=300,
     )
     line, log = refused(r)
     assert "vLLM stopped: Available memory on node" in line and "desired CPU memory utilization (1.0," in line
@@ -119,7 +116,7 @@ def test_memory_vllm_cannot_reserve_is_refused_in_its_words(vllm_ready):
     ],
 )
 def test_engine_arguments_vllm_refuses_are_named_in_its_words(vllm_ready, engine_args, says):
-    r = run_cli(
+    r = run_inprocess(
         "verify",
         *PAIR,
         "--max-prompts",
@@ -130,7 +127,6 @@ def test_engine_arguments_vllm_refuses_are_named_in_its_words(vllm_ready, engine
         "--engine-args",
         engine_args,
         env=CPU_ENV,
-        timeout=300,
     )
     line, _ = refused(r)
     assert line.startswith(says), line
@@ -145,7 +141,7 @@ def test_a_target_vllm_cannot_load_is_refused_in_its_words(vllm_ready, tmp_path)
     weights = load_file(target / "model.safetensors")
     del weights["model.norm.weight"]
     save_file(weights, target / "model.safetensors", metadata={"format": "pt"})
-    r = run_cli(
+    r = run_inprocess(
         "verify",
         *PAIR,
         "--target",
@@ -156,7 +152,6 @@ def test_a_target_vllm_cannot_load_is_refused_in_its_words(vllm_ready, tmp_path)
         "vllm",
         *ENGINE,
         env={**CPU_ENV, "VLLM_ENABLE_V1_MULTIPROCESSING": "1"},
-        timeout=300,
     )
     line, log = refused(r)
     assert "vLLM stopped: Following weights were not initialized from checkpoint: {'model.norm.weight'}" in line

@@ -13,7 +13,7 @@ import shutil
 import subprocess
 
 import pytest
-from conftest import EXAMPLE, EXAMPLE_IDS, ROOT, run_cli
+from conftest import EXAMPLE, EXAMPLE_IDS, ROOT, run_cli, run_inprocess
 from safetensors.torch import load_file, save_file
 from support.engine import VLLM_PY
 from support.engine import skip_reason as _skip_reason
@@ -36,7 +36,7 @@ def engine_run(tmp_path_factory):
     for name in ("eagle3", "eagle31"):
         for to in ("eagle31", "speculators"):
             out = work / f"{name}-{to}"
-            r = run_cli("convert", EXAMPLE / f"{name}-safeai", out, "--to", to, *ids)
+            r = run_inprocess("convert", EXAMPLE / f"{name}-safeai", out, "--to", to, *ids)
             assert r.code == 0, r.err
             drafters[f"{name}-{to}"] = out
     # The 3.1 drafter with its norm_output flag removed: loads, but computes another function.
@@ -158,7 +158,7 @@ def test_31_flags_are_honoured(engine_run):
 
 def test_lint_catches_what_vllm_loads_silently(engine_run):
     _, drafters, _ = engine_run
-    r = run_cli("lint", drafters["eagle31-fc-norm-dropped"], "--target", EXAMPLE / "target")
+    r = run_inprocess("lint", drafters["eagle31-fc-norm-dropped"], "--target", EXAMPLE / "target")
     assert r.code == 1 and "flag-without-tensors" in r.out
 
 

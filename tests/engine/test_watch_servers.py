@@ -12,7 +12,7 @@ import threading
 import urllib.request
 
 import pytest
-from conftest import EXAMPLE, assert_clean_failure, run_cli
+from conftest import EXAMPLE, assert_clean_failure, run_cli, run_inprocess
 from support import faults
 from support.engine import CPU_ENV
 from support.vllm_server import serving
@@ -26,7 +26,7 @@ WATCH = ["--once", "--interval", "20", "--json"]
 @pytest.fixture(scope="module")
 def drafter(vllm_ready, tmp_path_factory):
     out = tmp_path_factory.mktemp("watch") / "drafter"
-    assert run_cli("convert", ENTRY, out).code == 0
+    assert run_inprocess("convert", ENTRY, out).code == 0
     return out
 
 
@@ -68,7 +68,9 @@ def traffic(url: str):
 
 def watch(url: str):
     with traffic(url):
-        result = run_cli("watch", url, ENTRY, *WATCH, env=CPU_ENV, timeout=300)
+        result = run_cli(
+            "watch", url, ENTRY, *WATCH, env=CPU_ENV, timeout=300
+        )  # watch as a process: its end-to-end path
     assert "Traceback" not in result.err, result.err
     return result, [json.loads(x) for x in result.out.splitlines() if x.strip()]
 
@@ -107,7 +109,7 @@ def test_doctor_requests_finds_the_worst_and_exports_them(healthy_server, tmp_pa
     rows += [{"messages": [{"role": "user", "content": prompts[0]}], "max_tokens": 8}]
     requests, low = tmp_path / "requests.jsonl", tmp_path / "low.jsonl"
     requests.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    result = run_cli(
+    result = run_inprocess(
         "doctor",
         ENTRY,
         "--endpoint",
@@ -118,7 +120,6 @@ def test_doctor_requests_finds_the_worst_and_exports_them(healthy_server, tmp_pa
         low,
         "--json",
         env=CPU_ENV,
-        timeout=300,
     )
     assert "Traceback" not in result.err, result.err
     report = json.loads(result.out)
@@ -145,7 +146,7 @@ def test_doctor_probes_on_a_server_without_a_chat_template(healthy_server, tmp_p
         "".join(json.dumps({"prompt": p, "max_tokens": 16, "temperature": 0.7}) + "\n" for p in prompts)
     )
     args = ["doctor", "--endpoint", healthy_server, "--requests", requests, "--probe", "template,thinking,temperature"]
-    result = run_cli(*args, "--json", env=CPU_ENV, timeout=300)
+    result = run_inprocess(*args, "--json", env=CPU_ENV)
     assert "Traceback" not in result.err, result.err
     assert result.code == 1, (result.out, result.err)
     probes = {p["probe"]: p for p in json.loads(result.out)["probes"]}
@@ -157,6 +158,6 @@ def test_doctor_probes_on_a_server_without_a_chat_template(healthy_server, tmp_p
     chats.write_text(
         "".join(json.dumps({"messages": [{"role": "user", "content": p}], "max_tokens": 8}) + "\n" for p in prompts)
     )
-    refused = run_cli(*args[:4], chats, *args[5:], env=CPU_ENV, timeout=300)
+    refused = run_inprocess(*args[:4], chats, *args[5:], env=CPU_ENV)
     assert_clean_failure(refused, contains="no probe could run on")
     assert "template: the server applies no chat template" in refused.err

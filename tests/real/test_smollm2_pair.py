@@ -8,7 +8,7 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from conftest import ROOT, assert_clean_failure, run_cli
+from conftest import ROOT, assert_clean_failure, run_cli, run_inprocess
 from support.engine import CPU_ENV, VLLM_PY
 
 ENTRY = "smollm2-135m-instruct-eagle31"
@@ -17,7 +17,7 @@ ENGINE = ["--engine-python", VLLM_PY, "--dtype", "float32", "--enforce-eager", "
 
 @pytest.fixture(scope="module")
 def verified(vllm_ready):
-    r = run_cli("verify", ENTRY, "--engine", "native,vllm", *ENGINE, "--json", env=CPU_ENV, timeout=1800)
+    r = run_inprocess("verify", ENTRY, "--engine", "native,vllm", *ENGINE, "--json", env=CPU_ENV)
     assert r.code == 0, r.err + r.out
     return r.json()
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from conftest import ROOT, run_cli
+from conftest import ROOT, run_cli, run_inprocess
 
 VLLM_PY = ROOT / ".venv-vllm" / "bin" / "python"
 FAILED = ROOT / ".venv-vllm.failed"
@@ -28,5 +28,10 @@ def engine_starts(stderr: str) -> list[str]:
     return re.findall(r"\(\w+ pid=(\d+)\) INFO .*Initializing a V1 LLM engine", re.sub(r"\x1b\[[0-9;]*m", "", stderr))
 
 
-def verify(*args, env=None):
-    return run_cli("verify", *args, "--json", env={**CPU_ENV, **(env or {})}, timeout=900)
+def verify(*args, env=None, process=False):
+    """`verify --json` in the test's process (its imports paid once), or as a process of its own (`process`): where
+    the test reads vLLM's own log, which EAGLEZOO_DEBUG=1 passes to the process's stderr (vllm_process.py)."""
+    env = {**CPU_ENV, **(env or {})}
+    if process:
+        return run_cli("verify", *args, "--json", env=env, timeout=900)
+    return run_inprocess("verify", *args, "--json", env=env)

@@ -22,6 +22,7 @@ import pytest
 LONGEST_FIRST = (
     "test_readme",
     "test_doctor",
+    "test_doctor_families",
     "test_verify_vllm",
     "test_tune",
     "test_native_batching",
@@ -33,6 +34,7 @@ LONGEST_FIRST = (
     "test_verify_endpoint",
     "test_verify_llamacpp",
     "test_doctor_llamacpp",
+    "test_convert_gguf_vs_llamacpp",
     "test_doctor_hostile_server",
     "test_registry_update",
     "test_vllm_accepts_printed",
@@ -50,7 +52,6 @@ LONGEST_FIRST = (
     "test_output_contract",
     "test_report_size",
     "test_report_hostile_text",
-    "test_convert_gguf",
     "test_compare",
     "test_input_files",
 )
@@ -58,12 +59,14 @@ TESTS = Path(__file__).resolve().parent.parent
 # The tiers whose modules, named above or not, go before the fast tier's (tests/unit, tests/cli).
 SLOW_TIERS = ("engine", "e2e", "docs", "hub", "pages", "real")
 # Modules whose tests start their own engines, split by test function; each names the tests that share one costly
-# module fixture and so stay in one unit (built once). A test not named that uses it builds it again on the other
-# worker: a cost, not a failure. Cheap module fixtures (one conversion) may be built on both workers.
+# module fixture and so stay in one unit (built once); a fixture only one test uses is built once wherever that test
+# runs. A test not named that shares one builds it again on the other worker: a cost, not a failure. Cheap module
+# fixtures (one conversion) may be built on both workers.
 # CHEAP_SHARED: the module fixtures of those modules that may be built on both workers.
 CHEAP_SHARED = ("drafter",)
 SPLIT: dict[str, tuple[str, ...]] = {
     "test_doctor": (),
+    "test_doctor_families": (),  # each server fixture serves one test
     "test_vllm_refusals": (),
     "test_prompt_suites": (),
     "test_verify_vllm": (  # `compared`: one native and vLLM verify
