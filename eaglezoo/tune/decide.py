@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 
 from .model import Cell, Choice, Verdict
-from .stats import beats
+from .stats import beats, paired_beats, paired_equal, paired_interval
 
 
 def _at(grid: list[Cell], k: int, c: int) -> Cell:
@@ -18,10 +18,30 @@ def _bounds(x: Cell) -> tuple[float, float]:
     return x.interval or (x.output_tokens_per_s, x.output_tokens_per_s)
 
 
+def _best(cells: list[Cell]) -> Cell:
+    return max(cells, key=lambda x: (x.output_tokens_per_s, -x.k))
+
+
+def told_apart(a: Cell, b: Cell) -> bool:
+    """a beats b at one load: the interval of their round-by-round ratio lies above 1 by more than the margin (the
+    grid's repeat i of every cell at a load was taken in round i: `measure.settle`); cells without repeats by their
+    own intervals."""
+    ratio = paired_interval(a.repeats or [], b.repeats or [])
+    return beats(_bounds(a), _bounds(b), b.output_tokens_per_s) if ratio is None else paired_beats(ratio)
+
+
 def contenders(cells: list[Cell]) -> list[int]:
-    """The Ks at one load whose intervals the best median's does not beat (the best included), smallest first."""
-    best = max(cells, key=lambda x: (x.output_tokens_per_s, -x.k))
-    return sorted(x.k for x in cells if x is best or not beats(_bounds(best), _bounds(x), x.output_tokens_per_s))
+    """The Ks at one load the best median does not beat (the best included), smallest first."""
+    best = _best(cells)
+    return sorted(x.k for x in cells if x is best or not told_apart(best, x))
+
+
+def equal_within_margin(cells: list[Cell]) -> bool:
+    """At one load, every contender's round-by-round ratio to the best lies within the margin on both sides: more
+    repeats could not tell them apart by more than it, so the load is settled as too close to call."""
+    best, tied = _best(cells), contenders(cells)
+    ratios = [paired_interval(best.repeats or [], x.repeats or []) for x in cells if x is not best and x.k in tied]
+    return len(tied) > 1 and all(r is not None and paired_equal(r) for r in ratios)
 
 
 def decide(grid: list[Cell], concurrency: list[int], static: int | None = None, min_repeats: int = 0) -> list[Choice]:

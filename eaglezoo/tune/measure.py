@@ -20,7 +20,7 @@ from ..verify.vllm_engine import VllmSession
 from ..verify.vllm_process import EngineEvent, PassEvent, RequestResult
 from ..verify.workload import Workload
 from .budget import Budget, Say, minutes
-from .decide import contenders
+from .decide import contenders, equal_within_margin
 from .llamacpp import LlamacppSession
 from .model import Cell, Latency
 from .rule import MAX_PASSES_PER_REPEAT, ROUND_REPEATS, SamplingRule
@@ -140,16 +140,21 @@ def grid_of(rows: dict[int, dict[int, Samples]]) -> list[Cell]:
 def settle(
     bench: Bench, rows: dict[int, dict[int, Samples]], loads: list[int], config_of, budget: Budget, say: Say
 ) -> None:
-    """More repeats of the cells still contending (their intervals not told apart from the best's), ROUND_REPEATS
-    at a time, the contending Ks in turn (on their warm engines, else one engine start each a round), until every
-    load is settled, each contending cell has MAX_REPEATS, or the budget cannot pay for another round (said in the
-    report)."""
+    """More repeats of the cells still contending (not told apart from the best, round by round: `decide.told_apart`),
+    ROUND_REPEATS at a time, the contending Ks in turn (on their warm engines, else one engine start each a round),
+    until every load is settled (one K told apart from the rest, or the contenders equal within the margin round by
+    round), each contending cell has MAX_REPEATS, or the budget cannot pay for another round (said in the report).
+    A K once out stays out at that load, so repeat i of every cell at a load is from round i: the pairs hold."""
     rule = bench.rule
     while True:
         grid = grid_of(rows)
         wanted: dict[int, list[int]] = {}
         for c in loads:
-            tied = contenders([x for x in grid if x.concurrency == c])
+            cells = [x for x in grid if x.concurrency == c]
+            if equal_within_margin(cells):
+                continue  # settled: too close to call, and more repeats could not tell them apart by the margin
+            last = max(len(rows[k][c].repeats) for k in rows)  # every cell still in took part in every round
+            tied = [k for k in contenders(cells) if len(rows[k][c].repeats) == last]
             if len(tied) > 1:
                 for k in tied:
                     if len(rows[k][c].repeats) < rule.max_repeats:

@@ -80,7 +80,7 @@ class Cell(BaseModel):
     acceptance_per_position: list[float] | None = None
     """The engine's acceptance rate at each draft position."""
     repeats: list[Throughput] | None = None
-    """Output tokens/s of each repeat, in the order measured."""
+    """Output tokens/s of each repeat, in the order measured: repeat i of every cell at one load is from round i."""
     interval: Pair | None = None
     """The interval of the median (order statistics of the repeats; coverage in interval_coverage)."""
     interval_coverage: float | None = None

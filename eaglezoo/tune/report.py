@@ -14,7 +14,17 @@ from ..verify.report.gate import floor_checks as check_floors
 from ..verify.vllm_engine import EngineOptions
 from ..verify.vllm_process import EngineEvent
 from ..verify.workload import Workload
-from .decide import decide, judge, recommendation, schedule_of, sglang_adaptive_config, static_best, table_k, verdict
+from .decide import (
+    decide,
+    equal_within_margin,
+    judge,
+    recommendation,
+    schedule_of,
+    sglang_adaptive_config,
+    static_best,
+    table_k,
+    verdict,
+)
 from .llamacpp import P_MIN_DEFAULT, P_MIN_TRIED
 from .model import Adaptive, Cell, Choice, Cost, KFloor, LlamacppTune, NoSpeculation, Placement, PMinLevel, TuneReport
 from .rule import WARMUP_PASSES, SamplingRule
@@ -88,7 +98,7 @@ def report(
     sglang_path = None if static == 0 else serving_path(work, registry_id, "sglang", static)
     sglang = sglang_path and sglang_path.command
     adaptive_cfg = sglang_adaptive_config(decision) if any(d.k for d in decision) else None
-    notes = list(work.notes) + too_close_notes(decision) + list(measured.notes)
+    notes = list(work.notes) + too_close_notes(decision, grid) + list(measured.notes)
     no_spec = no_speculation(grid, measured.confirmed, schedule)
     notes += [
         f"at concurrency {x.concurrency} even the table's K=0 measured {x.table_tokens_per_s:.1f} tokens/s "
@@ -211,14 +221,23 @@ def basis(work: Workload, rule: SamplingRule) -> str:
         f"measured: every K in 0..{work.k} at every concurrency, {len(work.encoded)} prompts x "
         f"{work.max_new_tokens} tokens each, greedy, on this engine; each cell after {WARMUP_PASSES} warm-up "
         f"pass, in repeats of at least {rule.min_tokens} tokens and {rule.min_seconds:g} s, {rule.min_repeats} "
-        f"to {rule.max_repeats} repeats until the best K's interval stands apart"
+        f"to {rule.max_repeats} repeats until the best K stands apart from the rest round by round, or they are "
+        f"equal within the margin"
     )
 
 
-def too_close_notes(decision: list[Choice]) -> list[str]:
+def too_close_notes(decision: list[Choice], grid: list[Cell]) -> list[str]:
+    def why(d: Choice) -> str:
+        if equal_within_margin([x for x in grid if x.concurrency == d.concurrency]):
+            return (
+                f"within {SEPARATION_MARGIN:.0%} of each other round by round after {d.settled_after} repeats, "
+                "which more repeats could not tell apart by more"
+            )
+        return f"not told apart after {d.settled_after} repeats"
+
     return [
-        f"concurrency {d.concurrency} is too close to call: K={', K='.join(map(str, d.contenders))} are not told "
-        f"apart after {d.settled_after} repeats; the simpler K={d.k} is taken"
+        f"concurrency {d.concurrency} is too close to call: K={', K='.join(map(str, d.contenders))} are {why(d)}; "
+        f"the simpler K={d.k} is taken"
         for d in decision
         if d.too_close
     ]

@@ -36,6 +36,27 @@ def beats(a: tuple[float, float], b: tuple[float, float], b_median: float) -> bo
     return a[0] > b[1] + SEPARATION_MARGIN * b_median
 
 
+def paired_interval(a: list[float], b: list[float]) -> tuple[float, float, float] | None:
+    """The interval (as `interval`: low, high, coverage) of a's repeats over b's, pair by pair: repeat i of both was
+    taken in the same round, so the machine's drift over the run reaches both alike and leaves their ratio. None
+    without pairs."""
+    ratios = [x / y for x, y in zip(a, b, strict=False) if y > 0]
+    return interval(ratios) if ratios else None
+
+
+def paired_beats(ratio: tuple[float, float, float]) -> bool:
+    """a beats b: their ratio's interval lies above 1 by more than the margin."""
+    return ratio[0] > 1 + SEPARATION_MARGIN
+
+
+def paired_equal(ratio: tuple[float, float, float]) -> bool:
+    """a and b are equal within the margin: their ratio's interval, at the full level (5 pairs or more), lies inside
+    the margin on both sides, so more repeats could not tell them apart by more than it. Below the level (the range
+    of 3 pairs covers 75%) a stop could let two runs part: those go on repeating."""
+    low, high, coverage = ratio
+    return coverage >= INTERVAL_LEVEL and low >= 1 / (1 + SEPARATION_MARGIN) and high <= 1 + SEPARATION_MARGIN
+
+
 def spread_pct(values: list[float]) -> float:
     """The repeats' range as a percentage of their median."""
     mid = median(values)
