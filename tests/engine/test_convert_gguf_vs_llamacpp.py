@@ -8,8 +8,9 @@ import json
 
 import numpy as np
 import pytest
-from conftest import EXAMPLE, EXAMPLE_IDS, run_cli, run_inprocess, tree_digest
+from conftest import EXAMPLE, EXAMPLE_IDS, run_cli, run_inprocess
 from support import llamacpp
+from support.gguf_example import converted
 
 TARGET = EXAMPLE / "target"
 
@@ -36,12 +37,7 @@ def src():
 
 @pytest.fixture(scope="module")
 def ours(tmp_path_factory):
-    out = tmp_path_factory.mktemp("gguf") / "eagle3-gguf"
-    before = tree_digest(DRAFTER)
-    r = run_inprocess("convert", DRAFTER, out, "--to", "gguf", "--target", TARGET, *EXAMPLE_IDS, "--json")
-    assert r.code == 0, r.err
-    assert tree_digest(DRAFTER) == before
-    return out, r.json()
+    return converted(tmp_path_factory.mktemp("gguf") / "eagle3-gguf", DRAFTER, "--target", TARGET, *EXAMPLE_IDS)
 
 
 DSPARK = EXAMPLE / "dspark-llamacpp"

@@ -8,9 +8,10 @@ import json
 
 import numpy as np
 import pytest
-from conftest import EXAMPLE, EXAMPLE_IDS, assert_clean_failure, run_inprocess, tree_digest
+from conftest import EXAMPLE, EXAMPLE_IDS, assert_clean_failure, run_inprocess
 from support import llamacpp
 from support.factory import make_drafter, make_spec
+from support.gguf_example import converted
 
 TARGET = EXAMPLE / "target"
 DRAFTER = EXAMPLE / "eagle3-safeai"
@@ -18,12 +19,7 @@ DRAFTER = EXAMPLE / "eagle3-safeai"
 
 @pytest.fixture(scope="module")
 def ours(tmp_path_factory):
-    out = tmp_path_factory.mktemp("gguf") / "eagle3-gguf"
-    before = tree_digest(DRAFTER)
-    r = run_inprocess("convert", DRAFTER, out, "--to", "gguf", "--target", TARGET, *EXAMPLE_IDS, "--json")
-    assert r.code == 0, r.err
-    assert tree_digest(DRAFTER) == before
-    return out, r.json()
+    return converted(tmp_path_factory.mktemp("gguf") / "eagle3-gguf", DRAFTER, "--target", TARGET, *EXAMPLE_IDS)
 
 
 def test_gguf_record(ours):

@@ -10,8 +10,9 @@ import shutil
 
 import numpy as np
 import pytest
-from conftest import EXAMPLE, EXAMPLE_IDS, assert_clean_failure, run_inprocess, tree_digest
+from conftest import EXAMPLE, EXAMPLE_IDS, assert_clean_failure, run_inprocess
 from support import llamacpp
+from support.gguf_example import converted
 
 TARGET = EXAMPLE / "target"
 
@@ -22,12 +23,7 @@ TARGET = EXAMPLE / "target"
 
 @pytest.fixture(scope="module")
 def ours(tmp_path_factory):
-    out = tmp_path_factory.mktemp("gguf") / "target-gguf"
-    before = tree_digest(TARGET)
-    r = run_inprocess("convert", TARGET, out, "--to", "gguf", "--json")
-    assert r.code == 0, r.err
-    assert tree_digest(TARGET) == before
-    return out, json.loads(r.out)
+    return converted(tmp_path_factory.mktemp("gguf") / "target-gguf", TARGET)
 
 
 def test_target_record_accounts_for_every_tensor(ours):

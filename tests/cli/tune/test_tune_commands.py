@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import json
 import shlex
-from statistics import median
 
 import pytest
 from conftest import EXAMPLE, ROOT, run_inprocess
+from support.tune_cells import cell as tune_cell
 
 from eaglezoo.serving import DIAGNOSE_LABEL
 from eaglezoo.tune.model import Cell, CellRepeats, Cost
-from eaglezoo.tune.stats import interval
 from eaglezoo.verify.report import PassTiming
 from eaglezoo.verify.vllm_process import EngineEvent
 
@@ -27,18 +26,7 @@ TIMING = PassTiming(
 
 
 def cell(k: int, c: int, tokens_per_s: float) -> Cell:
-    repeats = [tokens_per_s - 1, tokens_per_s, tokens_per_s + 1]
-    low, high, coverage = interval(repeats)
-    return Cell(
-        k=k,
-        concurrency=c,
-        output_tokens_per_s=median(repeats),
-        mean_tpot_ms=None,
-        acceptance_length=None if k == 0 else 1.5,
-        repeats=repeats,
-        interval=[low, high],
-        interval_coverage=coverage,
-    )
+    return tune_cell(k, c, [tokens_per_s - 1, tokens_per_s, tokens_per_s + 1], None if k == 0 else 1.5)
 
 
 @pytest.fixture(scope="module")

@@ -6,29 +6,12 @@ margin."""
 
 from __future__ import annotations
 
-from statistics import median
-
 import pytest
+from support.tune_cells import cell
 
-from eaglezoo.tune import Cell
 from eaglezoo.tune.decide import decide, equal_within_margin, told_apart
 from eaglezoo.tune.report import too_close_notes
-from eaglezoo.tune.stats import interval, paired_interval
-
-
-def cell(k: int, c: int, repeats: list[float]) -> Cell:
-    low, high, coverage = interval(repeats)
-    return Cell(
-        k=k,
-        concurrency=c,
-        output_tokens_per_s=median(repeats),
-        mean_tpot_ms=None,
-        acceptance_length=None,
-        repeats=repeats,
-        interval=[low, high],
-        interval_coverage=coverage,
-    )
-
+from eaglezoo.tune.stats import paired_interval
 
 # A machine whose speed drifts from round to round (a neighbour's job starts, then stops): 100, 60, 140 tokens/s
 # without the drafter; K=1 is 10% faster in every round.

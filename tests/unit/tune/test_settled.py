@@ -5,29 +5,14 @@ configuration is recommended), the no-speculation column, and SGLang's adaptive 
 
 from __future__ import annotations
 
-from statistics import median
-
 import pytest
+from support.tune_cells import cell
 
-from eaglezoo.tune import Cell, judge, recommendation, schedule_of, sglang_adaptive_config
+from eaglezoo.tune import judge, recommendation, schedule_of, sglang_adaptive_config
 from eaglezoo.tune.decide import decide
 from eaglezoo.tune.report import no_speculation
 from eaglezoo.tune.stats import interval, latencies, percentile
 from eaglezoo.verify.vllm_process import RequestResult
-
-
-def cell(k: int, c: int, repeats: list[float]) -> Cell:
-    low, high, coverage = interval(repeats)
-    return Cell(
-        k=k,
-        concurrency=c,
-        output_tokens_per_s=median(repeats),
-        mean_tpot_ms=None,
-        acceptance_length=None,
-        repeats=repeats,
-        interval=[low, high],
-        interval_coverage=coverage,
-    )
 
 
 def test_the_interval_of_a_median_is_the_order_statistics_pair_that_reaches_the_level():
