@@ -24,7 +24,7 @@ from .decide import contenders, equal_within_margin
 from .llamacpp import LlamacppSession
 from .model import Cell, Latency
 from .rule import MAX_PASSES_PER_REPEAT, ROUND_REPEATS, SamplingRule
-from .stats import interval, latencies, spread_pct
+from .stats import interval, percentile, spread_pct
 
 
 @dataclass
@@ -116,7 +116,6 @@ def cell_of(k: int, c: int, s: Samples) -> Cell:
     drafted = bool(k and s.counters.num_drafts)
     low, high, coverage = interval(s.repeats)
     timing = timing_of(s)
-    lat = latencies(s.requests)
     return Cell(
         k=k,
         concurrency=c,
@@ -129,7 +128,7 @@ def cell_of(k: int, c: int, s: Samples) -> Cell:
         interval_coverage=coverage,
         spread_pct=spread_pct(s.repeats),
         passes_per_repeat=s.passes_per_repeat,
-        latency=Latency(**lat) if lat else None,
+        latency=latencies(s.requests),
     )
 
 
@@ -176,3 +175,29 @@ def settle(
                 config_of(k), f"K={k}, more repeats" if k else "without the drafter, more repeats", at, more, rows[k]
             )
         say(f"more repeats of K={', K='.join(map(str, sorted(wanted)))}: {bench.starts} engine starts so far")
+
+
+def latencies(requests: list[RequestResult]) -> Latency | None:
+    """The cell's `Latency`: TTFT and TPOT (each request's time per output token after the first: its mean
+    inter-token latency) at p50 and p90 over the requests, and end-to-end latency; None when no request has a
+    first-token time.
+    vLLM 0.32's offline engine keeps no per-token timestamps (RequestStateStats, vllm/v1/metrics/stats.py, holds
+    the first and last token's only), so the inter-token distribution `vllm bench serve` prints as ITL is not
+    available offline; TPOT is its per-request mean."""
+    ttft = [r.ttft_s * 1000 for r in requests if r.ttft_s is not None]
+    if not ttft:
+        return None
+    tpot = [
+        (r.e2e_s - r.ttft_s) * 1000 / (len(r.tokens) - 1)
+        for r in requests
+        if r.ttft_s is not None and len(r.tokens) > 1
+    ]
+    e2e = [r.e2e_s for r in requests]
+    return Latency(
+        ttft_p50_ms=percentile(ttft, 50),
+        ttft_p90_ms=percentile(ttft, 90),
+        tpot_p50_ms=percentile(tpot, 50) if tpot else None,
+        tpot_p90_ms=percentile(tpot, 90) if tpot else None,
+        e2e_p50_s=percentile(e2e, 50),
+        e2e_p90_s=percentile(e2e, 90),
+    )

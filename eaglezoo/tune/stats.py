@@ -1,15 +1,11 @@
 """The figures of a cell measured several times: its median, the interval of that median, whether two cells are
-told apart, and the latencies users compare with `vllm bench serve`."""
+told apart (by their intervals, or round by round by the interval of their ratios), and percentiles as `vllm bench
+serve` takes them."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from math import comb
 from statistics import median
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from ..verify.vllm_process import RequestResult
 
 INTERVAL_LEVEL = 0.9  # the interval of a median covers the true median at least this often, where repeats allow it
 SEPARATION_MARGIN = 0.03  # two intervals must stand this share of the lower median apart to be told apart
@@ -70,28 +66,3 @@ def percentile(values: list[float], q: float) -> float:
     low = int(at)
     high = min(low + 1, len(xs) - 1)
     return xs[low] + (xs[high] - xs[low]) * (at - low)
-
-
-def latencies(requests: Sequence[RequestResult]) -> dict | None:
-    """TTFT and TPOT (each request's time per output token after the first: its mean inter-token latency) at
-    p50 and p90 over the requests, and end-to-end latency; None when no request has a first-token time.
-    vLLM 0.32's offline engine keeps no per-token timestamps (RequestStateStats, vllm/v1/metrics/stats.py, holds
-    the first and last token's only), so the inter-token distribution `vllm bench serve` prints as ITL is not
-    available offline; TPOT is its per-request mean."""
-    ttft = [r.ttft_s * 1000 for r in requests if r.ttft_s is not None]
-    if not ttft:
-        return None
-    tpot = [
-        (r.e2e_s - r.ttft_s) * 1000 / (len(r.tokens) - 1)
-        for r in requests
-        if r.ttft_s is not None and len(r.tokens) > 1
-    ]
-    e2e = [r.e2e_s for r in requests]
-    return {
-        "ttft_p50_ms": percentile(ttft, 50),
-        "ttft_p90_ms": percentile(ttft, 90),
-        "tpot_p50_ms": percentile(tpot, 50) if tpot else None,
-        "tpot_p90_ms": percentile(tpot, 90) if tpot else None,
-        "e2e_p50_s": percentile(e2e, 50),
-        "e2e_p90_s": percentile(e2e, 90),
-    }

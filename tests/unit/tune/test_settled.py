@@ -10,8 +10,9 @@ from support.tune_cells import cell
 
 from eaglezoo.tune import judge, recommendation, schedule_of, sglang_adaptive_config
 from eaglezoo.tune.decide import decide
+from eaglezoo.tune.measure import latencies
 from eaglezoo.tune.report import no_speculation
-from eaglezoo.tune.stats import interval, latencies, percentile
+from eaglezoo.tune.stats import interval, percentile
 from eaglezoo.verify.vllm_process import RequestResult
 
 
@@ -127,8 +128,9 @@ def test_latencies_as_bench_tools_report_them():
         for t in (10, 20, 30, 40, 50)
     ]
     lat = latencies(requests)
-    assert lat["ttft_p50_ms"] == pytest.approx(30) and lat["ttft_p90_ms"] == pytest.approx(46)
-    assert lat["tpot_p50_ms"] == pytest.approx(10) and lat["e2e_p90_s"] == pytest.approx(0.146)
+    assert lat is not None
+    assert lat.ttft_p50_ms == pytest.approx(30) and lat.ttft_p90_ms == pytest.approx(46)
+    assert lat.tpot_p50_ms == pytest.approx(10) and lat.e2e_p90_s == pytest.approx(0.146)
     assert percentile([1.0], 90) == 1.0
     assert latencies([RequestResult(ttft_s=None, e2e_s=1.0, tokens=[1], accepted=None)]) is None
 
