@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
 
@@ -97,10 +98,16 @@ def push(
     from ..hub.push import PushRequest, check_names
     from ..hub.push import push as hub_push
     from ..pages import card_acceptance
+    from ..registry import load as registry
+    from ..registry.ci import beside_registry
     from ..verify.saved import read_report
 
     check_names(repo, revision, tag)  # before the report is read: the cheapest refusal first
-    loaded = card_acceptance(read_report(report, "--report", needs="the model card")) if report else None
+    loaded = None
+    if report:
+        verified = read_report(report, "--report", needs="the model card")
+        beside = beside_registry(verified, registry.layered().entries)  # the published figures it stands beside
+        loaded = dataclasses.replace(card_acceptance(verified), comparison=beside)
     request = PushRequest(
         folder,
         repo,

@@ -14,6 +14,7 @@ from ..checkpoint.read import read_drafter
 from ..names import SERVER_ENGINES
 from ..requirements import REQUIREMENTS_KEY, Requirements
 from ..serving import engine_support, schema_for, serve_config, shown_path
+from .card_figures import CardComparison
 
 
 def model_card(
@@ -135,6 +136,7 @@ class CardAcceptance:
     figure: str  # the per-position plot, SVG
     buckets_shown: int  # of buckets_total: the plot draws at most plots.MAX_BUCKETS
     buckets_total: int
+    comparison: CardComparison | None = None  # None: the report names no registry entry
 
 
 def card_figures(report: CardAcceptance | None) -> dict[str, bytes]:
@@ -157,13 +159,33 @@ def _acceptance_section(report: CardAcceptance) -> list[str]:
     ]
     lines += _plotted(report) + ["| position | acceptance |", "|---|---|"]
     lines += [f"| {i} | {a:.3f} |" for i, a in enumerate(report.per_position, 1)]
-    return lines + [
-        "",
-        (
-            f"Mean acceptance length {report.mean_acceptance_length:.3f} (1 + accepted / drafts, as "
-            f"vLLM counts; {report.num_drafts} drafts)."
-        ),
-    ]
+    return (
+        lines
+        + [
+            "",
+            (
+                f"Mean acceptance length {report.mean_acceptance_length:.3f} (1 + accepted / drafts, as "
+                f"vLLM counts; {report.num_drafts} drafts)."
+            ),
+        ]
+        + _comparison_section(report.comparison)
+    )
+
+
+def _comparison_section(c: CardComparison | None) -> list[str]:
+    """The run beside the published figures it can be compared with; the others apart, with what differs."""
+    if c is None:
+        return []
+    lines = ["", "### Beside the published figures", ""]
+    if c.comparable:
+        lines += ["Taken under the same conditions, side by side:", "", "| figure | acceptance length |", "|---|---|"]
+        lines += [f"| this run (measured) | {c.measured} |"] + [f"| {f.entry} | {f.label} |" for f in c.comparable]
+    else:
+        lines += [f"No figure of this target in the registry was taken under this run's conditions ({c.measured})."]
+    if c.apart:
+        lines += ["", "Not comparable with this run:", "", "| figure | acceptance length | differs |", "|---|---|---|"]
+        lines += [f"| {f.entry} | {f.label} | {'; '.join(f.differs)} |" for f in c.apart]
+    return lines
 
 
 def _plotted(report: CardAcceptance) -> list[str]:

@@ -13,10 +13,12 @@ from pathlib import Path
 
 from ..errors import BadInput, EaglezooError, UsageError
 from ..fsutil import atomic_write_bytes, atomic_write_text, inside
+from ..hub.card_figures import CardComparison
 from ..verify.run import FAMILIES_MEASURED
 from ..verify.saved import read_report
-from .conditions import UNKNOWN, Conditions, parsed_version
+from .conditions import UNKNOWN, Conditions, Figure, parsed_version
 from .hardware import RUNNERS, sized_hardware
+from .listing import beside_run, target_name
 from .llamacpp import has_llamacpp_job
 from .load import Registry
 from .schema import Entry, Floor, Hardware, Measured, Repo
@@ -424,6 +426,18 @@ CHAT_NOTE = re.compile(
     r"^(?P<n>\d+) chat prompt\(s\) (?P<how>in the target's chat template|as raw text)"
 )  # prompting.py
 TOP_P = {"vllm": 1.0}  # vLLM's SamplingParams default (vllm/sampling_params.py:312), which verify leaves as it is
+
+
+def beside_registry(report, entries: dict[str, Entry]) -> CardComparison | None:
+    """A verify report's acceptance length as `registry record` would write it (the same conditions), beside the
+    figures of its entry's target (listing.beside_run): what the model card shows. None where the report names no
+    entry of this registry: a folder verified has no target entry to stand beside."""
+    entry = entries.get(report.registry_id or "")
+    if entry is None:
+        return None
+    conditions = measured_conditions(report, "this run (eaglezoo verify)", entry)
+    run = Figure(entry.id, "acceptance_length", "with-bonus", report.mean_acceptance_length, conditions, "measured")
+    return beside_run(run, [e for e in entries.values() if target_name(e) == target_name(entry)])
 
 
 def measured_conditions(report, source: str, entry: Entry) -> Conditions:

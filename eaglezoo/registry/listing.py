@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ..errors import EaglezooError
+from ..hub.card_figures import CardComparison, CardFigure
 from ..names import SERVER_ENGINES
 from ..serving import serve_entry
 from .conditions import Figure, differences
@@ -196,3 +197,16 @@ def side_by_side(rows: list[Compared]) -> list[list[Compared]]:
         else:
             group.append(row)
     return [g for g in groups if len(g) > 1]
+
+
+def beside_run(run: Figure, entries: list[Entry]) -> CardComparison:
+    """A run's figure (`registry record`'s shape: ci.measured_conditions) beside every figure of the same metric that
+    these entries (its target's) hold: the comparable ones side by side, the others apart with what differs: the
+    rule `compared` applies to the registry's own figures, for the model card."""
+    rivals = [g for e in entries for g in e.figures() if _rivals(run, g)]
+    shown = [CardFigure(_name(g), g.label(), tuple(differences(run, g))) for g in rivals]
+    return CardComparison(
+        measured=run.label(),
+        comparable=tuple(f for f in shown if not f.differs),
+        apart=tuple(f for f in shown if f.differs),
+    )
