@@ -35,8 +35,7 @@ class Suspect:
 
 def as_served(served: Drafter, capture: Capture | None) -> Variant:
     """The served folder as vLLM runs it (a DFlash anchor always the bonus token: `verify.dflash.as_vllm_runs`), on
-    the layers it captures (those the config holds where vLLM cannot
-    say: its depth unknown)."""
+    the layers it captures (those the config holds where vLLM cannot say: its depth unknown)."""
     spec, state = as_vllm_runs(served.spec), served.state()
     if spec.has_vocab_map:
         state.setdefault("d2t", torch.zeros(spec.draft_vocab_size, dtype=torch.long))
