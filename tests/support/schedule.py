@@ -25,6 +25,7 @@ LONGEST_FIRST = (
     "test_doctor_families",
     "test_verify_vllm",
     "test_tune",
+    "test_tune_default",
     "test_native_batching",
     "test_smollm2_pair",
     "test_prompt_suites",
