@@ -29,7 +29,7 @@ from .cost import cost_of
 from .decide import decide, recommendation, schedule_of, static_best, table_k, verdict
 from .llamacpp import P_MIN_TRIED, LlamacppSession, llamacpp_tune_session
 from .measure import Bench, Samples, cell_of, grid_of, settle, timing_of
-from .model import Adaptive, Cell, Choice, PMinLevel, TuneReport
+from .model import Adaptive, AdaptiveLevel, Cell, Choice, PMinLevel, TuneReport
 from .report import NO_ENTRY, EntryFacts, Measured, placement, report, speculative_config
 from .rule import SamplingRule
 
@@ -302,13 +302,13 @@ def adaptive_column(
     for c, s in sorted(row.items()):
         x, none = cell_of(k_max, c, s), next(g for g in grid if g.k == 0 and g.concurrency == c)
         levels.append(
-            {
-                "concurrency": c,
-                "output_tokens_per_s": x.output_tokens_per_s,
-                "interval": x.interval,
-                "against_no_speculation": verdict(
+            AdaptiveLevel(
+                concurrency=c,
+                output_tokens_per_s=x.output_tokens_per_s,
+                interval=x.interval,
+                against_no_speculation=verdict(
                     x.interval, x.output_tokens_per_s, none.interval, none.output_tokens_per_s
                 ),
-            }
+            )
         )
     return Adaptive(config=config, levels=levels), []
