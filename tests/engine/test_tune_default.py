@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 from conftest import run_inprocess
-from support.engine import CPU_ENV, VLLM_PY
+from support.engine import CPU_ENV, ENGINE
 
 pytestmark = pytest.mark.vllm
 
@@ -23,13 +23,7 @@ DEFAULT_RUN = [
     "8",
     "--max-new-tokens",
     "32",
-    "--engine-python",
-    VLLM_PY,
-    "--dtype",
-    "float32",
-    "--enforce-eager",
-    "--max-model-len",
-    "256",
+    *ENGINE,
     "--json",
 ]
 
