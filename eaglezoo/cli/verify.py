@@ -472,7 +472,7 @@ def render_positions(r) -> None:
     if r.acceptance_by_k and r.num_spec_tokens > 1:
         basis = r.acceptance_by_k.basis.split(":")[0]
         rows = " · ".join(f"K={x.k} {x.mean_acceptance_length:.3f}" for x in r.acceptance_by_k.rows)
-        out.print(f"acceptance length by K ({basis}): {rows}")
+        out.print(f"acceptance length by K ({shown(basis)}): {rows}")
 
 
 def bar(fraction: float, width: int = 20) -> str:

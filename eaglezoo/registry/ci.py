@@ -442,8 +442,9 @@ def beside_registry(report, entries: dict[str, Entry]) -> CardComparison | None:
 
 def measured_conditions(report, source: str, entry: Entry) -> Conditions:
     """What a verify report was measured under, in a reported figure's shape: each condition the report states,
-    `unknown` where it does not (the endpoint's server sampling defaults, the thinking switch). The native engine is
-    eaglezoo's own code, so its version is eaglezoo's. verify drafts a chain of K tokens."""
+    `unknown` where it does not (the endpoint's server sampling defaults; the thinking mode of raw prompts, of a
+    template without a switch, or of a report written before verify kept it). The native engine is eaglezoo's own
+    code, so its version is eaglezoo's. verify drafts a chain of K tokens."""
     engine = report.engine.name
     version = report.eaglezoo_version if engine == "native" else report.engine.version
     temperature = float(report.sampling.temperature)
@@ -458,7 +459,7 @@ def measured_conditions(report, source: str, entry: Entry) -> Conditions:
         max_new_tokens=report.max_new_tokens,
         engine=engine,
         engine_version=version if version and _is_version(version) else UNKNOWN,
-        thinking=UNKNOWN,
+        thinking=report.thinking or UNKNOWN,
         prompt_format=_prompt_format(report),
         source=source,
     )

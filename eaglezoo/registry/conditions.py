@@ -4,7 +4,9 @@ Every reported or measured figure states each condition, `unknown` where its sou
 guessed). A figure's own conditions must agree with each other (`problems`); an engine's spelling of K is turned
 into a chain K only where the two are exactly equivalent (`chain_k`); two figures are comparable only where
 every condition is the same (`differences`). A condition unknown on both sides is the same only when both
-figures come from one source (one run, one table); else it cannot be shown to be the same, and says so.
+figures come from one source (one run, one table); else it cannot be shown to be the same, and says so. Two
+conditions cannot differ where nothing applies them: top_p between two greedy figures, and the thinking mode between
+two figures of raw prompts (no chat template, so no thinking switch).
 """
 
 from __future__ import annotations
@@ -174,6 +176,8 @@ def _same(a: Conditions, b: Conditions, name: str) -> bool:
         return a.chain_k() is not None and a.chain_k() == b.chain_k() or (_unknown_both(a, b, name))
     if name == "top_p" and a.temperature == b.temperature == 0:
         return True  # greedy: no top_p changes what is sampled
+    if name == "thinking" and a.prompt_format == b.prompt_format == "raw":
+        return True  # raw text goes through no chat template, so no thinking switch is set on either side
     if name == "drafting":
         x, y = a.drafted(), b.drafted()
         return (x == y != UNKNOWN) or (x == y == UNKNOWN and a.source == b.source)

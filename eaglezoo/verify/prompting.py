@@ -14,7 +14,7 @@ from pydoc_data.topics import topics
 
 from ..errors import UsageError, first_line
 from .prompt_set import Skipped
-from .workload import Prompt
+from .workload import Prompt, Thinking
 
 DOCUMENT = "CPython's pydoc_data topics (PSF licence), shipped with every Python"
 
@@ -52,6 +52,31 @@ def encode_one(tokenizer, p: Prompt, answers: list[str]) -> list[int]:
     """The prompt's token ids after the target's `answers` to its first earlier turns."""
     template = bool(getattr(tokenizer, "chat_template", None))
     return tokenizer(text(tokenizer, p, template, answers), add_special_tokens=False)["input_ids"]
+
+
+def thinking_mode(tokenizer, prompts: list[Prompt]) -> Thinking | None:
+    """The thinking mode the chat prompts were rendered in: the switch each one sent, else the template's default,
+    found by rendering the template with the switch on and off. `unknown` where the template has no switch (or the
+    switch does not change the prompt), or where the prompts differ. None where no prompt went through a chat
+    template: raw text sets no thinking switch."""
+    template = getattr(tokenizer, "chat_template", None) or ""
+    chats = [p for p in prompts if p.chat]
+    if not (chats and template):
+        return None
+    plain = [p for p in chats if p.thinking is None]
+    default = _template_default(tokenizer, plain[0], template) if plain else "unknown"
+    modes = {default if p.thinking is None else ("on" if p.thinking else "off") for p in chats}
+    return modes.pop() if len(modes) == 1 else "unknown"
+
+
+def _template_default(tokenizer, p: Prompt, template: str) -> Thinking:
+    if "enable_thinking" not in template:
+        return "unknown"
+    plain = text(tokenizer, p, True, [])
+    on, off = (text(tokenizer, p.model_copy(update={"thinking": v}), True, []) for v in (True, False))
+    if on == off:
+        return "unknown"
+    return "on" if plain == on else "off" if plain == off else "unknown"
 
 
 def unfit(p: Prompt, template: str) -> str | None:

@@ -30,7 +30,7 @@ from .llamacpp_endpoint import llamacpp_props, measure_llamacpp
 from .llamacpp_engine import LlamacppOptions, check_llamacpp_options
 from .llamacpp_run import llamacpp_session
 from .prompt_set import Skipped
-from .prompting import encode, load_tokenizer
+from .prompting import encode, load_tokenizer, thinking_mode
 from .quantization import load_kwargs, quantization_config
 from .report import NO_GATE, NO_ORIGIN, Gate, Origin, VerifyReport, compare_engines, report_for
 from .vllm_engine import EngineOptions, check_vllm_options, vllm_session
@@ -320,6 +320,7 @@ def prepare(plan: WorkloadPlan) -> Workload:
         context=context,
         target_layers=layers,
         prompt_set=prompt_set,
+        thinking=thinking_mode(tokenizer, [prompts[i] for i in kept]),
     )
 
 

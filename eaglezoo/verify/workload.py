@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Callable
+from typing import TYPE_CHECKING, Annotated, Callable, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 Progress = Callable[..., None]  # progress(done, total, phase="...")
 
 
+Thinking = Literal["on", "off", "unknown"]  # a target's thinking mode, as a chat template renders it
 Turn = Annotated[str, StringConstraints(pattern=r"\S")]  # an earlier user turn: not blank
 
 
@@ -132,6 +133,7 @@ class Workload:
     context: int = 1 << 62  # what every prompt, its new tokens and drafts must fit
     target_layers: int | None = None  # the target's decoder layers: what an engine captures by default
     prompt_set: PromptSet | None = None  # the set the prompts were taken from, and how
+    thinking: Thinking | None = None  # the chat prompts' thinking mode (prompting.thinking_mode)
 
     def reachable(self, levels: list[int]) -> list[int]:
         """The concurrency levels these prompts can fill. Above their number no more requests are ever in flight, so

@@ -164,6 +164,7 @@ def test_system_prompts_and_the_thinking_switch_reach_the_template(tmp_path):
     report = r.json()
     assert not report["skipped_prompts"] and report["num_prompts"] == 4
     assert {p["bucket"] for p in report["per_prompt"]} == {"plain", "system", "thinking:off", "context:300"}
+    assert report["thinking"] == "unknown"  # the template thinks unless told not to, and one row tells it not to
 
 
 def test_each_condition_renders_as_the_template_makes_it():

@@ -115,6 +115,7 @@ def report_for(
         target_revision=origin.target_revision,
         serve=serve_path(work, origin),
         prompt_set=ps,
+        thinking=work.thinking,
         gate=verdict,
         reproduction=reproduction(
             engine=engine_words(m.engine),

@@ -278,6 +278,10 @@ class VerifyReport(BaseModel):
     difference (a report written before it: its verdict from its failures and floors, report_versions.py)."""
     prompt_set: PromptSet | None = None
     """The prompt set by name and hash, its size, and which rows this run took."""
+    thinking: Literal["on", "off", "unknown"] | None = None
+    """The target's thinking mode in the chat prompts measured: the switch each sent, else the chat template's default
+    (rendered with the switch on and off); unknown where the template has no switch or the prompts differ; null where
+    no prompt went through a chat template (raw text sets no switch), and in a report written before it was kept."""
     reproduction: Reproduction | None = None
     """What it takes to run it again: the command, versions, the prompt set's hash, seeds, the machine."""
     serve: list[Line] = []

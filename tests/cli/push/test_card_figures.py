@@ -28,15 +28,19 @@ def test_a_run_of_a_registry_entry_stands_beside_its_targets_figures_with_what_d
     assert report["registry_id"] == "tiny-example-eagle31"
     shown = card(tmp_path, report)
     section = shown.split("### Beside the published figures", 1)[1]
-    assert "No figure of this target in the registry was taken under this run's conditions (2.24708 (K=3" in section
+    side_by_side = section.split("Taken under the same conditions, side by side:", 1)[1].split("\n\n")[1]
+    rows = [line.split(" | ")[0] for line in side_by_side.splitlines() if line.startswith("| ")][1:]
+    # the example target's four drafters were measured on the same prompts, K, T and engine as this run
+    assert rows[0] == "| this run (measured)" and "2.24708 (K=3, T=0, examples/tiny/prompts.jsonl x36" in side_by_side
+    assert {f"| tiny-example-{n} (reported)" for n in ("eagle3", "eagle31", "dflash", "peagle")} <= set(rows), rows
+
+
+def test_a_run_under_other_conditions_stands_apart_with_what_differs(tmp_path):
+    report = {**valid("verify"), "max_new_tokens": 32}
+    section = card(tmp_path, report).split("### Beside the published figures", 1)[1]
+    assert "No figure of this target in the registry was taken under this run's conditions" in section
     rows = [line for line in section.splitlines() if line.startswith("| tiny-example-")]
-    # every figure of the example target's entries, each with what differs: the run's thinking mode is unknown, and
-    # unknown on both sides is the same only within one source
-    assert {row.split(" | ")[0] for row in rows} >= {
-        "| tiny-example-eagle3 (reported)",
-        "| tiny-example-dflash (reported)",
-    }
-    assert all("thinking: unknown on both" in row for row in rows), rows
+    assert rows and all("max_new_tokens: 32 vs 64" in row for row in rows), rows
 
 
 def test_a_run_of_a_folder_has_no_entry_to_stand_beside(tmp_path):

@@ -182,6 +182,44 @@ def test_the_target_s_figures_are_compared_like_with_like(tmp_path):
     assert "<td>b</td>" in row and row.count("<a href=") == 1  # named, not linked: the index links each entry once
 
 
+def test_the_thinking_mode_of_raw_prompts_is_not_compared_and_of_chat_prompts_is(tmp_path):
+    """Raw text goes through no chat template, so no thinking switch: two figures of raw prompts compare though both
+    sources leave thinking unknown; two of chat prompts do not; two chat figures in the same stated mode compare,
+    and one in the other mode stands apart."""
+    stated = {**CI, "engine_version": "0.32.0", "top_p": 1.0}
+    raw, chat = {**stated, "prompt_format": "raw"}, {**stated, "prompt_format": "chat"}
+    registry = registry_of(
+        tmp_path,
+        a=with_figures(figure(2.6, definition="with-bonus", source="https://example.org/a", **raw)),
+        b=with_figures(figure(2.3, definition="with-bonus", source="https://example.org/b", **raw)),
+        c=with_figures(figure(2.7, definition="with-bonus", source="https://example.org/c", **chat)),
+        d=with_figures(figure(2.8, definition="with-bonus", source="https://example.org/d", **chat)),
+        e=with_figures(figure(2.1, definition="with-bonus", source="https://example.org/e", thinking="on", **chat)),
+        f=with_figures(figure(2.2, definition="with-bonus", source="https://example.org/f", thinking="off", **chat)),
+        g=with_figures(figure(2.0, definition="with-bonus", source="https://example.org/g", thinking="on", **chat)),
+    )
+    r = run_inprocess("registry", "list", "--registry", registry, "--target", "org/target", "--json")
+    assert r.code == 0, r.err
+    figures = {f["value"]: f for e in r.json() for f in e["figures"]}
+    assert figures[2.6]["comparable_with"] == ["b (reported)"]
+    assert figures[2.7]["comparable_with"] == [] and "thinking: unknown on both" in figures[2.7]["differs"]
+    assert figures[2.1]["comparable_with"] == ["g (reported)"]
+    assert figures[2.2]["comparable_with"] == [] and figures[2.2]["differs"][0].startswith("thinking: off vs ")
+
+
+def test_the_readmes_example_target_sets_its_four_drafters_side_by_side():
+    """README's "Which drafter for my target?": the example target's four drafters, measured on the same prompts at
+    the same K, T and engine, share one group; Qwen3-8B's publishers' figures stay apart, each with what differs."""
+    r = run_inprocess("registry", "list", "--target", "examples/tiny/target")
+    assert r.code == 0, r.err
+    group = r.out.split("comparable: acceptance_length (with-bonus), (K=3, T=0, examples/tiny/prompts.jsonl x36,")[1]
+    group = group.split("comparable:")[0]
+    for name in ("dflash", "eagle3", "eagle31", "peagle"):
+        assert f"tiny-example-{name} " in group, group
+    qwen = run_inprocess("registry", "list", "--target", "Qwen/Qwen3-8B").out
+    assert "not comparable with any other figure of this target" in qwen and "dataset: unknown vs MT-Bench" in qwen
+
+
 VLLM_CI = "https://github.com/vllm-project/vllm/blob/029ba37503c59160eacf163dd50b3bb1a6cfe982/tests/v1/spec_decode/"
 
 

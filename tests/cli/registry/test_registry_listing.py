@@ -98,7 +98,7 @@ def test_each_engine_says_whether_it_serves_as_published_or_after_convert():
     }
     assert states[NVIDIA] == {"vllm": "aux ids unknown", "sglang": "aux ids unknown", "llamacpp": "aux ids unknown"}
     text = run_inprocess("registry", "list").out
-    row = next(line for line in text.splitlines() if "tiny-example-eagle3 " in line)
+    row = next(line for line in text.splitlines() if line.startswith("│ tiny-example-eagle3 "))
     assert "vllm: convert first; sglang: convert first; llamacpp: converts" in row
 
 

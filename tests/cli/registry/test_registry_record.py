@@ -71,6 +71,28 @@ def test_record_a_passing_then_a_failing_report(local_registry, tmp_path):
     assert data["status"]["state"] == "failed" and len(data["measured"]) == 1 and data["measured"][0]["passed"] is False
 
 
+def test_a_chat_run_records_the_thinking_mode_its_template_rendered(local_registry, tmp_path):
+    """The entry's prompts as chat turns with thinking switched off, on a target whose template thinks unless told
+    not to: the recorded conditions say chat and thinking off, as verify rendered them."""
+    tiny = local_registry.parent / "examples" / "tiny"
+    config = json.loads((tiny / "target" / "tokenizer_config.json").read_text())
+    config["chat_template"] = (
+        "{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}\n{% endfor %}<|assistant|>"
+        "{% if enable_thinking is defined and not enable_thinking %}<think></think>{% endif %}"
+    )
+    (tiny / "target" / "tokenizer_config.json").write_text(json.dumps(config))
+    rows = [json.loads(line) for line in (tiny / "prompts.jsonl").read_text().splitlines() if line.strip()]
+    (tiny / "prompts.jsonl").write_text(
+        "".join(json.dumps({**r, "chat": True, "thinking": False}) + "\n" for r in rows)
+    )
+    report = tmp_path / "report.json"
+    assert verify_report(local_registry, report)["thinking"] == "off"
+    r = run_inprocess("registry", "record", report, "--registry", local_registry, "--json")
+    assert r.code in (0, 1), r.err  # the floors were measured on raw text: they may fail, the row is kept either way
+    c = yaml.safe_load((local_registry / "tiny-example-eagle31.yaml").read_text())["measured"][0]["conditions"]
+    assert (c["thinking"], c["prompt_format"]) == ("off", "chat")
+
+
 def test_record_refuses_a_run_the_floors_only_compared(local_registry, tmp_path):
     """A part of the prompt set is compared with the floors, not gated by them: it cannot verify the entry."""
     report = tmp_path / "report.json"

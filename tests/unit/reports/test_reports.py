@@ -16,7 +16,7 @@ from eaglezoo.verify.report import VerifyReport
 
 SAVED = Path(__file__).resolve().parents[2] / "support" / "reports"
 BEFORE_KIND = {
-    "verify": ROOT / "registry" / "reports" / "tiny-example-eagle31.k3.t0.native.json",
+    "verify": SAVED / "verify-before-kind.json",
     "tune": SAVED / "tune-before-kind.json",
     "compare": SAVED / "compare-before-kind.json",
 }
