@@ -9,6 +9,7 @@ JSON object on stdout) and an exit code: 0 ok, 1 checks found problems, 2 usage 
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import traceback
@@ -32,7 +33,7 @@ def run(argv: list[str] | None = None) -> None:
     as_json = json_requested(argv)
     common.SHOW_PROGRESS = err.is_terminal and not as_json
     raise_on_termination()
-    command = typer.main.get_command(app)
+    command = click_command()
     if os.environ.get(COMPLETE_VAR):
         command.main(args=argv, prog_name="eaglezoo")  # the shell asks for completions: typer answers, then exits
     try:
@@ -61,6 +62,13 @@ def run(argv: list[str] | None = None) -> None:
             traceback.print_exc()
         code = report_error(failure.message, failure.hint, failure.code, failure.exit_code, as_json)
     _exit(code)
+
+
+@functools.cache
+def click_command():
+    """The app as click runs it, built once per process: typer reads every command's signature to build it (about
+    50 ms), which a process that runs several commands in turn (the tests' in-process runs) would otherwise repeat."""
+    return typer.main.get_command(app)
 
 
 def usage_hint(exc: typer.TyperException) -> str:

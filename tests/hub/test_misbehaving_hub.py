@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -16,6 +15,7 @@ from pathlib import Path
 import pytest
 from conftest import EXAMPLE, ROOT, assert_clean_failure, hubcli, run_cli
 from support.fakehub import never_answer, serve_raw, stall_after_headers
+from support.net import serve_in_background
 
 DEADLINE = 3  # seconds, EAGLEZOO_HUB_DEADLINE in these tests
 SLACK = 30  # start-up of the CLI on a loaded machine; the per-request timeout alone is 60 s
@@ -104,7 +104,7 @@ def serve_answers(answer):
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    serve_in_background(server)
     return server
 
 

@@ -503,7 +503,8 @@ def serve(host: str = "127.0.0.1", port: int = 0):
     port = server.server_address[1]
     handler.base = f"http://{host}:{port}"
     handler.cdn = f"http://localhost:{port}"
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    # a short poll: shutdown() waits for it (serve_forever's default is 0.5 s); kept here, as this file also runs alone
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
     return hub, handler.base, server
 
 
@@ -526,7 +527,8 @@ def serve_raw(answer):
 
     server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    # a short poll: shutdown() waits for it (serve_forever's default is 0.5 s); kept here, as this file also runs alone
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
     return server, released
 
 

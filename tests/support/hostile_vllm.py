@@ -10,6 +10,8 @@ import threading
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from support.net import serve_in_background
+
 TARGET = "examples/tiny/target"
 
 
@@ -43,7 +45,7 @@ class Hostile:
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self.httpd.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.httpd.server_port}"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        serve_in_background(self.httpd)
 
     def stop(self) -> None:
         self.stopping.set()

@@ -4,10 +4,11 @@
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from support.net import serve_in_background
 
 
 class JsonHandler(BaseHTTPRequestHandler):
@@ -31,7 +32,7 @@ class JsonHandler(BaseHTTPRequestHandler):
 def serving(handler: type[JsonHandler]) -> Iterator[str]:
     """`handler` served on a free loopback port: its base URL, for the length of the block."""
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    serve_in_background(httpd)
     try:
         yield f"http://127.0.0.1:{httpd.server_port}"
     finally:

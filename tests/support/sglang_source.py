@@ -18,13 +18,14 @@ import ast
 import json
 import subprocess
 import sys
-import threading
 from functools import cache
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from support.net import serve_in_background
 
 ROOT = Path(__file__).resolve().parents[2]
 SETUP = "bash scripts/setup/sglang_src.sh"
@@ -303,7 +304,7 @@ class SglangServer:
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.httpd.server_port}"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        serve_in_background(self.httpd)
 
     def stop(self) -> None:
         self.httpd.shutdown()

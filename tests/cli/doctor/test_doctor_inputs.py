@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import json
 import sys
-import threading
 from http.server import ThreadingHTTPServer
 
 import pytest
 from conftest import EXAMPLE, assert_clean_failure, run_inprocess
 from support.bad_servers import SECRET, Garbage, QuotesASecret
-from support.net import free_port
+from support.net import free_port, serve_in_background
 
 
 @pytest.mark.parametrize(
@@ -43,7 +42,7 @@ def test_a_planned_deployment_needs_the_drafter():
 
 def serve(handler):
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    serve_in_background(httpd)
     return httpd
 
 

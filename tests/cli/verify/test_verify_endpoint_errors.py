@@ -10,14 +10,14 @@ from http.server import ThreadingHTTPServer
 
 from conftest import assert_clean_failure, run_inprocess
 from support.bad_servers import SECRET, Garbage, QuotesASecret
-from support.net import free_port
+from support.net import free_port, serve_in_background
 
 
 def test_endpoint_that_is_down_or_answers_garbage():
     r = run_inprocess("verify", "tiny-example-eagle31", "--endpoint", f"http://127.0.0.1:{free_port()}")
     assert_clean_failure(r, contains="cannot be reached")
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), Garbage)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    serve_in_background(httpd)
     try:
         r = run_inprocess("verify", "tiny-example-eagle31", "--endpoint", f"http://127.0.0.1:{httpd.server_port}")
     finally:
@@ -38,7 +38,7 @@ def test_endpoint_that_is_down_or_answers_garbage():
 
 def test_endpoint_error_quoting_a_held_secret_hides_it():
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), QuotesASecret)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    serve_in_background(httpd)
     try:
         r = run_inprocess(
             "verify",

@@ -6,11 +6,11 @@ tools/server/server-context.cpp:4955-4999, server-task.cpp:1564-1625) and then b
 from __future__ import annotations
 
 import json
-import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from conftest import EXAMPLE, assert_clean_failure, run_inprocess
+from support.net import serve_in_background
 
 PAIR = [EXAMPLE / "eagle3-safeai", "--target", EXAMPLE / "target", *("--aux-layers", "1,2,3")]
 PAIR += ["--aux-convention", "boundary", "-k", "3", "--max-prompts", "2", "--max-new-tokens", "8"]
@@ -79,7 +79,7 @@ def llama_like():
     def start(**kind):
         handler = type("Handler", (LlamaLike,), {**kind, "served": dict(LlamaLike.served)})
         httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        threading.Thread(target=httpd.serve_forever, daemon=True).start()
+        serve_in_background(httpd)
         servers.append(httpd)
         return f"http://127.0.0.1:{httpd.server_port}"
 

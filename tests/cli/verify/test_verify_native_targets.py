@@ -160,7 +160,6 @@ class TinyForCausalLM(LlamaForCausalLM):
 
 def test_trust_remote_code_loads_a_target_that_ships_its_code(tmp_path):
     """The example target's weights under a model type only its own code defines."""
-    run = run_cli  # transformers reads HF_HOME (where it copies the remote modules) once: a process of its own
     target = tmp_path / "remote"
     shutil.copytree(EXAMPLE / "target", target)
     (target / "configuration_tiny.py").write_text(REMOTE_CONFIG)
@@ -175,12 +174,16 @@ def test_trust_remote_code_loads_a_target_that_ships_its_code(tmp_path):
         },
     )
     (target / "config.json").write_text(json.dumps(cfg))
-    env = {"HF_HOME": str(tmp_path / "hf")}  # where transformers copies the remote modules
-    refused = verify(run, target, "--max-prompts", "3", "--max-new-tokens", "16", env=env)
+    # refused before any remote module is copied, so in the test's process; the run that copies them is a process of
+    # its own: transformers reads HF_HOME (where it copies them) once, at import
+    refused = verify(run_inprocess, target, "--max-prompts", "3", "--max-new-tokens", "16")
     assert_clean_failure(refused, contains="could not be loaded")
     assert "--trust-remote-code" in refused.err
-    r = verify(run, target, "--max-prompts", "3", "--max-new-tokens", "16", "--json", "--trust-remote-code", env=env)
-    plain = verify(run, EXAMPLE / "target", "--max-prompts", "3", "--max-new-tokens", "16", "--json")
+    env = {"HF_HOME": str(tmp_path / "hf")}
+    r = verify(
+        run_cli, target, "--max-prompts", "3", "--max-new-tokens", "16", "--json", "--trust-remote-code", env=env
+    )
+    plain = verify(run_inprocess, EXAMPLE / "target", "--max-prompts", "3", "--max-new-tokens", "16", "--json")
     assert r.code == 0 and plain.code == 0, r.err + plain.err
     assert r.json()["engine"]["trust_remote_code"] is True and plain.json()["engine"]["trust_remote_code"] is False
     assert r.json()["per_prompt"] == plain.json()["per_prompt"]

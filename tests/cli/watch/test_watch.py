@@ -16,6 +16,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from conftest import CLI_ENV, EXAMPLE, ROOT, assert_clean_failure, run_inprocess
 from support.hostile_vllm import hostile, metrics_text
+from support.net import serve_in_background
 from support.sglang_source import SglangServer, server_info
 from support.sglang_source import metrics_text as sglang_metrics
 
@@ -154,7 +155,7 @@ def test_a_restart_with_another_k_is_a_reset_even_when_the_counts_grew(server):
 def test_a_server_that_goes_down_is_unreachable_and_fails():
     stop = threading.Event()
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), type("H", (GoesDown,), {"stop": stop}))
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    serve_in_background(httpd)
 
     def down():
         stop.wait(60)
@@ -233,7 +234,7 @@ class LlamaMetrics(BaseHTTPRequestHandler):
 
 def test_a_llama_server_is_watched_from_its_own_counters():
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), type("H", (LlamaMetrics,), {"scrapes": 0}))
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    serve_in_background(httpd)
     try:
         r = run_inprocess("watch", f"http://127.0.0.1:{httpd.server_port}", ENTRY, "--once", *FAST, "--json")
     finally:
@@ -252,7 +253,7 @@ def test_a_llama_server_without_metrics_is_one_line(monkeypatch):
             super().do_GET()
 
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), NoMetrics)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    serve_in_background(httpd)
     try:
         r = run_inprocess("watch", f"http://127.0.0.1:{httpd.server_port}", "--once", *FAST)
     finally:
