@@ -19,7 +19,8 @@ from .limits import MAX_K, MAX_PROMPTS
 from .report_versions import SCHEMA_VERSION, SchemaVersion
 from .reproduce import Reproduction, reproduction
 from .verify.acceptance import INTERVAL, SEED, bootstrap_interval, pooled_length
-from .verify.report import VerifyReport, built
+from .verify.report import VerifyReport
+from .verify.report.build import built
 from .verify.saved import validated
 
 Verdict = Literal["B above A", "B below A", "indistinguishable"]

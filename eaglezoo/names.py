@@ -43,3 +43,11 @@ DIALECTS_OF_FAMILY: dict[str, tuple[Dialect, ...]] = {
     "dflash": get_args(DflashDialect),
     "dspark": get_args(DsparkDialect),
 }
+
+# The families each engine measures (docs/formats.md#families); the others are read, linted and served only.
+FAMILIES_MEASURED = {
+    "native": ("eagle3", "peagle", "dflash", "dspark"),  # DSpark: the anchor-sampled vanilla form (verify/dspark.py)
+    "vllm": ("eagle3", "peagle", "dflash"),
+    "llamacpp": ("eagle3", "dflash", "dspark"),  # src/models/eagle3.cpp, dflash.cpp (P-EAGLE: no llama.cpp graph)
+    "endpoint": ("eagle3",),
+}

@@ -573,7 +573,8 @@ def verify_source(
     floors given here are added to the entry's, never in place of them. No output may land in what the run reads
     (`outputs`: option -> path)."""
     from ..checkpoint.formats.base import ReadOptions
-    from ..verify.report import Floors, Gate, Origin
+    from ..verify.report import Floors, Gate
+    from ..verify.report.build import Origin
     from ..verify.run import Sources, check_llamacpp, check_settings, verify
 
     r = request

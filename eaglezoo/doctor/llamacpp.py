@@ -25,7 +25,7 @@ from typing import Any
 from ..checkpoint.formats import gguf_read
 from ..errors import UsageError
 from ..verify.llamacpp_endpoint import measure_llamacpp
-from ..verify.report import built
+from ..verify.report.build import built
 from ..verify.run import WorkloadPlan, prepare
 from ..verify.workload import Progress, Workload
 from .report import DoctorReport, Finding, Server

@@ -23,7 +23,7 @@ from ..serving import DEV_MODE
 from ..verify.counters import SpecDecodeCounters
 from ..verify.endpoint import ServerFacts, ServerFailed, check_depth, check_server, measure_requests, server_facts
 from ..verify.llamacpp_endpoint import llamacpp_props
-from ..verify.report import built
+from ..verify.report.build import built
 from ..verify.report.gate import NO_FLOORS, FloorTable
 from ..verify.run import SAMPLED_ON_NATIVE, WorkloadPlan
 from ..verify.sglang_server import sglang_facts

@@ -19,7 +19,7 @@ from ..checkpoint.spec import default_boundary_ids
 from ..engine_versions import issues_for, touches
 from ..errors import EaglezooError, EngineError, UsageError
 from ..verify.endpoint import request, run_wave
-from ..verify.report import built
+from ..verify.report.build import built
 from ..verify.run import SAMPLED_ON_NATIVE, WorkloadPlan, prepare
 from ..verify.sglang_server import SglangFacts, spec_steps
 from ..verify.workload import Workload

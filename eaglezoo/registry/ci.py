@@ -14,7 +14,7 @@ from pathlib import Path
 from ..errors import BadInput, EaglezooError, UsageError
 from ..fsutil import atomic_write_bytes, atomic_write_text, inside
 from ..hub.card_figures import CardComparison
-from ..verify.run import FAMILIES_MEASURED
+from ..names import FAMILIES_MEASURED
 from ..verify.saved import read_report
 from .conditions import UNKNOWN, Conditions, Figure, parsed_version
 from .hardware import RUNNERS, sized_hardware
@@ -107,7 +107,7 @@ def _place(result: Plan, entry: Entry, only_runner: str | None, registry_arg: st
 
 
 # The engines a verify job runs on, in this order: the first that measures the entry's family (vLLM: EAGLE-3,
-# P-EAGLE, DFlash; llama.cpp: EAGLE-3, DFlash and DSpark, verify/run.py FAMILIES_MEASURED). DSpark, which vLLM's
+# P-EAGLE, DFlash; llama.cpp: EAGLE-3, DFlash and DSpark, names.FAMILIES_MEASURED). DSpark, which vLLM's
 # verify does not run, is verified on llama.cpp: `verify ID --engine llamacpp` downloads the drafter and target,
 # converts both to GGUF (convert --to gguf reads the block, mask token and Markov head from the drafter's own files)
 # and serves them with `--spec-type draft-dspark`. A family no engine measures has no job: the plan says why.

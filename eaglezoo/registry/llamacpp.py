@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ..checkpoint.formats.gguf_dflash import NO_BLOCK, NO_MARKOV, NO_MASK
+from ..names import FAMILIES_MEASURED
 from ..serving import LLAMACPP_BUILD, LlamacppPath, llamacpp_refusal
-from ..verify.run import FAMILIES_MEASURED
 from .schema import Entry
 
 DOCS = "docs/speculative.md"
@@ -96,5 +96,5 @@ def llamacpp_problems(entry: Entry) -> list[str]:
 
 def has_llamacpp_job(entry: Entry) -> bool:
     """Whether `registry plan` gives the entry a `verify --engine llamacpp` job: it states llama.cpp among its
-    engines, and verify measures its family there (verify/run.py FAMILIES_MEASURED)."""
+    engines, and verify measures its family there (names.FAMILIES_MEASURED)."""
     return any(e.engine == "llamacpp" for e in entry.engines) and entry.family in FAMILIES_MEASURED["llamacpp"]

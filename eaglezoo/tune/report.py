@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 
 from ..reproduce import reproduction
 from ..serving import LLAMACPP_BUILD, llamacpp_serve_command, sglang_serve_command, vllm_serve_command
-from ..verify.report import PassTiming, built, serving_path
+from ..verify.report import PassTiming
+from ..verify.report.build import built, serving_path
 from ..verify.report.gate import Floors, failure_of
 from ..verify.report.gate import floor_checks as check_floors
 from ..verify.vllm_engine import EngineOptions

@@ -23,6 +23,7 @@ from ..checkpoint.read import read_drafter
 from ..errors import UsageError
 from ..limits import MAX_TEMPERATURE
 from ..lint import lint_drafter
+from ..names import FAMILIES_MEASURED
 from .conversation import converse
 from .dspark_form import native_refusal
 from .endpoint import Connected, measure_endpoint, reach, server_base
@@ -32,7 +33,8 @@ from .llamacpp_run import llamacpp_session
 from .prompt_set import Skipped
 from .prompting import encode, load_tokenizer, thinking_mode
 from .quantization import load_kwargs, quantization_config
-from .report import NO_GATE, NO_ORIGIN, Gate, Origin, VerifyReport, compare_engines, report_for
+from .report import NO_GATE, Gate, VerifyReport
+from .report.build import NO_ORIGIN, Origin, compare_engines, report_for
 from .vllm_engine import EngineOptions, check_vllm_options, vllm_session
 from .workload import (
     Measurement,
@@ -322,15 +324,6 @@ def prepare(plan: WorkloadPlan) -> Workload:
         prompt_set=prompt_set,
         thinking=thinking_mode(tokenizer, [prompts[i] for i in kept]),
     )
-
-
-# The families each engine measures (docs/formats.md#families); the others are read, linted and served only.
-FAMILIES_MEASURED = {
-    "native": ("eagle3", "peagle", "dflash", "dspark"),  # DSpark: the anchor-sampled vanilla form (verify/dspark.py)
-    "vllm": ("eagle3", "peagle", "dflash"),
-    "llamacpp": ("eagle3", "dflash", "dspark"),  # src/models/eagle3.cpp, dflash.cpp (P-EAGLE: no llama.cpp graph)
-    "endpoint": ("eagle3",),
-}
 
 
 def refuse_past_block(drafter, k: int) -> None:

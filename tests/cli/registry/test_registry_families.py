@@ -90,7 +90,7 @@ def test_serve_config_refusals_of_family_entries_are_one_line():
 
 
 def test_plan_verifies_dspark_on_llama_cpp(listed):
-    """vLLM's verify does not run DSpark drafters; verify --engine llamacpp does (verify/run.py FAMILIES_MEASURED), so
+    """vLLM's verify does not run DSpark drafters; verify --engine llamacpp does (names.FAMILIES_MEASURED), so
     each DSpark entry's job is on llama.cpp and no entry is left unverifiable."""
     r = run_inprocess("registry", "plan", "--json")
     assert r.code == 0, r.err

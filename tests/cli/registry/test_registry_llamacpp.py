@@ -13,8 +13,8 @@ import yaml
 from conftest import ROOT, run_inprocess
 from support import llamacpp
 
+from eaglezoo.names import FAMILIES_MEASURED
 from eaglezoo.registry.llamacpp import LISTED
-from eaglezoo.verify.run import FAMILIES_MEASURED
 
 ANGELSLIM = "angelslim-qwen3-8b-eagle3"  # AngelSlim/Qwen3-8B_eagle3: docs/speculative.md:45
 

@@ -70,7 +70,7 @@ def test_an_unknown_kind_or_key_is_named(tmp_path):
 def test_figures_an_engine_sends_that_no_report_may_hold_are_one_line():
     """A server's name with a control character, or a count that contradicts the rates: never an internal error."""
     from eaglezoo.errors import EngineError
-    from eaglezoo.verify.report import built
+    from eaglezoo.verify.report.build import built
 
     data = upgraded(json.loads(BEFORE_KIND["verify"].read_text()), "verify", "the report")  # as a reader sees it
     for edit, says in (
