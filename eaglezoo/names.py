@@ -51,3 +51,8 @@ FAMILIES_MEASURED = {
     "llamacpp": ("eagle3", "dflash", "dspark"),  # src/models/eagle3.cpp, dflash.cpp (P-EAGLE: no llama.cpp graph)
     "endpoint": ("eagle3",),
 }
+
+# A target's thinking mode, as its chat template's switch (`enable_thinking`) sets it: what a drafter requires...
+ThinkingMode = Literal["on", "off"]
+# ...and as a figure or a verify report states it: `unknown` where its source does not say, or cannot.
+Thinking = Literal[ThinkingMode, "unknown"]

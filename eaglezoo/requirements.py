@@ -13,6 +13,7 @@ from typing import Literal, Self
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from .engine_versions import release
+from .names import ThinkingMode
 
 REQUIREMENTS_KEY = "requirements"  # conversion.json's block (docs/commands/convert-lint.md)
 CHAT_ROUTE, COMPLETIONS_ROUTE = "/v1/chat/completions", "/v1/completions"
@@ -57,7 +58,7 @@ class Requirements(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     chat_endpoint: bool | None = None  # true: trained on chat-templated prompts (CHAT_ROUTE); false: raw text
-    thinking: Literal["on", "off"] | None = None  # the target's thinking mode the drafter was trained for
+    thinking: ThinkingMode | None = None  # the target's thinking mode the drafter was trained for
     context_length: int | None = Field(None, ge=1)  # the context the drafter was trained at
     temperature: float | None = Field(None, ge=0)  # the sampling temperature its training data was generated at
     recommended_k: int | None = Field(None, ge=1)  # the K its publisher recommends (or its config proposes)

@@ -18,6 +18,7 @@ from typing import Annotated, Literal
 from packaging.version import InvalidVersion, Version
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from ..names import Thinking
 from ..requirements import on_off
 
 Unknown = Literal["unknown"]
@@ -56,7 +57,7 @@ class Conditions(BaseModel):
     max_new_tokens: Count | Unknown
     engine: Annotated[str, Field(min_length=1)]  # vllm, sglang, native (eaglezoo verify's own), ... or unknown
     engine_version: str | Unknown
-    thinking: Literal["on", "off", "unknown"]
+    thinking: Thinking
     prompt_format: Literal["chat", "raw", "unknown"]
     source: Annotated[str, Field(min_length=1)]  # where the figure is stated: an URL, a report in this repository
 

@@ -13,8 +13,9 @@ from pathlib import Path
 from pydoc_data.topics import topics
 
 from ..errors import UsageError, first_line
+from ..names import Thinking
 from .prompt_set import Skipped
-from .workload import Prompt, Thinking
+from .workload import Prompt
 
 DOCUMENT = "CPython's pydoc_data topics (PSF licence), shipped with every Python"
 

@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Callable, Literal
+from typing import TYPE_CHECKING, Annotated, Callable
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
@@ -19,6 +19,7 @@ from ..checkpoint.spec import DrafterSpec
 from ..errors import BadInput, UsageError
 from ..fsutil import parse_json, regular_file
 from ..limits import MAX_PROMPTS
+from ..names import Thinking
 from .counters import SpecDecodeCounters
 from .prompt_set import PromptSet, Skipped, bucket_problem
 
@@ -28,7 +29,6 @@ if TYPE_CHECKING:
 Progress = Callable[..., None]  # progress(done, total, phase="...")
 
 
-Thinking = Literal["on", "off", "unknown"]  # a target's thinking mode, as a chat template renders it
 Turn = Annotated[str, StringConstraints(pattern=r"\S")]  # an earlier user turn: not blank
 
 

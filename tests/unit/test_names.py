@@ -12,8 +12,11 @@ from conftest import ROOT
 from eaglezoo import names
 from eaglezoo.checkpoint import formats
 from eaglezoo.engine_versions import Engine
+from eaglezoo.registry.conditions import Conditions
 from eaglezoo.registry.schema import Entry, Floor
+from eaglezoo.requirements import Requirements
 from eaglezoo.verify.report.models import Engine as ReportEngine
+from eaglezoo.verify.report.models import VerifyReport
 
 
 def test_every_dialect_has_its_reader_and_no_other():
@@ -30,6 +33,9 @@ def test_models_name_engines_and_dialects_by_the_one_definition():
     assert Engine == names.ServerEngine
     assert set(names.RUN_ENGINES) < set(names.VERIFY_ENGINES) and set(names.SERVER_ENGINES) < set(names.SERVE_ENGINES)
     assert get_args(names.CompareEngine) == names.COMPARE_ENGINES
+    assert Conditions.model_fields["thinking"].annotation == names.Thinking
+    assert VerifyReport.model_fields["thinking"].annotation == names.Thinking | None
+    assert Requirements.model_fields["thinking"].annotation == names.ThinkingMode | None
 
 
 def test_no_set_is_spelled_out_again():
@@ -37,7 +43,7 @@ def test_no_set_is_spelled_out_again():
     of its own, such as the dialects whose configs hold aux ids where vLLM reads them, is its own fact)."""
     whole = [set(x) for x in (names.VERIFY_ENGINES, names.RUN_ENGINES, names.SERVE_ENGINES, names.SERVER_ENGINES)]
     whole += [set(names.DIALECTS), set(names.EAGLE3_DIALECTS), *map(set, names.DIALECTS_OF_FAMILY.values())]
-    whole += [set(names.COMPARE_ENGINES)]
+    whole += [set(names.COMPARE_ENGINES), set(get_args(names.ThinkingMode)), {"on", "off", "unknown"}]
     found = []
     for path in sorted((ROOT / "eaglezoo").rglob("*.py")):
         if path.name == "names.py":

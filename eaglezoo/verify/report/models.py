@@ -11,7 +11,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validat
 from ... import __version__
 from ...checkpoint.problems import Finding
 from ...limits import MAX_K, MAX_LEVELS, MAX_NEW_TOKENS, MAX_PROMPTS, MAX_TEMPERATURE
-from ...names import VerifyEngine
+from ...names import Thinking, VerifyEngine
 from ...report_versions import SCHEMA_VERSION, SchemaVersion
 from ...reproduce import Reproduction
 from ..prompt_set import Bucket, PromptSet, Skipped
@@ -278,7 +278,7 @@ class VerifyReport(BaseModel):
     difference (a report written before it: its verdict from its failures and floors, report_versions.py)."""
     prompt_set: PromptSet | None = None
     """The prompt set by name and hash, its size, and which rows this run took."""
-    thinking: Literal["on", "off", "unknown"] | None = None
+    thinking: Thinking | None = None
     """The target's thinking mode in the chat prompts measured: the switch each sent, else the chat template's default
     (rendered with the switch on and off); unknown where the template has no switch or the prompts differ; null where
     no prompt went through a chat template (raw text sets no switch), and in a report written before it was kept."""
