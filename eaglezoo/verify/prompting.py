@@ -12,6 +12,8 @@ import weakref
 from pathlib import Path
 from pydoc_data.topics import topics
 
+from jinja2 import TemplateError
+
 from ..errors import UsageError, first_line
 from ..names import Thinking
 from .prompt_set import Skipped
@@ -74,7 +76,10 @@ def _template_default(tokenizer, p: Prompt, template: str) -> Thinking:
     if "enable_thinking" not in template:
         return "unknown"
     plain = text(tokenizer, p, True, [])
-    on, off = (text(tokenizer, p.model_copy(update={"thinking": v}), True, []) for v in (True, False))
+    try:
+        on, off = (text(tokenizer, p.model_copy(update={"thinking": v}), True, []) for v in (True, False))
+    except (TemplateError, ValueError):  # a template that refuses a switch it names: its default cannot be shown
+        return "unknown"
     if on == off:
         return "unknown"
     return "on" if plain == on else "off" if plain == off else "unknown"

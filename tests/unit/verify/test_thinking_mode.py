@@ -14,6 +14,7 @@ TURN = "{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}\n{% endfor 
 ON_UNLESS_OFF = TURN + "{% if enable_thinking is defined and not enable_thinking %}<think></think>{% endif %}"
 OFF_UNLESS_ON = TURN + "{% if enable_thinking is defined and enable_thinking %}<think>{% endif %}"
 IGNORED = TURN + "{# enable_thinking is named, and changes nothing #}"
+REFUSES = TURN + "{% if enable_thinking is defined %}{{ raise_exception('no switch here') }}{% endif %}"
 Q = "Describe the import system."
 
 
@@ -34,6 +35,7 @@ def tokenizer():
         (ON_UNLESS_OFF, [Prompt(prompt=Q, chat=True), Prompt(prompt=Q, chat=True, thinking=False)], "unknown"),
         (TURN, [Prompt(prompt=Q, chat=True)], "unknown"),
         (IGNORED, [Prompt(prompt=Q, chat=True)], "unknown"),
+        (REFUSES, [Prompt(prompt=Q, chat=True)], "unknown"),
         (ON_UNLESS_OFF, [Prompt(prompt=Q), Prompt(prompt=Q, chat=True, thinking=False)], "off"),
         (ON_UNLESS_OFF, [Prompt(prompt=Q)], None),
         (None, [Prompt(prompt=Q, chat=True)], None),
@@ -46,6 +48,7 @@ def tokenizer():
         "prompts-differ",
         "template-without-switch",
         "switch-changes-nothing",
+        "template-refuses-the-switch",
         "raw-rows-do-not-count",
         "raw-only",
         "no-template",
