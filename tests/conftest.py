@@ -86,13 +86,13 @@ def cli():
     return run_cli
 
 
-def run_inprocess(*args, env: dict | None = None) -> Result:
+def run_inprocess(*args, env: dict | None = None, cwd: Path = ROOT) -> Result:
     """The CLI in this process, through its one error boundary (`cli.run`), as a subprocess would run it but
     without paying for imports again: for the many input checks. Exit codes and output as a shell sees them,
     signals, pipes and progress bars need `run_cli`; so does what a process reads once: the Hub client's settings
     (HF_ENDPOINT, HF_TOKEN, HF_HOME, HF_HUB_OFFLINE, read when huggingface_hub is imported), transformers' HF_HOME,
     eaglezoo's EAGLEZOO_*_TIMEOUT and _DEADLINE (`settings.env_seconds` is cached), PYTHONPATH; and an input that
-    could hang (a FIFO), which needs run_cli's timeout."""
+    could hang (a FIFO), which needs run_cli's timeout. `cwd`: the folder the command runs from, as a shell's."""
     import signal
 
     from typer.testing import CliRunner
@@ -105,7 +105,7 @@ def run_inprocess(*args, env: dict | None = None) -> Result:
     here = os.getcwd()
     handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGHUP)}  # run() installs its own
     with CliRunner().isolation(env={**CLI_ENV, **(env or {})}) as (out, err, _):
-        os.chdir(ROOT)
+        os.chdir(cwd)
         try:
             run([str(a) for a in args])
             code = 0
