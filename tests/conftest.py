@@ -12,8 +12,9 @@ from pathlib import Path
 # engines; torch's default (a thread per core, spinning while it waits) made them fight (measured, paired: 122.4 s
 # against 85.1 s for three engine-heavy modules, docs/notes/test-suite.md). Set before torch is imported anywhere.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
-# Offline unless HF_HUB_OFFLINE says otherwise, as the CLI's subprocesses run (CLI_ENV), in this process too: the
-# in-process runs and unit tests import huggingface_hub here, and it reads the setting once, at import.
+# Offline unless HF_HUB_OFFLINE says otherwise, as the CLI's subprocesses run (CLI_ENV), in this process too: unit
+# tests import huggingface_hub here, and it reads the setting once, at import (in-process CLI runs read it again for
+# each run: `fresh_settings`).
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import pytest
@@ -86,13 +87,29 @@ def cli():
     return run_cli
 
 
+def fresh_settings() -> None:
+    """The settings a process reads once, read again from this run's environment: huggingface_hub's (HF_ENDPOINT,
+    HF_HOME, HF_HUB_OFFLINE, its timeouts: module constants set when it is imported, which the client reads through
+    `constants.X` at each call) and eaglezoo's limits (`settings.env_seconds` is cached). The token is read at each
+    call by the client itself. Its progress bars are off, through its own switch: a run here has no terminal, and
+    eaglezoo's `hub.client.configure` turns them off by the variable the client reads once, at its import."""
+    import importlib
+
+    if "huggingface_hub.constants" in sys.modules:
+        importlib.reload(sys.modules["huggingface_hub.constants"])
+    if "huggingface_hub.utils.tqdm" in sys.modules:
+        sys.modules["huggingface_hub.utils.tqdm"].disable_progress_bars()
+    if "eaglezoo.settings" in sys.modules:
+        sys.modules["eaglezoo.settings"].env_seconds.cache_clear()
+
+
 def run_inprocess(*args, env: dict | None = None, cwd: Path = ROOT) -> Result:
     """The CLI in this process, through its one error boundary (`cli.run`), as a subprocess would run it but
     without paying for imports again: for the many input checks. Exit codes and output as a shell sees them,
-    signals, pipes and progress bars need `run_cli`; so does what a process reads once: the Hub client's settings
-    (HF_ENDPOINT, HF_TOKEN, HF_HOME, HF_HUB_OFFLINE, read when huggingface_hub is imported), transformers' HF_HOME,
-    eaglezoo's EAGLEZOO_*_TIMEOUT and _DEADLINE (`settings.env_seconds` is cached), PYTHONPATH; and an input that
-    could hang (a FIFO), which needs run_cli's timeout. `cwd`: the folder the command runs from, as a shell's."""
+    signals, pipes and progress bars need `run_cli`; so does what a process reads once and cannot be read again here:
+    transformers' HF_HOME, PYTHONPATH; and an input that could hang (a FIFO), which needs run_cli's timeout. What is
+    read again for each run (`fresh_settings`): the Hub client's settings and eaglezoo's own limits. `cwd`: the folder
+    the command runs from, as a shell's."""
     import signal
 
     from typer.testing import CliRunner
@@ -105,6 +122,7 @@ def run_inprocess(*args, env: dict | None = None, cwd: Path = ROOT) -> Result:
     here = os.getcwd()
     handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGHUP)}  # run() installs its own
     with CliRunner().isolation(env={**CLI_ENV, **(env or {})}) as (out, err, _):
+        fresh_settings()
         os.chdir(cwd)
         try:
             run([str(a) for a in args])
@@ -165,7 +183,8 @@ def hub(tmp_path_factory):
 
 
 def hubcli(hub, *args, **env):
-    return run_cli(*args, env={**hub[1], **env})
+    """A command against the local Hub, in the test's process (`fresh_settings` points the client at it)."""
+    return run_inprocess(*args, env={**hub[1], **env})
 
 
 @pytest.fixture(scope="module")

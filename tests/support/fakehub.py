@@ -13,8 +13,10 @@ import hashlib
 import json
 import re
 import socketserver
+import sys
 import threading
 import time
+import traceback
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, unquote, urlparse
 
@@ -494,12 +496,20 @@ ROUTES = [
 ]
 
 
+class HubServer(ThreadingHTTPServer):
+    def handle_error(self, request, client_address):
+        """A client that hangs up mid-answer (eaglezoo cutting a download off) is logged to the real stderr: the
+        server runs in the test's process, where a CLI run in that process reads sys.stderr as the command's own."""
+        print(f"fake hub: error answering {client_address}", file=sys.__stderr__)
+        traceback.print_exc(file=sys.__stderr__)
+
+
 def serve(host: str = "127.0.0.1", port: int = 0):
     """Starts the server in a thread; returns (hub, endpoint, server). The CDN is the same server
     under the host name 'localhost', so the client's same-host redirect rule is exercised."""
     hub = Hub()
     handler = type("BoundHandler", (Handler,), {"hub": hub})
-    server = ThreadingHTTPServer((host, port), handler)
+    server = HubServer((host, port), handler)
     port = server.server_address[1]
     handler.base = f"http://{host}:{port}"
     handler.cdn = f"http://localhost:{port}"
