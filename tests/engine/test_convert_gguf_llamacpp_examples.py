@@ -11,7 +11,7 @@ import json
 
 import numpy as np
 import pytest
-from conftest import EXAMPLE, run_cli
+from conftest import EXAMPLE, run_inprocess
 from support import llamacpp
 
 TARGET = EXAMPLE / "target"
@@ -30,7 +30,9 @@ def test_both_converters_bake_taps_1_2_3_without_flags(src, tmp_path, folder, ar
     ref, out = tmp_path / "ref.gguf", tmp_path / "ours"
     r = llamacpp.convert(src, EXAMPLE / folder, TARGET, ref, outtype="f32")
     assert r.returncode == 0, r.stderr[-2000:]
-    r = run_cli("convert", EXAMPLE / folder, out, "--to", "gguf", "--target", TARGET, "--dtype", "float32", "--json")
+    r = run_inprocess(
+        "convert", EXAMPLE / folder, out, "--to", "gguf", "--target", TARGET, "--dtype", "float32", "--json"
+    )
     assert r.code == 0, r.err
     a, b = llamacpp.fields(ref), llamacpp.fields(out / "drafter.gguf")
     assert a[f"{arch}.target_layers"] == b[f"{arch}.target_layers"] == [1, 2, 3]

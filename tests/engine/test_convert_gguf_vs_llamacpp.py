@@ -8,7 +8,7 @@ import json
 
 import numpy as np
 import pytest
-from conftest import EXAMPLE, EXAMPLE_IDS, run_cli, run_inprocess
+from conftest import EXAMPLE, EXAMPLE_IDS, run_inprocess
 from support import llamacpp
 from support.gguf_example import converted
 
@@ -90,7 +90,7 @@ def test_dflash_gguf_matches_llamacpp_converter(src, tmp_path):
     ref, out = tmp_path / "ref.gguf", tmp_path / "dflash-gguf"
     r = llamacpp.convert(src, EXAMPLE / "dflash", TARGET, ref)
     assert r.returncode == 0, r.stderr[-2000:]
-    r = run_cli("convert", EXAMPLE / "dflash", out, "--to", "gguf", "--target", TARGET, "--json")
+    r = run_inprocess("convert", EXAMPLE / "dflash", out, "--to", "gguf", "--target", TARGET, "--json")
     assert r.code == 0, r.err
     a, b = llamacpp.fields(ref), llamacpp.fields(out / "drafter.gguf")
     differ = {k: (a.get(k), b.get(k)) for k in a.keys() | b.keys() if a.get(k) != b.get(k)}
@@ -125,7 +125,7 @@ def test_dspark_gguf_matches_llamacpp_converter(src, tmp_path):
     ref, out = tmp_path / "ref.gguf", tmp_path / "dspark-gguf"
     r = llamacpp.convert(src, DSPARK, TARGET, ref)
     assert r.returncode == 0, r.stderr[-2000:]
-    r = run_cli("convert", DSPARK, out, "--to", "gguf", "--target", TARGET, "--json")
+    r = run_inprocess("convert", DSPARK, out, "--to", "gguf", "--target", TARGET, "--json")
     assert r.code == 0, r.err
     b = same_gguf(ref, out / "drafter.gguf", DSPARK_DELIBERATE)
     assert b["dflash.target_layers"] == [1, 2, 3] and b["dflash.block_size"] == 4

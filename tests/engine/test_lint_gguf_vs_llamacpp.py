@@ -4,7 +4,7 @@ the fix. In the engine tier: each runs the engine's converter."""
 
 from __future__ import annotations
 
-from conftest import EXAMPLE, assert_clean_failure, run_cli, run_inprocess
+from conftest import EXAMPLE, assert_clean_failure, run_inprocess
 from support import llamacpp
 
 TARGET = EXAMPLE / "target"
@@ -24,7 +24,7 @@ def test_llamacpp_converter_taps_named_with_the_fix(tmp_path):
     src = llamacpp.source_dir()
     ref = tmp_path / "ref.gguf"
     assert llamacpp.convert(src, DRAFTER, TARGET, ref).returncode == 0
-    r = run_cli("lint", ref, "--target", TARGET)
+    r = run_inprocess("lint", ref, "--target", TARGET)
     assert r.code == 1, r.err
     assert "gguf-taps-default" in r.out and "gguf-taps-repeated" in r.out
     assert "eaglezoo convert SRC OUT --to gguf --target TARGET" in r.out

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import re
 
-from conftest import EXAMPLE, run_cli
+from conftest import EXAMPLE, run_inprocess
 from support import llamacpp
 from support.llama_servers import binary
 from support.llamacpp_serve import serving
@@ -17,7 +17,7 @@ TARGET = EXAMPLE / "target"
 
 
 def lint(folder, *extra):
-    r = run_cli("lint", folder, "--target", TARGET, *extra, "--json")
+    r = run_inprocess("lint", folder, "--target", TARGET, *extra, "--json")
     return {f["code"]: f for f in r.json()["findings"]}
 
 
@@ -36,22 +36,22 @@ def test_folder_without_top_level_ids_is_named_as_llamacpp_bakes_it(tmp_path):
     fields = converted_by_llamacpp(EXAMPLE / "eagle3-safeai", tmp_path / "baked.gguf")
     assert list(fields["eagle3.target_layers"]) == baked  # what lint says is what the converter writes
     target = tmp_path / "tg"
-    assert run_cli("convert", TARGET, target, "--to", "gguf", "--dtype", "float32").code == 0
+    assert run_inprocess("convert", TARGET, target, "--to", "gguf", "--dtype", "float32").code == 0
     log = tmp_path / "server.log"
     args = [binary(), "-m", target / "target.gguf", "-md", tmp_path / "baked.gguf", "--spec-type", "draft-eagle3"]
     with serving([*map(str, args), "-t", "1", "-c", "512", "-v"], log):  # -v: the loader's INFO lines
         pass
     assert "EAGLE3 extract_layers = [2, 2, 1]" in log.read_text()  # the taps the server runs
     named = tmp_path / "named"  # eaglezoo's conversion writes the ids at the top level: nothing to say
-    assert run_cli("convert", EXAMPLE / "eagle3-safeai", named, "--aux-layers", "2,3,4", "--aux-convention",
-                   "boundary", "--target", TARGET).code == 0  # fmt: skip
+    assert run_inprocess("convert", EXAMPLE / "eagle3-safeai", named, "--aux-layers", "2,3,4", "--aux-convention",
+                         "boundary", "--target", TARGET).code == 0  # fmt: skip
     assert "llamacpp-converter-taps" not in lint(named)
 
 
 def test_speculators_config_without_norm_before_residual_is_named(tmp_path):
     folder = tmp_path / "spec"
-    r = run_cli("convert", EXAMPLE / "eagle3-safeai", folder, "--to", "speculators", "--target", TARGET,
-                "--aux-layers", "1,2,3", "--aux-convention", "boundary")  # fmt: skip
+    r = run_inprocess("convert", EXAMPLE / "eagle3-safeai", folder, "--to", "speculators", "--target", TARGET,
+                      "--aux-layers", "1,2,3", "--aux-convention", "boundary")  # fmt: skip
     assert r.code == 0, r.err
     cfg = json.loads((folder / "config.json").read_text())
     del cfg["norm_before_residual"]  # as some speculators configs ship: vLLM reads true
@@ -64,11 +64,11 @@ def test_speculators_config_without_norm_before_residual_is_named(tmp_path):
 
 
 def test_engine_table_names_llamacpp_and_refuses_eagle31():
-    r = run_cli("lint", EXAMPLE / "eagle31-safeai", "--target", TARGET, "--json")
+    r = run_inprocess("lint", EXAMPLE / "eagle31-safeai", "--target", TARGET, "--json")
     data = r.json()
     unfaithful = [f["message"] for f in data["findings"] if f["code"] == "engine-unfaithful"]
     assert any(m.startswith("llamacpp") and "fc_norm/norm_output" in m for m in unfaithful), unfaithful
-    r = run_cli(
+    r = run_inprocess(
         "lint",
         EXAMPLE / "eagle3-safeai",
         "--target",

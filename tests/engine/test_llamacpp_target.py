@@ -12,7 +12,7 @@ import sys
 import urllib.request
 
 import pytest
-from conftest import CLI_ENV, EXAMPLE, ROOT, run_cli
+from conftest import CLI_ENV, EXAMPLE, ROOT, run_inprocess
 from support import llamacpp_serve
 
 TARGET = EXAMPLE / "target"
@@ -38,7 +38,7 @@ def transformers_greedy(ids: list[int], n: int = 16) -> list[int]:
 @pytest.fixture(scope="module")
 def target_gguf(tmp_path_factory):
     out = tmp_path_factory.mktemp("target") / "target-gguf"
-    r = run_cli("convert", TARGET, out, "--to", "gguf", "--json")
+    r = run_inprocess("convert", TARGET, out, "--to", "gguf", "--json")
     assert r.code == 0, r.err
     return out / "target.gguf"
 

@@ -13,7 +13,7 @@ import re
 import shutil
 
 import pytest
-from conftest import EXAMPLE, ROOT, assert_clean_failure, run_cli
+from conftest import EXAMPLE, ROOT, assert_clean_failure, run_cli, run_inprocess
 from support.browser import CHROMIUM, assert_page
 from support.engine import CPU_ENV, VLLM_PY, engine_starts
 
@@ -183,13 +183,13 @@ def test_a_saved_tune_is_drawn_only_from_what_tune_writes(tuned, tmp_path, edit,
     report, page = tuned[0], tuned[2]
     saved, again = tmp_path / "tune.json", tmp_path / "again.html"
     saved.write_text(json.dumps(report))
-    assert run_cli("report", saved, "--html", again).code == 0
+    assert run_inprocess("report", saved, "--html", again).code == 0
     assert again.read_bytes() == page.read_bytes()  # the saved report renders to the bytes tune wrote
     edited = json.loads(saved.read_text())
     edit(edited)
     saved.write_text(json.dumps(edited))
     again.unlink()
-    assert_clean_failure(run_cli("report", saved, "--html", again), again, contains=f"report {saved}: {says}")
+    assert_clean_failure(run_inprocess("report", saved, "--html", again), again, contains=f"report {saved}: {says}")
 
 
 def test_the_engine_accepts_the_table_it_is_given(tuned):
@@ -240,19 +240,21 @@ def test_the_entrys_floors_are_checked_at_every_load_and_its_hardware_named(tune
     assert "failed K=2 at concurrency 1" in out
 
 
-def test_prompts_at_their_own_temperature_are_refused_before_any_engine_starts(cli, tmp_path, vllm_ready):
+def test_prompts_at_their_own_temperature_are_refused_before_any_engine_starts(tmp_path, vllm_ready):
     """(The engine's interpreter is checked first, before the prompts are read: it must be one that has vLLM.)"""
     prompts = tmp_path / "p.jsonl"
     prompts.write_text(json.dumps({"prompt": "q"}) + "\n" + json.dumps({"prompt": "q", "temperature": 1.0}) + "\n")
-    r = cli("tune", *BASE, "--prompts", prompts)
+    r = run_inprocess("tune", *BASE, "--prompts", prompts)
     assert_clean_failure(r, None, contains="tune measures greedy serving (temperature 0), and 1 prompt(s) of the set")
 
 
-def test_a_budget_below_one_pass_per_cell_is_refused_with_the_minimum(cli, tmp_path, vllm_ready):
+def test_a_budget_below_one_pass_per_cell_is_refused_with_the_minimum(tmp_path, vllm_ready):
     """The minimum is known once the first engine has started: 4 engines (K = 0, 1, 2, the confirmation) at what
     that start and its runs took. One line, nothing written, no second engine."""
     report = tmp_path / "tune.json"
-    r = cli("tune", *BASE, "--k-max", "2", "--concurrency", "1", "--budget", "0.1", "--report", report, env=CPU_ENV)
+    r = run_inprocess(
+        "tune", *BASE, "--k-max", "2", "--concurrency", "1", "--budget", "0.1", "--report", report, env=CPU_ENV
+    )
     assert_clean_failure(r, report, contains="--budget 0.1 is below one pass per cell here: 4 engine starts of about")
     assert "(hint: give --budget " in r.err
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import EXAMPLE, run_cli
+from conftest import EXAMPLE, run_cli, run_inprocess
 from support.llama_servers import binary
 
 from eaglezoo.tune.model import TuneReport
@@ -91,6 +91,6 @@ def test_the_report_reads_back_and_renders_a_page(tuned, tmp_path):
     assert "llama-server" in page.read_text()
     path = tmp_path / "tune.json"
     path.write_text(json.dumps(report))
-    shown = run_cli("report", path)
+    shown = run_inprocess("report", path)
     assert shown.code == 0, shown.err
     assert "llama.cpp at concurrency 1:" in shown.out
