@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import EXAMPLE, EXAMPLE_IDS
+from conftest import EXAMPLE, EXAMPLE_IDS, run_inprocess
 
 DRAFTER = EXAMPLE / "eagle3-safeai"
 EXACT = (
@@ -19,8 +19,8 @@ EXACT = (
 )
 
 
-def verify(cli, target, *extra, drafter=DRAFTER, env=None):
-    return cli(
+def verify(target, *extra, drafter=DRAFTER, env=None):
+    return run_inprocess(
         "verify",
         drafter,
         "--target",
@@ -35,13 +35,11 @@ def verify(cli, target, *extra, drafter=DRAFTER, env=None):
     )
 
 
-def test_batched_prompts_give_exactly_the_one_at_a_time_results(cli):
+def test_batched_prompts_give_exactly_the_one_at_a_time_results():
     """Every prompt of the set (43 to 798 tokens, so rows padded by up to 53) in batches of up to 8,
     against one at a time: the same continuations (the distinct-token ratio is computed from them)
     and the same accepted length at every verify step of every prompt."""
-    one, eight = (
-        verify(cli, EXAMPLE / "target", "--max-new-tokens", "48", "--json", "--batch-size", b) for b in ("1", "8")
-    )
+    one, eight = (verify(EXAMPLE / "target", "--max-new-tokens", "48", "--json", "--batch-size", b) for b in ("1", "8"))
     assert one.code == 0 and eight.code == 0, one.err + eight.err
     a, b = one.json(), eight.json()
     assert a["num_prompts"] == 36 and a["num_drafts"] > 500

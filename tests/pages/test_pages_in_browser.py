@@ -10,7 +10,7 @@ import re
 from html import unescape
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, run_inprocess
 from support import saved_reports
 from support.browser import CHROMIUM, assert_page, browse
 
@@ -22,15 +22,17 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def test_the_verify_page_in_a_browser(cli, tmp_path):
+def test_the_verify_page_in_a_browser(tmp_path):
     report, page = tmp_path / "verify.json", tmp_path / "verify.html"
-    r = cli("verify", "tiny-example-eagle31", "-k", "4", "--max-prompts", "8", "--report", report, "--html", page)
+    r = run_inprocess(
+        "verify", "tiny-example-eagle31", "-k", "4", "--max-prompts", "8", "--report", report, "--html", page
+    )
     assert r.code == 0, r.err
     dom = assert_page(page, tmp_path, plots=4)  # per position, histogram, by K, drift by depth
     data = json.loads(report.read_text())
     assert f"{data['mean_acceptance_length']:.3f}" in dom and "vllm serve" in dom
     again = tmp_path / "again.html"
-    r = cli("report", report, "--html", again, "--json")
+    r = run_inprocess("report", report, "--html", again, "--json")
     assert r.code == 0 and r.json() == {"report": str(report), "kind": "verify", "html": str(again)}, r.err
     assert again.read_bytes() == page.read_bytes()
 
@@ -55,13 +57,13 @@ def test_the_verify_page_in_a_browser(cli, tmp_path):
     }
     report.write_text(json.dumps(data))
     faster = tmp_path / "speedup.html"
-    assert cli("report", report, "--html", faster).code == 0
+    assert run_inprocess("report", report, "--html", faster).code == 0
     assert "output tokens/s by concurrency" in assert_page(faster, tmp_path, plots=5)
 
 
-def test_the_compare_page_in_a_browser(cli, tmp_path):
+def test_the_compare_page_in_a_browser(tmp_path):
     page = tmp_path / "compare.html"
-    r = cli("compare", "tiny-example-eagle3", "tiny-example-eagle31", "--max-prompts", "12", "--html", page)
+    r = run_inprocess("compare", "tiny-example-eagle3", "tiny-example-eagle31", "--max-prompts", "12", "--html", page)
     assert r.code == 0, r.err
     dom = assert_page(page, tmp_path, plots=1)
     assert "B/A =" in dom and "Per bucket" in dom
@@ -75,13 +77,13 @@ def test_the_tune_page_in_a_browser(tmp_path):
     assert "Recommended: concurrency 1: K=1" in assert_page(page, tmp_path, plots=1)
 
 
-def test_the_zoo_site_in_a_browser(cli, tmp_path):
+def test_the_zoo_site_in_a_browser(tmp_path):
     """`registry site`: the index lists every entry, every page loads with no console error, every internal link
     lands on a page of the site, and the entries' recorded reports are drawn."""
     site = tmp_path / "site"
-    r = cli("registry", "site", site, "--json")
+    r = run_inprocess("registry", "site", site, "--json")
     assert r.code == 0, r.err
-    entries = cli("registry", "list", "--json").json()
+    entries = run_inprocess("registry", "list", "--json").json()
     assert sorted(r.json()["pages"]) == sorted(["index.html", *(f"entries/{e['id']}.html" for e in entries)])
     dom, log = browse(site / "index.html", tmp_path / "index.png")
     assert "CONSOLE" not in log and "Uncaught" not in log, log
@@ -97,8 +99,8 @@ def test_the_zoo_site_in_a_browser(cli, tmp_path):
     assert "CONSOLE" not in log and dom.count("<svg") == 1 and "repo-file" in dom
     assert "vllm serve" in dom and "sglang.launch_server" in dom
     # the published SafeAILab folder is not served faithfully as is: the whole path, convert first, as serve-config
-    sc = cli("serve-config", "tiny-example-eagle31", "--json").json()
-    # serve-config names local folders whole from where it runs (cli's cwd is ROOT); the site as the registry does
+    sc = run_inprocess("serve-config", "tiny-example-eagle31", "--json").json()
+    # serve-config names local folders whole from where it runs (run_inprocess's cwd is ROOT); the site as the registry does
     assert chr(10).join(sc["steps"]).replace(f"{ROOT}/", "") in unescape(verified.read_text())
     assert "development endpoints" in verified.read_text()  # what VLLM_SERVER_DEV_MODE=1 opens, said beside it
     assert sc["steps"][0].startswith("eaglezoo convert tiny-example-eagle31 ")
