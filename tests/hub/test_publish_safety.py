@@ -1,6 +1,6 @@
 """Publishing safely (issue 13): push uploads exactly the drafter, downloads never trust, every path
-read from a file stays inside its root. The CLI runs as a subprocess against the local Hub server. (Paths in
-registry entries: tests/cli/registry/test_registry_paths.py.)"""
+read from a file stays inside its root. The CLI runs in the test's process against the local Hub server
+(`conftest.hubcli`). (Paths in registry entries: tests/cli/registry/test_registry_paths.py.)"""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """Hub pull/push through the real huggingface_hub client against a local Hub-compatible server
-(tests/support/fakehub.py on 127.0.0.1, its "CDN" on localhost). The CLI runs as a subprocess."""
+(tests/support/fakehub.py on 127.0.0.1, its "CDN" on localhost). The CLI runs in the test's process (`conftest.hubcli`:
+the client's settings read again for each run)."""
 
 from __future__ import annotations
 
