@@ -100,7 +100,7 @@ def test_the_zoo_site_in_a_browser(tmp_path):
     assert "vllm serve" in dom and "sglang.launch_server" in dom
     # the published SafeAILab folder is not served faithfully as is: the whole path, convert first, as serve-config
     sc = run_inprocess("serve-config", "tiny-example-eagle31", "--json").json()
-    # serve-config names local folders whole from where it runs (run_inprocess's cwd is ROOT); the site as the registry does
+    # serve-config names local folders whole from where it runs (here ROOT); the site as the registry does
     assert chr(10).join(sc["steps"]).replace(f"{ROOT}/", "") in unescape(verified.read_text())
     assert "development endpoints" in verified.read_text()  # what VLLM_SERVER_DEV_MODE=1 opens, said beside it
     assert sc["steps"][0].startswith("eaglezoo convert tiny-example-eagle31 ")
